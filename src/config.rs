@@ -1,0 +1,136 @@
+//! The typed configuration. Lua validates the user's options against one
+//! commented defaults table (`lua/chimera/config.lua`) and hands the result
+//! here as JSON; every field also has a default so the core runs without Lua.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Everything the core needs to know from the user's `setup{}` options.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Config {
+    /// Project root; `None` means the nearest ancestor holding `.git`.
+    pub root: Option<PathBuf>,
+    pub llm: LlmConfig,
+    pub agents: AgentsConfig,
+    pub sync: SyncConfig,
+}
+
+/// Which wire protocol the LLM server speaks.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Ollama's native `POST /api/chat`.
+    Ollama,
+    /// `POST /v1/chat/completions`: llama.cpp server, vLLM, LM Studio, hosted APIs.
+    Openai,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LlmConfig {
+    pub provider: Provider,
+    /// Base URL as users give it to other clients: `http://127.0.0.1:11434`
+    /// for Ollama, `http://127.0.0.1:8080/v1` for OpenAI-compatible servers.
+    pub url: String,
+    pub model: String,
+    /// Name of the environment variable holding the API key, if any.
+    pub api_key_env: Option<String>,
+    /// Time limit of one request, first byte to last.
+    pub timeout_ms: u64,
+    /// Retries after a connection error, a timeout or a 5xx, with backoff.
+    pub max_retries: u32,
+    /// Stream the reply (OpenAI-compatible servers).
+    pub stream: bool,
+    pub temperature: f64,
+    /// Upper bound of generated tokens per reply.
+    pub max_tokens: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            provider: Provider::Ollama,
+            url: "http://127.0.0.1:11434".to_owned(),
+            model: "qwen2.5-coder:7b".to_owned(),
+            api_key_env: None,
+            timeout_ms: 120_000,
+            max_retries: 2,
+            stream: true,
+            temperature: 0.2,
+            max_tokens: 2048,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AgentsConfig {
+    /// Agents running at once; the rest wait in `queued`.
+    pub max_concurrent: usize,
+    /// Times a failed program (traceback, no `submit_result`) goes back to the model.
+    pub repair_rounds: u32,
+    /// CPU time limit of one sandbox run (waiting for the LLM is not counted).
+    pub sandbox_timeout_ms: u64,
+    /// Python recursion limit inside the sandbox.
+    pub max_recursion: usize,
+}
+
+impl Default for AgentsConfig {
+    fn default() -> Self {
+        Self { max_concurrent: 3, repair_rounds: 2, sandbox_timeout_ms: 5_000, max_recursion: 200 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct SyncConfig {
+    /// Quiet time before a burst of file-system events is applied.
+    pub debounce_ms: u64,
+    /// Files larger than this are tracked but their content is not given to agents.
+    pub max_file_bytes: u64,
+    /// Watch the project for changes made outside Neovim.
+    pub watch: bool,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        Self { debounce_ms: 100, max_file_bytes: 2 * 1024 * 1024, watch: true }
+    }
+}
+
+impl Config {
+    /// Parses the JSON that `lua/chimera/config.lua` produces.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_json_gives_the_documented_defaults() {
+        let config = Config::from_json("{}").unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(config.llm.provider, Provider::Ollama);
+        assert_eq!(config.agents.max_concurrent, 3);
+    }
+
+    #[test]
+    fn partial_tables_keep_other_defaults() {
+        let config = Config::from_json(
+            r#"{"llm": {"provider": "openai", "url": "http://127.0.0.1:8080/v1"}}"#,
+        )
+        .unwrap();
+        assert_eq!(config.llm.provider, Provider::Openai);
+        assert_eq!(config.llm.model, "qwen2.5-coder:7b");
+    }
+
+    #[test]
+    fn unknown_provider_is_an_error() {
+        assert!(Config::from_json(r#"{"llm": {"provider": "gpt"}}"#).is_err());
+    }
+}

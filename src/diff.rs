@@ -1,0 +1,171 @@
+//! Proposals as hunks: line-based differences between the human's text and
+//! an agent's, computed with `similar`. Pure functions, used by the store
+//! side (to build proposals) and by the editor (to draw ghost text).
+
+use serde::{Deserialize, Serialize};
+use similar::{DiffOp, TextDiff};
+
+/// One contiguous change: `old_lines` starting at `old_start` (0-based) are
+/// replaced by `new_lines`. Lines carry no line ending.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hunk {
+    pub old_start: usize,
+    pub old_lines: Vec<String>,
+    pub new_lines: Vec<String>,
+}
+
+/// What a proposal does to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileChange {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// The hunks of one file of a proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub path: String,
+    pub change: FileChange,
+    pub hunks: Vec<Hunk>,
+}
+
+fn strip_eol(line: &str) -> String {
+    line.strip_suffix('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).unwrap_or(line).to_owned()
+}
+
+/// The hunks turning `old` into `new`, in file order, without context lines.
+pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
+    let diff = TextDiff::configure().algorithm(similar::Algorithm::Patience).diff_lines(old, new);
+    let old_lines = diff.old_slices();
+    let new_lines = diff.new_slices();
+    let mut out: Vec<Hunk> = Vec::new();
+    for op in diff.ops() {
+        let (old_range, new_range) = match *op {
+            DiffOp::Equal { .. } => continue,
+            DiffOp::Delete { old_index, old_len, .. } => (old_index..old_index + old_len, 0..0),
+            DiffOp::Insert { old_index, new_index, new_len } => {
+                (old_index..old_index, new_index..new_index + new_len)
+            }
+            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                (old_index..old_index + old_len, new_index..new_index + new_len)
+            }
+        };
+        let hunk = Hunk {
+            old_start: old_range.start,
+            old_lines: old_lines[old_range.clone()].iter().map(|l| strip_eol(l)).collect(),
+            new_lines: new_lines[new_range].iter().map(|l| strip_eol(l)).collect(),
+        };
+        // Adjacent ops (a delete followed by an insert) form one hunk.
+        match out.last_mut() {
+            Some(last) if last.old_start + last.old_lines.len() == hunk.old_start => {
+                last.old_lines.extend(hunk.old_lines);
+                last.new_lines.extend(hunk.new_lines);
+            }
+            _ => out.push(hunk),
+        }
+    }
+    // A change of only the final newline shows as a changed last line.
+    if out.is_empty() && old != new {
+        let n = old.lines().count().saturating_sub(1);
+        let last_old = old.lines().last().unwrap_or("").to_owned();
+        let last_new = new.lines().last().unwrap_or("").to_owned();
+        out.push(Hunk { old_start: n, old_lines: vec![last_old], new_lines: vec![last_new] });
+    }
+    out
+}
+
+/// Rewrites the line endings of `new` to those of `base` when `base` uses
+/// CRLF throughout, so an agent that writes `\n` does not convert the file.
+pub fn match_line_endings(base: &str, new: &str) -> String {
+    let crlf = base.matches("\r\n").count();
+    let lf = base.matches('\n').count();
+    if crlf == 0 || crlf != lf {
+        return new.to_owned();
+    }
+    let mut out = String::with_capacity(new.len() + new.len() / 40);
+    let mut prev = '\0';
+    for c in new.chars() {
+        if c == '\n' && prev != '\r' {
+            out.push('\r');
+        }
+        out.push(c);
+        prev = c;
+    }
+    out
+}
+
+/// Applies `hunks` (computed against `old`) to `old`; `None` if a hunk does
+/// not match the text (the text changed since the hunks were computed).
+pub fn apply(old: &str, hunks: &[Hunk], eol: &str, final_newline: bool) -> Option<String> {
+    let lines: Vec<String> = old.lines().map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned()).collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut pos = 0;
+    for h in hunks {
+        if h.old_start < pos || h.old_start + h.old_lines.len() > lines.len() {
+            return None;
+        }
+        out.extend_from_slice(&lines[pos..h.old_start]);
+        if lines[h.old_start..h.old_start + h.old_lines.len()] != h.old_lines[..] {
+            return None;
+        }
+        out.extend(h.new_lines.iter().cloned());
+        pos = h.old_start + h.old_lines.len();
+    }
+    out.extend_from_slice(&lines[pos..]);
+    let mut text = out.join(eol);
+    if final_newline && !out.is_empty() {
+        text.push_str(eol);
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insertion_replacement_and_deletion() {
+        let old = "a\nb\nc\nd\n";
+        let new = "a\nB\nc\nx\ny\n";
+        let h = hunks(old, new);
+        assert_eq!(
+            h,
+            vec![
+                Hunk { old_start: 1, old_lines: vec!["b".into()], new_lines: vec!["B".into()] },
+                Hunk { old_start: 3, old_lines: vec!["d".into()], new_lines: vec!["x".into(), "y".into()] },
+            ]
+        );
+        assert_eq!(apply(old, &h, "\n", true).unwrap(), new);
+    }
+
+    #[test]
+    fn pure_insertion_has_no_old_lines() {
+        let h = hunks("def f():\n    pass\n", "def f():\n    \"\"\"Doc.\"\"\"\n    pass\n");
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].old_start, 1);
+        assert!(h[0].old_lines.is_empty());
+        assert_eq!(h[0].new_lines, vec!["    \"\"\"Doc.\"\"\""]);
+    }
+
+    #[test]
+    fn apply_refuses_hunks_that_no_longer_match() {
+        let h = hunks("a\nb\n", "a\nc\n");
+        assert!(apply("a\nX\n", &h, "\n", true).is_none());
+    }
+
+    #[test]
+    fn crlf_files_stay_crlf() {
+        assert_eq!(match_line_endings("a\r\nb\r\n", "a\nb\nc\n"), "a\r\nb\r\nc\r\n");
+        assert_eq!(match_line_endings("a\r\nb\r\n", "a\r\nz\r\n"), "a\r\nz\r\n");
+        assert_eq!(match_line_endings("a\nb\n", "a\nc\n"), "a\nc\n");
+    }
+
+    #[test]
+    fn hunks_ignore_crlf_in_line_text() {
+        let h = hunks("a\r\nb\r\n", "a\r\nc\r\n");
+        assert_eq!(h[0].old_lines, vec!["b"]);
+        assert_eq!(h[0].new_lines, vec!["c"]);
+    }
+}

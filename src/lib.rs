@@ -1,0 +1,44 @@
+//! Chimera: AI agents propose changes to your code in copy-on-write overlays;
+//! you review them as ghost text in Neovim and accept or reject them.
+//!
+//! The crate has two halves. The *core* (everything but `nvim`) never touches
+//! Neovim and is tested with `cargo test --no-default-features`:
+//!
+//! - [`config`]: the typed configuration, resolved from the Lua options table.
+//! - [`paths`]: the project root and project-relative paths that cannot escape it.
+//! - [`store`]: one SQLite database per project: blobs, the stable layer,
+//!   overlays, agent records, proposals and the event log.
+//! - [`overlay`]: an agent's copy-on-write view of the project.
+//! - [`sync`]: keeps the stable layer equal to the human's files (import, watcher).
+//! - [`diff`]: proposals as hunks, and applying them.
+//! - [`accept`]: accepting or rejecting a proposal, atomically.
+//! - [`llm`]: LLM providers (Ollama, OpenAI-compatible) over HTTP.
+//! - [`sandbox`]: runs model-written Python in Monty with host functions.
+//! - [`agent`]: the code-mode agent loop.
+//! - [`runtime`]: the tokio runtime thread and the message loop between the halves.
+//! - [`messages`]: the typed messages crossing between the editor and the core.
+//!
+//! The editor layer, `nvim` (feature `neovim`), only adapts: it turns Lua
+//! calls into [`messages::ToCore`] and [`messages::ToEditor`] into Lua calls.
+
+// pub mod accept;
+// pub mod agent;
+pub mod config;
+pub mod diff;
+pub mod llm;
+pub mod messages;
+pub mod overlay;
+pub mod paths;
+// pub mod runtime;
+pub mod sandbox;
+pub mod store;
+// pub mod sync;
+
+#[cfg(feature = "neovim")]
+pub mod nvim;
+
+/// The version stamp of this build, compared by the Lua loader with the
+/// plugin's own version to detect a stale library.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The commit this library was built from ("unknown" outside a git checkout).
+pub const BUILD_COMMIT: &str = env!("CHIMERA_BUILD_COMMIT");

@@ -1,0 +1,159 @@
+//! A scripted fake LLM server on 127.0.0.1 for tests: real HTTP, real
+//! sockets, replies taken from a script in order. The code under test uses
+//! its real client against it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// One scripted reply.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// An OpenAI-compatible streamed reply carrying `text`.
+    OpenaiStream(String),
+    /// An OpenAI-compatible non-streamed reply carrying `text`.
+    OpenaiJson(String),
+    /// An Ollama NDJSON stream carrying `text`.
+    OllamaStream(String),
+    /// A stream cut off in the middle (no terminator), then the socket closes.
+    Truncated(String),
+    /// Any status with a body.
+    Status(u16, String),
+    /// Accept the request and never answer.
+    Hang,
+}
+
+/// A running fake server; dropped, it stops.
+pub struct FakeServer {
+    pub url: String,
+    pub requests: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeServer {
+    /// Serves `script` in order; once exhausted, every request gets a 500.
+    pub async fn start(script: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local addr");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(script.into_iter()));
+        let reqs = requests.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else { return };
+                let reqs = reqs.clone();
+                let script = script.clone();
+                tokio::spawn(async move {
+                    let Some(body) = read_request(&mut sock).await else { return };
+                    reqs.lock().unwrap().push(body);
+                    let reply = script.lock().unwrap().next();
+                    let reply = reply.unwrap_or(Reply::Status(500, "script exhausted".into()));
+                    let _ = write_reply(&mut sock, reply).await;
+                });
+            }
+        });
+        Self { url: format!("http://{addr}"), requests, task }
+    }
+}
+
+async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(end) = find(&buf, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let n = sock.read(&mut tmp).await.ok()?;
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            let first = head.lines().next().unwrap_or("").to_owned();
+            return Some(format!("{first}\n{}", String::from_utf8_lossy(&buf[end + 4..])));
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn chunks(text: &str) -> Vec<String> {
+    // Split into small pieces, as a real server streams tokens.
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(7).map(|c| c.iter().collect()).collect()
+}
+
+async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io::Result<()> {
+    let (status, ctype, body, close_early) = match reply {
+        Reply::OpenaiStream(text) => {
+            let mut body = String::new();
+            for piece in chunks(&text) {
+                let v = serde_json::json!({"choices": [{"delta": {"content": piece}, "finish_reason": null}]});
+                body.push_str(&format!("data: {v}\n\n"));
+            }
+            body.push_str("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+            (200, "text/event-stream", body, false)
+        }
+        Reply::OpenaiJson(text) => {
+            let v = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": text}}]});
+            (200, "application/json", v.to_string(), false)
+        }
+        Reply::OllamaStream(text) => {
+            let mut body = String::new();
+            for piece in chunks(&text) {
+                body.push_str(&serde_json::json!({"message": {"content": piece}, "done": false}).to_string());
+                body.push('\n');
+            }
+            body.push_str("{\"message\":{\"content\":\"\"},\"done\":true}\n");
+            (200, "application/x-ndjson", body, false)
+        }
+        Reply::Truncated(text) => {
+            let v = serde_json::json!({"choices": [{"delta": {"content": text}, "finish_reason": null}]});
+            (200, "text/event-stream", format!("data: {v}\n\n"), true)
+        }
+        Reply::Status(code, body) => (code, "text/plain", body, false),
+        Reply::Hang => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return Ok(());
+        }
+    };
+    let reason = if status == 200 { "OK" } else { "Error" };
+    if close_early {
+        // Promise more bytes than are sent, then close: a mid-stream disconnect.
+        let head = format!(
+            "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n\r\n",
+            body.len() + 1000
+        );
+        sock.write_all(head.as_bytes()).await?;
+        sock.write_all(body.as_bytes()).await?;
+        sock.flush().await?;
+        return sock.shutdown().await;
+    }
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(head.as_bytes()).await?;
+    sock.write_all(body.as_bytes()).await?;
+    sock.shutdown().await
+}

@@ -1,0 +1,232 @@
+//! LLM providers over HTTP: Ollama (`POST /api/chat`) and OpenAI-compatible
+//! servers (`POST /v1/chat/completions`). Timeouts, retries with backoff,
+//! streaming and cancellation live here so that every agent gets them.
+
+mod ollama;
+mod openai;
+#[doc(hidden)]
+pub mod fake;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{LlmConfig, Provider};
+
+/// One message of a chat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: "system".into(), content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self { role: "assistant".into(), content: content.into() }
+    }
+}
+
+/// Why a chat request failed. Each message says what to check.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("cannot reach the LLM server at {url}: {detail}. Is it running? Check `llm.url` in your Chimera config")]
+    Unreachable { url: String, detail: String },
+    #[error("the LLM server at {url} did not answer within {ms} ms (llm.timeout_ms)")]
+    Timeout { url: String, ms: u64 },
+    #[error("the LLM server answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("the LLM server sent a reply Chimera cannot read: {0}")]
+    BadReply(String),
+    #[error("the LLM reply was empty")]
+    Empty,
+    #[error("the LLM stream ended before the reply was complete")]
+    Truncated,
+    #[error("environment variable `{0}` (llm.api_key_env) is not set")]
+    MissingKey(String),
+    #[error("cancelled")]
+    Cancelled,
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+impl LlmError {
+    /// Worth another try: the server may recover.
+    fn is_transient(&self) -> bool {
+        match self {
+            Self::Unreachable { .. } | Self::Timeout { .. } | Self::Truncated => true,
+            Self::Status { status, .. } => *status >= 500 || *status == 429,
+            _ => false,
+        }
+    }
+}
+
+/// A configured connection to one LLM server.
+#[derive(Clone)]
+pub struct LlmClient {
+    http: reqwest::Client,
+    config: LlmConfig,
+    api_key: Option<String>,
+}
+
+/// Installs the ring crypto provider once; reqwest's rustls needs one.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+impl LlmClient {
+    pub fn new(config: &LlmConfig) -> Result<Self, LlmError> {
+        install_crypto_provider();
+        let api_key = match &config.api_key_env {
+            Some(var) if !var.is_empty() => {
+                Some(std::env::var(var).map_err(|_| LlmError::MissingKey(var.clone()))?)
+            }
+            _ => None,
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| LlmError::Client(e.to_string()))?;
+        Ok(Self { http, config: config.clone(), api_key })
+    }
+
+    pub fn config(&self) -> &LlmConfig {
+        &self.config
+    }
+
+    /// Sends `messages` and returns the assistant's reply, retrying transient
+    /// failures with exponential backoff. `on_delta` sees streamed text as it
+    /// arrives.
+    pub async fn chat(
+        &self,
+        messages: &[ChatMessage],
+        cancel: &CancellationToken,
+        on_delta: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<String, LlmError> {
+        let mut attempt = 0;
+        loop {
+            let once = self.chat_once(messages, on_delta);
+            let timeout = Duration::from_millis(self.config.timeout_ms);
+            let result = tokio::select! {
+                _ = cancel.cancelled() => return Err(LlmError::Cancelled),
+                r = tokio::time::timeout(timeout, once) => r.unwrap_or_else(|_| Err(LlmError::Timeout {
+                    url: self.config.url.clone(),
+                    ms: self.config.timeout_ms,
+                })),
+            };
+            match result {
+                Ok(text) if text.trim().is_empty() => return Err(LlmError::Empty),
+                Ok(text) => return Ok(text),
+                Err(e) if e.is_transient() && attempt < self.config.max_retries => {
+                    attempt += 1;
+                    let backoff = Duration::from_millis(200 * (1 << attempt.min(6)));
+                    tokio::select! {
+                        _ = cancel.cancelled() => return Err(LlmError::Cancelled),
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn chat_once(&self, messages: &[ChatMessage], on_delta: &(dyn Fn(&str) + Send + Sync)) -> Result<String, LlmError> {
+        match self.config.provider {
+            Provider::Ollama => ollama::chat(self, messages, on_delta).await,
+            Provider::Openai => openai::chat(self, messages, on_delta).await,
+        }
+    }
+
+    /// The models the server offers (for `:checkhealth`).
+    pub async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let fut = async {
+            match self.config.provider {
+                Provider::Ollama => ollama::models(self).await,
+                Provider::Openai => openai::models(self).await,
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), fut)
+            .await
+            .unwrap_or_else(|_| Err(LlmError::Timeout { url: self.config.url.clone(), ms: 5000 }))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.config.url.trim_end_matches('/'), path.trim_start_matches('/'))
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(key) = &self.api_key {
+            req = req.bearer_auth(key);
+        }
+        req
+    }
+
+    fn send_error(&self, e: reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout { url: self.config.url.clone(), ms: self.config.timeout_ms }
+        } else if e.is_connect() || e.is_request() {
+            LlmError::Unreachable { url: self.config.url.clone(), detail: root_cause(&e) }
+        } else if e.is_body() || e.is_decode() {
+            LlmError::Truncated
+        } else {
+            LlmError::Unreachable { url: self.config.url.clone(), detail: root_cause(&e) }
+        }
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+/// Reads an error response into [`LlmError::Status`], body capped.
+async fn status_error(resp: reqwest::Response) -> LlmError {
+    let status = resp.status().as_u16();
+    let mut body = resp.text().await.unwrap_or_default();
+    body.truncate(500);
+    LlmError::Status { status, body }
+}
+
+/// Splits a byte stream into lines, calling `line` for each complete one.
+/// Returns whatever was left after the last newline.
+async fn for_each_line(
+    resp: reqwest::Response,
+    client: &LlmClient,
+    mut line: impl FnMut(&str) -> Result<bool, LlmError>,
+) -> Result<bool, LlmError> {
+    use futures_util::StreamExt;
+    let mut stream = resp.bytes_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| client.send_error(e))?;
+        buf.extend_from_slice(&chunk);
+        while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
+            let raw: Vec<u8> = buf.drain(..=nl).collect();
+            let text = String::from_utf8_lossy(&raw);
+            if line(text.trim())? {
+                return Ok(true);
+            }
+        }
+    }
+    let rest = String::from_utf8_lossy(&buf).trim().to_owned();
+    if !rest.is_empty() && line(&rest)? {
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,61 @@
+//! Ollama's native chat API (`POST /api/chat`, newline-delimited JSON stream).
+
+use serde_json::{json, Value};
+
+use super::openai::cap;
+use super::{for_each_line, status_error, ChatMessage, LlmClient, LlmError};
+
+pub(super) async fn chat(
+    client: &LlmClient,
+    messages: &[ChatMessage],
+    on_delta: &(dyn Fn(&str) + Send + Sync),
+) -> Result<String, LlmError> {
+    let cfg = client.config();
+    let body = json!({
+        "model": cfg.model,
+        "messages": messages,
+        "stream": cfg.stream,
+        "options": { "temperature": cfg.temperature, "num_predict": cfg.max_tokens },
+    });
+    let resp = client
+        .request(reqwest::Method::POST, "api/chat")
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| client.send_error(e))?;
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    let mut out = String::new();
+    let done = for_each_line(resp, client, |line| {
+        if line.is_empty() {
+            return Ok(false);
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(line))))?;
+        if let Some(err) = v.get("error") {
+            return Err(LlmError::BadReply(err.to_string()));
+        }
+        if let Some(delta) = v["message"]["content"].as_str() {
+            on_delta(delta);
+            out.push_str(delta);
+        }
+        Ok(v["done"].as_bool().unwrap_or(false))
+    })
+    .await?;
+    if !done {
+        return Err(LlmError::Truncated);
+    }
+    Ok(out)
+}
+
+pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {
+    let resp = client.request(reqwest::Method::GET, "api/tags").send().await.map_err(|e| client.send_error(e))?;
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    let v: Value = resp.json().await.map_err(|e| LlmError::BadReply(e.to_string()))?;
+    Ok(v["models"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|m| m["name"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default())
+}

@@ -1,0 +1,80 @@
+//! The OpenAI-compatible chat API (`/v1/chat/completions`), as served by
+//! llama.cpp, vLLM, LM Studio and hosted APIs. `url` already ends in `/v1`.
+
+use serde_json::{json, Value};
+
+use super::{for_each_line, status_error, ChatMessage, LlmClient, LlmError};
+
+pub(super) async fn chat(
+    client: &LlmClient,
+    messages: &[ChatMessage],
+    on_delta: &(dyn Fn(&str) + Send + Sync),
+) -> Result<String, LlmError> {
+    let cfg = client.config();
+    let body = json!({
+        "model": cfg.model,
+        "messages": messages,
+        "stream": cfg.stream,
+        "temperature": cfg.temperature,
+        "max_tokens": cfg.max_tokens,
+    });
+    let resp = client
+        .request(reqwest::Method::POST, "chat/completions")
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| client.send_error(e))?;
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    if !cfg.stream {
+        let text = resp.text().await.map_err(|e| client.send_error(e))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(&text))))?;
+        return v["choices"][0]["message"]["content"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| LlmError::BadReply(format!("no choices[0].message.content in {}", cap(&text))));
+    }
+    let mut out = String::new();
+    let mut finished = false;
+    let done = for_each_line(resp, client, |line| {
+        let Some(data) = line.strip_prefix("data:") else { return Ok(false) };
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(data))))?;
+        if let Some(err) = v.get("error") {
+            return Err(LlmError::BadReply(err.to_string()));
+        }
+        if let Some(delta) = v["choices"][0]["delta"]["content"].as_str() {
+            on_delta(delta);
+            out.push_str(delta);
+        }
+        if v["choices"][0]["finish_reason"].is_string() {
+            finished = true;
+        }
+        Ok(false)
+    })
+    .await?;
+    if !done && !finished {
+        return Err(LlmError::Truncated);
+    }
+    Ok(out)
+}
+
+pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {
+    let resp = client.request(reqwest::Method::GET, "models").send().await.map_err(|e| client.send_error(e))?;
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    let v: Value = resp.json().await.map_err(|e| LlmError::BadReply(e.to_string()))?;
+    Ok(v["data"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default())
+}
+
+pub(super) fn cap(s: &str) -> String {
+    s.chars().take(300).collect()
+}

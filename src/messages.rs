@@ -1,0 +1,69 @@
+//! The typed messages crossing between the editor (Neovim's main thread)
+//! and the core (the tokio runtime thread). One enum per direction.
+
+use serde::Serialize;
+
+use crate::diff::FileDiff;
+use crate::store::AgentRecord;
+
+/// From the editor to the core.
+#[derive(Debug, Clone)]
+pub enum ToCore {
+    /// Start an agent with the id the editor chose (so `spawn()` can return it at once).
+    Spawn { id: String, task: String, context: Option<String>, file: Option<String> },
+    /// Accept a proposal. `buffers` holds the current text of every loaded
+    /// buffer among the proposal's files, so the accept sees what the human sees.
+    Accept { id: String, buffers: Vec<BufferText> },
+    /// Reject a proposal (or cancel a running agent).
+    Reject { id: String, feedback: Option<String> },
+    /// A buffer's text changed (or was loaded, or written); it is now the
+    /// ground truth for its file.
+    BufferText(BufferText),
+    /// A buffer was unloaded: its file on disk is the ground truth again.
+    BufferClosed { path: String },
+    /// Check that the LLM server answers and has the configured model.
+    CheckLlm,
+    /// Stop everything; Neovim is quitting.
+    Shutdown,
+}
+
+/// The full text of a loaded buffer.
+#[derive(Debug, Clone)]
+pub struct BufferText {
+    /// Absolute path of the buffer's file.
+    pub path: String,
+    pub text: String,
+}
+
+/// From the core to the editor.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToEditor {
+    /// The core is running; `files` were imported from the project.
+    Ready { root: String, files: usize },
+    /// An agent's record changed.
+    Agent { agent: AgentRecord },
+    /// A proposal is ready (or was recomputed): hunks per file, paths absolute.
+    Proposal { id: String, files: Vec<FileDiff> },
+    /// The proposal is gone (accepted, rejected, or the agent restarted).
+    ProposalCleared { id: String },
+    /// Apply an accepted change to a loaded buffer as one undoable change:
+    /// replace lines `[start, end)` with `lines`.
+    EditBuffer { id: String, path: String, start: usize, end: usize, lines: Vec<String> },
+    /// The outcome of an accept or reject, for `User ChimeraAccepted`/`ChimeraRejected`.
+    Resolved { id: String, accepted: bool, files: Vec<String> },
+    /// Text streamed from the LLM for an agent (progress display).
+    Progress { id: String, message: String },
+    /// Answer to [`ToCore::CheckLlm`].
+    LlmStatus { ok: bool, message: String, models: Vec<String> },
+    /// Something the user should know.
+    Notify { level: Level, message: String },
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}

@@ -1,0 +1,166 @@
+//! The project root and project-relative paths. Every path an agent names
+//! goes through [`ProjectPath::parse`], so no agent can read or write outside
+//! the root: `..`, absolute paths and symlinks pointing out are refused.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Why a path was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PathError {
+    #[error("path `{0}` is absolute; give a path relative to the project root")]
+    Absolute(String),
+    #[error("path `{0}` leaves the project root; `..` is not allowed")]
+    Escapes(String),
+    #[error("path `{0}` is empty")]
+    Empty(String),
+    #[error("path `{0}` is inside `.git` or `.chimera`, which agents may not touch")]
+    Reserved(String),
+    #[error("path `{0}` goes through a symlink that points outside the project")]
+    SymlinkOut(String),
+}
+
+/// A normalised path relative to the project root, with `/` separators and
+/// no `.`, `..` or empty components.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProjectPath(String);
+
+impl ProjectPath {
+    /// Normalises `raw` (as an agent or user wrote it) into a project path.
+    pub fn parse(raw: &str) -> Result<Self, PathError> {
+        let trimmed = raw.trim();
+        if trimmed.starts_with('/') || trimmed.starts_with('\\') || Path::new(trimmed).is_absolute() {
+            return Err(PathError::Absolute(raw.to_owned()));
+        }
+        let mut parts: Vec<&str> = Vec::new();
+        for part in trimmed.split(['/', '\\']) {
+            match part {
+                "" | "." => {}
+                ".." => return Err(PathError::Escapes(raw.to_owned())),
+                other => parts.push(other),
+            }
+        }
+        if parts.is_empty() {
+            return Err(PathError::Empty(raw.to_owned()));
+        }
+        if matches!(parts[0], ".git" | ".chimera") {
+            return Err(PathError::Reserved(raw.to_owned()));
+        }
+        Ok(Self(parts.join("/")))
+    }
+
+    /// The project path of `abs`, if `abs` lies under `root`.
+    pub fn from_absolute(root: &Path, abs: &Path) -> Option<Self> {
+        let rel = abs.strip_prefix(root).ok()?;
+        let mut parts = Vec::new();
+        for comp in rel.components() {
+            match comp {
+                Component::Normal(s) => parts.push(s.to_str()?.to_owned()),
+                Component::CurDir => {}
+                _ => return None,
+            }
+        }
+        Self::parse(&parts.join("/")).ok()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The absolute path under `root`, refusing one that a symlink would
+    /// lead outside of the root.
+    pub fn resolve(&self, root: &Path) -> Result<PathBuf, PathError> {
+        let joined = root.join(&self.0);
+        // Walk up to the deepest existing ancestor and canonicalise it: a
+        // symlinked directory anywhere on the way must stay inside the root.
+        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let mut probe = joined.clone();
+        loop {
+            if let Ok(real) = probe.canonicalize() {
+                if !real.starts_with(&canonical_root) {
+                    return Err(PathError::SymlinkOut(self.0.clone()));
+                }
+                break;
+            }
+            if !probe.pop() {
+                break;
+            }
+        }
+        Ok(joined)
+    }
+
+    /// The parent directory as a project path ("" for the root).
+    pub fn parent_dir(&self) -> &str {
+        self.0.rsplit_once('/').map_or("", |(dir, _)| dir)
+    }
+}
+
+impl std::fmt::Display for ProjectPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Normalises a directory argument ("", ".", "src/", "./src") for listing;
+/// returns "" for the root.
+pub fn parse_dir(raw: &str) -> Result<String, PathError> {
+    let t = raw.trim();
+    if t.is_empty() || t == "." || t == "./" {
+        return Ok(String::new());
+    }
+    Ok(ProjectPath::parse(t)?.0)
+}
+
+/// The project root for `start`: the nearest ancestor holding `.git`,
+/// else `start` itself.
+pub fn find_root(start: &Path) -> PathBuf {
+    let mut dir = start.to_path_buf();
+    loop {
+        if dir.join(".git").exists() {
+            return dir;
+        }
+        if !dir.pop() {
+            return start.to_path_buf();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_relative_paths() {
+        assert_eq!(ProjectPath::parse("./src//a.py").unwrap().as_str(), "src/a.py");
+        assert_eq!(ProjectPath::parse("src/./b/c.py").unwrap().as_str(), "src/b/c.py");
+    }
+
+    #[test]
+    fn refuses_escapes_absolute_and_reserved() {
+        assert!(matches!(ProjectPath::parse("../x"), Err(PathError::Escapes(_))));
+        assert!(matches!(ProjectPath::parse("a/../../x"), Err(PathError::Escapes(_))));
+        assert!(matches!(ProjectPath::parse("/etc/passwd"), Err(PathError::Absolute(_))));
+        assert!(matches!(ProjectPath::parse(".git/config"), Err(PathError::Reserved(_))));
+        assert!(matches!(ProjectPath::parse(".chimera/chimera.db"), Err(PathError::Reserved(_))));
+        assert!(matches!(ProjectPath::parse(""), Err(PathError::Empty(_))));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_symlinks_pointing_out() {
+        let outside = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
+        let p = ProjectPath::parse("link/secret.txt").unwrap();
+        assert!(matches!(p.resolve(root.path()), Err(PathError::SymlinkOut(_))));
+        let inside = ProjectPath::parse("src/new.py").unwrap();
+        assert!(inside.resolve(root.path()).is_ok());
+    }
+
+    #[test]
+    fn finds_the_git_root() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".git")).unwrap();
+        std::fs::create_dir_all(root.path().join("a/b")).unwrap();
+        assert_eq!(find_root(&root.path().join("a/b")), root.path());
+    }
+}

@@ -1,0 +1,283 @@
+//! Runs model-written Python in the Monty sandbox. The program reaches the
+//! outside world only through the host functions a [`Host`] provides; any
+//! OS call (`open()`, `os.*`) is refused with a clear error, and CPU time
+//! and recursion are limited.
+
+use std::time::{Duration, Instant};
+
+use monty::{MontyRun, RunProgress};
+use monty_types::{CompileOptions, ExcType, MontyException, MontyObject, NameLookupResult, PrintWriter, ResourceLimits, ResourceTracker};
+
+pub use monty_types::MontyObject as Value;
+
+/// Host functions offered to the sandboxed program.
+pub trait Host {
+    /// Whether `name` is a host function (resolved when the program uses it).
+    fn has_function(&self, name: &str) -> bool;
+    /// Runs host function `name`. An `Err` is raised in Python as `RuntimeError`
+    /// with the message, so the program (or the model, from the traceback)
+    /// can react to it.
+    fn call(&mut self, name: &str, args: Vec<Value>, kwargs: Vec<(Value, Value)>) -> Result<Value, String>;
+    /// Checked at every host call; `true` stops the program at once.
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// Limits of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Time the program itself may run; time spent inside host functions
+    /// (waiting for the LLM) is not counted.
+    pub cpu_time: Duration,
+    pub max_recursion: usize,
+    /// Host calls one program may make.
+    pub max_host_calls: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { cpu_time: Duration::from_secs(5), max_recursion: 200, max_host_calls: 500 }
+    }
+}
+
+/// Why a program did not complete.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SandboxError {
+    /// The program raised (or did not parse); the traceback is for the model.
+    #[error("{0}")]
+    Raised(String),
+    #[error("the program made more than {0} host calls")]
+    TooManyCalls(usize),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// What a completed program left behind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Everything it printed.
+    pub printed: String,
+}
+
+const PRINT_CAP: usize = 64 * 1024;
+
+/// Runs `code` to completion against `host`.
+pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, SandboxError> {
+    let mut printed = String::new();
+    let raised = |e: MontyException| SandboxError::Raised(e.to_string());
+    let runner = MontyRun::new(code.to_owned(), "agent.py", vec![], CompileOptions::default()).map_err(raised)?;
+    let resource = ResourceLimits {
+        max_duration: Some(limits.cpu_time),
+        max_recursion_depth: limits.max_recursion,
+        ..ResourceLimits::default()
+    };
+    let mut progress = runner
+        .start(vec![], ResourceTracker::new(resource), PrintWriter::CollectString(&mut printed, Some(PRINT_CAP)))
+        .map_err(raised)?;
+    let mut calls = 0usize;
+    // Host time is added to the budget so only the program's own time counts.
+    let mut host_time = Duration::ZERO;
+    loop {
+        if host.cancelled() {
+            return Err(SandboxError::Cancelled);
+        }
+        let print = PrintWriter::CollectString(&mut printed, Some(PRINT_CAP));
+        progress = match progress {
+            RunProgress::Complete(_) => return Ok(Outcome { printed }),
+            RunProgress::NameLookup(lookup) => {
+                let answer = if host.has_function(&lookup.name) {
+                    NameLookupResult::Value(MontyObject::Function { name: lookup.name.clone(), docstring: None })
+                } else {
+                    NameLookupResult::Undefined
+                };
+                lookup.resume(answer, print).map_err(raised)?
+            }
+            RunProgress::FunctionCall(mut call) => {
+                calls += 1;
+                if calls > limits.max_host_calls {
+                    return Err(SandboxError::TooManyCalls(limits.max_host_calls));
+                }
+                if !host.has_function(&call.function_name) {
+                    let msg = format!("name '{}' is not defined", call.function_name);
+                    progress = call.resume(MontyException::new(ExcType::NameError, Some(msg)), print).map_err(raised)?;
+                    continue;
+                }
+                let started = Instant::now();
+                let result = host.call(&call.function_name, std::mem::take(&mut call.args), std::mem::take(&mut call.kwargs));
+                host_time += started.elapsed();
+                if host.cancelled() {
+                    return Err(SandboxError::Cancelled);
+                }
+                call.tracker_mut().set_max_duration(limits.cpu_time + host_time);
+                match result {
+                    Ok(value) => call.resume(value, print).map_err(raised)?,
+                    Err(msg) => call
+                        .resume(MontyException::new(ExcType::RuntimeError, Some(msg)), print)
+                        .map_err(raised)?,
+                }
+            }
+            RunProgress::OsCall(call) => {
+                let msg = format!(
+                    "{} is not available in the sandbox: use the host functions (read_file, write_file, list_dir, ...) instead",
+                    call.function_call
+                );
+                call.resume(MontyException::new(ExcType::PermissionError, Some(msg)), print).map_err(raised)?
+            }
+            RunProgress::ResolveFutures(state) => {
+                let exc = MontyException::new(ExcType::RuntimeError, Some("async code is not supported; call host functions directly".into()));
+                state.abort(exc, print).map_err(raised)?
+            }
+        };
+    }
+}
+
+/// Helpers to read host-call arguments with errors the model can act on.
+pub mod args {
+    use super::Value;
+
+    /// The `i`-th argument (positional, else keyword `name`) as a string.
+    pub fn string(fname: &str, args: &[Value], kwargs: &[(Value, Value)], i: usize, name: &str) -> Result<String, String> {
+        match get(args, kwargs, i, name) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(format!("{fname}(): argument `{name}` must be a str, got {}", type_name(other))),
+            None => Err(format!("{fname}(): missing argument `{name}`")),
+        }
+    }
+
+    /// Like [`string`], but absent is `None`.
+    pub fn opt_string(fname: &str, args: &[Value], kwargs: &[(Value, Value)], i: usize, name: &str) -> Result<Option<String>, String> {
+        match get(args, kwargs, i, name) {
+            None | Some(Value::None) => Ok(None),
+            Some(_) => string(fname, args, kwargs, i, name).map(Some),
+        }
+    }
+
+    /// A list of strings (a lone string counts as a list of one).
+    pub fn string_list(fname: &str, args: &[Value], kwargs: &[(Value, Value)], i: usize, name: &str) -> Result<Vec<String>, String> {
+        match get(args, kwargs, i, name) {
+            None | Some(Value::None) => Ok(vec![]),
+            Some(Value::String(s)) => Ok(vec![s.clone()]),
+            Some(Value::List(items)) | Some(Value::Tuple(items)) | Some(Value::Set(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(format!("{fname}(): `{name}` must hold strings, got {}", type_name(other))),
+                })
+                .collect(),
+            Some(other) => Err(format!("{fname}(): argument `{name}` must be a list of str, got {}", type_name(other))),
+        }
+    }
+
+    fn get<'a>(args: &'a [Value], kwargs: &'a [(Value, Value)], i: usize, name: &str) -> Option<&'a Value> {
+        args.get(i).or_else(|| {
+            kwargs.iter().find_map(|(k, v)| match k {
+                Value::String(k) if k == name => Some(v),
+                _ => None,
+            })
+        })
+    }
+
+    pub fn type_name(v: &Value) -> &'static str {
+        match v {
+            Value::None => "None",
+            Value::Bool(_) => "bool",
+            Value::Int(_) | Value::BigInt(_) => "int",
+            Value::Float(_) => "float",
+            Value::String(_) => "str",
+            Value::Bytes(_) => "bytes",
+            Value::List(_) => "list",
+            Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
+            _ => "object",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Echo {
+        calls: Vec<(String, Vec<Value>)>,
+    }
+
+    impl Host for Echo {
+        fn has_function(&self, name: &str) -> bool {
+            matches!(name, "echo" | "fail" | "slow")
+        }
+        fn call(&mut self, name: &str, args: Vec<Value>, _kwargs: Vec<(Value, Value)>) -> Result<Value, String> {
+            self.calls.push((name.to_owned(), args.clone()));
+            match name {
+                "echo" => Ok(args.into_iter().next().unwrap_or(Value::None)),
+                "slow" => {
+                    std::thread::sleep(Duration::from_millis(300));
+                    Ok(Value::None)
+                }
+                _ => Err("it failed on purpose".into()),
+            }
+        }
+    }
+
+    fn host() -> Echo {
+        Echo { calls: vec![] }
+    }
+
+    #[test]
+    fn host_functions_are_called_with_their_arguments() {
+        let mut h = host();
+        let out = run("x = echo('a' + 'b')\nprint(x.upper())", &mut h, Limits::default()).unwrap();
+        assert_eq!(out.printed, "AB\n");
+        assert_eq!(h.calls, vec![("echo".to_owned(), vec![Value::String("ab".into())])]);
+    }
+
+    #[test]
+    fn host_errors_are_catchable_exceptions() {
+        let mut h = host();
+        let out = run("try:\n    fail()\nexcept RuntimeError as e:\n    print('caught', e)", &mut h, Limits::default()).unwrap();
+        assert_eq!(out.printed, "caught it failed on purpose\n");
+        let err = run("fail()", &mut h, Limits::default()).unwrap_err();
+        assert!(err.to_string().contains("RuntimeError: it failed on purpose"), "{err}");
+    }
+
+    #[test]
+    fn tracebacks_name_the_line() {
+        let err = run("x = 1\ny = x / 0\n", &mut host(), Limits::default()).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("ZeroDivisionError") && text.contains("line 2"), "{text}");
+        let err = run("def f(:\n", &mut host(), Limits::default()).unwrap_err();
+        assert!(matches!(err, SandboxError::Raised(_)));
+        let err = run("undefined_thing()", &mut host(), Limits::default()).unwrap_err();
+        assert!(err.to_string().contains("NameError"), "{err}");
+    }
+
+    #[test]
+    fn infinite_loops_and_recursion_are_stopped() {
+        let limits = Limits { cpu_time: Duration::from_millis(200), ..Limits::default() };
+        let start = Instant::now();
+        let err = run("while True:\n    pass\n", &mut host(), limits).unwrap_err();
+        assert!(err.to_string().contains("time limit"), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(3));
+        let err = run("def f(n):\n    return f(n + 1)\nf(0)\n", &mut host(), limits).unwrap_err();
+        assert!(err.to_string().contains("RecursionError"), "{err}");
+    }
+
+    #[test]
+    fn time_inside_host_functions_does_not_count() {
+        let limits = Limits { cpu_time: Duration::from_millis(200), ..Limits::default() };
+        run("slow()\nslow()\nprint('done')", &mut host(), limits).unwrap();
+    }
+
+    #[test]
+    fn os_calls_are_refused_with_a_hint() {
+        let err = run("from pathlib import Path\nPath('/etc/passwd').read_text()", &mut host(), Limits::default()).unwrap_err();
+        assert!(err.to_string().contains("host functions"), "{err}");
+    }
+
+    #[test]
+    fn host_call_budget() {
+        let limits = Limits { max_host_calls: 3, ..Limits::default() };
+        let err = run("for i in range(10):\n    echo(i)\n", &mut host(), limits).unwrap_err();
+        assert_eq!(err, SandboxError::TooManyCalls(3));
+    }
+}

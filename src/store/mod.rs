@@ -1,0 +1,508 @@
+//! One SQLite database per project (`<root>/.chimera/chimera.db`, WAL):
+//! content-addressed blobs, the stable layer (the human's ground truth),
+//! per-agent overlays, agent records, proposals and an append-only event log.
+//! One database means an accept or a recovery is a single transaction.
+
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde::{Deserialize, Serialize};
+
+/// What went wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("cannot create `{path}`: {source}")]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("blob {0} is missing from the store; run `:Chimera` again to re-import the project")]
+    MissingBlob(String),
+    #[error("no agent with id `{0}`")]
+    NoAgent(String),
+    #[error("bad JSON in the store: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The content hash of a blob (blake3, hex).
+pub type Hash = String;
+
+pub fn hash_bytes(data: &[u8]) -> Hash {
+    blake3::hash(data).to_hex().to_string()
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One file of the stable layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StableEntry {
+    pub hash: Hash,
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// The content is not stored because the file is larger than the limit.
+    pub too_large: bool,
+}
+
+/// One path in an agent's overlay: new content, or a whiteout (`hash: None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverlayEntry {
+    pub hash: Option<Hash>,
+    /// The stable content this change was based on (`None`: the file did not exist).
+    pub base_hash: Option<Hash>,
+}
+
+/// Lifecycle state of an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentState {
+    Queued,
+    Running,
+    Completed,
+    Accepted,
+    Rejected,
+    Failed,
+    Cancelled,
+}
+
+impl AgentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "queued" => Self::Queued,
+            "running" => Self::Running,
+            "completed" => Self::Completed,
+            "accepted" => Self::Accepted,
+            "rejected" => Self::Rejected,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// Still working: neither a proposal nor an end.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Queued | Self::Running)
+    }
+}
+
+/// The record of one agent, as shown to users (`require("chimera").agent(id)`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    pub id: String,
+    pub state: AgentState,
+    pub task: String,
+    /// Extra context given with the task (a selection, the current file).
+    pub context: Option<String>,
+    pub summary: Option<String>,
+    pub error: Option<String>,
+    pub changed_files: Vec<String>,
+    /// The proposal no longer applies cleanly to the human's files.
+    pub conflicted: bool,
+    pub owner_pid: u32,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One file of a proposal: the stable content it was diffed against and the
+/// agent's content (`None` on either side: the file does not exist there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposalFile {
+    pub path: String,
+    pub base_hash: Option<Hash>,
+    pub new_hash: Option<Hash>,
+}
+
+/// The project's database. A std `Mutex` guards the connection: every
+/// critical section is one short SQL statement or transaction, never held
+/// across an `.await`.
+pub struct Store {
+    conn: Mutex<Connection>,
+    root: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) `<root>/.chimera/chimera.db`.
+    pub fn open(root: &Path) -> Result<Self> {
+        let dir = root.join(".chimera");
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Create { path: dir.clone(), source })?;
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() {
+            std::fs::write(&ignore, "*\n").map_err(|source| StoreError::Create { path: ignore, source })?;
+        }
+        let conn = Connection::open(dir.join("chimera.db"))?;
+        Self::init(conn, root)
+    }
+
+    /// An in-memory store, for tests and benchmarks.
+    pub fn open_in_memory(root: &Path) -> Result<Self> {
+        Self::init(Connection::open_in_memory()?, root)
+    }
+
+    fn init(conn: Connection, root: &Path) -> Result<Self> {
+        // Several Neovim instances may share the file: wait for a lock rather
+        // than fail at once.
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.execute_batch(schema::SCHEMA)?;
+        Ok(Self { conn: Mutex::new(conn), root: root.to_path_buf() })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (the
+        // transaction rolls back on drop), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `f` in one transaction, committed only if `f` succeeds.
+    pub fn transaction<T, E>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(StoreError::from)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(out)
+    }
+
+    // ---- blobs -----------------------------------------------------------
+
+    pub fn put_blob(&self, data: &[u8]) -> Result<Hash> {
+        put_blob(&self.conn(), data)
+    }
+
+    pub fn blob(&self, hash: &str) -> Result<Vec<u8>> {
+        blob(&self.conn(), hash)
+    }
+
+    // ---- stable layer ----------------------------------------------------
+
+    pub fn stable_entry(&self, path: &str) -> Result<Option<StableEntry>> {
+        stable_entry(&self.conn(), path)
+    }
+
+    /// Puts `data` at `path` in the stable layer; returns whether it changed.
+    pub fn stable_put(&self, path: &str, data: &[u8], mode: u32, mtime_ns: i64, max_bytes: u64) -> Result<bool> {
+        let conn = self.conn();
+        stable_put(&conn, path, data, mode, mtime_ns, max_bytes)
+    }
+
+    /// Removes `path` from the stable layer; returns whether it was there.
+    pub fn stable_delete(&self, path: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM stable WHERE path = ?1", [path])? > 0)
+    }
+
+    /// Every path of the stable layer, sorted.
+    pub fn stable_paths(&self) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT path FROM stable ORDER BY path")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Paths of the stable layer directly under or below `dir` ("" = root).
+    pub fn stable_paths_under(&self, dir: &str) -> Result<Vec<String>> {
+        let conn = self.conn();
+        if dir.is_empty() {
+            drop(conn);
+            return self.stable_paths();
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT path FROM stable WHERE path >= ?1 AND path < ?2 ORDER BY path",
+        )?;
+        let lo = format!("{dir}/");
+        let hi = format!("{dir}0"); // '0' sorts right after '/'
+        let rows = stmt.query_map(params![lo, hi], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Imports many files in one transaction (the initial import).
+    pub fn stable_import(&self, files: &[(String, Vec<u8>, u32, i64)], max_bytes: u64) -> Result<usize> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut changed = 0;
+        for (path, data, mode, mtime) in files {
+            if stable_put(&tx, path, data, *mode, *mtime, max_bytes)? {
+                changed += 1;
+            }
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    // ---- overlays --------------------------------------------------------
+
+    pub fn overlay_entry(&self, agent: &str, path: &str) -> Result<Option<OverlayEntry>> {
+        overlay_entry(&self.conn(), agent, path)
+    }
+
+    /// Records `hash` (`None`: a whiteout) for `path` in `agent`'s overlay.
+    /// The base is remembered from the first write only: later writes by the
+    /// same agent are still based on the stable content it first saw.
+    pub fn overlay_set(&self, agent: &str, path: &str, hash: Option<&str>, base_hash: Option<&str>) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO overlays (agent_id, path, hash, base_hash) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (agent_id, path) DO UPDATE SET hash = excluded.hash",
+            params![agent, path, hash, base_hash],
+        )?;
+        Ok(())
+    }
+
+    pub fn overlay_entries(&self, agent: &str) -> Result<Vec<(String, OverlayEntry)>> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT path, hash, base_hash FROM overlays WHERE agent_id = ?1 ORDER BY path")?;
+        let rows = stmt.query_map([agent], |r| {
+            Ok((r.get(0)?, OverlayEntry { hash: r.get(1)?, base_hash: r.get(2)? }))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn overlay_clear(&self, agent: &str) -> Result<()> {
+        self.conn().execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])?;
+        Ok(())
+    }
+
+    // ---- agents ----------------------------------------------------------
+
+    pub fn agent_insert(&self, rec: &AgentRecord) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
+                                 owner_pid, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                rec.id,
+                rec.state.as_str(),
+                rec.task,
+                rec.context,
+                rec.summary,
+                rec.error,
+                serde_json::to_string(&rec.changed_files)?,
+                rec.conflicted,
+                rec.owner_pid,
+                rec.created_at,
+                rec.updated_at
+            ],
+        )?;
+        append_event(&self.conn(), Some(&rec.id), "agent_created", &serde_json::json!({"task": rec.task}))?;
+        Ok(())
+    }
+
+    pub fn agent(&self, id: &str) -> Result<AgentRecord> {
+        agent(&self.conn(), id)?.ok_or_else(|| StoreError::NoAgent(id.to_owned()))
+    }
+
+    pub fn agents(&self) -> Result<Vec<AgentRecord>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!("{AGENT_SELECT} ORDER BY created_at, id"))?;
+        let rows = stmt.query_map([], agent_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Saves every field of `rec` (state, summary, error, files) and logs the
+    /// state in the event log.
+    pub fn agent_update(&self, rec: &AgentRecord) -> Result<()> {
+        let conn = self.conn();
+        agent_update(&conn, rec)
+    }
+
+    // ---- proposals -------------------------------------------------------
+
+    pub fn proposal_files(&self, agent: &str) -> Result<Vec<ProposalFile>> {
+        proposal_files(&self.conn(), agent)
+    }
+
+    // ---- events ----------------------------------------------------------
+
+    pub fn append_event(&self, agent: Option<&str>, kind: &str, data: &serde_json::Value) -> Result<i64> {
+        append_event(&self.conn(), agent, kind, data)
+    }
+
+    /// Events from sequence `after` on, oldest first: `(seq, agent, kind, data)`.
+    pub fn events_since(&self, after: i64) -> Result<Vec<(i64, Option<String>, String, String)>> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT seq, agent_id, kind, data FROM events WHERE seq > ?1 ORDER BY seq")?;
+        let rows = stmt.query_map([after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// `PRAGMA integrity_check`, "ok" when the file is sound.
+    pub fn integrity_check(&self) -> Result<String> {
+        Ok(self.conn().query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+}
+
+// ---- free functions usable inside a transaction ---------------------------
+
+pub fn put_blob(conn: &Connection, data: &[u8]) -> Result<Hash> {
+    let hash = hash_bytes(data);
+    conn.prepare_cached("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)")?
+        .execute(params![hash, data])?;
+    Ok(hash)
+}
+
+pub fn blob(conn: &Connection, hash: &str) -> Result<Vec<u8>> {
+    conn.prepare_cached("SELECT data FROM blobs WHERE hash = ?1")?
+        .query_row([hash], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| StoreError::MissingBlob(hash.to_owned()))
+}
+
+pub fn stable_entry(conn: &Connection, path: &str) -> Result<Option<StableEntry>> {
+    Ok(conn
+        .prepare_cached("SELECT hash, mode, size, mtime_ns, too_large FROM stable WHERE path = ?1")?
+        .query_row([path], |r| {
+            Ok(StableEntry {
+                hash: r.get(0)?,
+                mode: r.get(1)?,
+                size: r.get::<_, i64>(2)? as u64,
+                mtime_ns: r.get(3)?,
+                too_large: r.get(4)?,
+            })
+        })
+        .optional()?)
+}
+
+pub fn stable_put(conn: &Connection, path: &str, data: &[u8], mode: u32, mtime_ns: i64, max_bytes: u64) -> Result<bool> {
+    let too_large = data.len() as u64 > max_bytes;
+    let hash = if too_large { hash_bytes(data) } else { put_blob(conn, data)? };
+    if let Some(old) = stable_entry(conn, path)? {
+        if old.hash == hash && old.mode == mode {
+            if old.mtime_ns != mtime_ns {
+                conn.prepare_cached("UPDATE stable SET mtime_ns = ?2 WHERE path = ?1")?
+                    .execute(params![path, mtime_ns])?;
+            }
+            return Ok(false);
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
+                                          mtime_ns = excluded.mtime_ns, too_large = excluded.too_large",
+    )?
+    .execute(params![path, hash, mode, data.len() as i64, mtime_ns, too_large])?;
+    Ok(true)
+}
+
+pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Option<OverlayEntry>> {
+    Ok(conn
+        .prepare_cached("SELECT hash, base_hash FROM overlays WHERE agent_id = ?1 AND path = ?2")?
+        .query_row([agent, path], |r| Ok(OverlayEntry { hash: r.get(0)?, base_hash: r.get(1)? }))
+        .optional()?)
+}
+
+const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
+                                   owner_pid, created_at, updated_at FROM agents";
+
+fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
+    let state: String = r.get(1)?;
+    let files: String = r.get(6)?;
+    Ok(AgentRecord {
+        id: r.get(0)?,
+        state: AgentState::parse(&state).unwrap_or(AgentState::Failed),
+        task: r.get(2)?,
+        context: r.get(3)?,
+        summary: r.get(4)?,
+        error: r.get(5)?,
+        changed_files: serde_json::from_str(&files).unwrap_or_default(),
+        conflicted: r.get(7)?,
+        owner_pid: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+    })
+}
+
+pub fn agent(conn: &Connection, id: &str) -> Result<Option<AgentRecord>> {
+    Ok(conn
+        .prepare_cached(&format!("{AGENT_SELECT} WHERE id = ?1"))?
+        .query_row([id], agent_from_row)
+        .optional()?)
+}
+
+pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
+    let old_state: Option<String> = conn
+        .prepare_cached("SELECT state FROM agents WHERE id = ?1")?
+        .query_row([&rec.id], |r| r.get(0))
+        .optional()?;
+    let Some(old_state) = old_state else {
+        return Err(StoreError::NoAgent(rec.id.clone()));
+    };
+    conn.prepare_cached(
+        "UPDATE agents SET state = ?2, summary = ?3, error = ?4, changed_files = ?5, conflicted = ?6,
+                           updated_at = ?7 WHERE id = ?1",
+    )?
+    .execute(params![
+        rec.id,
+        rec.state.as_str(),
+        rec.summary,
+        rec.error,
+        serde_json::to_string(&rec.changed_files)?,
+        rec.conflicted,
+        rec.updated_at
+    ])?;
+    if old_state != rec.state.as_str() {
+        append_event(
+            conn,
+            Some(&rec.id),
+            "agent_state",
+            &serde_json::json!({"from": old_state, "to": rec.state.as_str(), "error": rec.error}),
+        )?;
+    }
+    Ok(())
+}
+
+pub fn set_proposal_files(conn: &Connection, agent: &str, files: &[ProposalFile]) -> Result<()> {
+    conn.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent])?;
+    let mut stmt = conn
+        .prepare_cached("INSERT INTO proposal_files (agent_id, path, base_hash, new_hash) VALUES (?1, ?2, ?3, ?4)")?;
+    for f in files {
+        stmt.execute(params![agent, f.path, f.base_hash, f.new_hash])?;
+    }
+    Ok(())
+}
+
+pub fn proposal_files(conn: &Connection, agent: &str) -> Result<Vec<ProposalFile>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT path, base_hash, new_hash FROM proposal_files WHERE agent_id = ?1 ORDER BY path",
+    )?;
+    let rows = stmt.query_map([agent], |r| {
+        Ok(ProposalFile { path: r.get(0)?, base_hash: r.get(1)?, new_hash: r.get(2)? })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn append_event(conn: &Connection, agent: Option<&str>, kind: &str, data: &serde_json::Value) -> Result<i64> {
+    conn.prepare_cached("INSERT INTO events (ts, agent_id, kind, data) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![now_ms(), agent, kind, data.to_string()])?;
+    Ok(conn.last_insert_rowid())
+}
+
+#[cfg(test)]
+mod tests;

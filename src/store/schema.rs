@@ -1,0 +1,52 @@
+//! The database schema, applied idempotently at every open.
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS blobs (
+    hash TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+-- The human's ground truth: a loaded buffer's text, else the file on disk.
+CREATE TABLE IF NOT EXISTS stable (
+    path      TEXT PRIMARY KEY,
+    hash      TEXT NOT NULL,
+    mode      INTEGER NOT NULL,
+    size      INTEGER NOT NULL,
+    mtime_ns  INTEGER NOT NULL,
+    too_large INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS agents (
+    id            TEXT PRIMARY KEY,
+    state         TEXT NOT NULL,
+    task          TEXT NOT NULL,
+    context       TEXT,
+    summary       TEXT,
+    error         TEXT,
+    changed_files TEXT NOT NULL DEFAULT '[]',
+    conflicted    INTEGER NOT NULL DEFAULT 0,
+    owner_pid     INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+);
+-- hash NULL is a whiteout: the agent deleted the file.
+CREATE TABLE IF NOT EXISTS overlays (
+    agent_id  TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    path      TEXT NOT NULL,
+    hash      TEXT,
+    base_hash TEXT,
+    PRIMARY KEY (agent_id, path)
+);
+CREATE TABLE IF NOT EXISTS proposal_files (
+    agent_id  TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    path      TEXT NOT NULL,
+    base_hash TEXT,
+    new_hash  TEXT,
+    PRIMARY KEY (agent_id, path)
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts       INTEGER NOT NULL,
+    agent_id TEXT,
+    kind     TEXT NOT NULL,
+    data     TEXT NOT NULL
+);
+";

@@ -1,0 +1,100 @@
+use super::*;
+
+fn record(id: &str) -> AgentRecord {
+    AgentRecord {
+        id: id.to_owned(),
+        state: AgentState::Queued,
+        task: "add a docstring".into(),
+        context: None,
+        summary: None,
+        error: None,
+        changed_files: vec![],
+        conflicted: false,
+        owner_pid: std::process::id(),
+        created_at: now_ms(),
+        updated_at: now_ms(),
+    }
+}
+
+#[test]
+fn opens_a_wal_database_with_a_gitignore() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert!(dir.path().join(".chimera/chimera.db").exists());
+    assert_eq!(std::fs::read_to_string(dir.path().join(".chimera/.gitignore")).unwrap(), "*\n");
+    let mode: String = store.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    drop(store);
+    // Reopening applies the schema again without error.
+    Store::open(dir.path()).unwrap();
+}
+
+#[test]
+fn blobs_are_content_addressed_and_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    let a = store.put_blob(b"same").unwrap();
+    let b = store.put_blob(b"same").unwrap();
+    assert_eq!(a, b);
+    assert_eq!(store.blob(&a).unwrap(), b"same");
+    let n: i64 = store.conn().query_row("SELECT count(*) FROM blobs", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 1);
+    assert!(matches!(store.blob("nope"), Err(StoreError::MissingBlob(_))));
+}
+
+#[test]
+fn stable_put_reports_changes_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    assert!(store.stable_put("a.py", b"1", 0o644, 1, 100).unwrap());
+    assert!(!store.stable_put("a.py", b"1", 0o644, 2, 100).unwrap());
+    assert!(store.stable_put("a.py", b"2", 0o644, 3, 100).unwrap());
+    assert!(store.stable_put("a.py", b"2", 0o755, 3, 100).unwrap(), "mode change counts");
+    let e = store.stable_entry("a.py").unwrap().unwrap();
+    assert_eq!((e.size, e.mode, e.mtime_ns, e.too_large), (1, 0o755, 3, false));
+    assert!(store.stable_delete("a.py").unwrap());
+    assert!(store.stable_entry("a.py").unwrap().is_none());
+}
+
+#[test]
+fn stable_paths_under_is_a_prefix_scan_on_directory_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    for p in ["src/a.py", "src/sub/b.py", "src0.py", "src.py", "srcx/c.py"] {
+        store.stable_put(p, b"x", 0o644, 0, 100).unwrap();
+    }
+    assert_eq!(store.stable_paths_under("src").unwrap(), vec!["src/a.py", "src/sub/b.py"]);
+}
+
+#[test]
+fn agent_updates_are_logged_as_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    let mut rec = record("ag1");
+    store.agent_insert(&rec).unwrap();
+    rec.state = AgentState::Running;
+    store.agent_update(&rec).unwrap();
+    rec.state = AgentState::Failed;
+    rec.error = Some("boom".into());
+    store.agent_update(&rec).unwrap();
+    let back = store.agent("ag1").unwrap();
+    assert_eq!(back.state, AgentState::Failed);
+    assert_eq!(back.error.as_deref(), Some("boom"));
+    let kinds: Vec<String> = store.events_since(0).unwrap().into_iter().map(|e| e.2).collect();
+    assert_eq!(kinds, vec!["agent_created", "agent_state", "agent_state"]);
+    assert!(matches!(store.agent("missing"), Err(StoreError::NoAgent(_))));
+}
+
+#[test]
+fn overlay_keeps_the_first_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    store.agent_insert(&record("a")).unwrap();
+    store.overlay_set("a", "x.py", Some("h1"), Some("base1")).unwrap();
+    store.overlay_set("a", "x.py", Some("h2"), Some("base2")).unwrap();
+    let e = store.overlay_entry("a", "x.py").unwrap().unwrap();
+    assert_eq!(e, OverlayEntry { hash: Some("h2".into()), base_hash: Some("base1".into()) });
+    store.overlay_clear("a").unwrap();
+    assert!(store.overlay_entries("a").unwrap().is_empty());
+}
