@@ -169,3 +169,95 @@ mod tests {
         assert_eq!(h[0].new_lines, vec!["c"]);
     }
 }
+
+/// The line ending `text` uses ("\r\n" when every line ends so, else "\n"),
+/// and whether it ends with one.
+pub fn line_style(text: &str) -> (&'static str, bool) {
+    let crlf = text.matches("\r\n").count();
+    let lf = text.matches('\n').count();
+    let eol = if crlf > 0 && crlf == lf { "\r\n" } else { "\n" };
+    (eol, text.is_empty() || text.ends_with('\n'))
+}
+
+/// Three-way merge: the changes from `base` to `human` and from `base` to
+/// `agent`, combined. `None` when they touch the same lines (a conflict).
+pub fn merge3(base: &str, human: &str, agent: &str) -> Option<String> {
+    if human == base {
+        return Some(agent.to_owned());
+    }
+    if agent == base || agent == human {
+        return Some(human.to_owned());
+    }
+    let ours = hunks(base, human);
+    let theirs = hunks(base, agent);
+    let mut all: Vec<Hunk> = Vec::with_capacity(ours.len() + theirs.len());
+    for t in &theirs {
+        let t_end = t.old_start + t.old_lines.len();
+        for o in &ours {
+            let o_end = o.old_start + o.old_lines.len();
+            if o == t {
+                continue;
+            }
+            let overlap = o.old_start.max(t.old_start) < o_end.min(t_end);
+            let same_point = o.old_start == t.old_start;
+            let inserts_inside = (o.old_lines.is_empty() && t.old_start < o.old_start && o.old_start < t_end)
+                || (t.old_lines.is_empty() && o.old_start < t.old_start && t.old_start < o_end);
+            if overlap || same_point || inserts_inside {
+                return None;
+            }
+        }
+    }
+    all.extend(ours.iter().cloned());
+    for t in theirs {
+        if !ours.contains(&t) {
+            all.push(t);
+        }
+    }
+    all.sort_by_key(|h| (h.old_start, !h.old_lines.is_empty()));
+    let (eol, final_nl) = line_style(human);
+    apply(base, &all, eol, final_nl)
+}
+
+/// The smallest line range of `old` to replace to get `new`:
+/// `(start, end, replacement lines)`, lines without endings.
+pub fn minimal_edit(old: &str, new: &str) -> (usize, usize, Vec<String>) {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let max_suffix = a.len().min(b.len()) - prefix;
+    let suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
+    let lines = b[prefix..b.len() - suffix].iter().map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned()).collect();
+    (prefix, a.len() - suffix, lines)
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+
+    #[test]
+    fn non_overlapping_changes_merge() {
+        let base = "a\nb\nc\nd\ne\n";
+        let human = "A\nb\nc\nd\ne\n";
+        let agent = "a\nb\nc\nd\nE\n";
+        assert_eq!(merge3(base, human, agent).unwrap(), "A\nb\nc\nd\nE\n");
+    }
+
+    #[test]
+    fn overlapping_changes_conflict() {
+        let base = "a\nb\nc\n";
+        assert!(merge3(base, "a\nB\nc\n", "a\nX\nc\n").is_none());
+        assert!(merge3(base, "a\nnew\nb\nc\n", "a\nother\nb\nc\n").is_none(), "two inserts at one point");
+    }
+
+    #[test]
+    fn identical_changes_are_taken_once() {
+        assert_eq!(merge3("a\nb\nc\nd\n", "a\nB\nc\nd\n", "a\nB\nc\nD\n").unwrap(), "a\nB\nc\nD\n");
+    }
+
+    #[test]
+    fn minimal_edit_finds_the_changed_range() {
+        assert_eq!(minimal_edit("a\nb\nc\n", "a\nX\nY\nc\n"), (1, 2, vec!["X".into(), "Y".into()]));
+        assert_eq!(minimal_edit("a\nb\n", "a\nb\nc\n"), (2, 2, vec!["c".into()]));
+        assert_eq!(minimal_edit("a\na\n", "a\n"), (1, 2, vec![]));
+    }
+}

@@ -21,8 +21,8 @@
 //! The editor layer, `nvim` (feature `neovim`), only adapts: it turns Lua
 //! calls into [`messages::ToCore`] and [`messages::ToEditor`] into Lua calls.
 
-// pub mod accept;
-// pub mod agent;
+pub mod accept;
+pub mod agent;
 pub mod config;
 pub mod diff;
 pub mod llm;
@@ -32,7 +32,7 @@ pub mod paths;
 // pub mod runtime;
 pub mod sandbox;
 pub mod store;
-// pub mod sync;
+pub mod sync;
 
 #[cfg(feature = "neovim")]
 pub mod nvim;

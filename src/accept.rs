@@ -1,0 +1,290 @@
+//! Proposals from overlays, and their two ends: accept (one transaction:
+//! stable first, then the buffer or the file on disk, written atomically)
+//! and reject (the overlay is discarded). When the human edits a file under
+//! a proposal, the proposal is rebased with a three-way merge; an overlap
+//! marks it conflicted and accept is refused.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::diff::{self, FileChange, FileDiff};
+use crate::store::{self, now_ms, AgentState, ProposalFile, Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("agent {id} has no proposal to {action} (it is {state})")]
+    NotReady { id: String, state: &'static str, action: &'static str },
+    #[error("the proposal for `{0}` conflicts with your edits since it was made; resolve it or reject it and ask again")]
+    Conflict(String),
+    #[error("cannot write `{path}`: {source}; nothing was changed")]
+    Io { path: String, source: std::io::Error },
+}
+
+fn text(conn: &Connection, hash: Option<&str>) -> Result<String, StoreError> {
+    match hash {
+        None => Ok(String::new()),
+        Some(h) => Ok(String::from_utf8_lossy(&store::blob(conn, h)?).into_owned()),
+    }
+}
+
+/// Turns `agent`'s overlay into a proposal against the current stable
+/// layer. Changes the human made meanwhile are merged in; returns the files
+/// that could not be merged (a conflict) — their proposal is left as the
+/// agent wrote it, marked conflicted.
+pub fn build_proposal(store: &Store, agent: &str) -> Result<Vec<String>, AcceptError> {
+    let entries = store.overlay_entries(agent)?;
+    store.transaction(|tx| {
+        let mut files = Vec::new();
+        let mut conflicts = Vec::new();
+        for (path, entry) in entries {
+            let current = store::stable_entry(tx, &path)?.map(|e| e.hash);
+            let mut new_hash = entry.hash.clone();
+            if let Some(h) = &entry.hash {
+                let base_text = text(tx, entry.base_hash.as_deref())?;
+                let agent_text = diff::match_line_endings(&base_text, &text(tx, Some(h))?);
+                let merged = if current == entry.base_hash {
+                    Some(agent_text)
+                } else if entry.base_hash.is_none() || current.is_none() {
+                    None // created or deleted on one side only: never silently re-create
+                } else {
+                    diff::merge3(&base_text, &text(tx, current.as_deref())?, &agent_text)
+                };
+                match merged {
+                    Some(m) => new_hash = Some(store::put_blob(tx, m.as_bytes())?),
+                    None => conflicts.push(path.clone()),
+                }
+            } else if current != entry.base_hash {
+                conflicts.push(path.clone());
+            }
+            if new_hash == current && !conflicts.contains(&path) {
+                continue; // no change left after the merge
+            }
+            let base_hash = if conflicts.contains(&path) { entry.base_hash.clone() } else { current };
+            files.push(ProposalFile { path, base_hash, new_hash });
+        }
+        store::set_proposal_files(tx, agent, &files)?;
+        Ok(conflicts)
+    })
+}
+
+/// The hunks of `agent`'s proposal, one entry per file.
+pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, AcceptError> {
+    let files = store.proposal_files(agent)?;
+    store.transaction(|tx| {
+        let mut out = Vec::new();
+        for f in files {
+            let old = text(tx, f.base_hash.as_deref())?;
+            let new = text(tx, f.new_hash.as_deref())?;
+            let change = match (&f.base_hash, &f.new_hash) {
+                (None, _) => FileChange::Added,
+                (_, None) => FileChange::Deleted,
+                _ => FileChange::Modified,
+            };
+            out.push(FileDiff { path: f.path, change, hunks: diff::hunks(&old, &new) });
+        }
+        Ok(out)
+    })
+}
+
+/// Rebases every file of `agent`'s proposal whose stable content moved on
+/// (the human typed). Returns whether anything changed and whether the
+/// proposal is now conflicted.
+pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
+    let files = store.proposal_files(agent)?;
+    store.transaction(|tx| {
+        let mut changed = false;
+        let mut conflicted = false;
+        let mut out = Vec::with_capacity(files.len());
+        for f in files {
+            let current = store::stable_entry(tx, &f.path)?.map(|e| e.hash);
+            if current == f.base_hash {
+                out.push(f);
+                continue;
+            }
+            changed = true;
+            let merged = match (&f.base_hash, &current, &f.new_hash) {
+                (Some(_), Some(cur), Some(new)) => diff::merge3(
+                    &text(tx, f.base_hash.as_deref())?,
+                    &text(tx, Some(cur))?,
+                    &text(tx, Some(new))?,
+                ),
+                _ => None,
+            };
+            match merged {
+                Some(m) => {
+                    let new_hash = Some(store::put_blob(tx, m.as_bytes())?);
+                    if new_hash != current {
+                        out.push(ProposalFile { path: f.path, base_hash: current, new_hash });
+                    }
+                }
+                None => {
+                    conflicted = true;
+                    out.push(f);
+                }
+            }
+        }
+        if changed {
+            store::set_proposal_files(tx, agent, &out)?;
+            if let Some(mut rec) = store::agent(tx, agent)? {
+                rec.conflicted = conflicted;
+                rec.changed_files = out.iter().map(|f| f.path.clone()).collect();
+                rec.updated_at = now_ms();
+                store::agent_update(tx, &rec)?;
+            }
+        }
+        Ok((changed, conflicted))
+    })
+}
+
+/// What the editor must do after an accept: edit these loaded buffers
+/// (as one undoable change each).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Accepted {
+    /// `(project path, start, end, lines)`: replace lines `[start, end)`.
+    pub buffer_edits: Vec<(String, usize, usize, Vec<String>)>,
+    pub files: Vec<String>,
+}
+
+/// Accepts `agent`'s proposal. `buffers` maps project paths of loaded
+/// buffers to their current text: those files are changed in the buffer
+/// (by the editor), every other file on disk by temp file + rename. Stable
+/// and the agent record change in one transaction, committed only after
+/// every disk write succeeded.
+pub fn accept(store: &Store, root: &Path, agent: &str, buffers: &HashMap<String, String>) -> Result<Accepted, AcceptError> {
+    // The buffers are the ground truth: bring stable up to date, then rebase.
+    for (path, content) in buffers {
+        let mode = store.stable_entry(path)?.map_or(0o644, |e| e.mode);
+        store.stable_put(path, content.as_bytes(), mode, now_ms() * 1_000_000, u64::MAX)?;
+    }
+    let rec = store.agent(agent)?;
+    if rec.state != AgentState::Completed {
+        return Err(AcceptError::NotReady { id: agent.to_owned(), state: rec.state.as_str(), action: "accept" });
+    }
+    let (_, conflicted) = rebase(store, agent)?;
+    let files = store.proposal_files(agent)?;
+    if conflicted {
+        let path = files.first().map_or_else(String::new, |f| f.path.clone());
+        return Err(AcceptError::Conflict(path));
+    }
+    store.transaction(|tx| {
+        let mut out = Accepted::default();
+        let mut disk: Vec<(String, Option<Vec<u8>>, u32)> = Vec::new();
+        for f in &files {
+            let current = store::stable_entry(tx, &f.path)?;
+            if current.as_ref().map(|e| &e.hash) != f.base_hash.as_ref() {
+                return Err(AcceptError::Conflict(f.path.clone()));
+            }
+            let mode = current.as_ref().map_or(0o644, |e| e.mode);
+            match &f.new_hash {
+                Some(h) => {
+                    let data = store::blob(tx, h)?;
+                    store::stable_put(tx, &f.path, &data, mode, now_ms() * 1_000_000, u64::MAX)?;
+                    if let Some(buf) = buffers.get(&f.path) {
+                        let (start, end, lines) = diff::minimal_edit(buf, &String::from_utf8_lossy(&data));
+                        out.buffer_edits.push((f.path.clone(), start, end, lines));
+                    } else {
+                        disk.push((f.path.clone(), Some(data), mode));
+                    }
+                }
+                None => {
+                    tx.execute("DELETE FROM stable WHERE path = ?1", [&f.path]).map_err(StoreError::from)?;
+                    disk.push((f.path.clone(), None, mode));
+                }
+            }
+            out.files.push(f.path.clone());
+        }
+        write_files(root, &disk)?;
+        let mut rec = rec.clone();
+        rec.state = AgentState::Accepted;
+        rec.updated_at = now_ms();
+        store::agent_update(tx, &rec)?;
+        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+        store::append_event(tx, Some(agent), "accepted", &serde_json::json!({"files": out.files}))?;
+        Ok(out)
+    })
+}
+
+/// Rejects `agent`'s proposal (or stops it if still working): the overlay
+/// is discarded; nothing the human sees changes.
+pub fn reject(store: &Store, agent: &str, feedback: Option<&str>) -> Result<(), AcceptError> {
+    let mut rec = store.agent(agent)?;
+    let next = match rec.state {
+        AgentState::Completed => AgentState::Rejected,
+        AgentState::Queued | AgentState::Running => AgentState::Cancelled,
+        other => return Err(AcceptError::NotReady { id: agent.to_owned(), state: other.as_str(), action: "reject" }),
+    };
+    store.transaction(|tx| {
+        rec.state = next;
+        rec.updated_at = now_ms();
+        store::agent_update(tx, &rec)?;
+        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+        store::append_event(tx, Some(agent), "rejected", &serde_json::json!({"feedback": feedback}))?;
+        Ok(())
+    })
+}
+
+/// Writes (or deletes) files so each is wholly old or wholly new even if
+/// the process dies midway: every new file is written to a temporary file
+/// and synced first, then all are renamed into place.
+fn write_files(root: &Path, files: &[(String, Option<Vec<u8>>, u32)]) -> Result<(), AcceptError> {
+    fn io(path: &str) -> impl FnOnce(std::io::Error) -> AcceptError + '_ {
+        move |source| AcceptError::Io { path: path.to_owned(), source }
+    }
+    let mut staged = Vec::new();
+    for (path, data, mode) in files {
+        let Some(data) = data else { continue };
+        let target = root.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(io(path))?;
+        }
+        let tmp = target.with_file_name(format!(
+            ".{}.chimera-{}.tmp",
+            target.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+            std::process::id()
+        ));
+        let result = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(data)?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                f.set_permissions(std::fs::Permissions::from_mode(*mode))?;
+            }
+            f.sync_all()
+        })();
+        if let Err(source) = result {
+            let _ = std::fs::remove_file(&tmp);
+            for (t, _) in &staged {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(AcceptError::Io { path: path.clone(), source });
+        }
+        staged.push((tmp, target));
+    }
+    for (tmp, target) in &staged {
+        std::fs::rename(tmp, target).map_err(|source| AcceptError::Io { path: target.display().to_string(), source })?;
+        if let Some(dir) = target.parent().and_then(|d| std::fs::File::open(d).ok()) {
+            let _ = dir.sync_all();
+        }
+    }
+    for (path, data, _) in files {
+        if data.is_none() {
+            match std::fs::remove_file(root.join(path)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(AcceptError::Io { path: path.clone(), source }),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

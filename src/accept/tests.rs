@@ -1,0 +1,178 @@
+use super::*;
+use crate::overlay::Overlay;
+use crate::paths::ProjectPath;
+use crate::store::AgentRecord;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    store: Store,
+}
+
+fn fixture(files: &[(&str, &str)]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    for (path, content) in files {
+        let abs = dir.path().join(path);
+        std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
+        std::fs::write(&abs, content).unwrap();
+        store.stable_put(path, content.as_bytes(), 0o644, 0, 1 << 20).unwrap();
+    }
+    Fixture { dir, store }
+}
+
+fn agent(f: &Fixture, id: &str, writes: &[(&str, Option<&str>)]) {
+    f.store
+        .agent_insert(&AgentRecord {
+            id: id.into(),
+            state: AgentState::Running,
+            task: "t".into(),
+            context: None,
+            summary: None,
+            error: None,
+            changed_files: vec![],
+            conflicted: false,
+            owner_pid: 1,
+            created_at: now_ms(),
+            updated_at: now_ms(),
+        })
+        .unwrap();
+    let ov = Overlay::new(&f.store, id, 1 << 20);
+    for (path, content) in writes {
+        let p = ProjectPath::parse(path).unwrap();
+        match content {
+            Some(c) => ov.write(&p, c.as_bytes()).unwrap(),
+            None => ov.delete(&p).unwrap(),
+        }
+    }
+}
+
+fn complete(f: &Fixture, id: &str) -> Vec<String> {
+    let conflicts = build_proposal(&f.store, id).unwrap();
+    let mut rec = f.store.agent(id).unwrap();
+    rec.state = AgentState::Completed;
+    rec.conflicted = !conflicts.is_empty();
+    f.store.agent_update(&rec).unwrap();
+    conflicts
+}
+
+fn disk(f: &Fixture, path: &str) -> Option<String> {
+    std::fs::read_to_string(f.dir.path().join(path)).ok()
+}
+
+fn stable(f: &Fixture, path: &str) -> Option<String> {
+    f.store.stable_entry(path).unwrap().map(|e| String::from_utf8(f.store.blob(&e.hash).unwrap()).unwrap())
+}
+
+#[test]
+fn accept_writes_disk_and_stable_and_clears_the_overlay() {
+    let f = fixture(&[("a.py", "def f():\n    pass\n"), ("old.py", "x\n")]);
+    agent(&f, "ag", &[("a.py", Some("def f():\n    \"\"\"Doc.\"\"\"\n    pass\n")), ("new.py", Some("n\n")), ("old.py", None)]);
+    assert!(complete(&f, "ag").is_empty());
+    let diffs = proposal_diffs(&f.store, "ag").unwrap();
+    assert_eq!(diffs.len(), 3);
+    assert_eq!(diffs[0].path, "a.py");
+    assert_eq!(diffs[0].hunks[0].new_lines, vec!["    \"\"\"Doc.\"\"\""]);
+    assert_eq!(disk(&f, "a.py").unwrap(), "def f():\n    pass\n", "nothing changes before accept");
+
+    let out = accept(&f.store, f.dir.path(), "ag", &HashMap::new()).unwrap();
+    assert!(out.buffer_edits.is_empty());
+    assert_eq!(disk(&f, "a.py").unwrap(), "def f():\n    \"\"\"Doc.\"\"\"\n    pass\n");
+    assert_eq!(disk(&f, "new.py").unwrap(), "n\n");
+    assert!(disk(&f, "old.py").is_none());
+    assert_eq!(stable(&f, "a.py"), disk(&f, "a.py"));
+    assert!(stable(&f, "old.py").is_none());
+    assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Accepted);
+    assert!(f.store.overlay_entries("ag").unwrap().is_empty());
+    // Accepting twice is refused.
+    assert!(matches!(accept(&f.store, f.dir.path(), "ag", &HashMap::new()), Err(AcceptError::NotReady { .. })));
+}
+
+#[test]
+fn loaded_buffers_get_one_minimal_edit_instead_of_a_disk_write() {
+    let f = fixture(&[("a.py", "a\nb\nc\n")]);
+    agent(&f, "ag", &[("a.py", Some("a\nB\nc\n"))]);
+    complete(&f, "ag");
+    let buffers = HashMap::from([("a.py".to_owned(), "a\nb\nc\n".to_owned())]);
+    let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
+    assert_eq!(out.buffer_edits, vec![("a.py".to_owned(), 1, 2, vec!["B".to_owned()])]);
+    assert_eq!(disk(&f, "a.py").unwrap(), "a\nb\nc\n", "the buffer is written by the editor");
+    assert_eq!(stable(&f, "a.py").unwrap(), "a\nB\nc\n");
+}
+
+#[test]
+fn human_edits_elsewhere_are_merged_and_overlaps_conflict() {
+    let f = fixture(&[("a.py", "1\n2\n3\n4\n5\n")]);
+    agent(&f, "ag", &[("a.py", Some("1\n2\n3\n4\nFIVE\n"))]);
+    complete(&f, "ag");
+    // The human types in the buffer: line 1 changes.
+    let buffers = HashMap::from([("a.py".to_owned(), "ONE\n2\n3\n4\n5\n".to_owned())]);
+    let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
+    assert_eq!(out.buffer_edits, vec![("a.py".to_owned(), 4, 5, vec!["FIVE".to_owned()])]);
+    assert_eq!(stable(&f, "a.py").unwrap(), "ONE\n2\n3\n4\nFIVE\n");
+
+    let f = fixture(&[("a.py", "1\n2\n3\n")]);
+    agent(&f, "ag", &[("a.py", Some("1\nTWO\n3\n"))]);
+    complete(&f, "ag");
+    let buffers = HashMap::from([("a.py".to_owned(), "1\ntwo!\n3\n".to_owned())]);
+    let err = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap_err();
+    assert!(matches!(err, AcceptError::Conflict(_)), "{err}");
+    assert!(f.store.agent("ag").unwrap().conflicted);
+    assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n", "nothing written");
+}
+
+#[test]
+fn a_file_deleted_by_the_human_is_a_conflict_not_a_recreation() {
+    let f = fixture(&[("a.py", "x\n")]);
+    agent(&f, "ag", &[("a.py", Some("y\n"))]);
+    f.store.stable_delete("a.py").unwrap();
+    std::fs::remove_file(f.dir.path().join("a.py")).unwrap();
+    assert_eq!(complete(&f, "ag"), vec!["a.py"]);
+    assert!(accept(&f.store, f.dir.path(), "ag", &HashMap::new()).is_err());
+    assert!(disk(&f, "a.py").is_none());
+}
+
+#[test]
+fn crlf_and_mode_survive_accept() {
+    let f = fixture(&[("w.py", "a\r\nb\r\n")]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f.dir.path().join("w.py"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        f.store.stable_put("w.py", b"a\r\nb\r\n", 0o755, 0, 1 << 20).unwrap();
+    }
+    agent(&f, "ag", &[("w.py", Some("a\nB\n"))]);
+    complete(&f, "ag");
+    accept(&f.store, f.dir.path(), "ag", &HashMap::new()).unwrap();
+    assert_eq!(disk(&f, "w.py").unwrap(), "a\r\nB\r\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(f.dir.path().join("w.py")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
+    }
+}
+
+#[test]
+fn reject_discards_the_overlay_and_touches_nothing() {
+    let f = fixture(&[("a.py", "x\n")]);
+    agent(&f, "ag", &[("a.py", Some("y\n"))]);
+    complete(&f, "ag");
+    reject(&f.store, "ag", Some("not like that")).unwrap();
+    assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Rejected);
+    assert!(f.store.overlay_entries("ag").unwrap().is_empty());
+    assert!(f.store.proposal_files("ag").unwrap().is_empty());
+    assert_eq!(disk(&f, "a.py").unwrap(), "x\n");
+    assert_eq!(stable(&f, "a.py").unwrap(), "x\n");
+}
+
+#[test]
+fn rebase_follows_human_edits_between_proposal_and_accept() {
+    let f = fixture(&[("a.py", "1\n2\n3\n")]);
+    agent(&f, "ag", &[("a.py", Some("1\n2\nTHREE\n"))]);
+    complete(&f, "ag");
+    f.store.stable_put("a.py", b"0\n1\n2\n3\n", 0o644, 5, 1 << 20).unwrap();
+    let (changed, conflicted) = rebase(&f.store, "ag").unwrap();
+    assert!(changed && !conflicted);
+    let d = proposal_diffs(&f.store, "ag").unwrap();
+    assert_eq!(d[0].hunks[0].old_start, 3, "the hunk moved down with the text");
+}

@@ -1,0 +1,165 @@
+//! The host functions a code-mode program calls, backed by the agent's
+//! overlay. Every path is checked by [`ProjectPath`]; every error is
+//! returned to the program as an exception it (or the model) can act on.
+
+use std::sync::Arc;
+
+use globset::GlobBuilder;
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::{ChatMessage, LlmClient};
+use crate::overlay::Overlay;
+use crate::paths::{parse_dir, ProjectPath};
+use crate::sandbox::{args, Host, Value};
+use crate::store::Store;
+
+/// Everything a program's host calls need.
+pub struct AgentHost {
+    pub store: Arc<Store>,
+    pub agent_id: String,
+    pub task: String,
+    pub max_bytes: u64,
+    pub llm: LlmClient,
+    pub cancel: CancellationToken,
+    pub runtime: tokio::runtime::Handle,
+    /// `(summary, changed_files)` once `submit_result` was called.
+    pub submitted: Option<(String, Vec<String>)>,
+    pub logs: Vec<String>,
+    pub written: Vec<String>,
+}
+
+const FUNCTIONS: &[&str] = &[
+    "get_task",
+    "read_file",
+    "write_file",
+    "delete_file",
+    "list_dir",
+    "file_exists",
+    "search_files",
+    "get_file_tree",
+    "ask_llm",
+    "submit_result",
+    "log",
+];
+
+impl AgentHost {
+    fn overlay(&self) -> Overlay<'_> {
+        Overlay::new(&self.store, &self.agent_id, self.max_bytes)
+    }
+
+    fn path(fname: &str, a: &[Value], kw: &[(Value, Value)]) -> Result<ProjectPath, String> {
+        let raw = args::string(fname, a, kw, 0, "path")?;
+        ProjectPath::parse(&raw).map_err(|e| format!("{fname}(): {e}"))
+    }
+
+    fn search(&self, pattern: &str) -> Result<Vec<String>, String> {
+        let files = self.overlay().files().map_err(|e| e.to_string())?;
+        if pattern.contains(['*', '?', '[']) {
+            let glob = GlobBuilder::new(pattern)
+                .literal_separator(false)
+                .build()
+                .map_err(|e| format!("search_files(): bad pattern `{pattern}`: {e}"))?
+                .compile_matcher();
+            return Ok(files.into_iter().filter(|f| glob.is_match(f)).collect());
+        }
+        let ov = self.overlay();
+        Ok(files
+            .into_iter()
+            .filter(|f| {
+                ProjectPath::parse(f)
+                    .ok()
+                    .and_then(|p| ov.read_text(&p).ok())
+                    .is_some_and(|t| t.contains(pattern))
+            })
+            .collect())
+    }
+
+    fn ask_llm(&self, prompt: String, context: Option<String>) -> Result<String, String> {
+        let mut content = prompt;
+        if let Some(ctx) = context.filter(|c| !c.is_empty()) {
+            content.push_str("\n\nContext:\n");
+            content.push_str(&ctx);
+        }
+        let messages = [
+            ChatMessage::system("Answer the request directly and concisely. No preamble."),
+            ChatMessage::user(content),
+        ];
+        let llm = self.llm.clone();
+        let cancel = self.cancel.clone();
+        self.runtime
+            .block_on(async move { llm.chat(&messages, &cancel, &|_| {}).await })
+            .map_err(|e| format!("ask_llm(): {e}"))
+    }
+}
+
+impl Host for AgentHost {
+    fn has_function(&self, name: &str) -> bool {
+        FUNCTIONS.contains(&name)
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn call(&mut self, name: &str, a: Vec<Value>, kw: Vec<(Value, Value)>) -> Result<Value, String> {
+        match name {
+            "get_task" => Ok(Value::String(self.task.clone())),
+            "read_file" => {
+                let p = Self::path(name, &a, &kw)?;
+                self.overlay().read_text(&p).map(Value::String).map_err(|e| format!("read_file(): {e}"))
+            }
+            "write_file" => {
+                let p = Self::path(name, &a, &kw)?;
+                let content = args::string(name, &a, &kw, 1, "content")?;
+                self.overlay().write(&p, content.as_bytes()).map_err(|e| format!("write_file(): {e}"))?;
+                self.written.push(p.to_string());
+                Ok(Value::Bool(true))
+            }
+            "delete_file" => {
+                let p = Self::path(name, &a, &kw)?;
+                self.overlay().delete(&p).map_err(|e| format!("delete_file(): {e}"))?;
+                self.written.push(p.to_string());
+                Ok(Value::Bool(true))
+            }
+            "list_dir" => {
+                let raw = args::opt_string(name, &a, &kw, 0, "path")?.unwrap_or_default();
+                let dir = parse_dir(&raw).map_err(|e| format!("list_dir(): {e}"))?;
+                let entries = self.overlay().list_dir(&dir).map_err(|e| e.to_string())?;
+                Ok(Value::List(entries.into_iter().map(Value::String).collect()))
+            }
+            "file_exists" => {
+                let p = Self::path(name, &a, &kw)?;
+                self.overlay().exists(&p).map(Value::Bool).map_err(|e| e.to_string())
+            }
+            "search_files" => {
+                let pattern = args::string(name, &a, &kw, 0, "pattern")?;
+                Ok(Value::List(self.search(&pattern)?.into_iter().map(Value::String).collect()))
+            }
+            "get_file_tree" => {
+                let files = self.overlay().files().map_err(|e| e.to_string())?;
+                Ok(Value::String(files.join("\n")))
+            }
+            "ask_llm" => {
+                let prompt = args::string(name, &a, &kw, 0, "prompt")?;
+                let context = args::opt_string(name, &a, &kw, 1, "context")?;
+                self.ask_llm(prompt, context).map(Value::String)
+            }
+            "log" => {
+                let msg = match a.first() {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                self.logs.push(msg);
+                Ok(Value::Bool(true))
+            }
+            "submit_result" => {
+                let summary = args::string(name, &a, &kw, 0, "summary")?;
+                let files = args::string_list(name, &a, &kw, 1, "changed_files")?;
+                self.submitted = Some((summary, files));
+                Ok(Value::Bool(true))
+            }
+            other => Err(format!("unknown host function `{other}`")),
+        }
+    }
+}

@@ -1,0 +1,127 @@
+use super::*;
+use crate::config::{LlmConfig, Provider};
+use crate::llm::fake::{FakeServer, Reply};
+use crate::store::{now_ms, AgentRecord, AgentState};
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    store: Arc<Store>,
+    config: Config,
+}
+
+fn setup(url: &str) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    store.stable_put("app.py", b"def parse_config(path):\n    return {}\n", 0o644, 0, 1 << 20).unwrap();
+    store
+        .agent_insert(&AgentRecord {
+            id: "ag".into(),
+            state: AgentState::Running,
+            task: "add a docstring to parse_config".into(),
+            context: None,
+            summary: None,
+            error: None,
+            changed_files: vec![],
+            conflicted: false,
+            owner_pid: 1,
+            created_at: now_ms(),
+            updated_at: now_ms(),
+        })
+        .unwrap();
+    let mut config = Config::default();
+    config.llm = LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5_000, ..LlmConfig::default() };
+    Setup { _dir: dir, store, config }
+}
+
+fn job() -> Job {
+    Job { id: "ag".into(), task: "add a docstring to parse_config".into(), context: None, file: Some("app.py".into()) }
+}
+
+const GOOD: &str = "```python\nsrc = read_file('app.py')\nsrc = src.replace('def parse_config(path):\\n', 'def parse_config(path):\\n    \"\"\"Parse the config.\"\"\"\\n')\nwrite_file('app.py', src)\nsubmit_result('Added a docstring', ['app.py'])\n```";
+
+async fn run_with(script: Vec<Reply>) -> (Result<Done, AgentError>, Setup, FakeServer) {
+    let server = FakeServer::start(script).await;
+    let s = setup(&server.url);
+    let llm = LlmClient::new(&s.config.llm).unwrap();
+    let r = run(s.store.clone(), &s.config, &llm, &job(), &CancellationToken::new(), &|_| {}).await;
+    (r, s, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_good_program_leaves_its_change_in_the_overlay_only() {
+    let (r, s, server) = run_with(vec![Reply::OpenaiStream(GOOD.into())]).await;
+    let done = r.unwrap();
+    assert_eq!(done.summary, "Added a docstring");
+    assert_eq!(done.changed_files, vec!["app.py"]);
+    assert_eq!(done.rounds, 1);
+    let ov = Overlay::new(&s.store, "ag", 1 << 20);
+    let text = ov.read_text(&crate::paths::ProjectPath::parse("app.py").unwrap()).unwrap();
+    assert!(text.contains("\"\"\"Parse the config.\"\"\""), "{text}");
+    let e = s.store.stable_entry("app.py").unwrap().unwrap();
+    assert_eq!(s.store.blob(&e.hash).unwrap(), b"def parse_config(path):\n    return {}\n");
+    let req = server.requests.lock().unwrap()[0].clone();
+    assert!(req.contains("parse_config") && req.contains("submit_result"), "prompt has task and functions");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traceback_goes_back_to_the_model_and_the_repair_is_used() {
+    let bad = "```python\nx = read_file('missing.py')\n```";
+    let (r, _s, server) = run_with(vec![Reply::OpenaiStream(bad.into()), Reply::OpenaiStream(GOOD.into())]).await;
+    assert_eq!(r.unwrap().rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(second.contains("missing.py") && second.contains("does not exist"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_submit_and_no_change_are_repaired_then_the_agent_gives_up() {
+    let no_submit = "```python\nwrite_file('app.py', 'x = 1\\n')\n```";
+    let no_change = "```python\nsubmit_result('did nothing', [])\n```";
+    let (r, s, server) = run_with(vec![
+        Reply::OpenaiStream(no_submit.into()),
+        Reply::OpenaiStream(no_change.into()),
+        Reply::OpenaiStream("I cannot do that.".into()),
+    ])
+    .await;
+    let err = r.unwrap_err();
+    assert!(matches!(err, AgentError::GaveUp { rounds: 2, .. }), "{err}");
+    let reqs = server.requests.lock().unwrap();
+    assert!(reqs[1].contains("without calling submit_result"));
+    assert!(reqs[2].contains("changed no file"));
+    assert!(s.store.overlay_entries("ag").unwrap().is_empty(), "no partial change left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_outside_the_root_are_refused_to_the_program() {
+    let evil = "```python\ntry:\n    write_file('../outside.py', 'x')\nexcept RuntimeError as e:\n    log(str(e))\n    raise\n```";
+    let (r, _s, server) = run_with(vec![Reply::OpenaiStream(evil.into()); 3]).await;
+    assert!(r.is_err());
+    assert!(server.requests.lock().unwrap()[1].contains("leaves the project root"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_infinite_loop_is_stopped_and_reported() {
+    let spin = "```python\nwhile True:\n    pass\n```";
+    let server = FakeServer::start(vec![Reply::OpenaiStream(spin.into()); 3]).await;
+    let mut s = setup(&server.url);
+    s.config.agents.sandbox_timeout_ms = 100;
+    s.config.agents.repair_rounds = 0;
+    let llm = LlmClient::new(&s.config.llm).unwrap();
+    let err = run(s.store.clone(), &s.config, &llm, &job(), &CancellationToken::new(), &|_| {}).await.unwrap_err();
+    assert!(err.to_string().contains("time limit"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_llm_reaches_the_model_from_inside_the_program() {
+    let prog = "```python\ndoc = ask_llm('Write a docstring', 'def f(): pass')\nwrite_file('doc.txt', doc)\nsubmit_result('doc', ['doc.txt'])\n```";
+    let (r, s, _server) = run_with(vec![Reply::OpenaiStream(prog.into()), Reply::OpenaiStream("Does f.".into())]).await;
+    r.unwrap();
+    let ov = Overlay::new(&s.store, "ag", 1 << 20);
+    assert_eq!(ov.read_text(&crate::paths::ProjectPath::parse("doc.txt").unwrap()).unwrap(), "Does f.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_llm_fails_with_the_reason() {
+    let (r, _s, _server) = run_with(vec![Reply::Status(500, "boom".into())]).await;
+    let err = r.unwrap_err();
+    assert!(err.to_string().contains("500"), "{err}");
+}

@@ -1,0 +1,296 @@
+//! Keeps the stable layer equal to the human's ground truth: a loaded
+//! buffer's text (pushed by the editor), else the file on disk (imported at
+//! start, then followed by a debounced file watcher that honours
+//! `.gitignore` and skips `.git/` and `.chimera/`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::paths::ProjectPath;
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot watch `{path}` for changes: {source}")]
+    Watch { path: PathBuf, source: notify::Error },
+}
+
+/// Paths whose ground truth is a loaded buffer, not the disk.
+#[derive(Default, Clone)]
+pub struct OpenBuffers(Arc<Mutex<HashSet<String>>>);
+
+impl OpenBuffers {
+    pub fn insert(&self, path: &str) {
+        self.lock().insert(path.to_owned());
+    }
+    pub fn remove(&self, path: &str) {
+        self.lock().remove(path);
+    }
+    pub fn contains(&self, path: &str) -> bool {
+        self.lock().contains(path)
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Mode bits and modification time of a file on disk.
+pub fn file_meta(meta: &std::fs::Metadata) -> (u32, i64) {
+    #[cfg(unix)]
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o7777
+    };
+    #[cfg(not(unix))]
+    let mode = 0o644;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64);
+    (mode, mtime)
+}
+
+/// Every file of the project that git would see: `.gitignore` (nested ones
+/// too) and `.git/info/exclude` honoured, `.git/` and `.chimera/` skipped.
+pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .require_git(false)
+        .filter_entry(|e| !matches!(e.file_name().to_str(), Some(".git" | ".chimera")))
+        .build();
+    walker
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|e| ProjectPath::from_absolute(root, e.path()).map(|p| (p, e.into_path())))
+        .collect()
+}
+
+/// Imports the project into the stable layer in one transaction, skipping
+/// files whose ground truth is a buffer and dropping files that are gone.
+/// Returns the number of files imported.
+pub fn import(store: &Store, root: &Path, max_bytes: u64, buffers: &OpenBuffers) -> Result<usize, SyncError> {
+    let files = project_files(root);
+    let mut batch = Vec::with_capacity(files.len());
+    let mut seen = HashSet::with_capacity(files.len());
+    for (path, abs) in files {
+        seen.insert(path.as_str().to_owned());
+        if buffers.contains(path.as_str()) {
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(&abs) else { continue };
+        // Unchanged since the last import (same size and mtime): skip the read.
+        let (mode, mtime) = file_meta(&meta);
+        if let Ok(Some(old)) = store.stable_entry(path.as_str()) {
+            if old.mtime_ns == mtime && old.size == meta.len() && old.mode == mode {
+                continue;
+            }
+        }
+        let Ok(data) = std::fs::read(&abs) else { continue };
+        batch.push((path.as_str().to_owned(), data, mode, mtime));
+    }
+    store.stable_import(&batch, max_bytes)?;
+    for old in store.stable_paths()? {
+        if !seen.contains(&old) && !buffers.contains(&old) {
+            store.stable_delete(&old)?;
+        }
+    }
+    Ok(seen.len())
+}
+
+/// Brings one path of the stable layer in line with the disk. Returns
+/// whether stable changed.
+pub fn sync_from_disk(store: &Store, root: &Path, path: &ProjectPath, max_bytes: u64) -> Result<bool, SyncError> {
+    let abs = root.join(path.as_str());
+    match std::fs::metadata(&abs) {
+        Ok(meta) if meta.is_file() => {
+            let (mode, mtime) = file_meta(&meta);
+            match std::fs::read(&abs) {
+                Ok(data) => Ok(store.stable_put(path.as_str(), &data, mode, mtime, max_bytes)?),
+                Err(_) => Ok(false),
+            }
+        }
+        Ok(_) => Ok(false),
+        Err(_) => Ok(store.stable_delete(path.as_str())?),
+    }
+}
+
+/// The root `.gitignore` and `.git/info/exclude` as a matcher for watcher events.
+fn root_ignore(root: &Path) -> Gitignore {
+    let mut b = GitignoreBuilder::new(root);
+    let _ = b.add(root.join(".gitignore"));
+    let _ = b.add(root.join(".git/info/exclude"));
+    b.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// Whether a watcher event for `abs` concerns a tracked project file.
+fn is_tracked(root: &Path, ignore: &Gitignore, abs: &Path) -> Option<ProjectPath> {
+    let path = ProjectPath::from_absolute(root, abs)?;
+    let is_dir = abs.is_dir();
+    if is_dir {
+        return None;
+    }
+    if ignore.matched_path_or_any_parents(abs, false).is_ignore() {
+        return None;
+    }
+    Some(path)
+}
+
+/// A running file watcher; dropping it stops watching.
+pub struct WatchHandle {
+    _watcher: notify::RecommendedWatcher,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Watches `root` and applies changes to stable after `debounce` of quiet.
+/// `on_change` is told of each path whose stable content changed.
+pub fn watch(
+    store: Arc<Store>,
+    root: PathBuf,
+    max_bytes: u64,
+    debounce: Duration,
+    buffers: OpenBuffers,
+    on_change: impl Fn(&ProjectPath) + Send + 'static,
+) -> Result<WatchHandle, SyncError> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            for p in event.paths {
+                let _ = tx.send(p);
+            }
+        }
+    })
+    .map_err(|source| SyncError::Watch { path: root.clone(), source })?;
+    watcher
+        .watch(&root, RecursiveMode::Recursive)
+        .map_err(|source| SyncError::Watch { path: root.clone(), source })?;
+    let task = tokio::spawn(async move {
+        let mut ignore = root_ignore(&root);
+        while let Some(first) = rx.recv().await {
+            let mut pending: HashMap<PathBuf, ()> = HashMap::new();
+            pending.insert(first, ());
+            // Debounce: gather until the burst has been quiet for `debounce`.
+            loop {
+                match tokio::time::timeout(debounce, rx.recv()).await {
+                    Ok(Some(p)) => {
+                        pending.insert(p, ());
+                    }
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
+            }
+            if pending.keys().any(|p| p.file_name().is_some_and(|n| n == ".gitignore")) {
+                ignore = root_ignore(&root);
+            }
+            let store = store.clone();
+            let root2 = root.clone();
+            let buffers = buffers.clone();
+            let ignore2 = ignore.clone();
+            let changed = tokio::task::spawn_blocking(move || {
+                let mut changed = Vec::new();
+                for abs in pending.into_keys() {
+                    let Some(path) = is_tracked(&root2, &ignore2, &abs) else { continue };
+                    if buffers.contains(path.as_str()) {
+                        continue;
+                    }
+                    if let Ok(true) = sync_from_disk(&store, &root2, &path, max_bytes) {
+                        changed.push(path);
+                    }
+                }
+                changed
+            })
+            .await
+            .unwrap_or_default();
+            for path in &changed {
+                on_change(path);
+            }
+        }
+    });
+    Ok(WatchHandle { _watcher: watcher, task })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: x").unwrap();
+        std::fs::write(root.join(".gitignore"), "build/\n*.log\n").unwrap();
+        std::fs::create_dir_all(root.join("src/build")).unwrap();
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        std::fs::write(root.join("src/a.py"), "a = 1\n").unwrap();
+        std::fs::write(root.join("build/out.py"), "x").unwrap();
+        std::fs::write(root.join("debug.log"), "x").unwrap();
+        let store = Store::open(root).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn import_honours_gitignore_and_skips_git_and_chimera() {
+        let (dir, store) = project();
+        import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap();
+        assert_eq!(store.stable_paths().unwrap(), vec![".gitignore", "src/a.py"]);
+    }
+
+    #[test]
+    fn import_drops_deleted_files_but_not_buffers() {
+        let (dir, store) = project();
+        let buffers = OpenBuffers::default();
+        store.stable_put("scratch.py", b"unsaved", 0o644, 0, 100).unwrap();
+        buffers.insert("scratch.py");
+        import(&store, dir.path(), 1 << 20, &buffers).unwrap();
+        std::fs::remove_file(dir.path().join("src/a.py")).unwrap();
+        import(&store, dir.path(), 1 << 20, &buffers).unwrap();
+        assert_eq!(store.stable_paths().unwrap(), vec![".gitignore", "scratch.py"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watcher_follows_disk_changes() {
+        let (dir, store) = project();
+        let store = Arc::new(store);
+        let root = dir.path().canonicalize().unwrap();
+        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _w = watch(store.clone(), root.clone(), 1 << 20, Duration::from_millis(50), OpenBuffers::default(), move |p| {
+            let _ = tx.send(p.to_string());
+        })
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        std::fs::write(root.join("src/a.py"), "a = 2\n").unwrap();
+        std::fs::write(root.join("ignored.log"), "x").unwrap();
+        std::fs::write(root.join("src/new.py"), "n\n").unwrap();
+        let mut seen = HashSet::new();
+        while seen.len() < 2 {
+            let p = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+            seen.insert(p);
+        }
+        assert!(seen.contains("src/a.py") && seen.contains("src/new.py"), "{seen:?}");
+        let e = store.stable_entry("src/a.py").unwrap().unwrap();
+        assert_eq!(store.blob(&e.hash).unwrap(), b"a = 2\n");
+        assert!(store.stable_entry("ignored.log").unwrap().is_none());
+        std::fs::remove_file(root.join("src/new.py")).unwrap();
+        let p = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+        assert_eq!(p, "src/new.py");
+        assert!(store.stable_entry("src/new.py").unwrap().is_none());
+    }
+}
