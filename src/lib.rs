@@ -29,7 +29,7 @@ pub mod llm;
 pub mod messages;
 pub mod overlay;
 pub mod paths;
-// pub mod runtime;
+pub mod runtime;
 pub mod sandbox;
 pub mod store;
 pub mod sync;

@@ -1,0 +1,419 @@
+//! The core's runtime: a tokio runtime on its own thread that owns the
+//! store, the watcher and the agents, and answers [`ToCore`] messages with
+//! [`ToEditor`] messages. Every spawned agent task is tracked with a
+//! cancellation token; shutdown cancels them all and waits briefly.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::accept;
+use crate::agent::{self, Job};
+use crate::config::Config;
+use crate::diff::FileDiff;
+use crate::llm::LlmClient;
+use crate::messages::{BufferText, Level, ToCore, ToEditor};
+use crate::paths::ProjectPath;
+use crate::store::{now_ms, AgentRecord, AgentState, Store};
+use crate::sync::{self, OpenBuffers};
+
+/// Where the core's messages go (the Neovim bridge, or a channel in tests).
+pub trait EditorSink: Send + Sync + 'static {
+    fn send(&self, msg: ToEditor);
+}
+
+impl EditorSink for mpsc::UnboundedSender<ToEditor> {
+    fn send(&self, msg: ToEditor) {
+        let _ = mpsc::UnboundedSender::send(self, msg);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot start the Chimera runtime thread: {0}")]
+    Thread(std::io::Error),
+    #[error("the Chimera runtime has stopped; restart Neovim")]
+    Stopped,
+}
+
+/// The editor's handle on the running core.
+pub struct CoreHandle {
+    tx: mpsc::UnboundedSender<ToCore>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    pub root: PathBuf,
+}
+
+impl CoreHandle {
+    pub fn send(&self, msg: ToCore) -> Result<(), RuntimeError> {
+        self.tx.send(msg).map_err(|_| RuntimeError::Stopped)
+    }
+
+    /// Stops the core: agents are cancelled, and the thread is given
+    /// `grace` to finish before it is left to die with the process.
+    pub fn shutdown(mut self, grace: Duration) {
+        let _ = self.tx.send(ToCore::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            let deadline = std::time::Instant::now() + grace;
+            while !thread.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// Starts the core for the project at `root`.
+pub fn start(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>) -> Result<CoreHandle, RuntimeError> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let root2 = root.clone();
+    let thread = std::thread::Builder::new()
+        .name("chimera-core".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("chimera-worker")
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    sink.send(ToEditor::Notify { level: Level::Error, message: format!("cannot start tokio: {e}") });
+                    return;
+                }
+            };
+            rt.block_on(main_loop(config, root2, sink.clone(), rx));
+            // Blocking tasks (a sandbox mid-run) are not waited for.
+            rt.shutdown_timeout(Duration::from_millis(200));
+        })
+        .map_err(RuntimeError::Thread)?;
+    Ok(CoreHandle { tx, thread: Some(thread), root })
+}
+
+/// State shared by the message loop and the agent tasks.
+struct Core {
+    config: Config,
+    root: PathBuf,
+    store: Arc<Store>,
+    sink: Arc<dyn EditorSink>,
+    buffers: OpenBuffers,
+    agents: Mutex<HashMap<String, CancellationToken>>,
+    slots: Arc<Semaphore>,
+    llm: Result<LlmClient, String>,
+    shutdown: CancellationToken,
+}
+
+impl Core {
+    fn notify(&self, level: Level, message: impl Into<String>) {
+        self.sink.send(ToEditor::Notify { level, message: message.into() });
+    }
+
+    fn abs(&self, path: &str) -> String {
+        self.root.join(path).to_string_lossy().into_owned()
+    }
+
+    fn rel(&self, abs: &str) -> Option<ProjectPath> {
+        ProjectPath::from_absolute(&self.root, std::path::Path::new(abs))
+    }
+
+    fn send_agent(&self, id: &str) {
+        if let Ok(agent) = self.store.agent(id) {
+            self.sink.send(ToEditor::Agent { agent });
+        }
+    }
+
+    fn send_proposal(&self, id: &str) {
+        match accept::proposal_diffs(&self.store, id) {
+            Ok(files) => {
+                let files = files.into_iter().map(|f| FileDiff { path: self.abs(&f.path), ..f }).collect();
+                self.sink.send(ToEditor::Proposal { id: id.to_owned(), files });
+            }
+            Err(e) => self.notify(Level::Error, format!("Chimera: cannot show proposal {id}: {e}")),
+        }
+    }
+
+    /// Saves a new state for `id` (with summary/error) and tells the editor.
+    fn set_state(&self, id: &str, state: AgentState, f: impl FnOnce(&mut AgentRecord)) {
+        let result = self.store.agent(id).and_then(|mut rec| {
+            rec.state = state;
+            rec.updated_at = now_ms();
+            f(&mut rec);
+            self.store.agent_update(&rec)
+        });
+        if let Err(e) = result {
+            self.notify(Level::Error, format!("Chimera: cannot record agent {id}: {e}"));
+        }
+        self.send_agent(id);
+    }
+
+    /// The human's text of `path` changed: rebase every proposal on it.
+    fn rebase_proposals(&self, path: &str) {
+        let Ok(agents) = self.store.agents() else { return };
+        for rec in agents.iter().filter(|a| a.state == AgentState::Completed && a.changed_files.iter().any(|f| f == path)) {
+            match accept::rebase(&self.store, &rec.id) {
+                Ok((true, _)) => {
+                    self.send_agent(&rec.id);
+                    self.send_proposal(&rec.id);
+                }
+                Ok((false, _)) => {}
+                Err(e) => self.notify(Level::Warn, format!("Chimera: cannot rebase proposal {}: {e}", rec.id)),
+            }
+        }
+    }
+}
+
+async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut rx: mpsc::UnboundedReceiver<ToCore>) {
+    let store = match Store::open(&root) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            sink.send(ToEditor::Notify {
+                level: Level::Error,
+                message: format!("Chimera: cannot open the database in {}: {e}", root.join(".chimera").display()),
+            });
+            // Keep answering so the editor gets clear errors instead of silence.
+            while let Some(msg) = rx.recv().await {
+                match msg {
+                    ToCore::Shutdown => return,
+                    ToCore::Spawn { .. } | ToCore::Accept { .. } | ToCore::Reject { .. } => sink.send(ToEditor::Notify {
+                        level: Level::Error,
+                        message: "Chimera: the database could not be opened; see :checkhealth chimera".into(),
+                    }),
+                    _ => {}
+                }
+            }
+            return;
+        }
+    };
+    let core = Arc::new(Core {
+        slots: Arc::new(Semaphore::new(config.agents.max_concurrent.max(1))),
+        llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
+        config,
+        root,
+        store,
+        sink,
+        buffers: OpenBuffers::default(),
+        agents: Mutex::new(HashMap::new()),
+        shutdown: CancellationToken::new(),
+    });
+
+    // Initial import in the background; the editor is never kept waiting.
+    let c = core.clone();
+    tokio::spawn(async move {
+        let c2 = c.clone();
+        let imported = tokio::task::spawn_blocking(move || {
+            sync::import(&c2.store, &c2.root, c2.config.sync.max_file_bytes, &c2.buffers)
+        })
+        .await;
+        match imported {
+            Ok(Ok(files)) => c.sink.send(ToEditor::Ready { root: c.root.to_string_lossy().into_owned(), files }),
+            Ok(Err(e)) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
+            Err(e) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
+        }
+    });
+    let _watch = if core.config.sync.watch {
+        let c = core.clone();
+        match sync::watch(
+            core.store.clone(),
+            core.root.clone(),
+            core.config.sync.max_file_bytes,
+            Duration::from_millis(core.config.sync.debounce_ms),
+            core.buffers.clone(),
+            move |p| c.rebase_proposals(p.as_str()),
+        ) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                core.notify(Level::Warn, format!("Chimera: {e}; changes made outside Neovim will be seen at the next start"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            ToCore::Shutdown => break,
+            ToCore::Spawn { id, task, context, file } => spawn_agent(&core, id, task, context, file),
+            ToCore::Accept { id, buffers } => {
+                let c = core.clone();
+                tokio::task::spawn_blocking(move || accept_proposal(&c, &id, buffers));
+            }
+            ToCore::Reject { id, feedback } => reject_proposal(&core, &id, feedback),
+            ToCore::BufferText(BufferText { path, text }) => {
+                let Some(p) = core.rel(&path) else { continue };
+                core.buffers.insert(p.as_str());
+                let mode = core.store.stable_entry(p.as_str()).ok().flatten().map_or(0o644, |e| e.mode);
+                match core.store.stable_put(p.as_str(), text.as_bytes(), mode, now_ms() * 1_000_000, core.config.sync.max_file_bytes) {
+                    Ok(true) => core.rebase_proposals(p.as_str()),
+                    Ok(false) => {}
+                    Err(e) => core.notify(Level::Warn, format!("Chimera: cannot record {p}: {e}")),
+                }
+            }
+            ToCore::BufferClosed { path } => {
+                let Some(p) = core.rel(&path) else { continue };
+                core.buffers.remove(p.as_str());
+                if let Ok(true) = sync::sync_from_disk(&core.store, &core.root, &p, core.config.sync.max_file_bytes) {
+                    core.rebase_proposals(p.as_str());
+                }
+            }
+            ToCore::CheckLlm => {
+                let c = core.clone();
+                tokio::spawn(async move { check_llm(&c).await });
+            }
+        }
+    }
+    core.shutdown.cancel();
+    let tokens: Vec<_> = core.agents.lock().map(|m| m.values().cloned().collect()).unwrap_or_default();
+    for t in tokens {
+        t.cancel();
+    }
+}
+
+fn spawn_agent(core: &Arc<Core>, id: String, task: String, context: Option<String>, file: Option<String>) {
+    let file = file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
+    let rec = AgentRecord {
+        id: id.clone(),
+        state: AgentState::Queued,
+        task: task.clone(),
+        context: context.clone(),
+        summary: None,
+        error: None,
+        changed_files: vec![],
+        conflicted: false,
+        owner_pid: std::process::id(),
+        created_at: now_ms(),
+        updated_at: now_ms(),
+    };
+    if let Err(e) = core.store.agent_insert(&rec) {
+        core.notify(Level::Error, format!("Chimera: cannot create agent: {e}"));
+        return;
+    }
+    core.send_agent(&id);
+    let cancel = core.shutdown.child_token();
+    if let Ok(mut agents) = core.agents.lock() {
+        agents.insert(id.clone(), cancel.clone());
+    }
+    let core = core.clone();
+    tokio::spawn(async move {
+        let job = Job { id: id.clone(), task, context, file };
+        let permit = tokio::select! {
+            p = core.slots.clone().acquire_owned() => p.ok(),
+            _ = cancel.cancelled() => None,
+        };
+        if permit.is_some() && !cancel.is_cancelled() {
+            core.set_state(&id, AgentState::Running, |_| {});
+            let outcome = match &core.llm {
+                Ok(llm) => {
+                    let sink = core.sink.clone();
+                    let pid = id.clone();
+                    let progress = move |message: String| sink.send(ToEditor::Progress { id: pid.clone(), message });
+                    agent::run(core.store.clone(), &core.config, llm, &job, &cancel, &progress).await
+                }
+                Err(e) => Err(agent::AgentError::Internal(e.clone())),
+            };
+            finish_agent(&core, &id, outcome, &cancel);
+        }
+        drop(permit);
+        if let Ok(mut agents) = core.agents.lock() {
+            agents.remove(&id);
+        }
+    });
+}
+
+fn finish_agent(core: &Core, id: &str, outcome: Result<agent::Done, agent::AgentError>, cancel: &CancellationToken) {
+    if cancel.is_cancelled() {
+        // Rejected/cancelled by the user or Neovim is quitting: the record
+        // was already updated by whoever cancelled, or is left for recovery.
+        return;
+    }
+    match outcome {
+        Ok(done) => match accept::build_proposal(&core.store, id) {
+            Ok(conflicts) => {
+                let files = core.store.proposal_files(id).map(|f| f.into_iter().map(|f| f.path).collect()).unwrap_or_default();
+                core.set_state(id, AgentState::Completed, |r| {
+                    r.summary = Some(done.summary.clone());
+                    r.changed_files = files;
+                    r.conflicted = !conflicts.is_empty();
+                });
+                core.send_proposal(id);
+            }
+            Err(e) => core.set_state(id, AgentState::Failed, |r| r.error = Some(e.to_string())),
+        },
+        Err(agent::AgentError::Cancelled) => {}
+        Err(e) => {
+            core.set_state(id, AgentState::Failed, |r| r.error = Some(e.to_string()));
+            core.notify(Level::Error, format!("Chimera agent {id} failed: {e}"));
+        }
+    }
+}
+
+fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>) {
+    let buffers: HashMap<String, String> = buffers
+        .into_iter()
+        .filter_map(|b| core.rel(&b.path).map(|p| (p.to_string(), b.text)))
+        .collect();
+    match accept::accept(&core.store, &core.root, id, &buffers) {
+        Ok(out) => {
+            for (path, start, end, lines) in out.buffer_edits {
+                core.sink.send(ToEditor::EditBuffer { id: id.to_owned(), path: core.abs(&path), start, end, lines });
+            }
+            core.send_agent(id);
+            core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
+            let files = out.files.iter().map(|f| core.abs(f)).collect();
+            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: true, files });
+        }
+        Err(e) => {
+            core.send_agent(id);
+            if matches!(e, accept::AcceptError::Conflict(_)) {
+                core.send_proposal(id);
+            }
+            core.notify(Level::Error, format!("Chimera: cannot accept {id}: {e}"));
+        }
+    }
+}
+
+fn reject_proposal(core: &Core, id: &str, feedback: Option<String>) {
+    let token = core.agents.lock().ok().and_then(|mut m| m.remove(id));
+    if let Some(t) = token {
+        t.cancel();
+    }
+    match accept::reject(&core.store, id, feedback.as_deref()) {
+        Ok(()) => {
+            core.send_agent(id);
+            core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
+            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: false, files: vec![] });
+        }
+        Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
+    }
+}
+
+async fn check_llm(core: &Core) {
+    let msg = match &core.llm {
+        Err(e) => ToEditor::LlmStatus { ok: false, message: e.clone(), models: vec![] },
+        Ok(llm) => match llm.models().await {
+            Ok(models) => {
+                let want = &core.config.llm.model;
+                let present = models.iter().any(|m| m == want || m.starts_with(&format!("{want}:")) || models.len() == 1);
+                ToEditor::LlmStatus {
+                    ok: present,
+                    message: if present {
+                        format!("{} answers and serves model `{want}`", core.config.llm.url)
+                    } else {
+                        format!("{} answers but has no model `{want}` (it has: {})", core.config.llm.url, models.join(", "))
+                    },
+                    models,
+                }
+            }
+            Err(e) => ToEditor::LlmStatus { ok: false, message: e.to_string(), models: vec![] },
+        },
+    };
+    core.sink.send(msg);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,105 @@
+use super::*;
+use crate::config::{LlmConfig, Provider};
+use crate::llm::fake::{FakeServer, Reply};
+
+const GOOD: &str = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse.\"\"\"\\n    return {}'))\nsubmit_result('Added a docstring', ['app.py'])\n```";
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join("app.py"), "def parse_config(path):\n    return {}\n").unwrap();
+    dir
+}
+
+fn config(url: &str) -> Config {
+    let mut c = Config::default();
+    c.llm = LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5000, ..LlmConfig::default() };
+    c
+}
+
+async fn next_matching(rx: &mut mpsc::UnboundedReceiver<ToEditor>, pred: impl Fn(&ToEditor) -> bool) -> ToEditor {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("timed out").expect("closed");
+        if pred(&msg) {
+            return msg;
+        }
+    }
+}
+
+fn wait_for<T>(rx: &mut mpsc::UnboundedReceiver<ToEditor>, rt: &tokio::runtime::Runtime, pred: impl Fn(&ToEditor) -> Option<T>) -> T {
+    rt.block_on(async {
+        loop {
+            let msg = next_matching(rx, |_| true).await;
+            if let Some(t) = pred(&msg) {
+                return t;
+            }
+        }
+    })
+}
+
+#[test]
+fn spawn_propose_accept_end_to_end_through_messages() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Ready { .. }).then_some(()));
+    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None }).unwrap();
+    let files = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Proposal { id, files } if id == "a1" => Some(files.clone()),
+        _ => None,
+    });
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].path, root.join("app.py").to_string_lossy());
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "def parse_config(path):\n    return {}\n");
+    core.send(ToCore::Accept { id: "a1".into(), buffers: vec![] }).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(()));
+    assert!(std::fs::read_to_string(root.join("app.py")).unwrap().contains("\"\"\"Parse.\"\"\""));
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
+fn a_failing_llm_ends_the_agent_failed_with_the_reason() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::Status(500, "model crashed".into())]));
+    let dir = project();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None }).unwrap();
+    let rec = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
+        _ => None,
+    });
+    assert!(rec.error.unwrap().contains("model crashed"));
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
+fn shutdown_with_an_agent_in_flight_is_prompt() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::Hang]));
+    let dir = project();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None }).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
+    let start = std::time::Instant::now();
+    core.shutdown(Duration::from_secs(2));
+    assert!(start.elapsed() < Duration::from_millis(1000), "{:?}", start.elapsed());
+}
+
+#[test]
+fn reject_of_a_running_agent_cancels_it() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::Hang]));
+    let dir = project();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None }).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
+    core.send(ToCore::Reject { id: "a1".into(), feedback: None }).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Cancelled).then_some(()));
+    core.shutdown(Duration::from_secs(2));
+}
