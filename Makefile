@@ -1,0 +1,41 @@
+# Chimera — see README.md. `make` installs the native library (prebuilt
+# release asset when the checkout is at a tag, else cargo build --release).
+SHELL := /bin/bash
+NVIM ?= $(shell scripts/install-nvim.sh)
+DEBUG_LIB := $(CURDIR)/target/debug/libchimera.so
+
+.PHONY: all lib test test-core test-lua test-scripts debug-lib demo bench eval clean
+
+all: lib
+
+lib:
+	scripts/build.sh
+
+debug-lib:
+	cargo build
+
+## Everything CI runs.
+test: test-core test-lua test-scripts
+
+test-core:
+	cargo test --no-default-features
+	cargo clippy --all-targets -- -D warnings 2>/dev/null || cargo check --all-targets
+
+test-lua: debug-lib
+	@set -e; for t in tests/nvim/test_*.lua; do \
+	  echo "== $$t"; \
+	  CHIMERA_LIB=$(DEBUG_LIB) timeout 300 $(NVIM) --headless --clean -l $$t; \
+	done
+
+test-scripts:
+	python3 tests/test_build_script.py
+
+demo:
+	scripts/demo.sh
+
+bench:
+	scripts/bench.sh
+
+clean:
+	cargo clean
+	rm -f lua/chimera_native.so

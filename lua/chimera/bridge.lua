@@ -1,0 +1,127 @@
+--- Receives the core's messages (on the main loop, from `schedule`) and
+--- turns them into state, ghost text, buffer edits, notifications and
+--- `User Chimera*` autocmds.
+local state = require("chimera.state")
+
+local M = {}
+
+local function emit(pattern, data)
+  vim.api.nvim_exec_autocmds("User", { pattern = pattern, modeline = false, data = data })
+end
+
+local function notify(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = "Chimera" })
+end
+
+local levels = { info = vim.log.levels.INFO, warn = vim.log.levels.WARN, error = vim.log.levels.ERROR }
+
+local handlers = {}
+
+function handlers.ready(msg)
+  state.ready = true
+  state.imported = msg.files
+end
+
+function handlers.agent(msg)
+  local rec = msg.agent
+  local old = state.agents[rec.id]
+  state.agents[rec.id] = rec
+  if rec.state ~= "running" then
+    state.progress[rec.id] = nil
+  end
+  if not old or old.state ~= rec.state or old.conflicted ~= rec.conflicted then
+    emit("ChimeraAgentState", { id = rec.id, state = rec.state, previous = old and old.state })
+    if rec.state == "failed" and state.config and state.config.ui.progress then
+      -- The core also sends an error notification; this keeps the record in sync only.
+      state.progress[rec.id] = nil
+    end
+  end
+  if state.proposals[rec.id] then
+    local paths = {}
+    for _, f in ipairs(state.proposals[rec.id]) do
+      table.insert(paths, f.path)
+    end
+    require("chimera.ghost").render_paths(paths)
+  end
+end
+
+function handlers.proposal(msg)
+  local old = state.proposals[msg.id]
+  state.proposals[msg.id] = msg.files
+  local paths = {}
+  for _, f in ipairs(msg.files) do
+    table.insert(paths, f.path)
+  end
+  for _, f in ipairs(old or {}) do
+    table.insert(paths, f.path)
+  end
+  require("chimera.ghost").render_paths(paths)
+  if not old then
+    local agent = state.agents[msg.id] or {}
+    if state.config and state.config.ui.progress then
+      notify(("Proposal %s ready: %s"):format(msg.id, agent.summary or "(no summary)"))
+    end
+    emit("ChimeraProposal", { id = msg.id, files = paths })
+  end
+end
+
+function handlers.proposal_cleared(msg)
+  local old = state.proposals[msg.id]
+  state.proposals[msg.id] = nil
+  if old then
+    local paths = {}
+    for _, f in ipairs(old) do
+      table.insert(paths, f.path)
+    end
+    require("chimera.ghost").render_paths(paths)
+  end
+end
+
+function handlers.edit_buffer(msg)
+  local buf = require("chimera.buffers").find(msg.path)
+  if not buf then
+    -- The buffer went away between accept and now: write through the file instead.
+    buf = vim.fn.bufadd(msg.path)
+    vim.fn.bufload(buf)
+  end
+  local count = vim.api.nvim_buf_line_count(buf)
+  if msg["end"] > count then
+    notify(("cannot apply proposal %s to %s: the buffer changed"):format(msg.id, msg.path), vim.log.levels.ERROR)
+    return
+  end
+  -- Close the current undo block so `u` undoes exactly this accept.
+  vim.bo[buf].undolevels = vim.bo[buf].undolevels
+  vim.api.nvim_buf_set_lines(buf, msg.start, msg["end"], false, msg.lines)
+end
+
+function handlers.resolved(msg)
+  emit(msg.accepted and "ChimeraAccepted" or "ChimeraRejected", { id = msg.id, files = msg.files })
+  -- Files written on disk: reload buffers that show them unmodified.
+  if msg.accepted then
+    vim.cmd("checktime")
+  end
+end
+
+function handlers.progress(msg)
+  state.progress[msg.id] = msg.message
+  if state.config and state.config.ui.progress then
+    vim.api.nvim_echo({ { ("chimera %s: %s"):format(msg.id, msg.message), "ChimeraHint" } }, false, {})
+  end
+end
+
+function handlers.llm_status(msg)
+  state.llm_status = msg
+end
+
+function handlers.notify(msg)
+  notify(msg.message, levels[msg.level])
+end
+
+function M.dispatch(msg)
+  local h = handlers[msg.type]
+  if h then
+    h(msg)
+  end
+end
+
+return M

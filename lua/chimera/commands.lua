@@ -1,0 +1,164 @@
+--- `:Chimera {subcommand}`: parsing, completion and dispatch.
+local M = {}
+
+local function chimera()
+  return require("chimera")
+end
+
+local function pending_ids()
+  local ids = {}
+  for _, p in ipairs(chimera().proposals()) do
+    table.insert(ids, p.id)
+  end
+  return ids
+end
+
+local function active_ids()
+  local ids = {}
+  for _, a in ipairs(chimera().agents()) do
+    if a.state == "queued" or a.state == "running" or a.state == "completed" then
+      table.insert(ids, a.id)
+    end
+  end
+  return ids
+end
+
+local function age(ms)
+  local s = math.max(0, os.time() - math.floor((ms or 0) / 1000))
+  if s < 60 then
+    return s .. "s"
+  elseif s < 3600 then
+    return math.floor(s / 60) .. "m"
+  end
+  return math.floor(s / 3600) .. "h"
+end
+
+M.subcommands = {
+  task = {
+    desc = "start an agent: :[range]Chimera task {text}",
+    run = function(args, cmd)
+      local task = table.concat(args, " ")
+      local context
+      if cmd.range > 0 then
+        local lines = vim.api.nvim_buf_get_lines(0, cmd.line1 - 1, cmd.line2, false)
+        context = table.concat(lines, "\n")
+      end
+      local id = chimera().spawn(task, { context = context })
+      vim.notify(("agent %s started: %s"):format(id, task), vim.log.levels.INFO, { title = "Chimera" })
+    end,
+  },
+  accept = {
+    desc = "accept a proposal: :Chimera accept [id]",
+    complete = pending_ids,
+    run = function(args)
+      chimera().accept(args[1])
+    end,
+  },
+  reject = {
+    desc = "reject a proposal or stop an agent: :Chimera reject [id] [feedback]",
+    complete = active_ids,
+    run = function(args)
+      local id = args[1]
+      local feedback = #args > 1 and table.concat(args, " ", 2) or nil
+      chimera().reject(id, { feedback = feedback })
+    end,
+  },
+  agents = {
+    desc = "list agents",
+    run = function()
+      local lines = {}
+      for _, a in ipairs(chimera().agents()) do
+        local files = table.concat(a.changed_files or {}, ", ")
+        local detail = a.error or a.summary or ""
+        table.insert(
+          lines,
+          { ("%s  %-9s %4s  %s%s%s\n"):format(
+            a.id,
+            a.state .. (a.conflicted and "!" or ""),
+            age(a.created_at),
+            a.task,
+            files ~= "" and ("  [" .. files .. "]") or "",
+            detail ~= "" and ("  — " .. detail) or ""
+          ) }
+        )
+      end
+      if #lines == 0 then
+        lines = { { "no agents yet: :Chimera task {what to do}\n" } }
+      end
+      vim.api.nvim_echo(lines, false, {})
+    end,
+  },
+  status = {
+    desc = "show the core's status",
+    run = function()
+      local s = chimera().status()
+      local counts = {}
+      for k, v in pairs(s.agents) do
+        table.insert(counts, k .. "=" .. v)
+      end
+      table.sort(counts)
+      vim.api.nvim_echo({
+        { ("Chimera: %s, root %s, %s, agents: %s, proposals: %d"):format(
+          s.started and "started" or "not started",
+          s.root or "-",
+          s.ready and "imported" or "importing",
+          #counts > 0 and table.concat(counts, " ") or "none",
+          s.proposals
+        ) },
+      }, false, {})
+    end,
+  },
+  start = {
+    desc = "start the core now (otherwise it starts on first use)",
+    run = function()
+      chimera().start()
+    end,
+  },
+  stop = {
+    desc = "stop the core and cancel running agents",
+    run = function()
+      chimera().stop()
+    end,
+  },
+}
+
+function M.run(cmd)
+  local args = vim.split(vim.trim(cmd.args), "%s+", { trimempty = true })
+  local name = table.remove(args, 1)
+  local sub = name and M.subcommands[name]
+  if not sub then
+    local names = vim.tbl_keys(M.subcommands)
+    table.sort(names)
+    vim.notify(
+      ("Chimera: unknown subcommand %q; use one of: %s"):format(name or "", table.concat(names, ", ")),
+      vim.log.levels.ERROR,
+      { title = "Chimera" }
+    )
+    return
+  end
+  local ok, err = pcall(sub.run, args, cmd)
+  if not ok then
+    vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+  end
+end
+
+function M.complete(arglead, cmdline)
+  local words = vim.split(cmdline, "%s+", { trimempty = false })
+  -- words[1] is the command itself (maybe with a range).
+  if #words <= 2 then
+    local names = vim.tbl_keys(M.subcommands)
+    table.sort(names)
+    return vim.tbl_filter(function(n)
+      return vim.startswith(n, arglead)
+    end, names)
+  end
+  local sub = M.subcommands[words[2]]
+  if sub and sub.complete and #words == 3 then
+    return vim.tbl_filter(function(n)
+      return vim.startswith(n, arglead)
+    end, sub.complete())
+  end
+  return {}
+end
+
+return M

@@ -1,0 +1,155 @@
+--- Chimera's options: one commented defaults table, and the validation
+--- that turns the user's `setup{}` options into the configuration handed to
+--- the native core (as JSON, parsed into a typed Rust `Config`).
+local M = {}
+
+M.defaults = {
+  -- Project root. nil: the nearest ancestor of the current directory that
+  -- holds `.git` (else the current directory). The database lives in
+  -- `<root>/.chimera/chimera.db`.
+  root = nil,
+  llm = {
+    -- "ollama" (POST /api/chat) or "openai" (POST /v1/chat/completions:
+    -- llama.cpp server, vLLM, LM Studio, hosted APIs).
+    provider = "ollama",
+    -- Base URL as other clients take it: http://127.0.0.1:11434 for
+    -- Ollama, http://127.0.0.1:8080/v1 for OpenAI-compatible servers.
+    url = "http://127.0.0.1:11434",
+    model = "qwen2.5-coder:7b",
+    -- Name of the environment variable holding the API key (nil: none).
+    api_key_env = nil,
+    -- Time limit of one LLM request, in milliseconds.
+    timeout_ms = 120000,
+    -- Retries after connection errors, timeouts and 5xx answers.
+    max_retries = 2,
+    -- Stream replies (shows progress; detects cut-off replies).
+    stream = true,
+    temperature = 0.2,
+    -- Upper bound of tokens generated per reply.
+    max_tokens = 2048,
+  },
+  agents = {
+    -- Agents running at once; the others wait in state "queued".
+    max_concurrent = 3,
+    -- Times a failing program goes back to the model with its error.
+    repair_rounds = 2,
+    -- CPU time one sandboxed program may use (LLM waits not counted), ms.
+    sandbox_timeout_ms = 5000,
+    -- Python recursion limit inside the sandbox.
+    max_recursion = 200,
+  },
+  sync = {
+    -- Quiet time before file-system changes are applied, ms.
+    debounce_ms = 100,
+    -- Files larger than this are never given to agents, bytes.
+    max_file_bytes = 2 * 1024 * 1024,
+    -- Follow changes made outside Neovim (git checkout, other editors).
+    watch = true,
+  },
+  -- Default mappings; set one to false to skip it. The <Plug> mappings
+  -- (<Plug>(chimera-accept), <Plug>(chimera-reject)) always exist.
+  keymaps = {
+    accept = "<Leader>a",
+    reject = "<Leader>r",
+  },
+  ui = {
+    -- Show progress messages while agents work.
+    progress = true,
+  },
+}
+
+local enums = {
+  ["llm.provider"] = { ollama = true, openai = true },
+}
+
+local positive = {
+  ["llm.timeout_ms"] = true,
+  ["agents.max_concurrent"] = true,
+  ["agents.sandbox_timeout_ms"] = true,
+  ["agents.max_recursion"] = true,
+  ["sync.max_file_bytes"] = true,
+}
+
+-- Keys whose default is nil, with the type they take.
+local optional = {
+  root = "string",
+  ["llm.api_key_env"] = "string",
+}
+
+local function check(path, value, default)
+  local opt_type = optional[path]
+  if opt_type then
+    if value ~= nil and type(value) ~= opt_type then
+      return ("chimera: option `%s` must be a %s, got %s"):format(path, opt_type, type(value))
+    end
+    return nil
+  end
+  if path:match("^keymaps%.") then
+    if value ~= false and type(value) ~= "string" then
+      return ("chimera: option `%s` must be a key sequence or false, got %s"):format(path, type(value))
+    end
+    return nil
+  end
+  if type(value) ~= type(default) then
+    return ("chimera: option `%s` must be a %s, got %s"):format(path, type(default), type(value))
+  end
+  if enums[path] and not enums[path][value] then
+    local names = vim.tbl_keys(enums[path])
+    table.sort(names)
+    return ("chimera: option `%s` must be one of %s, got %q"):format(path, table.concat(names, ", "), value)
+  end
+  if type(value) == "number" then
+    if value < 0 or (positive[path] and value <= 0) or value ~= math.floor(value) and path ~= "llm.temperature" then
+      return ("chimera: option `%s` must be a %s number, got %s"):format(
+        path,
+        positive[path] and "positive whole" or "non-negative",
+        tostring(value)
+      )
+    end
+  end
+end
+
+local function validate(opts, defaults, prefix, errors)
+  for key, value in pairs(opts) do
+    local path = prefix and (prefix .. "." .. key) or key
+    local default = defaults[key]
+    if default == nil and not optional[path] then
+      table.insert(errors, ("chimera: unknown option `%s`"):format(path))
+    elseif type(default) == "table" and type(value) == "table" then
+      validate(value, default, path, errors)
+    else
+      local err = check(path, value, default)
+      if err then
+        table.insert(errors, err)
+      end
+    end
+  end
+end
+
+--- Merges `opts` over the defaults. Returns the config, or nil and every
+--- problem found, one per line.
+function M.resolve(opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then
+    return nil, "chimera: setup() takes a table of options"
+  end
+  local errors = {}
+  validate(opts, M.defaults, nil, errors)
+  if #errors > 0 then
+    table.sort(errors)
+    return nil, table.concat(errors, "\n")
+  end
+  return vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+end
+
+--- The part of the config the native core reads, as JSON.
+function M.to_json(config, root)
+  return vim.json.encode({
+    root = root,
+    llm = config.llm,
+    agents = config.agents,
+    sync = config.sync,
+  })
+end
+
+return M

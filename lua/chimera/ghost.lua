@@ -1,0 +1,152 @@
+--- Draws proposals as ghost text: added lines as virtual lines, removed
+--- lines highlighted in place, one note per proposal. A view of
+--- `state.proposals`, rebuilt from it; it owns no proposal data.
+local state = require("chimera.state")
+
+local M = {}
+
+M.ns = vim.api.nvim_create_namespace("chimera")
+
+--- bufnr -> list of { mark = extmark id, id = agent id, first = bool }.
+local marks = {}
+
+local function expand_tabs(line, ts)
+  if not line:find("\t", 1, true) then
+    return line
+  end
+  local out, col = {}, 0
+  for ch in line:gmatch(".") do
+    if ch == "\t" then
+      local n = ts - (col % ts)
+      table.insert(out, string.rep(" ", n))
+      col = col + n
+    else
+      table.insert(out, ch)
+      col = col + 1
+    end
+  end
+  return table.concat(out)
+end
+
+local function keys_hint()
+  local km = state.config and state.config.keymaps or {}
+  local parts = {}
+  if km.accept then
+    table.insert(parts, km.accept .. " accept")
+  end
+  if km.reject then
+    table.insert(parts, km.reject .. " reject")
+  end
+  return #parts > 0 and (" [" .. table.concat(parts, ", ") .. "]") or ""
+end
+
+--- Proposals touching `path`: list of { id, file }.
+function M.for_path(path)
+  local out = {}
+  for id, files in pairs(state.proposals) do
+    for _, file in ipairs(files) do
+      if file.path == path then
+        table.insert(out, { id = id, file = file })
+      end
+    end
+  end
+  table.sort(out, function(a, b)
+    return a.id < b.id
+  end)
+  return out
+end
+
+--- Redraws every proposal of buffer `buf`. Clearing and drawing happen in
+--- one go, with no redraw in between, so nothing flickers.
+function M.render(buf)
+  if not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  marks[buf] = {}
+  local path = vim.api.nvim_buf_get_name(buf)
+  if path == "" then
+    return
+  end
+  local line_count = vim.api.nvim_buf_line_count(buf)
+  local ts = vim.bo[buf].tabstop
+  for _, entry in ipairs(M.for_path(path)) do
+    local agent = state.agents[entry.id] or {}
+    local conflicted = agent.conflicted
+    for i, hunk in ipairs(entry.file.hunks or {}) do
+      local start = math.min(hunk.old_start, line_count)
+      local n_old = #hunk.old_lines
+      for row = start, math.min(start + n_old, line_count) - 1 do
+        vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, {
+          line_hl_group = "ChimeraRemoved",
+          priority = 200,
+        })
+      end
+      local virt = {}
+      for _, line in ipairs(hunk.new_lines) do
+        table.insert(virt, { { expand_tabs(line, ts), "ChimeraAdded" } })
+      end
+      local anchor, above
+      if n_old > 0 then
+        anchor, above = math.min(start + n_old, line_count) - 1, false
+      elseif start > 0 then
+        anchor, above = start - 1, false
+      else
+        anchor, above = 0, true
+      end
+      anchor = math.max(0, math.min(anchor, line_count - 1))
+      local opts = { virt_lines = #virt > 0 and virt or nil, virt_lines_above = above, priority = 200 }
+      if i == 1 then
+        local note = ("  ◆ chimera %s: %s%s"):format(
+          entry.id,
+          conflicted and "CONFLICT with your edits" or (agent.summary or "proposal"),
+          keys_hint()
+        )
+        opts.virt_text = { { note, conflicted and "ChimeraConflict" or "ChimeraHint" } }
+        opts.virt_text_pos = "eol"
+      end
+      local ok, mark = pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, anchor, 0, opts)
+      if ok then
+        table.insert(marks[buf], { mark = mark, id = entry.id, first = i == 1 })
+      end
+    end
+  end
+end
+
+--- Redraws every loaded buffer showing one of `paths` (all if nil).
+function M.render_paths(paths)
+  local want = paths and {} or nil
+  for _, p in ipairs(paths or {}) do
+    want[p] = true
+  end
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) then
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= "" and (not want or want[name]) then
+        M.render(buf)
+      end
+    end
+  end
+end
+
+--- The id of the proposal under or nearest the cursor in `buf`, if any.
+function M.nearest(buf, row)
+  local best, best_dist
+  for _, m in ipairs(marks[buf] or {}) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(buf, M.ns, m.mark, {})
+    if pos[1] then
+      local dist = math.abs(pos[1] - row)
+      if not best_dist or dist < best_dist then
+        best, best_dist = m.id, dist
+      end
+    end
+  end
+  return best
+end
+
+--- Extmarks of `buf` in Chimera's namespace (for tests and :checkhealth).
+function M.extmarks(buf)
+  return vim.api.nvim_buf_get_extmarks(buf, M.ns, 0, -1, { details = true })
+end
+
+return M

@@ -1,0 +1,72 @@
+--- `:checkhealth chimera`: the library, Neovim, the database and the LLM.
+local M = {}
+
+function M.check()
+  local h = vim.health
+  local state = require("chimera.state")
+  local loader = require("chimera.loader")
+
+  h.start("Chimera: native library")
+  local lib, err = loader.load()
+  if lib then
+    h.ok(("library %s loaded (version %s, commit %s), matches the plugin"):format(
+      loader.lib_path(),
+      lib.version(),
+      lib.commit()
+    ))
+  else
+    h.error(err)
+  end
+
+  h.start("Chimera: Neovim")
+  if vim.fn.has("nvim-0.11") == 1 then
+    h.ok("Neovim " .. tostring(vim.version()))
+  else
+    h.error("Neovim 0.11 or newer is required, this is " .. tostring(vim.version()))
+  end
+
+  h.start("Chimera: configuration")
+  if state.config then
+    h.ok("setup() was called")
+    h.info(("llm: %s %s, model %s"):format(state.config.llm.provider, state.config.llm.url, state.config.llm.model))
+  else
+    h.warn("setup() was not called; defaults are used", { "add require('chimera').setup({}) to your config" })
+  end
+
+  h.start("Chimera: database")
+  if state.root then
+    local db = state.root .. "/.chimera/chimera.db"
+    if vim.uv.fs_stat(db) then
+      h.ok("database " .. db .. (state.ready and " (project imported)" or " (import in progress)"))
+    else
+      h.error("no database at " .. db, { "check that " .. state.root .. " is writable" })
+    end
+  else
+    h.info("the core starts on first use (:Chimera task …); run :Chimera start to check the database now")
+  end
+
+  h.start("Chimera: LLM server")
+  if not (lib and state.root) then
+    h.info("start the core (:Chimera start) to check the LLM server")
+    return
+  end
+  state.llm_status = nil
+  local ok_send = pcall(lib.check_llm)
+  if ok_send then
+    vim.wait(7000, function()
+      return state.llm_status ~= nil
+    end, 20)
+  end
+  local st = state.llm_status
+  if not st then
+    h.error("no answer from the core while checking the LLM server")
+  elseif st.ok then
+    h.ok(st.message)
+  else
+    h.error(st.message, {
+      "start the server (make demo starts a local llama.cpp server), or set llm.url / llm.model in setup()",
+    })
+  end
+end
+
+return M

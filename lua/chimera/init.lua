@@ -1,0 +1,260 @@
+--- Chimera: AI agents propose changes in their own overlays; you review
+--- them as ghost text and accept (<Leader>a) or reject (<Leader>r).
+--- This is the public Lua API; see `:help chimera-api`.
+local state = require("chimera.state")
+
+local M = {}
+
+local group
+
+local function notify_error(msg)
+  vim.notify(msg, vim.log.levels.ERROR, { title = "Chimera" })
+end
+
+--- Configures Chimera. Cheap: the native library is loaded and the project
+--- imported on first use. Safe to call again (options are re-applied and a
+--- running core restarts with them).
+function M.setup(opts)
+  local config, err = require("chimera.config").resolve(opts)
+  if not config then
+    notify_error(err)
+    return false
+  end
+  local restart = state.root ~= nil and not vim.deep_equal(config, state.config)
+  state.config = config
+  require("chimera.highlights").setup()
+  group = vim.api.nvim_create_augroup("chimera", { clear = true })
+  vim.api.nvim_create_autocmd("ColorScheme", {
+    group = group,
+    callback = function()
+      require("chimera.highlights").setup()
+    end,
+  })
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = group,
+    callback = function()
+      M.stop()
+    end,
+  })
+  require("chimera.buffers").setup_autocmds(group)
+  for action, lhs in pairs(config.keymaps) do
+    if lhs then
+      vim.keymap.set("n", lhs, ("<Plug>(chimera-%s)"):format(action), { desc = "Chimera: " .. action .. " proposal" })
+    end
+  end
+  if restart then
+    M.stop()
+    M.start()
+  end
+  return true
+end
+
+local function find_root()
+  local cfg = state.config
+  if cfg.root then
+    return vim.fn.fnamemodify(cfg.root, ":p"):gsub("/$", "")
+  end
+  local cwd = vim.uv.cwd()
+  local git = vim.fs.find(".git", { path = cwd, upward = true })[1]
+  local root = git and vim.fs.dirname(git) or cwd
+  return vim.uv.fs_realpath(root) or root
+end
+
+--- Starts the core (loads the library, opens the database, imports the
+--- project in the background). Called by every function that needs it.
+function M.start()
+  if state.root then
+    return true
+  end
+  if not state.config then
+    M.setup({})
+  end
+  local lib = require("chimera.loader").require()
+  local root = find_root()
+  lib.start(require("chimera.config").to_json(state.config, root), root)
+  state.root = root
+  require("chimera.buffers").attach_all()
+  return true
+end
+
+--- Stops the core; running agents are cancelled (they resume as queued
+--- work is not kept across restarts yet).
+function M.stop()
+  local lib = require("chimera.loader").load()
+  if lib and lib.running() then
+    lib.stop()
+  end
+  state.root = nil
+  state.ready = false
+end
+
+local function new_id()
+  local bytes = vim.uv.random and vim.uv.random(4) or tostring(vim.uv.hrtime())
+  return (bytes:gsub(".", function(c)
+    return ("%02x"):format(c:byte())
+  end)):sub(1, 8)
+end
+
+--- Starts an agent on `task`. `opts.context` is extra text (a selection);
+--- `opts.file` the file it concerns (default: the current buffer's).
+--- Returns the agent id at once; the agent works in the background.
+function M.spawn(task, opts)
+  opts = opts or {}
+  if type(task) ~= "string" or vim.trim(task) == "" then
+    error("chimera.spawn: give the task as a non-empty string, e.g. spawn('add a docstring to parse_config')", 2)
+  end
+  M.start()
+  local file = opts.file
+  if file == nil then
+    local name = vim.api.nvim_buf_get_name(0)
+    if name ~= "" and vim.bo.buftype == "" then
+      file = name
+    end
+  end
+  if file then
+    file = vim.fn.fnamemodify(file, ":p")
+    file = vim.uv.fs_realpath(file) or file
+  end
+  local id = new_id()
+  local now = os.time() * 1000
+  state.agents[id] = {
+    id = id,
+    state = "queued",
+    task = task,
+    context = opts.context,
+    changed_files = {},
+    conflicted = false,
+    created_at = now,
+    updated_at = now,
+  }
+  require("chimera.loader").require().spawn(id, task, opts.context, file)
+  return id
+end
+
+--- Every agent known to this session, oldest first.
+function M.agents()
+  local list = vim.tbl_values(state.agents)
+  table.sort(list, function(a, b)
+    if a.created_at == b.created_at then
+      return a.id < b.id
+    end
+    return a.created_at < b.created_at
+  end)
+  return list
+end
+
+--- One agent's record (id, state, task, summary, error, changed_files,
+--- conflicted, created_at, updated_at), or nil.
+function M.agent(id)
+  return state.agents[id]
+end
+
+--- Pending proposals, optionally only those touching buffer `opts.bufnr`:
+--- list of { id, summary, conflicted, files = { {path, change, hunks} } }.
+function M.proposals(opts)
+  opts = opts or {}
+  local path
+  if opts.bufnr then
+    local buf = opts.bufnr == 0 and vim.api.nvim_get_current_buf() or opts.bufnr
+    path = vim.api.nvim_buf_get_name(buf)
+  end
+  local out = {}
+  for id, files in pairs(state.proposals) do
+    local keep = not path
+    for _, f in ipairs(files) do
+      keep = keep or f.path == path
+    end
+    if keep then
+      local a = state.agents[id] or {}
+      table.insert(out, { id = id, summary = a.summary, conflicted = a.conflicted, files = files })
+    end
+  end
+  table.sort(out, function(a, b)
+    return a.id < b.id
+  end)
+  return out
+end
+
+--- The proposal under or nearest the cursor in the current buffer.
+function M.current()
+  local buf = vim.api.nvim_get_current_buf()
+  return require("chimera.ghost").nearest(buf, vim.api.nvim_win_get_cursor(0)[1] - 1)
+end
+
+local function resolve_id(id, verb)
+  id = id or M.current()
+  if not id then
+    local list = M.proposals()
+    if #list == 1 then
+      return list[1].id
+    end
+    error(("chimera: no proposal here to %s; give its id (:Chimera %s {id})"):format(verb, verb), 0)
+  end
+  if not state.agents[id] and not state.proposals[id] then
+    error(("chimera: no agent with id %s (see :Chimera agents)"):format(id), 0)
+  end
+  return id
+end
+
+--- Accepts proposal `id` (default: the one under or nearest the cursor).
+--- Loaded buffers change as one undoable change each; other files are
+--- written on disk. Fires `User ChimeraAccepted` when done.
+function M.accept(id)
+  id = resolve_id(id, "accept")
+  local buffers = require("chimera.buffers")
+  local texts = {}
+  for _, f in ipairs(state.proposals[id] or {}) do
+    local buf = buffers.find(f.path)
+    if buf then
+      table.insert(texts, { path = f.path, text = buffers.text(buf) })
+    end
+  end
+  require("chimera.loader").require().accept(id, texts)
+  return id
+end
+
+--- Rejects proposal `id` (or cancels a running agent). `opts.feedback` is
+--- recorded with the rejection.
+function M.reject(id, opts)
+  id = resolve_id(id, "reject")
+  require("chimera.loader").require().reject(id, opts and opts.feedback or nil)
+  return id
+end
+
+--- Runs Neovim's event loop until agent `id` is neither queued nor running
+--- or `timeout_ms` passed (default 60000). Returns its state.
+function M.wait(id, timeout_ms)
+  vim.wait(timeout_ms or 60000, function()
+    local a = state.agents[id]
+    return a ~= nil and a.state ~= "queued" and a.state ~= "running"
+  end, 20)
+  local a = state.agents[id]
+  return a and a.state
+end
+
+--- A summary: { started, ready, root, agents = {state -> count}, proposals = n }.
+function M.status()
+  local counts = {}
+  for _, a in pairs(state.agents) do
+    counts[a.state] = (counts[a.state] or 0) + 1
+  end
+  return {
+    started = state.root ~= nil,
+    ready = state.ready,
+    root = state.root,
+    agents = counts,
+    proposals = vim.tbl_count(state.proposals),
+  }
+end
+
+--- A short statusline string: running agents and pending proposals.
+function M.statusline()
+  local s = M.status()
+  local running = (s.agents.running or 0) + (s.agents.queued or 0)
+  if running == 0 and s.proposals == 0 then
+    return ""
+  end
+  return ("◆ %d working, %d to review"):format(running, s.proposals)
+end
+
+return M

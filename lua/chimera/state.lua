@@ -1,0 +1,18 @@
+--- The editor's mirror of the core: agent records and proposals, updated
+--- only from the core's messages (see bridge.lua). Reading it never blocks.
+return {
+  --- The resolved config, once setup() ran.
+  config = nil,
+  --- Project root (absolute), once started.
+  root = nil,
+  --- The core finished importing the project.
+  ready = false,
+  --- id -> agent record (id, state, task, summary, error, changed_files, ...).
+  agents = {},
+  --- id -> list of { path, change, hunks = { {old_start, old_lines, new_lines} } }.
+  proposals = {},
+  --- Last progress line per running agent.
+  progress = {},
+  --- Last answer of check_llm().
+  llm_status = nil,
+}

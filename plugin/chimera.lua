@@ -1,0 +1,34 @@
+-- Chimera's command and <Plug> mappings. Loading this file is cheap: the
+-- native library and the project database are opened on first use.
+if vim.g.loaded_chimera then
+  return
+end
+vim.g.loaded_chimera = true
+
+vim.api.nvim_create_user_command("Chimera", function(cmd)
+  require("chimera.commands").run(cmd)
+end, {
+  nargs = "+",
+  range = true,
+  desc = "Chimera: agents that propose, you accept",
+  complete = function(arglead, cmdline)
+    return require("chimera.commands").complete(arglead, cmdline)
+  end,
+})
+
+local function safely(fn)
+  return function()
+    local ok, err = pcall(fn)
+    if not ok then
+      vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+    end
+  end
+end
+
+vim.keymap.set("n", "<Plug>(chimera-accept)", safely(function()
+  require("chimera").accept()
+end), { desc = "Chimera: accept the proposal under or nearest the cursor" })
+
+vim.keymap.set("n", "<Plug>(chimera-reject)", safely(function()
+  require("chimera").reject()
+end), { desc = "Chimera: reject the proposal under or nearest the cursor" })

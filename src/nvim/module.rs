@@ -1,0 +1,111 @@
+//! The functions of the `chimera_native` Lua module. Each converts its
+//! arguments, sends one message to the core, and returns; none blocks on
+//! I/O. Misuse is a Lua error whose message says what to do.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nvim_oxi::mlua::{self, Lua, Table};
+
+use crate::config::Config;
+use crate::messages::{BufferText, ToCore};
+use crate::runtime::{self, CoreHandle};
+
+thread_local! {
+    /// The running core. Only the main thread (where Lua runs) touches it.
+    static CORE: RefCell<Option<CoreHandle>> = const { RefCell::new(None) };
+}
+
+fn with_core<T>(f: impl FnOnce(&CoreHandle) -> Result<T, runtime::RuntimeError>) -> mlua::Result<T> {
+    CORE.with(|c| match c.borrow().as_ref() {
+        Some(core) => f(core).map_err(|e| mlua::Error::external(e.to_string())),
+        None => Err(mlua::Error::external("Chimera is not started: call require('chimera').setup() first")),
+    })
+}
+
+fn send(msg: ToCore) -> mlua::Result<()> {
+    with_core(|core| core.send(msg))
+}
+
+fn stop_core() {
+    if let Some(core) = CORE.with(|c| c.borrow_mut().take()) {
+        core.shutdown(Duration::from_millis(500));
+    }
+}
+
+pub fn build(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set("version", lua.create_function(|_, ()| Ok(crate::VERSION))?)?;
+    t.set("commit", lua.create_function(|_, ()| Ok(crate::BUILD_COMMIT))?)?;
+
+    // start(config_json, root) -> root: (re)starts the core for `root`.
+    t.set(
+        "start",
+        lua.create_function(|_, (config_json, root): (String, String)| {
+            let config = Config::from_json(&config_json)
+                .map_err(|e| mlua::Error::external(format!("Chimera: invalid configuration: {e}")))?;
+            stop_core();
+            let sink = super::bridge::new()
+                .map_err(|e| mlua::Error::external(format!("Chimera: cannot create the event bridge: {e}")))?;
+            let root = PathBuf::from(root);
+            let core = runtime::start(config, root.clone(), Arc::new(sink))
+                .map_err(|e| mlua::Error::external(e.to_string()))?;
+            CORE.with(|c| *c.borrow_mut() = Some(core));
+            Ok(root.to_string_lossy().into_owned())
+        })?,
+    )?;
+    t.set("running", lua.create_function(|_, ()| Ok(CORE.with(|c| c.borrow().is_some())))?)?;
+    t.set(
+        "spawn",
+        lua.create_function(|_, (id, task, context, file): (String, String, Option<String>, Option<String>)| {
+            if task.trim().is_empty() {
+                return Err(mlua::Error::external("Chimera: the task is empty; say what the agent should do"));
+            }
+            send(ToCore::Spawn { id, task, context, file })
+        })?,
+    )?;
+    t.set(
+        "accept",
+        lua.create_function(|_, (id, buffers): (String, Option<Table>)| {
+            let mut texts = Vec::new();
+            if let Some(buffers) = buffers {
+                for pair in buffers.sequence_values::<Table>() {
+                    let b = pair?;
+                    texts.push(BufferText { path: b.get("path")?, text: b.get("text")? });
+                }
+            }
+            send(ToCore::Accept { id, buffers: texts })
+        })?,
+    )?;
+    t.set(
+        "reject",
+        lua.create_function(|_, (id, feedback): (String, Option<String>)| send(ToCore::Reject { id, feedback }))?,
+    )?;
+    t.set(
+        "buffer_text",
+        lua.create_function(|_, (path, text): (String, mlua::String)| {
+            let text = String::from_utf8_lossy(&text.as_bytes()).into_owned();
+            send(ToCore::BufferText(BufferText { path, text }))
+        })?,
+    )?;
+    t.set("buffer_closed", lua.create_function(|_, path: String| send(ToCore::BufferClosed { path }))?)?;
+    t.set("check_llm", lua.create_function(|_, ()| send(ToCore::CheckLlm))?)?;
+    t.set(
+        "stop",
+        lua.create_function(|_, ()| {
+            stop_core();
+            Ok(())
+        })?,
+    )?;
+    // Pure helper for the editor: hunks between two texts.
+    t.set(
+        "hunks",
+        lua.create_function(|lua, (old, new): (String, String)| {
+            use mlua::LuaSerdeExt;
+            lua.to_value(&crate::diff::hunks(&old, &new))
+        })?,
+    )?;
+    Ok(t)
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""A scripted fake LLM server on 127.0.0.1 for the editor tests.
+
+Serves the OpenAI-compatible API (/v1/chat/completions, /v1/models) and
+Ollama's (/api/chat, /api/tags). Chat replies come from a JSON script, in
+order; each entry is one of:
+  {"text": "..."}                 a normal (streamed if asked) reply
+  {"status": 500, "body": "..."}  an HTTP error
+  {"hang": true}                  never answer
+When the script is exhausted the last entry repeats. Writes the chosen
+port to --port-file and each request body to --log (one JSON per line).
+"""
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--script", required=True)
+parser.add_argument("--port-file", required=True)
+parser.add_argument("--log")
+args = parser.parse_args()
+
+with open(args.script) as f:
+    SCRIPT = json.load(f)
+lock = threading.Lock()
+position = 0
+
+
+def next_reply():
+    global position
+    with lock:
+        reply = SCRIPT[min(position, len(SCRIPT) - 1)]
+        position += 1
+        return reply
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, ctype, body):
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.endswith("/models"):
+            self.send(200, "application/json", json.dumps({"data": [{"id": "fake-model"}]}))
+        elif self.path.endswith("/api/tags"):
+            self.send(200, "application/json", json.dumps({"models": [{"name": "fake-model"}]}))
+        else:
+            self.send(404, "text/plain", "not found")
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if args.log:
+            with lock, open(args.log, "a") as f:
+                f.write(json.dumps(body) + "\n")
+        reply = next_reply()
+        if reply.get("hang"):
+            time.sleep(3600)
+            return
+        if "status" in reply:
+            self.send(reply["status"], "text/plain", reply.get("body", ""))
+            return
+        text = reply["text"]
+        ollama = self.path.endswith("/api/chat")
+        if not body.get("stream"):
+            if ollama:
+                out = {"message": {"role": "assistant", "content": text}, "done": True}
+            else:
+                out = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+            self.send(200, "application/json", json.dumps(out))
+            return
+        pieces = [text[i : i + 16] for i in range(0, len(text), 16)]
+        if ollama:
+            lines = [json.dumps({"message": {"content": p}, "done": False}) + "\n" for p in pieces]
+            lines.append(json.dumps({"message": {"content": ""}, "done": True}) + "\n")
+            self.send(200, "application/x-ndjson", "".join(lines))
+        else:
+            events = [
+                "data: " + json.dumps({"choices": [{"delta": {"content": p}, "finish_reason": None}]}) + "\n\n"
+                for p in pieces
+            ]
+            events.append('data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+            self.send(200, "text/event-stream", "".join(events))
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+with open(args.port_file + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+import os
+
+os.replace(args.port_file + ".tmp", args.port_file)
+server.serve_forever()

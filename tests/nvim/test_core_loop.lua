@@ -1,0 +1,174 @@
+-- The core loop in a real Neovim: spawn -> ghost text -> accept/reject.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local SRC = "def parse_config(path):\n    return {}\n\n\ndef other():\n    pass\n"
+local PROGRAM = table.concat({
+  "```python",
+  "src = read_file('app.py')",
+  "src = src.replace('def parse_config(path):\\n', 'def parse_config(path):\\n    \"\"\"Parse the config file.\"\"\"\\n')",
+  "write_file('app.py', src)",
+  "submit_result('Added a docstring to parse_config', ['app.py'])",
+  "```",
+}, "\n")
+
+local function ghost_lines(buf)
+  local out = {}
+  for _, m in ipairs(require("chimera.ghost").extmarks(buf)) do
+    for _, vl in ipairs(m[4].virt_lines or {}) do
+      table.insert(out, vl[1][1])
+    end
+  end
+  return out
+end
+
+h.test("spawn shows ghost text; accept edits the buffer as one undoable change", function()
+  local root = h.project({ ["app.py"] = SRC })
+  local url = h.fake_llm({ { text = PROGRAM } })
+  h.setup(url)
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local seen = {}
+  vim.api.nvim_create_autocmd("User", {
+    pattern = { "ChimeraProposal", "ChimeraAccepted" },
+    callback = function(ev)
+      seen[ev.match] = ev.data.id
+    end,
+  })
+  local id = chimera.spawn("add a docstring to parse_config")
+  h.eq(chimera.agent(id).state, "queued", "state right after spawn")
+  h.eq(chimera.wait(id, 20000), "completed", "final state")
+  h.wait_for("ghost text", function()
+    return #ghost_lines(buf) > 0
+  end)
+  h.eq(ghost_lines(buf), { '    """Parse the config file."""' }, "ghost lines")
+  h.eq(seen.ChimeraProposal, id, "User ChimeraProposal")
+  h.eq(chimera.agent(id).summary, "Added a docstring to parse_config", "summary")
+  h.eq(chimera.agent(id).changed_files, { "app.py" }, "changed files")
+  h.eq(#chimera.proposals({ bufnr = buf }), 1, "proposals for the buffer")
+  h.eq(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n", SRC, "buffer untouched before accept")
+
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.cmd("execute \"normal \\<Plug>(chimera-accept)\"")
+  h.wait_for("accept", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.wait_for("the buffer edit", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == '    """Parse the config file."""'
+  end)
+  h.eq(seen.ChimeraAccepted, id, "User ChimeraAccepted")
+  h.eq(#require("chimera.ghost").extmarks(buf), 0, "ghost text gone")
+  h.eq(h.read(root .. "/app.py"), SRC, "disk untouched: the buffer is the ground truth")
+  vim.cmd("silent undo")
+  h.eq(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n", SRC, "u restores the buffer")
+end)
+
+h.test("reject discards the proposal and changes nothing", function()
+  local root = h.project({ ["app.py"] = SRC })
+  local url = h.fake_llm({ { text = PROGRAM } })
+  h.setup(url)
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local rejected
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "ChimeraRejected",
+    callback = function(ev)
+      rejected = ev.data.id
+    end,
+  })
+  local id = chimera.spawn("add a docstring to parse_config")
+  h.eq(chimera.wait(id, 20000), "completed", "final state")
+  h.wait_for("ghost text", function()
+    return #ghost_lines(buf) > 0
+  end)
+  vim.cmd("Chimera reject " .. id)
+  h.wait_for("reject", function()
+    return chimera.agent(id).state == "rejected"
+  end)
+  h.wait_for("User ChimeraRejected", function()
+    return rejected == id
+  end)
+  h.eq(#require("chimera.ghost").extmarks(buf), 0, "ghost text gone")
+  h.eq(vim.bo[buf].modified, false, "buffer unmodified")
+  h.eq(h.read(root .. "/app.py"), SRC, "disk untouched")
+end)
+
+h.test("accepting a file that is not loaded writes it on disk", function()
+  local root = h.project({ ["app.py"] = SRC, ["notes.txt"] = "x\n" })
+  local url = h.fake_llm({ { text = PROGRAM } })
+  h.setup(url)
+  vim.cmd.edit("notes.txt")
+  local id = chimera.spawn("add a docstring to parse_config", { file = root .. "/app.py" })
+  h.eq(chimera.wait(id, 20000), "completed", "final state")
+  chimera.accept(id)
+  h.wait_for("accept", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.truthy(h.read(root .. "/app.py"):find('"""Parse the config file."""', 1, true), "file on disk changed")
+end)
+
+h.test("a failing LLM ends the agent failed with the reason, Neovim responsive", function()
+  h.project({ ["app.py"] = SRC })
+  local url = h.fake_llm({ { status = 500, body = "model exploded" } })
+  h.setup(url)
+  local id = chimera.spawn("anything")
+  h.eq(chimera.wait(id, 20000), "failed", "final state")
+  h.truthy(chimera.agent(id).error:find("model exploded", 1, true), "error names the cause")
+  h.eq(vim.fn.eval("1 + 1"), 2, "Neovim still answers")
+end)
+
+h.test("the human typing elsewhere rebases the proposal; accept keeps both", function()
+  local root = h.project({ ["app.py"] = SRC })
+  local url = h.fake_llm({ { text = PROGRAM } })
+  h.setup(url)
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("add a docstring to parse_config")
+  h.eq(chimera.wait(id, 20000), "completed", "final state")
+  vim.api.nvim_buf_set_lines(buf, 5, 6, false, { "    return 42" })
+  h.wait_for("the rebase", function()
+    local p = chimera.proposals()[1]
+    return p and p.files[1].hunks[1] and vim.deep_equal(p.files[1].hunks[1].new_lines, { '    """Parse the config file."""' })
+      and #vim.tbl_filter(function(x) return x.id == id end, chimera.proposals()) == 1
+  end)
+  vim.wait(200)
+  chimera.accept(id)
+  h.wait_for("accept", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.wait_for("the buffer edit", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == '    """Parse the config file."""'
+  end)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 6, 7, false)[1], "    return 42", "the human's edit survives")
+  h.eq(h.read(root .. "/app.py"), SRC, "disk untouched")
+end)
+
+h.test(":Chimera completes subcommands and rejects unknown ones", function()
+  h.project({ ["app.py"] = SRC })
+  local names = vim.fn.getcompletion("Chimera ", "cmdline")
+  h.truthy(vim.tbl_contains(names, "task") and vim.tbl_contains(names, "accept"), "subcommands completed")
+  local msg
+  local orig = vim.notify
+  vim.notify = function(m)
+    msg = m
+  end
+  vim.cmd("Chimera frobnicate")
+  vim.notify = orig
+  h.truthy(msg and msg:find("unknown subcommand", 1, true), "clear error")
+end)
+
+h.test("setup() reports bad options clearly and is safe to call twice", function()
+  local msg
+  local orig = vim.notify
+  vim.notify = function(m)
+    msg = m
+  end
+  local ok = chimera.setup({ llm = { provider = "gpt", modle = "x" } })
+  vim.notify = orig
+  h.eq(ok, false, "setup refuses")
+  h.truthy(msg:find("llm.provider", 1, true) and msg:find("llm.modle", 1, true), "both problems named: " .. msg)
+  h.eq(chimera.setup({}), true, "first")
+  h.eq(chimera.setup({}), true, "second")
+end)
+
+h.finish()
