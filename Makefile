@@ -19,7 +19,7 @@ test: test-core test-lua test-scripts
 
 test-core:
 	cargo test --no-default-features
-	cargo clippy --all-targets -- -D warnings 2>/dev/null || cargo check --all-targets
+	cargo clippy --all-targets -- -D warnings
 
 test-lua: debug-lib
 	@set -e; for t in tests/nvim/test_*.lua; do \

@@ -212,7 +212,7 @@ mod tests {
         let (_d, store) = store_with_agents(&["a"]);
         store.stable_put("img.png", b"\x89PNG\0\0", 0o644, 0, 1 << 20).unwrap();
         store.stable_put("latin1.txt", b"caf\xe9", 0o644, 0, 1 << 20).unwrap();
-        store.stable_put("big.txt", &vec![b'a'; 100], 0o644, 0, 10).unwrap();
+        store.stable_put("big.txt", &[b'a'; 100], 0o644, 0, 10).unwrap();
         let a = Overlay::new(&store, "a", 10);
         assert!(matches!(a.read_text(&p("img.png")), Err(OverlayError::Binary(_))));
         assert!(matches!(a.read_text(&p("latin1.txt")), Err(OverlayError::Binary(_))));

@@ -28,8 +28,10 @@ fn setup(url: &str) -> Setup {
             updated_at: now_ms(),
         })
         .unwrap();
-    let mut config = Config::default();
-    config.llm = LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5_000, ..LlmConfig::default() };
+    let config = Config {
+        llm: LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5_000, ..LlmConfig::default() },
+        ..Config::default()
+    };
     Setup { _dir: dir, store, config }
 }
 

@@ -12,9 +12,10 @@ fn project() -> tempfile::TempDir {
 }
 
 fn config(url: &str) -> Config {
-    let mut c = Config::default();
-    c.llm = LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5000, ..LlmConfig::default() };
-    c
+    Config {
+        llm: LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5000, ..LlmConfig::default() },
+        ..Config::default()
+    }
 }
 
 async fn next_matching(rx: &mut mpsc::UnboundedReceiver<ToEditor>, pred: impl Fn(&ToEditor) -> bool) -> ToEditor {

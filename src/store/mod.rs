@@ -41,6 +41,9 @@ pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// One event of the log: `(seq, agent, kind, data as JSON)`.
+pub type EventRow = (i64, Option<String>, String, String);
+
 /// One file of the stable layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StableEntry {
@@ -345,7 +348,7 @@ impl Store {
     }
 
     /// Events from sequence `after` on, oldest first: `(seq, agent, kind, data)`.
-    pub fn events_since(&self, after: i64) -> Result<Vec<(i64, Option<String>, String, String)>> {
+    pub fn events_since(&self, after: i64) -> Result<Vec<EventRow>> {
         let conn = self.conn();
         let mut stmt =
             conn.prepare_cached("SELECT seq, agent_id, kind, data FROM events WHERE seq > ?1 ORDER BY seq")?;

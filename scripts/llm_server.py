@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Serves a GGUF model with llama.cpp's server (the xllamacpp wheel) on
+127.0.0.1: OpenAI-compatible /v1/chat/completions and /v1/models.
+
+Usage: llm_server.py MODEL.gguf [--port 8080] [--ctx 8192] [--alias NAME]
+Prints "ready <port>" once the model answers, then serves until killed.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".deps", "llm"))
+import xllamacpp as xlc  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("model")
+ap.add_argument("--port", type=int, default=8080)
+ap.add_argument("--ctx", type=int, default=8192)
+ap.add_argument("--alias", default="qwen2.5-coder")
+ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+args = ap.parse_args()
+
+params = xlc.CommonParams()
+params.model.path = args.model
+params.model_alias = args.alias
+params.n_ctx = args.ctx
+params.n_parallel = 1
+params.port = args.port
+params.hostnames = ["127.0.0.1"]
+params.cpuparams.n_threads = args.threads
+params.cpuparams_batch.n_threads = args.threads
+params.n_gpu_layers = 0
+params.warmup = False
+server = xlc.Server(params)
+
+base = f"http://127.0.0.1:{args.port}"
+deadline = time.time() + 300
+while time.time() < deadline:
+    try:
+        with urllib.request.urlopen(base + "/v1/models", timeout=2) as r:
+            json.load(r)
+            print(f"ready {args.port}", flush=True)
+            break
+    except Exception:
+        time.sleep(0.5)
+else:
+    print("llm_server: the model did not come up within 300 s", file=sys.stderr)
+    sys.exit(1)
+while True:
+    time.sleep(3600)
