@@ -1,0 +1,160 @@
+-- Bad input gets a clear error; Neovim stays responsive; nothing is lost.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local function program(lines)
+  return "```python\n" .. table.concat(lines, "\n") .. "\n```"
+end
+
+h.test("native functions raise catchable Lua errors that say what to do", function()
+  local lib = require("chimera.loader").require()
+  pcall(lib.stop)
+  local ok, err = pcall(lib.spawn, "x", "task", nil, nil)
+  h.eq(ok, false, "spawn before start fails")
+  h.truthy(tostring(err):find("setup", 1, true), "message says to call setup: " .. tostring(err))
+  ok, err = pcall(lib.start, "{not json", "/tmp")
+  h.eq(ok, false, "bad config fails")
+  h.truthy(tostring(err):find("invalid configuration", 1, true), tostring(err))
+  h.project({ ["a.py"] = "x = 1\n" })
+  h.setup("http://127.0.0.1:9")
+  ok, err = pcall(chimera.spawn, "   ")
+  h.eq(ok, false, "empty task refused")
+  h.truthy(tostring(err):find("non-empty", 1, true), tostring(err))
+end)
+
+h.test("an unreachable LLM fails the agent with the URL in the reason", function()
+  h.project({ ["a.py"] = "x = 1\n" })
+  h.setup("http://127.0.0.1:9")
+  local id = chimera.spawn("anything")
+  h.eq(chimera.wait(id, 20000), "failed", "state")
+  h.truthy(chimera.agent(id).error:find("127.0.0.1:9", 1, true), chimera.agent(id).error)
+end)
+
+h.test("binary, non-UTF-8, oversized and escaping paths are refused to the program", function()
+  local big = string.rep("x", 3 * 1024 * 1024)
+  local root = h.project({
+    ["a.py"] = "x = 1\n",
+    ["img.bin"] = "\0\1\2\255",
+    ["latin.txt"] = "caf\233\n",
+    ["big.txt"] = big,
+  })
+  local attempt = program({
+    "errors = []",
+    "for p in ['img.bin', 'latin.txt', 'big.txt', '../etc/passwd', '/etc/passwd']:",
+    "    try:",
+    "        read_file(p)",
+    "        errors.append('read ' + p)",
+    "    except RuntimeError as e:",
+    "        errors.append(str(e))",
+    "write_file('a.py', 'x = 2\\n')",
+    "submit_result(' | '.join(errors), ['a.py'])",
+  })
+  local url = h.fake_llm({ { text = attempt } })
+  h.setup(url)
+  local id = chimera.spawn("probe")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  local summary = chimera.agent(id).summary
+  for _, want in ipairs({ "binary", "too large", "leaves the project root", "absolute" }) do
+    h.truthy(summary:find(want, 1, true), ("summary mentions %q: %s"):format(want, summary))
+  end
+  h.eq(h.read(root .. "/big.txt"), big, "big file intact")
+end)
+
+h.test("a program that loops forever is stopped; Neovim keeps answering", function()
+  h.project({ ["a.py"] = "x = 1\n" })
+  local url = h.fake_llm({ { text = program({ "while True:", "    pass" }) } })
+  h.setup(url, { agents = { sandbox_timeout_ms = 200, repair_rounds = 1 } })
+  local id = chimera.spawn("spin")
+  local ticks = 0
+  local timer = vim.uv.new_timer()
+  timer:start(0, 10, vim.schedule_wrap(function()
+    ticks = ticks + 1
+  end))
+  h.eq(chimera.wait(id, 20000), "failed", "state")
+  timer:stop()
+  timer:close()
+  h.truthy(chimera.agent(id).error:find("time limit", 1, true), chimera.agent(id).error)
+  h.truthy(ticks > 10, "the main loop kept running: " .. ticks)
+end)
+
+h.test("a reply without code is repaired, then fails with the reason", function()
+  h.project({ ["a.py"] = "x = 1\n" })
+  local url = h.fake_llm({ { text = "I am sorry, I cannot help with that." } })
+  h.setup(url, { agents = { repair_rounds = 1 } })
+  local id = chimera.spawn("anything")
+  h.eq(chimera.wait(id, 20000), "failed", "state")
+  h.truthy(chimera.agent(id).error:find("repair", 1, true), chimera.agent(id).error)
+end)
+
+h.test("a file the human changes in the same lines makes the proposal conflicted; accept is refused", function()
+  local root = h.project({ ["a.py"] = "def f():\n    return 1\n" })
+  local url = h.fake_llm({ { text = program({
+    "write_file('a.py', read_file('a.py').replace('return 1', 'return 2'))",
+    "submit_result('two', ['a.py'])",
+  }) } })
+  h.setup(url)
+  vim.cmd.edit("a.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("return two")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "    return 3" })
+  h.wait_for("the conflict", function()
+    return chimera.agent(id).conflicted == true
+  end)
+  local errors = {}
+  local orig = vim.notify
+  vim.notify = function(m)
+    table.insert(errors, m)
+  end
+  chimera.accept(id)
+  vim.wait(1000, function()
+    return #errors > 0
+  end)
+  vim.notify = orig
+  h.truthy(errors[1] and errors[1]:find("conflict", 1, true), vim.inspect(errors))
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return 3", "the human's line stays")
+  h.eq(chimera.agent(id).state, "completed", "still reviewable")
+  h.eq(h.read(root .. "/a.py"), "def f():\n    return 1\n", "disk untouched")
+end)
+
+h.test("quitting Neovim with an agent in flight exits promptly", function()
+  h.project({ ["a.py"] = "x = 1\n" })
+  local url = h.fake_llm({ { hang = true } })
+  local script = vim.fn.tempname() .. ".lua"
+  local f = assert(io.open(script, "w"))
+  f:write(([[
+    vim.opt.rtp:prepend(%q)
+    vim.cmd("runtime plugin/chimera.lua")
+    local c = require("chimera")
+    c.setup({ llm = { provider = "openai", url = %q, model = "m" }, ui = { progress = false } })
+    local id = c.spawn("hang")
+    vim.wait(5000, function() return c.agent(id).state == "running" end, 10)
+    io.stdout:write(c.agent(id).state .. "\n")
+    vim.cmd("qa!")
+  ]]):format(h.repo, url .. "/v1"))
+  f:close()
+  local t0 = vim.uv.hrtime()
+  local res = vim.system({ vim.v.progpath, "--headless", "--clean", "-l", script }, { env = { CHIMERA_LIB = vim.env.CHIMERA_LIB } }):wait(20000)
+  local secs = (vim.uv.hrtime() - t0) / 1e9
+  h.eq(vim.trim(res.stdout or ""), "running", "agent was in flight: " .. (res.stderr or ""))
+  h.eq(res.code, 0, "clean exit")
+  h.truthy(secs < 5, ("exited in %.2f s"):format(secs))
+end)
+
+h.test(":checkhealth chimera reports the library, database and LLM", function()
+  h.project({ ["a.py"] = "x = 1\n" })
+  local url = h.fake_llm({ { text = "x" } })
+  h.setup(url)
+  chimera.start()
+  h.wait_for("import", function()
+    return chimera.status().ready
+  end)
+  vim.cmd("checkhealth chimera")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  h.truthy(text:find("matches the plugin", 1, true), text)
+  h.truthy(text:find("chimera.db", 1, true), text)
+  h.truthy(text:find("answers and serves model", 1, true), text)
+  h.truthy(not text:find("ERROR", 1, true), text)
+end)
+
+h.finish()
