@@ -183,7 +183,7 @@ pub fn accept(store: &Store, root: &Path, agent: &str, buffers: &HashMap<String,
             match &f.new_hash {
                 Some(h) => {
                     let data = store::blob(tx, h)?;
-                    store::stable_put(tx, &f.path, &data, mode, now_ms() * 1_000_000, u64::MAX)?;
+                    store::stable_set(tx, &f.path, h, data.len() as u64, mode, now_ms() * 1_000_000)?;
                     if let Some(buf) = buffers.get(&f.path) {
                         let (start, end, lines) = diff::minimal_edit(buf, &String::from_utf8_lossy(&data));
                         out.buffer_edits.push((f.path.clone(), start, end, lines));
@@ -268,10 +268,17 @@ fn write_files(root: &Path, files: &[(String, Option<Vec<u8>>, u32)]) -> Result<
         }
         staged.push((tmp, target));
     }
+    let mut dirs = std::collections::BTreeSet::new();
     for (tmp, target) in &staged {
         std::fs::rename(tmp, target).map_err(|source| AcceptError::Io { path: target.display().to_string(), source })?;
-        if let Some(dir) = target.parent().and_then(|d| std::fs::File::open(d).ok()) {
-            let _ = dir.sync_all();
+        if let Some(dir) = target.parent() {
+            dirs.insert(dir.to_path_buf());
+        }
+    }
+    // The renames are durable once their directories are synced, each once.
+    for dir in dirs {
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
         }
     }
     for (path, data, _) in files {

@@ -20,6 +20,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--script", required=True)
 parser.add_argument("--port-file", required=True)
 parser.add_argument("--log")
+parser.add_argument("--timing", help="append the wall time after each reply's last byte")
 args = parser.parse_args()
 
 with open(args.script) as f:
@@ -38,6 +39,8 @@ def next_reply():
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Send each write at once: Nagle + delayed ACK would add 40 ms to replies.
+    disable_nagle_algorithm = True
 
     def log_message(self, *a):
         pass
@@ -49,6 +52,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+        self.wfile.flush()
+        if args.timing:
+            with lock, open(args.timing, "a") as f:
+                f.write(f"{time.time():.6f}\n")
 
     def do_GET(self):
         if self.path.endswith("/models"):

@@ -414,6 +414,18 @@ pub fn stable_put(conn: &Connection, path: &str, data: &[u8], mode: u32, mtime_n
     Ok(true)
 }
 
+/// Points `path` of the stable layer at an existing blob `hash` (an accept:
+/// the content is already stored, so it is neither re-read nor re-hashed).
+pub fn stable_set(conn: &Connection, path: &str, hash: &str, size: u64, mode: u32, mtime_ns: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, 0)
+         ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
+                                          mtime_ns = excluded.mtime_ns, too_large = 0",
+    )?
+    .execute(params![path, hash, mode, size as i64, mtime_ns])?;
+    Ok(())
+}
+
 pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Option<OverlayEntry>> {
     Ok(conn
         .prepare_cached("SELECT hash, base_hash FROM overlays WHERE agent_id = ?1 AND path = ?2")?

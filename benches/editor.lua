@@ -1,0 +1,98 @@
+-- Editor benchmarks, run in a real headless Neovim by scripts/bench.sh:
+--   render: main-thread time to draw ghost text for 50 hunks;
+--   latency: from the model's last byte (fake server on 127.0.0.1) to the
+--   ghost text drawn and the screen redrawn.
+local repo = vim.env.CHIMERA_REPO
+vim.opt.rtp:prepend(repo)
+vim.cmd("runtime plugin/chimera.lua")
+local chimera = require("chimera")
+local state = require("chimera.state")
+local ghost = require("chimera.ghost")
+
+local function median(t)
+  table.sort(t)
+  return t[math.floor(#t / 2) + 1]
+end
+
+local function out(s)
+  io.stdout:write(s .. "\n")
+  io.stdout:flush()
+end
+
+-- Render: 1,000-line buffer, one proposal of 50 hunks (mixed add/replace/delete).
+do
+  chimera.setup({ ui = { progress = false } })
+  local buf = vim.api.nvim_create_buf(true, false)
+  local path = vim.fn.tempname() .. ".py"
+  vim.api.nvim_buf_set_name(buf, path)
+  local lines = {}
+  for i = 1, 1000 do
+    lines[i] = ("    value_%d = compute(%d)  # line"):format(i, i)
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.api.nvim_set_current_buf(buf)
+  local hunks = {}
+  for k = 0, 49 do
+    local start = k * 20 + 5
+    local kind = k % 3
+    table.insert(hunks, {
+      old_start = start,
+      old_lines = kind == 0 and {} or { lines[start + 1], lines[start + 2] },
+      new_lines = kind == 2 and {} or { '    """Docstring line one."""', "    extra = 1", "    more = 2" },
+    })
+  end
+  state.agents.bench = { id = "bench", state = "completed", summary = "bench", conflicted = false }
+  state.proposals.bench = { { path = path, change = "modified", hunks = hunks } }
+  local times = {}
+  for _ = 1, 60 do
+    local t0 = vim.uv.hrtime()
+    ghost.render(buf)
+    table.insert(times, (vim.uv.hrtime() - t0) / 1e6)
+  end
+  out(("render 50 hunks: %.3f ms main-thread median (target <= 2 ms), %d extmarks"):format(median(times), #ghost.extmarks(buf)))
+  state.proposals.bench = nil
+  state.agents.bench = nil
+  vim.cmd("bwipeout! " .. buf)
+end
+
+-- Latency: last byte of the model's reply -> ghost text on screen.
+do
+  local url, timing = vim.env.BENCH_LLM_URL, vim.env.BENCH_TIMING
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. "/.git", "p")
+  local f = assert(io.open(dir .. "/app.py", "w"))
+  f:write("def parse_config(path):\n    return {}\n")
+  f:close()
+  vim.cmd.cd(dir)
+  chimera.setup({ llm = { provider = "openai", url = url .. "/v1", model = "m", max_retries = 0 }, ui = { progress = false } })
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local shown_at
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "ChimeraProposal",
+    callback = function()
+      vim.cmd.redraw()
+      local s, us = vim.uv.gettimeofday()
+      shown_at = s + us / 1e6
+    end,
+  })
+  local lat = {}
+  for i = 1, 15 do
+    shown_at = nil
+    local id = chimera.spawn("add a docstring " .. i)
+    vim.wait(10000, function()
+      return shown_at ~= nil
+    end, 1)
+    local lines = vim.fn.readfile(timing)
+    local last_byte = tonumber(lines[#lines])
+    if shown_at and #ghost.extmarks(buf) > 0 then
+      table.insert(lat, (shown_at - last_byte) * 1000)
+    end
+    chimera.reject(id)
+    vim.wait(2000, function()
+      return chimera.agent(id).state == "rejected"
+    end, 1)
+  end
+  out(("model's last byte -> ghost text on screen: %.1f ms median over %d runs (target <= 50 ms)"):format(median(lat), #lat))
+end
+os.exit(0)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark with its baseline, measured in the same run.
+# REAL_MODEL=0 skips the real local model run (which needs scripts/setup-model.sh 0.5b).
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$here"
+nvim="$(scripts/install-nvim.sh)"
+echo "== core (cargo bench)"
+cargo bench --no-default-features --bench core 2>/dev/null | grep -E "^(import|overlay|accept)"
+cargo build --release 2>/dev/null
+lib="$here/target/release/libchimera.so"
+
+echo "== start-up: require('chimera').setup{} over nvim --clean"
+python3 - "$nvim" "$here" "$lib" <<'PY'
+import os, statistics, subprocess, sys, time
+nvim, repo, lib = sys.argv[1:4]
+env = dict(os.environ, CHIMERA_LIB=lib)
+base = [nvim, "--clean", "--headless", "--cmd", f"set rtp^={repo}", "+qa!"]
+ours = [nvim, "--clean", "--headless", "--cmd", f"set rtp^={repo}", "-c", "runtime plugin/chimera.lua",
+        "-c", "lua require('chimera').setup{}", "+qa!"]
+def run(cmd):
+    t = time.perf_counter(); subprocess.run(cmd, env=env, check=True); return (time.perf_counter() - t) * 1000
+for _ in range(3): run(base); run(ours)
+b, o = [], []
+for _ in range(40):
+    b.append(run(base)); o.append(run(ours))
+mb, mo = statistics.median(b), statistics.median(o)
+print(f"nvim --clean: {mb:.1f} ms; with setup{{}}: {mo:.1f} ms; added {mo - mb:.2f} ms (target <= 3 ms)")
+PY
+
+echo "== editor (headless Neovim)"
+tmp="$(mktemp -d)"
+printf '%s' '[{"text": "```python\nsrc = read_file(\"app.py\")\nwrite_file(\"app.py\", src.replace(\"    return {}\", \"    \\\"\\\"\\\"Parse.\\\"\\\"\\\"\\n    return {}\"))\nsubmit_result(\"doc\", [\"app.py\"])\n```"}]' > "$tmp/script.json"
+python3 tests/fake_llm.py --script "$tmp/script.json" --port-file "$tmp/port" --timing "$tmp/timing" &
+fake=$!
+trap 'kill $fake 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do [ -f "$tmp/port" ] && break; sleep 0.1; done
+CHIMERA_LIB="$lib" CHIMERA_REPO="$here" BENCH_LLM_URL="http://127.0.0.1:$(cat "$tmp/port")" BENCH_TIMING="$tmp/timing" \
+  "$nvim" --headless --clean -l benches/editor.lua
+
+if [ "${REAL_MODEL:-1}" = 1 ]; then
+  echo "== real model: '${DEMO_TASK:-add a docstring to parse_config}' with Qwen2.5-Coder ${DEMO_MODEL:-0.5b}, command to ghost text"
+  DEMO_MODEL="${DEMO_MODEL:-0.5b}" scripts/real_model_runs.sh "${RUNS:-5}"
+fi
