@@ -2,6 +2,7 @@
 //! - initial import of a 1,500-file Python project vs `git add -A && git commit`;
 //! - 1 KB overlay write and read-through (absolute, µs);
 //! - accepting a 50-hunk proposal over 10 files vs `git apply` of the same patch.
+//!
 //! Run with `make bench` (or `cargo bench --no-default-features --bench core`).
 
 use std::collections::HashMap;
@@ -109,6 +110,7 @@ fn agent(store: &Store, id: &str) {
             error: None,
             changed_files: vec![],
             conflicted: false,
+            rounds: 0,
             owner_pid: std::process::id(),
             created_at: now_ms(),
             updated_at: now_ms(),

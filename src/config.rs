@@ -46,6 +46,50 @@ pub struct LlmConfig {
     pub temperature: f64,
     /// Upper bound of generated tokens per reply.
     pub max_tokens: u32,
+    /// What the model is asked to answer with (every form is accepted).
+    pub edit_form: EditFormSetting,
+    /// Context window in tokens, used when the server does not report it.
+    pub context_tokens: u32,
+    /// Ask for JSON `{summary, code}` with the server's constrained output
+    /// (llama.cpp `response_format`) for the definitions form.
+    pub json_output: bool,
+}
+
+/// The reply form the prompt asks for.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EditFormSetting {
+    /// By model size: a program for 7B and up, definitions for smaller or
+    /// unknown models when the task has a target file.
+    Auto,
+    /// A Python program calling host functions (multi-file changes).
+    Program,
+    /// The new version of each changed function, method or class.
+    Definitions,
+}
+
+impl LlmConfig {
+    /// The model's size in billions of parameters, read from its name
+    /// (`qwen2.5-coder:1.5b`, `Qwen2.5-Coder-7B-Instruct`).
+    pub fn model_size_b(&self) -> Option<f64> {
+        let name = self.model.to_lowercase();
+        let bytes = name.as_bytes();
+        let mut best = None;
+        for (i, _) in name.match_indices('b') {
+            let after_ok = bytes.get(i + 1).is_none_or(|c| !c.is_ascii_alphanumeric());
+            let mut j = i;
+            while j > 0 && (bytes[j - 1].is_ascii_digit() || bytes[j - 1] == b'.') {
+                j -= 1;
+            }
+            let before_ok = j == 0 || !bytes[j - 1].is_ascii_alphanumeric() || bytes[j - 1] == b'-' ;
+            if after_ok && before_ok && j < i {
+                if let Ok(v) = name[j..i].parse::<f64>() {
+                    best = Some(v);
+                }
+            }
+        }
+        best
+    }
 }
 
 impl Default for LlmConfig {
@@ -60,6 +104,9 @@ impl Default for LlmConfig {
             stream: true,
             temperature: 0.2,
             max_tokens: 2048,
+            edit_form: EditFormSetting::Auto,
+            context_tokens: 8192,
+            json_output: false,
         }
     }
 }
@@ -127,6 +174,17 @@ mod tests {
         .unwrap();
         assert_eq!(config.llm.provider, Provider::Openai);
         assert_eq!(config.llm.model, "qwen2.5-coder:7b");
+    }
+
+    #[test]
+    fn model_sizes_are_read_from_names() {
+        let size = |m: &str| LlmConfig { model: m.into(), ..LlmConfig::default() }.model_size_b();
+        assert_eq!(size("qwen2.5-coder:1.5b"), Some(1.5));
+        assert_eq!(size("Qwen2.5-Coder-7B-Instruct"), Some(7.0));
+        assert_eq!(size("qwen2.5-coder-0.5b-instruct-q4_k_m"), Some(0.5));
+        assert_eq!(size("llama3:70b"), Some(70.0));
+        assert_eq!(size("gpt-4o"), None);
+        assert_eq!(size("qwen2.5-coder"), None);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod llm;
 pub mod messages;
 pub mod overlay;
 pub mod paths;
+pub mod python;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;

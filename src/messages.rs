@@ -10,7 +10,7 @@ use crate::store::AgentRecord;
 #[derive(Debug, Clone)]
 pub enum ToCore {
     /// Start an agent with the id the editor chose (so `spawn()` can return it at once).
-    Spawn { id: String, task: String, context: Option<String>, file: Option<String> },
+    Spawn { id: String, task: String, context: Option<String>, file: Option<String>, cursor_line: Option<usize> },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.
     Accept { id: String, buffers: Vec<BufferText> },

@@ -149,6 +149,7 @@ mod tests {
                     error: None,
                     changed_files: vec![],
                     conflicted: false,
+            rounds: 0,
                     owner_pid: 1,
                     created_at: now_ms(),
                     updated_at: now_ms(),

@@ -238,7 +238,7 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
     while let Some(msg) = rx.recv().await {
         match msg {
             ToCore::Shutdown => break,
-            ToCore::Spawn { id, task, context, file } => spawn_agent(&core, id, task, context, file),
+            ToCore::Spawn { id, task, context, file, cursor_line } => spawn_agent(&core, Job { id, task, context, file, cursor_line }),
             ToCore::Accept { id, buffers } => {
                 let c = core.clone();
                 tokio::task::spawn_blocking(move || accept_proposal(&c, &id, buffers));
@@ -274,8 +274,9 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
     }
 }
 
-fn spawn_agent(core: &Arc<Core>, id: String, task: String, context: Option<String>, file: Option<String>) {
-    let file = file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
+fn spawn_agent(core: &Arc<Core>, mut job: Job) {
+    job.file = job.file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
+    let Job { id, task, context, .. } = job.clone();
     let rec = AgentRecord {
         id: id.clone(),
         state: AgentState::Queued,
@@ -285,6 +286,7 @@ fn spawn_agent(core: &Arc<Core>, id: String, task: String, context: Option<Strin
         error: None,
         changed_files: vec![],
         conflicted: false,
+            rounds: 0,
         owner_pid: std::process::id(),
         created_at: now_ms(),
         updated_at: now_ms(),
@@ -300,7 +302,6 @@ fn spawn_agent(core: &Arc<Core>, id: String, task: String, context: Option<Strin
     }
     let core = core.clone();
     tokio::spawn(async move {
-        let job = Job { id: id.clone(), task, context, file };
         let permit = tokio::select! {
             p = core.slots.clone().acquire_owned() => p.ok(),
             _ = cancel.cancelled() => None,
@@ -337,6 +338,7 @@ fn finish_agent(core: &Core, id: &str, outcome: Result<agent::Done, agent::Agent
                 let files = core.store.proposal_files(id).map(|f| f.into_iter().map(|f| f.path).collect()).unwrap_or_default();
                 core.set_state(id, AgentState::Completed, |r| {
                     r.summary = Some(done.summary.clone());
+                    r.rounds = done.rounds;
                     r.changed_files = files;
                     r.conflicted = !conflicts.is_empty();
                 });

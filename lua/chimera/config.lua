@@ -27,6 +27,18 @@ M.defaults = {
     temperature = 0.2,
     -- Upper bound of tokens generated per reply.
     max_tokens = 2048,
+    -- What the model is asked to answer with; every form is accepted:
+    -- "program" (Python calling host functions; multi-file changes),
+    -- "definitions" (the new version of each changed function/class; what
+    -- small models do well), or "auto": a program for models of 7B and up,
+    -- definitions for smaller or unnamed ones when the task has a file.
+    edit_form = "auto",
+    -- Context window in tokens when the server does not report it
+    -- (llama.cpp /props and Ollama /api/show are asked first).
+    context_tokens = 8192,
+    -- Ask for JSON {summary, code} through the server's constrained output
+    -- (llama.cpp response_format, Ollama format) in the definitions form.
+    json_output = false,
   },
   agents = {
     -- Agents running at once; the others wait in state "queued".
@@ -60,10 +72,12 @@ M.defaults = {
 
 local enums = {
   ["llm.provider"] = { ollama = true, openai = true },
+  ["llm.edit_form"] = { auto = true, program = true, definitions = true },
 }
 
 local positive = {
   ["llm.timeout_ms"] = true,
+  ["llm.context_tokens"] = true,
   ["agents.max_concurrent"] = true,
   ["agents.sandbox_timeout_ms"] = true,
   ["agents.max_recursion"] = true,

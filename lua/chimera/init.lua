@@ -96,7 +96,8 @@ local function new_id()
 end
 
 --- Starts an agent on `task`. `opts.context` is extra text (a selection);
---- `opts.file` the file it concerns (default: the current buffer's).
+--- `opts.file` the file it concerns (default: the current buffer's, with
+--- the cursor's line as `opts.cursor_line`, 0-based).
 --- Returns the agent id at once; the agent works in the background.
 function M.spawn(task, opts)
   opts = opts or {}
@@ -104,11 +105,12 @@ function M.spawn(task, opts)
     error("chimera.spawn: give the task as a non-empty string, e.g. spawn('add a docstring to parse_config')", 2)
   end
   M.start()
-  local file = opts.file
+  local file, cursor_line = opts.file, opts.cursor_line
   if file == nil then
     local name = vim.api.nvim_buf_get_name(0)
     if name ~= "" and vim.bo.buftype == "" then
       file = name
+      cursor_line = cursor_line or (vim.api.nvim_win_get_cursor(0)[1] - 1)
     end
   end
   if file then
@@ -127,7 +129,7 @@ function M.spawn(task, opts)
     created_at = now,
     updated_at = now,
   }
-  require("chimera.loader").require().spawn(id, task, opts.context, file)
+  require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line)
   return id
 end
 

@@ -31,6 +31,7 @@ fn agent(f: &Fixture, id: &str, writes: &[(&str, Option<&str>)]) {
             error: None,
             changed_files: vec![],
             conflicted: false,
+            rounds: 0,
             owner_pid: 1,
             created_at: now_ms(),
             updated_at: now_ms(),

@@ -1,9 +1,14 @@
-//! The code-mode agent (seed 000): ask the model for a Python program, run
-//! it in the Monty sandbox against the agent's overlay, and turn what it
-//! wrote into a proposal. A traceback, or a program that forgot
-//! `submit_result` or changed nothing, goes back to the model for a bounded
-//! number of repair rounds; then the agent fails with the reason.
+//! The code-mode agent (seed 000), made to work with small local models.
+//! It asks the model for an edit in the form that fits it (a program for
+//! large models, changed definitions for small ones) and uses whatever form
+//! the reply actually carries: a program (run in the Monty sandbox against
+//! the agent's overlay), definitions (spliced into the target file by name)
+//! or a whole file. Every result is parsed before it becomes a proposal; a
+//! syntax error, a traceback, a reply without code or an edit that changes
+//! nothing goes back to the model with the exact error for a bounded number
+//! of repair rounds; then the agent fails with the reason.
 
+mod context;
 mod host;
 pub mod prompt;
 
@@ -13,10 +18,13 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use host::AgentHost;
+pub use prompt::EditForm;
 
-use crate::config::Config;
-use crate::llm::{ChatMessage, LlmClient, LlmError};
+use crate::config::{Config, EditFormSetting};
+use crate::llm::{ChatMessage, ChatOptions, LlmClient, LlmError};
 use crate::overlay::Overlay;
+use crate::paths::ProjectPath;
+use crate::python::{self, ReplyForm};
 use crate::sandbox::{self, Limits, SandboxError};
 use crate::store::{Store, StoreError};
 
@@ -27,7 +35,7 @@ pub enum AgentError {
     Llm(#[from] LlmError),
     #[error("store: {0}")]
     Store(#[from] StoreError),
-    #[error("the model's program still failed after {rounds} repair rounds: {last}")]
+    #[error("the model's answer still failed after {rounds} repair rounds: {last}")]
     GaveUp { rounds: u32, last: String },
     #[error("cancelled")]
     Cancelled,
@@ -36,7 +44,7 @@ pub enum AgentError {
 }
 
 /// What the agent is asked to do.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Job {
     pub id: String,
     pub task: String,
@@ -44,15 +52,58 @@ pub struct Job {
     pub context: Option<String>,
     /// The project path of the file the user was in, if any.
     pub file: Option<String>,
+    /// The cursor's line in that file (0-based).
+    pub cursor_line: Option<usize>,
 }
 
-/// A finished run: the program's summary and the files it changed.
+/// A finished run: its summary and the files it changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Done {
     pub summary: String,
     pub changed_files: Vec<String>,
     /// Model round trips used (1 = no repair).
     pub rounds: u32,
+    /// The reply form that produced the change.
+    pub form: &'static str,
+}
+
+/// The form the prompt asks for.
+pub fn choose_form(config: &Config, has_target: bool) -> EditForm {
+    match config.llm.edit_form {
+        EditFormSetting::Program => EditForm::Program,
+        EditFormSetting::Definitions if has_target => EditForm::Definitions,
+        EditFormSetting::Definitions => EditForm::Program,
+        EditFormSetting::Auto => match config.llm.model_size_b() {
+            Some(size) if size >= 7.0 => EditForm::Program,
+            _ if has_target => EditForm::Definitions,
+            _ => EditForm::Program,
+        },
+    }
+}
+
+/// JSON schema of a constrained definitions reply.
+fn reply_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "summary": { "type": "string" },
+            "code": { "type": "string" }
+        },
+        "required": ["summary", "code"]
+    })
+}
+
+/// The text of one model reply: its code and, when it said so, its summary.
+fn read_reply(reply: &str, json: bool) -> (String, Option<String>) {
+    if json {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(reply.trim()) {
+            if let Some(code) = v["code"].as_str() {
+                let code = if code.contains("```") { prompt::extract_code(code) } else { code.to_owned() };
+                return (code, v["summary"].as_str().map(str::to_owned).filter(|s| !s.trim().is_empty()));
+            }
+        }
+    }
+    (prompt::extract_code(reply), None)
 }
 
 /// Runs `job` to completion: on success the agent's overlay holds its
@@ -66,81 +117,178 @@ pub async fn run(
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> Result<Done, AgentError> {
     let max_bytes = config.sync.max_file_bytes;
-    let (tree, file_text) = {
+    let (tree, target) = {
         let ov = Overlay::new(&store, &job.id, max_bytes);
         let tree = ov.files().map_err(|e| AgentError::Internal(e.to_string()))?;
-        let file_text = job.file.as_deref().and_then(|f| {
-            let p = crate::paths::ProjectPath::parse(f).ok()?;
-            ov.read_text(&p).ok().map(|t| (f.to_owned(), t))
+        let path = job.file.clone().or_else(|| context::locate(&ov, &tree, &job.task));
+        let target = path.and_then(|p| {
+            let pp = ProjectPath::parse(&p).ok()?;
+            ov.read_text(&pp).ok().map(|t| (pp, t))
         });
-        (tree, file_text)
+        (tree, target)
     };
+    let form = choose_form(config, target.is_some());
+    let json = config.llm.json_output && form == EditForm::Definitions;
+    let window = llm.context_window().await as usize;
+    // Characters the file may take: the window minus the reply and the
+    // instructions, at about 3 characters per token.
+    let budget = window.saturating_sub(config.llm.max_tokens as usize + 700).max(500) * 3;
+    let view = target.as_ref().map(|(p, t)| {
+        let cursor = if job.file.as_deref() == Some(p.as_str()) { job.cursor_line } else { None };
+        context::target_view(p.as_str(), t, &job.task, cursor, budget)
+    });
+    let mut system = prompt::system(form).to_owned();
+    if json {
+        system.push_str("\nAnswer as JSON: {\"summary\": one line saying what you changed, \"code\": the Python code}.");
+    }
     let mut messages = vec![
-        ChatMessage::system(prompt::SYSTEM),
-        prompt::task_message(
-            &job.task,
-            job.context.as_deref(),
-            file_text.as_ref().map(|(p, t)| (p.as_str(), t.as_str())),
-            &tree,
-        ),
+        ChatMessage::system(system),
+        prompt::task_message(form, &job.task, job.context.as_deref(), view.as_ref(), &tree),
     ];
+    let opts = ChatOptions { json_schema: json.then(reply_schema) };
+    let max_rounds = config.agents.repair_rounds + 1;
+    let mut last_problem = String::new();
+    for round in 1..=max_rounds {
+        progress(if round == 1 { "asking the model".into() } else { format!("repair round {}", round - 1) });
+        let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await.map_err(|e| match e {
+            LlmError::Cancelled => AgentError::Cancelled,
+            e => AgentError::Llm(e),
+        })?;
+        let (code, said) = read_reply(&reply, json);
+        messages.push(ChatMessage::assistant(reply));
+        store.overlay_clear(&job.id)?;
+        let attempt = match python::classify(&code, target.as_ref().map(|(_, t)| t.as_str())) {
+            ReplyForm::Program(code) => {
+                progress("running the program".into());
+                run_program(&store, config, llm, job, cancel, code).await?
+            }
+            ReplyForm::Definitions(code) => match &target {
+                Some((path, text)) => {
+                    let focus_line = if job.file.as_deref() == Some(path.as_str()) { job.cursor_line } else { None };
+                    match python::splice_definitions(text, &code, focus_line) {
+                        Ok(new) => write_checked(&store, &job.id, max_bytes, path, text, &new, "definitions"),
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+                None => Err("It is not clear which file to change: name the file and write a program that calls write_file(path, content).".into()),
+            },
+            ReplyForm::WholeFile(code) => match &target {
+                Some((path, text)) => write_checked(&store, &job.id, max_bytes, path, text, &code, "whole file"),
+                None => Err("It is not clear which file this is: write a program that calls write_file(path, content).".into()),
+            },
+            ReplyForm::Nothing => Err("Your reply has no Python code block with the change.".into()),
+        };
+        match attempt {
+            Ok((summary, form_used)) => {
+                let changed: Vec<String> = store.overlay_entries(&job.id)?.into_iter().map(|(p, _)| p).collect();
+                let summary = said.or(summary).unwrap_or_else(|| default_summary(&job.task, &changed));
+                return Ok(Done { summary, changed_files: changed, rounds: round, form: form_used });
+            }
+            Err(problem) => {
+                if cancel.is_cancelled() {
+                    return Err(AgentError::Cancelled);
+                }
+                store.overlay_clear(&job.id)?;
+                last_problem = problem.clone();
+                messages.push(prompt::repair_message(form, &problem));
+            }
+        }
+    }
+    store.overlay_clear(&job.id)?;
+    Err(AgentError::GaveUp { rounds: max_rounds - 1, last: last_problem })
+}
+
+fn default_summary(task: &str, changed: &[String]) -> String {
+    let mut t: String = task.trim().chars().take(80).collect();
+    if let Some(first) = t.get(..1) {
+        t = first.to_uppercase() + &t[1..];
+    }
+    format!("{t} ({})", changed.join(", "))
+}
+
+type Attempt = Result<(Option<String>, &'static str), String>;
+
+/// Writes `new` for `path` into the overlay if it parses and changes something.
+fn write_checked(store: &Store, agent: &str, max_bytes: u64, path: &ProjectPath, old: &str, new: &str, form: &'static str) -> Attempt {
+    if new == old {
+        return Err("The change leaves the file exactly as it was. Change the code as the task asks.".into());
+    }
+    if path.as_str().ends_with(".py") {
+        if let Some(problem) = python::syntax_problem(new) {
+            return Err(format!("The result does not parse.\n{problem}"));
+        }
+    }
+    Overlay::new(store, agent, max_bytes).write(path, new.as_bytes()).map_err(|e| e.to_string())?;
+    Ok((None, form))
+}
+
+/// Runs a program reply in the sandbox; checks what it wrote.
+async fn run_program(
+    store: &Arc<Store>,
+    config: &Config,
+    llm: &LlmClient,
+    job: &Job,
+    cancel: &CancellationToken,
+    code: String,
+) -> Result<Attempt, AgentError> {
     let limits = Limits {
         cpu_time: Duration::from_millis(config.agents.sandbox_timeout_ms),
         max_recursion: config.agents.max_recursion,
         ..Limits::default()
     };
-    let max_rounds = config.agents.repair_rounds + 1;
-    let mut last_problem = String::new();
-    for round in 1..=max_rounds {
-        progress(if round == 1 { "asking the model".into() } else { format!("repair round {}", round - 1) });
-        let reply = llm.chat(&messages, cancel, &|_| {}).await.map_err(|e| match e {
-            LlmError::Cancelled => AgentError::Cancelled,
-            e => AgentError::Llm(e),
-        })?;
-        let code = prompt::extract_code(&reply);
-        messages.push(ChatMessage::assistant(reply));
-        store.overlay_clear(&job.id)?;
-        progress("running the program".into());
-        let mut host = AgentHost {
-            store: store.clone(),
-            agent_id: job.id.clone(),
-            task: job.task.clone(),
-            max_bytes,
-            llm: llm.clone(),
-            cancel: cancel.clone(),
-            runtime: tokio::runtime::Handle::current(),
-            submitted: None,
-            logs: Vec::new(),
-            written: Vec::new(),
-        };
-        let (result, host) = tokio::task::spawn_blocking(move || {
-            let r = sandbox::run(&code, &mut host, limits);
-            (r, host)
-        })
-        .await
-        .map_err(|e| AgentError::Internal(format!("sandbox task: {e}")))?;
-        let problem = match result {
-            Err(SandboxError::Cancelled) => return Err(AgentError::Cancelled),
-            Err(e) => e.to_string(),
-            Ok(_) => match &host.submitted {
-                None => "The program ended without calling submit_result(summary, changed_files).".to_owned(),
-                Some(_) if store.overlay_entries(&job.id)?.is_empty() => {
-                    "The program called submit_result but changed no file: write the changed file with write_file(path, content).".to_owned()
-                }
-                Some((summary, _)) => {
-                    let changed = store.overlay_entries(&job.id)?.into_iter().map(|(p, _)| p).collect();
-                    return Ok(Done { summary: summary.clone(), changed_files: changed, rounds: round });
-                }
-            },
-        };
-        if cancel.is_cancelled() {
-            return Err(AgentError::Cancelled);
-        }
-        last_problem = problem.clone();
-        messages.push(prompt::repair_message(&problem));
+    let mut host = AgentHost {
+        store: store.clone(),
+        agent_id: job.id.clone(),
+        task: job.task.clone(),
+        max_bytes: config.sync.max_file_bytes,
+        llm: llm.clone(),
+        cancel: cancel.clone(),
+        runtime: tokio::runtime::Handle::current(),
+        submitted: None,
+        logs: Vec::new(),
+        written: Vec::new(),
+    };
+    let (result, host) = tokio::task::spawn_blocking(move || {
+        let r = sandbox::run(&code, &mut host, limits);
+        (r, host)
+    })
+    .await
+    .map_err(|e| AgentError::Internal(format!("sandbox task: {e}")))?;
+    match result {
+        Err(SandboxError::Cancelled) => return Err(AgentError::Cancelled),
+        Err(e) => return Ok(Err(e.to_string())),
+        Ok(_) => {}
     }
-    store.overlay_clear(&job.id)?;
-    Err(AgentError::GaveUp { rounds: max_rounds - 1, last: last_problem })
+    let Some((summary, _)) = host.submitted else {
+        return Ok(Err("The program ended without calling submit_result(summary, changed_files).".into()));
+    };
+    let entries = store.overlay_entries(&job.id)?;
+    if entries.is_empty() {
+        return Ok(Err(
+            "The program called submit_result but changed no file: write the changed file with write_file(path, content)."
+                .into(),
+        ));
+    }
+    let ov = Overlay::new(store, &job.id, config.sync.max_file_bytes);
+    let mut unchanged = 0;
+    for (path, entry) in &entries {
+        if entry.hash.is_some() && entry.hash == entry.base_hash {
+            unchanged += 1;
+        }
+        if !path.ends_with(".py") || entry.hash.is_none() {
+            continue;
+        }
+        let Ok(p) = ProjectPath::parse(path) else { continue };
+        if let Ok(text) = ov.read_text(&p) {
+            if let Some(problem) = python::syntax_problem(&text) {
+                return Ok(Err(format!("The program wrote `{path}`, which does not parse.\n{problem}")));
+            }
+        }
+    }
+    if unchanged == entries.len() {
+        return Ok(Err("The program wrote the files back unchanged. Change the code as the task asks.".into()));
+    }
+    Ok(Ok((Some(summary), "program")))
 }
 
 #[cfg(test)]

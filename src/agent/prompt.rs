@@ -34,35 +34,83 @@ write_file(path, "\n".join(lines))
 submit_result("Added a docstring to load", [path])
 ```"#;
 
-/// Caps the text of a file shown in the prompt, in characters.
-const FILE_CAP: usize = 12_000;
+/// What the model is asked to answer with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditForm {
+    /// A program calling host functions (fits larger models; multi-file).
+    Program,
+    /// The new version of each changed definition (fits small models).
+    Definitions,
+}
 
-/// The first user message: the task, the selection, the current file and
+pub const SYSTEM_DEFINITIONS: &str = r#"You are an expert Python programmer editing a file of the user's project. Reply with the complete new version of each function, method or class you change or add, in ONE ```python code block, and nothing else.
+- Write every changed definition in full, with its `def` or `class` line, and keep its name.
+- Do not repeat definitions you do not change.
+- To change a method, you may write just that method (`def name(self, ...):`).
+- Put imports you add at the top of the block.
+- Keep the code valid Python: close every string and bracket."#;
+
+pub fn system(form: EditForm) -> &'static str {
+    match form {
+        EditForm::Program => SYSTEM,
+        EditForm::Definitions => SYSTEM_DEFINITIONS,
+    }
+}
+
+/// The file the task is about, as shown to the model.
+#[derive(Debug, Clone)]
+pub struct TargetView {
+    pub path: String,
+    /// The file's text, or an outline of it with the focus in full when the
+    /// file does not fit the model's context.
+    pub shown: String,
+    /// "function `parse_config` (lines 4-10)" when the cursor is in one.
+    pub focus: Option<String>,
+    /// Callers and callees of the focus, one per line (`name: signature`).
+    pub related: Vec<String>,
+}
+
+/// The first user message: the task, the selection, the target file and
 /// the project's files.
-pub fn task_message(task: &str, context: Option<&str>, file: Option<(&str, &str)>, tree: &[String]) -> ChatMessage {
-    let mut msg = format!("Task: {task}\n");
-    if let Some((path, text)) = file {
-        let shown: String = text.chars().take(FILE_CAP).collect();
-        let more = if shown.len() < text.len() { "\n[... file continues ...]" } else { "" };
-        msg.push_str(&format!("\nThe user is editing `{path}`:\n```python\n{shown}{more}\n```\n"));
+pub fn task_message(form: EditForm, task: &str, selection: Option<&str>, target: Option<&TargetView>, tree: &[String]) -> ChatMessage {
+    let mut msg = String::new();
+    if let Some(t) = target {
+        msg.push_str(&format!("File `{}`:\n```python\n{}\n```\n", t.path, t.shown.trim_end()));
+        if let Some(focus) = &t.focus {
+            msg.push_str(&format!("\nThe cursor is in {focus}.\n"));
+        }
+        if !t.related.is_empty() {
+            msg.push_str(&format!("\nRelated code:\n{}\n", t.related.join("\n")));
+        }
     }
-    if let Some(ctx) = context {
-        msg.push_str(&format!("\nThe user selected this part (it is what the task is about):\n```\n{ctx}\n```\n"));
+    if let Some(sel) = selection {
+        msg.push_str(&format!("\nThe user selected this part (it is what the task is about):\n```\n{sel}\n```\n"));
     }
-    let listed: Vec<&str> = tree.iter().take(200).map(String::as_str).collect();
-    msg.push_str(&format!("\nProject files:\n{}\n", listed.join("\n")));
-    if tree.len() > listed.len() {
-        msg.push_str(&format!("[... and {} more; use search_files]\n", tree.len() - listed.len()));
+    if form == EditForm::Program {
+        let listed: Vec<&str> = tree.iter().take(200).map(String::as_str).collect();
+        msg.push_str(&format!("\nProject files:\n{}\n", listed.join("\n")));
+        if tree.len() > listed.len() {
+            msg.push_str(&format!("[... and {} more; use search_files]\n", tree.len() - listed.len()));
+        }
     }
-    msg.push_str("\nWrite the Python program now.");
+    msg.push_str(&format!("\nTask: {task}\n"));
+    msg.push_str(match form {
+        EditForm::Program => "\nWrite the Python program now.",
+        EditForm::Definitions => "\nReply with the changed definitions in one ```python block.",
+    });
     ChatMessage::user(msg)
 }
 
-/// The message asking the model to fix its program after `problem`.
-pub fn repair_message(problem: &str) -> ChatMessage {
-    ChatMessage::user(format!(
-        "Your program did not work:\n```\n{problem}\n```\nFix it and reply with the complete corrected program in one ```python block. Remember to call submit_result at the end."
-    ))
+/// The message asking the model to fix its answer after `problem`.
+pub fn repair_message(form: EditForm, problem: &str) -> ChatMessage {
+    ChatMessage::user(match form {
+        EditForm::Program => format!(
+            "Your program did not work:\n```\n{problem}\n```\nFix it and reply with the complete corrected program in one ```python block. Remember to call submit_result at the end."
+        ),
+        EditForm::Definitions => format!(
+            "That did not work:\n```\n{problem}\n```\nReply again with the complete corrected definitions in one ```python block, and nothing else."
+        ),
+    })
 }
 
 /// The program in a reply: the first ```python (or ```py, or bare ```)
@@ -105,10 +153,18 @@ mod tests {
     }
 
     #[test]
-    fn task_message_carries_file_selection_and_tree() {
-        let m = task_message("add a docstring", Some("def f(): pass"), Some(("a.py", "def f(): pass\n")), &["a.py".into()]);
-        assert!(m.content.contains("Task: add a docstring"));
-        assert!(m.content.contains("`a.py`"));
-        assert!(m.content.contains("selected"));
+    fn task_message_carries_file_focus_selection_and_tree() {
+        let target = TargetView {
+            path: "a.py".into(),
+            shown: "def f(): pass\n".into(),
+            focus: Some("function `f` (lines 1-1)".into()),
+            related: vec!["g: def g(): return f()".into()],
+        };
+        let m = task_message(EditForm::Program, "add a docstring", Some("def f(): pass"), Some(&target), &["a.py".into()]);
+        for want in ["Task: add a docstring", "`a.py`", "selected", "cursor is in function `f`", "def g()", "Project files"] {
+            assert!(m.content.contains(want), "{want}: {}", m.content);
+        }
+        let m = task_message(EditForm::Definitions, "x", None, Some(&target), &["a.py".into()]);
+        assert!(!m.content.contains("Project files"));
     }
 }

@@ -23,6 +23,7 @@ fn setup(url: &str) -> Setup {
             error: None,
             changed_files: vec![],
             conflicted: false,
+            rounds: 0,
             owner_pid: 1,
             created_at: now_ms(),
             updated_at: now_ms(),
@@ -36,7 +37,7 @@ fn setup(url: &str) -> Setup {
 }
 
 fn job() -> Job {
-    Job { id: "ag".into(), task: "add a docstring to parse_config".into(), context: None, file: Some("app.py".into()) }
+    Job { id: "ag".into(), task: "add a docstring to parse_config".into(), context: None, file: Some("app.py".into()), cursor_line: None }
 }
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nsrc = src.replace('def parse_config(path):\\n', 'def parse_config(path):\\n    \"\"\"Parse the config.\"\"\"\\n')\nwrite_file('app.py', src)\nsubmit_result('Added a docstring', ['app.py'])\n```";
@@ -126,4 +127,59 @@ async fn an_unreachable_llm_fails_with_the_reason() {
     let (r, _s, _server) = run_with(vec![Reply::Status(500, "boom".into())]).await;
     let err = r.unwrap_err();
     assert!(err.to_string().contains("500"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_reply_is_spliced_into_the_target() {
+    let reply = "Here you go:\n```python\ndef parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n```";
+    let (r, s, _server) = run_with(vec![Reply::OpenaiStream(reply.into())]).await;
+    let done = r.unwrap();
+    assert_eq!((done.form, done.rounds), ("definitions", 1));
+    let ov = Overlay::new(&s.store, "ag", 1 << 20);
+    let text = ov.read_text(&crate::paths::ProjectPath::parse("app.py").unwrap()).unwrap();
+    assert_eq!(text, "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_does_not_parse_is_never_proposed_and_goes_back_with_the_line() {
+    let broken = "```python\ndef parse_config(path):\n    \"\"\"Parse the \"\"\"config\"\"\" file.\n    return {}\n```";
+    let good = "```python\ndef parse_config(path):\n    \"\"\"Parse the config file.\"\"\"\n    return {}\n```";
+    let (r, _s, server) = run_with(vec![Reply::OpenaiStream(broken.into()), Reply::OpenaiStream(good.into())]).await;
+    assert_eq!(r.unwrap().rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(second.contains("SyntaxError near line") && second.contains("not valid Python"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_changes_nothing_is_sent_back() {
+    let same = "```python\ndef parse_config(path):\n    return {}\n```";
+    let (r, _s, server) = run_with(vec![Reply::OpenaiStream(same.into()); 3]).await;
+    assert!(matches!(r.unwrap_err(), AgentError::GaveUp { .. }));
+    assert!(server.requests.lock().unwrap()[1].contains("exactly as it was"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_output_asks_for_constrained_replies_and_reads_them() {
+    let reply = serde_json::json!({"summary": "Documented parse_config", "code": "def parse_config(path):\n    \"\"\"Doc.\"\"\"\n    return {}\n"}).to_string();
+    let server = FakeServer::start(vec![Reply::OpenaiStream(reply)]).await;
+    let mut s = setup(&server.url);
+    s.config.llm.json_output = true;
+    s.config.llm.model = "qwen2.5-coder:1.5b".into();
+    let llm = LlmClient::new(&s.config.llm).unwrap();
+    let done = run(s.store.clone(), &s.config, &llm, &job(), &CancellationToken::new(), &|_| {}).await.unwrap();
+    assert_eq!(done.summary, "Documented parse_config");
+    let req = server.requests.lock().unwrap()[0].clone();
+    assert!(req.contains("\"response_format\"") && req.contains("json_schema"), "{req}");
+}
+
+#[test]
+fn the_prompt_form_follows_the_model_size() {
+    let mut c = Config::default();
+    c.llm.model = "qwen2.5-coder:7b".into();
+    assert_eq!(choose_form(&c, true), EditForm::Program);
+    c.llm.model = "qwen2.5-coder:1.5b".into();
+    assert_eq!(choose_form(&c, true), EditForm::Definitions);
+    assert_eq!(choose_form(&c, false), EditForm::Program, "no target file: only a program can find it");
+    c.llm.edit_form = crate::config::EditFormSetting::Program;
+    assert_eq!(choose_form(&c, true), EditForm::Program);
 }

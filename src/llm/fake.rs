@@ -53,6 +53,11 @@ impl FakeServer {
                 let script = script.clone();
                 tokio::spawn(async move {
                     let Some(body) = read_request(&mut sock).await else { return };
+                    // Metadata requests (/props, /models) are not part of the script.
+                    if body.starts_with("get ") {
+                        let _ = write_reply(&mut sock, Reply::Status(404, "not found".into())).await;
+                        return;
+                    }
                     reqs.lock().unwrap().push(body);
                     let reply = script.lock().unwrap().next();
                     let reply = reply.unwrap_or(Reply::Status(500, "script exhausted".into()));

@@ -73,6 +73,16 @@ pub struct LlmClient {
     http: reqwest::Client,
     config: LlmConfig,
     api_key: Option<String>,
+    /// The server's context window, asked once.
+    window: std::sync::Arc<tokio::sync::OnceCell<Option<u32>>>,
+}
+
+/// Per-request options.
+#[derive(Debug, Clone, Default)]
+pub struct ChatOptions {
+    /// Constrain the reply to JSON matching this schema (llama.cpp
+    /// `response_format`, Ollama `format`).
+    pub json_schema: Option<serde_json::Value>,
 }
 
 /// Installs the ring crypto provider once; reqwest's rustls needs one.
@@ -96,7 +106,7 @@ impl LlmClient {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| LlmError::Client(e.to_string()))?;
-        Ok(Self { http, config: config.clone(), api_key })
+        Ok(Self { http, config: config.clone(), api_key, window: Default::default() })
     }
 
     pub fn config(&self) -> &LlmConfig {
@@ -112,9 +122,20 @@ impl LlmClient {
         cancel: &CancellationToken,
         on_delta: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<String, LlmError> {
+        self.chat_with(messages, &ChatOptions::default(), cancel, on_delta).await
+    }
+
+    /// [`chat`](Self::chat) with options.
+    pub async fn chat_with(
+        &self,
+        messages: &[ChatMessage],
+        opts: &ChatOptions,
+        cancel: &CancellationToken,
+        on_delta: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<String, LlmError> {
         let mut attempt = 0;
         loop {
-            let once = self.chat_once(messages, on_delta);
+            let once = self.chat_once(messages, opts, on_delta);
             let timeout = Duration::from_millis(self.config.timeout_ms);
             let result = tokio::select! {
                 _ = cancel.cancelled() => return Err(LlmError::Cancelled),
@@ -139,11 +160,35 @@ impl LlmClient {
         }
     }
 
-    async fn chat_once(&self, messages: &[ChatMessage], on_delta: &(dyn Fn(&str) + Send + Sync)) -> Result<String, LlmError> {
+    async fn chat_once(
+        &self,
+        messages: &[ChatMessage],
+        opts: &ChatOptions,
+        on_delta: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<String, LlmError> {
         match self.config.provider {
-            Provider::Ollama => ollama::chat(self, messages, on_delta).await,
-            Provider::Openai => openai::chat(self, messages, on_delta).await,
+            Provider::Ollama => ollama::chat(self, messages, opts, on_delta).await,
+            Provider::Openai => openai::chat(self, messages, opts, on_delta).await,
         }
+    }
+
+    /// The model's context window in tokens as the server reports it
+    /// (llama.cpp `/props`, Ollama `/api/show`), else `llm.context_tokens`.
+    /// Asked once per client.
+    pub async fn context_window(&self) -> u32 {
+        let asked = self
+            .window
+            .get_or_init(|| async {
+                let fut = async {
+                    match self.config.provider {
+                        Provider::Ollama => ollama::context_window(self).await,
+                        Provider::Openai => openai::context_window(self).await,
+                    }
+                };
+                tokio::time::timeout(Duration::from_secs(3), fut).await.ok().flatten()
+            })
+            .await;
+        asked.unwrap_or(self.config.context_tokens)
     }
 
     /// The models the server offers (for `:checkhealth`).

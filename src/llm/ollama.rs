@@ -3,20 +3,24 @@
 use serde_json::{json, Value};
 
 use super::openai::cap;
-use super::{for_each_line, status_error, ChatMessage, LlmClient, LlmError};
+use super::{for_each_line, status_error, ChatMessage, ChatOptions, LlmClient, LlmError};
 
 pub(super) async fn chat(
     client: &LlmClient,
     messages: &[ChatMessage],
+    opts: &ChatOptions,
     on_delta: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<String, LlmError> {
     let cfg = client.config();
-    let body = json!({
+    let mut body = json!({
         "model": cfg.model,
         "messages": messages,
         "stream": cfg.stream,
         "options": { "temperature": cfg.temperature, "num_predict": cfg.max_tokens },
     });
+    if let Some(schema) = &opts.json_schema {
+        body["format"] = schema.clone();
+    }
     let resp = client
         .request(reqwest::Method::POST, "api/chat")
         .json(&body)
@@ -46,6 +50,22 @@ pub(super) async fn chat(
         return Err(LlmError::Truncated);
     }
     Ok(out)
+}
+
+/// `POST /api/show`: `model_info["<arch>.context_length"]`.
+pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
+    let resp = client
+        .request(reqwest::Method::POST, "api/show")
+        .json(&json!({ "model": client.config().model }))
+        .send()
+        .await
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let v: Value = resp.json().await.ok()?;
+    let info = v["model_info"].as_object()?;
+    info.iter().find(|(k, _)| k.ends_with(".context_length")).and_then(|(_, n)| n.as_u64()).map(|n| n as u32)
 }
 
 pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {

@@ -3,21 +3,28 @@
 
 use serde_json::{json, Value};
 
-use super::{for_each_line, status_error, ChatMessage, LlmClient, LlmError};
+use super::{for_each_line, status_error, ChatMessage, ChatOptions, LlmClient, LlmError};
 
 pub(super) async fn chat(
     client: &LlmClient,
     messages: &[ChatMessage],
+    opts: &ChatOptions,
     on_delta: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<String, LlmError> {
     let cfg = client.config();
-    let body = json!({
+    let mut body = json!({
         "model": cfg.model,
         "messages": messages,
         "stream": cfg.stream,
         "temperature": cfg.temperature,
         "max_tokens": cfg.max_tokens,
     });
+    if let Some(schema) = &opts.json_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": { "name": "reply", "strict": true, "schema": schema },
+        });
+    }
     let resp = client
         .request(reqwest::Method::POST, "chat/completions")
         .json(&body)
@@ -73,6 +80,17 @@ pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> 
         .as_array()
         .map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect())
         .unwrap_or_default())
+}
+
+/// llama.cpp serves `/props` beside `/v1`: `default_generation_settings.n_ctx`.
+pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
+    let base = client.config().url.trim_end_matches('/').trim_end_matches("/v1").to_owned();
+    let resp = client.http.get(format!("{base}/props")).send().await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let v: Value = resp.json().await.ok()?;
+    v["default_generation_settings"]["n_ctx"].as_u64().or_else(|| v["n_ctx"].as_u64()).map(|n| n as u32)
 }
 
 pub(super) fn cap(s: &str) -> String {

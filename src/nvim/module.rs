@@ -59,11 +59,12 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     t.set("running", lua.create_function(|_, ()| Ok(CORE.with(|c| c.borrow().is_some())))?)?;
     t.set(
         "spawn",
-        lua.create_function(|_, (id, task, context, file): (String, String, Option<String>, Option<String>)| {
+        lua.create_function(
+            |_, (id, task, context, file, cursor_line): (String, String, Option<String>, Option<String>, Option<usize>)| {
             if task.trim().is_empty() {
                 return Err(mlua::Error::external("Chimera: the task is empty; say what the agent should do"));
             }
-            send(ToCore::Spawn { id, task, context, file })
+            send(ToCore::Spawn { id, task, context, file, cursor_line })
         })?,
     )?;
     t.set(

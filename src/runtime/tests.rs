@@ -47,7 +47,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
     wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Ready { .. }).then_some(()));
-    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None }).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None, cursor_line: None }).unwrap();
     let files = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Proposal { id, files } if id == "a1" => Some(files.clone()),
         _ => None,
@@ -68,7 +68,7 @@ fn a_failing_llm_ends_the_agent_failed_with_the_reason() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None }).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
         _ => None,
@@ -84,7 +84,7 @@ fn shutdown_with_an_agent_in_flight_is_prompt() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None }).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
     wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
     let start = std::time::Instant::now();
     core.shutdown(Duration::from_secs(2));
@@ -98,7 +98,7 @@ fn reject_of_a_running_agent_cancels_it() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None }).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
     wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
     core.send(ToCore::Reject { id: "a1".into(), feedback: None }).unwrap();
     wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Cancelled).then_some(()));

@@ -121,6 +121,8 @@ pub struct AgentRecord {
     pub changed_files: Vec<String>,
     /// The proposal no longer applies cleanly to the human's files.
     pub conflicted: bool,
+    /// Model round trips the agent used (1 = no repair needed).
+    pub rounds: u32,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
@@ -297,8 +299,8 @@ impl Store {
     pub fn agent_insert(&self, rec: &AgentRecord) -> Result<()> {
         self.conn().execute(
             "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
-                                 owner_pid, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                 owner_pid, created_at, updated_at, rounds)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 rec.id,
                 rec.state.as_str(),
@@ -310,7 +312,8 @@ impl Store {
                 rec.conflicted,
                 rec.owner_pid,
                 rec.created_at,
-                rec.updated_at
+                rec.updated_at,
+                rec.rounds
             ],
         )?;
         append_event(&self.conn(), Some(&rec.id), "agent_created", &serde_json::json!({"task": rec.task}))?;
@@ -434,7 +437,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 }
 
 const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
-                                   owner_pid, created_at, updated_at FROM agents";
+                                   owner_pid, created_at, updated_at, rounds FROM agents";
 
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -451,6 +454,7 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
         owner_pid: r.get(8)?,
         created_at: r.get(9)?,
         updated_at: r.get(10)?,
+        rounds: r.get(11)?,
     })
 }
 
@@ -471,7 +475,7 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
     };
     conn.prepare_cached(
         "UPDATE agents SET state = ?2, summary = ?3, error = ?4, changed_files = ?5, conflicted = ?6,
-                           updated_at = ?7 WHERE id = ?1",
+                           updated_at = ?7, rounds = ?8 WHERE id = ?1",
     )?
     .execute(params![
         rec.id,
@@ -480,7 +484,8 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
         rec.error,
         serde_json::to_string(&rec.changed_files)?,
         rec.conflicted,
-        rec.updated_at
+        rec.updated_at,
+        rec.rounds
     ])?;
     if old_state != rec.state.as_str() {
         append_event(

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS agents (
     error         TEXT,
     changed_files TEXT NOT NULL DEFAULT '[]',
     conflicted    INTEGER NOT NULL DEFAULT 0,
+    rounds        INTEGER NOT NULL DEFAULT 0,
     owner_pid     INTEGER NOT NULL,
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL

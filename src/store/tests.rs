@@ -10,6 +10,7 @@ fn record(id: &str) -> AgentRecord {
         error: None,
         changed_files: vec![],
         conflicted: false,
+            rounds: 0,
         owner_pid: std::process::id(),
         created_at: now_ms(),
         updated_at: now_ms(),

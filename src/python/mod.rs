@@ -1,0 +1,149 @@
+//! Python source as the agents see it: parsing with tree-sitter-python,
+//! syntax checks that point at the broken line, and the definitions
+//! (functions, classes, methods) of a file with their spans.
+
+mod splice;
+
+pub use splice::{classify, splice_definitions, ReplyForm, SpliceError};
+
+use tree_sitter::{Node, Parser, Tree};
+
+/// A syntax error in Python text, for the model to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxProblem {
+    /// 1-based line of the first error.
+    pub line: usize,
+    /// The lines around it, numbered.
+    pub excerpt: String,
+}
+
+impl std::fmt::Display for SyntaxProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SyntaxError near line {}:\n{}", self.line, self.excerpt)
+    }
+}
+
+/// Parses `text`; `None` only if tree-sitter itself fails (it never should).
+pub fn parse(text: &str) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+    parser.parse(text, None)
+}
+
+/// The first syntax error of `text`, if any.
+pub fn syntax_problem(text: &str) -> Option<SyntaxProblem> {
+    let tree = parse(text)?;
+    let root = tree.root_node();
+    if !root.has_error() {
+        return None;
+    }
+    let node = first_error(root).unwrap_or(root);
+    let line = node.start_position().row;
+    let lines: Vec<&str> = text.lines().collect();
+    let from = line.saturating_sub(3);
+    let to = (line + 3).min(lines.len());
+    let excerpt = (from..to)
+        .map(|i| format!("{}{:>4} | {}", if i == line { ">" } else { " " }, i + 1, lines[i]))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some(SyntaxProblem { line: line + 1, excerpt })
+}
+
+fn first_error(node: Node<'_>) -> Option<Node<'_>> {
+    if node.is_error() || node.is_missing() {
+        return Some(node);
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if child.has_error() {
+            return first_error(child).or(Some(child));
+        }
+    }
+    None
+}
+
+/// What a definition is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefKind {
+    Function,
+    Class,
+    /// A function defined directly in a class body.
+    Method,
+}
+
+/// One definition in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Definition {
+    pub name: String,
+    pub kind: DefKind,
+    /// The enclosing class or function, if any.
+    pub parent: Option<String>,
+    /// Byte span, decorators included, from the start of its first line.
+    pub start: usize,
+    pub end: usize,
+    /// 0-based first and last line.
+    pub start_line: usize,
+    pub end_line: usize,
+    /// The indentation of its first line.
+    pub indent: String,
+}
+
+/// Every function, class and method of `text`, outermost first, in order.
+pub fn definitions(text: &str) -> Vec<Definition> {
+    let Some(tree) = parse(text) else { return vec![] };
+    let mut out = Vec::new();
+    collect(tree.root_node(), text, None, false, &mut out);
+    out
+}
+
+fn collect(node: Node<'_>, text: &str, parent: Option<&str>, in_class: bool, out: &mut Vec<Definition>) {
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        let (outer, def) = match child.kind() {
+            "decorated_definition" => match child.child_by_field_name("definition") {
+                Some(d) => (child, d),
+                None => continue,
+            },
+            "function_definition" | "class_definition" => (child, child),
+            "block" | "module" => {
+                collect(child, text, parent, in_class, out);
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(name) = def.child_by_field_name("name").and_then(|n| n.utf8_text(text.as_bytes()).ok()) else {
+            continue;
+        };
+        let is_class = def.kind() == "class_definition";
+        let kind = match (is_class, in_class) {
+            (true, _) => DefKind::Class,
+            (false, true) => DefKind::Method,
+            (false, false) => DefKind::Function,
+        };
+        let line_start = text[..outer.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+        let indent: String = text[line_start..outer.start_byte()].chars().take_while(|c| c.is_whitespace()).collect();
+        // Extend to the end of the last line (trailing comments stay outside).
+        let end = outer.end_byte();
+        out.push(Definition {
+            name: name.to_owned(),
+            kind,
+            parent: parent.map(str::to_owned),
+            start: line_start,
+            end,
+            start_line: outer.start_position().row,
+            end_line: outer.end_position().row,
+            indent,
+        });
+        if let Some(body) = def.child_by_field_name("body") {
+            collect(body, text, Some(name), is_class, out);
+        }
+    }
+}
+
+/// The innermost definition containing 0-based `line`.
+pub fn definition_at(defs: &[Definition], line: usize) -> Option<&Definition> {
+    defs.iter().filter(|d| d.start_line <= line && line <= d.end_line).min_by_key(|d| d.end_line - d.start_line)
+}
+
+#[cfg(test)]
+mod tests;

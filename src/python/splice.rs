@@ -1,0 +1,411 @@
+//! Using a reply that carries code but is not a program: definitions
+//! (functions, methods, classes) replace the ones with the same name (and
+//! class) in the target file, or are added when new; imports and
+//! module-level assignments are merged; a reply holding most of the file
+//! replaces it. Small models answer this way far more reliably than with a
+//! program, so their answers are used instead of refused.
+
+use std::collections::HashSet;
+
+use tree_sitter::Node;
+
+use super::{definitions, parse, DefKind, Definition};
+
+/// The shape of a model's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyForm {
+    /// A program calling host functions, to run in the sandbox.
+    Program(String),
+    /// Definitions (and imports) to splice into the target file.
+    Definitions(String),
+    /// The complete new content of the target file.
+    WholeFile(String),
+    /// Nothing usable (prose, or code without definitions).
+    Nothing,
+}
+
+/// Why a reply could not be spliced.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SpliceError {
+    #[error("the reply has no function, class, import or assignment to put into the file")]
+    NoDefinitions,
+    #[error("the reply is not valid Python: {0}")]
+    Syntax(String),
+}
+
+const HOST_CALLS: &[&str] = &[
+    "write_file(",
+    "submit_result(",
+    "delete_file(",
+    "read_file(",
+    "list_dir(",
+    "file_exists(",
+    "search_files(",
+    "get_file_tree(",
+    "get_task(",
+    "ask_llm(",
+];
+
+/// Classifies the code of a reply against `target`, the text of the file
+/// the task is about (if known).
+pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
+    let calls_host = HOST_CALLS.iter().any(|c| {
+        code.match_indices(c).any(|(i, _)| {
+            let before = code[..i].chars().next_back();
+            !before.is_some_and(|b| b.is_alphanumeric() || b == '_' || b == '.')
+                && !code[..i].trim_end().ends_with("def")
+        })
+    });
+    if calls_host {
+        return ReplyForm::Program(code.to_owned());
+    }
+    let code = dedent(code);
+    let items = items(&code);
+    let def_names: HashSet<&str> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Def { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let Some(target) = target else {
+        return if !def_names.is_empty() {
+            ReplyForm::Definitions(code)
+        } else if !code.trim().is_empty() && super::syntax_problem(&code).is_none() {
+            ReplyForm::Program(code)
+        } else {
+            ReplyForm::Nothing
+        };
+    };
+    let target_top: Vec<String> = definitions(target)
+        .into_iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name)
+        .collect();
+    let covered = target_top.iter().filter(|n| def_names.contains(n.as_str())).count();
+    let most_defs = !target_top.is_empty() && covered * 10 >= target_top.len() * 7 && target_top.len() >= 2;
+    let long_enough = code.trim().len() * 10 >= target.trim().len() * 6;
+    if most_defs && long_enough {
+        return ReplyForm::WholeFile(code);
+    }
+    let usable = items.iter().any(|i| matches!(i, Item::Def { .. } | Item::Assign { .. } | Item::Import(_)));
+    let broken_definitions = super::syntax_problem(&code).is_some()
+        && code.lines().any(|l| l.trim_start().starts_with("def ") || l.trim_start().starts_with("class "));
+    if usable || broken_definitions {
+        // Broken definitions too: splicing reports the syntax error with its line.
+        ReplyForm::Definitions(code)
+    } else if code.trim().is_empty() || super::syntax_problem(&code).is_some() {
+        ReplyForm::Nothing
+    } else if target_top.is_empty() {
+        // A file without definitions (a script, a package __init__): the reply is the file.
+        ReplyForm::WholeFile(code)
+    } else {
+        // Statements only: a program that forgot its host calls; running it
+        // tells the model exactly what is missing.
+        ReplyForm::Program(code)
+    }
+}
+
+/// Removes the indentation common to every non-blank line.
+pub fn dedent(code: &str) -> String {
+    let common = code
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    if common == 0 {
+        return code.to_owned();
+    }
+    let mut out: Vec<&str> = Vec::new();
+    for l in code.lines() {
+        out.push(if l.len() >= common { &l[common..] } else { l.trim_start() });
+    }
+    let mut s = out.join("\n");
+    if code.ends_with('\n') {
+        s.push('\n');
+    }
+    s
+}
+
+fn reindent(text: &str, indent: &str) -> String {
+    if indent.is_empty() {
+        return text.to_owned();
+    }
+    text.lines()
+        .map(|l| if l.trim().is_empty() { String::new() } else { format!("{indent}{l}") })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One top-level statement of a reply that can go into a file.
+#[derive(Debug, Clone)]
+enum Item {
+    Def { name: String, is_class: bool, text: String },
+    Import(String),
+    Assign { name: String, text: String },
+}
+
+fn node_text<'a>(n: Node<'_>, src: &'a str) -> &'a str {
+    &src[n.start_byte()..n.end_byte()]
+}
+
+fn items(code: &str) -> Vec<Item> {
+    let Some(tree) = parse(code) else { return vec![] };
+    let root = tree.root_node();
+    let mut out = Vec::new();
+    let mut cursor = root.walk();
+    for child in root.children(&mut cursor) {
+        if child.has_error() {
+            continue;
+        }
+        match child.kind() {
+            "function_definition" | "class_definition" | "decorated_definition" => {
+                let def = if child.kind() == "decorated_definition" { child.child_by_field_name("definition") } else { Some(child) };
+                let Some(def) = def else { continue };
+                let Some(name) = def.child_by_field_name("name") else { continue };
+                out.push(Item::Def {
+                    name: node_text(name, code).to_owned(),
+                    is_class: def.kind() == "class_definition",
+                    text: node_text(child, code).to_owned(),
+                });
+            }
+            "import_statement" | "import_from_statement" | "future_import_statement" => {
+                out.push(Item::Import(node_text(child, code).to_owned()));
+            }
+            "expression_statement" => {
+                let Some(first) = child.named_child(0) else { continue };
+                if first.kind() == "assignment" {
+                    if let Some(left) = first.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
+                        out.push(Item::Assign { name: node_text(left, code).to_owned(), text: node_text(child, code).to_owned() });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Top-level statements of the target that matter for placement.
+struct Layout {
+    /// End of the last top-level import (byte offset), if any.
+    imports_end: Option<usize>,
+    /// End of the module docstring, if any.
+    docstring_end: Option<usize>,
+    /// Start of `if __name__ == "__main__":`, if any.
+    main_guard: Option<usize>,
+    /// Top-level assignments: (name, start, end).
+    assigns: Vec<(String, usize, usize)>,
+}
+
+fn layout(text: &str) -> Layout {
+    let mut l = Layout { imports_end: None, docstring_end: None, main_guard: None, assigns: vec![] };
+    let Some(tree) = parse(text) else { return l };
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    for (i, child) in root.children(&mut cursor).enumerate() {
+        match child.kind() {
+            "import_statement" | "import_from_statement" | "future_import_statement" => l.imports_end = Some(child.end_byte()),
+            "expression_statement" => {
+                let Some(first) = child.named_child(0) else { continue };
+                if i == 0 && first.kind() == "string" {
+                    l.docstring_end = Some(child.end_byte());
+                } else if first.kind() == "assignment" {
+                    if let Some(left) = first.child_by_field_name("left").filter(|x| x.kind() == "identifier") {
+                        l.assigns.push((node_text(left, text).to_owned(), child.start_byte(), child.end_byte()));
+                    }
+                }
+            }
+            "if_statement" if node_text(child, text).contains("__name__") => {
+                l.main_guard.get_or_insert(child.start_byte());
+            }
+            _ => {}
+        }
+    }
+    l
+}
+
+/// The class body's docstring statement span, if any.
+fn class_docstring(text: &str, class: &Definition) -> Option<(usize, usize)> {
+    let tree = parse(text)?;
+    let node = tree.root_node().descendant_for_byte_range(class.end.saturating_sub(1), class.end.saturating_sub(1))?;
+    let mut n = Some(node);
+    while let Some(cur) = n {
+        if cur.kind() == "class_definition" && cur.start_byte() >= class.start && cur.end_byte() == class.end {
+            let body = cur.child_by_field_name("body")?;
+            let first = body.named_child(0)?;
+            if first.kind() == "expression_statement" && first.named_child(0).is_some_and(|s| s.kind() == "string") {
+                return Some((first.start_byte(), first.end_byte()));
+            }
+            return None;
+        }
+        n = cur.parent();
+    }
+    None
+}
+
+fn first_param(def_text: &str) -> Option<String> {
+    let open = def_text.find('(')?;
+    let rest = &def_text[open + 1..];
+    let end = rest.find([',', ')', ':', '='])?;
+    Some(rest[..end].trim().to_owned())
+}
+
+/// Splices the definitions of `reply` into `target`. `focus_line` (0-based)
+/// is where the user's cursor was: it decides the class a lone method
+/// belongs to.
+pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) -> Result<String, SpliceError> {
+    let reply = dedent(reply);
+    if let Some(problem) = super::syntax_problem(&reply) {
+        return Err(SpliceError::Syntax(problem.to_string()));
+    }
+    let mut items = items(&reply);
+    if items.is_empty() {
+        return Err(SpliceError::NoDefinitions);
+    }
+    // A definition given twice: the last one wins.
+    let mut seen = HashSet::new();
+    items.reverse();
+    items.retain(|i| match i {
+        Item::Def { name, .. } => seen.insert(name.clone()),
+        _ => true,
+    });
+    items.reverse();
+
+    let defs = definitions(target);
+    let lay = layout(target);
+    let focus_class: Option<&Definition> = focus_line
+        .and_then(|line| defs.iter().rfind(|d| d.kind == DefKind::Class && d.start_line <= line && line <= d.end_line))
+        .or_else(|| {
+            let classes: Vec<&Definition> = defs.iter().filter(|d| d.kind == DefKind::Class && d.parent.is_none()).collect();
+            (classes.len() == 1).then(|| classes[0])
+        });
+    let new_def_at = lay.main_guard.unwrap_or(target.trim_end().len());
+    let import_at = lay.imports_end.or(lay.docstring_end);
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut top_inserts: Vec<String> = Vec::new();
+    let mut import_inserts: Vec<String> = Vec::new();
+
+    for item in &items {
+        match item {
+            Item::Import(text) => {
+                if !target.lines().any(|l| l.trim() == text.trim()) {
+                    import_inserts.push(text.clone());
+                }
+            }
+            Item::Assign { name, text } => match lay.assigns.iter().find(|(n, _, _)| n == name) {
+                Some((_, s, e)) => edits.push((*s, *e, text.clone())),
+                None => import_inserts.push(text.clone()),
+            },
+            Item::Def { name, is_class: false, text } => {
+                let top = defs.iter().find(|d| d.parent.is_none() && d.kind == DefKind::Function && &d.name == name);
+                let methods: Vec<&Definition> = defs.iter().filter(|d| d.kind == DefKind::Method && &d.name == name).collect();
+                let method = focus_class
+                    .and_then(|c| methods.iter().find(|m| m.parent.as_deref() == Some(c.name.as_str())).copied())
+                    .or_else(|| (methods.len() == 1).then(|| methods[0]));
+                let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
+                if let (Some(m), true) = (method, is_method_like || top.is_none()) {
+                    edits.push((m.start, m.end, reindent(text, &m.indent)));
+                } else if let Some(t) = top {
+                    edits.push((t.start, t.end, text.clone()));
+                } else if let (true, Some(c)) = (is_method_like, focus_class) {
+                    let indent = method_indent(&defs, c);
+                    edits.push((c.end, c.end, format!("\n\n{}", reindent(text, &indent))));
+                } else {
+                    top_inserts.push(text.clone());
+                }
+            }
+            Item::Def { name, is_class: true, text } => {
+                let Some(class) = defs.iter().find(|d| d.kind == DefKind::Class && &d.name == name) else {
+                    top_inserts.push(text.clone());
+                    continue;
+                };
+                let target_methods: Vec<&Definition> =
+                    defs.iter().filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name)).collect();
+                let reply_defs = definitions(text);
+                let reply_methods: Vec<&Definition> =
+                    reply_defs.iter().filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name)).collect();
+                let all_there = target_methods.iter().all(|t| reply_methods.iter().any(|r| r.name == t.name));
+                if all_there {
+                    edits.push((class.start, class.end, reindent(text, &class.indent)));
+                    continue;
+                }
+                // A partial class: merge method by method, and its docstring.
+                let indent = method_indent(&defs, class);
+                for rm in &reply_methods {
+                    let body = dedent(&text[rm.start..rm.end]);
+                    match target_methods.iter().find(|t| t.name == rm.name) {
+                        Some(t) => edits.push((t.start, t.end, reindent(&body, &t.indent))),
+                        None => edits.push((class.end, class.end, format!("\n\n{}", reindent(&body, &indent)))),
+                    }
+                }
+                let reply_class = reply_defs.iter().find(|d| d.kind == DefKind::Class && &d.name == name);
+                if let Some(rc) = reply_class {
+                    if let Some((ds, de)) = class_docstring(text, rc) {
+                        let doc = reindent(&dedent(&text[ds..de]), &indent);
+                        match class_docstring(target, class) {
+                            Some((ts, te)) => {
+                                let line_start = target[..ts].rfind('\n').map_or(0, |i| i + 1);
+                                edits.push((line_start, te, doc));
+                            }
+                            None => {
+                                let header_end = target[class.start..].find(":\n").map(|i| class.start + i + 1);
+                                if let Some(h) = header_end {
+                                    edits.push((h, h, format!("\n{doc}")));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if !import_inserts.is_empty() {
+        let block = import_inserts.join("\n");
+        match import_at {
+            Some(at) => edits.push((at, at, format!("\n{block}"))),
+            None => edits.push((0, 0, format!("{block}\n\n\n"))),
+        }
+    }
+    if !top_inserts.is_empty() {
+        let block = top_inserts.join("\n\n\n");
+        if lay.main_guard.is_some() {
+            edits.push((new_def_at, new_def_at, format!("{block}\n\n\n")));
+        } else {
+            edits.push((new_def_at, new_def_at, format!("\n\n\n{block}")));
+        }
+    }
+    if edits.is_empty() {
+        return Err(SpliceError::NoDefinitions);
+    }
+    // Outer edits win over edits inside them; insertions at one point keep their order.
+    edits.sort_by_key(|(s, e, _)| (*s, std::cmp::Reverse(*e)));
+    let mut kept: Vec<(usize, usize, String)> = Vec::new();
+    for e in edits {
+        if let Some(last) = kept.last() {
+            if e.0 < last.1 && !(e.0 == e.1 && last.0 == last.1) {
+                continue;
+            }
+        }
+        kept.push(e);
+    }
+    let mut out = target.to_owned();
+    for (s, e, text) in kept.into_iter().rev() {
+        out.replace_range(s..e, &text);
+    }
+    if target.ends_with('\n') && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn method_indent(defs: &[Definition], class: &Definition) -> String {
+    defs.iter()
+        .find(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(class.name.as_str()))
+        .map_or_else(|| format!("{}    ", class.indent), |m| m.indent.clone())
+}
+
+#[cfg(test)]
+#[path = "splice_tests.rs"]
+mod tests;
