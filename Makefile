@@ -39,3 +39,8 @@ bench:
 clean:
 	cargo clean
 	rm -f lua/chimera_native.so
+
+## The small-model evaluation (needs the local models: scripts/setup-model.sh).
+eval:
+	cargo build --release
+	python3 scripts/eval.py $(EVAL_ARGS)

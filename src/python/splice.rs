@@ -379,14 +379,14 @@ pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) 
     if edits.is_empty() {
         return Err(SpliceError::NoDefinitions);
     }
-    // Outer edits win over edits inside them; insertions at one point keep their order.
-    edits.sort_by_key(|(s, e, _)| (*s, std::cmp::Reverse(*e)));
+    // In file order; an edit starting inside an earlier one is dropped (the
+    // outer edit already carries it). Insertions at one point keep their
+    // order, and come before a replacement starting there.
+    edits.sort_by_key(|(s, e, _)| (*s, *e));
     let mut kept: Vec<(usize, usize, String)> = Vec::new();
     for e in edits {
-        if let Some(last) = kept.last() {
-            if e.0 < last.1 && !(e.0 == e.1 && last.0 == last.1) {
-                continue;
-            }
+        if kept.last().is_some_and(|last| e.0 < last.1) {
+            continue;
         }
         kept.push(e);
     }

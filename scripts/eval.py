@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""`make eval`: runs the task set (eval/tasks.json) through the real plugin
+against a real local model and prints the pass rate, the median time from
+`spawn` to proposal, and the repair rounds used.
+
+Each task: copy eval/project to a temp dir; check that the task's check
+FAILS there; spawn the agent in a headless Neovim, wait, accept, save;
+run the check again: the task passes if it now succeeds.
+
+  scripts/eval.py [--models 0.5b,1.5b] [--tasks id,id] [--edit-form program|definitions]
+                  [--json] [--url URL --model-name NAME] [--repo DIR --lib FILE]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def check(project, code):
+    r = sh([sys.executable, "-c", code], cwd=project, timeout=60)
+    return r.returncode == 0, (r.stderr or r.stdout).strip().splitlines()[-1:] if r.returncode else []
+
+
+def start_server(size, port):
+    model = sh([os.path.join(REPO, "scripts/setup-model.sh"), size], check=True).stdout.strip()
+    log = open(os.path.join(tempfile.mkdtemp(), "server.log"), "w+")
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(REPO, "scripts/llm_server.py"), model, "--port", str(port),
+         "--alias", f"qwen2.5-coder-{size}-instruct"],
+        stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(600):
+        log.seek(0)
+        if any(l.startswith("ready") for l in log):
+            return proc
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    raise SystemExit("eval: the model server did not start; see " + log.name)
+
+
+def run_tasks(args, tasks, url, model_name, label):
+    nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
+    results = []
+    for t in tasks:
+        project = tempfile.mkdtemp()
+        shutil.copytree(os.path.join(REPO, "eval/project"), project, dirs_exist_ok=True)
+        os.makedirs(os.path.join(project, ".git"))
+        ok_before, _ = check(project, t["check"])
+        if ok_before:
+            print(f"  {t['id']:<26} TASK BROKEN: its check passes before any edit")
+            results.append({"id": t["id"], "broken": True})
+            continue
+        task_file = os.path.join(project, ".task.json")
+        with open(task_file, "w") as f:
+            json.dump(t, f)
+        env = dict(os.environ, EVAL_TASK=task_file, EVAL_URL=url, EVAL_MODEL=model_name,
+                   CHIMERA_REPO=args.repo, CHIMERA_LIB=args.lib,
+                   EVAL_EDIT_FORM=args.edit_form or "", EVAL_JSON="1" if args.json else "0")
+        r = sh([nvim, "--headless", "--clean", "-l", os.path.join(REPO, "eval/run_task.lua")],
+               cwd=project, env=env, timeout=900)
+        line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
+        out = json.loads(line) if line else {"state": "crashed", "error": r.stderr[-300:]}
+        passed, why = check(project, t["check"]) if out.get("accepted") else (False, [])
+        out.update(id=t["id"], passed=passed)
+        results.append(out)
+        detail = out.get("summary") if passed else (why[0] if why else (out.get("error") or "")[:120].replace("\n", " "))
+        print(f"  {t['id']:<26} {'PASS' if passed else 'fail'}  {out.get('state'):<9} "
+              f"{out.get('ms', 0) / 1000:5.1f} s  rounds {out.get('rounds') or '-'}  {detail}", flush=True)
+        shutil.rmtree(project, ignore_errors=True)
+    real = [r for r in results if not r.get("broken")]
+    passed = sum(r["passed"] for r in real)
+    proposed = [r["ms"] / 1000 for r in real if r.get("state") == "completed"]
+    rounds = {}
+    for r in real:
+        if r.get("state") == "completed":
+            rounds[r.get("rounds")] = rounds.get(r.get("rounds"), 0) + 1
+    med = f"{statistics.median(proposed):.1f} s" if proposed else "n/a"
+    summary = (f"{label}: {passed}/{len(real)} passed ({100 * passed / max(1, len(real)):.0f} %); "
+               f"{len(proposed)} reached a proposal, median time to proposal {med}; "
+               f"rounds used (1 = no repair): {dict(sorted(rounds.items(), key=lambda kv: kv[0] or 0))}")
+    print(summary, flush=True)
+    return summary, results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="0.5b,1.5b")
+    ap.add_argument("--tasks", default="")
+    ap.add_argument("--edit-form", default="")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--url", default="")
+    ap.add_argument("--model-name", default="qwen2.5-coder")
+    ap.add_argument("--repo", default=REPO)
+    ap.add_argument("--lib", default=os.path.join(REPO, "target/release/libchimera.so"))
+    ap.add_argument("--port", type=int, default=8095)
+    args = ap.parse_args()
+    with open(os.path.join(REPO, "eval/tasks.json")) as f:
+        tasks = json.load(f)
+    if args.tasks:
+        wanted = set(args.tasks.split(","))
+        tasks = [t for t in tasks if t["id"] in wanted]
+    if not os.path.exists(args.lib):
+        raise SystemExit(f"eval: no library at {args.lib}; run `make lib` (or cargo build --release)")
+    summaries = []
+    if args.url:
+        summaries.append(run_tasks(args, tasks, args.url, args.model_name, args.model_name)[0])
+    else:
+        for size in args.models.split(","):
+            server = start_server(size, args.port)
+            try:
+                name = f"qwen2.5-coder-{size}-instruct"
+                label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "")
+                print(f"== {label}: {len(tasks)} tasks", flush=True)
+                summaries.append(run_tasks(args, tasks, f"http://127.0.0.1:{args.port}/v1", name, label)[0])
+            finally:
+                server.kill()
+                server.wait()
+    print("\n".join(summaries))
+
+
+if __name__ == "__main__":
+    main()
