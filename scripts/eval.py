@@ -126,7 +126,8 @@ def main():
             finally:
                 server.kill()
                 server.wait()
-    print("\n".join(summaries))
+    if len(summaries) > 1:
+        print("\n".join(summaries))
 
 
 if __name__ == "__main__":
