@@ -122,11 +122,23 @@ pub struct AgentsConfig {
     pub sandbox_timeout_ms: u64,
     /// Python recursion limit inside the sandbox.
     pub max_recursion: usize,
+    /// Time an agent may take from start to proposal; then it fails.
+    pub timeout_ms: u64,
+    /// Ended agents (accepted, rejected, failed, cancelled) are purged
+    /// after this many hours, with the content only they referenced.
+    pub retention_hours: u64,
 }
 
 impl Default for AgentsConfig {
     fn default() -> Self {
-        Self { max_concurrent: 3, repair_rounds: 2, sandbox_timeout_ms: 5_000, max_recursion: 200 }
+        Self {
+            max_concurrent: 3,
+            repair_rounds: 2,
+            sandbox_timeout_ms: 5_000,
+            max_recursion: 200,
+            timeout_ms: 300_000,
+            retention_hours: 24,
+        }
     }
 }
 

@@ -16,6 +16,8 @@ pub enum ToCore {
     Accept { id: String, buffers: Vec<BufferText> },
     /// Reject a proposal (or cancel a running agent).
     Reject { id: String, feedback: Option<String> },
+    /// Stop a queued or running agent at once (LLM request and sandbox included).
+    Cancel { id: String },
     /// A buffer's text changed (or was loaded, or written); it is now the
     /// ground truth for its file.
     BufferText(BufferText),

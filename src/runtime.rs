@@ -106,7 +106,13 @@ struct Core {
     slots: Arc<Semaphore>,
     llm: Result<LlmClient, String>,
     shutdown: CancellationToken,
+    /// This Neovim instance's name in the store (`pid-start time`).
+    owner: String,
 }
+
+/// An owner without a heartbeat for this long is considered gone.
+const STALE_OWNER_MS: i64 = 15_000;
+const HEARTBEAT: Duration = Duration::from_secs(3);
 
 impl Core {
     fn notify(&self, level: Level, message: impl Into<String>) {
@@ -199,6 +205,21 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
         buffers: OpenBuffers::default(),
         agents: Mutex::new(HashMap::new()),
         shutdown: CancellationToken::new(),
+        owner: format!("{}-{}", std::process::id(), now_ms()),
+    });
+    if let Err(e) = core.store.instance_heartbeat(&core.owner) {
+        core.notify(Level::Warn, format!("Chimera: cannot register this instance: {e}"));
+    }
+    let c = core.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = c.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(HEARTBEAT) => {
+                    let _ = c.store.instance_heartbeat(&c.owner);
+                }
+            }
+        }
     });
 
     // Initial import in the background; the editor is never kept waiting.
@@ -210,7 +231,10 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
         })
         .await;
         match imported {
-            Ok(Ok(files)) => c.sink.send(ToEditor::Ready { root: c.root.to_string_lossy().into_owned(), files }),
+            Ok(Ok(files)) => {
+                c.sink.send(ToEditor::Ready { root: c.root.to_string_lossy().into_owned(), files });
+                recover(&c);
+            }
             Ok(Err(e)) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
             Err(e) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
         }
@@ -244,6 +268,7 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
                 tokio::task::spawn_blocking(move || accept_proposal(&c, &id, buffers));
             }
             ToCore::Reject { id, feedback } => reject_proposal(&core, &id, feedback),
+            ToCore::Cancel { id } => cancel_agent(&core, &id),
             ToCore::BufferText(BufferText { path, text }) => {
                 let Some(p) = core.rel(&path) else { continue };
                 core.buffers.insert(p.as_str());
@@ -272,21 +297,60 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
     for t in tokens {
         t.cancel();
     }
+    // Agents still queued or running stay so: the next start (or another
+    // instance, once this heartbeat is stale) recovers them.
+    let _ = core.store.instance_remove(&core.owner);
+}
+
+/// After a restart or a crash: purge what is past retention, run the agents
+/// left queued or running by stopped instances, and show every agent and
+/// every pending proposal again.
+fn recover(core: &Arc<Core>) {
+    let retention = core.config.agents.retention_hours as i64 * 3_600_000;
+    if let Err(e) = core.store.purge(retention) {
+        core.notify(Level::Warn, format!("Chimera: cannot purge old agents: {e}"));
+    }
+    let runnable = match core.store.recover(&core.owner, STALE_OWNER_MS) {
+        Ok(r) => r,
+        Err(e) => {
+            core.notify(Level::Error, format!("Chimera: cannot recover agents: {e}"));
+            vec![]
+        }
+    };
+    if let Ok(all) = core.store.agents() {
+        for agent in all {
+            let completed = agent.state == AgentState::Completed;
+            let id = agent.id.clone();
+            core.sink.send(ToEditor::Agent { agent });
+            if completed {
+                core.send_proposal(&id);
+            }
+        }
+    }
+    for rec in runnable {
+        start_agent(
+            core,
+            Job { id: rec.id, task: rec.task, context: rec.context, file: rec.file, cursor_line: rec.cursor_line },
+        );
+    }
 }
 
 fn spawn_agent(core: &Arc<Core>, mut job: Job) {
     job.file = job.file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
-    let Job { id, task, context, .. } = job.clone();
     let rec = AgentRecord {
-        id: id.clone(),
+        id: job.id.clone(),
         state: AgentState::Queued,
-        task: task.clone(),
-        context: context.clone(),
+        task: job.task.clone(),
+        context: job.context.clone(),
         summary: None,
         error: None,
         changed_files: vec![],
         conflicted: false,
-            rounds: 0,
+        rounds: 0,
+        owner: core.owner.clone(),
+        recoveries: 0,
+        file: job.file.clone(),
+        cursor_line: job.cursor_line,
         owner_pid: std::process::id(),
         created_at: now_ms(),
         updated_at: now_ms(),
@@ -295,7 +359,14 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         core.notify(Level::Error, format!("Chimera: cannot create agent: {e}"));
         return;
     }
-    core.send_agent(&id);
+    core.send_agent(&job.id);
+    start_agent(core, job);
+}
+
+/// Runs a queued agent when a slot is free (at most `agents.max_concurrent`
+/// at once), within `agents.timeout_ms`.
+fn start_agent(core: &Arc<Core>, job: Job) {
+    let id = job.id.clone();
     let cancel = core.shutdown.child_token();
     if let Ok(mut agents) = core.agents.lock() {
         agents.insert(id.clone(), cancel.clone());
@@ -313,7 +384,24 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
                     let sink = core.sink.clone();
                     let pid = id.clone();
                     let progress = move |message: String| sink.send(ToEditor::Progress { id: pid.clone(), message });
-                    agent::run(core.store.clone(), &core.config, llm, &job, &cancel, &progress).await
+                    let limit = Duration::from_millis(core.config.agents.timeout_ms);
+                    let run = agent::run(core.store.clone(), &core.config, llm, &job, &cancel, &progress);
+                    match tokio::time::timeout(limit, run).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => {
+                            // Stops the LLM request and the sandbox at their next step.
+                            cancel.cancel();
+                            let _ = core.store.overlay_clear(&id);
+                            core.set_state(&id, AgentState::Failed, |r| {
+                                r.error = Some(format!(
+                                    "timed out after {} s (agents.timeout_ms)",
+                                    core.config.agents.timeout_ms / 1000
+                                ))
+                            });
+                            core.notify(Level::Error, format!("Chimera agent {id} timed out"));
+                            Err(agent::AgentError::Cancelled)
+                        }
+                    }
                 }
                 Err(e) => Err(agent::AgentError::Internal(e.clone())),
             };
@@ -391,6 +479,17 @@ fn reject_proposal(core: &Core, id: &str, feedback: Option<String>) {
             core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: false, files: vec![] });
         }
         Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
+    }
+}
+
+fn cancel_agent(core: &Core, id: &str) {
+    match core.store.agent(id) {
+        Ok(rec) if rec.state.is_active() => reject_proposal(core, id, None),
+        Ok(rec) => core.notify(
+            Level::Warn,
+            format!("Chimera: agent {id} is {}, not working; use :Chimera reject for a proposal", rec.state.as_str()),
+        ),
+        Err(e) => core.notify(Level::Error, format!("Chimera: {e}")),
     }
 }
 

@@ -63,6 +63,21 @@ M.subcommands = {
       chimera().reject(id, { feedback = feedback })
     end,
   },
+  cancel = {
+    desc = "stop a working agent: :Chimera cancel [id] (default: the latest)",
+    complete = function()
+      local ids = {}
+      for _, a in ipairs(chimera().agents()) do
+        if a.state == "queued" or a.state == "running" then
+          table.insert(ids, a.id)
+        end
+      end
+      return ids
+    end,
+    run = function(args)
+      chimera().cancel(args[1])
+    end,
+  },
   agents = {
     desc = "list agents",
     run = function()

@@ -49,6 +49,11 @@ M.defaults = {
     sandbox_timeout_ms = 5000,
     -- Python recursion limit inside the sandbox.
     max_recursion = 200,
+    -- Time an agent may take from start to proposal, ms; then it fails.
+    timeout_ms = 300000,
+    -- Ended agents (accepted, rejected, failed, cancelled) and the content
+    -- only they referenced are purged after this many hours.
+    retention_hours = 24,
   },
   sync = {
     -- Quiet time before file-system changes are applied, ms.
@@ -81,6 +86,7 @@ local positive = {
   ["agents.max_concurrent"] = true,
   ["agents.sandbox_timeout_ms"] = true,
   ["agents.max_recursion"] = true,
+  ["agents.timeout_ms"] = true,
   ["sync.max_file_bytes"] = true,
 }
 

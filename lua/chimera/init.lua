@@ -223,6 +223,23 @@ function M.reject(id, opts)
   return id
 end
 
+--- Stops queued or running agent `id` at once (its LLM request and
+--- sandbox included); it ends "cancelled".
+function M.cancel(id)
+  if not id then
+    for _, a in ipairs(M.agents()) do
+      if a.state == "running" or a.state == "queued" then
+        id = a.id
+      end
+    end
+  end
+  if not id then
+    error("chimera: no agent is working; nothing to cancel", 0)
+  end
+  require("chimera.loader").require().cancel(id)
+  return id
+end
+
 --- Runs Neovim's event loop until agent `id` is neither queued nor running
 --- or `timeout_ms` passed (default 60000). Returns its state.
 function M.wait(id, timeout_ms)

@@ -41,6 +41,12 @@ impl Drop for FakeServer {
 impl FakeServer {
     /// Serves `script` in order; once exhausted, every request gets a 500.
     pub async fn start(script: Vec<Reply>) -> Self {
+        Self::start_with_window(script, None).await
+    }
+
+    /// Like [`start`](Self::start), also answering llama.cpp's `GET /props`
+    /// with a context window of `n_ctx` tokens.
+    pub async fn start_with_window(script: Vec<Reply>, n_ctx: Option<u32>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -55,7 +61,14 @@ impl FakeServer {
                     let Some(body) = read_request(&mut sock).await else { return };
                     // Metadata requests (/props, /models) are not part of the script.
                     if body.starts_with("get ") {
-                        let _ = write_reply(&mut sock, Reply::Status(404, "not found".into())).await;
+                        let reply = match n_ctx {
+                            Some(n) if body.starts_with("get /props") => Reply::Status(
+                                200,
+                                serde_json::json!({"default_generation_settings": {"n_ctx": n}}).to_string(),
+                            ),
+                            _ => Reply::Status(404, "not found".into()),
+                        };
+                        let _ = write_reply(&mut sock, reply).await;
                         return;
                     }
                     reqs.lock().unwrap().push(body);

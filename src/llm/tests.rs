@@ -131,3 +131,16 @@ fn missing_api_key_variable_is_reported_by_name() {
     let err = LlmClient::new(&cfg).err().unwrap();
     assert!(err.to_string().contains("CHIMERA_TEST_SURELY_UNSET"));
 }
+
+#[tokio::test]
+async fn the_context_window_is_asked_from_the_server_once_else_configured() {
+    let server = FakeServer::start_with_window(vec![], Some(4096)).await;
+    let c = client(Provider::Openai, &format!("{}/v1", server.url), false);
+    assert_eq!(c.context_window().await, 4096);
+    assert_eq!(c.context_window().await, 4096);
+
+    let server = FakeServer::start(vec![]).await;
+    let mut c = client(Provider::Openai, &format!("{}/v1", server.url), false);
+    c.config.context_tokens = 1234;
+    assert_eq!(c.context_window().await, 1234, "no /props: the configured window");
+}

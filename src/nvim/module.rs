@@ -91,6 +91,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             send(ToCore::BufferText(BufferText { path, text }))
         })?,
     )?;
+    t.set("cancel", lua.create_function(|_, id: String| send(ToCore::Cancel { id }))?)?;
     t.set("buffer_closed", lua.create_function(|_, path: String| send(ToCore::BufferClosed { path }))?)?;
     t.set("check_llm", lua.create_function(|_, ()| send(ToCore::CheckLlm))?)?;
     t.set(

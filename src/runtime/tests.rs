@@ -104,3 +104,80 @@ fn reject_of_a_running_agent_cancels_it() {
     wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Cancelled).then_some(()));
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let hang = rt.block_on(FakeServer::start(vec![Reply::Hang]));
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&hang.url), root.clone(), Arc::new(tx)).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None, cursor_line: None }).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
+    core.shutdown(Duration::from_secs(2));
+
+    let good = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&good.url), root.clone(), Arc::new(tx)).unwrap();
+    let rec = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent } if agent.id == "a1" && agent.state == AgentState::Completed => Some(agent.clone()),
+        _ => None,
+    });
+    assert_eq!(rec.recoveries, 1);
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(()));
+    core.shutdown(Duration::from_secs(2));
+
+    // A third start shows the pending proposal again, without running anything.
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&good.url), root, Arc::new(tx)).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(()));
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
+fn the_time_limit_fails_an_agent_with_the_reason() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::Hang]));
+    let dir = project();
+    let mut cfg = config(&server.url);
+    cfg.agents.timeout_ms = 300;
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+    let rec = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
+        _ => None,
+    });
+    assert!(rec.error.unwrap().contains("timed out"));
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
+fn at_most_max_concurrent_agents_run_at_once() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::Hang; 5]));
+    let dir = project();
+    let mut cfg = config(&server.url);
+    cfg.agents.max_concurrent = 2;
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    for i in 0..4 {
+        core.send(ToCore::Spawn { id: format!("a{i}"), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+    }
+    let mut running = std::collections::HashSet::new();
+    rt.block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+        while let Ok(Some(m)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+            if let ToEditor::Agent { agent } = m {
+                if agent.state == AgentState::Running {
+                    running.insert(agent.id);
+                }
+            }
+        }
+    });
+    assert_eq!(running.len(), 2, "{running:?}");
+    core.send(ToCore::Cancel { id: "a0".into() }).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running && !running.contains(&agent.id)).then_some(()));
+    core.shutdown(Duration::from_secs(2));
+}

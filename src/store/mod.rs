@@ -23,6 +23,8 @@ pub enum StoreError {
     MissingBlob(String),
     #[error("no agent with id `{0}`")]
     NoAgent(String),
+    #[error("agent {id} cannot go from {from} to {to}")]
+    IllegalTransition { id: String, from: &'static str, to: &'static str },
     #[error("bad JSON in the store: {0}")]
     Json(#[from] serde_json::Error),
 }
@@ -106,6 +108,26 @@ impl AgentState {
     pub fn is_active(self) -> bool {
         matches!(self, Self::Queued | Self::Running)
     }
+
+    /// An end state: nothing more happens to the agent.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Accepted | Self::Rejected | Self::Failed | Self::Cancelled)
+    }
+
+    /// The lifecycle: `queued → running → completed → accepted | rejected`,
+    /// plus `failed` and `cancelled`. A running agent whose owner died goes
+    /// back to `queued` (recovery); a completed one may run again (reject
+    /// with feedback).
+    pub fn can_become(self, to: Self) -> bool {
+        use AgentState::*;
+        self == to
+            || matches!(
+                (self, to),
+                (Queued, Running | Cancelled | Failed)
+                    | (Running, Completed | Failed | Cancelled | Queued)
+                    | (Completed, Accepted | Rejected | Queued | Cancelled | Failed)
+            )
+    }
 }
 
 /// The record of one agent, as shown to users (`require("chimera").agent(id)`).
@@ -123,6 +145,17 @@ pub struct AgentRecord {
     pub conflicted: bool,
     /// Model round trips the agent used (1 = no repair needed).
     pub rounds: u32,
+    /// The Neovim instance running it.
+    #[serde(default)]
+    pub owner: String,
+    /// Times it was re-queued because its owner died while it ran.
+    #[serde(default)]
+    pub recoveries: u32,
+    /// The project file the task concerns, and the cursor line in it.
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub cursor_line: Option<usize>,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
@@ -299,8 +332,8 @@ impl Store {
     pub fn agent_insert(&self, rec: &AgentRecord) -> Result<()> {
         self.conn().execute(
             "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
-                                 owner_pid, created_at, updated_at, rounds)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 rec.id,
                 rec.state.as_str(),
@@ -313,7 +346,11 @@ impl Store {
                 rec.owner_pid,
                 rec.created_at,
                 rec.updated_at,
-                rec.rounds
+                rec.rounds,
+                rec.owner,
+                rec.recoveries,
+                rec.file,
+                rec.cursor_line.map(|l| l as i64)
             ],
         )?;
         append_event(&self.conn(), Some(&rec.id), "agent_created", &serde_json::json!({"task": rec.task}))?;
@@ -357,6 +394,99 @@ impl Store {
             conn.prepare_cached("SELECT seq, agent_id, kind, data FROM events WHERE seq > ?1 ORDER BY seq")?;
         let rows = stmt.query_map([after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    // ---- instances, recovery, retention ----------------------------------
+
+    /// Records this Neovim instance as alive (call again as a heartbeat).
+    pub fn instance_heartbeat(&self, owner: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO instances (owner, pid, started_at, heartbeat) VALUES (?1, ?2, ?3, ?3)
+             ON CONFLICT (owner) DO UPDATE SET heartbeat = excluded.heartbeat",
+            params![owner, std::process::id(), now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets this instance (a clean exit).
+    pub fn instance_remove(&self, owner: &str) -> Result<()> {
+        self.conn().execute("DELETE FROM instances WHERE owner = ?1", [owner])?;
+        Ok(())
+    }
+
+    /// Takes over the agents of instances that stopped (no heartbeat for
+    /// `stale_ms`): queued ones are re-queued under `me`; running ones are
+    /// re-queued once, then failed with the reason. Agents of live
+    /// instances are not touched. Returns the agents `me` must run.
+    pub fn recover(&self, me: &str, stale_ms: i64) -> Result<Vec<AgentRecord>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let now = now_ms();
+        let alive: std::collections::HashSet<String> = {
+            let mut stmt = tx.prepare("SELECT owner FROM instances WHERE heartbeat >= ?1")?;
+            let rows = stmt.query_map([now - stale_ms], |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let candidates: Vec<AgentRecord> = {
+            let mut stmt = tx.prepare(&format!("{AGENT_SELECT} WHERE state IN ('queued', 'running') ORDER BY created_at"))?;
+            let rows = stmt.query_map([], agent_from_row)?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut runnable = Vec::new();
+        for mut rec in candidates {
+            // Mine already (spawned since this start), or a live instance's.
+            if rec.owner == me || alive.contains(&rec.owner) {
+                continue;
+            }
+            rec.updated_at = now;
+            match rec.state {
+                AgentState::Running if rec.recoveries >= 1 => {
+                    rec.state = AgentState::Failed;
+                    rec.error = Some("Neovim stopped twice while this agent ran; it was not started a third time".into());
+                    tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [&rec.id])?;
+                    agent_update(&tx, &rec)?;
+                    continue;
+                }
+                AgentState::Running => {
+                    rec.recoveries += 1;
+                    rec.state = AgentState::Queued;
+                    tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [&rec.id])?;
+                }
+                _ => {}
+            }
+            rec.owner = me.to_owned();
+            agent_update(&tx, &rec)?;
+            append_event(&tx, Some(&rec.id), "recovered", &serde_json::json!({"recoveries": rec.recoveries}))?;
+            runnable.push(rec);
+        }
+        tx.execute("DELETE FROM instances WHERE heartbeat < ?1", [now - stale_ms])?;
+        tx.commit()?;
+        Ok(runnable)
+    }
+
+    /// Purges agents that ended more than `older_than_ms` ago (with their
+    /// overlays and proposals) and every blob nothing references any more.
+    /// Anything still reviewable (completed) or working is kept. Idempotent.
+    /// Returns `(agents, blobs)` removed.
+    pub fn purge(&self, older_than_ms: i64) -> Result<(usize, usize)> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let cutoff = now_ms() - older_than_ms;
+        let agents = tx.execute(
+            "DELETE FROM agents WHERE state IN ('accepted', 'rejected', 'failed', 'cancelled') AND updated_at < ?1",
+            [cutoff],
+        )?;
+        let blobs = tx.execute(
+            "DELETE FROM blobs WHERE hash NOT IN (
+                 SELECT hash FROM stable
+                 UNION SELECT hash FROM overlays WHERE hash IS NOT NULL
+                 UNION SELECT base_hash FROM overlays WHERE base_hash IS NOT NULL
+                 UNION SELECT base_hash FROM proposal_files WHERE base_hash IS NOT NULL
+                 UNION SELECT new_hash FROM proposal_files WHERE new_hash IS NOT NULL)",
+            [],
+        )?;
+        tx.commit()?;
+        Ok((agents, blobs))
     }
 
     /// `PRAGMA integrity_check`, "ok" when the file is sound.
@@ -437,7 +567,8 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 }
 
 const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
-                                   owner_pid, created_at, updated_at, rounds FROM agents";
+                                   owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
+                                   cursor_line FROM agents";
 
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -455,6 +586,10 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
         created_at: r.get(9)?,
         updated_at: r.get(10)?,
         rounds: r.get(11)?,
+        owner: r.get(12)?,
+        recoveries: r.get(13)?,
+        file: r.get(14)?,
+        cursor_line: r.get::<_, Option<i64>>(15)?.map(|l| l as usize),
     })
 }
 
@@ -473,9 +608,13 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
     let Some(old_state) = old_state else {
         return Err(StoreError::NoAgent(rec.id.clone()));
     };
+    let from = AgentState::parse(&old_state).unwrap_or(AgentState::Failed);
+    if !from.can_become(rec.state) {
+        return Err(StoreError::IllegalTransition { id: rec.id.clone(), from: from.as_str(), to: rec.state.as_str() });
+    }
     conn.prepare_cached(
         "UPDATE agents SET state = ?2, summary = ?3, error = ?4, changed_files = ?5, conflicted = ?6,
-                           updated_at = ?7, rounds = ?8 WHERE id = ?1",
+                           updated_at = ?7, rounds = ?8, owner = ?9, recoveries = ?10 WHERE id = ?1",
     )?
     .execute(params![
         rec.id,
@@ -485,7 +624,9 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
         serde_json::to_string(&rec.changed_files)?,
         rec.conflicted,
         rec.updated_at,
-        rec.rounds
+        rec.rounds,
+        rec.owner,
+        rec.recoveries
     ])?;
     if old_state != rec.state.as_str() {
         append_event(

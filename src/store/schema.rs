@@ -24,6 +24,13 @@ CREATE TABLE IF NOT EXISTS agents (
     changed_files TEXT NOT NULL DEFAULT '[]',
     conflicted    INTEGER NOT NULL DEFAULT 0,
     rounds        INTEGER NOT NULL DEFAULT 0,
+    -- The Neovim instance that runs it (see `instances`).
+    owner         TEXT NOT NULL DEFAULT '',
+    -- Times it was re-queued after its owner died while it ran.
+    recoveries    INTEGER NOT NULL DEFAULT 0,
+    -- The file the task concerns and the cursor line, to run it again.
+    file          TEXT,
+    cursor_line   INTEGER,
     owner_pid     INTEGER NOT NULL,
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL
@@ -42,6 +49,13 @@ CREATE TABLE IF NOT EXISTS proposal_files (
     base_hash TEXT,
     new_hash  TEXT,
     PRIMARY KEY (agent_id, path)
+);
+-- Running Neovim instances: an owner is alive while its heartbeat is fresh.
+CREATE TABLE IF NOT EXISTS instances (
+    owner      TEXT PRIMARY KEY,
+    pid        INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    heartbeat  INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS events (
     seq      INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -10,10 +10,14 @@ fn record(id: &str) -> AgentRecord {
         error: None,
         changed_files: vec![],
         conflicted: false,
-            rounds: 0,
+        rounds: 0,
         owner_pid: std::process::id(),
         created_at: now_ms(),
         updated_at: now_ms(),
+        owner: "dead".into(),
+        recoveries: 0,
+        file: None,
+        cursor_line: None,
     }
 }
 
@@ -98,4 +102,80 @@ fn overlay_keeps_the_first_base() {
     assert_eq!(e, OverlayEntry { hash: Some("h2".into()), base_hash: Some("base1".into()) });
     store.overlay_clear("a").unwrap();
     assert!(store.overlay_entries("a").unwrap().is_empty());
+}
+
+#[test]
+fn illegal_transitions_are_errors_not_silent_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    let mut rec = record("ag1");
+    store.agent_insert(&rec).unwrap();
+    rec.state = AgentState::Accepted;
+    let err = store.agent_update(&rec).unwrap_err();
+    assert!(matches!(err, StoreError::IllegalTransition { from: "queued", to: "accepted", .. }), "{err}");
+    assert_eq!(store.agent("ag1").unwrap().state, AgentState::Queued, "nothing written");
+    for (from, to, ok) in [
+        (AgentState::Running, AgentState::Completed, true),
+        (AgentState::Completed, AgentState::Accepted, true),
+        (AgentState::Accepted, AgentState::Running, false),
+        (AgentState::Failed, AgentState::Completed, false),
+        (AgentState::Cancelled, AgentState::Queued, false),
+        (AgentState::Rejected, AgentState::Accepted, false),
+    ] {
+        assert_eq!(from.can_become(to), ok, "{from:?} -> {to:?}");
+    }
+}
+
+#[test]
+fn recovery_requeues_once_skips_live_owners_and_fails_the_second_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    store.instance_heartbeat("live").unwrap();
+    let mut queued = record("q");
+    queued.owner = "dead".into();
+    let mut running = record("r");
+    running.state = AgentState::Running;
+    let mut other = record("o");
+    other.owner = "live".into();
+    let mut twice = record("t");
+    twice.state = AgentState::Running;
+    twice.recoveries = 1;
+    for r in [&queued, &running, &other, &twice] {
+        store.agent_insert(r).unwrap();
+    }
+    let runnable: Vec<String> = store.recover("me", 10_000).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(runnable, vec!["q", "r"]);
+    let r = store.agent("r").unwrap();
+    assert_eq!((r.state, r.recoveries, r.owner.as_str()), (AgentState::Queued, 1, "me"));
+    assert_eq!(store.agent("o").unwrap().owner, "live", "a live instance keeps its agents");
+    let t = store.agent("t").unwrap();
+    assert_eq!(t.state, AgentState::Failed);
+    assert!(t.error.unwrap().contains("twice"));
+    // Idempotent: a second pass by the same instance takes nothing twice.
+    assert!(store.recover("me", 10_000).unwrap().is_empty());
+    assert_eq!(store.agent("r").unwrap().recoveries, 1);
+}
+
+#[test]
+fn purge_removes_old_terminal_agents_and_unreferenced_blobs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    store.stable_put("a.py", b"kept", 0o644, 0, 100).unwrap();
+    let orphan = store.put_blob(b"orphan").unwrap();
+    let mut done = record("done");
+    done.state = AgentState::Failed;
+    done.updated_at = now_ms() - 100_000;
+    store.agent_insert(&done).unwrap();
+    let mut review = record("review");
+    review.state = AgentState::Completed;
+    review.updated_at = now_ms() - 100_000;
+    store.agent_insert(&review).unwrap();
+    let in_overlay = store.put_blob(b"proposed").unwrap();
+    store.overlay_set("review", "a.py", Some(&in_overlay), None).unwrap();
+    let (agents, blobs) = store.purge(50_000).unwrap();
+    assert_eq!((agents, blobs), (1, 1));
+    assert!(matches!(store.blob(&orphan), Err(StoreError::MissingBlob(_))));
+    assert_eq!(store.blob(&in_overlay).unwrap(), b"proposed", "still reviewable");
+    assert_eq!(store.agent("review").unwrap().state, AgentState::Completed);
+    assert_eq!(store.purge(50_000).unwrap(), (0, 0), "idempotent");
 }

@@ -1,0 +1,58 @@
+-- Agents outlive Neovim: a pending proposal comes back as ghost text after
+-- a restart; :Chimera cancel stops a working agent.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local SRC = "def f():\n    return 1\n"
+local PROGRAM = "```python\nwrite_file('a.py', read_file('a.py').replace('return 1', 'return 2'))\nsubmit_result('two', ['a.py'])\n```"
+
+h.test("a pending proposal comes back as ghost text after a restart", function()
+  h.project({ ["a.py"] = SRC })
+  local url = h.fake_llm({ { text = PROGRAM } })
+  h.setup(url)
+  vim.cmd.edit("a.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("return two")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  chimera.stop()
+  require("chimera.state").agents = {}
+  require("chimera.state").proposals = {}
+  require("chimera.ghost").render(buf)
+  h.eq(#require("chimera.ghost").extmarks(buf), 0, "cleared while stopped")
+  chimera.start()
+  h.wait_for("the proposal again", function()
+    return #require("chimera.ghost").extmarks(buf) > 0
+  end)
+  h.eq(chimera.agent(id).state, "completed", "record restored")
+  chimera.accept(id)
+  h.wait_for("accept", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.wait_for("the edit", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "    return 2"
+  end)
+end)
+
+h.test(":Chimera cancel stops a working agent at once", function()
+  h.project({ ["a.py"] = SRC })
+  local url = h.fake_llm({ { hang = true } })
+  h.setup(url)
+  local states = {}
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "ChimeraAgentState",
+    callback = function(ev)
+      table.insert(states, ev.data.state)
+    end,
+  })
+  local id = chimera.spawn("hang forever")
+  h.wait_for("running", function()
+    return chimera.agent(id).state == "running"
+  end)
+  vim.cmd("Chimera cancel " .. id)
+  h.wait_for("cancelled", function()
+    return chimera.agent(id).state == "cancelled"
+  end, 3000)
+  h.truthy(vim.tbl_contains(states, "running") and vim.tbl_contains(states, "cancelled"), vim.inspect(states))
+end)
+
+h.finish()
