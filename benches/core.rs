@@ -115,6 +115,7 @@ fn agent(store: &Store, id: &str) {
             recoveries: 0,
             file: None,
             cursor_line: None,
+            feedback: vec![],
             owner_pid: std::process::id(),
             created_at: now_ms(),
             updated_at: now_ms(),

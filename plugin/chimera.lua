@@ -32,3 +32,27 @@ end), { desc = "Chimera: accept the proposal under or nearest the cursor" })
 vim.keymap.set("n", "<Plug>(chimera-reject)", safely(function()
   require("chimera").reject()
 end), { desc = "Chimera: reject the proposal under or nearest the cursor" })
+
+vim.keymap.set("n", "<Plug>(chimera-accept-hunk)", safely(function()
+  require("chimera").accept_hunk()
+end), { desc = "Chimera: accept the hunk under or nearest the cursor" })
+
+vim.keymap.set("n", "<Plug>(chimera-reject-hunk)", safely(function()
+  require("chimera").reject_hunk()
+end), { desc = "Chimera: reject the hunk under or nearest the cursor" })
+
+vim.keymap.set("n", "<Plug>(chimera-reject-feedback)", safely(function()
+  require("chimera").reject_with_feedback()
+end), { desc = "Chimera: reject with feedback; the agent tries again" })
+
+vim.keymap.set("n", "<Plug>(chimera-next)", safely(function()
+  require("chimera").jump(1)
+end), { desc = "Chimera: next hunk of any proposal" })
+
+vim.keymap.set("n", "<Plug>(chimera-prev)", safely(function()
+  require("chimera").jump(-1)
+end), { desc = "Chimera: previous hunk of any proposal" })
+
+vim.keymap.set("n", "<Plug>(chimera-diff)", safely(function()
+  require("chimera").diff()
+end), { desc = "Chimera: diff of the proposal under or nearest the cursor" })

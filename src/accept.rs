@@ -21,6 +21,8 @@ pub enum AcceptError {
     NotReady { id: String, state: &'static str, action: &'static str },
     #[error("the proposal for `{0}` conflicts with your edits since it was made; resolve it or reject it and ask again")]
     Conflict(String),
+    #[error("proposal {id} has no hunk {n}; hunks are counted from 1 in file order")]
+    NoHunk { id: String, n: usize },
     #[error("cannot write `{path}`: {source}; nothing was changed")]
     Io { path: String, source: std::io::Error },
 }
@@ -148,6 +150,8 @@ pub struct Accepted {
     /// `(project path, start, end, lines)`: replace lines `[start, end)`.
     pub buffer_edits: Vec<(String, usize, usize, Vec<String>)>,
     pub files: Vec<String>,
+    /// Nothing of the proposal remains (the agent is `accepted`).
+    pub done: bool,
 }
 
 /// Accepts `agent`'s proposal. `buffers` maps project paths of loaded
@@ -156,6 +160,34 @@ pub struct Accepted {
 /// and the agent record change in one transaction, committed only after
 /// every disk write succeeded.
 pub fn accept(store: &Store, root: &Path, agent: &str, buffers: &HashMap<String, String>) -> Result<Accepted, AcceptError> {
+    accept_some(store, root, agent, buffers, None)
+}
+
+/// The hunk numbered `n` (from 1, in file order across the proposal's
+/// files): its file's index and the hunk.
+fn find_hunk(diffs: &[FileDiff], n: usize) -> Option<(usize, diff::Hunk)> {
+    let mut k = 0;
+    for (i, d) in diffs.iter().enumerate() {
+        for h in &d.hunks {
+            k += 1;
+            if k == n {
+                return Some((i, h.clone()));
+            }
+        }
+    }
+    None
+}
+
+/// Accepts `agent`'s whole proposal, or only hunk `hunk` (numbered from 1
+/// in file order). What remains of a partly accepted proposal stays
+/// reviewable; the agent is `accepted` once nothing remains.
+pub fn accept_some(
+    store: &Store,
+    root: &Path,
+    agent: &str,
+    buffers: &HashMap<String, String>,
+    hunk: Option<usize>,
+) -> Result<Accepted, AcceptError> {
     // The buffers are the ground truth: bring stable up to date, then rebase.
     for (path, content) in buffers {
         let mode = store.stable_entry(path)?.map_or(0o644, |e| e.mode);
@@ -166,11 +198,29 @@ pub fn accept(store: &Store, root: &Path, agent: &str, buffers: &HashMap<String,
         return Err(AcceptError::NotReady { id: agent.to_owned(), state: rec.state.as_str(), action: "accept" });
     }
     let (_, conflicted) = rebase(store, agent)?;
-    let files = store.proposal_files(agent)?;
+    let all_files = store.proposal_files(agent)?;
     if conflicted {
-        let path = files.first().map_or_else(String::new, |f| f.path.clone());
+        let path = all_files.first().map_or_else(String::new, |f| f.path.clone());
         return Err(AcceptError::Conflict(path));
     }
+    // One hunk: that file only, with its content as base + that hunk.
+    let (files, partial) = match hunk {
+        None => (all_files.clone(), None),
+        Some(n) => {
+            let diffs = proposal_diffs(store, agent)?;
+            let (i, h) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk { id: agent.to_owned(), n })?;
+            let f = all_files[i].clone();
+            let partial = if diffs[i].change == FileChange::Modified {
+                let base = String::from_utf8_lossy(&store.blob(f.base_hash.as_deref().unwrap_or_default())?).into_owned();
+                let (eol, final_nl) = diff::line_style(&base);
+                let text = diff::apply(&base, &[h], eol, final_nl).ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
+                Some(store.put_blob(text.as_bytes())?)
+            } else {
+                None // an added or deleted file is taken whole
+            };
+            (vec![f], partial)
+        }
+    };
     store.transaction(|tx| {
         let mut out = Accepted::default();
         let mut disk: Vec<(String, Option<Vec<u8>>, u32)> = Vec::new();
@@ -180,7 +230,7 @@ pub fn accept(store: &Store, root: &Path, agent: &str, buffers: &HashMap<String,
                 return Err(AcceptError::Conflict(f.path.clone()));
             }
             let mode = current.as_ref().map_or(0o644, |e| e.mode);
-            match &f.new_hash {
+            match partial.as_ref().or(f.new_hash.as_ref()) {
                 Some(h) => {
                     let data = store::blob(tx, h)?;
                     store::stable_set(tx, &f.path, h, data.len() as u64, mode, now_ms() * 1_000_000)?;
@@ -199,14 +249,104 @@ pub fn accept(store: &Store, root: &Path, agent: &str, buffers: &HashMap<String,
             out.files.push(f.path.clone());
         }
         write_files(root, &disk)?;
+        // What is left to review: the other files, and the rest of a partly
+        // accepted one (its base is now the new stable content).
+        let mut remaining: Vec<ProposalFile> = all_files.iter().filter(|f| !files.contains(f)).cloned().collect();
+        if let (Some(p), Some(f)) = (&partial, files.first()) {
+            if f.new_hash.as_ref() != Some(p) {
+                remaining.push(ProposalFile { path: f.path.clone(), base_hash: Some(p.clone()), new_hash: f.new_hash.clone() });
+            }
+        }
+        remaining.sort_by(|a, b| a.path.cmp(&b.path));
         let mut rec = rec.clone();
-        rec.state = AgentState::Accepted;
+        rec.updated_at = now_ms();
+        if remaining.is_empty() {
+            rec.state = AgentState::Accepted;
+            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+        } else {
+            rec.changed_files = remaining.iter().map(|f| f.path.clone()).collect();
+        }
+        store::agent_update(tx, &rec)?;
+        store::set_proposal_files(tx, agent, &remaining)?;
+        out.done = remaining.is_empty();
+        store::append_event(tx, Some(agent), "accepted", &serde_json::json!({"files": out.files, "hunk": hunk}))?;
+        Ok(out)
+    })
+}
+
+/// Drops hunk `n` (from 1, in file order) from `agent`'s proposal; the
+/// agent is `rejected` once nothing remains. Nothing the human sees changes.
+/// Returns whether the proposal is now empty.
+pub fn reject_hunk(store: &Store, agent: &str, n: usize) -> Result<bool, AcceptError> {
+    let rec = store.agent(agent)?;
+    if rec.state != AgentState::Completed {
+        return Err(AcceptError::NotReady { id: agent.to_owned(), state: rec.state.as_str(), action: "reject" });
+    }
+    let diffs = proposal_diffs(store, agent)?;
+    let (i, dropped) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk { id: agent.to_owned(), n })?;
+    let mut files = store.proposal_files(agent)?;
+    let f = &files[i];
+    let base = match &f.base_hash {
+        Some(h) => String::from_utf8_lossy(&store.blob(h)?).into_owned(),
+        None => String::new(),
+    };
+    let keep: Vec<diff::Hunk> = diffs[i].hunks.iter().filter(|h| **h != dropped).cloned().collect();
+    if keep.is_empty() || diffs[i].change != FileChange::Modified {
+        files.remove(i);
+    } else {
+        let (eol, final_nl) = diff::line_style(&base);
+        let text = diff::apply(&base, &keep, eol, final_nl).ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
+        files[i].new_hash = Some(store.put_blob(text.as_bytes())?);
+    }
+    store.transaction(|tx| {
+        let mut rec = rec.clone();
+        rec.updated_at = now_ms();
+        rec.changed_files = files.iter().map(|f| f.path.clone()).collect();
+        if files.is_empty() {
+            rec.state = AgentState::Rejected;
+            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+        }
+        store::agent_update(tx, &rec)?;
+        store::set_proposal_files(tx, agent, &files)?;
+        store::append_event(tx, Some(agent), "rejected", &serde_json::json!({"hunk": n}))?;
+        Ok(files.is_empty())
+    })
+}
+
+/// Rejects `agent`'s proposal with `feedback` and queues the agent to try
+/// again with its rejected attempt and the feedback in its prompt — at most
+/// `max_attempts` times, then it is simply rejected. Returns the record to
+/// run again, or `None` when it was rejected for good.
+pub fn reject_with_feedback(
+    store: &Store,
+    agent: &str,
+    feedback: &str,
+    max_attempts: usize,
+) -> Result<Option<store::AgentRecord>, AcceptError> {
+    let rec = store.agent(agent)?;
+    if rec.state != AgentState::Completed || rec.feedback.len() >= max_attempts {
+        reject(store, agent, Some(feedback))?;
+        return Ok(None);
+    }
+    let mut attempt = String::new();
+    for f in store.proposal_files(agent)? {
+        let old = f.base_hash.as_deref().map(|h| store.blob(h)).transpose()?.unwrap_or_default();
+        let new = f.new_hash.as_deref().map(|h| store.blob(h)).transpose()?.unwrap_or_default();
+        attempt.push_str(&diff::unified(&f.path, &String::from_utf8_lossy(&old), &String::from_utf8_lossy(&new)));
+    }
+    store.transaction(|tx| {
+        let mut rec = rec.clone();
+        rec.feedback.push(store::Feedback { attempt, feedback: feedback.to_owned() });
+        rec.state = AgentState::Queued;
+        rec.summary = None;
+        rec.conflicted = false;
+        rec.changed_files.clear();
         rec.updated_at = now_ms();
         store::agent_update(tx, &rec)?;
         tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
         tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
-        store::append_event(tx, Some(agent), "accepted", &serde_json::json!({"files": out.files}))?;
-        Ok(out)
+        store::append_event(tx, Some(agent), "rejected", &serde_json::json!({"feedback": feedback, "retry": true}))?;
+        Ok(Some(rec))
     })
 }
 

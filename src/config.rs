@@ -127,6 +127,8 @@ pub struct AgentsConfig {
     /// Ended agents (accepted, rejected, failed, cancelled) are purged
     /// after this many hours, with the content only they referenced.
     pub retention_hours: u64,
+    /// Times a proposal rejected with feedback is attempted again.
+    pub feedback_rounds: usize,
 }
 
 impl Default for AgentsConfig {
@@ -138,6 +140,7 @@ impl Default for AgentsConfig {
             max_recursion: 200,
             timeout_ms: 300_000,
             retention_hours: 24,
+            feedback_rounds: 3,
         }
     }
 }

@@ -76,6 +76,16 @@ pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
     out
 }
 
+/// A unified diff of one file (3 lines of context), as shown to models
+/// and in the diff view.
+pub fn unified(path: &str, old: &str, new: &str) -> String {
+    TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
 /// Rewrites the line endings of `new` to those of `base` when `base` uses
 /// CRLF throughout, so an agent that writes `\n` does not convert the file.
 pub fn match_line_endings(base: &str, new: &str) -> String {

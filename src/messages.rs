@@ -13,7 +13,10 @@ pub enum ToCore {
     Spawn { id: String, task: String, context: Option<String>, file: Option<String>, cursor_line: Option<usize> },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.
-    Accept { id: String, buffers: Vec<BufferText> },
+    /// `hunk`: only that hunk (numbered from 1 in file order).
+    Accept { id: String, buffers: Vec<BufferText>, hunk: Option<usize> },
+    /// Drop one hunk (numbered from 1 in file order) from a proposal.
+    RejectHunk { id: String, hunk: usize },
     /// Reject a proposal (or cancel a running agent).
     Reject { id: String, feedback: Option<String> },
     /// Stop a queued or running agent at once (LLM request and sandbox included).
@@ -53,7 +56,7 @@ pub enum ToEditor {
     /// replace lines `[start, end)` with `lines`.
     EditBuffer { id: String, path: String, start: usize, end: usize, lines: Vec<String> },
     /// The outcome of an accept or reject, for `User ChimeraAccepted`/`ChimeraRejected`.
-    Resolved { id: String, accepted: bool, files: Vec<String> },
+    Resolved { id: String, accepted: bool, files: Vec<String>, hunk: Option<usize> },
     /// Text streamed from the LLM for an agent (progress display).
     Progress { id: String, message: String },
     /// Answer to [`ToCore::CheckLlm`].

@@ -154,6 +154,7 @@ mod tests {
             recoveries: 0,
             file: None,
             cursor_line: None,
+            feedback: vec![],
                     owner_pid: 1,
                     created_at: now_ms(),
                     updated_at: now_ms(),

@@ -262,11 +262,25 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
     while let Some(msg) = rx.recv().await {
         match msg {
             ToCore::Shutdown => break,
-            ToCore::Spawn { id, task, context, file, cursor_line } => spawn_agent(&core, Job { id, task, context, file, cursor_line }),
-            ToCore::Accept { id, buffers } => {
-                let c = core.clone();
-                tokio::task::spawn_blocking(move || accept_proposal(&c, &id, buffers));
+            ToCore::Spawn { id, task, context, file, cursor_line } => {
+                spawn_agent(&core, Job { id, task, context, file, cursor_line, feedback: vec![] })
             }
+            ToCore::Accept { id, buffers, hunk } => {
+                let c = core.clone();
+                tokio::task::spawn_blocking(move || accept_proposal(&c, &id, buffers, hunk));
+            }
+            ToCore::RejectHunk { id, hunk } => match accept::reject_hunk(&core.store, &id, hunk) {
+                Ok(done) => {
+                    core.send_agent(&id);
+                    if done {
+                        core.sink.send(ToEditor::ProposalCleared { id: id.clone() });
+                    } else {
+                        core.send_proposal(&id);
+                    }
+                    core.sink.send(ToEditor::Resolved { id, accepted: false, files: vec![], hunk: Some(hunk) });
+                }
+                Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject hunk {hunk} of {id}: {e}")),
+            },
             ToCore::Reject { id, feedback } => reject_proposal(&core, &id, feedback),
             ToCore::Cancel { id } => cancel_agent(&core, &id),
             ToCore::BufferText(BufferText { path, text }) => {
@@ -330,7 +344,14 @@ fn recover(core: &Arc<Core>) {
     for rec in runnable {
         start_agent(
             core,
-            Job { id: rec.id, task: rec.task, context: rec.context, file: rec.file, cursor_line: rec.cursor_line },
+            Job {
+                id: rec.id,
+                task: rec.task,
+                context: rec.context,
+                file: rec.file,
+                cursor_line: rec.cursor_line,
+                feedback: rec.feedback,
+            },
         );
     }
 }
@@ -351,6 +372,7 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         recoveries: 0,
         file: job.file.clone(),
         cursor_line: job.cursor_line,
+        feedback: job.feedback.clone(),
         owner_pid: std::process::id(),
         created_at: now_ms(),
         updated_at: now_ms(),
@@ -442,20 +464,24 @@ fn finish_agent(core: &Core, id: &str, outcome: Result<agent::Done, agent::Agent
     }
 }
 
-fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>) {
+fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>, hunk: Option<usize>) {
     let buffers: HashMap<String, String> = buffers
         .into_iter()
         .filter_map(|b| core.rel(&b.path).map(|p| (p.to_string(), b.text)))
         .collect();
-    match accept::accept(&core.store, &core.root, id, &buffers) {
+    match accept::accept_some(&core.store, &core.root, id, &buffers, hunk) {
         Ok(out) => {
             for (path, start, end, lines) in out.buffer_edits {
                 core.sink.send(ToEditor::EditBuffer { id: id.to_owned(), path: core.abs(&path), start, end, lines });
             }
             core.send_agent(id);
-            core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
+            if out.done {
+                core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
+            } else {
+                core.send_proposal(id);
+            }
             let files = out.files.iter().map(|f| core.abs(f)).collect();
-            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: true, files });
+            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: true, files, hunk });
         }
         Err(e) => {
             core.send_agent(id);
@@ -467,7 +493,32 @@ fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>) {
     }
 }
 
-fn reject_proposal(core: &Core, id: &str, feedback: Option<String>) {
+fn reject_proposal(core: &Arc<Core>, id: &str, feedback: Option<String>) {
+    let completed = core.store.agent(id).is_ok_and(|r| r.state == AgentState::Completed);
+    if let (Some(text), true) = (feedback.as_deref().filter(|f| !f.trim().is_empty()), completed) {
+        match accept::reject_with_feedback(&core.store, id, text, core.config.agents.feedback_rounds) {
+            Ok(again) => {
+                core.send_agent(id);
+                core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
+                core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: false, files: vec![], hunk: None });
+                if let Some(rec) = again {
+                    start_agent(
+                        core,
+                        Job {
+                            id: rec.id,
+                            task: rec.task,
+                            context: rec.context,
+                            file: rec.file,
+                            cursor_line: rec.cursor_line,
+                            feedback: rec.feedback,
+                        },
+                    );
+                }
+            }
+            Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
+        }
+        return;
+    }
     let token = core.agents.lock().ok().and_then(|mut m| m.remove(id));
     if let Some(t) = token {
         t.cancel();
@@ -476,13 +527,13 @@ fn reject_proposal(core: &Core, id: &str, feedback: Option<String>) {
         Ok(()) => {
             core.send_agent(id);
             core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
-            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: false, files: vec![] });
+            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: false, files: vec![], hunk: None });
         }
         Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
     }
 }
 
-fn cancel_agent(core: &Core, id: &str) {
+fn cancel_agent(core: &Arc<Core>, id: &str) {
     match core.store.agent(id) {
         Ok(rec) if rec.state.is_active() => reject_proposal(core, id, None),
         Ok(rec) => core.notify(

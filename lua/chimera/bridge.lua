@@ -95,7 +95,7 @@ function handlers.edit_buffer(msg)
 end
 
 function handlers.resolved(msg)
-  emit(msg.accepted and "ChimeraAccepted" or "ChimeraRejected", { id = msg.id, files = msg.files })
+  emit(msg.accepted and "ChimeraAccepted" or "ChimeraRejected", { id = msg.id, files = msg.files, hunk = msg.hunk })
   -- Files written on disk: reload buffers that show them unmodified.
   if msg.accepted then
     vim.cmd("checktime")
@@ -121,6 +121,9 @@ function M.dispatch(msg)
   local h = handlers[msg.type]
   if h then
     h(msg)
+  end
+  if msg.type == "agent" or msg.type == "proposal" or msg.type == "proposal_cleared" then
+    require("chimera.agents_view").refresh()
   end
 end
 

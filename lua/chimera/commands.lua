@@ -23,7 +23,22 @@ local function active_ids()
   return ids
 end
 
-local function age(ms)
+--- Removes `--hunk N` from `args`; returns N.
+local function take_hunk(args)
+  for i, a in ipairs(args) do
+    if a == "--hunk" then
+      local n = tonumber(args[i + 1])
+      if not n or n < 1 then
+        error("chimera: --hunk takes a hunk number, counted from 1 in file order", 0)
+      end
+      table.remove(args, i + 1)
+      table.remove(args, i)
+      return n
+    end
+  end
+end
+
+function M.age(ms)
   local s = math.max(0, os.time() - math.floor((ms or 0) / 1000))
   if s < 60 then
     return s .. "s"
@@ -48,19 +63,44 @@ M.subcommands = {
     end,
   },
   accept = {
-    desc = "accept a proposal: :Chimera accept [id]",
+    desc = "accept a proposal or one hunk: :Chimera accept [id] [--hunk N]",
     complete = pending_ids,
     run = function(args)
-      chimera().accept(args[1])
+      local hunk = take_hunk(args)
+      chimera().accept(args[1], { hunk = hunk })
     end,
   },
   reject = {
-    desc = "reject a proposal or stop an agent: :Chimera reject [id] [feedback]",
+    desc = "reject a proposal, one hunk, or stop an agent: :Chimera reject [id] [--hunk N] [feedback]",
     complete = active_ids,
     run = function(args)
+      local hunk = take_hunk(args)
       local id = args[1]
       local feedback = #args > 1 and table.concat(args, " ", 2) or nil
-      chimera().reject(id, { feedback = feedback })
+      chimera().reject(id, { feedback = feedback, hunk = hunk })
+    end,
+  },
+  diff = {
+    desc = "show a proposal's diff: :Chimera diff [id] [--split]",
+    complete = pending_ids,
+    run = function(args)
+      local split = vim.tbl_contains(args, "--split")
+      args = vim.tbl_filter(function(a)
+        return a ~= "--split"
+      end, args)
+      chimera().diff(args[1], { split = split })
+    end,
+  },
+  next = {
+    desc = "jump to the next hunk of any proposal",
+    run = function()
+      chimera().jump(1)
+    end,
+  },
+  prev = {
+    desc = "jump to the previous hunk of any proposal",
+    run = function()
+      chimera().jump(-1)
     end,
   },
   cancel = {
@@ -79,28 +119,9 @@ M.subcommands = {
     end,
   },
   agents = {
-    desc = "list agents",
+    desc = "open the agents window (a accept, r reject, R reject with feedback, c cancel, d diff, q close)",
     run = function()
-      local lines = {}
-      for _, a in ipairs(chimera().agents()) do
-        local files = table.concat(a.changed_files or {}, ", ")
-        local detail = a.error or a.summary or ""
-        table.insert(
-          lines,
-          { ("%s  %-9s %4s  %s%s%s\n"):format(
-            a.id,
-            a.state .. (a.conflicted and "!" or ""),
-            age(a.created_at),
-            a.task,
-            files ~= "" and ("  [" .. files .. "]") or "",
-            detail ~= "" and ("  — " .. detail) or ""
-          ) }
-        )
-      end
-      if #lines == 0 then
-        lines = { { "no agents yet: :Chimera task {what to do}\n" } }
-      end
-      vim.api.nvim_echo(lines, false, {})
+      require("chimera.agents_view").open()
     end,
   },
   status = {

@@ -40,14 +40,18 @@ local function keys_hint()
   return #parts > 0 and (" [" .. table.concat(parts, ", ") .. "]") or ""
 end
 
---- Proposals touching `path`: list of { id, file }.
+--- Proposals touching `path`: list of { id, file, offset }, where offset
+--- is the number of hunks of that proposal in files before this one (hunks
+--- are numbered from 1 in file order across a proposal).
 function M.for_path(path)
   local out = {}
   for id, files in pairs(state.proposals) do
+    local offset = 0
     for _, file in ipairs(files) do
       if file.path == path then
-        table.insert(out, { id = id, file = file })
+        table.insert(out, { id = id, file = file, offset = offset })
       end
+      offset = offset + #(file.hunks or {})
     end
   end
   table.sort(out, function(a, b)
@@ -107,7 +111,10 @@ function M.render(buf)
       end
       local ok, mark = pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, anchor, 0, opts)
       if ok then
-        table.insert(marks[buf], { mark = mark, id = entry.id, first = i == 1 })
+        -- `start_mark` sits on the hunk's first line, for jumping and "nearest".
+        local first_row = math.max(0, math.min(start, line_count - 1))
+        local _, start_mark = pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, first_row, 0, {})
+        table.insert(marks[buf], { mark = start_mark or mark, id = entry.id, hunk = entry.offset + i })
       end
     end
   end
@@ -129,19 +136,33 @@ function M.render_paths(paths)
   end
 end
 
---- The id of the proposal under or nearest the cursor in `buf`, if any.
+--- The proposal and hunk under or nearest the cursor in `buf`:
+--- id, hunk number (nil, nil if the buffer shows none).
 function M.nearest(buf, row)
-  local best, best_dist
+  local best, best_hunk, best_dist
   for _, m in ipairs(marks[buf] or {}) do
     local pos = vim.api.nvim_buf_get_extmark_by_id(buf, M.ns, m.mark, {})
     if pos[1] then
       local dist = math.abs(pos[1] - row)
       if not best_dist or dist < best_dist then
-        best, best_dist = m.id, dist
+        best, best_hunk, best_dist = m.id, m.hunk, dist
       end
     end
   end
-  return best
+  return best, best_hunk
+end
+
+--- Rows of every hunk shown in `buf`, sorted.
+function M.hunk_rows(buf)
+  local rows = {}
+  for _, m in ipairs(marks[buf] or {}) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(buf, M.ns, m.mark, {})
+    if pos[1] then
+      table.insert(rows, pos[1])
+    end
+  end
+  table.sort(rows)
+  return rows
 end
 
 --- Extmarks of `buf` in Chimera's namespace (for tests and :checkhealth).

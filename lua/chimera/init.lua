@@ -86,6 +86,15 @@ function M.stop()
   end
   state.root = nil
   state.ready = false
+  -- The core sends every agent and proposal again when it starts.
+  local shown = {}
+  for _, files in pairs(state.proposals) do
+    for _, f in ipairs(files) do
+      table.insert(shown, f.path)
+    end
+  end
+  state.agents, state.proposals, state.progress = {}, {}, {}
+  pcall(require("chimera.ghost").render_paths, shown)
 end
 
 local function new_id()
@@ -177,7 +186,7 @@ function M.proposals(opts)
   return out
 end
 
---- The proposal under or nearest the cursor in the current buffer.
+--- The proposal (and hunk) under or nearest the cursor in the current buffer.
 function M.current()
   local buf = vim.api.nvim_get_current_buf()
   return require("chimera.ghost").nearest(buf, vim.api.nvim_win_get_cursor(0)[1] - 1)
@@ -198,11 +207,13 @@ local function resolve_id(id, verb)
   return id
 end
 
---- Accepts proposal `id` (default: the one under or nearest the cursor).
+--- Accepts proposal `id` (default: the one under or nearest the cursor),
+--- or only hunk `opts.hunk` of it (numbered from 1 in file order).
 --- Loaded buffers change as one undoable change each; other files are
 --- written on disk. Fires `User ChimeraAccepted` when done.
-function M.accept(id)
+function M.accept(id, opts)
   id = resolve_id(id, "accept")
+  local hunk = opts and opts.hunk or nil
   local buffers = require("chimera.buffers")
   local texts = {}
   for _, f in ipairs(state.proposals[id] or {}) do
@@ -211,16 +222,102 @@ function M.accept(id)
       table.insert(texts, { path = f.path, text = buffers.text(buf) })
     end
   end
-  require("chimera.loader").require().accept(id, texts)
+  require("chimera.loader").require().accept(id, texts, hunk)
   return id
 end
 
---- Rejects proposal `id` (or cancels a running agent). `opts.feedback` is
---- recorded with the rejection.
+--- Rejects proposal `id` (or cancels a running agent). With
+--- `opts.feedback`, the agent tries again with its rejected attempt and the
+--- feedback (at most `agents.feedback_rounds` times). With `opts.hunk`,
+--- only that hunk is dropped.
 function M.reject(id, opts)
   id = resolve_id(id, "reject")
-  require("chimera.loader").require().reject(id, opts and opts.feedback or nil)
+  opts = opts or {}
+  local lib = require("chimera.loader").require()
+  if opts.hunk then
+    lib.reject_hunk(id, opts.hunk)
+  else
+    lib.reject(id, opts.feedback)
+  end
   return id
+end
+
+--- Accepts the hunk under or nearest the cursor.
+function M.accept_hunk()
+  local id, hunk = M.current()
+  if not id then
+    error("chimera: no proposal in this buffer", 0)
+  end
+  return M.accept(id, { hunk = hunk })
+end
+
+--- Rejects the hunk under or nearest the cursor.
+function M.reject_hunk()
+  local id, hunk = M.current()
+  if not id then
+    error("chimera: no proposal in this buffer", 0)
+  end
+  return M.reject(id, { hunk = hunk })
+end
+
+--- Asks for feedback (vim.ui.input), then rejects the proposal under or
+--- nearest the cursor with it: the agent tries again.
+function M.reject_with_feedback(id)
+  id = resolve_id(id, "reject")
+  vim.ui.input({ prompt = ("Feedback for agent %s: "):format(id) }, function(text)
+    if text and vim.trim(text) ~= "" then
+      M.reject(id, { feedback = text })
+    end
+  end)
+end
+
+--- Moves the cursor to the next (`dir` = 1) or previous (-1) hunk of any
+--- proposal in the current buffer, wrapping around; else to the first
+--- file with a proposal.
+function M.jump(dir)
+  local buf = vim.api.nvim_get_current_buf()
+  local rows = require("chimera.ghost").hunk_rows(buf)
+  if #rows == 0 then
+    local first = M.proposals()[1]
+    if not first then
+      vim.notify("chimera: no proposals", vim.log.levels.INFO, { title = "Chimera" })
+      return
+    end
+    vim.cmd.edit(vim.fn.fnameescape(first.files[1].path))
+    rows = require("chimera.ghost").hunk_rows(vim.api.nvim_get_current_buf())
+    if #rows > 0 then
+      vim.api.nvim_win_set_cursor(0, { rows[1] + 1, 0 })
+    end
+    return
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local target
+  if dir > 0 then
+    for _, r in ipairs(rows) do
+      if r > row then
+        target = r
+        break
+      end
+    end
+    target = target or rows[1]
+  else
+    for i = #rows, 1, -1 do
+      if rows[i] < row then
+        target = rows[i]
+        break
+      end
+    end
+    target = target or rows[#rows]
+  end
+  vim.api.nvim_win_set_cursor(0, { target + 1, 0 })
+end
+
+--- Opens the diff of proposal `id` (default: nearest the cursor): a float
+--- with every file's diff, or with `opts.split` a native `:diffthis` split
+--- of the current file against its proposed version.
+function M.diff(id, opts)
+  id = resolve_id(id, "diff")
+  return require("chimera.diffview").open(id, opts or {})
 end
 
 --- Stops queued or running agent `id` at once (its LLM request and

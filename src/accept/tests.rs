@@ -36,6 +36,7 @@ fn agent(f: &Fixture, id: &str, writes: &[(&str, Option<&str>)]) {
             recoveries: 0,
             file: None,
             cursor_line: None,
+            feedback: vec![],
             owner_pid: 1,
             created_at: now_ms(),
             updated_at: now_ms(),
@@ -180,4 +181,44 @@ fn rebase_follows_human_edits_between_proposal_and_accept() {
     assert!(changed && !conflicted);
     let d = proposal_diffs(&f.store, "ag").unwrap();
     assert_eq!(d[0].hunks[0].old_start, 3, "the hunk moved down with the text");
+}
+
+#[test]
+fn hunks_are_accepted_and_rejected_one_by_one() {
+    let f = fixture(&[("a.py", "1\n2\n3\n4\n5\n"), ("b.py", "x\n")]);
+    agent(&f, "ag", &[("a.py", Some("ONE\n2\n3\n4\nFIVE\n")), ("b.py", Some("y\n"))]);
+    complete(&f, "ag");
+    // Hunks in file order: a.py#1 (line 1), a.py#2 (line 5), b.py#1.
+    let out = accept_some(&f.store, f.dir.path(), "ag", &HashMap::new(), Some(2)).unwrap();
+    assert!(!out.done);
+    assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n4\nFIVE\n", "only hunk 2 applied");
+    let d = proposal_diffs(&f.store, "ag").unwrap();
+    assert_eq!(d.iter().map(|d| d.hunks.len()).sum::<usize>(), 2, "two hunks left");
+    assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Completed);
+
+    assert!(!reject_hunk(&f.store, "ag", 1).unwrap(), "a.py's first hunk dropped");
+    assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n4\nFIVE\n", "reject changes nothing on disk");
+    let d = proposal_diffs(&f.store, "ag").unwrap();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].path, "b.py");
+
+    let out = accept_some(&f.store, f.dir.path(), "ag", &HashMap::new(), Some(1)).unwrap();
+    assert!(out.done);
+    assert_eq!(disk(&f, "b.py").unwrap(), "y\n");
+    assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Accepted);
+    assert!(matches!(
+        accept_some(&f.store, f.dir.path(), "ag", &HashMap::new(), Some(1)),
+        Err(AcceptError::NotReady { .. })
+    ));
+}
+
+#[test]
+fn rejecting_the_last_hunk_rejects_the_proposal_and_a_missing_hunk_is_an_error() {
+    let f = fixture(&[("a.py", "1\n")]);
+    agent(&f, "ag", &[("a.py", Some("2\n"))]);
+    complete(&f, "ag");
+    assert!(matches!(reject_hunk(&f.store, "ag", 7), Err(AcceptError::NoHunk { n: 7, .. })));
+    assert!(reject_hunk(&f.store, "ag", 1).unwrap());
+    assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Rejected);
+    assert_eq!(disk(&f, "a.py").unwrap(), "1\n");
 }

@@ -54,6 +54,8 @@ pub struct Job {
     pub file: Option<String>,
     /// The cursor's line in that file (0-based).
     pub cursor_line: Option<usize>,
+    /// Earlier attempts the user rejected, with their feedback.
+    pub feedback: Vec<crate::store::Feedback>,
 }
 
 /// A finished run: its summary and the files it changed.
@@ -145,6 +147,9 @@ pub async fn run(
         ChatMessage::system(system),
         prompt::task_message(form, &job.task, job.context.as_deref(), view.as_ref(), &tree),
     ];
+    if !job.feedback.is_empty() {
+        messages.push(prompt::feedback_message(&job.feedback));
+    }
     let opts = ChatOptions { json_schema: json.then(reply_schema) };
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();

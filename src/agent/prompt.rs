@@ -101,6 +101,22 @@ pub fn task_message(form: EditForm, task: &str, selection: Option<&str>, target:
     ChatMessage::user(msg)
 }
 
+/// Earlier attempts the user rejected, with what they said: the model must
+/// do better, not the same again.
+pub fn feedback_message(feedback: &[crate::store::Feedback]) -> ChatMessage {
+    let mut msg = String::from("The user rejected your earlier attempt(s) at this task.\n");
+    for (i, f) in feedback.iter().enumerate() {
+        msg.push_str(&format!(
+            "\nAttempt {}:\n```diff\n{}```\nThe user said: {}\n",
+            i + 1,
+            f.attempt.chars().take(6000).collect::<String>(),
+            f.feedback
+        ));
+    }
+    msg.push_str("\nDo the task again, following the user's feedback.");
+    ChatMessage::user(msg)
+}
+
 /// The message asking the model to fix its answer after `problem`.
 pub fn repair_message(form: EditForm, problem: &str) -> ChatMessage {
     ChatMessage::user(match form {

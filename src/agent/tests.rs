@@ -28,6 +28,7 @@ fn setup(url: &str) -> Setup {
             recoveries: 0,
             file: None,
             cursor_line: None,
+            feedback: vec![],
             owner_pid: 1,
             created_at: now_ms(),
             updated_at: now_ms(),
@@ -41,7 +42,7 @@ fn setup(url: &str) -> Setup {
 }
 
 fn job() -> Job {
-    Job { id: "ag".into(), task: "add a docstring to parse_config".into(), context: None, file: Some("app.py".into()), cursor_line: None }
+    Job { id: "ag".into(), task: "add a docstring to parse_config".into(), context: None, file: Some("app.py".into()), cursor_line: None, feedback: vec![] }
 }
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nsrc = src.replace('def parse_config(path):\\n', 'def parse_config(path):\\n    \"\"\"Parse the config.\"\"\"\\n')\nwrite_file('app.py', src)\nsubmit_result('Added a docstring', ['app.py'])\n```";

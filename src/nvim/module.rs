@@ -69,7 +69,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "accept",
-        lua.create_function(|_, (id, buffers): (String, Option<Table>)| {
+        lua.create_function(|_, (id, buffers, hunk): (String, Option<Table>, Option<usize>)| {
             let mut texts = Vec::new();
             if let Some(buffers) = buffers {
                 for pair in buffers.sequence_values::<Table>() {
@@ -77,7 +77,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                     texts.push(BufferText { path: b.get("path")?, text: b.get("text")? });
                 }
             }
-            send(ToCore::Accept { id, buffers: texts })
+            send(ToCore::Accept { id, buffers: texts, hunk })
         })?,
     )?;
     t.set(
@@ -90,6 +90,10 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             let text = String::from_utf8_lossy(&text.as_bytes()).into_owned();
             send(ToCore::BufferText(BufferText { path, text }))
         })?,
+    )?;
+    t.set(
+        "reject_hunk",
+        lua.create_function(|_, (id, hunk): (String, usize)| send(ToCore::RejectHunk { id, hunk }))?,
     )?;
     t.set("cancel", lua.create_function(|_, id: String| send(ToCore::Cancel { id }))?)?;
     t.set("buffer_closed", lua.create_function(|_, path: String| send(ToCore::BufferClosed { path }))?)?;

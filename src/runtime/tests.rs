@@ -55,7 +55,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     assert_eq!(files.len(), 1);
     assert_eq!(files[0].path, root.join("app.py").to_string_lossy());
     assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "def parse_config(path):\n    return {}\n");
-    core.send(ToCore::Accept { id: "a1".into(), buffers: vec![] }).unwrap();
+    core.send(ToCore::Accept { id: "a1".into(), buffers: vec![], hunk: None }).unwrap();
     wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(()));
     assert!(std::fs::read_to_string(root.join("app.py")).unwrap().contains("\"\"\"Parse.\"\"\""));
     core.shutdown(Duration::from_secs(2));
@@ -179,5 +179,28 @@ fn at_most_max_concurrent_agents_run_at_once() {
     assert_eq!(running.len(), 2, "{running:?}");
     core.send(ToCore::Cancel { id: "a0".into() }).unwrap();
     wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running && !running.contains(&agent.id)).then_some(()));
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
+fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let second = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse the config file at path.\"\"\"\\n    return {}'))\nsubmit_result('Longer docstring', ['app.py'])\n```";
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into()), Reply::OpenaiStream(second.into())]));
+    let dir = project();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None, cursor_line: None }).unwrap();
+    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(()));
+    core.send(ToCore::Reject { id: "a1".into(), feedback: Some("say what the path is".into()) }).unwrap();
+    let rec = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent } if agent.state == AgentState::Completed && !agent.feedback.is_empty() => Some(agent.clone()),
+        _ => None,
+    });
+    assert_eq!(rec.summary.as_deref(), Some("Longer docstring"));
+    assert_eq!(rec.feedback[0].feedback, "say what the path is");
+    assert!(rec.feedback[0].attempt.contains("+    \"\"\"Parse.\"\"\""), "{}", rec.feedback[0].attempt);
+    let retry = server.requests.lock().unwrap()[1].clone();
+    assert!(retry.contains("say what the path is") && retry.contains("Parse."), "the retry prompt has both: {retry}");
     core.shutdown(Duration::from_secs(2));
 }

@@ -156,9 +156,20 @@ pub struct AgentRecord {
     pub file: Option<String>,
     #[serde(default)]
     pub cursor_line: Option<usize>,
+    /// Earlier attempts the user rejected with feedback, oldest first.
+    #[serde(default)]
+    pub feedback: Vec<Feedback>,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// A rejected attempt and what the user said about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feedback {
+    /// The rejected proposal as a unified diff.
+    pub attempt: String,
+    pub feedback: String,
 }
 
 /// One file of a proposal: the stable content it was diffed against and the
@@ -332,8 +343,8 @@ impl Store {
     pub fn agent_insert(&self, rec: &AgentRecord) -> Result<()> {
         self.conn().execute(
             "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
-                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line, feedback)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 rec.id,
                 rec.state.as_str(),
@@ -350,7 +361,8 @@ impl Store {
                 rec.owner,
                 rec.recoveries,
                 rec.file,
-                rec.cursor_line.map(|l| l as i64)
+                rec.cursor_line.map(|l| l as i64),
+                serde_json::to_string(&rec.feedback)?
             ],
         )?;
         append_event(&self.conn(), Some(&rec.id), "agent_created", &serde_json::json!({"task": rec.task}))?;
@@ -568,7 +580,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line FROM agents";
+                                   cursor_line, feedback FROM agents";
 
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -590,6 +602,7 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
         recoveries: r.get(13)?,
         file: r.get(14)?,
         cursor_line: r.get::<_, Option<i64>>(15)?.map(|l| l as usize),
+        feedback: serde_json::from_str(&r.get::<_, String>(16)?).unwrap_or_default(),
     })
 }
 
@@ -614,7 +627,7 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
     }
     conn.prepare_cached(
         "UPDATE agents SET state = ?2, summary = ?3, error = ?4, changed_files = ?5, conflicted = ?6,
-                           updated_at = ?7, rounds = ?8, owner = ?9, recoveries = ?10 WHERE id = ?1",
+                           updated_at = ?7, rounds = ?8, owner = ?9, recoveries = ?10, feedback = ?11 WHERE id = ?1",
     )?
     .execute(params![
         rec.id,
@@ -626,7 +639,8 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
         rec.updated_at,
         rec.rounds,
         rec.owner,
-        rec.recoveries
+        rec.recoveries,
+        serde_json::to_string(&rec.feedback)?
     ])?;
     if old_state != rec.state.as_str() {
         append_event(

@@ -31,6 +31,8 @@ CREATE TABLE IF NOT EXISTS agents (
     -- The file the task concerns and the cursor line, to run it again.
     file          TEXT,
     cursor_line   INTEGER,
+    -- Rejected attempts with the user's feedback (JSON list).
+    feedback      TEXT NOT NULL DEFAULT '[]',
     owner_pid     INTEGER NOT NULL,
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL

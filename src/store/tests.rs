@@ -18,6 +18,7 @@ fn record(id: &str) -> AgentRecord {
         recoveries: 0,
         file: None,
         cursor_line: None,
+        feedback: vec![],
     }
 }
 

@@ -49,7 +49,7 @@ function M.truthy(v, what)
 end
 
 function M.wait_for(what, pred, timeout)
-  local ok = vim.wait(timeout or 15000, pred, 20)
+  local ok = vim.wait(timeout or 30000, pred, 20)
   if not ok then
     error("timed out waiting for " .. what, 2)
   end

@@ -1,0 +1,102 @@
+--- `:Chimera agents`: a window listing every agent (state, task, age,
+--- files, summary or error), live-updated, with keys to act on the agent
+--- under the cursor. A view of `state.agents`.
+local state = require("chimera.state")
+
+local M = {}
+
+local view -- { buf, win, ids = { line -> agent id } }
+
+local function line_for(a)
+  local files = table.concat(a.changed_files or {}, ", ")
+  local detail = (a.error or a.summary or ""):gsub("\n.*", "")
+  return ("%s  %-10s %4s  %s%s%s"):format(
+    a.id,
+    a.state .. (a.conflicted and "!" or ""),
+    require("chimera.commands").age(a.created_at),
+    a.task,
+    files ~= "" and ("  [" .. files .. "]") or "",
+    detail ~= "" and ("  — " .. detail) or ""
+  )
+end
+
+--- Redraws the window if it is open.
+function M.refresh()
+  if not (view and vim.api.nvim_buf_is_valid(view.buf)) then
+    return
+  end
+  local lines, ids = { "Chimera agents — a accept  r reject  R reject with feedback  c cancel  d diff  q close", "" }, {}
+  for _, a in ipairs(require("chimera").agents()) do
+    table.insert(lines, line_for(a))
+    ids[#lines] = a.id
+  end
+  if #lines == 2 then
+    table.insert(lines, "no agents yet: :Chimera task {what to do}")
+  end
+  vim.bo[view.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(view.buf, 0, -1, false, lines)
+  vim.bo[view.buf].modifiable = false
+  view.ids = ids
+end
+
+local function under_cursor()
+  local id = view and view.ids[vim.api.nvim_win_get_cursor(0)[1]]
+  if not id then
+    vim.notify("chimera: put the cursor on an agent's line", vim.log.levels.WARN, { title = "Chimera" })
+  end
+  return id
+end
+
+local function act(fn)
+  return function()
+    local id = under_cursor()
+    if id then
+      local ok, err = pcall(fn, id)
+      if not ok then
+        vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+      end
+    end
+  end
+end
+
+function M.open()
+  if view and vim.api.nvim_win_is_valid(view.win) then
+    vim.api.nvim_set_current_win(view.win)
+    M.refresh()
+    return view.buf
+  end
+  vim.cmd("botright 12new")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = "chimera-agents"
+  pcall(vim.api.nvim_buf_set_name, buf, "chimera://agents")
+  view = { buf = buf, win = vim.api.nvim_get_current_win(), ids = {} }
+  local c = require("chimera")
+  local function map(lhs, fn)
+    vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true })
+  end
+  map("a", act(function(id)
+    c.accept(id)
+  end))
+  map("r", act(function(id)
+    c.reject(id)
+  end))
+  map("R", act(function(id)
+    c.reject_with_feedback(id)
+  end))
+  map("c", act(function(id)
+    c.cancel(id)
+  end))
+  map("d", act(function(id)
+    c.diff(id)
+  end))
+  map("q", function()
+    vim.api.nvim_win_close(0, true)
+  end)
+  M.refresh()
+  return buf
+end
+
+return M

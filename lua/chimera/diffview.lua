@@ -1,0 +1,118 @@
+--- The diff view of a proposal: a float with a unified diff of every file
+--- (built from the proposal's hunks), or a native `:diffthis` split of the
+--- current file against its proposed text. A view: it owns no diff state.
+local state = require("chimera.state")
+
+local M = {}
+
+--- Unified-diff lines of proposal `id`.
+function M.lines(id)
+  local agent = state.agents[id] or {}
+  local out = {
+    ("# chimera %s: %s"):format(id, agent.task or ""),
+    ("# %s"):format(agent.conflicted and "CONFLICT: your edits overlap; left: your text (-), right: the agent's (+)"
+      or (agent.summary or "")),
+  }
+  local n = 0
+  for _, f in ipairs(state.proposals[id] or {}) do
+    local rel = state.root and f.path:sub(#state.root + 2) or f.path
+    table.insert(out, "--- a/" .. rel)
+    table.insert(out, "+++ b/" .. rel .. (f.change ~= "modified" and ("  (" .. f.change .. ")") or ""))
+    local shift = 0
+    for _, h in ipairs(f.hunks) do
+      n = n + 1
+      table.insert(out, ("@@ -%d,%d +%d,%d @@ hunk %d"):format(
+        h.old_start + 1, #h.old_lines, h.old_start + 1 + shift, #h.new_lines, n))
+      for _, l in ipairs(h.old_lines) do
+        table.insert(out, "-" .. l)
+      end
+      for _, l in ipairs(h.new_lines) do
+        table.insert(out, "+" .. l)
+      end
+      shift = shift + #h.new_lines - #h.old_lines
+    end
+  end
+  return out
+end
+
+--- The proposed text of `path` (lines), from the current buffer lines.
+function M.proposed(lines, file)
+  local out, pos = {}, 0
+  for _, h in ipairs(file.hunks) do
+    for i = pos + 1, h.old_start do
+      table.insert(out, lines[i])
+    end
+    vim.list_extend(out, h.new_lines)
+    pos = h.old_start + #h.old_lines
+  end
+  for i = pos + 1, #lines do
+    table.insert(out, lines[i])
+  end
+  return out
+end
+
+function M.open(id, opts)
+  if not state.proposals[id] then
+    error(("chimera: agent %s has no pending proposal"):format(id), 0)
+  end
+  if opts.split then
+    local buf = vim.api.nvim_get_current_buf()
+    local path = vim.api.nvim_buf_get_name(buf)
+    local file
+    for _, f in ipairs(state.proposals[id]) do
+      if f.path == path then
+        file = f
+      end
+    end
+    if not file then
+      error("chimera: the proposal does not touch this file; open one of its files first", 0)
+    end
+    local proposed = M.proposed(vim.api.nvim_buf_get_lines(buf, 0, -1, false), file)
+    local ft = vim.bo[buf].filetype
+    vim.cmd("diffthis")
+    vim.cmd("vertical rightbelow new")
+    local scratch = vim.api.nvim_get_current_buf()
+    vim.bo[scratch].buftype = "nofile"
+    vim.bo[scratch].bufhidden = "wipe"
+    vim.api.nvim_buf_set_lines(scratch, 0, -1, false, proposed)
+    vim.bo[scratch].modifiable = false
+    vim.bo[scratch].filetype = ft
+    pcall(vim.api.nvim_buf_set_name, scratch, ("chimera://%s/%s"):format(id, vim.fn.fnamemodify(path, ":t")))
+    vim.cmd("diffthis")
+    return scratch
+  end
+  local lines = M.lines(id)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].filetype = "diff"
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].bufhidden = "wipe"
+  local width = math.min(vim.o.columns - 4, 100)
+  local height = math.min(vim.o.lines - 4, #lines)
+  local win = vim.api.nvim_open_win(buf, true, {
+    relative = "editor",
+    width = width,
+    height = math.max(1, height),
+    row = math.floor((vim.o.lines - height) / 2),
+    col = math.floor((vim.o.columns - width) / 2),
+    border = "rounded",
+    title = (" chimera %s — a accept, r reject, q close "):format(id),
+  })
+  local function map(lhs, fn)
+    vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true })
+  end
+  map("q", function()
+    vim.api.nvim_win_close(win, true)
+  end)
+  map("a", function()
+    vim.api.nvim_win_close(win, true)
+    require("chimera").accept(id)
+  end)
+  map("r", function()
+    vim.api.nvim_win_close(win, true)
+    require("chimera").reject(id)
+  end)
+  return buf
+end
+
+return M

@@ -1,0 +1,120 @@
+-- Review as users ask for it: per-hunk accept/reject, reject with
+-- feedback, the diff view, hunk jumps, the agents window.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local SRC = "def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n"
+local PROGRAM = "```python\nsrc = read_file('m.py')\nsrc = src.replace('return 1', 'return 10').replace('return 3', 'return 30')\nwrite_file('m.py', src)\nsubmit_result('tens', ['m.py'])\n```"
+
+local function lines(buf)
+  return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+local function proposal_ready(id)
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  h.wait_for("ghost text", function()
+    return #require("chimera.ghost").hunk_rows(vim.api.nvim_get_current_buf()) == 2
+  end)
+end
+
+h.test("hunks are accepted and rejected one at a time", function()
+  local root = h.project({ ["m.py"] = SRC })
+  h.setup((h.fake_llm({ { text = PROGRAM } })))
+  vim.cmd.edit("m.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("tens")
+  proposal_ready(id)
+  -- next/prev jump between the two hunks (lines 2 and 10), wrapping.
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  chimera.jump(1)
+  h.eq(vim.api.nvim_win_get_cursor(0)[1], 2, "next")
+  chimera.jump(1)
+  h.eq(vim.api.nvim_win_get_cursor(0)[1], 10, "next again")
+  chimera.jump(1)
+  h.eq(vim.api.nvim_win_get_cursor(0)[1], 2, "wraps")
+  chimera.jump(-1)
+  h.eq(vim.api.nvim_win_get_cursor(0)[1], 10, "prev wraps")
+  -- Cursor on the second hunk: reject just that one.
+  vim.cmd('execute "normal \\<Plug>(chimera-reject-hunk)"')
+  h.wait_for("one hunk left", function()
+    return #require("chimera.ghost").hunk_rows(buf) == 1
+  end)
+  h.eq(chimera.agent(id).state, "completed", "still reviewable")
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  vim.cmd('execute "normal \\<Plug>(chimera-accept-hunk)"')
+  h.wait_for("accepted", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.wait_for("the edit", function()
+    return lines(buf)[2] == "    return 10"
+  end)
+  h.eq(lines(buf)[10], "    return 3", "the rejected hunk was not applied")
+  h.eq(h.read(root .. "/m.py"), SRC, "disk untouched: the buffer is the ground truth")
+end)
+
+h.test(":Chimera accept --hunk N takes hunk N in file order", function()
+  h.project({ ["m.py"] = SRC })
+  h.setup((h.fake_llm({ { text = PROGRAM } })))
+  vim.cmd.edit("m.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("tens")
+  proposal_ready(id)
+  vim.cmd("Chimera accept " .. id .. " --hunk 2")
+  h.wait_for("the edit", function()
+    return lines(buf)[10] == "    return 30"
+  end)
+  h.eq(lines(buf)[2], "    return 1", "hunk 1 left alone")
+  h.eq(chimera.agent(id).state, "completed", "hunk 1 still proposed")
+end)
+
+h.test("reject with feedback runs the agent again with the feedback", function()
+  h.project({ ["m.py"] = SRC })
+  local url, log = h.fake_llm({ { text = PROGRAM }, { text = PROGRAM:gsub("return 10", "return 100") } })
+  h.setup(url)
+  vim.cmd.edit("m.py")
+  local id = chimera.spawn("tens")
+  proposal_ready(id)
+  chimera.reject(id, { feedback = "use a hundred for a" })
+  h.wait_for("the second attempt", function()
+    local a = chimera.agent(id)
+    return a.state == "completed" and #(a.feedback or {}) == 1
+  end)
+  local requests = vim.fn.readfile(log)
+  h.truthy(requests[#requests]:find("use a hundred for a", 1, true), "feedback in the prompt")
+  h.truthy(requests[#requests]:find("return 10", 1, true), "the rejected attempt in the prompt")
+  h.wait_for("new ghost text", function()
+    local p = chimera.proposals()[1]
+    return p and p.files[1].hunks[1].new_lines[1] == "    return 100"
+  end, 5000)
+end)
+
+h.test("the diff float and the agents window show the proposal", function()
+  h.project({ ["m.py"] = SRC })
+  h.setup((h.fake_llm({ { text = PROGRAM } })))
+  vim.cmd.edit("m.py")
+  local id = chimera.spawn("tens")
+  proposal_ready(id)
+  local dbuf = chimera.diff(id)
+  local text = table.concat(vim.api.nvim_buf_get_lines(dbuf, 0, -1, false), "\n")
+  h.truthy(text:find("--- a/m.py", 1, true) and text:find("-    return 1\n+    return 10", 1, true), text)
+  h.truthy(text:find("hunk 2", 1, true), text)
+  vim.cmd("close")
+  vim.cmd("Chimera diff --split " .. id)
+  h.eq(vim.wo.diff, true, "native diff split")
+  h.eq(vim.api.nvim_buf_get_lines(0, 1, 2, false)[1], "    return 10", "proposed text on the right")
+  vim.cmd("only")
+  vim.cmd("Chimera agents")
+  local abuf = vim.api.nvim_get_current_buf()
+  local all = table.concat(vim.api.nvim_buf_get_lines(abuf, 0, -1, false), "\n")
+  h.truthy(all:find(id, 1, true) and all:find("completed", 1, true) and all:find("tens", 1, true), all)
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  vim.api.nvim_feedkeys("r", "x", false)
+  h.wait_for("rejected from the window", function()
+    return chimera.agent(id).state == "rejected"
+  end)
+  h.wait_for("the window updated", function()
+    return table.concat(vim.api.nvim_buf_get_lines(abuf, 0, -1, false), "\n"):find("rejected", 1, true) ~= nil
+  end)
+end)
+
+h.finish()
