@@ -54,6 +54,8 @@ M.defaults = {
     -- Ended agents (accepted, rejected, failed, cancelled) and the content
     -- only they referenced are purged after this many hours.
     retention_hours = 24,
+    -- Times a proposal rejected with feedback is attempted again.
+    feedback_rounds = 3,
   },
   sync = {
     -- Quiet time before file-system changes are applied, ms.
