@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NVIM ?= $(shell scripts/install-nvim.sh)
 DEBUG_LIB := $(CURDIR)/target/debug/libchimera.so
 
-.PHONY: all lib test test-core test-lua test-scripts debug-lib demo bench eval clean
+.PHONY: all lib test test-core test-lua test-scripts debug-lib demo bench eval crash-test clean
 
 all: lib
 
@@ -29,6 +29,10 @@ test-lua: debug-lib
 
 test-scripts:
 	python3 tests/test_build_script.py
+
+## SIGKILL during accept, 500 times (make test runs a shorter round).
+crash-test:
+	CHIMERA_CRASH_CYCLES=500 cargo test --no-default-features --test crash -- --nocapture sigkill
 
 demo:
 	scripts/demo.sh

@@ -334,6 +334,12 @@ fn recover(core: &Arc<Core>) {
     if let Ok(all) = core.store.agents() {
         for agent in all {
             let completed = agent.state == AgentState::Completed;
+            if completed {
+                // The files may have changed while Neovim was away (or an
+                // accept was cut short): rebase onto what is there now.
+                let _ = accept::rebase(&core.store, &agent.id);
+            }
+            let agent = core.store.agent(&agent.id).unwrap_or(agent);
             let id = agent.id.clone();
             core.sink.send(ToEditor::Agent { agent });
             if completed {
