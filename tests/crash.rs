@@ -157,9 +157,9 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
         // The restart's recovery: stable follows the disk, the proposal is
         // rebased, and what is left to review is exactly what is not on disk.
         sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
-        for i in 0..FILES {
+        for (i, is_new) in new_on_disk.iter().enumerate() {
             let e = store.stable_entry(&format!("m{i}.py")).unwrap().unwrap();
-            let want = if new_on_disk[i] { new(i) } else { old(i) };
+            let want = if *is_new { new(i) } else { old(i) };
             assert_eq!(store.blob(&e.hash).unwrap(), want.as_bytes(), "cycle {cycle}: stable disagrees with m{i}.py");
         }
         if rec.state == AgentState::Completed {
