@@ -204,3 +204,70 @@ fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback()
     assert!(retry.contains("say what the path is") && retry.contains("Parse."), "the retry prompt has both: {retry}");
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let faults: Vec<(&str, Reply)> = vec![
+        ("500", Reply::Status(500, "backend exploded".into())),
+        ("truncated", Reply::Truncated("```python\nwrite_file('app.py', 'x'".into())),
+        ("invalid JSON", Reply::Status(200, "data: {\"choices\": [oops\n\n".into())),
+        ("timeout", Reply::Hang),
+    ];
+    for (name, reply) in faults {
+        let server = rt.block_on(FakeServer::start(vec![reply; 3]));
+        let dir = project();
+        let mut cfg = config(&server.url);
+        cfg.llm.timeout_ms = 300;
+        cfg.llm.stream = true;
+        let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+        let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+        core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+        let mut proposals = 0;
+        let rec = rt.block_on(async {
+            loop {
+                let m = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect(name).expect(name);
+                match m {
+                    ToEditor::Proposal { .. } => proposals += 1,
+                    ToEditor::Agent { agent } if agent.state == AgentState::Failed => return agent,
+                    _ => {}
+                }
+            }
+        });
+        let err = rec.error.unwrap_or_default();
+        let want = match name {
+            "500" => "backend exploded",
+            "truncated" => "ended before the reply was complete",
+            "invalid JSON" => "cannot read",
+            _ => "did not answer within",
+        };
+        assert!(err.contains(want), "{name}: {err}");
+        assert_eq!(proposals, 0, "{name}: no partial proposal");
+        assert_eq!(std::fs::read_to_string(dir.path().join("app.py")).unwrap(), "def parse_config(path):\n    return {}\n");
+        core.shutdown(Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn a_second_instance_never_takes_a_live_instances_agent() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::Hang, Reply::OpenaiStream(GOOD.into())]));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let (tx_a, mut rx_a) = mpsc::unbounded_channel::<ToEditor>();
+    let a = start(config(&server.url), root.clone(), Arc::new(tx_a)).unwrap();
+    a.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+    wait_for(&mut rx_a, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
+    let (tx_b, mut rx_b) = mpsc::unbounded_channel::<ToEditor>();
+    let b = start(config(&server.url), root.clone(), Arc::new(tx_b)).unwrap();
+    // B shows A's agent but does not run it.
+    let seen = wait_for(&mut rx_b, &rt, |m| match m {
+        ToEditor::Agent { agent } if agent.id == "a1" => Some(agent.clone()),
+        _ => None,
+    });
+    assert_eq!(seen.state, AgentState::Running);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(server.requests.lock().unwrap().len(), 1, "only A asked the model");
+    a.shutdown(Duration::from_secs(2));
+    b.shutdown(Duration::from_secs(2));
+}
