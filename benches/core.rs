@@ -230,9 +230,102 @@ fn bench_accept() {
     );
 }
 
+/// Rebase of a 50-hunk proposal after a human edit at the top of a file.
+fn bench_rebase() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let old: Vec<String> = (0..1000).map(|i| format!("value_{i} = {i}")).collect();
+    let mut new = old.clone();
+    for i in (10..1000).step_by(20) {
+        new[i] = format!("value_{i} = {}  # changed", i * 2);
+    }
+    let (old, new) = (old.join("\n") + "\n", new.join("\n") + "\n");
+    store.stable_put("big.py", old.as_bytes(), 0o644, 0, 1 << 22).unwrap();
+    agent(&store, "a");
+    Overlay::new(&store, "a", 1 << 22).write(&ProjectPath::parse("big.py").unwrap(), new.as_bytes()).unwrap();
+    accept::build_proposal(&store, "a").unwrap();
+    let hunks: usize = accept::proposal_diffs(&store, "a").unwrap().iter().map(|d| d.hunks.len()).sum();
+    let mut times = Vec::new();
+    for k in 0..30 {
+        let human = format!("# edit {k}\n{old}");
+        store.stable_put("big.py", human.as_bytes(), 0o644, k, 1 << 22).unwrap();
+        let t = Instant::now();
+        let (changed, conflicted) = accept::rebase(&store, "a").unwrap();
+        times.push(t.elapsed());
+        assert!(changed && !conflicted);
+        store.stable_put("big.py", old.as_bytes(), 0o644, k, 1 << 22).unwrap();
+        accept::rebase(&store, "a").unwrap();
+    }
+    println!("rebase {hunks} hunks after a human edit: {:.2} ms (target <= 5 ms)", median(times).as_secs_f64() * 1e3);
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// 100 agents queued at once against a zero-latency fake model: the time
+/// and memory of the orchestration itself (store, sandbox, HTTP, proposals).
+fn bench_many_agents() {
+    use chimera::config::{Config, LlmConfig, Provider};
+    use chimera::llm::fake::{FakeServer, Reply};
+    use chimera::messages::{ToCore, ToEditor};
+    use std::sync::Arc;
+    let n = 100;
+    let program = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('return {}', 'return dict()'))\nsubmit_result('ok', ['app.py'])\n```";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiJson(program.into()); n]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join("app.py"), "def parse_config(path):\n    return {}\n").unwrap();
+    let config = Config {
+        llm: LlmConfig { provider: Provider::Openai, url: server.url.clone(), stream: false, max_retries: 0, ..LlmConfig::default() },
+        ..Config::default()
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
+    let core = chimera::runtime::start(config, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    rt.block_on(async {
+        while let Some(m) = rx.recv().await {
+            if matches!(m, ToEditor::Ready { .. }) {
+                break;
+            }
+        }
+    });
+    let rss0 = rss_kb();
+    let t = Instant::now();
+    for i in 0..n {
+        core.send(ToCore::Spawn { id: format!("a{i}"), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+    }
+    let mut done = 0;
+    let mut peak = rss0;
+    rt.block_on(async {
+        while done < n {
+            let Some(m) = rx.recv().await else { break };
+            if let ToEditor::Agent { agent } = m {
+                if agent.state == AgentState::Completed || agent.state == AgentState::Failed {
+                    assert_eq!(agent.state, AgentState::Completed, "{:?}", agent.error);
+                    done += 1;
+                    peak = peak.max(rss_kb());
+                }
+            }
+        }
+    });
+    let elapsed = t.elapsed();
+    println!(
+        "100 agents against a zero-latency model: {:.2} s in total (target <= 2 s); memory {:.0} KB per agent (peak RSS growth / 100; target <= 2048)",
+        elapsed.as_secs_f64(),
+        (peak.saturating_sub(rss0)) as f64 / n as f64
+    );
+    core.shutdown(Duration::from_secs(2));
+}
+
 fn main() {
     let files = python_corpus();
     bench_import(&files);
     bench_overlay();
     bench_accept();
+    bench_rebase();
+    bench_many_agents();
 }

@@ -6,7 +6,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 nvim="$(scripts/install-nvim.sh)"
 echo "== core (cargo bench)"
-cargo bench --no-default-features --bench core 2>/dev/null | grep -E "^(import|overlay|accept)"
+cargo bench --no-default-features --bench core 2>/dev/null | grep -E "^(import|overlay|accept|rebase|100 agents)"
 cargo build --release 2>/dev/null
 lib="$here/target/release/libchimera.so"
 
@@ -35,8 +35,13 @@ python3 tests/fake_llm.py --script "$tmp/script.json" --port-file "$tmp/port" --
 fake=$!
 trap 'kill $fake 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do [ -f "$tmp/port" ] && break; sleep 0.1; done
+printf '%s' '[{"text": "```python\nsrc = read_file(\"app.py\")\nwrite_file(\"app.py\", src.replace(\"return {}\", \"return dict()\"))\nsubmit_result(\"ok\", [\"app.py\"])\n```", "chunk_delay": 0.05}]' > "$tmp/slow.json"
+python3 tests/fake_llm.py --script "$tmp/slow.json" --port-file "$tmp/slowport" &
+slow=$!
+trap 'kill $fake $slow 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do [ -f "$tmp/slowport" ] && break; sleep 0.1; done
 CHIMERA_LIB="$lib" CHIMERA_REPO="$here" BENCH_LLM_URL="http://127.0.0.1:$(cat "$tmp/port")" BENCH_TIMING="$tmp/timing" \
-  "$nvim" --headless --clean -l benches/editor.lua
+  BENCH_SLOW_URL="http://127.0.0.1:$(cat "$tmp/slowport")" "$nvim" --headless --clean -l benches/editor.lua
 
 if [ "${REAL_MODEL:-1}" = 1 ]; then
   echo "== real model: '${DEMO_TASK:-add a docstring to parse_config}' with Qwen2.5-Coder ${DEMO_MODEL:-0.5b}, command to ghost text"

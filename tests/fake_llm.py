@@ -7,6 +7,7 @@ order; each entry is one of:
   {"text": "..."}                 a normal (streamed if asked) reply
   {"status": 500, "body": "..."}  an HTTP error
   {"hang": true}                  never answer
+  {"text": "...", "chunk_delay": 0.05}  stream slowly (seconds between chunks)
 When the script is exhausted the last entry repeats. Writes the chosen
 port to --port-file and each request body to --log (one JSON per line).
 """
@@ -98,7 +99,22 @@ class Handler(BaseHTTPRequestHandler):
                 for p in pieces
             ]
             events.append('data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
-            self.send(200, "text/event-stream", "".join(events))
+            delay = reply.get("chunk_delay")
+            if not delay:
+                self.send(200, "text/event-stream", "".join(events))
+                return
+            # A slow stream, as a real model produces it: chunked encoding.
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for e in events:
+                data = e.encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+                time.sleep(delay)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
