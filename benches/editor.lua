@@ -111,6 +111,7 @@ do
     agents = { max_concurrent = 8 },
     ui = { progress = true },
   })
+  vim.o.showmode = false
   vim.cmd.edit("scratch.txt")
   local function typing(n)
     local times = {}
