@@ -87,7 +87,13 @@ pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, Accep
                 (_, None) => FileChange::Deleted,
                 _ => FileChange::Modified,
             };
-            out.push(FileDiff { path: f.path, change, hunks: diff::hunks(&old, &new) });
+            let current = store::stable_entry(tx, &f.path)?.map(|e| e.hash);
+            let human_hunks = if current != f.base_hash {
+                diff::hunks(&old, &text(tx, current.as_deref())?)
+            } else {
+                vec![]
+            };
+            out.push(FileDiff { path: f.path, change, hunks: diff::hunks(&old, &new), human_hunks });
         }
         Ok(out)
     })

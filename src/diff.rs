@@ -29,6 +29,10 @@ pub struct FileDiff {
     pub path: String,
     pub change: FileChange,
     pub hunks: Vec<Hunk>,
+    /// When the human changed the file since the proposal's base (a
+    /// conflict): their changes, base to current text — the other side.
+    #[serde(default)]
+    pub human_hunks: Vec<Hunk>,
 }
 
 fn strip_eol(line: &str) -> String {

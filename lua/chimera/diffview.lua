@@ -10,12 +10,27 @@ function M.lines(id)
   local agent = state.agents[id] or {}
   local out = {
     ("# chimera %s: %s"):format(id, agent.task or ""),
-    ("# %s"):format(agent.conflicted and "CONFLICT: your edits overlap; left: your text (-), right: the agent's (+)"
+    ("# %s"):format(agent.conflicted and "CONFLICT: your edits overlap the agent's; both sides below. Reject (with feedback) to redo it"
       or (agent.summary or "")),
   }
   local n = 0
   for _, f in ipairs(state.proposals[id] or {}) do
     local rel = state.root and f.path:sub(#state.root + 2) or f.path
+    if #(f.human_hunks or {}) > 0 then
+      -- A conflict: first your side (what you changed since the agent
+      -- started), then the agent's side, both against the same base.
+      table.insert(out, ("# your edits to %s since the agent started:"):format(rel))
+      for _, h in ipairs(f.human_hunks) do
+        table.insert(out, ("@@ -%d,%d @@ yours"):format(h.old_start + 1, #h.old_lines))
+        for _, l in ipairs(h.old_lines) do
+          table.insert(out, "-" .. l)
+        end
+        for _, l in ipairs(h.new_lines) do
+          table.insert(out, "+" .. l)
+        end
+      end
+      table.insert(out, "# the agent's proposal for the same base:")
+    end
     table.insert(out, "--- a/" .. rel)
     table.insert(out, "+++ b/" .. rel .. (f.change ~= "modified" and ("  (" .. f.change .. ")") or ""))
     local shift = 0

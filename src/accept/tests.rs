@@ -122,6 +122,9 @@ fn human_edits_elsewhere_are_merged_and_overlaps_conflict() {
     let buffers = HashMap::from([("a.py".to_owned(), "1\ntwo!\n3\n".to_owned())]);
     let err = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap_err();
     assert!(matches!(err, AcceptError::Conflict(_)), "{err}");
+    let d = proposal_diffs(&f.store, "ag").unwrap();
+    assert_eq!(d[0].hunks[0].new_lines, vec!["TWO"], "the agent's side");
+    assert_eq!(d[0].human_hunks[0].new_lines, vec!["two!"], "the human's side");
     assert!(f.store.agent("ag").unwrap().conflicted);
     assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n", "nothing written");
 }

@@ -114,6 +114,8 @@ h.test("a file the human changes in the same lines makes the proposal conflicted
   h.truthy(errors[1] and errors[1]:find("conflict", 1, true), vim.inspect(errors))
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return 3", "the human's line stays")
   h.eq(chimera.agent(id).state, "completed", "still reviewable")
+  local view = table.concat(require("chimera.diffview").lines(id), "\n")
+  h.truthy(view:find("+    return 3", 1, true) and view:find("+    return 2", 1, true), "both sides shown: " .. view)
   h.eq(h.read(root .. "/a.py"), "def f():\n    return 1\n", "disk untouched")
 end)
 
