@@ -27,12 +27,15 @@ test-lua: debug-lib
 	  CHIMERA_LIB=$(DEBUG_LIB) timeout 300 $(NVIM) --headless --clean -l $$t; \
 	done
 
-test-scripts:
+test-scripts: debug-lib
 	python3 tests/test_build_script.py
+	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 10
 
-## SIGKILL during accept, 500 times (make test runs a shorter round).
-crash-test:
+## SIGKILL during accept, 500 times: the core's accept in a child process,
+## then a real headless Neovim (make test runs shorter rounds of both).
+crash-test: debug-lib
 	CHIMERA_CRASH_CYCLES=500 cargo test --no-default-features --test crash -- --nocapture sigkill
+	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 500
 
 demo:
 	scripts/demo.sh

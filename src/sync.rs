@@ -59,6 +59,11 @@ pub fn file_meta(meta: &std::fs::Metadata) -> (u32, i64) {
     (mode, mtime)
 }
 
+/// A temporary file of an accept that was cut short (see `accept::write_files`).
+pub fn is_accept_leftover(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".chimera-") && name.ends_with(".tmp")
+}
+
 /// Every file of the project that git would see: `.gitignore` (nested ones
 /// too) and `.git/info/exclude` honoured, `.git/` and `.chimera/` skipped.
 pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
@@ -73,6 +78,14 @@ pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
     walker
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter(|e| {
+            let leftover = e.file_name().to_str().is_some_and(is_accept_leftover);
+            if leftover {
+                // Nothing refers to it: the accept that wrote it never committed.
+                let _ = std::fs::remove_file(e.path());
+            }
+            !leftover
+        })
         .filter_map(|e| ProjectPath::from_absolute(root, e.path()).map(|p| (p, e.into_path())))
         .collect()
 }
@@ -137,6 +150,9 @@ fn root_ignore(root: &Path) -> Gitignore {
 /// Whether a watcher event for `abs` concerns a tracked project file.
 fn is_tracked(root: &Path, ignore: &Gitignore, abs: &Path) -> Option<ProjectPath> {
     let path = ProjectPath::from_absolute(root, abs)?;
+    if abs.file_name().and_then(|n| n.to_str()).is_some_and(is_accept_leftover) {
+        return None;
+    }
     let is_dir = abs.is_dir();
     if is_dir {
         return None;

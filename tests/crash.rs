@@ -132,8 +132,6 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
             assert!(text == old(i) || text == new(i), "cycle {cycle}: m{i}.py is half-written");
             new_on_disk.push(text == new(i));
         }
-        // No temporary file is left where the user would see it... except
-        // one the kill interrupted, which the next accept overwrites.
         let store = Store::open(root).unwrap();
         assert_eq!(store.integrity_check().unwrap(), "ok", "cycle {cycle}");
         let rec = store.agent("ag").unwrap();
@@ -157,6 +155,12 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
         // The restart's recovery: stable follows the disk, the proposal is
         // rebased, and what is left to review is exactly what is not on disk.
         sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
+        let leftovers: Vec<_> = std::fs::read_dir(root)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| sync::is_accept_leftover(n))
+            .collect();
+        assert!(leftovers.is_empty(), "cycle {cycle}: the restart left temporary files: {leftovers:?}");
         for (i, is_new) in new_on_disk.iter().enumerate() {
             let e = store.stable_entry(&format!("m{i}.py")).unwrap().unwrap();
             let want = if *is_new { new(i) } else { old(i) };
