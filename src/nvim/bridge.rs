@@ -3,6 +3,7 @@
 //! whole queue; the Lua work then runs from `schedule`, where the Neovim
 //! API may be used. Nothing here may panic: a panic would take Neovim down.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -27,13 +28,27 @@ impl EditorSink for NvimSink {
     }
 }
 
+/// The core generation whose messages the editor accepts. A stopped core
+/// may still be finishing; what it sends after a restart is stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Stops delivering messages of the current core (it is being stopped).
+pub fn retire() {
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+}
+
 /// Creates the bridge; must be called on the main thread.
 pub fn new() -> Result<NvimSink, nvim_oxi::libuv::Error> {
     let (tx, rx) = mpsc::channel::<ToEditor>();
+    let generation = GENERATION.load(Ordering::SeqCst);
     let handle = AsyncHandle::new(move || {
         let batch: Vec<ToEditor> = rx.try_iter().collect();
-        if !batch.is_empty() {
-            nvim_oxi::schedule(move |()| dispatch(batch));
+        if !batch.is_empty() && generation == GENERATION.load(Ordering::SeqCst) {
+            nvim_oxi::schedule(move |()| {
+                if generation == GENERATION.load(Ordering::SeqCst) {
+                    dispatch(batch);
+                }
+            });
         }
     })?;
     Ok(NvimSink { tx: Mutex::new(tx), handle })

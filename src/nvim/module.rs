@@ -30,6 +30,7 @@ fn send(msg: ToCore) -> mlua::Result<()> {
 }
 
 fn stop_core() {
+    super::bridge::retire();
     if let Some(core) = CORE.with(|c| c.borrow_mut().take()) {
         core.shutdown(Duration::from_millis(500));
     }

@@ -56,8 +56,13 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
   h.wait_for("the buffer edit", function()
     return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == '    """Parse the config file."""'
   end)
-  h.eq(seen.ChimeraAccepted, id, "User ChimeraAccepted")
-  h.eq(#require("chimera.ghost").extmarks(buf), 0, "ghost text gone")
+  -- The core's messages may arrive in separate batches: wait for each.
+  h.wait_for("User ChimeraAccepted", function()
+    return seen.ChimeraAccepted == id
+  end)
+  h.wait_for("ghost text gone", function()
+    return #require("chimera.ghost").extmarks(buf) == 0
+  end)
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched: the buffer is the ground truth")
   vim.cmd("silent undo")
   h.eq(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n", SRC, "u restores the buffer")
@@ -88,7 +93,9 @@ h.test("reject discards the proposal and changes nothing", function()
   h.wait_for("User ChimeraRejected", function()
     return rejected == id
   end)
-  h.eq(#require("chimera.ghost").extmarks(buf), 0, "ghost text gone")
+  h.wait_for("ghost text gone", function()
+    return #require("chimera.ghost").extmarks(buf) == 0
+  end)
   h.eq(vim.bo[buf].modified, false, "buffer unmodified")
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched")
 end)

@@ -21,7 +21,7 @@ h.test("a pending proposal comes back as ghost text after a restart", function()
   h.eq(#require("chimera.ghost").extmarks(buf), 0, "cleared while stopped")
   chimera.start()
   h.wait_for("the proposal again", function()
-    return #require("chimera.ghost").extmarks(buf) > 0
+    return #require("chimera.ghost").extmarks(buf) > 0 and chimera.agent(id) ~= nil
   end)
   h.eq(chimera.agent(id).state, "completed", "record restored")
   chimera.accept(id)
