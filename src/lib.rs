@@ -11,10 +11,13 @@
 //! - [`overlay`]: an agent's copy-on-write view of the project.
 //! - [`sync`]: keeps the stable layer equal to the human's files (import, watcher).
 //! - [`diff`]: proposals as hunks, and applying them.
-//! - [`accept`]: accepting or rejecting a proposal, atomically.
+//! - [`accept`]: proposals, rebase onto the human's edits, and accepting or
+//!   rejecting them (whole or by hunk), atomically.
 //! - [`llm`]: LLM providers (Ollama, OpenAI-compatible) over HTTP.
 //! - [`sandbox`]: runs model-written Python in Monty with host functions.
-//! - [`agent`]: the code-mode agent loop.
+//! - [`python`]: Python with tree-sitter: syntax checks, definitions, and
+//!   splicing a reply's definitions into a file.
+//! - [`agent`]: the code-mode agent: prompt, reply forms, repair rounds.
 //! - [`runtime`]: the tokio runtime thread and the message loop between the halves.
 //! - [`messages`]: the typed messages crossing between the editor and the core.
 //!
