@@ -150,11 +150,14 @@ pub async fn run(
     if !job.feedback.is_empty() {
         messages.push(prompt::feedback_message(&job.feedback));
     }
-    let opts = ChatOptions { json_schema: json.then(reply_schema) };
+    let mut opts = ChatOptions { json_schema: json.then(reply_schema), temperature: None };
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();
     for round in 1..=max_rounds {
         progress(if round == 1 { "asking the model".into() } else { format!("repair round {}", round - 1) });
+        // Small models tend to repeat a failed answer word for word: each
+        // repair round samples a little more freely.
+        opts.temperature = (round > 1).then(|| (config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0));
         let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await.map_err(|e| match e {
             LlmError::Cancelled => AgentError::Cancelled,
             e => AgentError::Llm(e),

@@ -160,7 +160,9 @@ async fn an_edit_that_changes_nothing_is_sent_back() {
     let same = "```python\ndef parse_config(path):\n    return {}\n```";
     let (r, _s, server) = run_with(vec![Reply::OpenaiStream(same.into()); 3]).await;
     assert!(matches!(r.unwrap_err(), AgentError::GaveUp { .. }));
-    assert!(server.requests.lock().unwrap()[1].contains("exactly as it was"));
+    let reqs = server.requests.lock().unwrap();
+    assert!(reqs[1].contains("exactly as it was"));
+    assert!(reqs[0].contains("\"temperature\":0.2") && reqs[1].contains("\"temperature\":0.5"), "repairs sample more freely");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

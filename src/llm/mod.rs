@@ -83,6 +83,8 @@ pub struct ChatOptions {
     /// Constrain the reply to JSON matching this schema (llama.cpp
     /// `response_format`, Ollama `format`).
     pub json_schema: Option<serde_json::Value>,
+    /// Overrides `llm.temperature` for this request.
+    pub temperature: Option<f64>,
 }
 
 /// Installs the ring crypto provider once; reqwest's rustls needs one.

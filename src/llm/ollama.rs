@@ -16,7 +16,7 @@ pub(super) async fn chat(
         "model": cfg.model,
         "messages": messages,
         "stream": cfg.stream,
-        "options": { "temperature": cfg.temperature, "num_predict": cfg.max_tokens },
+        "options": { "temperature": opts.temperature.unwrap_or(cfg.temperature), "num_predict": cfg.max_tokens },
     });
     if let Some(schema) = &opts.json_schema {
         body["format"] = schema.clone();

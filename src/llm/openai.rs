@@ -16,7 +16,7 @@ pub(super) async fn chat(
         "model": cfg.model,
         "messages": messages,
         "stream": cfg.stream,
-        "temperature": cfg.temperature,
+        "temperature": opts.temperature.unwrap_or(cfg.temperature),
         "max_tokens": cfg.max_tokens,
     });
     if let Some(schema) = &opts.json_schema {
