@@ -23,32 +23,52 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
-        .args(["-c", "user.email=b@b", "-c", "user.name=bench", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.email=b@b",
+            "-c",
+            "user.name=bench",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// 1,500 real Python files, taken from the interpreter's standard library.
 fn python_corpus() -> Vec<(String, Vec<u8>)> {
     let out = Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
         .output()
         .expect("python3 runs");
     let stdlib = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     let mut files = Vec::new();
     let mut stack = vec![stdlib.clone()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
         entries.sort();
         for p in entries {
             if p.is_dir() && !p.ends_with("site-packages") && !p.ends_with("__pycache__") {
                 stack.push(p);
             } else if p.extension().is_some_and(|e| e == "py") {
-                let rel = p.strip_prefix(&stdlib).unwrap().to_string_lossy().into_owned();
+                let rel = p
+                    .strip_prefix(&stdlib)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 files.push((rel, std::fs::read(&p).unwrap()));
             }
             if files.len() >= 1500 {
@@ -128,11 +148,21 @@ fn bench_overlay() {
     let store = Store::open(dir.path()).unwrap();
     agent(&store, "a");
     for i in 0..200 {
-        store.stable_put(&format!("src/m{i}.py"), &vec![b'x'; 1024], 0o644, 0, 1 << 20).unwrap();
+        store
+            .stable_put(
+                &format!("src/m{i}.py"),
+                &vec![b'x'; 1024],
+                0o644,
+                0,
+                1 << 20,
+            )
+            .unwrap();
     }
     let ov = Overlay::new(&store, "a", 1 << 20);
     let n = 2000;
-    let paths: Vec<ProjectPath> = (0..n).map(|i| ProjectPath::parse(&format!("src/w{}.py", i % 200)).unwrap()).collect();
+    let paths: Vec<ProjectPath> = (0..n)
+        .map(|i| ProjectPath::parse(&format!("src/w{}.py", i % 200)).unwrap())
+        .collect();
     let mut writes = Vec::with_capacity(n);
     for (i, p) in paths.iter().enumerate() {
         let data = format!("{i:01024}");
@@ -164,7 +194,11 @@ fn proposal_files() -> Vec<(String, String, String)> {
             for i in (20..200).step_by(40) {
                 new[i] = format!("value_{f}_{i} = {}  # changed", i * 2);
             }
-            (format!("pkg/mod{f}.py"), old.join("\n") + "\n", new.join("\n") + "\n")
+            (
+                format!("pkg/mod{f}.py"),
+                old.join("\n") + "\n",
+                new.join("\n") + "\n",
+            )
         })
         .collect()
 }
@@ -181,15 +215,22 @@ fn bench_accept() {
         for (p, old, _) in &files {
             std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
             std::fs::write(dir.path().join(p), old).unwrap();
-            store.stable_put(p, old.as_bytes(), 0o644, 0, 1 << 20).unwrap();
+            store
+                .stable_put(p, old.as_bytes(), 0o644, 0, 1 << 20)
+                .unwrap();
         }
         agent(&store, "a");
         let ov = Overlay::new(&store, "a", 1 << 20);
         for (p, _, new) in &files {
-            ov.write(&ProjectPath::parse(p).unwrap(), new.as_bytes()).unwrap();
+            ov.write(&ProjectPath::parse(p).unwrap(), new.as_bytes())
+                .unwrap();
         }
         accept::build_proposal(&store, "a").unwrap();
-        hunks = accept::proposal_diffs(&store, "a").unwrap().iter().map(|d| d.hunks.len()).sum();
+        hunks = accept::proposal_diffs(&store, "a")
+            .unwrap()
+            .iter()
+            .map(|d| d.hunks.len())
+            .sum();
         let mut rec = store.agent("a").unwrap();
         rec.state = AgentState::Completed;
         store.agent_update(&rec).unwrap();
@@ -197,7 +238,10 @@ fn bench_accept() {
         accept::accept(&store, dir.path(), "a", &HashMap::new()).unwrap();
         ours.push(t.elapsed());
         if run == 0 {
-            assert_eq!(std::fs::read_to_string(dir.path().join(&files[0].0)).unwrap(), files[0].2);
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join(&files[0].0)).unwrap(),
+                files[0].2
+            );
         }
 
         // Baseline: the same change as a unified diff, applied by git.
@@ -212,12 +256,20 @@ fn bench_accept() {
         for (p, _, new) in &files {
             std::fs::write(gdir.path().join(p), new).unwrap();
         }
-        let patch = Command::new("git").args(["diff", "-U0"]).current_dir(gdir.path()).output().unwrap().stdout;
+        let patch = Command::new("git")
+            .args(["diff", "-U0"])
+            .current_dir(gdir.path())
+            .output()
+            .unwrap()
+            .stdout;
         git(gdir.path(), &["checkout", "-q", "--", "."]);
         let patch_path = gdir.path().join("change.patch");
         std::fs::write(&patch_path, patch).unwrap();
         let t = Instant::now();
-        git(gdir.path(), &["apply", "--unidiff-zero", patch_path.to_str().unwrap()]);
+        git(
+            gdir.path(),
+            &["apply", "--unidiff-zero", patch_path.to_str().unwrap()],
+        );
         base.push(t.elapsed());
     }
     let (o, b) = (median(ours), median(base));
@@ -240,29 +292,48 @@ fn bench_rebase() {
         new[i] = format!("value_{i} = {}  # changed", i * 2);
     }
     let (old, new) = (old.join("\n") + "\n", new.join("\n") + "\n");
-    store.stable_put("big.py", old.as_bytes(), 0o644, 0, 1 << 22).unwrap();
+    store
+        .stable_put("big.py", old.as_bytes(), 0o644, 0, 1 << 22)
+        .unwrap();
     agent(&store, "a");
-    Overlay::new(&store, "a", 1 << 22).write(&ProjectPath::parse("big.py").unwrap(), new.as_bytes()).unwrap();
+    Overlay::new(&store, "a", 1 << 22)
+        .write(&ProjectPath::parse("big.py").unwrap(), new.as_bytes())
+        .unwrap();
     accept::build_proposal(&store, "a").unwrap();
-    let hunks: usize = accept::proposal_diffs(&store, "a").unwrap().iter().map(|d| d.hunks.len()).sum();
+    let hunks: usize = accept::proposal_diffs(&store, "a")
+        .unwrap()
+        .iter()
+        .map(|d| d.hunks.len())
+        .sum();
     let mut times = Vec::new();
     for k in 0..30 {
         let human = format!("# edit {k}\n{old}");
-        store.stable_put("big.py", human.as_bytes(), 0o644, k, 1 << 22).unwrap();
+        store
+            .stable_put("big.py", human.as_bytes(), 0o644, k, 1 << 22)
+            .unwrap();
         let t = Instant::now();
         let (changed, conflicted) = accept::rebase(&store, "a").unwrap();
         times.push(t.elapsed());
         assert!(changed && !conflicted);
-        store.stable_put("big.py", old.as_bytes(), 0o644, k, 1 << 22).unwrap();
+        store
+            .stable_put("big.py", old.as_bytes(), 0o644, k, 1 << 22)
+            .unwrap();
         accept::rebase(&store, "a").unwrap();
     }
-    println!("rebase {hunks} hunks after a human edit: {:.2} ms (target <= 5 ms)", median(times).as_secs_f64() * 1e3);
+    println!(
+        "rebase {hunks} hunks after a human edit: {:.2} ms (target <= 5 ms)",
+        median(times).as_secs_f64() * 1e3
+    );
 }
 
 fn rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -276,12 +347,25 @@ fn bench_many_agents() {
     let n = 100;
     let program = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('return {}', 'return dict()'))\nsubmit_result('ok', ['app.py'])\n```";
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiJson(program.into()); n]));
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiJson(program.into());
+        n
+    ]));
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-    std::fs::write(dir.path().join("app.py"), "def parse_config(path):\n    return {}\n").unwrap();
+    std::fs::write(
+        dir.path().join("app.py"),
+        "def parse_config(path):\n    return {}\n",
+    )
+    .unwrap();
     let config = Config {
-        llm: LlmConfig { provider: Provider::Openai, url: server.url.clone(), stream: false, max_retries: 0, ..LlmConfig::default() },
+        llm: LlmConfig {
+            provider: Provider::Openai,
+            url: server.url.clone(),
+            stream: false,
+            max_retries: 0,
+            ..LlmConfig::default()
+        },
         ..Config::default()
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
@@ -296,7 +380,14 @@ fn bench_many_agents() {
     let rss0 = rss_kb();
     let t = Instant::now();
     for i in 0..n {
-        core.send(ToCore::Spawn { id: format!("a{i}"), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+        core.send(ToCore::Spawn {
+            id: format!("a{i}"),
+            task: "t".into(),
+            context: None,
+            file: None,
+            cursor_line: None,
+        })
+        .unwrap();
     }
     let mut done = 0;
     let mut peak = rss0;

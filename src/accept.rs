@@ -18,13 +18,20 @@ pub enum AcceptError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("agent {id} has no proposal to {action} (it is {state})")]
-    NotReady { id: String, state: &'static str, action: &'static str },
+    NotReady {
+        id: String,
+        state: &'static str,
+        action: &'static str,
+    },
     #[error("the proposal for `{0}` conflicts with your edits since it was made; resolve it or reject it and ask again")]
     Conflict(String),
     #[error("proposal {id} has no hunk {n}; hunks are counted from 1 in file order")]
     NoHunk { id: String, n: usize },
     #[error("cannot write `{path}`: {source}; nothing was changed")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 fn text(conn: &Connection, hash: Option<&str>) -> Result<String, StoreError> {
@@ -66,8 +73,16 @@ pub fn build_proposal(store: &Store, agent: &str) -> Result<Vec<String>, AcceptE
             if new_hash == current && !conflicts.contains(&path) {
                 continue; // no change left after the merge
             }
-            let base_hash = if conflicts.contains(&path) { entry.base_hash.clone() } else { current };
-            files.push(ProposalFile { path, base_hash, new_hash });
+            let base_hash = if conflicts.contains(&path) {
+                entry.base_hash.clone()
+            } else {
+                current
+            };
+            files.push(ProposalFile {
+                path,
+                base_hash,
+                new_hash,
+            });
         }
         store::set_proposal_files(tx, agent, &files)?;
         Ok(conflicts)
@@ -93,7 +108,12 @@ pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, Accep
             } else {
                 vec![]
             };
-            out.push(FileDiff { path: f.path, change, hunks: diff::hunks(&old, &new), human_hunks });
+            out.push(FileDiff {
+                path: f.path,
+                change,
+                hunks: diff::hunks(&old, &new),
+                human_hunks,
+            });
         }
         Ok(out)
     })
@@ -127,7 +147,11 @@ pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
                 Some(m) => {
                     let new_hash = Some(store::put_blob(tx, m.as_bytes())?);
                     if new_hash != current {
-                        out.push(ProposalFile { path: f.path, base_hash: current, new_hash });
+                        out.push(ProposalFile {
+                            path: f.path,
+                            base_hash: current,
+                            new_hash,
+                        });
                     }
                 }
                 None => {
@@ -165,7 +189,12 @@ pub struct Accepted {
 /// (by the editor), every other file on disk by temp file + rename. Stable
 /// and the agent record change in one transaction, committed only after
 /// every disk write succeeded.
-pub fn accept(store: &Store, root: &Path, agent: &str, buffers: &HashMap<String, String>) -> Result<Accepted, AcceptError> {
+pub fn accept(
+    store: &Store,
+    root: &Path,
+    agent: &str,
+    buffers: &HashMap<String, String>,
+) -> Result<Accepted, AcceptError> {
     accept_some(store, root, agent, buffers, None)
 }
 
@@ -197,16 +226,28 @@ pub fn accept_some(
     // The buffers are the ground truth: bring stable up to date, then rebase.
     for (path, content) in buffers {
         let mode = store.stable_entry(path)?.map_or(0o644, |e| e.mode);
-        store.stable_put(path, content.as_bytes(), mode, now_ms() * 1_000_000, u64::MAX)?;
+        store.stable_put(
+            path,
+            content.as_bytes(),
+            mode,
+            now_ms() * 1_000_000,
+            u64::MAX,
+        )?;
     }
     let rec = store.agent(agent)?;
     if rec.state != AgentState::Completed {
-        return Err(AcceptError::NotReady { id: agent.to_owned(), state: rec.state.as_str(), action: "accept" });
+        return Err(AcceptError::NotReady {
+            id: agent.to_owned(),
+            state: rec.state.as_str(),
+            action: "accept",
+        });
     }
     let (_, conflicted) = rebase(store, agent)?;
     let all_files = store.proposal_files(agent)?;
     if conflicted {
-        let path = all_files.first().map_or_else(String::new, |f| f.path.clone());
+        let path = all_files
+            .first()
+            .map_or_else(String::new, |f| f.path.clone());
         return Err(AcceptError::Conflict(path));
     }
     // One hunk: that file only, with its content as base + that hunk.
@@ -214,12 +255,19 @@ pub fn accept_some(
         None => (all_files.clone(), None),
         Some(n) => {
             let diffs = proposal_diffs(store, agent)?;
-            let (i, h) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk { id: agent.to_owned(), n })?;
+            let (i, h) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk {
+                id: agent.to_owned(),
+                n,
+            })?;
             let f = all_files[i].clone();
             let partial = if diffs[i].change == FileChange::Modified {
-                let base = String::from_utf8_lossy(&store.blob(f.base_hash.as_deref().unwrap_or_default())?).into_owned();
+                let base = String::from_utf8_lossy(
+                    &store.blob(f.base_hash.as_deref().unwrap_or_default())?,
+                )
+                .into_owned();
                 let (eol, final_nl) = diff::line_style(&base);
-                let text = diff::apply(&base, &[h], eol, final_nl).ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
+                let text = diff::apply(&base, &[h], eol, final_nl)
+                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
                 Some(store.put_blob(text.as_bytes())?)
             } else {
                 None // an added or deleted file is taken whole
@@ -239,16 +287,25 @@ pub fn accept_some(
             match partial.as_ref().or(f.new_hash.as_ref()) {
                 Some(h) => {
                     let data = store::blob(tx, h)?;
-                    store::stable_set(tx, &f.path, h, data.len() as u64, mode, now_ms() * 1_000_000)?;
+                    store::stable_set(
+                        tx,
+                        &f.path,
+                        h,
+                        data.len() as u64,
+                        mode,
+                        now_ms() * 1_000_000,
+                    )?;
                     if let Some(buf) = buffers.get(&f.path) {
-                        let (start, end, lines) = diff::minimal_edit(buf, &String::from_utf8_lossy(&data));
+                        let (start, end, lines) =
+                            diff::minimal_edit(buf, &String::from_utf8_lossy(&data));
                         out.buffer_edits.push((f.path.clone(), start, end, lines));
                     } else {
                         disk.push((f.path.clone(), Some(data), mode));
                     }
                 }
                 None => {
-                    tx.execute("DELETE FROM stable WHERE path = ?1", [&f.path]).map_err(StoreError::from)?;
+                    tx.execute("DELETE FROM stable WHERE path = ?1", [&f.path])
+                        .map_err(StoreError::from)?;
                     disk.push((f.path.clone(), None, mode));
                 }
             }
@@ -257,10 +314,18 @@ pub fn accept_some(
         write_files(root, &disk)?;
         // What is left to review: the other files, and the rest of a partly
         // accepted one (its base is now the new stable content).
-        let mut remaining: Vec<ProposalFile> = all_files.iter().filter(|f| !files.contains(f)).cloned().collect();
+        let mut remaining: Vec<ProposalFile> = all_files
+            .iter()
+            .filter(|f| !files.contains(f))
+            .cloned()
+            .collect();
         if let (Some(p), Some(f)) = (&partial, files.first()) {
             if f.new_hash.as_ref() != Some(p) {
-                remaining.push(ProposalFile { path: f.path.clone(), base_hash: Some(p.clone()), new_hash: f.new_hash.clone() });
+                remaining.push(ProposalFile {
+                    path: f.path.clone(),
+                    base_hash: Some(p.clone()),
+                    new_hash: f.new_hash.clone(),
+                });
             }
         }
         remaining.sort_by(|a, b| a.path.cmp(&b.path));
@@ -268,14 +333,20 @@ pub fn accept_some(
         rec.updated_at = now_ms();
         if remaining.is_empty() {
             rec.state = AgentState::Accepted;
-            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
+                .map_err(StoreError::from)?;
         } else {
             rec.changed_files = remaining.iter().map(|f| f.path.clone()).collect();
         }
         store::agent_update(tx, &rec)?;
         store::set_proposal_files(tx, agent, &remaining)?;
         out.done = remaining.is_empty();
-        store::append_event(tx, Some(agent), "accepted", &serde_json::json!({"files": out.files, "hunk": hunk}))?;
+        store::append_event(
+            tx,
+            Some(agent),
+            "accepted",
+            &serde_json::json!({"files": out.files, "hunk": hunk}),
+        )?;
         Ok(out)
     })
 }
@@ -286,22 +357,35 @@ pub fn accept_some(
 pub fn reject_hunk(store: &Store, agent: &str, n: usize) -> Result<bool, AcceptError> {
     let rec = store.agent(agent)?;
     if rec.state != AgentState::Completed {
-        return Err(AcceptError::NotReady { id: agent.to_owned(), state: rec.state.as_str(), action: "reject" });
+        return Err(AcceptError::NotReady {
+            id: agent.to_owned(),
+            state: rec.state.as_str(),
+            action: "reject",
+        });
     }
     let diffs = proposal_diffs(store, agent)?;
-    let (i, dropped) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk { id: agent.to_owned(), n })?;
+    let (i, dropped) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk {
+        id: agent.to_owned(),
+        n,
+    })?;
     let mut files = store.proposal_files(agent)?;
     let f = &files[i];
     let base = match &f.base_hash {
         Some(h) => String::from_utf8_lossy(&store.blob(h)?).into_owned(),
         None => String::new(),
     };
-    let keep: Vec<diff::Hunk> = diffs[i].hunks.iter().filter(|h| **h != dropped).cloned().collect();
+    let keep: Vec<diff::Hunk> = diffs[i]
+        .hunks
+        .iter()
+        .filter(|h| **h != dropped)
+        .cloned()
+        .collect();
     if keep.is_empty() || diffs[i].change != FileChange::Modified {
         files.remove(i);
     } else {
         let (eol, final_nl) = diff::line_style(&base);
-        let text = diff::apply(&base, &keep, eol, final_nl).ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
+        let text = diff::apply(&base, &keep, eol, final_nl)
+            .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
         files[i].new_hash = Some(store.put_blob(text.as_bytes())?);
     }
     store.transaction(|tx| {
@@ -310,7 +394,8 @@ pub fn reject_hunk(store: &Store, agent: &str, n: usize) -> Result<bool, AcceptE
         rec.changed_files = files.iter().map(|f| f.path.clone()).collect();
         if files.is_empty() {
             rec.state = AgentState::Rejected;
-            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
+            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
+                .map_err(StoreError::from)?;
         }
         store::agent_update(tx, &rec)?;
         store::set_proposal_files(tx, agent, &files)?;
@@ -336,22 +421,46 @@ pub fn reject_with_feedback(
     }
     let mut attempt = String::new();
     for f in store.proposal_files(agent)? {
-        let old = f.base_hash.as_deref().map(|h| store.blob(h)).transpose()?.unwrap_or_default();
-        let new = f.new_hash.as_deref().map(|h| store.blob(h)).transpose()?.unwrap_or_default();
-        attempt.push_str(&diff::unified(&f.path, &String::from_utf8_lossy(&old), &String::from_utf8_lossy(&new)));
+        let old = f
+            .base_hash
+            .as_deref()
+            .map(|h| store.blob(h))
+            .transpose()?
+            .unwrap_or_default();
+        let new = f
+            .new_hash
+            .as_deref()
+            .map(|h| store.blob(h))
+            .transpose()?
+            .unwrap_or_default();
+        attempt.push_str(&diff::unified(
+            &f.path,
+            &String::from_utf8_lossy(&old),
+            &String::from_utf8_lossy(&new),
+        ));
     }
     store.transaction(|tx| {
         let mut rec = rec.clone();
-        rec.feedback.push(store::Feedback { attempt, feedback: feedback.to_owned() });
+        rec.feedback.push(store::Feedback {
+            attempt,
+            feedback: feedback.to_owned(),
+        });
         rec.state = AgentState::Queued;
         rec.summary = None;
         rec.conflicted = false;
         rec.changed_files.clear();
         rec.updated_at = now_ms();
         store::agent_update(tx, &rec)?;
-        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
-        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
-        store::append_event(tx, Some(agent), "rejected", &serde_json::json!({"feedback": feedback, "retry": true}))?;
+        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
+            .map_err(StoreError::from)?;
+        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent])
+            .map_err(StoreError::from)?;
+        store::append_event(
+            tx,
+            Some(agent),
+            "rejected",
+            &serde_json::json!({"feedback": feedback, "retry": true}),
+        )?;
         Ok(Some(rec))
     })
 }
@@ -363,15 +472,28 @@ pub fn reject(store: &Store, agent: &str, feedback: Option<&str>) -> Result<(), 
     let next = match rec.state {
         AgentState::Completed => AgentState::Rejected,
         AgentState::Queued | AgentState::Running => AgentState::Cancelled,
-        other => return Err(AcceptError::NotReady { id: agent.to_owned(), state: other.as_str(), action: "reject" }),
+        other => {
+            return Err(AcceptError::NotReady {
+                id: agent.to_owned(),
+                state: other.as_str(),
+                action: "reject",
+            })
+        }
     };
     store.transaction(|tx| {
         rec.state = next;
         rec.updated_at = now_ms();
         store::agent_update(tx, &rec)?;
-        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
-        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent]).map_err(StoreError::from)?;
-        store::append_event(tx, Some(agent), "rejected", &serde_json::json!({"feedback": feedback}))?;
+        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
+            .map_err(StoreError::from)?;
+        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent])
+            .map_err(StoreError::from)?;
+        store::append_event(
+            tx,
+            Some(agent),
+            "rejected",
+            &serde_json::json!({"feedback": feedback}),
+        )?;
         Ok(())
     })
 }
@@ -381,7 +503,10 @@ pub fn reject(store: &Store, agent: &str, feedback: Option<&str>) -> Result<(), 
 /// and synced first, then all are renamed into place.
 fn write_files(root: &Path, files: &[(String, Option<Vec<u8>>, u32)]) -> Result<(), AcceptError> {
     fn io(path: &str) -> impl FnOnce(std::io::Error) -> AcceptError + '_ {
-        move |source| AcceptError::Io { path: path.to_owned(), source }
+        move |source| AcceptError::Io {
+            path: path.to_owned(),
+            source,
+        }
     }
     let mut staged = Vec::new();
     for (path, data, mode) in files {
@@ -392,7 +517,10 @@ fn write_files(root: &Path, files: &[(String, Option<Vec<u8>>, u32)]) -> Result<
         }
         let tmp = target.with_file_name(format!(
             ".{}.chimera-{}.tmp",
-            target.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+            target
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("file"),
             std::process::id()
         ));
         let result = (|| {
@@ -410,13 +538,19 @@ fn write_files(root: &Path, files: &[(String, Option<Vec<u8>>, u32)]) -> Result<
             for (t, _) in &staged {
                 let _ = std::fs::remove_file(t);
             }
-            return Err(AcceptError::Io { path: path.clone(), source });
+            return Err(AcceptError::Io {
+                path: path.clone(),
+                source,
+            });
         }
         staged.push((tmp, target));
     }
     let mut dirs = std::collections::BTreeSet::new();
     for (tmp, target) in &staged {
-        std::fs::rename(tmp, target).map_err(|source| AcceptError::Io { path: target.display().to_string(), source })?;
+        std::fs::rename(tmp, target).map_err(|source| AcceptError::Io {
+            path: target.display().to_string(),
+            source,
+        })?;
         if let Some(dir) = target.parent() {
             dirs.insert(dir.to_path_buf());
         }
@@ -432,7 +566,12 @@ fn write_files(root: &Path, files: &[(String, Option<Vec<u8>>, u32)]) -> Result<
             match std::fs::remove_file(root.join(path)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(AcceptError::Io { path: path.clone(), source }),
+                Err(source) => {
+                    return Err(AcceptError::Io {
+                        path: path.clone(),
+                        source,
+                    })
+                }
             }
         }
     }

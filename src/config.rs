@@ -81,7 +81,7 @@ impl LlmConfig {
             while j > 0 && (bytes[j - 1].is_ascii_digit() || bytes[j - 1] == b'.') {
                 j -= 1;
             }
-            let before_ok = j == 0 || !bytes[j - 1].is_ascii_alphanumeric() || bytes[j - 1] == b'-' ;
+            let before_ok = j == 0 || !bytes[j - 1].is_ascii_alphanumeric() || bytes[j - 1] == b'-';
             if after_ok && before_ok && j < i {
                 if let Ok(v) = name[j..i].parse::<f64>() {
                     best = Some(v);
@@ -158,7 +158,11 @@ pub struct SyncConfig {
 
 impl Default for SyncConfig {
     fn default() -> Self {
-        Self { debounce_ms: 100, max_file_bytes: 2 * 1024 * 1024, watch: true }
+        Self {
+            debounce_ms: 100,
+            max_file_bytes: 2 * 1024 * 1024,
+            watch: true,
+        }
     }
 }
 
@@ -193,7 +197,13 @@ mod tests {
 
     #[test]
     fn model_sizes_are_read_from_names() {
-        let size = |m: &str| LlmConfig { model: m.into(), ..LlmConfig::default() }.model_size_b();
+        let size = |m: &str| {
+            LlmConfig {
+                model: m.into(),
+                ..LlmConfig::default()
+            }
+            .model_size_b()
+        };
         assert_eq!(size("qwen2.5-coder:1.5b"), Some(1.5));
         assert_eq!(size("Qwen2.5-Coder-7B-Instruct"), Some(7.0));
         assert_eq!(size("qwen2.5-coder-0.5b-instruct-q4_k_m"), Some(0.5));

@@ -36,29 +36,47 @@ pub struct FileDiff {
 }
 
 fn strip_eol(line: &str) -> String {
-    line.strip_suffix('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).unwrap_or(line).to_owned()
+    line.strip_suffix('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .unwrap_or(line)
+        .to_owned()
 }
 
 /// The hunks turning `old` into `new`, in file order, without context lines.
 pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
-    let diff = TextDiff::configure().algorithm(similar::Algorithm::Patience).diff_lines(old, new);
+    let diff = TextDiff::configure()
+        .algorithm(similar::Algorithm::Patience)
+        .diff_lines(old, new);
     let old_lines = diff.old_slices();
     let new_lines = diff.new_slices();
     let mut out: Vec<Hunk> = Vec::new();
     for op in diff.ops() {
         let (old_range, new_range) = match *op {
             DiffOp::Equal { .. } => continue,
-            DiffOp::Delete { old_index, old_len, .. } => (old_index..old_index + old_len, 0..0),
-            DiffOp::Insert { old_index, new_index, new_len } => {
-                (old_index..old_index, new_index..new_index + new_len)
-            }
-            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
-                (old_index..old_index + old_len, new_index..new_index + new_len)
-            }
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => (old_index..old_index + old_len, 0..0),
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => (old_index..old_index, new_index..new_index + new_len),
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => (
+                old_index..old_index + old_len,
+                new_index..new_index + new_len,
+            ),
         };
         let hunk = Hunk {
             old_start: old_range.start,
-            old_lines: old_lines[old_range.clone()].iter().map(|l| strip_eol(l)).collect(),
+            old_lines: old_lines[old_range.clone()]
+                .iter()
+                .map(|l| strip_eol(l))
+                .collect(),
             new_lines: new_lines[new_range].iter().map(|l| strip_eol(l)).collect(),
         };
         // Adjacent ops (a delete followed by an insert) form one hunk.
@@ -75,7 +93,11 @@ pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
         let n = old.lines().count().saturating_sub(1);
         let last_old = old.lines().last().unwrap_or("").to_owned();
         let last_new = new.lines().last().unwrap_or("").to_owned();
-        out.push(Hunk { old_start: n, old_lines: vec![last_old], new_lines: vec![last_new] });
+        out.push(Hunk {
+            old_start: n,
+            old_lines: vec![last_old],
+            new_lines: vec![last_new],
+        });
     }
     out
 }
@@ -113,7 +135,10 @@ pub fn match_line_endings(base: &str, new: &str) -> String {
 /// Applies `hunks` (computed against `old`) to `old`; `None` if a hunk does
 /// not match the text (the text changed since the hunks were computed).
 pub fn apply(old: &str, hunks: &[Hunk], eol: &str, final_newline: bool) -> Option<String> {
-    let lines: Vec<String> = old.lines().map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned()).collect();
+    let lines: Vec<String> = old
+        .lines()
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+        .collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
     let mut pos = 0;
     for h in hunks {
@@ -147,8 +172,16 @@ mod tests {
         assert_eq!(
             h,
             vec![
-                Hunk { old_start: 1, old_lines: vec!["b".into()], new_lines: vec!["B".into()] },
-                Hunk { old_start: 3, old_lines: vec!["d".into()], new_lines: vec!["x".into(), "y".into()] },
+                Hunk {
+                    old_start: 1,
+                    old_lines: vec!["b".into()],
+                    new_lines: vec!["B".into()]
+                },
+                Hunk {
+                    old_start: 3,
+                    old_lines: vec!["d".into()],
+                    new_lines: vec!["x".into(), "y".into()]
+                },
             ]
         );
         assert_eq!(apply(old, &h, "\n", true).unwrap(), new);
@@ -156,7 +189,10 @@ mod tests {
 
     #[test]
     fn pure_insertion_has_no_old_lines() {
-        let h = hunks("def f():\n    pass\n", "def f():\n    \"\"\"Doc.\"\"\"\n    pass\n");
+        let h = hunks(
+            "def f():\n    pass\n",
+            "def f():\n    \"\"\"Doc.\"\"\"\n    pass\n",
+        );
         assert_eq!(h.len(), 1);
         assert_eq!(h[0].old_start, 1);
         assert!(h[0].old_lines.is_empty());
@@ -171,7 +207,10 @@ mod tests {
 
     #[test]
     fn crlf_files_stay_crlf() {
-        assert_eq!(match_line_endings("a\r\nb\r\n", "a\nb\nc\n"), "a\r\nb\r\nc\r\n");
+        assert_eq!(
+            match_line_endings("a\r\nb\r\n", "a\nb\nc\n"),
+            "a\r\nb\r\nc\r\n"
+        );
         assert_eq!(match_line_endings("a\r\nb\r\n", "a\r\nz\r\n"), "a\r\nz\r\n");
         assert_eq!(match_line_endings("a\nb\n", "a\nc\n"), "a\nc\n");
     }
@@ -214,8 +253,9 @@ pub fn merge3(base: &str, human: &str, agent: &str) -> Option<String> {
             }
             let overlap = o.old_start.max(t.old_start) < o_end.min(t_end);
             let same_point = o.old_start == t.old_start;
-            let inserts_inside = (o.old_lines.is_empty() && t.old_start < o.old_start && o.old_start < t_end)
-                || (t.old_lines.is_empty() && o.old_start < t.old_start && t.old_start < o_end);
+            let inserts_inside =
+                (o.old_lines.is_empty() && t.old_start < o.old_start && o.old_start < t_end)
+                    || (t.old_lines.is_empty() && o.old_start < t.old_start && t.old_start < o_end);
             if overlap || same_point || inserts_inside {
                 return None;
             }
@@ -239,8 +279,17 @@ pub fn minimal_edit(old: &str, new: &str) -> (usize, usize, Vec<String>) {
     let b: Vec<&str> = new.lines().collect();
     let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let max_suffix = a.len().min(b.len()) - prefix;
-    let suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
-    let lines = b[prefix..b.len() - suffix].iter().map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned()).collect();
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(max_suffix)
+        .take_while(|(x, y)| x == y)
+        .count();
+    let lines = b[prefix..b.len() - suffix]
+        .iter()
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+        .collect();
     (prefix, a.len() - suffix, lines)
 }
 
@@ -260,18 +309,30 @@ mod merge_tests {
     fn overlapping_changes_conflict() {
         let base = "a\nb\nc\n";
         assert!(merge3(base, "a\nB\nc\n", "a\nX\nc\n").is_none());
-        assert!(merge3(base, "a\nnew\nb\nc\n", "a\nother\nb\nc\n").is_none(), "two inserts at one point");
+        assert!(
+            merge3(base, "a\nnew\nb\nc\n", "a\nother\nb\nc\n").is_none(),
+            "two inserts at one point"
+        );
     }
 
     #[test]
     fn identical_changes_are_taken_once() {
-        assert_eq!(merge3("a\nb\nc\nd\n", "a\nB\nc\nd\n", "a\nB\nc\nD\n").unwrap(), "a\nB\nc\nD\n");
+        assert_eq!(
+            merge3("a\nb\nc\nd\n", "a\nB\nc\nd\n", "a\nB\nc\nD\n").unwrap(),
+            "a\nB\nc\nD\n"
+        );
     }
 
     #[test]
     fn minimal_edit_finds_the_changed_range() {
-        assert_eq!(minimal_edit("a\nb\nc\n", "a\nX\nY\nc\n"), (1, 2, vec!["X".into(), "Y".into()]));
-        assert_eq!(minimal_edit("a\nb\n", "a\nb\nc\n"), (2, 2, vec!["c".into()]));
+        assert_eq!(
+            minimal_edit("a\nb\nc\n", "a\nX\nY\nc\n"),
+            (1, 2, vec!["X".into(), "Y".into()])
+        );
+        assert_eq!(
+            minimal_edit("a\nb\n", "a\nb\nc\n"),
+            (2, 2, vec!["c".into()])
+        );
         assert_eq!(minimal_edit("a\na\n", "a\n"), (1, 2, vec![]));
     }
 }

@@ -10,15 +10,28 @@ use crate::store::AgentRecord;
 #[derive(Debug, Clone)]
 pub enum ToCore {
     /// Start an agent with the id the editor chose (so `spawn()` can return it at once).
-    Spawn { id: String, task: String, context: Option<String>, file: Option<String>, cursor_line: Option<usize> },
+    Spawn {
+        id: String,
+        task: String,
+        context: Option<String>,
+        file: Option<String>,
+        cursor_line: Option<usize>,
+    },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.
     /// `hunk`: only that hunk (numbered from 1 in file order).
-    Accept { id: String, buffers: Vec<BufferText>, hunk: Option<usize> },
+    Accept {
+        id: String,
+        buffers: Vec<BufferText>,
+        hunk: Option<usize>,
+    },
     /// Drop one hunk (numbered from 1 in file order) from a proposal.
     RejectHunk { id: String, hunk: usize },
     /// Reject a proposal (or cancel a running agent).
-    Reject { id: String, feedback: Option<String> },
+    Reject {
+        id: String,
+        feedback: Option<String>,
+    },
     /// Stop a queued or running agent at once (LLM request and sandbox included).
     Cancel { id: String },
     /// A buffer's text changed (or was loaded, or written); it is now the
@@ -54,13 +67,28 @@ pub enum ToEditor {
     ProposalCleared { id: String },
     /// Apply an accepted change to a loaded buffer as one undoable change:
     /// replace lines `[start, end)` with `lines`.
-    EditBuffer { id: String, path: String, start: usize, end: usize, lines: Vec<String> },
+    EditBuffer {
+        id: String,
+        path: String,
+        start: usize,
+        end: usize,
+        lines: Vec<String>,
+    },
     /// The outcome of an accept or reject, for `User ChimeraAccepted`/`ChimeraRejected`.
-    Resolved { id: String, accepted: bool, files: Vec<String>, hunk: Option<usize> },
+    Resolved {
+        id: String,
+        accepted: bool,
+        files: Vec<String>,
+        hunk: Option<usize>,
+    },
     /// Text streamed from the LLM for an agent (progress display).
     Progress { id: String, message: String },
     /// Answer to [`ToCore::CheckLlm`].
-    LlmStatus { ok: bool, message: String, models: Vec<String> },
+    LlmStatus {
+        ok: bool,
+        message: String,
+        models: Vec<String>,
+    },
     /// Something the user should know.
     Notify { level: Level, message: String },
 }

@@ -29,7 +29,11 @@ pub struct Overlay<'a> {
 
 impl<'a> Overlay<'a> {
     pub fn new(store: &'a Store, agent: &'a str, max_bytes: u64) -> Self {
-        Self { store, agent, max_bytes }
+        Self {
+            store,
+            agent,
+            max_bytes,
+        }
     }
 
     /// The bytes of `path` as this agent sees them; `None` if absent.
@@ -43,16 +47,20 @@ impl<'a> Overlay<'a> {
         }
         match self.store.stable_entry(p)? {
             None => Ok(None),
-            Some(e) if e.too_large => {
-                Err(OverlayError::TooLarge { path: p.to_owned(), size: e.size, limit: self.max_bytes })
-            }
+            Some(e) if e.too_large => Err(OverlayError::TooLarge {
+                path: p.to_owned(),
+                size: e.size,
+                limit: self.max_bytes,
+            }),
             Some(e) => Ok(Some(self.store.blob(&e.hash)?)),
         }
     }
 
     /// The text of `path`; binary and non-UTF-8 files are refused.
     pub fn read_text(&self, path: &ProjectPath) -> Result<String, OverlayError> {
-        let bytes = self.read(path)?.ok_or_else(|| OverlayError::NotFound(path.to_string()))?;
+        let bytes = self
+            .read(path)?
+            .ok_or_else(|| OverlayError::NotFound(path.to_string()))?;
         if bytes.contains(&0) {
             return Err(OverlayError::Binary(path.to_string()));
         }
@@ -78,7 +86,8 @@ impl<'a> Overlay<'a> {
         }
         let hash = self.store.put_blob(data)?;
         let base = self.store.stable_entry(path.as_str())?.map(|e| e.hash);
-        self.store.overlay_set(self.agent, path.as_str(), Some(&hash), base.as_deref())?;
+        self.store
+            .overlay_set(self.agent, path.as_str(), Some(&hash), base.as_deref())?;
         Ok(())
     }
 
@@ -88,7 +97,8 @@ impl<'a> Overlay<'a> {
             return Err(OverlayError::NotFound(path.to_string()));
         }
         let base = self.store.stable_entry(path.as_str())?.map(|e| e.hash);
-        self.store.overlay_set(self.agent, path.as_str(), None, base.as_deref())?;
+        self.store
+            .overlay_set(self.agent, path.as_str(), None, base.as_deref())?;
         Ok(())
     }
 
@@ -100,7 +110,11 @@ impl<'a> Overlay<'a> {
     /// Every file below `dir` ("" = the root) this agent sees, sorted.
     pub fn files_under(&self, dir: &str) -> Result<Vec<String>, OverlayError> {
         let mut set: BTreeSet<String> = self.store.stable_paths_under(dir)?.into_iter().collect();
-        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
         for (path, entry) in self.store.overlay_entries(self.agent)? {
             if !path.starts_with(&prefix) {
                 continue;
@@ -117,7 +131,11 @@ impl<'a> Overlay<'a> {
     /// The entries directly inside `dir`: files by name, directories with a
     /// trailing `/`, merged over both layers, each once, sorted.
     pub fn list_dir(&self, dir: &str) -> Result<Vec<String>, OverlayError> {
-        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
         let mut out = BTreeSet::new();
         for path in self.files_under(dir)? {
             let rest = &path[prefix.len()..];
@@ -149,12 +167,12 @@ mod tests {
                     error: None,
                     changed_files: vec![],
                     conflicted: false,
-            rounds: 0,
-            owner: String::new(),
-            recoveries: 0,
-            file: None,
-            cursor_line: None,
-            feedback: vec![],
+                    rounds: 0,
+                    owner: String::new(),
+                    recoveries: 0,
+                    file: None,
+                    cursor_line: None,
+                    feedback: vec![],
                     owner_pid: 1,
                     created_at: now_ms(),
                     updated_at: now_ms(),
@@ -171,15 +189,25 @@ mod tests {
     #[test]
     fn reads_fall_through_and_writes_stay_in_the_overlay() {
         let (_d, store) = store_with_agents(&["a", "b"]);
-        store.stable_put("src/x.py", b"old\n", 0o644, 0, 1 << 20).unwrap();
+        store
+            .stable_put("src/x.py", b"old\n", 0o644, 0, 1 << 20)
+            .unwrap();
         let a = Overlay::new(&store, "a", 1 << 20);
         let b = Overlay::new(&store, "b", 1 << 20);
         assert_eq!(a.read_text(&p("src/x.py")).unwrap(), "old\n");
         a.write(&p("src/x.py"), b"new\n").unwrap();
         assert_eq!(a.read_text(&p("src/x.py")).unwrap(), "new\n");
-        assert_eq!(b.read_text(&p("src/x.py")).unwrap(), "old\n", "other agents see stable");
+        assert_eq!(
+            b.read_text(&p("src/x.py")).unwrap(),
+            "old\n",
+            "other agents see stable"
+        );
         let stable = store.stable_entry("src/x.py").unwrap().unwrap();
-        assert_eq!(store.blob(&stable.hash).unwrap(), b"old\n", "stable untouched");
+        assert_eq!(
+            store.blob(&stable.hash).unwrap(),
+            b"old\n",
+            "stable untouched"
+        );
         let entry = store.overlay_entry("a", "src/x.py").unwrap().unwrap();
         assert_eq!(entry.base_hash, Some(stable.hash));
     }
@@ -187,14 +215,24 @@ mod tests {
     #[test]
     fn whiteout_hides_a_file_from_one_agent_and_recreate_works() {
         let (_d, store) = store_with_agents(&["a", "b"]);
-        store.stable_put("gone.py", b"x", 0o644, 0, 1 << 20).unwrap();
+        store
+            .stable_put("gone.py", b"x", 0o644, 0, 1 << 20)
+            .unwrap();
         let a = Overlay::new(&store, "a", 1 << 20);
         a.delete(&p("gone.py")).unwrap();
         assert!(!a.exists(&p("gone.py")).unwrap());
-        assert!(matches!(a.read_text(&p("gone.py")), Err(OverlayError::NotFound(_))));
+        assert!(matches!(
+            a.read_text(&p("gone.py")),
+            Err(OverlayError::NotFound(_))
+        ));
         assert!(!a.files().unwrap().contains(&"gone.py".to_owned()));
-        assert!(Overlay::new(&store, "b", 1 << 20).exists(&p("gone.py")).unwrap());
-        assert!(matches!(a.delete(&p("gone.py")), Err(OverlayError::NotFound(_))));
+        assert!(Overlay::new(&store, "b", 1 << 20)
+            .exists(&p("gone.py"))
+            .unwrap());
+        assert!(matches!(
+            a.delete(&p("gone.py")),
+            Err(OverlayError::NotFound(_))
+        ));
         a.write(&p("gone.py"), b"again").unwrap();
         assert_eq!(a.read_text(&p("gone.py")).unwrap(), "again");
     }
@@ -202,7 +240,13 @@ mod tests {
     #[test]
     fn list_dir_merges_layers_each_path_once() {
         let (_d, store) = store_with_agents(&["a"]);
-        for path in ["README.md", "src/a.py", "src/b.py", "src/pkg/c.py", "srcx.py"] {
+        for path in [
+            "README.md",
+            "src/a.py",
+            "src/b.py",
+            "src/pkg/c.py",
+            "srcx.py",
+        ] {
             store.stable_put(path, b"x", 0o644, 0, 1 << 20).unwrap();
         }
         let a = Overlay::new(&store, "a", 1 << 20);
@@ -210,20 +254,38 @@ mod tests {
         a.write(&p("src/new.py"), b"new").unwrap();
         a.delete(&p("src/b.py")).unwrap();
         assert_eq!(a.list_dir("src").unwrap(), vec!["a.py", "new.py", "pkg/"]);
-        assert_eq!(a.list_dir("").unwrap(), vec!["README.md", "src/", "srcx.py"]);
+        assert_eq!(
+            a.list_dir("").unwrap(),
+            vec!["README.md", "src/", "srcx.py"]
+        );
     }
 
     #[test]
     fn binary_and_oversized_files_are_refused_with_a_reason() {
         let (_d, store) = store_with_agents(&["a"]);
-        store.stable_put("img.png", b"\x89PNG\0\0", 0o644, 0, 1 << 20).unwrap();
-        store.stable_put("latin1.txt", b"caf\xe9", 0o644, 0, 1 << 20).unwrap();
-        store.stable_put("big.txt", &[b'a'; 100], 0o644, 0, 10).unwrap();
+        store
+            .stable_put("img.png", b"\x89PNG\0\0", 0o644, 0, 1 << 20)
+            .unwrap();
+        store
+            .stable_put("latin1.txt", b"caf\xe9", 0o644, 0, 1 << 20)
+            .unwrap();
+        store
+            .stable_put("big.txt", &[b'a'; 100], 0o644, 0, 10)
+            .unwrap();
         let a = Overlay::new(&store, "a", 10);
-        assert!(matches!(a.read_text(&p("img.png")), Err(OverlayError::Binary(_))));
-        assert!(matches!(a.read_text(&p("latin1.txt")), Err(OverlayError::Binary(_))));
+        assert!(matches!(
+            a.read_text(&p("img.png")),
+            Err(OverlayError::Binary(_))
+        ));
+        assert!(matches!(
+            a.read_text(&p("latin1.txt")),
+            Err(OverlayError::Binary(_))
+        ));
         let err = a.read_text(&p("big.txt")).unwrap_err();
         assert!(err.to_string().contains("too large"), "{err}");
-        assert!(matches!(a.write(&p("w.txt"), &[b'b'; 11]), Err(OverlayError::TooLarge { .. })));
+        assert!(matches!(
+            a.write(&p("w.txt"), &[b'b'; 11]),
+            Err(OverlayError::TooLarge { .. })
+        ));
     }
 }

@@ -28,7 +28,8 @@ impl ProjectPath {
     /// Normalises `raw` (as an agent or user wrote it) into a project path.
     pub fn parse(raw: &str) -> Result<Self, PathError> {
         let trimmed = raw.trim();
-        if trimmed.starts_with('/') || trimmed.starts_with('\\') || Path::new(trimmed).is_absolute() {
+        if trimmed.starts_with('/') || trimmed.starts_with('\\') || Path::new(trimmed).is_absolute()
+        {
             return Err(PathError::Absolute(raw.to_owned()));
         }
         let mut parts: Vec<&str> = Vec::new();
@@ -130,17 +131,38 @@ mod tests {
 
     #[test]
     fn normalises_relative_paths() {
-        assert_eq!(ProjectPath::parse("./src//a.py").unwrap().as_str(), "src/a.py");
-        assert_eq!(ProjectPath::parse("src/./b/c.py").unwrap().as_str(), "src/b/c.py");
+        assert_eq!(
+            ProjectPath::parse("./src//a.py").unwrap().as_str(),
+            "src/a.py"
+        );
+        assert_eq!(
+            ProjectPath::parse("src/./b/c.py").unwrap().as_str(),
+            "src/b/c.py"
+        );
     }
 
     #[test]
     fn refuses_escapes_absolute_and_reserved() {
-        assert!(matches!(ProjectPath::parse("../x"), Err(PathError::Escapes(_))));
-        assert!(matches!(ProjectPath::parse("a/../../x"), Err(PathError::Escapes(_))));
-        assert!(matches!(ProjectPath::parse("/etc/passwd"), Err(PathError::Absolute(_))));
-        assert!(matches!(ProjectPath::parse(".git/config"), Err(PathError::Reserved(_))));
-        assert!(matches!(ProjectPath::parse(".chimera/chimera.db"), Err(PathError::Reserved(_))));
+        assert!(matches!(
+            ProjectPath::parse("../x"),
+            Err(PathError::Escapes(_))
+        ));
+        assert!(matches!(
+            ProjectPath::parse("a/../../x"),
+            Err(PathError::Escapes(_))
+        ));
+        assert!(matches!(
+            ProjectPath::parse("/etc/passwd"),
+            Err(PathError::Absolute(_))
+        ));
+        assert!(matches!(
+            ProjectPath::parse(".git/config"),
+            Err(PathError::Reserved(_))
+        ));
+        assert!(matches!(
+            ProjectPath::parse(".chimera/chimera.db"),
+            Err(PathError::Reserved(_))
+        ));
         assert!(matches!(ProjectPath::parse(""), Err(PathError::Empty(_))));
     }
 
@@ -151,7 +173,10 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
         let p = ProjectPath::parse("link/secret.txt").unwrap();
-        assert!(matches!(p.resolve(root.path()), Err(PathError::SymlinkOut(_))));
+        assert!(matches!(
+            p.resolve(root.path()),
+            Err(PathError::SymlinkOut(_))
+        ));
         let inside = ProjectPath::parse("src/new.py").unwrap();
         assert!(inside.resolve(root.path()).is_ok());
     }

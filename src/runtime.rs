@@ -69,7 +69,11 @@ impl CoreHandle {
 }
 
 /// Starts the core for the project at `root`.
-pub fn start(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>) -> Result<CoreHandle, RuntimeError> {
+pub fn start(
+    config: Config,
+    root: PathBuf,
+    sink: Arc<dyn EditorSink>,
+) -> Result<CoreHandle, RuntimeError> {
     let (tx, rx) = mpsc::unbounded_channel();
     let root2 = root.clone();
     let thread = std::thread::Builder::new()
@@ -83,7 +87,10 @@ pub fn start(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>) -> Result
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    sink.send(ToEditor::Notify { level: Level::Error, message: format!("cannot start tokio: {e}") });
+                    sink.send(ToEditor::Notify {
+                        level: Level::Error,
+                        message: format!("cannot start tokio: {e}"),
+                    });
                     return;
                 }
             };
@@ -92,7 +99,11 @@ pub fn start(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>) -> Result
             rt.shutdown_timeout(Duration::from_millis(200));
         })
         .map_err(RuntimeError::Thread)?;
-    Ok(CoreHandle { tx, thread: Some(thread), root })
+    Ok(CoreHandle {
+        tx,
+        thread: Some(thread),
+        root,
+    })
 }
 
 /// State shared by the message loop and the agent tasks.
@@ -116,7 +127,10 @@ const HEARTBEAT: Duration = Duration::from_secs(3);
 
 impl Core {
     fn notify(&self, level: Level, message: impl Into<String>) {
-        self.sink.send(ToEditor::Notify { level, message: message.into() });
+        self.sink.send(ToEditor::Notify {
+            level,
+            message: message.into(),
+        });
     }
 
     fn abs(&self, path: &str) -> String {
@@ -136,10 +150,22 @@ impl Core {
     fn send_proposal(&self, id: &str) {
         match accept::proposal_diffs(&self.store, id) {
             Ok(files) => {
-                let files = files.into_iter().map(|f| FileDiff { path: self.abs(&f.path), ..f }).collect();
-                self.sink.send(ToEditor::Proposal { id: id.to_owned(), files });
+                let files = files
+                    .into_iter()
+                    .map(|f| FileDiff {
+                        path: self.abs(&f.path),
+                        ..f
+                    })
+                    .collect();
+                self.sink.send(ToEditor::Proposal {
+                    id: id.to_owned(),
+                    files,
+                });
             }
-            Err(e) => self.notify(Level::Error, format!("Chimera: cannot show proposal {id}: {e}")),
+            Err(e) => self.notify(
+                Level::Error,
+                format!("Chimera: cannot show proposal {id}: {e}"),
+            ),
         }
     }
 
@@ -152,34 +178,52 @@ impl Core {
             self.store.agent_update(&rec)
         });
         if let Err(e) = result {
-            self.notify(Level::Error, format!("Chimera: cannot record agent {id}: {e}"));
+            self.notify(
+                Level::Error,
+                format!("Chimera: cannot record agent {id}: {e}"),
+            );
         }
         self.send_agent(id);
     }
 
     /// The human's text of `path` changed: rebase every proposal on it.
     fn rebase_proposals(&self, path: &str) {
-        let Ok(agents) = self.store.agents() else { return };
-        for rec in agents.iter().filter(|a| a.state == AgentState::Completed && a.changed_files.iter().any(|f| f == path)) {
+        let Ok(agents) = self.store.agents() else {
+            return;
+        };
+        for rec in agents.iter().filter(|a| {
+            a.state == AgentState::Completed && a.changed_files.iter().any(|f| f == path)
+        }) {
             match accept::rebase(&self.store, &rec.id) {
                 Ok((true, _)) => {
                     self.send_agent(&rec.id);
                     self.send_proposal(&rec.id);
                 }
                 Ok((false, _)) => {}
-                Err(e) => self.notify(Level::Warn, format!("Chimera: cannot rebase proposal {}: {e}", rec.id)),
+                Err(e) => self.notify(
+                    Level::Warn,
+                    format!("Chimera: cannot rebase proposal {}: {e}", rec.id),
+                ),
             }
         }
     }
 }
 
-async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut rx: mpsc::UnboundedReceiver<ToCore>) {
+async fn main_loop(
+    config: Config,
+    root: PathBuf,
+    sink: Arc<dyn EditorSink>,
+    mut rx: mpsc::UnboundedReceiver<ToCore>,
+) {
     let store = match Store::open(&root) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             sink.send(ToEditor::Notify {
                 level: Level::Error,
-                message: format!("Chimera: cannot open the database in {}: {e}", root.join(".chimera").display()),
+                message: format!(
+                    "Chimera: cannot open the database in {}: {e}",
+                    root.join(".chimera").display()
+                ),
             });
             // Keep answering so the editor gets clear errors instead of silence.
             while let Some(msg) = rx.recv().await {
@@ -208,7 +252,10 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
         owner: format!("{}-{}", std::process::id(), now_ms()),
     });
     if let Err(e) = core.store.instance_heartbeat(&core.owner) {
-        core.notify(Level::Warn, format!("Chimera: cannot register this instance: {e}"));
+        core.notify(
+            Level::Warn,
+            format!("Chimera: cannot register this instance: {e}"),
+        );
     }
     let c = core.clone();
     tokio::spawn(async move {
@@ -227,12 +274,20 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
     tokio::spawn(async move {
         let c2 = c.clone();
         let imported = tokio::task::spawn_blocking(move || {
-            sync::import(&c2.store, &c2.root, c2.config.sync.max_file_bytes, &c2.buffers)
+            sync::import(
+                &c2.store,
+                &c2.root,
+                c2.config.sync.max_file_bytes,
+                &c2.buffers,
+            )
         })
         .await;
         match imported {
             Ok(Ok(files)) => {
-                c.sink.send(ToEditor::Ready { root: c.root.to_string_lossy().into_owned(), files });
+                c.sink.send(ToEditor::Ready {
+                    root: c.root.to_string_lossy().into_owned(),
+                    files,
+                });
                 recover(&c);
             }
             Ok(Err(e)) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
@@ -251,7 +306,12 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
         ) {
             Ok(w) => Some(w),
             Err(e) => {
-                core.notify(Level::Warn, format!("Chimera: {e}; changes made outside Neovim will be seen at the next start"));
+                core.notify(
+                    Level::Warn,
+                    format!(
+                        "Chimera: {e}; changes made outside Neovim will be seen at the next start"
+                    ),
+                );
                 None
             }
         }
@@ -262,9 +322,23 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
     while let Some(msg) = rx.recv().await {
         match msg {
             ToCore::Shutdown => break,
-            ToCore::Spawn { id, task, context, file, cursor_line } => {
-                spawn_agent(&core, Job { id, task, context, file, cursor_line, feedback: vec![] })
-            }
+            ToCore::Spawn {
+                id,
+                task,
+                context,
+                file,
+                cursor_line,
+            } => spawn_agent(
+                &core,
+                Job {
+                    id,
+                    task,
+                    context,
+                    file,
+                    cursor_line,
+                    feedback: vec![],
+                },
+            ),
             ToCore::Accept { id, buffers, hunk } => {
                 let c = core.clone();
                 tokio::task::spawn_blocking(move || accept_proposal(&c, &id, buffers, hunk));
@@ -277,17 +351,36 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
                     } else {
                         core.send_proposal(&id);
                     }
-                    core.sink.send(ToEditor::Resolved { id, accepted: false, files: vec![], hunk: Some(hunk) });
+                    core.sink.send(ToEditor::Resolved {
+                        id,
+                        accepted: false,
+                        files: vec![],
+                        hunk: Some(hunk),
+                    });
                 }
-                Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject hunk {hunk} of {id}: {e}")),
+                Err(e) => core.notify(
+                    Level::Error,
+                    format!("Chimera: cannot reject hunk {hunk} of {id}: {e}"),
+                ),
             },
             ToCore::Reject { id, feedback } => reject_proposal(&core, &id, feedback),
             ToCore::Cancel { id } => cancel_agent(&core, &id),
             ToCore::BufferText(BufferText { path, text }) => {
                 let Some(p) = core.rel(&path) else { continue };
                 core.buffers.insert(p.as_str());
-                let mode = core.store.stable_entry(p.as_str()).ok().flatten().map_or(0o644, |e| e.mode);
-                match core.store.stable_put(p.as_str(), text.as_bytes(), mode, now_ms() * 1_000_000, core.config.sync.max_file_bytes) {
+                let mode = core
+                    .store
+                    .stable_entry(p.as_str())
+                    .ok()
+                    .flatten()
+                    .map_or(0o644, |e| e.mode);
+                match core.store.stable_put(
+                    p.as_str(),
+                    text.as_bytes(),
+                    mode,
+                    now_ms() * 1_000_000,
+                    core.config.sync.max_file_bytes,
+                ) {
                     Ok(true) => core.rebase_proposals(p.as_str()),
                     Ok(false) => {}
                     Err(e) => core.notify(Level::Warn, format!("Chimera: cannot record {p}: {e}")),
@@ -296,7 +389,12 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
             ToCore::BufferClosed { path } => {
                 let Some(p) = core.rel(&path) else { continue };
                 core.buffers.remove(p.as_str());
-                if let Ok(true) = sync::sync_from_disk(&core.store, &core.root, &p, core.config.sync.max_file_bytes) {
+                if let Ok(true) = sync::sync_from_disk(
+                    &core.store,
+                    &core.root,
+                    &p,
+                    core.config.sync.max_file_bytes,
+                ) {
                     core.rebase_proposals(p.as_str());
                 }
             }
@@ -307,7 +405,11 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
         }
     }
     core.shutdown.cancel();
-    let tokens: Vec<_> = core.agents.lock().map(|m| m.values().cloned().collect()).unwrap_or_default();
+    let tokens: Vec<_> = core
+        .agents
+        .lock()
+        .map(|m| m.values().cloned().collect())
+        .unwrap_or_default();
     for t in tokens {
         t.cancel();
     }
@@ -322,7 +424,10 @@ async fn main_loop(config: Config, root: PathBuf, sink: Arc<dyn EditorSink>, mut
 fn recover(core: &Arc<Core>) {
     let retention = core.config.agents.retention_hours as i64 * 3_600_000;
     if let Err(e) = core.store.purge(retention) {
-        core.notify(Level::Warn, format!("Chimera: cannot purge old agents: {e}"));
+        core.notify(
+            Level::Warn,
+            format!("Chimera: cannot purge old agents: {e}"),
+        );
     }
     let runnable = match core.store.recover(&core.owner, STALE_OWNER_MS) {
         Ok(r) => r,
@@ -411,9 +516,21 @@ fn start_agent(core: &Arc<Core>, job: Job) {
                 Ok(llm) => {
                     let sink = core.sink.clone();
                     let pid = id.clone();
-                    let progress = move |message: String| sink.send(ToEditor::Progress { id: pid.clone(), message });
+                    let progress = move |message: String| {
+                        sink.send(ToEditor::Progress {
+                            id: pid.clone(),
+                            message,
+                        })
+                    };
                     let limit = Duration::from_millis(core.config.agents.timeout_ms);
-                    let run = agent::run(core.store.clone(), &core.config, llm, &job, &cancel, &progress);
+                    let run = agent::run(
+                        core.store.clone(),
+                        &core.config,
+                        llm,
+                        &job,
+                        &cancel,
+                        &progress,
+                    );
                     match tokio::time::timeout(limit, run).await {
                         Ok(outcome) => outcome,
                         Err(_) => {
@@ -442,7 +559,12 @@ fn start_agent(core: &Arc<Core>, job: Job) {
     });
 }
 
-fn finish_agent(core: &Core, id: &str, outcome: Result<agent::Done, agent::AgentError>, cancel: &CancellationToken) {
+fn finish_agent(
+    core: &Core,
+    id: &str,
+    outcome: Result<agent::Done, agent::AgentError>,
+    cancel: &CancellationToken,
+) {
     if cancel.is_cancelled() {
         // Rejected/cancelled by the user or Neovim is quitting: the record
         // was already updated by whoever cancelled, or is left for recovery.
@@ -451,7 +573,11 @@ fn finish_agent(core: &Core, id: &str, outcome: Result<agent::Done, agent::Agent
     match outcome {
         Ok(done) => match accept::build_proposal(&core.store, id) {
             Ok(conflicts) => {
-                let files = core.store.proposal_files(id).map(|f| f.into_iter().map(|f| f.path).collect()).unwrap_or_default();
+                let files = core
+                    .store
+                    .proposal_files(id)
+                    .map(|f| f.into_iter().map(|f| f.path).collect())
+                    .unwrap_or_default();
                 core.set_state(id, AgentState::Completed, |r| {
                     r.summary = Some(done.summary.clone());
                     r.rounds = done.rounds;
@@ -478,16 +604,28 @@ fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>, hunk: Option
     match accept::accept_some(&core.store, &core.root, id, &buffers, hunk) {
         Ok(out) => {
             for (path, start, end, lines) in out.buffer_edits {
-                core.sink.send(ToEditor::EditBuffer { id: id.to_owned(), path: core.abs(&path), start, end, lines });
+                core.sink.send(ToEditor::EditBuffer {
+                    id: id.to_owned(),
+                    path: core.abs(&path),
+                    start,
+                    end,
+                    lines,
+                });
             }
             core.send_agent(id);
             if out.done {
-                core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
+                core.sink
+                    .send(ToEditor::ProposalCleared { id: id.to_owned() });
             } else {
                 core.send_proposal(id);
             }
             let files = out.files.iter().map(|f| core.abs(f)).collect();
-            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: true, files, hunk });
+            core.sink.send(ToEditor::Resolved {
+                id: id.to_owned(),
+                accepted: true,
+                files,
+                hunk,
+            });
         }
         Err(e) => {
             core.send_agent(id);
@@ -500,13 +638,30 @@ fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>, hunk: Option
 }
 
 fn reject_proposal(core: &Arc<Core>, id: &str, feedback: Option<String>) {
-    let completed = core.store.agent(id).is_ok_and(|r| r.state == AgentState::Completed);
-    if let (Some(text), true) = (feedback.as_deref().filter(|f| !f.trim().is_empty()), completed) {
-        match accept::reject_with_feedback(&core.store, id, text, core.config.agents.feedback_rounds) {
+    let completed = core
+        .store
+        .agent(id)
+        .is_ok_and(|r| r.state == AgentState::Completed);
+    if let (Some(text), true) = (
+        feedback.as_deref().filter(|f| !f.trim().is_empty()),
+        completed,
+    ) {
+        match accept::reject_with_feedback(
+            &core.store,
+            id,
+            text,
+            core.config.agents.feedback_rounds,
+        ) {
             Ok(again) => {
                 core.send_agent(id);
-                core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
-                core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: false, files: vec![], hunk: None });
+                core.sink
+                    .send(ToEditor::ProposalCleared { id: id.to_owned() });
+                core.sink.send(ToEditor::Resolved {
+                    id: id.to_owned(),
+                    accepted: false,
+                    files: vec![],
+                    hunk: None,
+                });
                 if let Some(rec) = again {
                     start_agent(
                         core,
@@ -532,8 +687,14 @@ fn reject_proposal(core: &Arc<Core>, id: &str, feedback: Option<String>) {
     match accept::reject(&core.store, id, feedback.as_deref()) {
         Ok(()) => {
             core.send_agent(id);
-            core.sink.send(ToEditor::ProposalCleared { id: id.to_owned() });
-            core.sink.send(ToEditor::Resolved { id: id.to_owned(), accepted: false, files: vec![], hunk: None });
+            core.sink
+                .send(ToEditor::ProposalCleared { id: id.to_owned() });
+            core.sink.send(ToEditor::Resolved {
+                id: id.to_owned(),
+                accepted: false,
+                files: vec![],
+                hunk: None,
+            });
         }
         Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
     }
@@ -544,7 +705,10 @@ fn cancel_agent(core: &Arc<Core>, id: &str) {
         Ok(rec) if rec.state.is_active() => reject_proposal(core, id, None),
         Ok(rec) => core.notify(
             Level::Warn,
-            format!("Chimera: agent {id} is {}, not working; use :Chimera reject for a proposal", rec.state.as_str()),
+            format!(
+                "Chimera: agent {id} is {}, not working; use :Chimera reject for a proposal",
+                rec.state.as_str()
+            ),
         ),
         Err(e) => core.notify(Level::Error, format!("Chimera: {e}")),
     }
@@ -552,22 +716,36 @@ fn cancel_agent(core: &Arc<Core>, id: &str) {
 
 async fn check_llm(core: &Core) {
     let msg = match &core.llm {
-        Err(e) => ToEditor::LlmStatus { ok: false, message: e.clone(), models: vec![] },
+        Err(e) => ToEditor::LlmStatus {
+            ok: false,
+            message: e.clone(),
+            models: vec![],
+        },
         Ok(llm) => match llm.models().await {
             Ok(models) => {
                 let want = &core.config.llm.model;
-                let present = models.iter().any(|m| m == want || m.starts_with(&format!("{want}:")) || models.len() == 1);
+                let present = models
+                    .iter()
+                    .any(|m| m == want || m.starts_with(&format!("{want}:")) || models.len() == 1);
                 ToEditor::LlmStatus {
                     ok: present,
                     message: if present {
                         format!("{} answers and serves model `{want}`", core.config.llm.url)
                     } else {
-                        format!("{} answers but has no model `{want}` (it has: {})", core.config.llm.url, models.join(", "))
+                        format!(
+                            "{} answers but has no model `{want}` (it has: {})",
+                            core.config.llm.url,
+                            models.join(", ")
+                        )
                     },
                     models,
                 }
             }
-            Err(e) => ToEditor::LlmStatus { ok: false, message: e.to_string(), models: vec![] },
+            Err(e) => ToEditor::LlmStatus {
+                ok: false,
+                message: e.to_string(),
+                models: vec![],
+            },
         },
     };
     core.sink.send(msg);

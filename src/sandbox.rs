@@ -6,7 +6,10 @@
 use std::time::{Duration, Instant};
 
 use monty::{MontyRun, RunProgress};
-use monty_types::{CompileOptions, ExcType, MontyException, MontyObject, NameLookupResult, PrintWriter, ResourceLimits, ResourceTracker};
+use monty_types::{
+    CompileOptions, ExcType, MontyException, MontyObject, NameLookupResult, PrintWriter,
+    ResourceLimits, ResourceTracker,
+};
 
 pub use monty_types::MontyObject as Value;
 
@@ -17,7 +20,12 @@ pub trait Host {
     /// Runs host function `name`. An `Err` is raised in Python as `RuntimeError`
     /// with the message, so the program (or the model, from the traceback)
     /// can react to it.
-    fn call(&mut self, name: &str, args: Vec<Value>, kwargs: Vec<(Value, Value)>) -> Result<Value, String>;
+    fn call(
+        &mut self,
+        name: &str,
+        args: Vec<Value>,
+        kwargs: Vec<(Value, Value)>,
+    ) -> Result<Value, String>;
     /// Checked at every host call; `true` stops the program at once.
     fn cancelled(&self) -> bool {
         false
@@ -37,7 +45,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { cpu_time: Duration::from_secs(5), max_recursion: 200, max_host_calls: 500 }
+        Self {
+            cpu_time: Duration::from_secs(5),
+            max_recursion: 200,
+            max_host_calls: 500,
+        }
     }
 }
 
@@ -66,14 +78,24 @@ const PRINT_CAP: usize = 64 * 1024;
 pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, SandboxError> {
     let mut printed = String::new();
     let raised = |e: MontyException| SandboxError::Raised(e.to_string());
-    let runner = MontyRun::new(code.to_owned(), "agent.py", vec![], CompileOptions::default()).map_err(raised)?;
+    let runner = MontyRun::new(
+        code.to_owned(),
+        "agent.py",
+        vec![],
+        CompileOptions::default(),
+    )
+    .map_err(raised)?;
     let resource = ResourceLimits {
         max_duration: Some(limits.cpu_time),
         max_recursion_depth: limits.max_recursion,
         ..ResourceLimits::default()
     };
     let mut progress = runner
-        .start(vec![], ResourceTracker::new(resource), PrintWriter::CollectString(&mut printed, Some(PRINT_CAP)))
+        .start(
+            vec![],
+            ResourceTracker::new(resource),
+            PrintWriter::CollectString(&mut printed, Some(PRINT_CAP)),
+        )
         .map_err(raised)?;
     let mut calls = 0usize;
     // Host time is added to the budget so only the program's own time counts.
@@ -87,7 +109,10 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
             RunProgress::Complete(_) => return Ok(Outcome { printed }),
             RunProgress::NameLookup(lookup) => {
                 let answer = if host.has_function(&lookup.name) {
-                    NameLookupResult::Value(MontyObject::Function { name: lookup.name.clone(), docstring: None })
+                    NameLookupResult::Value(MontyObject::Function {
+                        name: lookup.name.clone(),
+                        docstring: None,
+                    })
                 } else {
                     NameLookupResult::Undefined
                 };
@@ -100,16 +125,23 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
                 }
                 if !host.has_function(&call.function_name) {
                     let msg = format!("name '{}' is not defined", call.function_name);
-                    progress = call.resume(MontyException::new(ExcType::NameError, Some(msg)), print).map_err(raised)?;
+                    progress = call
+                        .resume(MontyException::new(ExcType::NameError, Some(msg)), print)
+                        .map_err(raised)?;
                     continue;
                 }
                 let started = Instant::now();
-                let result = host.call(&call.function_name, std::mem::take(&mut call.args), std::mem::take(&mut call.kwargs));
+                let result = host.call(
+                    &call.function_name,
+                    std::mem::take(&mut call.args),
+                    std::mem::take(&mut call.kwargs),
+                );
                 host_time += started.elapsed();
                 if host.cancelled() {
                     return Err(SandboxError::Cancelled);
                 }
-                call.tracker_mut().set_max_duration(limits.cpu_time + host_time);
+                call.tracker_mut()
+                    .set_max_duration(limits.cpu_time + host_time);
                 match result {
                     Ok(value) => call.resume(value, print).map_err(raised)?,
                     Err(msg) => call
@@ -122,10 +154,17 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
                     "{} is not available in the sandbox: use the host functions (read_file, write_file, list_dir, ...) instead",
                     call.function_call
                 );
-                call.resume(MontyException::new(ExcType::PermissionError, Some(msg)), print).map_err(raised)?
+                call.resume(
+                    MontyException::new(ExcType::PermissionError, Some(msg)),
+                    print,
+                )
+                .map_err(raised)?
             }
             RunProgress::ResolveFutures(state) => {
-                let exc = MontyException::new(ExcType::RuntimeError, Some("async code is not supported; call host functions directly".into()));
+                let exc = MontyException::new(
+                    ExcType::RuntimeError,
+                    Some("async code is not supported; call host functions directly".into()),
+                );
                 state.abort(exc, print).map_err(raised)?
             }
         };
@@ -137,16 +176,31 @@ pub mod args {
     use super::Value;
 
     /// The `i`-th argument (positional, else keyword `name`) as a string.
-    pub fn string(fname: &str, args: &[Value], kwargs: &[(Value, Value)], i: usize, name: &str) -> Result<String, String> {
+    pub fn string(
+        fname: &str,
+        args: &[Value],
+        kwargs: &[(Value, Value)],
+        i: usize,
+        name: &str,
+    ) -> Result<String, String> {
         match get(args, kwargs, i, name) {
             Some(Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(format!("{fname}(): argument `{name}` must be a str, got {}", type_name(other))),
+            Some(other) => Err(format!(
+                "{fname}(): argument `{name}` must be a str, got {}",
+                type_name(other)
+            )),
             None => Err(format!("{fname}(): missing argument `{name}`")),
         }
     }
 
     /// Like [`string`], but absent is `None`.
-    pub fn opt_string(fname: &str, args: &[Value], kwargs: &[(Value, Value)], i: usize, name: &str) -> Result<Option<String>, String> {
+    pub fn opt_string(
+        fname: &str,
+        args: &[Value],
+        kwargs: &[(Value, Value)],
+        i: usize,
+        name: &str,
+    ) -> Result<Option<String>, String> {
         match get(args, kwargs, i, name) {
             None | Some(Value::None) => Ok(None),
             Some(_) => string(fname, args, kwargs, i, name).map(Some),
@@ -154,7 +208,13 @@ pub mod args {
     }
 
     /// A list of strings (a lone string counts as a list of one).
-    pub fn string_list(fname: &str, args: &[Value], kwargs: &[(Value, Value)], i: usize, name: &str) -> Result<Vec<String>, String> {
+    pub fn string_list(
+        fname: &str,
+        args: &[Value],
+        kwargs: &[(Value, Value)],
+        i: usize,
+        name: &str,
+    ) -> Result<Vec<String>, String> {
         match get(args, kwargs, i, name) {
             None | Some(Value::None) => Ok(vec![]),
             Some(Value::String(s)) => Ok(vec![s.clone()]),
@@ -162,14 +222,25 @@ pub mod args {
                 .iter()
                 .map(|v| match v {
                     Value::String(s) => Ok(s.clone()),
-                    other => Err(format!("{fname}(): `{name}` must hold strings, got {}", type_name(other))),
+                    other => Err(format!(
+                        "{fname}(): `{name}` must hold strings, got {}",
+                        type_name(other)
+                    )),
                 })
                 .collect(),
-            Some(other) => Err(format!("{fname}(): argument `{name}` must be a list of str, got {}", type_name(other))),
+            Some(other) => Err(format!(
+                "{fname}(): argument `{name}` must be a list of str, got {}",
+                type_name(other)
+            )),
         }
     }
 
-    fn get<'a>(args: &'a [Value], kwargs: &'a [(Value, Value)], i: usize, name: &str) -> Option<&'a Value> {
+    fn get<'a>(
+        args: &'a [Value],
+        kwargs: &'a [(Value, Value)],
+        i: usize,
+        name: &str,
+    ) -> Option<&'a Value> {
         args.get(i).or_else(|| {
             kwargs.iter().find_map(|(k, v)| match k {
                 Value::String(k) if k == name => Some(v),
@@ -206,7 +277,12 @@ mod tests {
         fn has_function(&self, name: &str) -> bool {
             matches!(name, "echo" | "fail" | "slow")
         }
-        fn call(&mut self, name: &str, args: Vec<Value>, _kwargs: Vec<(Value, Value)>) -> Result<Value, String> {
+        fn call(
+            &mut self,
+            name: &str,
+            args: Vec<Value>,
+            _kwargs: Vec<(Value, Value)>,
+        ) -> Result<Value, String> {
             self.calls.push((name.to_owned(), args.clone()));
             match name {
                 "echo" => Ok(args.into_iter().next().unwrap_or(Value::None)),
@@ -226,25 +302,45 @@ mod tests {
     #[test]
     fn host_functions_are_called_with_their_arguments() {
         let mut h = host();
-        let out = run("x = echo('a' + 'b')\nprint(x.upper())", &mut h, Limits::default()).unwrap();
+        let out = run(
+            "x = echo('a' + 'b')\nprint(x.upper())",
+            &mut h,
+            Limits::default(),
+        )
+        .unwrap();
         assert_eq!(out.printed, "AB\n");
-        assert_eq!(h.calls, vec![("echo".to_owned(), vec![Value::String("ab".into())])]);
+        assert_eq!(
+            h.calls,
+            vec![("echo".to_owned(), vec![Value::String("ab".into())])]
+        );
     }
 
     #[test]
     fn host_errors_are_catchable_exceptions() {
         let mut h = host();
-        let out = run("try:\n    fail()\nexcept RuntimeError as e:\n    print('caught', e)", &mut h, Limits::default()).unwrap();
+        let out = run(
+            "try:\n    fail()\nexcept RuntimeError as e:\n    print('caught', e)",
+            &mut h,
+            Limits::default(),
+        )
+        .unwrap();
         assert_eq!(out.printed, "caught it failed on purpose\n");
         let err = run("fail()", &mut h, Limits::default()).unwrap_err();
-        assert!(err.to_string().contains("RuntimeError: it failed on purpose"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("RuntimeError: it failed on purpose"),
+            "{err}"
+        );
     }
 
     #[test]
     fn tracebacks_name_the_line() {
         let err = run("x = 1\ny = x / 0\n", &mut host(), Limits::default()).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("ZeroDivisionError") && text.contains("line 2"), "{text}");
+        assert!(
+            text.contains("ZeroDivisionError") && text.contains("line 2"),
+            "{text}"
+        );
         let err = run("def f(:\n", &mut host(), Limits::default()).unwrap_err();
         assert!(matches!(err, SandboxError::Raised(_)));
         let err = run("undefined_thing()", &mut host(), Limits::default()).unwrap_err();
@@ -253,30 +349,49 @@ mod tests {
 
     #[test]
     fn infinite_loops_and_recursion_are_stopped() {
-        let limits = Limits { cpu_time: Duration::from_millis(200), ..Limits::default() };
+        let limits = Limits {
+            cpu_time: Duration::from_millis(200),
+            ..Limits::default()
+        };
         let start = Instant::now();
         let err = run("while True:\n    pass\n", &mut host(), limits).unwrap_err();
         assert!(err.to_string().contains("time limit"), "{err}");
         assert!(start.elapsed() < Duration::from_secs(3));
-        let err = run("def f(n):\n    return f(n + 1)\nf(0)\n", &mut host(), limits).unwrap_err();
+        let err = run(
+            "def f(n):\n    return f(n + 1)\nf(0)\n",
+            &mut host(),
+            limits,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("RecursionError"), "{err}");
     }
 
     #[test]
     fn time_inside_host_functions_does_not_count() {
-        let limits = Limits { cpu_time: Duration::from_millis(200), ..Limits::default() };
+        let limits = Limits {
+            cpu_time: Duration::from_millis(200),
+            ..Limits::default()
+        };
         run("slow()\nslow()\nprint('done')", &mut host(), limits).unwrap();
     }
 
     #[test]
     fn os_calls_are_refused_with_a_hint() {
-        let err = run("from pathlib import Path\nPath('/etc/passwd').read_text()", &mut host(), Limits::default()).unwrap_err();
+        let err = run(
+            "from pathlib import Path\nPath('/etc/passwd').read_text()",
+            &mut host(),
+            Limits::default(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("host functions"), "{err}");
     }
 
     #[test]
     fn host_call_budget() {
-        let limits = Limits { max_host_calls: 3, ..Limits::default() };
+        let limits = Limits {
+            max_host_calls: 3,
+            ..Limits::default()
+        };
         let err = run("for i in range(10):\n    echo(i)\n", &mut host(), limits).unwrap_err();
         assert_eq!(err, SandboxError::TooManyCalls(3));
     }

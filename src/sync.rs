@@ -20,7 +20,10 @@ pub enum SyncError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot watch `{path}` for changes: {source}")]
-    Watch { path: PathBuf, source: notify::Error },
+    Watch {
+        path: PathBuf,
+        source: notify::Error,
+    },
 }
 
 /// Paths whose ground truth is a loaded buffer, not the disk.
@@ -93,7 +96,12 @@ pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
 /// Imports the project into the stable layer in one transaction, skipping
 /// files whose ground truth is a buffer and dropping files that are gone.
 /// Returns the number of files imported.
-pub fn import(store: &Store, root: &Path, max_bytes: u64, buffers: &OpenBuffers) -> Result<usize, SyncError> {
+pub fn import(
+    store: &Store,
+    root: &Path,
+    max_bytes: u64,
+    buffers: &OpenBuffers,
+) -> Result<usize, SyncError> {
     let files = project_files(root);
     let mut batch = Vec::with_capacity(files.len());
     let mut seen = HashSet::with_capacity(files.len());
@@ -102,7 +110,9 @@ pub fn import(store: &Store, root: &Path, max_bytes: u64, buffers: &OpenBuffers)
         if buffers.contains(path.as_str()) {
             continue;
         }
-        let Ok(meta) = std::fs::metadata(&abs) else { continue };
+        let Ok(meta) = std::fs::metadata(&abs) else {
+            continue;
+        };
         // Unchanged since the last import (same size and mtime): skip the read.
         let (mode, mtime) = file_meta(&meta);
         if let Ok(Some(old)) = store.stable_entry(path.as_str()) {
@@ -110,7 +120,9 @@ pub fn import(store: &Store, root: &Path, max_bytes: u64, buffers: &OpenBuffers)
                 continue;
             }
         }
-        let Ok(data) = std::fs::read(&abs) else { continue };
+        let Ok(data) = std::fs::read(&abs) else {
+            continue;
+        };
         batch.push((path.as_str().to_owned(), data, mode, mtime));
     }
     store.stable_import(&batch, max_bytes)?;
@@ -124,7 +136,12 @@ pub fn import(store: &Store, root: &Path, max_bytes: u64, buffers: &OpenBuffers)
 
 /// Brings one path of the stable layer in line with the disk. Returns
 /// whether stable changed.
-pub fn sync_from_disk(store: &Store, root: &Path, path: &ProjectPath, max_bytes: u64) -> Result<bool, SyncError> {
+pub fn sync_from_disk(
+    store: &Store,
+    root: &Path,
+    path: &ProjectPath,
+    max_bytes: u64,
+) -> Result<bool, SyncError> {
     let abs = root.join(path.as_str());
     match std::fs::metadata(&abs) {
         Ok(meta) if meta.is_file() => {
@@ -150,7 +167,11 @@ fn root_ignore(root: &Path) -> Gitignore {
 /// Whether a watcher event for `abs` concerns a tracked project file.
 fn is_tracked(root: &Path, ignore: &Gitignore, abs: &Path) -> Option<ProjectPath> {
     let path = ProjectPath::from_absolute(root, abs)?;
-    if abs.file_name().and_then(|n| n.to_str()).is_some_and(is_accept_leftover) {
+    if abs
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_accept_leftover)
+    {
         return None;
     }
     let is_dir = abs.is_dir();
@@ -193,10 +214,16 @@ pub fn watch(
             }
         }
     })
-    .map_err(|source| SyncError::Watch { path: root.clone(), source })?;
+    .map_err(|source| SyncError::Watch {
+        path: root.clone(),
+        source,
+    })?;
     watcher
         .watch(&root, RecursiveMode::Recursive)
-        .map_err(|source| SyncError::Watch { path: root.clone(), source })?;
+        .map_err(|source| SyncError::Watch {
+            path: root.clone(),
+            source,
+        })?;
     let task = tokio::spawn(async move {
         let mut ignore = root_ignore(&root);
         while let Some(first) = rx.recv().await {
@@ -212,7 +239,10 @@ pub fn watch(
                     Err(_) => break,
                 }
             }
-            if pending.keys().any(|p| p.file_name().is_some_and(|n| n == ".gitignore")) {
+            if pending
+                .keys()
+                .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))
+            {
                 ignore = root_ignore(&root);
             }
             let store = store.clone();
@@ -222,7 +252,9 @@ pub fn watch(
             let changed = tokio::task::spawn_blocking(move || {
                 let mut changed = Vec::new();
                 for abs in pending.into_keys() {
-                    let Some(path) = is_tracked(&root2, &ignore2, &abs) else { continue };
+                    let Some(path) = is_tracked(&root2, &ignore2, &abs) else {
+                        continue;
+                    };
                     if buffers.contains(path.as_str()) {
                         continue;
                     }
@@ -239,7 +271,10 @@ pub fn watch(
             }
         }
     });
-    Ok(WatchHandle { _watcher: watcher, task })
+    Ok(WatchHandle {
+        _watcher: watcher,
+        task,
+    })
 }
 
 #[cfg(test)]
@@ -265,19 +300,27 @@ mod tests {
     fn import_honours_gitignore_and_skips_git_and_chimera() {
         let (dir, store) = project();
         import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap();
-        assert_eq!(store.stable_paths().unwrap(), vec![".gitignore", "src/a.py"]);
+        assert_eq!(
+            store.stable_paths().unwrap(),
+            vec![".gitignore", "src/a.py"]
+        );
     }
 
     #[test]
     fn import_drops_deleted_files_but_not_buffers() {
         let (dir, store) = project();
         let buffers = OpenBuffers::default();
-        store.stable_put("scratch.py", b"unsaved", 0o644, 0, 100).unwrap();
+        store
+            .stable_put("scratch.py", b"unsaved", 0o644, 0, 100)
+            .unwrap();
         buffers.insert("scratch.py");
         import(&store, dir.path(), 1 << 20, &buffers).unwrap();
         std::fs::remove_file(dir.path().join("src/a.py")).unwrap();
         import(&store, dir.path(), 1 << 20, &buffers).unwrap();
-        assert_eq!(store.stable_paths().unwrap(), vec![".gitignore", "scratch.py"]);
+        assert_eq!(
+            store.stable_paths().unwrap(),
+            vec![".gitignore", "scratch.py"]
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,9 +330,16 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let _w = watch(store.clone(), root.clone(), 1 << 20, Duration::from_millis(50), OpenBuffers::default(), move |p| {
-            let _ = tx.send(p.to_string());
-        })
+        let _w = watch(
+            store.clone(),
+            root.clone(),
+            1 << 20,
+            Duration::from_millis(50),
+            OpenBuffers::default(),
+            move |p| {
+                let _ = tx.send(p.to_string());
+            },
+        )
         .unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         std::fs::write(root.join("src/a.py"), "a = 2\n").unwrap();
@@ -297,15 +347,24 @@ mod tests {
         std::fs::write(root.join("src/new.py"), "n\n").unwrap();
         let mut seen = HashSet::new();
         while seen.len() < 2 {
-            let p = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+            let p = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
             seen.insert(p);
         }
-        assert!(seen.contains("src/a.py") && seen.contains("src/new.py"), "{seen:?}");
+        assert!(
+            seen.contains("src/a.py") && seen.contains("src/new.py"),
+            "{seen:?}"
+        );
         let e = store.stable_entry("src/a.py").unwrap().unwrap();
         assert_eq!(store.blob(&e.hash).unwrap(), b"a = 2\n");
         assert!(store.stable_entry("ignored.log").unwrap().is_none());
         std::fs::remove_file(root.join("src/new.py")).unwrap();
-        let p = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+        let p = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(p, "src/new.py");
         assert!(store.stable_entry("src/new.py").unwrap().is_none());
     }

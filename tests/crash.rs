@@ -59,7 +59,11 @@ fn setup(root: &Path) {
         .unwrap();
     let ov = Overlay::new(&store, "ag", 1 << 20);
     for i in 0..FILES {
-        ov.write(&ProjectPath::parse(&format!("m{i}.py")).unwrap(), new(i).as_bytes()).unwrap();
+        ov.write(
+            &ProjectPath::parse(&format!("m{i}.py")).unwrap(),
+            new(i).as_bytes(),
+        )
+        .unwrap();
     }
     accept::build_proposal(&store, "ag").unwrap();
     let mut rec = store.agent("ag").unwrap();
@@ -70,7 +74,9 @@ fn setup(root: &Path) {
 /// The child: waits for "go", accepts, exits. Run by the harness only.
 #[test]
 fn crash_child() {
-    let Ok(root) = std::env::var("CHIMERA_CRASH_CHILD") else { return };
+    let Ok(root) = std::env::var("CHIMERA_CRASH_CHILD") else {
+        return;
+    };
     let root = Path::new(&root);
     let store = Store::open(root).unwrap();
     println!("ready");
@@ -94,7 +100,10 @@ impl Rng {
 
 #[test]
 fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store() {
-    let cycles: usize = std::env::var("CHIMERA_CRASH_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    let cycles: usize = std::env::var("CHIMERA_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
     let exe = std::env::current_exe().unwrap();
     let mut rng = Rng(now_ms() as u64 | 1);
     let (mut killed_before, mut killed_during, mut finished) = (0, 0, 0);
@@ -114,7 +123,10 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
         let mut line = String::new();
         while !line.contains("ready") {
             line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "child died before it was ready");
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "child died before it was ready"
+            );
         }
         child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
         // An accept of 10 files takes a few milliseconds: kill somewhere in
@@ -129,21 +141,34 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
         let mut new_on_disk = Vec::new();
         for i in 0..FILES {
             let text = std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap();
-            assert!(text == old(i) || text == new(i), "cycle {cycle}: m{i}.py is half-written");
+            assert!(
+                text == old(i) || text == new(i),
+                "cycle {cycle}: m{i}.py is half-written"
+            );
             new_on_disk.push(text == new(i));
         }
         let store = Store::open(root).unwrap();
         assert_eq!(store.integrity_check().unwrap(), "ok", "cycle {cycle}");
         let rec = store.agent("ag").unwrap();
-        let accepted_event = store.events_since(0).unwrap().iter().any(|e| e.2 == "accepted");
+        let accepted_event = store
+            .events_since(0)
+            .unwrap()
+            .iter()
+            .any(|e| e.2 == "accepted");
         match rec.state {
             AgentState::Accepted => {
-                assert!(new_on_disk.iter().all(|n| *n), "cycle {cycle}: accepted but a file is old");
+                assert!(
+                    new_on_disk.iter().all(|n| *n),
+                    "cycle {cycle}: accepted but a file is old"
+                );
                 assert!(accepted_event, "cycle {cycle}: accepted without its event");
                 finished += 1;
             }
             AgentState::Completed => {
-                assert!(!accepted_event, "cycle {cycle}: an accepted event for an unaccepted proposal");
+                assert!(
+                    !accepted_event,
+                    "cycle {cycle}: an accepted event for an unaccepted proposal"
+                );
                 if new_on_disk.iter().any(|n| *n) {
                     killed_during += 1;
                 } else {
@@ -160,23 +185,44 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|n| sync::is_accept_leftover(n))
             .collect();
-        assert!(leftovers.is_empty(), "cycle {cycle}: the restart left temporary files: {leftovers:?}");
+        assert!(
+            leftovers.is_empty(),
+            "cycle {cycle}: the restart left temporary files: {leftovers:?}"
+        );
         for (i, is_new) in new_on_disk.iter().enumerate() {
             let e = store.stable_entry(&format!("m{i}.py")).unwrap().unwrap();
             let want = if *is_new { new(i) } else { old(i) };
-            assert_eq!(store.blob(&e.hash).unwrap(), want.as_bytes(), "cycle {cycle}: stable disagrees with m{i}.py");
+            assert_eq!(
+                store.blob(&e.hash).unwrap(),
+                want.as_bytes(),
+                "cycle {cycle}: stable disagrees with m{i}.py"
+            );
         }
         if rec.state == AgentState::Completed {
             accept::rebase(&store, "ag").unwrap();
-            let left: Vec<String> = store.proposal_files("ag").unwrap().into_iter().map(|f| f.path).collect();
-            let want: Vec<String> = (0..FILES).filter(|i| !new_on_disk[*i]).map(|i| format!("m{i}.py")).collect();
+            let left: Vec<String> = store
+                .proposal_files("ag")
+                .unwrap()
+                .into_iter()
+                .map(|f| f.path)
+                .collect();
+            let want: Vec<String> = (0..FILES)
+                .filter(|i| !new_on_disk[*i])
+                .map(|i| format!("m{i}.py"))
+                .collect();
             let mut want_sorted = want.clone();
             want_sorted.sort();
-            assert_eq!(left, want_sorted, "cycle {cycle}: proposal disagrees with the disk");
+            assert_eq!(
+                left, want_sorted,
+                "cycle {cycle}: proposal disagrees with the disk"
+            );
             // And accepting the rest completes the change.
             accept::accept(&store, root, "ag", &HashMap::new()).unwrap();
             for i in 0..FILES {
-                assert_eq!(std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap(), new(i));
+                assert_eq!(
+                    std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap(),
+                    new(i)
+                );
             }
         }
     }

@@ -23,7 +23,11 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn check(project: &Path, code: &str) -> Result<(), String> {
-    let out = Command::new("python3").args(["-B", "-c", code]).current_dir(project).output().expect("python3 runs");
+    let out = Command::new("python3")
+        .args(["-B", "-c", code])
+        .current_dir(project)
+        .output()
+        .expect("python3 runs");
     if out.status.success() {
         Ok(())
     } else {
@@ -34,8 +38,11 @@ fn check(project: &Path, code: &str) -> Result<(), String> {
 #[test]
 fn every_task_check_fails_before_and_passes_after_a_correct_answer() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval");
-    let tasks: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(root.join("tasks.json")).unwrap()).unwrap();
-    let solutions: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join("solutions.json")).unwrap()).unwrap();
+    let tasks: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(root.join("tasks.json")).unwrap()).unwrap();
+    let solutions: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("solutions.json")).unwrap())
+            .unwrap();
     assert!(tasks.len() >= 30, "the task set has at least 30 tasks");
     let mut failures = Vec::new();
     for t in &tasks {
@@ -49,10 +56,14 @@ fn every_task_check_fails_before_and_passes_after_a_correct_answer() {
         }
         let file = dir.path().join(t["file"].as_str().unwrap());
         let before = std::fs::read_to_string(&file).unwrap();
-        let answer = solutions[id].as_str().unwrap_or_else(|| panic!("no solution for {id}"));
+        let answer = solutions[id]
+            .as_str()
+            .unwrap_or_else(|| panic!("no solution for {id}"));
         let focus = t["line"].as_u64().map(|l| l as usize - 1);
         let after = match python::classify(answer, Some(&before)) {
-            ReplyForm::Definitions(code) => python::splice_definitions(&before, &code, focus).map_err(|e| e.to_string()),
+            ReplyForm::Definitions(code) => {
+                python::splice_definitions(&before, &code, focus).map_err(|e| e.to_string())
+            }
             ReplyForm::WholeFile(code) => Ok(code),
             other => Err(format!("classified as {other:?}")),
         };
@@ -63,10 +74,15 @@ fn every_task_check_fails_before_and_passes_after_a_correct_answer() {
                 continue;
             }
         };
-        assert!(python::syntax_problem(&after).is_none(), "{id}: spliced file does not parse:\n{after}");
+        assert!(
+            python::syntax_problem(&after).is_none(),
+            "{id}: spliced file does not parse:\n{after}"
+        );
         std::fs::write(&file, &after).unwrap();
         if let Err(e) = check(dir.path(), code) {
-            failures.push(format!("{id}: check fails after the edit:\n{e}\n--- file ---\n{after}"));
+            failures.push(format!(
+                "{id}: check fails after the edit:\n{e}\n--- file ---\n{after}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

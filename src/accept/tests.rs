@@ -15,7 +15,9 @@ fn fixture(files: &[(&str, &str)]) -> Fixture {
         let abs = dir.path().join(path);
         std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
         std::fs::write(&abs, content).unwrap();
-        store.stable_put(path, content.as_bytes(), 0o644, 0, 1 << 20).unwrap();
+        store
+            .stable_put(path, content.as_bytes(), 0o644, 0, 1 << 20)
+            .unwrap();
     }
     Fixture { dir, store }
 }
@@ -66,23 +68,41 @@ fn disk(f: &Fixture, path: &str) -> Option<String> {
 }
 
 fn stable(f: &Fixture, path: &str) -> Option<String> {
-    f.store.stable_entry(path).unwrap().map(|e| String::from_utf8(f.store.blob(&e.hash).unwrap()).unwrap())
+    f.store
+        .stable_entry(path)
+        .unwrap()
+        .map(|e| String::from_utf8(f.store.blob(&e.hash).unwrap()).unwrap())
 }
 
 #[test]
 fn accept_writes_disk_and_stable_and_clears_the_overlay() {
     let f = fixture(&[("a.py", "def f():\n    pass\n"), ("old.py", "x\n")]);
-    agent(&f, "ag", &[("a.py", Some("def f():\n    \"\"\"Doc.\"\"\"\n    pass\n")), ("new.py", Some("n\n")), ("old.py", None)]);
+    agent(
+        &f,
+        "ag",
+        &[
+            ("a.py", Some("def f():\n    \"\"\"Doc.\"\"\"\n    pass\n")),
+            ("new.py", Some("n\n")),
+            ("old.py", None),
+        ],
+    );
     assert!(complete(&f, "ag").is_empty());
     let diffs = proposal_diffs(&f.store, "ag").unwrap();
     assert_eq!(diffs.len(), 3);
     assert_eq!(diffs[0].path, "a.py");
     assert_eq!(diffs[0].hunks[0].new_lines, vec!["    \"\"\"Doc.\"\"\""]);
-    assert_eq!(disk(&f, "a.py").unwrap(), "def f():\n    pass\n", "nothing changes before accept");
+    assert_eq!(
+        disk(&f, "a.py").unwrap(),
+        "def f():\n    pass\n",
+        "nothing changes before accept"
+    );
 
     let out = accept(&f.store, f.dir.path(), "ag", &HashMap::new()).unwrap();
     assert!(out.buffer_edits.is_empty());
-    assert_eq!(disk(&f, "a.py").unwrap(), "def f():\n    \"\"\"Doc.\"\"\"\n    pass\n");
+    assert_eq!(
+        disk(&f, "a.py").unwrap(),
+        "def f():\n    \"\"\"Doc.\"\"\"\n    pass\n"
+    );
     assert_eq!(disk(&f, "new.py").unwrap(), "n\n");
     assert!(disk(&f, "old.py").is_none());
     assert_eq!(stable(&f, "a.py"), disk(&f, "a.py"));
@@ -90,7 +110,10 @@ fn accept_writes_disk_and_stable_and_clears_the_overlay() {
     assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Accepted);
     assert!(f.store.overlay_entries("ag").unwrap().is_empty());
     // Accepting twice is refused.
-    assert!(matches!(accept(&f.store, f.dir.path(), "ag", &HashMap::new()), Err(AcceptError::NotReady { .. })));
+    assert!(matches!(
+        accept(&f.store, f.dir.path(), "ag", &HashMap::new()),
+        Err(AcceptError::NotReady { .. })
+    ));
 }
 
 #[test]
@@ -100,8 +123,15 @@ fn loaded_buffers_get_one_minimal_edit_instead_of_a_disk_write() {
     complete(&f, "ag");
     let buffers = HashMap::from([("a.py".to_owned(), "a\nb\nc\n".to_owned())]);
     let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
-    assert_eq!(out.buffer_edits, vec![("a.py".to_owned(), 1, 2, vec!["B".to_owned()])]);
-    assert_eq!(disk(&f, "a.py").unwrap(), "a\nb\nc\n", "the buffer is written by the editor");
+    assert_eq!(
+        out.buffer_edits,
+        vec![("a.py".to_owned(), 1, 2, vec!["B".to_owned()])]
+    );
+    assert_eq!(
+        disk(&f, "a.py").unwrap(),
+        "a\nb\nc\n",
+        "the buffer is written by the editor"
+    );
     assert_eq!(stable(&f, "a.py").unwrap(), "a\nB\nc\n");
 }
 
@@ -113,7 +143,10 @@ fn human_edits_elsewhere_are_merged_and_overlaps_conflict() {
     // The human types in the buffer: line 1 changes.
     let buffers = HashMap::from([("a.py".to_owned(), "ONE\n2\n3\n4\n5\n".to_owned())]);
     let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
-    assert_eq!(out.buffer_edits, vec![("a.py".to_owned(), 4, 5, vec!["FIVE".to_owned()])]);
+    assert_eq!(
+        out.buffer_edits,
+        vec![("a.py".to_owned(), 4, 5, vec!["FIVE".to_owned()])]
+    );
     assert_eq!(stable(&f, "a.py").unwrap(), "ONE\n2\n3\n4\nFIVE\n");
 
     let f = fixture(&[("a.py", "1\n2\n3\n")]);
@@ -124,7 +157,11 @@ fn human_edits_elsewhere_are_merged_and_overlaps_conflict() {
     assert!(matches!(err, AcceptError::Conflict(_)), "{err}");
     let d = proposal_diffs(&f.store, "ag").unwrap();
     assert_eq!(d[0].hunks[0].new_lines, vec!["TWO"], "the agent's side");
-    assert_eq!(d[0].human_hunks[0].new_lines, vec!["two!"], "the human's side");
+    assert_eq!(
+        d[0].human_hunks[0].new_lines,
+        vec!["two!"],
+        "the human's side"
+    );
     assert!(f.store.agent("ag").unwrap().conflicted);
     assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n", "nothing written");
 }
@@ -146,8 +183,14 @@ fn crlf_and_mode_survive_accept() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(f.dir.path().join("w.py"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        f.store.stable_put("w.py", b"a\r\nb\r\n", 0o755, 0, 1 << 20).unwrap();
+        std::fs::set_permissions(
+            f.dir.path().join("w.py"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        f.store
+            .stable_put("w.py", b"a\r\nb\r\n", 0o755, 0, 1 << 20)
+            .unwrap();
     }
     agent(&f, "ag", &[("w.py", Some("a\nB\n"))]);
     complete(&f, "ag");
@@ -156,7 +199,11 @@ fn crlf_and_mode_survive_accept() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(f.dir.path().join("w.py")).unwrap().permissions().mode() & 0o777;
+        let mode = std::fs::metadata(f.dir.path().join("w.py"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(mode, 0o755);
     }
 }
@@ -179,28 +226,55 @@ fn rebase_follows_human_edits_between_proposal_and_accept() {
     let f = fixture(&[("a.py", "1\n2\n3\n")]);
     agent(&f, "ag", &[("a.py", Some("1\n2\nTHREE\n"))]);
     complete(&f, "ag");
-    f.store.stable_put("a.py", b"0\n1\n2\n3\n", 0o644, 5, 1 << 20).unwrap();
+    f.store
+        .stable_put("a.py", b"0\n1\n2\n3\n", 0o644, 5, 1 << 20)
+        .unwrap();
     let (changed, conflicted) = rebase(&f.store, "ag").unwrap();
     assert!(changed && !conflicted);
     let d = proposal_diffs(&f.store, "ag").unwrap();
-    assert_eq!(d[0].hunks[0].old_start, 3, "the hunk moved down with the text");
+    assert_eq!(
+        d[0].hunks[0].old_start, 3,
+        "the hunk moved down with the text"
+    );
 }
 
 #[test]
 fn hunks_are_accepted_and_rejected_one_by_one() {
     let f = fixture(&[("a.py", "1\n2\n3\n4\n5\n"), ("b.py", "x\n")]);
-    agent(&f, "ag", &[("a.py", Some("ONE\n2\n3\n4\nFIVE\n")), ("b.py", Some("y\n"))]);
+    agent(
+        &f,
+        "ag",
+        &[
+            ("a.py", Some("ONE\n2\n3\n4\nFIVE\n")),
+            ("b.py", Some("y\n")),
+        ],
+    );
     complete(&f, "ag");
     // Hunks in file order: a.py#1 (line 1), a.py#2 (line 5), b.py#1.
     let out = accept_some(&f.store, f.dir.path(), "ag", &HashMap::new(), Some(2)).unwrap();
     assert!(!out.done);
-    assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n4\nFIVE\n", "only hunk 2 applied");
+    assert_eq!(
+        disk(&f, "a.py").unwrap(),
+        "1\n2\n3\n4\nFIVE\n",
+        "only hunk 2 applied"
+    );
     let d = proposal_diffs(&f.store, "ag").unwrap();
-    assert_eq!(d.iter().map(|d| d.hunks.len()).sum::<usize>(), 2, "two hunks left");
+    assert_eq!(
+        d.iter().map(|d| d.hunks.len()).sum::<usize>(),
+        2,
+        "two hunks left"
+    );
     assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Completed);
 
-    assert!(!reject_hunk(&f.store, "ag", 1).unwrap(), "a.py's first hunk dropped");
-    assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n4\nFIVE\n", "reject changes nothing on disk");
+    assert!(
+        !reject_hunk(&f.store, "ag", 1).unwrap(),
+        "a.py's first hunk dropped"
+    );
+    assert_eq!(
+        disk(&f, "a.py").unwrap(),
+        "1\n2\n3\n4\nFIVE\n",
+        "reject changes nothing on disk"
+    );
     let d = proposal_diffs(&f.store, "ag").unwrap();
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].path, "b.py");
@@ -220,7 +294,10 @@ fn rejecting_the_last_hunk_rejects_the_proposal_and_a_missing_hunk_is_an_error()
     let f = fixture(&[("a.py", "1\n")]);
     agent(&f, "ag", &[("a.py", Some("2\n"))]);
     complete(&f, "ag");
-    assert!(matches!(reject_hunk(&f.store, "ag", 7), Err(AcceptError::NoHunk { n: 7, .. })));
+    assert!(matches!(
+        reject_hunk(&f.store, "ag", 7),
+        Err(AcceptError::NoHunk { n: 7, .. })
+    ));
     assert!(reject_hunk(&f.store, "ag", 1).unwrap());
     assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Rejected);
     assert_eq!(disk(&f, "a.py").unwrap(), "1\n");

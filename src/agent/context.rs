@@ -14,7 +14,12 @@ fn words(task: &str) -> Vec<&str> {
     let mut w: Vec<&str> = task
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
         .flat_map(|t| t.split('.'))
-        .filter(|t| t.len() > 1 && t.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_'))
+        .filter(|t| {
+            t.len() > 1
+                && t.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+        })
         .collect();
     w.sort_by_key(|t| std::cmp::Reverse(t.len()));
     w.dedup();
@@ -29,7 +34,9 @@ pub fn locate(ov: &Overlay<'_>, files: &[String], task: &str) -> Option<String> 
         return None;
     }
     for f in files.iter().filter(|f| f.ends_with(".py")).take(5000) {
-        let Ok(p) = ProjectPath::parse(f) else { continue };
+        let Ok(p) = ProjectPath::parse(f) else {
+            continue;
+        };
         let Ok(text) = ov.read_text(&p) else { continue };
         if !names.iter().any(|n| text.contains(n)) {
             continue;
@@ -52,13 +59,21 @@ fn describe(d: &Definition) -> String {
         (Some(p), DefKind::Method) => format!("{p}.{}", d.name),
         _ => d.name.clone(),
     };
-    format!("{kind} `{name}` (lines {}-{})", d.start_line + 1, d.end_line + 1)
+    format!(
+        "{kind} `{name}` (lines {}-{})",
+        d.start_line + 1,
+        d.end_line + 1
+    )
 }
 
 fn signature(text: &str, d: &Definition) -> String {
     text[d.start..d.end]
         .lines()
-        .find(|l| l.trim_start().starts_with("def ") || l.trim_start().starts_with("class ") || l.trim_start().starts_with("async def "))
+        .find(|l| {
+            l.trim_start().starts_with("def ")
+                || l.trim_start().starts_with("class ")
+                || l.trim_start().starts_with("async def ")
+        })
         .unwrap_or("")
         .trim()
         .to_owned()
@@ -66,7 +81,11 @@ fn signature(text: &str, d: &Definition) -> String {
 
 /// The definition the task is about: one the task names, else the one
 /// under the cursor.
-pub fn focus<'a>(defs: &'a [Definition], task: &str, cursor_line: Option<usize>) -> Option<&'a Definition> {
+pub fn focus<'a>(
+    defs: &'a [Definition],
+    task: &str,
+    cursor_line: Option<usize>,
+) -> Option<&'a Definition> {
     let names = words(task);
     names
         .iter()
@@ -75,8 +94,18 @@ pub fn focus<'a>(defs: &'a [Definition], task: &str, cursor_line: Option<usize>)
 }
 
 /// Builds the view of `text` (at `path`) for the prompt, within `budget` characters.
-pub fn target_view(path: &str, text: &str, task: &str, cursor_line: Option<usize>, budget: usize) -> TargetView {
-    let defs = if path.ends_with(".py") { python::definitions(text) } else { vec![] };
+pub fn target_view(
+    path: &str,
+    text: &str,
+    task: &str,
+    cursor_line: Option<usize>,
+    budget: usize,
+) -> TargetView {
+    let defs = if path.ends_with(".py") {
+        python::definitions(text)
+    } else {
+        vec![]
+    };
     let focus = focus(&defs, task, cursor_line);
     let mut related = Vec::new();
     if let Some(f) = focus {
@@ -85,12 +114,22 @@ pub fn target_view(path: &str, text: &str, task: &str, cursor_line: Option<usize
             if d.start == f.start || d.kind == DefKind::Class {
                 continue;
             }
-            let calls_focus = text[d.start..d.end].contains(&format!("{}(", f.name)) && !(f.start >= d.start && f.end <= d.end);
-            let called = body.contains(&format!("{}(", d.name)) && !(d.start >= f.start && d.end <= f.end);
+            let calls_focus = text[d.start..d.end].contains(&format!("{}(", f.name))
+                && !(f.start >= d.start && f.end <= d.end);
+            let called =
+                body.contains(&format!("{}(", d.name)) && !(d.start >= f.start && d.end <= f.end);
             if calls_focus {
-                related.push(format!("- calls it: {} (line {})", signature(text, d), d.start_line + 1));
+                related.push(format!(
+                    "- calls it: {} (line {})",
+                    signature(text, d),
+                    d.start_line + 1
+                ));
             } else if called {
-                related.push(format!("- it calls: {} (line {})", signature(text, d), d.start_line + 1));
+                related.push(format!(
+                    "- it calls: {} (line {})",
+                    signature(text, d),
+                    d.start_line + 1
+                ));
             }
         }
         related.truncate(12);
@@ -102,16 +141,28 @@ pub fn target_view(path: &str, text: &str, task: &str, cursor_line: Option<usize
         // The focus comes first so that the outline, not the focus, is cut.
         let mut out = String::new();
         if let Some(f) = focus {
-            out.push_str(&format!("# the part the task is about (lines {}-{}):\n", f.start_line + 1, f.end_line + 1));
+            out.push_str(&format!(
+                "# the part the task is about (lines {}-{}):\n",
+                f.start_line + 1,
+                f.end_line + 1
+            ));
             out.extend(text[f.start..f.end].chars().take(budget / 2));
             out.push_str("\n\n");
         }
         out.push_str("# outline of the rest of the file (too long to show in full):\n");
-        for d in defs.iter().filter(|d| d.parent.is_none() || d.kind == DefKind::Method) {
+        for d in defs
+            .iter()
+            .filter(|d| d.parent.is_none() || d.kind == DefKind::Method)
+        {
             if focus.is_some_and(|f| f.start == d.start) {
                 continue;
             }
-            let line = format!("{}{}  # line {}\n", d.indent, signature(text, d), d.start_line + 1);
+            let line = format!(
+                "{}{}  # line {}\n",
+                d.indent,
+                signature(text, d),
+                d.start_line + 1
+            );
             if out.len() + line.len() > budget {
                 break;
             }
@@ -119,7 +170,12 @@ pub fn target_view(path: &str, text: &str, task: &str, cursor_line: Option<usize
         }
         out
     };
-    TargetView { path: path.to_owned(), shown, focus: focus.map(describe), related }
+    TargetView {
+        path: path.to_owned(),
+        shown,
+        focus: focus.map(describe),
+        related,
+    }
 }
 
 #[cfg(test)]
@@ -131,17 +187,38 @@ mod tests {
     #[test]
     fn focus_prefers_the_name_in_the_task_then_the_cursor() {
         let defs = python::definitions(SRC);
-        assert_eq!(focus(&defs, "add a docstring to parse_config", Some(0)).unwrap().name, "parse_config");
-        assert_eq!(focus(&defs, "add a docstring", Some(9)).unwrap().name, "main");
+        assert_eq!(
+            focus(&defs, "add a docstring to parse_config", Some(0))
+                .unwrap()
+                .name,
+            "parse_config"
+        );
+        assert_eq!(
+            focus(&defs, "add a docstring", Some(9)).unwrap().name,
+            "main"
+        );
         assert!(focus(&defs, "do something", None).is_none());
     }
 
     #[test]
     fn view_names_focus_callers_and_callees() {
         let v = target_view("a.py", SRC, "document parse_config", None, 10_000);
-        assert_eq!(v.focus.as_deref(), Some("function `parse_config` (lines 5-6)"));
-        assert!(v.related.iter().any(|r| r.contains("calls it: def main()")), "{:?}", v.related);
-        assert!(v.related.iter().any(|r| r.contains("it calls: def helper(x):")), "{:?}", v.related);
+        assert_eq!(
+            v.focus.as_deref(),
+            Some("function `parse_config` (lines 5-6)")
+        );
+        assert!(
+            v.related.iter().any(|r| r.contains("calls it: def main()")),
+            "{:?}",
+            v.related
+        );
+        assert!(
+            v.related
+                .iter()
+                .any(|r| r.contains("it calls: def helper(x):")),
+            "{:?}",
+            v.related
+        );
         assert_eq!(v.shown, SRC);
     }
 

@@ -101,23 +101,35 @@ impl Host for AgentHost {
         self.cancel.is_cancelled()
     }
 
-    fn call(&mut self, name: &str, a: Vec<Value>, kw: Vec<(Value, Value)>) -> Result<Value, String> {
+    fn call(
+        &mut self,
+        name: &str,
+        a: Vec<Value>,
+        kw: Vec<(Value, Value)>,
+    ) -> Result<Value, String> {
         match name {
             "get_task" => Ok(Value::String(self.task.clone())),
             "read_file" => {
                 let p = Self::path(name, &a, &kw)?;
-                self.overlay().read_text(&p).map(Value::String).map_err(|e| format!("read_file(): {e}"))
+                self.overlay()
+                    .read_text(&p)
+                    .map(Value::String)
+                    .map_err(|e| format!("read_file(): {e}"))
             }
             "write_file" => {
                 let p = Self::path(name, &a, &kw)?;
                 let content = args::string(name, &a, &kw, 1, "content")?;
-                self.overlay().write(&p, content.as_bytes()).map_err(|e| format!("write_file(): {e}"))?;
+                self.overlay()
+                    .write(&p, content.as_bytes())
+                    .map_err(|e| format!("write_file(): {e}"))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
             }
             "delete_file" => {
                 let p = Self::path(name, &a, &kw)?;
-                self.overlay().delete(&p).map_err(|e| format!("delete_file(): {e}"))?;
+                self.overlay()
+                    .delete(&p)
+                    .map_err(|e| format!("delete_file(): {e}"))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
             }
@@ -125,15 +137,25 @@ impl Host for AgentHost {
                 let raw = args::opt_string(name, &a, &kw, 0, "path")?.unwrap_or_default();
                 let dir = parse_dir(&raw).map_err(|e| format!("list_dir(): {e}"))?;
                 let entries = self.overlay().list_dir(&dir).map_err(|e| e.to_string())?;
-                Ok(Value::List(entries.into_iter().map(Value::String).collect()))
+                Ok(Value::List(
+                    entries.into_iter().map(Value::String).collect(),
+                ))
             }
             "file_exists" => {
                 let p = Self::path(name, &a, &kw)?;
-                self.overlay().exists(&p).map(Value::Bool).map_err(|e| e.to_string())
+                self.overlay()
+                    .exists(&p)
+                    .map(Value::Bool)
+                    .map_err(|e| e.to_string())
             }
             "search_files" => {
                 let pattern = args::string(name, &a, &kw, 0, "pattern")?;
-                Ok(Value::List(self.search(&pattern)?.into_iter().map(Value::String).collect()))
+                Ok(Value::List(
+                    self.search(&pattern)?
+                        .into_iter()
+                        .map(Value::String)
+                        .collect(),
+                ))
             }
             "get_file_tree" => {
                 let files = self.overlay().files().map_err(|e| e.to_string())?;

@@ -100,8 +100,18 @@ fn read_reply(reply: &str, json: bool) -> (String, Option<String>) {
     if json {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(reply.trim()) {
             if let Some(code) = v["code"].as_str() {
-                let code = if code.contains("```") { prompt::extract_code(code) } else { code.to_owned() };
-                return (code, v["summary"].as_str().map(str::to_owned).filter(|s| !s.trim().is_empty()));
+                let code = if code.contains("```") {
+                    prompt::extract_code(code)
+                } else {
+                    code.to_owned()
+                };
+                return (
+                    code,
+                    v["summary"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .filter(|s| !s.trim().is_empty()),
+                );
             }
         }
     }
@@ -121,8 +131,13 @@ pub async fn run(
     let max_bytes = config.sync.max_file_bytes;
     let (tree, target) = {
         let ov = Overlay::new(&store, &job.id, max_bytes);
-        let tree = ov.files().map_err(|e| AgentError::Internal(e.to_string()))?;
-        let path = job.file.clone().or_else(|| context::locate(&ov, &tree, &job.task));
+        let tree = ov
+            .files()
+            .map_err(|e| AgentError::Internal(e.to_string()))?;
+        let path = job
+            .file
+            .clone()
+            .or_else(|| context::locate(&ov, &tree, &job.task));
         let target = path.and_then(|p| {
             let pp = ProjectPath::parse(&p).ok()?;
             ov.read_text(&pp).ok().map(|t| (pp, t))
@@ -134,9 +149,16 @@ pub async fn run(
     let window = llm.context_window().await as usize;
     // Characters the file may take: the window minus the reply and the
     // instructions, at about 3 characters per token.
-    let budget = window.saturating_sub(config.llm.max_tokens as usize + 700).max(500) * 3;
+    let budget = window
+        .saturating_sub(config.llm.max_tokens as usize + 700)
+        .max(500)
+        * 3;
     let view = target.as_ref().map(|(p, t)| {
-        let cursor = if job.file.as_deref() == Some(p.as_str()) { job.cursor_line } else { None };
+        let cursor = if job.file.as_deref() == Some(p.as_str()) {
+            job.cursor_line
+        } else {
+            None
+        };
         context::target_view(p.as_str(), t, &job.task, cursor, budget)
     });
     let mut system = prompt::system(form).to_owned();
@@ -145,23 +167,40 @@ pub async fn run(
     }
     let mut messages = vec![
         ChatMessage::system(system),
-        prompt::task_message(form, &job.task, job.context.as_deref(), view.as_ref(), &tree),
+        prompt::task_message(
+            form,
+            &job.task,
+            job.context.as_deref(),
+            view.as_ref(),
+            &tree,
+        ),
     ];
     if !job.feedback.is_empty() {
         messages.push(prompt::feedback_message(&job.feedback));
     }
-    let mut opts = ChatOptions { json_schema: json.then(reply_schema), temperature: None };
+    let mut opts = ChatOptions {
+        json_schema: json.then(reply_schema),
+        temperature: None,
+    };
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();
     for round in 1..=max_rounds {
-        progress(if round == 1 { "asking the model".into() } else { format!("repair round {}", round - 1) });
+        progress(if round == 1 {
+            "asking the model".into()
+        } else {
+            format!("repair round {}", round - 1)
+        });
         // Small models tend to repeat a failed answer word for word: each
         // repair round samples a little more freely.
-        opts.temperature = (round > 1).then(|| (config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0));
-        let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await.map_err(|e| match e {
-            LlmError::Cancelled => AgentError::Cancelled,
-            e => AgentError::Llm(e),
-        })?;
+        opts.temperature =
+            (round > 1).then(|| (config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0));
+        let reply = llm
+            .chat_with(&messages, &opts, cancel, &|_| {})
+            .await
+            .map_err(|e| match e {
+                LlmError::Cancelled => AgentError::Cancelled,
+                e => AgentError::Llm(e),
+            })?;
         let (code, said) = read_reply(&reply, json);
         messages.push(ChatMessage::assistant(reply));
         store.overlay_clear(&job.id)?;
@@ -188,9 +227,20 @@ pub async fn run(
         };
         match attempt {
             Ok((summary, form_used)) => {
-                let changed: Vec<String> = store.overlay_entries(&job.id)?.into_iter().map(|(p, _)| p).collect();
-                let summary = said.or(summary).unwrap_or_else(|| default_summary(&job.task, &changed));
-                return Ok(Done { summary, changed_files: changed, rounds: round, form: form_used });
+                let changed: Vec<String> = store
+                    .overlay_entries(&job.id)?
+                    .into_iter()
+                    .map(|(p, _)| p)
+                    .collect();
+                let summary = said
+                    .or(summary)
+                    .unwrap_or_else(|| default_summary(&job.task, &changed));
+                return Ok(Done {
+                    summary,
+                    changed_files: changed,
+                    rounds: round,
+                    form: form_used,
+                });
             }
             Err(problem) => {
                 if cancel.is_cancelled() {
@@ -203,7 +253,10 @@ pub async fn run(
         }
     }
     store.overlay_clear(&job.id)?;
-    Err(AgentError::GaveUp { rounds: max_rounds - 1, last: last_problem })
+    Err(AgentError::GaveUp {
+        rounds: max_rounds - 1,
+        last: last_problem,
+    })
 }
 
 fn default_summary(task: &str, changed: &[String]) -> String {
@@ -217,16 +270,29 @@ fn default_summary(task: &str, changed: &[String]) -> String {
 type Attempt = Result<(Option<String>, &'static str), String>;
 
 /// Writes `new` for `path` into the overlay if it parses and changes something.
-fn write_checked(store: &Store, agent: &str, max_bytes: u64, path: &ProjectPath, old: &str, new: &str, form: &'static str) -> Attempt {
+fn write_checked(
+    store: &Store,
+    agent: &str,
+    max_bytes: u64,
+    path: &ProjectPath,
+    old: &str,
+    new: &str,
+    form: &'static str,
+) -> Attempt {
     if new == old {
-        return Err("The change leaves the file exactly as it was. Change the code as the task asks.".into());
+        return Err(
+            "The change leaves the file exactly as it was. Change the code as the task asks."
+                .into(),
+        );
     }
     if path.as_str().ends_with(".py") {
         if let Some(problem) = python::syntax_problem(new) {
             return Err(format!("The result does not parse.\n{problem}"));
         }
     }
-    Overlay::new(store, agent, max_bytes).write(path, new.as_bytes()).map_err(|e| e.to_string())?;
+    Overlay::new(store, agent, max_bytes)
+        .write(path, new.as_bytes())
+        .map_err(|e| e.to_string())?;
     Ok((None, form))
 }
 
@@ -268,7 +334,9 @@ async fn run_program(
         Ok(_) => {}
     }
     let Some((summary, _)) = host.submitted else {
-        return Ok(Err("The program ended without calling submit_result(summary, changed_files).".into()));
+        return Ok(Err(
+            "The program ended without calling submit_result(summary, changed_files).".into(),
+        ));
     };
     let entries = store.overlay_entries(&job.id)?;
     if entries.is_empty() {
@@ -286,15 +354,21 @@ async fn run_program(
         if !path.ends_with(".py") || entry.hash.is_none() {
             continue;
         }
-        let Ok(p) = ProjectPath::parse(path) else { continue };
+        let Ok(p) = ProjectPath::parse(path) else {
+            continue;
+        };
         if let Ok(text) = ov.read_text(&p) {
             if let Some(problem) = python::syntax_problem(&text) {
-                return Ok(Err(format!("The program wrote `{path}`, which does not parse.\n{problem}")));
+                return Ok(Err(format!(
+                    "The program wrote `{path}`, which does not parse.\n{problem}"
+                )));
             }
         }
     }
     if unchanged == entries.len() {
-        return Ok(Err("The program wrote the files back unchanged. Change the code as the task asks.".into()));
+        return Ok(Err(
+            "The program wrote the files back unchanged. Change the code as the task asks.".into(),
+        ));
     }
     Ok(Ok((Some(summary), "program")))
 }

@@ -72,10 +72,20 @@ pub struct TargetView {
 
 /// The first user message: the task, the selection, the target file and
 /// the project's files.
-pub fn task_message(form: EditForm, task: &str, selection: Option<&str>, target: Option<&TargetView>, tree: &[String]) -> ChatMessage {
+pub fn task_message(
+    form: EditForm,
+    task: &str,
+    selection: Option<&str>,
+    target: Option<&TargetView>,
+    tree: &[String],
+) -> ChatMessage {
     let mut msg = String::new();
     if let Some(t) = target {
-        msg.push_str(&format!("File `{}`:\n```python\n{}\n```\n", t.path, t.shown.trim_end()));
+        msg.push_str(&format!(
+            "File `{}`:\n```python\n{}\n```\n",
+            t.path,
+            t.shown.trim_end()
+        ));
         if let Some(focus) = &t.focus {
             msg.push_str(&format!("\nThe cursor is in {focus}.\n"));
         }
@@ -84,13 +94,18 @@ pub fn task_message(form: EditForm, task: &str, selection: Option<&str>, target:
         }
     }
     if let Some(sel) = selection {
-        msg.push_str(&format!("\nThe user selected this part (it is what the task is about):\n```\n{sel}\n```\n"));
+        msg.push_str(&format!(
+            "\nThe user selected this part (it is what the task is about):\n```\n{sel}\n```\n"
+        ));
     }
     if form == EditForm::Program {
         let listed: Vec<&str> = tree.iter().take(200).map(String::as_str).collect();
         msg.push_str(&format!("\nProject files:\n{}\n", listed.join("\n")));
         if tree.len() > listed.len() {
-            msg.push_str(&format!("[... and {} more; use search_files]\n", tree.len() - listed.len()));
+            msg.push_str(&format!(
+                "[... and {} more; use search_files]\n",
+                tree.len() - listed.len()
+            ));
         }
     }
     msg.push_str(&format!("\nTask: {task}\n"));
@@ -165,7 +180,10 @@ mod tests {
     fn falls_back_to_a_bare_block_then_the_whole_reply() {
         assert_eq!(extract_code("```\nprint(1)\n```"), "print(1)\n");
         assert_eq!(extract_code("print(2)"), "print(2)");
-        assert_eq!(extract_code("```python\nunterminated = 1\n"), "unterminated = 1\n");
+        assert_eq!(
+            extract_code("```python\nunterminated = 1\n"),
+            "unterminated = 1\n"
+        );
     }
 
     #[test]
@@ -176,11 +194,30 @@ mod tests {
             focus: Some("function `f` (lines 1-1)".into()),
             related: vec!["g: def g(): return f()".into()],
         };
-        let m = task_message(EditForm::Program, "add a docstring", Some("def f(): pass"), Some(&target), &["a.py".into()]);
-        for want in ["Task: add a docstring", "`a.py`", "selected", "cursor is in function `f`", "def g()", "Project files"] {
+        let m = task_message(
+            EditForm::Program,
+            "add a docstring",
+            Some("def f(): pass"),
+            Some(&target),
+            &["a.py".into()],
+        );
+        for want in [
+            "Task: add a docstring",
+            "`a.py`",
+            "selected",
+            "cursor is in function `f`",
+            "def g()",
+            "Project files",
+        ] {
             assert!(m.content.contains(want), "{want}: {}", m.content);
         }
-        let m = task_message(EditForm::Definitions, "x", None, Some(&target), &["a.py".into()]);
+        let m = task_message(
+            EditForm::Definitions,
+            "x",
+            None,
+            Some(&target),
+            &["a.py".into()],
+        );
         assert!(!m.content.contains("Project files"));
     }
 }

@@ -12,7 +12,15 @@ struct Setup {
 fn setup(url: &str) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
-    store.stable_put("app.py", b"def parse_config(path):\n    return {}\n", 0o644, 0, 1 << 20).unwrap();
+    store
+        .stable_put(
+            "app.py",
+            b"def parse_config(path):\n    return {}\n",
+            0o644,
+            0,
+            1 << 20,
+        )
+        .unwrap();
     store
         .agent_insert(&AgentRecord {
             id: "ag".into(),
@@ -35,14 +43,31 @@ fn setup(url: &str) -> Setup {
         })
         .unwrap();
     let config = Config {
-        llm: LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5_000, ..LlmConfig::default() },
+        llm: LlmConfig {
+            provider: Provider::Openai,
+            url: url.into(),
+            max_retries: 0,
+            timeout_ms: 5_000,
+            ..LlmConfig::default()
+        },
         ..Config::default()
     };
-    Setup { _dir: dir, store, config }
+    Setup {
+        _dir: dir,
+        store,
+        config,
+    }
 }
 
 fn job() -> Job {
-    Job { id: "ag".into(), task: "add a docstring to parse_config".into(), context: None, file: Some("app.py".into()), cursor_line: None, feedback: vec![] }
+    Job {
+        id: "ag".into(),
+        task: "add a docstring to parse_config".into(),
+        context: None,
+        file: Some("app.py".into()),
+        cursor_line: None,
+        feedback: vec![],
+    }
 }
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nsrc = src.replace('def parse_config(path):\\n', 'def parse_config(path):\\n    \"\"\"Parse the config.\"\"\"\\n')\nwrite_file('app.py', src)\nsubmit_result('Added a docstring', ['app.py'])\n```";
@@ -51,7 +76,15 @@ async fn run_with(script: Vec<Reply>) -> (Result<Done, AgentError>, Setup, FakeS
     let server = FakeServer::start(script).await;
     let s = setup(&server.url);
     let llm = LlmClient::new(&s.config.llm).unwrap();
-    let r = run(s.store.clone(), &s.config, &llm, &job(), &CancellationToken::new(), &|_| {}).await;
+    let r = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &job(),
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await;
     (r, s, server)
 }
 
@@ -63,21 +96,36 @@ async fn a_good_program_leaves_its_change_in_the_overlay_only() {
     assert_eq!(done.changed_files, vec!["app.py"]);
     assert_eq!(done.rounds, 1);
     let ov = Overlay::new(&s.store, "ag", 1 << 20);
-    let text = ov.read_text(&crate::paths::ProjectPath::parse("app.py").unwrap()).unwrap();
+    let text = ov
+        .read_text(&crate::paths::ProjectPath::parse("app.py").unwrap())
+        .unwrap();
     assert!(text.contains("\"\"\"Parse the config.\"\"\""), "{text}");
     let e = s.store.stable_entry("app.py").unwrap().unwrap();
-    assert_eq!(s.store.blob(&e.hash).unwrap(), b"def parse_config(path):\n    return {}\n");
+    assert_eq!(
+        s.store.blob(&e.hash).unwrap(),
+        b"def parse_config(path):\n    return {}\n"
+    );
     let req = server.requests.lock().unwrap()[0].clone();
-    assert!(req.contains("parse_config") && req.contains("submit_result"), "prompt has task and functions");
+    assert!(
+        req.contains("parse_config") && req.contains("submit_result"),
+        "prompt has task and functions"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_traceback_goes_back_to_the_model_and_the_repair_is_used() {
     let bad = "```python\nx = read_file('missing.py')\n```";
-    let (r, _s, server) = run_with(vec![Reply::OpenaiStream(bad.into()), Reply::OpenaiStream(GOOD.into())]).await;
+    let (r, _s, server) = run_with(vec![
+        Reply::OpenaiStream(bad.into()),
+        Reply::OpenaiStream(GOOD.into()),
+    ])
+    .await;
     assert_eq!(r.unwrap().rounds, 2);
     let second = server.requests.lock().unwrap()[1].clone();
-    assert!(second.contains("missing.py") && second.contains("does not exist"), "{second}");
+    assert!(
+        second.contains("missing.py") && second.contains("does not exist"),
+        "{second}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +143,10 @@ async fn missing_submit_and_no_change_are_repaired_then_the_agent_gives_up() {
     let reqs = server.requests.lock().unwrap();
     assert!(reqs[1].contains("without calling submit_result"));
     assert!(reqs[2].contains("changed no file"));
-    assert!(s.store.overlay_entries("ag").unwrap().is_empty(), "no partial change left behind");
+    assert!(
+        s.store.overlay_entries("ag").unwrap().is_empty(),
+        "no partial change left behind"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,17 +165,34 @@ async fn an_infinite_loop_is_stopped_and_reported() {
     s.config.agents.sandbox_timeout_ms = 100;
     s.config.agents.repair_rounds = 0;
     let llm = LlmClient::new(&s.config.llm).unwrap();
-    let err = run(s.store.clone(), &s.config, &llm, &job(), &CancellationToken::new(), &|_| {}).await.unwrap_err();
+    let err = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &job(),
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("time limit"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_llm_reaches_the_model_from_inside_the_program() {
     let prog = "```python\ndoc = ask_llm('Write a docstring', 'def f(): pass')\nwrite_file('doc.txt', doc)\nsubmit_result('doc', ['doc.txt'])\n```";
-    let (r, s, _server) = run_with(vec![Reply::OpenaiStream(prog.into()), Reply::OpenaiStream("Does f.".into())]).await;
+    let (r, s, _server) = run_with(vec![
+        Reply::OpenaiStream(prog.into()),
+        Reply::OpenaiStream("Does f.".into()),
+    ])
+    .await;
     r.unwrap();
     let ov = Overlay::new(&s.store, "ag", 1 << 20);
-    assert_eq!(ov.read_text(&crate::paths::ProjectPath::parse("doc.txt").unwrap()).unwrap(), "Does f.");
+    assert_eq!(
+        ov.read_text(&crate::paths::ProjectPath::parse("doc.txt").unwrap())
+            .unwrap(),
+        "Does f."
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,18 +209,30 @@ async fn a_definition_reply_is_spliced_into_the_target() {
     let done = r.unwrap();
     assert_eq!((done.form, done.rounds), ("definitions", 1));
     let ov = Overlay::new(&s.store, "ag", 1 << 20);
-    let text = ov.read_text(&crate::paths::ProjectPath::parse("app.py").unwrap()).unwrap();
-    assert_eq!(text, "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n");
+    let text = ov
+        .read_text(&crate::paths::ProjectPath::parse("app.py").unwrap())
+        .unwrap();
+    assert_eq!(
+        text,
+        "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_that_does_not_parse_is_never_proposed_and_goes_back_with_the_line() {
     let broken = "```python\ndef parse_config(path):\n    \"\"\"Parse the \"\"\"config\"\"\" file.\n    return {}\n```";
     let good = "```python\ndef parse_config(path):\n    \"\"\"Parse the config file.\"\"\"\n    return {}\n```";
-    let (r, _s, server) = run_with(vec![Reply::OpenaiStream(broken.into()), Reply::OpenaiStream(good.into())]).await;
+    let (r, _s, server) = run_with(vec![
+        Reply::OpenaiStream(broken.into()),
+        Reply::OpenaiStream(good.into()),
+    ])
+    .await;
     assert_eq!(r.unwrap().rounds, 2);
     let second = server.requests.lock().unwrap()[1].clone();
-    assert!(second.contains("SyntaxError near line") && second.contains("not valid Python"), "{second}");
+    assert!(
+        second.contains("SyntaxError near line") && second.contains("not valid Python"),
+        "{second}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +242,10 @@ async fn an_edit_that_changes_nothing_is_sent_back() {
     assert!(matches!(r.unwrap_err(), AgentError::GaveUp { .. }));
     let reqs = server.requests.lock().unwrap();
     assert!(reqs[1].contains("exactly as it was"));
-    assert!(reqs[0].contains("\"temperature\":0.2") && reqs[1].contains("\"temperature\":0.5"), "repairs sample more freely");
+    assert!(
+        reqs[0].contains("\"temperature\":0.2") && reqs[1].contains("\"temperature\":0.5"),
+        "repairs sample more freely"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,10 +256,22 @@ async fn json_output_asks_for_constrained_replies_and_reads_them() {
     s.config.llm.json_output = true;
     s.config.llm.model = "qwen2.5-coder:1.5b".into();
     let llm = LlmClient::new(&s.config.llm).unwrap();
-    let done = run(s.store.clone(), &s.config, &llm, &job(), &CancellationToken::new(), &|_| {}).await.unwrap();
+    let done = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &job(),
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await
+    .unwrap();
     assert_eq!(done.summary, "Documented parse_config");
     let req = server.requests.lock().unwrap()[0].clone();
-    assert!(req.contains("\"response_format\"") && req.contains("json_schema"), "{req}");
+    assert!(
+        req.contains("\"response_format\"") && req.contains("json_schema"),
+        "{req}"
+    );
 }
 
 #[test]
@@ -186,7 +281,11 @@ fn the_prompt_form_follows_the_model_size() {
     assert_eq!(choose_form(&c, true), EditForm::Program);
     c.llm.model = "qwen2.5-coder:1.5b".into();
     assert_eq!(choose_form(&c, true), EditForm::Definitions);
-    assert_eq!(choose_form(&c, false), EditForm::Program, "no target file: only a program can find it");
+    assert_eq!(
+        choose_form(&c, false),
+        EditForm::Program,
+        "no target file: only a program can find it"
+    );
     c.llm.edit_form = crate::config::EditFormSetting::Program;
     assert_eq!(choose_form(&c, true), EditForm::Program);
 }

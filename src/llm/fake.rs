@@ -47,24 +47,31 @@ impl FakeServer {
     /// Like [`start`](Self::start), also answering llama.cpp's `GET /props`
     /// with a context window of `n_ctx` tokens.
     pub async fn start_with_window(script: Vec<Reply>, n_ctx: Option<u32>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(script.into_iter()));
         let reqs = requests.clone();
         let task = tokio::spawn(async move {
             loop {
-                let Ok((mut sock, _)) = listener.accept().await else { return };
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
                 let reqs = reqs.clone();
                 let script = script.clone();
                 tokio::spawn(async move {
-                    let Some(body) = read_request(&mut sock).await else { return };
+                    let Some(body) = read_request(&mut sock).await else {
+                        return;
+                    };
                     // Metadata requests (/props, /models) are not part of the script.
                     if body.starts_with("get ") {
                         let reply = match n_ctx {
                             Some(n) if body.starts_with("get /props") => Reply::Status(
                                 200,
-                                serde_json::json!({"default_generation_settings": {"n_ctx": n}}).to_string(),
+                                serde_json::json!({"default_generation_settings": {"n_ctx": n}})
+                                    .to_string(),
                             ),
                             _ => Reply::Status(404, "not found".into()),
                         };
@@ -78,7 +85,11 @@ impl FakeServer {
                 });
             }
         });
-        Self { url: format!("http://{addr}"), requests, task }
+        Self {
+            url: format!("http://{addr}"),
+            requests,
+            task,
+        }
     }
 }
 
@@ -106,7 +117,10 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
                 buf.extend_from_slice(&tmp[..n]);
             }
             let first = head.lines().next().unwrap_or("").to_owned();
-            return Some(format!("{first}\n{}", String::from_utf8_lossy(&buf[end + 4..])));
+            return Some(format!(
+                "{first}\n{}",
+                String::from_utf8_lossy(&buf[end + 4..])
+            ));
         }
     }
 }
@@ -139,7 +153,9 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
         Reply::OllamaStream(text) => {
             let mut body = String::new();
             for piece in chunks(&text) {
-                body.push_str(&serde_json::json!({"message": {"content": piece}, "done": false}).to_string());
+                body.push_str(
+                    &serde_json::json!({"message": {"content": piece}, "done": false}).to_string(),
+                );
                 body.push('\n');
             }
             body.push_str("{\"message\":{\"content\":\"\"},\"done\":true}\n");

@@ -2,10 +2,10 @@
 //! servers (`POST /v1/chat/completions`). Timeouts, retries with backoff,
 //! streaming and cancellation live here so that every agent gets them.
 
-mod ollama;
-mod openai;
 #[doc(hidden)]
 pub mod fake;
+mod ollama;
+mod openai;
 
 use std::time::Duration;
 
@@ -23,13 +23,22 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     pub fn system(content: impl Into<String>) -> Self {
-        Self { role: "system".into(), content: content.into() }
+        Self {
+            role: "system".into(),
+            content: content.into(),
+        }
     }
     pub fn user(content: impl Into<String>) -> Self {
-        Self { role: "user".into(), content: content.into() }
+        Self {
+            role: "user".into(),
+            content: content.into(),
+        }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self { role: "assistant".into(), content: content.into() }
+        Self {
+            role: "assistant".into(),
+            content: content.into(),
+        }
     }
 }
 
@@ -108,7 +117,12 @@ impl LlmClient {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| LlmError::Client(e.to_string()))?;
-        Ok(Self { http, config: config.clone(), api_key, window: Default::default() })
+        Ok(Self {
+            http,
+            config: config.clone(),
+            api_key,
+            window: Default::default(),
+        })
     }
 
     pub fn config(&self) -> &LlmConfig {
@@ -124,7 +138,8 @@ impl LlmClient {
         cancel: &CancellationToken,
         on_delta: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<String, LlmError> {
-        self.chat_with(messages, &ChatOptions::default(), cancel, on_delta).await
+        self.chat_with(messages, &ChatOptions::default(), cancel, on_delta)
+            .await
     }
 
     /// [`chat`](Self::chat) with options.
@@ -187,7 +202,10 @@ impl LlmClient {
                         Provider::Openai => openai::context_window(self).await,
                     }
                 };
-                tokio::time::timeout(Duration::from_secs(3), fut).await.ok().flatten()
+                tokio::time::timeout(Duration::from_secs(3), fut)
+                    .await
+                    .ok()
+                    .flatten()
             })
             .await;
         asked.unwrap_or(self.config.context_tokens)
@@ -203,11 +221,20 @@ impl LlmClient {
         };
         tokio::time::timeout(Duration::from_secs(5), fut)
             .await
-            .unwrap_or_else(|_| Err(LlmError::Timeout { url: self.config.url.clone(), ms: 5000 }))
+            .unwrap_or_else(|_| {
+                Err(LlmError::Timeout {
+                    url: self.config.url.clone(),
+                    ms: 5000,
+                })
+            })
     }
 
     fn url(&self, path: &str) -> String {
-        format!("{}/{}", self.config.url.trim_end_matches('/'), path.trim_start_matches('/'))
+        format!(
+            "{}/{}",
+            self.config.url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        )
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -220,13 +247,22 @@ impl LlmClient {
 
     fn send_error(&self, e: reqwest::Error) -> LlmError {
         if e.is_timeout() {
-            LlmError::Timeout { url: self.config.url.clone(), ms: self.config.timeout_ms }
+            LlmError::Timeout {
+                url: self.config.url.clone(),
+                ms: self.config.timeout_ms,
+            }
         } else if e.is_connect() || e.is_request() {
-            LlmError::Unreachable { url: self.config.url.clone(), detail: root_cause(&e) }
+            LlmError::Unreachable {
+                url: self.config.url.clone(),
+                detail: root_cause(&e),
+            }
         } else if e.is_body() || e.is_decode() {
             LlmError::Truncated
         } else {
-            LlmError::Unreachable { url: self.config.url.clone(), detail: root_cause(&e) }
+            LlmError::Unreachable {
+                url: self.config.url.clone(),
+                detail: root_cause(&e),
+            }
         }
     }
 }

@@ -35,7 +35,8 @@ pub(super) async fn chat(
         if line.is_empty() {
             return Ok(false);
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(line))))?;
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(line))))?;
         if let Some(err) = v.get("error") {
             return Err(LlmError::BadReply(err.to_string()));
         }
@@ -65,17 +66,31 @@ pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
     }
     let v: Value = resp.json().await.ok()?;
     let info = v["model_info"].as_object()?;
-    info.iter().find(|(k, _)| k.ends_with(".context_length")).and_then(|(_, n)| n.as_u64()).map(|n| n as u32)
+    info.iter()
+        .find(|(k, _)| k.ends_with(".context_length"))
+        .and_then(|(_, n)| n.as_u64())
+        .map(|n| n as u32)
 }
 
 pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {
-    let resp = client.request(reqwest::Method::GET, "api/tags").send().await.map_err(|e| client.send_error(e))?;
+    let resp = client
+        .request(reqwest::Method::GET, "api/tags")
+        .send()
+        .await
+        .map_err(|e| client.send_error(e))?;
     if !resp.status().is_success() {
         return Err(status_error(resp).await);
     }
-    let v: Value = resp.json().await.map_err(|e| LlmError::BadReply(e.to_string()))?;
+    let v: Value = resp
+        .json()
+        .await
+        .map_err(|e| LlmError::BadReply(e.to_string()))?;
     Ok(v["models"]
         .as_array()
-        .map(|a| a.iter().filter_map(|m| m["name"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m["name"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default())
 }

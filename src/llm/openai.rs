@@ -36,21 +36,27 @@ pub(super) async fn chat(
     }
     if !cfg.stream {
         let text = resp.text().await.map_err(|e| client.send_error(e))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(&text))))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(&text))))?;
         return v["choices"][0]["message"]["content"]
             .as_str()
             .map(str::to_owned)
-            .ok_or_else(|| LlmError::BadReply(format!("no choices[0].message.content in {}", cap(&text))));
+            .ok_or_else(|| {
+                LlmError::BadReply(format!("no choices[0].message.content in {}", cap(&text)))
+            });
     }
     let mut out = String::new();
     let mut finished = false;
     let done = for_each_line(resp, client, |line| {
-        let Some(data) = line.strip_prefix("data:") else { return Ok(false) };
+        let Some(data) = line.strip_prefix("data:") else {
+            return Ok(false);
+        };
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(true);
         }
-        let v: Value = serde_json::from_str(data).map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(data))))?;
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(data))))?;
         if let Some(err) = v.get("error") {
             return Err(LlmError::BadReply(err.to_string()));
         }
@@ -71,26 +77,45 @@ pub(super) async fn chat(
 }
 
 pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {
-    let resp = client.request(reqwest::Method::GET, "models").send().await.map_err(|e| client.send_error(e))?;
+    let resp = client
+        .request(reqwest::Method::GET, "models")
+        .send()
+        .await
+        .map_err(|e| client.send_error(e))?;
     if !resp.status().is_success() {
         return Err(status_error(resp).await);
     }
-    let v: Value = resp.json().await.map_err(|e| LlmError::BadReply(e.to_string()))?;
+    let v: Value = resp
+        .json()
+        .await
+        .map_err(|e| LlmError::BadReply(e.to_string()))?;
     Ok(v["data"]
         .as_array()
-        .map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m["id"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default())
 }
 
 /// llama.cpp serves `/props` beside `/v1`: `default_generation_settings.n_ctx`.
 pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
-    let base = client.config().url.trim_end_matches('/').trim_end_matches("/v1").to_owned();
+    let base = client
+        .config()
+        .url
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_owned();
     let resp = client.http.get(format!("{base}/props")).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
     }
     let v: Value = resp.json().await.ok()?;
-    v["default_generation_settings"]["n_ctx"].as_u64().or_else(|| v["n_ctx"].as_u64()).map(|n| n as u32)
+    v["default_generation_settings"]["n_ctx"]
+        .as_u64()
+        .or_else(|| v["n_ctx"].as_u64())
+        .map(|n| n as u32)
 }
 
 pub(super) fn cap(s: &str) -> String {

@@ -15,17 +15,27 @@ fn client(provider: Provider, url: &str, stream: bool) -> LlmClient {
 }
 
 async fn chat(c: &LlmClient) -> Result<String, LlmError> {
-    c.chat(&[ChatMessage::user("hi")], &CancellationToken::new(), &|_| {}).await
+    c.chat(
+        &[ChatMessage::user("hi")],
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await
 }
 
 #[tokio::test]
 async fn openai_stream_is_assembled_and_sent_to_the_v1_path() {
-    let server = FakeServer::start(vec![Reply::OpenaiStream("def f():\n    return 1\n".into())]).await;
+    let server =
+        FakeServer::start(vec![Reply::OpenaiStream("def f():\n    return 1\n".into())]).await;
     let c = client(Provider::Openai, &format!("{}/v1", server.url), true);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let s2 = seen.clone();
     let text = c
-        .chat(&[ChatMessage::user("hi")], &CancellationToken::new(), &move |d| s2.lock().unwrap().push_str(d))
+        .chat(
+            &[ChatMessage::user("hi")],
+            &CancellationToken::new(),
+            &move |d| s2.lock().unwrap().push_str(d),
+        )
         .await
         .unwrap();
     assert_eq!(text, "def f():\n    return 1\n");
@@ -64,7 +74,11 @@ async fn server_errors_are_retried_then_reported() {
     let c = client(Provider::Openai, &server.url, false);
     let err = chat(&c).await.unwrap_err();
     assert!(matches!(err, LlmError::Status { status: 500, .. }), "{err}");
-    assert_eq!(server.requests.lock().unwrap().len(), 3, "one try and two retries");
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        3,
+        "one try and two retries"
+    );
 }
 
 #[tokio::test]
@@ -72,7 +86,10 @@ async fn client_errors_are_not_retried() {
     let server = FakeServer::start(vec![Reply::Status(404, "model not found".into())]).await;
     let c = client(Provider::Openai, &server.url, false);
     let err = chat(&c).await.unwrap_err();
-    assert!(err.to_string().contains("404") && err.to_string().contains("model not found"), "{err}");
+    assert!(
+        err.to_string().contains("404") && err.to_string().contains("model not found"),
+        "{err}"
+    );
     assert_eq!(server.requests.lock().unwrap().len(), 1);
 }
 
@@ -96,7 +113,11 @@ async fn unreachable_server_names_the_url() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
-    let mut cfg = LlmConfig { url: url.clone(), max_retries: 0, ..LlmConfig::default() };
+    let mut cfg = LlmConfig {
+        url: url.clone(),
+        max_retries: 0,
+        ..LlmConfig::default()
+    };
     cfg.provider = Provider::Openai;
     let err = chat(&LlmClient::new(&cfg).unwrap()).await.unwrap_err();
     assert!(matches!(err, LlmError::Unreachable { .. }), "{err}");
@@ -109,7 +130,10 @@ async fn timeouts_and_cancellation_end_a_hanging_request() {
     let mut c = client(Provider::Openai, &server.url, false);
     c.config.timeout_ms = 200;
     c.config.max_retries = 0;
-    assert!(matches!(chat(&c).await.unwrap_err(), LlmError::Timeout { .. }));
+    assert!(matches!(
+        chat(&c).await.unwrap_err(),
+        LlmError::Timeout { .. }
+    ));
 
     let server = FakeServer::start(vec![Reply::Hang]).await;
     let c = client(Provider::Openai, &server.url, false);
@@ -120,14 +144,20 @@ async fn timeouts_and_cancellation_end_a_hanging_request() {
         c2.cancel();
     });
     let start = std::time::Instant::now();
-    let err = c.chat(&[ChatMessage::user("x")], &cancel, &|_| {}).await.unwrap_err();
+    let err = c
+        .chat(&[ChatMessage::user("x")], &cancel, &|_| {})
+        .await
+        .unwrap_err();
     assert!(matches!(err, LlmError::Cancelled));
     assert!(start.elapsed() < Duration::from_secs(1));
 }
 
 #[test]
 fn missing_api_key_variable_is_reported_by_name() {
-    let cfg = LlmConfig { api_key_env: Some("CHIMERA_TEST_SURELY_UNSET".into()), ..LlmConfig::default() };
+    let cfg = LlmConfig {
+        api_key_env: Some("CHIMERA_TEST_SURELY_UNSET".into()),
+        ..LlmConfig::default()
+    };
     let err = LlmClient::new(&cfg).err().unwrap();
     assert!(err.to_string().contains("CHIMERA_TEST_SURELY_UNSET"));
 }
@@ -142,5 +172,9 @@ async fn the_context_window_is_asked_from_the_server_once_else_configured() {
     let server = FakeServer::start(vec![]).await;
     let mut c = client(Provider::Openai, &format!("{}/v1", server.url), false);
     c.config.context_tokens = 1234;
-    assert_eq!(c.context_window().await, 1234, "no /props: the configured window");
+    assert_eq!(
+        c.context_window().await,
+        1234,
+        "no /props: the configured window"
+    );
 }

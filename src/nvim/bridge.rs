@@ -21,7 +21,11 @@ pub struct NvimSink {
 
 impl EditorSink for NvimSink {
     fn send(&self, msg: ToEditor) {
-        let sent = self.tx.lock().map(|tx| tx.send(msg).is_ok()).unwrap_or(false);
+        let sent = self
+            .tx
+            .lock()
+            .map(|tx| tx.send(msg).is_ok())
+            .unwrap_or(false);
         if sent {
             let _ = self.handle.send();
         }
@@ -51,7 +55,10 @@ pub fn new() -> Result<NvimSink, nvim_oxi::libuv::Error> {
             });
         }
     })?;
-    Ok(NvimSink { tx: Mutex::new(tx), handle })
+    Ok(NvimSink {
+        tx: Mutex::new(tx),
+        handle,
+    })
 }
 
 /// Hands each message to `require("chimera.bridge").dispatch` as a Lua table.
@@ -61,17 +68,25 @@ fn dispatch(batch: Vec<ToEditor>) {
         let require: mlua::Function = lua.globals().get("require")?;
         let bridge: mlua::Table = require.call("chimera.bridge")?;
         let dispatch: mlua::Function = bridge.get("dispatch")?;
-        let opts = mlua::SerializeOptions::new().serialize_none_to_null(false).serialize_unit_to_null(false);
+        let opts = mlua::SerializeOptions::new()
+            .serialize_none_to_null(false)
+            .serialize_unit_to_null(false);
         for msg in batch {
             let value = lua.to_value_with(&msg, opts)?;
             if let Err(e) = dispatch.call::<()>(value) {
-                report(&lua, &format!("Chimera: error while handling a message: {e}"));
+                report(
+                    &lua,
+                    &format!("Chimera: error while handling a message: {e}"),
+                );
             }
         }
         Ok(())
     })();
     if let Err(e) = result {
-        report(&lua, &format!("Chimera: cannot deliver messages to Lua: {e}"));
+        report(
+            &lua,
+            &format!("Chimera: cannot deliver messages to Lua: {e}"),
+        );
     }
 }
 

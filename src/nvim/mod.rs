@@ -14,7 +14,9 @@ use nvim_oxi::mlua;
 /// `AsyncHandle`); the module table is made with mlua and registered in
 /// `package.loaded`, which `require` then returns.
 #[unsafe(no_mangle)]
-unsafe extern "C" fn luaopen_chimera_native(state: *mut nvim_oxi::lua::ffi::State) -> core::ffi::c_int {
+unsafe extern "C" fn luaopen_chimera_native(
+    state: *mut nvim_oxi::lua::ffi::State,
+) -> core::ffi::c_int {
     unsafe { nvim_oxi::entrypoint::entrypoint(state, open) }
 }
 

@@ -18,10 +18,14 @@ thread_local! {
     static CORE: RefCell<Option<CoreHandle>> = const { RefCell::new(None) };
 }
 
-fn with_core<T>(f: impl FnOnce(&CoreHandle) -> Result<T, runtime::RuntimeError>) -> mlua::Result<T> {
+fn with_core<T>(
+    f: impl FnOnce(&CoreHandle) -> Result<T, runtime::RuntimeError>,
+) -> mlua::Result<T> {
     CORE.with(|c| match c.borrow().as_ref() {
         Some(core) => f(core).map_err(|e| mlua::Error::external(e.to_string())),
-        None => Err(mlua::Error::external("Chimera is not started: call require('chimera').setup() first")),
+        None => Err(mlua::Error::external(
+            "Chimera is not started: call require('chimera').setup() first",
+        )),
     })
 }
 
@@ -39,17 +43,22 @@ fn stop_core() {
 pub fn build(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("version", lua.create_function(|_, ()| Ok(crate::VERSION))?)?;
-    t.set("commit", lua.create_function(|_, ()| Ok(crate::BUILD_COMMIT))?)?;
+    t.set(
+        "commit",
+        lua.create_function(|_, ()| Ok(crate::BUILD_COMMIT))?,
+    )?;
 
     // start(config_json, root) -> root: (re)starts the core for `root`.
     t.set(
         "start",
         lua.create_function(|_, (config_json, root): (String, String)| {
-            let config = Config::from_json(&config_json)
-                .map_err(|e| mlua::Error::external(format!("Chimera: invalid configuration: {e}")))?;
+            let config = Config::from_json(&config_json).map_err(|e| {
+                mlua::Error::external(format!("Chimera: invalid configuration: {e}"))
+            })?;
             stop_core();
-            let sink = super::bridge::new()
-                .map_err(|e| mlua::Error::external(format!("Chimera: cannot create the event bridge: {e}")))?;
+            let sink = super::bridge::new().map_err(|e| {
+                mlua::Error::external(format!("Chimera: cannot create the event bridge: {e}"))
+            })?;
             let root = PathBuf::from(root);
             let core = runtime::start(config, root.clone(), Arc::new(sink))
                 .map_err(|e| mlua::Error::external(e.to_string()))?;
@@ -57,33 +66,63 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             Ok(root.to_string_lossy().into_owned())
         })?,
     )?;
-    t.set("running", lua.create_function(|_, ()| Ok(CORE.with(|c| c.borrow().is_some())))?)?;
+    t.set(
+        "running",
+        lua.create_function(|_, ()| Ok(CORE.with(|c| c.borrow().is_some())))?,
+    )?;
     t.set(
         "spawn",
         lua.create_function(
-            |_, (id, task, context, file, cursor_line): (String, String, Option<String>, Option<String>, Option<usize>)| {
-            if task.trim().is_empty() {
-                return Err(mlua::Error::external("Chimera: the task is empty; say what the agent should do"));
-            }
-            send(ToCore::Spawn { id, task, context, file, cursor_line })
-        })?,
+            |_,
+             (id, task, context, file, cursor_line): (
+                String,
+                String,
+                Option<String>,
+                Option<String>,
+                Option<usize>,
+            )| {
+                if task.trim().is_empty() {
+                    return Err(mlua::Error::external(
+                        "Chimera: the task is empty; say what the agent should do",
+                    ));
+                }
+                send(ToCore::Spawn {
+                    id,
+                    task,
+                    context,
+                    file,
+                    cursor_line,
+                })
+            },
+        )?,
     )?;
     t.set(
         "accept",
-        lua.create_function(|_, (id, buffers, hunk): (String, Option<Table>, Option<usize>)| {
-            let mut texts = Vec::new();
-            if let Some(buffers) = buffers {
-                for pair in buffers.sequence_values::<Table>() {
-                    let b = pair?;
-                    texts.push(BufferText { path: b.get("path")?, text: b.get("text")? });
+        lua.create_function(
+            |_, (id, buffers, hunk): (String, Option<Table>, Option<usize>)| {
+                let mut texts = Vec::new();
+                if let Some(buffers) = buffers {
+                    for pair in buffers.sequence_values::<Table>() {
+                        let b = pair?;
+                        texts.push(BufferText {
+                            path: b.get("path")?,
+                            text: b.get("text")?,
+                        });
+                    }
                 }
-            }
-            send(ToCore::Accept { id, buffers: texts, hunk })
-        })?,
+                send(ToCore::Accept {
+                    id,
+                    buffers: texts,
+                    hunk,
+                })
+            },
+        )?,
     )?;
     t.set(
         "reject",
-        lua.create_function(|_, (id, feedback): (String, Option<String>)| send(ToCore::Reject { id, feedback }))?,
+        lua.create_function(|_, (id, feedback): (String, Option<String>)| {
+            send(ToCore::Reject { id, feedback })
+        })?,
     )?;
     t.set(
         "buffer_text",
@@ -94,11 +133,22 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "reject_hunk",
-        lua.create_function(|_, (id, hunk): (String, usize)| send(ToCore::RejectHunk { id, hunk }))?,
+        lua.create_function(|_, (id, hunk): (String, usize)| {
+            send(ToCore::RejectHunk { id, hunk })
+        })?,
     )?;
-    t.set("cancel", lua.create_function(|_, id: String| send(ToCore::Cancel { id }))?)?;
-    t.set("buffer_closed", lua.create_function(|_, path: String| send(ToCore::BufferClosed { path }))?)?;
-    t.set("check_llm", lua.create_function(|_, ()| send(ToCore::CheckLlm))?)?;
+    t.set(
+        "cancel",
+        lua.create_function(|_, id: String| send(ToCore::Cancel { id }))?,
+    )?;
+    t.set(
+        "buffer_closed",
+        lua.create_function(|_, path: String| send(ToCore::BufferClosed { path }))?,
+    )?;
+    t.set(
+        "check_llm",
+        lua.create_function(|_, ()| send(ToCore::CheckLlm))?,
+    )?;
     t.set(
         "stop",
         lua.create_function(|_, ()| {

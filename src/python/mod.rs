@@ -26,7 +26,9 @@ impl std::fmt::Display for SyntaxProblem {
 /// Parses `text`; `None` only if tree-sitter itself fails (it never should).
 pub fn parse(text: &str) -> Option<Tree> {
     let mut parser = Parser::new();
-    parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .ok()?;
     parser.parse(text, None)
 }
 
@@ -43,10 +45,20 @@ pub fn syntax_problem(text: &str) -> Option<SyntaxProblem> {
     let from = line.saturating_sub(3);
     let to = (line + 3).min(lines.len());
     let excerpt = (from..to)
-        .map(|i| format!("{}{:>4} | {}", if i == line { ">" } else { " " }, i + 1, lines[i]))
+        .map(|i| {
+            format!(
+                "{}{:>4} | {}",
+                if i == line { ">" } else { " " },
+                i + 1,
+                lines[i]
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n");
-    Some(SyntaxProblem { line: line + 1, excerpt })
+    Some(SyntaxProblem {
+        line: line + 1,
+        excerpt,
+    })
 }
 
 fn first_error(node: Node<'_>) -> Option<Node<'_>> {
@@ -90,13 +102,21 @@ pub struct Definition {
 
 /// Every function, class and method of `text`, outermost first, in order.
 pub fn definitions(text: &str) -> Vec<Definition> {
-    let Some(tree) = parse(text) else { return vec![] };
+    let Some(tree) = parse(text) else {
+        return vec![];
+    };
     let mut out = Vec::new();
     collect(tree.root_node(), text, None, false, &mut out);
     out
 }
 
-fn collect(node: Node<'_>, text: &str, parent: Option<&str>, in_class: bool, out: &mut Vec<Definition>) {
+fn collect(
+    node: Node<'_>,
+    text: &str,
+    parent: Option<&str>,
+    in_class: bool,
+    out: &mut Vec<Definition>,
+) {
     let mut cursor = node.walk();
     for child in node.children(&mut cursor) {
         let (outer, def) = match child.kind() {
@@ -111,7 +131,10 @@ fn collect(node: Node<'_>, text: &str, parent: Option<&str>, in_class: bool, out
             }
             _ => continue,
         };
-        let Some(name) = def.child_by_field_name("name").and_then(|n| n.utf8_text(text.as_bytes()).ok()) else {
+        let Some(name) = def
+            .child_by_field_name("name")
+            .and_then(|n| n.utf8_text(text.as_bytes()).ok())
+        else {
             continue;
         };
         let is_class = def.kind() == "class_definition";
@@ -121,7 +144,10 @@ fn collect(node: Node<'_>, text: &str, parent: Option<&str>, in_class: bool, out
             (false, false) => DefKind::Function,
         };
         let line_start = text[..outer.start_byte()].rfind('\n').map_or(0, |i| i + 1);
-        let indent: String = text[line_start..outer.start_byte()].chars().take_while(|c| c.is_whitespace()).collect();
+        let indent: String = text[line_start..outer.start_byte()]
+            .chars()
+            .take_while(|c| c.is_whitespace())
+            .collect();
         // Extend to the end of the last line (trailing comments stay outside).
         let end = outer.end_byte();
         out.push(Definition {
@@ -142,7 +168,9 @@ fn collect(node: Node<'_>, text: &str, parent: Option<&str>, in_class: bool, out
 
 /// The innermost definition containing 0-based `line`.
 pub fn definition_at(defs: &[Definition], line: usize) -> Option<&Definition> {
-    defs.iter().filter(|d| d.start_line <= line && line <= d.end_line).min_by_key(|d| d.end_line - d.start_line)
+    defs.iter()
+        .filter(|d| d.start_line <= line && line <= d.end_line)
+        .min_by_key(|d| d.end_line - d.start_line)
 }
 
 #[cfg(test)]

@@ -82,15 +82,23 @@ pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
         .filter(|d| d.parent.is_none())
         .map(|d| d.name)
         .collect();
-    let covered = target_top.iter().filter(|n| def_names.contains(n.as_str())).count();
-    let most_defs = !target_top.is_empty() && covered * 10 >= target_top.len() * 7 && target_top.len() >= 2;
+    let covered = target_top
+        .iter()
+        .filter(|n| def_names.contains(n.as_str()))
+        .count();
+    let most_defs =
+        !target_top.is_empty() && covered * 10 >= target_top.len() * 7 && target_top.len() >= 2;
     let long_enough = code.trim().len() * 10 >= target.trim().len() * 6;
     if most_defs && long_enough {
         return ReplyForm::WholeFile(code);
     }
-    let usable = items.iter().any(|i| matches!(i, Item::Def { .. } | Item::Assign { .. } | Item::Import(_)));
+    let usable = items
+        .iter()
+        .any(|i| matches!(i, Item::Def { .. } | Item::Assign { .. } | Item::Import(_)));
     let broken_definitions = super::syntax_problem(&code).is_some()
-        && code.lines().any(|l| l.trim_start().starts_with("def ") || l.trim_start().starts_with("class "));
+        && code
+            .lines()
+            .any(|l| l.trim_start().starts_with("def ") || l.trim_start().starts_with("class "));
     if usable || broken_definitions {
         // Broken definitions too: splicing reports the syntax error with its line.
         ReplyForm::Definitions(code)
@@ -119,7 +127,11 @@ pub fn dedent(code: &str) -> String {
     }
     let mut out: Vec<&str> = Vec::new();
     for l in code.lines() {
-        out.push(if l.len() >= common { &l[common..] } else { l.trim_start() });
+        out.push(if l.len() >= common {
+            &l[common..]
+        } else {
+            l.trim_start()
+        });
     }
     let mut s = out.join("\n");
     if code.ends_with('\n') {
@@ -133,7 +145,13 @@ fn reindent(text: &str, indent: &str) -> String {
         return text.to_owned();
     }
     text.lines()
-        .map(|l| if l.trim().is_empty() { String::new() } else { format!("{indent}{l}") })
+        .map(|l| {
+            if l.trim().is_empty() {
+                String::new()
+            } else {
+                format!("{indent}{l}")
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -141,9 +159,16 @@ fn reindent(text: &str, indent: &str) -> String {
 /// One top-level statement of a reply that can go into a file.
 #[derive(Debug, Clone)]
 enum Item {
-    Def { name: String, is_class: bool, text: String },
+    Def {
+        name: String,
+        is_class: bool,
+        text: String,
+    },
     Import(String),
-    Assign { name: String, text: String },
+    Assign {
+        name: String,
+        text: String,
+    },
 }
 
 fn node_text<'a>(n: Node<'_>, src: &'a str) -> &'a str {
@@ -151,7 +176,9 @@ fn node_text<'a>(n: Node<'_>, src: &'a str) -> &'a str {
 }
 
 fn items(code: &str) -> Vec<Item> {
-    let Some(tree) = parse(code) else { return vec![] };
+    let Some(tree) = parse(code) else {
+        return vec![];
+    };
     let root = tree.root_node();
     let mut out = Vec::new();
     let mut cursor = root.walk();
@@ -161,9 +188,15 @@ fn items(code: &str) -> Vec<Item> {
         }
         match child.kind() {
             "function_definition" | "class_definition" | "decorated_definition" => {
-                let def = if child.kind() == "decorated_definition" { child.child_by_field_name("definition") } else { Some(child) };
+                let def = if child.kind() == "decorated_definition" {
+                    child.child_by_field_name("definition")
+                } else {
+                    Some(child)
+                };
                 let Some(def) = def else { continue };
-                let Some(name) = def.child_by_field_name("name") else { continue };
+                let Some(name) = def.child_by_field_name("name") else {
+                    continue;
+                };
                 out.push(Item::Def {
                     name: node_text(name, code).to_owned(),
                     is_class: def.kind() == "class_definition",
@@ -174,10 +207,18 @@ fn items(code: &str) -> Vec<Item> {
                 out.push(Item::Import(node_text(child, code).to_owned()));
             }
             "expression_statement" => {
-                let Some(first) = child.named_child(0) else { continue };
+                let Some(first) = child.named_child(0) else {
+                    continue;
+                };
                 if first.kind() == "assignment" {
-                    if let Some(left) = first.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
-                        out.push(Item::Assign { name: node_text(left, code).to_owned(), text: node_text(child, code).to_owned() });
+                    if let Some(left) = first
+                        .child_by_field_name("left")
+                        .filter(|l| l.kind() == "identifier")
+                    {
+                        out.push(Item::Assign {
+                            name: node_text(left, code).to_owned(),
+                            text: node_text(child, code).to_owned(),
+                        });
                     }
                 }
             }
@@ -200,20 +241,36 @@ struct Layout {
 }
 
 fn layout(text: &str) -> Layout {
-    let mut l = Layout { imports_end: None, docstring_end: None, main_guard: None, assigns: vec![] };
+    let mut l = Layout {
+        imports_end: None,
+        docstring_end: None,
+        main_guard: None,
+        assigns: vec![],
+    };
     let Some(tree) = parse(text) else { return l };
     let root = tree.root_node();
     let mut cursor = root.walk();
     for (i, child) in root.children(&mut cursor).enumerate() {
         match child.kind() {
-            "import_statement" | "import_from_statement" | "future_import_statement" => l.imports_end = Some(child.end_byte()),
+            "import_statement" | "import_from_statement" | "future_import_statement" => {
+                l.imports_end = Some(child.end_byte())
+            }
             "expression_statement" => {
-                let Some(first) = child.named_child(0) else { continue };
+                let Some(first) = child.named_child(0) else {
+                    continue;
+                };
                 if i == 0 && first.kind() == "string" {
                     l.docstring_end = Some(child.end_byte());
                 } else if first.kind() == "assignment" {
-                    if let Some(left) = first.child_by_field_name("left").filter(|x| x.kind() == "identifier") {
-                        l.assigns.push((node_text(left, text).to_owned(), child.start_byte(), child.end_byte()));
+                    if let Some(left) = first
+                        .child_by_field_name("left")
+                        .filter(|x| x.kind() == "identifier")
+                    {
+                        l.assigns.push((
+                            node_text(left, text).to_owned(),
+                            child.start_byte(),
+                            child.end_byte(),
+                        ));
                     }
                 }
             }
@@ -229,13 +286,20 @@ fn layout(text: &str) -> Layout {
 /// The class body's docstring statement span, if any.
 fn class_docstring(text: &str, class: &Definition) -> Option<(usize, usize)> {
     let tree = parse(text)?;
-    let node = tree.root_node().descendant_for_byte_range(class.end.saturating_sub(1), class.end.saturating_sub(1))?;
+    let node = tree
+        .root_node()
+        .descendant_for_byte_range(class.end.saturating_sub(1), class.end.saturating_sub(1))?;
     let mut n = Some(node);
     while let Some(cur) = n {
-        if cur.kind() == "class_definition" && cur.start_byte() >= class.start && cur.end_byte() == class.end {
+        if cur.kind() == "class_definition"
+            && cur.start_byte() >= class.start
+            && cur.end_byte() == class.end
+        {
             let body = cur.child_by_field_name("body")?;
             let first = body.named_child(0)?;
-            if first.kind() == "expression_statement" && first.named_child(0).is_some_and(|s| s.kind() == "string") {
+            if first.kind() == "expression_statement"
+                && first.named_child(0).is_some_and(|s| s.kind() == "string")
+            {
                 return Some((first.start_byte(), first.end_byte()));
             }
             return None;
@@ -255,7 +319,11 @@ fn first_param(def_text: &str) -> Option<String> {
 /// Splices the definitions of `reply` into `target`. `focus_line` (0-based)
 /// is where the user's cursor was: it decides the class a lone method
 /// belongs to.
-pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) -> Result<String, SpliceError> {
+pub fn splice_definitions(
+    target: &str,
+    reply: &str,
+    focus_line: Option<usize>,
+) -> Result<String, SpliceError> {
     let reply = dedent(reply);
     if let Some(problem) = super::syntax_problem(&reply) {
         return Err(SpliceError::Syntax(problem.to_string()));
@@ -276,9 +344,15 @@ pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) 
     let defs = definitions(target);
     let lay = layout(target);
     let focus_class: Option<&Definition> = focus_line
-        .and_then(|line| defs.iter().rfind(|d| d.kind == DefKind::Class && d.start_line <= line && line <= d.end_line))
+        .and_then(|line| {
+            defs.iter()
+                .rfind(|d| d.kind == DefKind::Class && d.start_line <= line && line <= d.end_line)
+        })
         .or_else(|| {
-            let classes: Vec<&Definition> = defs.iter().filter(|d| d.kind == DefKind::Class && d.parent.is_none()).collect();
+            let classes: Vec<&Definition> = defs
+                .iter()
+                .filter(|d| d.kind == DefKind::Class && d.parent.is_none())
+                .collect();
             (classes.len() == 1).then(|| classes[0])
         });
     let new_def_at = lay.main_guard.unwrap_or(target.trim_end().len());
@@ -298,11 +372,25 @@ pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) 
                 Some((_, s, e)) => edits.push((*s, *e, text.clone())),
                 None => import_inserts.push(text.clone()),
             },
-            Item::Def { name, is_class: false, text } => {
-                let top = defs.iter().find(|d| d.parent.is_none() && d.kind == DefKind::Function && &d.name == name);
-                let methods: Vec<&Definition> = defs.iter().filter(|d| d.kind == DefKind::Method && &d.name == name).collect();
+            Item::Def {
+                name,
+                is_class: false,
+                text,
+            } => {
+                let top = defs
+                    .iter()
+                    .find(|d| d.parent.is_none() && d.kind == DefKind::Function && &d.name == name);
+                let methods: Vec<&Definition> = defs
+                    .iter()
+                    .filter(|d| d.kind == DefKind::Method && &d.name == name)
+                    .collect();
                 let method = focus_class
-                    .and_then(|c| methods.iter().find(|m| m.parent.as_deref() == Some(c.name.as_str())).copied())
+                    .and_then(|c| {
+                        methods
+                            .iter()
+                            .find(|m| m.parent.as_deref() == Some(c.name.as_str()))
+                            .copied()
+                    })
                     .or_else(|| (methods.len() == 1).then(|| methods[0]));
                 let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
                 if let (Some(m), true) = (method, is_method_like || top.is_none()) {
@@ -316,17 +404,30 @@ pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) 
                     top_inserts.push(text.clone());
                 }
             }
-            Item::Def { name, is_class: true, text } => {
-                let Some(class) = defs.iter().find(|d| d.kind == DefKind::Class && &d.name == name) else {
+            Item::Def {
+                name,
+                is_class: true,
+                text,
+            } => {
+                let Some(class) = defs
+                    .iter()
+                    .find(|d| d.kind == DefKind::Class && &d.name == name)
+                else {
                     top_inserts.push(text.clone());
                     continue;
                 };
-                let target_methods: Vec<&Definition> =
-                    defs.iter().filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name)).collect();
+                let target_methods: Vec<&Definition> = defs
+                    .iter()
+                    .filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name))
+                    .collect();
                 let reply_defs = definitions(text);
-                let reply_methods: Vec<&Definition> =
-                    reply_defs.iter().filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name)).collect();
-                let all_there = target_methods.iter().all(|t| reply_methods.iter().any(|r| r.name == t.name));
+                let reply_methods: Vec<&Definition> = reply_defs
+                    .iter()
+                    .filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name))
+                    .collect();
+                let all_there = target_methods
+                    .iter()
+                    .all(|t| reply_methods.iter().any(|r| r.name == t.name));
                 if all_there {
                     edits.push((class.start, class.end, reindent(text, &class.indent)));
                     continue;
@@ -337,10 +438,16 @@ pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) 
                     let body = dedent(&text[rm.start..rm.end]);
                     match target_methods.iter().find(|t| t.name == rm.name) {
                         Some(t) => edits.push((t.start, t.end, reindent(&body, &t.indent))),
-                        None => edits.push((class.end, class.end, format!("\n\n{}", reindent(&body, &indent)))),
+                        None => edits.push((
+                            class.end,
+                            class.end,
+                            format!("\n\n{}", reindent(&body, &indent)),
+                        )),
                     }
                 }
-                let reply_class = reply_defs.iter().find(|d| d.kind == DefKind::Class && &d.name == name);
+                let reply_class = reply_defs
+                    .iter()
+                    .find(|d| d.kind == DefKind::Class && &d.name == name);
                 if let Some(rc) = reply_class {
                     if let Some((ds, de)) = class_docstring(text, rc) {
                         let doc = reindent(&dedent(&text[ds..de]), &indent);
@@ -350,7 +457,9 @@ pub fn splice_definitions(target: &str, reply: &str, focus_line: Option<usize>) 
                                 edits.push((line_start, te, doc));
                             }
                             None => {
-                                let header_end = target[class.start..].find(":\n").map(|i| class.start + i + 1);
+                                let header_end = target[class.start..]
+                                    .find(":\n")
+                                    .map(|i| class.start + i + 1);
                                 if let Some(h) = header_end {
                                     edits.push((h, h, format!("\n{doc}")));
                                 }

@@ -4,44 +4,92 @@ const FILE: &str = "import json\n\n\ndef parse_config(path):\n    with open(path
 
 #[test]
 fn classifies_programs_definitions_and_whole_files() {
-    assert!(matches!(classify("src = read_file('a.py')\nwrite_file('a.py', src)\n", Some(FILE)), ReplyForm::Program(_)));
-    assert!(matches!(classify("def parse_config(path):\n    pass\n", Some(FILE)), ReplyForm::Definitions(_)));
-    assert!(matches!(classify(FILE, Some(FILE)), ReplyForm::WholeFile(_)));
-    assert_eq!(classify("Sure! Here is the answer.", Some(FILE)), ReplyForm::Nothing);
-    assert!(matches!(classify("x = read_file('a.py')\n", Some(FILE)), ReplyForm::Program(_)));
-    assert!(matches!(classify("while True:\n    pass\n", Some(FILE)), ReplyForm::Program(_)));
-    assert!(matches!(classify("VERSION = 1\n", Some("\"\"\"Doc.\"\"\"\n")), ReplyForm::Definitions(_)));
-    assert!(matches!(classify("print('hi')\n", Some("\"\"\"Doc.\"\"\"\n")), ReplyForm::WholeFile(_)));
+    assert!(matches!(
+        classify(
+            "src = read_file('a.py')\nwrite_file('a.py', src)\n",
+            Some(FILE)
+        ),
+        ReplyForm::Program(_)
+    ));
+    assert!(matches!(
+        classify("def parse_config(path):\n    pass\n", Some(FILE)),
+        ReplyForm::Definitions(_)
+    ));
+    assert!(matches!(
+        classify(FILE, Some(FILE)),
+        ReplyForm::WholeFile(_)
+    ));
+    assert_eq!(
+        classify("Sure! Here is the answer.", Some(FILE)),
+        ReplyForm::Nothing
+    );
+    assert!(matches!(
+        classify("x = read_file('a.py')\n", Some(FILE)),
+        ReplyForm::Program(_)
+    ));
+    assert!(matches!(
+        classify("while True:\n    pass\n", Some(FILE)),
+        ReplyForm::Program(_)
+    ));
+    assert!(matches!(
+        classify("VERSION = 1\n", Some("\"\"\"Doc.\"\"\"\n")),
+        ReplyForm::Definitions(_)
+    ));
+    assert!(matches!(
+        classify("print('hi')\n", Some("\"\"\"Doc.\"\"\"\n")),
+        ReplyForm::WholeFile(_)
+    ));
     // A definition named like a host function is not a program.
-    assert!(matches!(classify("def write_file(p):\n    pass\n", Some(FILE)), ReplyForm::Definitions(_)));
+    assert!(matches!(
+        classify("def write_file(p):\n    pass\n", Some(FILE)),
+        ReplyForm::Definitions(_)
+    ));
 }
 
 #[test]
 fn replaces_a_function_by_name_and_keeps_everything_else() {
     let reply = "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    with open(path) as f:\n        return json.load(f)\n";
     let out = splice_definitions(FILE, reply, None).unwrap();
-    assert_eq!(out, FILE.replace("def parse_config(path):\n", "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n"));
+    assert_eq!(
+        out,
+        FILE.replace(
+            "def parse_config(path):\n",
+            "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n"
+        )
+    );
 }
 
 #[test]
 fn a_lone_method_replaces_the_method_reindented() {
     let reply = "def count(self):\n    return sum(self.items.values())\n";
     let out = splice_definitions(FILE, reply, None).unwrap();
-    assert!(out.contains("    def count(self):\n        return sum(self.items.values())\n"), "{out}");
+    assert!(
+        out.contains("    def count(self):\n        return sum(self.items.values())\n"),
+        "{out}"
+    );
     assert!(!out.contains("return len(self.items)"));
     // Also when the model kept the class indentation.
     let indented = "    def count(self):\n        return 0\n";
     let out = splice_definitions(FILE, indented, None).unwrap();
-    assert!(out.contains("    def count(self):\n        return 0\n"), "{out}");
+    assert!(
+        out.contains("    def count(self):\n        return 0\n"),
+        "{out}"
+    );
 }
 
 #[test]
 fn a_partial_class_merges_method_by_method() {
     let reply = "class Store:\n    def total(self):\n        return 0\n\n    def add(self, name):\n        self.items[name] = 2\n";
     let out = splice_definitions(FILE, reply, None).unwrap();
-    assert!(out.contains("def __init__(self):"), "other methods kept: {out}");
+    assert!(
+        out.contains("def __init__(self):"),
+        "other methods kept: {out}"
+    );
     assert!(out.contains("self.items[name] = 2"));
-    assert!(out.contains("    def total(self):\n        return 0"), "{out}");
+    assert!(
+        out.contains("    def total(self):\n        return 0"),
+        "{out}"
+    );
     assert!(crate::python::syntax_problem(&out).is_none(), "{out}");
 }
 
@@ -49,7 +97,10 @@ fn a_partial_class_merges_method_by_method() {
 fn a_class_docstring_is_inserted() {
     let reply = "class Store:\n    \"\"\"Keeps items.\"\"\"\n\n    def add(self, name):\n        self.items[name] = 1\n";
     let out = splice_definitions(FILE, reply, None).unwrap();
-    assert!(out.contains("class Store:\n    \"\"\"Keeps items.\"\"\"\n    def __init__"), "{out}");
+    assert!(
+        out.contains("class Store:\n    \"\"\"Keeps items.\"\"\"\n    def __init__"),
+        "{out}"
+    );
     assert!(crate::python::syntax_problem(&out).is_none());
 }
 
@@ -68,7 +119,12 @@ fn new_functions_go_before_the_main_guard_and_imports_merge() {
 fn a_new_method_joins_the_focused_class() {
     let reply = "def clear(self):\n    self.items = {}\n";
     let out = splice_definitions(FILE, reply, Some(12)).unwrap();
-    assert!(out.contains("        return len(self.items)\n\n    def clear(self):\n        self.items = {}\n"), "{out}");
+    assert!(
+        out.contains(
+            "        return len(self.items)\n\n    def clear(self):\n        self.items = {}\n"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -82,14 +138,23 @@ fn stray_example_code_is_ignored() {
 #[test]
 fn assignments_replace_or_join_the_module_top() {
     let target = "\"\"\"Pkg.\"\"\"\nVERSION = \"0.1\"\n";
-    assert_eq!(splice_definitions(target, "VERSION = \"1.0\"\n", None).unwrap(), "\"\"\"Pkg.\"\"\"\nVERSION = \"1.0\"\n");
+    assert_eq!(
+        splice_definitions(target, "VERSION = \"1.0\"\n", None).unwrap(),
+        "\"\"\"Pkg.\"\"\"\nVERSION = \"1.0\"\n"
+    );
     let target = "\"\"\"Pkg.\"\"\"\n";
-    assert_eq!(splice_definitions(target, "VERSION = \"1.0\"\n", None).unwrap(), "\"\"\"Pkg.\"\"\"\nVERSION = \"1.0\"\n");
+    assert_eq!(
+        splice_definitions(target, "VERSION = \"1.0\"\n", None).unwrap(),
+        "\"\"\"Pkg.\"\"\"\nVERSION = \"1.0\"\n"
+    );
 }
 
 #[test]
 fn broken_replies_are_refused_with_the_line() {
     let err = splice_definitions(FILE, "def f(:\n    pass\n", None).unwrap_err();
     assert!(matches!(err, SpliceError::Syntax(_)));
-    assert_eq!(splice_definitions(FILE, "x + 1\n", None).unwrap_err(), SpliceError::NoDefinitions);
+    assert_eq!(
+        splice_definitions(FILE, "x + 1\n", None).unwrap_err(),
+        SpliceError::NoDefinitions
+    );
 }

@@ -5,8 +5,10 @@ const SRC: &str = "import os\n\n@cache\ndef load(path):\n    return 1\n\n\nclass
 #[test]
 fn finds_functions_classes_methods_with_decorators_and_nesting() {
     let defs = definitions(SRC);
-    let summary: Vec<(&str, DefKind, Option<&str>)> =
-        defs.iter().map(|d| (d.name.as_str(), d.kind, d.parent.as_deref())).collect();
+    let summary: Vec<(&str, DefKind, Option<&str>)> = defs
+        .iter()
+        .map(|d| (d.name.as_str(), d.kind, d.parent.as_deref()))
+        .collect();
     assert_eq!(
         summary,
         vec![
@@ -20,7 +22,10 @@ fn finds_functions_classes_methods_with_decorators_and_nesting() {
         ]
     );
     let load = &defs[0];
-    assert_eq!(&SRC[load.start..load.end], "@cache\ndef load(path):\n    return 1");
+    assert_eq!(
+        &SRC[load.start..load.end],
+        "@cache\ndef load(path):\n    return 1"
+    );
     let size = &defs[3];
     assert_eq!(size.indent, "    ");
     assert!(SRC[size.start..size.end].starts_with("    @property\n"));

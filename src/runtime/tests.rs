@@ -7,27 +7,47 @@ const GOOD: &str = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', s
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-    std::fs::write(dir.path().join("app.py"), "def parse_config(path):\n    return {}\n").unwrap();
+    std::fs::write(
+        dir.path().join("app.py"),
+        "def parse_config(path):\n    return {}\n",
+    )
+    .unwrap();
     dir
 }
 
 fn config(url: &str) -> Config {
     Config {
-        llm: LlmConfig { provider: Provider::Openai, url: url.into(), max_retries: 0, timeout_ms: 5000, ..LlmConfig::default() },
+        llm: LlmConfig {
+            provider: Provider::Openai,
+            url: url.into(),
+            max_retries: 0,
+            timeout_ms: 5000,
+            ..LlmConfig::default()
+        },
         ..Config::default()
     }
 }
 
-async fn next_matching(rx: &mut mpsc::UnboundedReceiver<ToEditor>, pred: impl Fn(&ToEditor) -> bool) -> ToEditor {
+async fn next_matching(
+    rx: &mut mpsc::UnboundedReceiver<ToEditor>,
+    pred: impl Fn(&ToEditor) -> bool,
+) -> ToEditor {
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("timed out").expect("closed");
+        let msg = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("timed out")
+            .expect("closed");
         if pred(&msg) {
             return msg;
         }
     }
 }
 
-fn wait_for<T>(rx: &mut mpsc::UnboundedReceiver<ToEditor>, rt: &tokio::runtime::Runtime, pred: impl Fn(&ToEditor) -> Option<T>) -> T {
+fn wait_for<T>(
+    rx: &mut mpsc::UnboundedReceiver<ToEditor>,
+    rt: &tokio::runtime::Runtime,
+    pred: impl Fn(&ToEditor) -> Option<T>,
+) -> T {
     rt.block_on(async {
         loop {
             let msg = next_matching(rx, |_| true).await;
@@ -46,29 +66,60 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     let root = dir.path().canonicalize().unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Ready { .. }).then_some(()));
-    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None, cursor_line: None }).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Ready { .. }).then_some(())
+    });
+    core.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "add a docstring".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
     let files = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Proposal { id, files } if id == "a1" => Some(files.clone()),
         _ => None,
     });
     assert_eq!(files.len(), 1);
     assert_eq!(files[0].path, root.join("app.py").to_string_lossy());
-    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "def parse_config(path):\n    return {}\n");
-    core.send(ToCore::Accept { id: "a1".into(), buffers: vec![], hunk: None }).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(()));
-    assert!(std::fs::read_to_string(root.join("app.py")).unwrap().contains("\"\"\"Parse.\"\"\""));
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        "def parse_config(path):\n    return {}\n"
+    );
+    core.send(ToCore::Accept {
+        id: "a1".into(),
+        buffers: vec![],
+        hunk: None,
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(())
+    });
+    assert!(std::fs::read_to_string(root.join("app.py"))
+        .unwrap()
+        .contains("\"\"\"Parse.\"\"\""));
     core.shutdown(Duration::from_secs(2));
 }
 
 #[test]
 fn a_failing_llm_ends_the_agent_failed_with_the_reason() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(FakeServer::start(vec![Reply::Status(500, "model crashed".into())]));
+    let server = rt.block_on(FakeServer::start(vec![Reply::Status(
+        500,
+        "model crashed".into(),
+    )]));
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+    core.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "t".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
         _ => None,
@@ -84,11 +135,24 @@ fn shutdown_with_an_agent_in_flight_is_prompt() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
+    core.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "t".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+    });
     let start = std::time::Instant::now();
     core.shutdown(Duration::from_secs(2));
-    assert!(start.elapsed() < Duration::from_millis(1000), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_millis(1000),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -98,10 +162,25 @@ fn reject_of_a_running_agent_cancels_it() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
-    core.send(ToCore::Reject { id: "a1".into(), feedback: None }).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Cancelled).then_some(()));
+    core.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "t".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+    });
+    core.send(ToCore::Reject {
+        id: "a1".into(),
+        feedback: None,
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Cancelled).then_some(())
+    });
     core.shutdown(Duration::from_secs(2));
 }
 
@@ -113,25 +192,40 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     let hang = rt.block_on(FakeServer::start(vec![Reply::Hang]));
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&hang.url), root.clone(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None, cursor_line: None }).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
+    core.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "add a docstring".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+    });
     core.shutdown(Duration::from_secs(2));
 
     let good = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&good.url), root.clone(), Arc::new(tx)).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent } if agent.id == "a1" && agent.state == AgentState::Completed => Some(agent.clone()),
+        ToEditor::Agent { agent } if agent.id == "a1" && agent.state == AgentState::Completed => {
+            Some(agent.clone())
+        }
         _ => None,
     });
     assert_eq!(rec.recoveries, 1);
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(()));
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
+    });
     core.shutdown(Duration::from_secs(2));
 
     // A third start shows the pending proposal again, without running anything.
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&good.url), root, Arc::new(tx)).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(()));
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
+    });
     core.shutdown(Duration::from_secs(2));
 }
 
@@ -144,7 +238,14 @@ fn the_time_limit_fails_an_agent_with_the_reason() {
     cfg.agents.timeout_ms = 300;
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+    core.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "t".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
         _ => None,
@@ -163,7 +264,14 @@ fn at_most_max_concurrent_agents_run_at_once() {
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
     for i in 0..4 {
-        core.send(ToCore::Spawn { id: format!("a{i}"), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+        core.send(ToCore::Spawn {
+            id: format!("a{i}"),
+            task: "t".into(),
+            context: None,
+            file: None,
+            cursor_line: None,
+        })
+        .unwrap();
     }
     let mut running = std::collections::HashSet::new();
     rt.block_on(async {
@@ -178,7 +286,9 @@ fn at_most_max_concurrent_agents_run_at_once() {
     });
     assert_eq!(running.len(), 2, "{running:?}");
     core.send(ToCore::Cancel { id: "a0".into() }).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running && !running.contains(&agent.id)).then_some(()));
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running && !running.contains(&agent.id)).then_some(())
+    });
     core.shutdown(Duration::from_secs(2));
 }
 
@@ -186,22 +296,49 @@ fn at_most_max_concurrent_agents_run_at_once() {
 fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let second = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse the config file at path.\"\"\"\\n    return {}'))\nsubmit_result('Longer docstring', ['app.py'])\n```";
-    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into()), Reply::OpenaiStream(second.into())]));
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiStream(GOOD.into()),
+        Reply::OpenaiStream(second.into()),
+    ]));
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn { id: "a1".into(), task: "add a docstring".into(), context: None, file: None, cursor_line: None }).unwrap();
-    wait_for(&mut rx, &rt, |m| matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(()));
-    core.send(ToCore::Reject { id: "a1".into(), feedback: Some("say what the path is".into()) }).unwrap();
+    core.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "add a docstring".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
+    });
+    core.send(ToCore::Reject {
+        id: "a1".into(),
+        feedback: Some("say what the path is".into()),
+    })
+    .unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent } if agent.state == AgentState::Completed && !agent.feedback.is_empty() => Some(agent.clone()),
+        ToEditor::Agent { agent }
+            if agent.state == AgentState::Completed && !agent.feedback.is_empty() =>
+        {
+            Some(agent.clone())
+        }
         _ => None,
     });
     assert_eq!(rec.summary.as_deref(), Some("Longer docstring"));
     assert_eq!(rec.feedback[0].feedback, "say what the path is");
-    assert!(rec.feedback[0].attempt.contains("+    \"\"\"Parse.\"\"\""), "{}", rec.feedback[0].attempt);
+    assert!(
+        rec.feedback[0].attempt.contains("+    \"\"\"Parse.\"\"\""),
+        "{}",
+        rec.feedback[0].attempt
+    );
     let retry = server.requests.lock().unwrap()[1].clone();
-    assert!(retry.contains("say what the path is") && retry.contains("Parse."), "the retry prompt has both: {retry}");
+    assert!(
+        retry.contains("say what the path is") && retry.contains("Parse."),
+        "the retry prompt has both: {retry}"
+    );
     core.shutdown(Duration::from_secs(2));
 }
 
@@ -210,8 +347,14 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let faults: Vec<(&str, Reply)> = vec![
         ("500", Reply::Status(500, "backend exploded".into())),
-        ("truncated", Reply::Truncated("```python\nwrite_file('app.py', 'x'".into())),
-        ("invalid JSON", Reply::Status(200, "data: {\"choices\": [oops\n\n".into())),
+        (
+            "truncated",
+            Reply::Truncated("```python\nwrite_file('app.py', 'x'".into()),
+        ),
+        (
+            "invalid JSON",
+            Reply::Status(200, "data: {\"choices\": [oops\n\n".into()),
+        ),
         ("timeout", Reply::Hang),
     ];
     for (name, reply) in faults {
@@ -222,11 +365,21 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
         cfg.llm.stream = true;
         let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
         let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-        core.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
+        core.send(ToCore::Spawn {
+            id: "a1".into(),
+            task: "t".into(),
+            context: None,
+            file: None,
+            cursor_line: None,
+        })
+        .unwrap();
         let mut proposals = 0;
         let rec = rt.block_on(async {
             loop {
-                let m = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect(name).expect(name);
+                let m = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                    .await
+                    .expect(name)
+                    .expect(name);
                 match m {
                     ToEditor::Proposal { .. } => proposals += 1,
                     ToEditor::Agent { agent } if agent.state == AgentState::Failed => return agent,
@@ -243,7 +396,10 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
         };
         assert!(err.contains(want), "{name}: {err}");
         assert_eq!(proposals, 0, "{name}: no partial proposal");
-        assert_eq!(std::fs::read_to_string(dir.path().join("app.py")).unwrap(), "def parse_config(path):\n    return {}\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("app.py")).unwrap(),
+            "def parse_config(path):\n    return {}\n"
+        );
         core.shutdown(Duration::from_secs(2));
     }
 }
@@ -251,13 +407,25 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
 #[test]
 fn a_second_instance_never_takes_a_live_instances_agent() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(FakeServer::start(vec![Reply::Hang, Reply::OpenaiStream(GOOD.into())]));
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::Hang,
+        Reply::OpenaiStream(GOOD.into()),
+    ]));
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
     let (tx_a, mut rx_a) = mpsc::unbounded_channel::<ToEditor>();
     let a = start(config(&server.url), root.clone(), Arc::new(tx_a)).unwrap();
-    a.send(ToCore::Spawn { id: "a1".into(), task: "t".into(), context: None, file: None, cursor_line: None }).unwrap();
-    wait_for(&mut rx_a, &rt, |m| matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(()));
+    a.send(ToCore::Spawn {
+        id: "a1".into(),
+        task: "t".into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    })
+    .unwrap();
+    wait_for(&mut rx_a, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+    });
     let (tx_b, mut rx_b) = mpsc::unbounded_channel::<ToEditor>();
     let b = start(config(&server.url), root.clone(), Arc::new(tx_b)).unwrap();
     // B shows A's agent but does not run it.
@@ -267,7 +435,11 @@ fn a_second_instance_never_takes_a_live_instances_agent() {
     });
     assert_eq!(seen.state, AgentState::Running);
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(server.requests.lock().unwrap().len(), 1, "only A asked the model");
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        1,
+        "only A asked the model"
+    );
     a.shutdown(Duration::from_secs(2));
     b.shutdown(Duration::from_secs(2));
 }

@@ -18,13 +18,20 @@ pub enum StoreError {
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("cannot create `{path}`: {source}")]
-    Create { path: PathBuf, source: std::io::Error },
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("blob {0} is missing from the store; run `:Chimera` again to re-import the project")]
     MissingBlob(String),
     #[error("no agent with id `{0}`")]
     NoAgent(String),
     #[error("agent {id} cannot go from {from} to {to}")]
-    IllegalTransition { id: String, from: &'static str, to: &'static str },
+    IllegalTransition {
+        id: String,
+        from: &'static str,
+        to: &'static str,
+    },
     #[error("bad JSON in the store: {0}")]
     Json(#[from] serde_json::Error),
 }
@@ -40,7 +47,9 @@ pub fn hash_bytes(data: &[u8]) -> Hash {
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// One event of the log: `(seq, agent, kind, data as JSON)`.
@@ -111,7 +120,10 @@ impl AgentState {
 
     /// An end state: nothing more happens to the agent.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Accepted | Self::Rejected | Self::Failed | Self::Cancelled)
+        matches!(
+            self,
+            Self::Accepted | Self::Rejected | Self::Failed | Self::Cancelled
+        )
     }
 
     /// The lifecycle: `queued → running → completed → accepted | rejected`,
@@ -193,10 +205,16 @@ impl Store {
     /// Opens (creating if needed) `<root>/.chimera/chimera.db`.
     pub fn open(root: &Path) -> Result<Self> {
         let dir = root.join(".chimera");
-        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Create { path: dir.clone(), source })?;
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Create {
+            path: dir.clone(),
+            source,
+        })?;
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
-            std::fs::write(&ignore, "*\n").map_err(|source| StoreError::Create { path: ignore, source })?;
+            std::fs::write(&ignore, "*\n").map_err(|source| StoreError::Create {
+                path: ignore,
+                source,
+            })?;
         }
         let conn = Connection::open(dir.join("chimera.db"))?;
         Self::init(conn, root)
@@ -215,7 +233,10 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(schema::SCHEMA)?;
-        Ok(Self { conn: Mutex::new(conn), root: root.to_path_buf() })
+        Ok(Self {
+            conn: Mutex::new(conn),
+            root: root.to_path_buf(),
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -225,11 +246,16 @@ impl Store {
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave SQLite inconsistent (the
         // transaction rolls back on drop), so a poisoned lock is still usable.
-        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs `f` in one transaction, committed only if `f` succeeds.
-    pub fn transaction<T, E>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, E>) -> Result<T, E>
+    pub fn transaction<T, E>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
+    ) -> Result<T, E>
     where
         E: From<StoreError>,
     {
@@ -257,14 +283,24 @@ impl Store {
     }
 
     /// Puts `data` at `path` in the stable layer; returns whether it changed.
-    pub fn stable_put(&self, path: &str, data: &[u8], mode: u32, mtime_ns: i64, max_bytes: u64) -> Result<bool> {
+    pub fn stable_put(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: u32,
+        mtime_ns: i64,
+        max_bytes: u64,
+    ) -> Result<bool> {
         let conn = self.conn();
         stable_put(&conn, path, data, mode, mtime_ns, max_bytes)
     }
 
     /// Removes `path` from the stable layer; returns whether it was there.
     pub fn stable_delete(&self, path: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM stable WHERE path = ?1", [path])? > 0)
+        Ok(self
+            .conn()
+            .execute("DELETE FROM stable WHERE path = ?1", [path])?
+            > 0)
     }
 
     /// Every path of the stable layer, sorted.
@@ -292,7 +328,11 @@ impl Store {
     }
 
     /// Imports many files in one transaction (the initial import).
-    pub fn stable_import(&self, files: &[(String, Vec<u8>, u32, i64)], max_bytes: u64) -> Result<usize> {
+    pub fn stable_import(
+        &self,
+        files: &[(String, Vec<u8>, u32, i64)],
+        max_bytes: u64,
+    ) -> Result<usize> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let mut changed = 0;
@@ -314,7 +354,13 @@ impl Store {
     /// Records `hash` (`None`: a whiteout) for `path` in `agent`'s overlay.
     /// The base is remembered from the first write only: later writes by the
     /// same agent are still based on the stable content it first saw.
-    pub fn overlay_set(&self, agent: &str, path: &str, hash: Option<&str>, base_hash: Option<&str>) -> Result<()> {
+    pub fn overlay_set(
+        &self,
+        agent: &str,
+        path: &str,
+        hash: Option<&str>,
+        base_hash: Option<&str>,
+    ) -> Result<()> {
         self.conn().execute(
             "INSERT INTO overlays (agent_id, path, hash, base_hash) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (agent_id, path) DO UPDATE SET hash = excluded.hash",
@@ -325,16 +371,24 @@ impl Store {
 
     pub fn overlay_entries(&self, agent: &str) -> Result<Vec<(String, OverlayEntry)>> {
         let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached("SELECT path, hash, base_hash FROM overlays WHERE agent_id = ?1 ORDER BY path")?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT path, hash, base_hash FROM overlays WHERE agent_id = ?1 ORDER BY path",
+        )?;
         let rows = stmt.query_map([agent], |r| {
-            Ok((r.get(0)?, OverlayEntry { hash: r.get(1)?, base_hash: r.get(2)? }))
+            Ok((
+                r.get(0)?,
+                OverlayEntry {
+                    hash: r.get(1)?,
+                    base_hash: r.get(2)?,
+                },
+            ))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     pub fn overlay_clear(&self, agent: &str) -> Result<()> {
-        self.conn().execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])?;
+        self.conn()
+            .execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])?;
         Ok(())
     }
 
@@ -365,7 +419,12 @@ impl Store {
                 serde_json::to_string(&rec.feedback)?
             ],
         )?;
-        append_event(&self.conn(), Some(&rec.id), "agent_created", &serde_json::json!({"task": rec.task}))?;
+        append_event(
+            &self.conn(),
+            Some(&rec.id),
+            "agent_created",
+            &serde_json::json!({"task": rec.task}),
+        )?;
         Ok(())
     }
 
@@ -395,16 +454,24 @@ impl Store {
 
     // ---- events ----------------------------------------------------------
 
-    pub fn append_event(&self, agent: Option<&str>, kind: &str, data: &serde_json::Value) -> Result<i64> {
+    pub fn append_event(
+        &self,
+        agent: Option<&str>,
+        kind: &str,
+        data: &serde_json::Value,
+    ) -> Result<i64> {
         append_event(&self.conn(), agent, kind, data)
     }
 
     /// Events from sequence `after` on, oldest first: `(seq, agent, kind, data)`.
     pub fn events_since(&self, after: i64) -> Result<Vec<EventRow>> {
         let conn = self.conn();
-        let mut stmt =
-            conn.prepare_cached("SELECT seq, agent_id, kind, data FROM events WHERE seq > ?1 ORDER BY seq")?;
-        let rows = stmt.query_map([after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, agent_id, kind, data FROM events WHERE seq > ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([after], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -422,7 +489,8 @@ impl Store {
 
     /// Forgets this instance (a clean exit).
     pub fn instance_remove(&self, owner: &str) -> Result<()> {
-        self.conn().execute("DELETE FROM instances WHERE owner = ?1", [owner])?;
+        self.conn()
+            .execute("DELETE FROM instances WHERE owner = ?1", [owner])?;
         Ok(())
     }
 
@@ -440,7 +508,9 @@ impl Store {
             rows.collect::<Result<_, _>>()?
         };
         let candidates: Vec<AgentRecord> = {
-            let mut stmt = tx.prepare(&format!("{AGENT_SELECT} WHERE state IN ('queued', 'running') ORDER BY created_at"))?;
+            let mut stmt = tx.prepare(&format!(
+                "{AGENT_SELECT} WHERE state IN ('queued', 'running') ORDER BY created_at"
+            ))?;
             let rows = stmt.query_map([], agent_from_row)?;
             rows.collect::<Result<_, _>>()?
         };
@@ -468,10 +538,18 @@ impl Store {
             }
             rec.owner = me.to_owned();
             agent_update(&tx, &rec)?;
-            append_event(&tx, Some(&rec.id), "recovered", &serde_json::json!({"recoveries": rec.recoveries}))?;
+            append_event(
+                &tx,
+                Some(&rec.id),
+                "recovered",
+                &serde_json::json!({"recoveries": rec.recoveries}),
+            )?;
             runnable.push(rec);
         }
-        tx.execute("DELETE FROM instances WHERE heartbeat < ?1", [now - stale_ms])?;
+        tx.execute(
+            "DELETE FROM instances WHERE heartbeat < ?1",
+            [now - stale_ms],
+        )?;
         tx.commit()?;
         Ok(runnable)
     }
@@ -503,7 +581,9 @@ impl Store {
 
     /// `PRAGMA integrity_check`, "ok" when the file is sound.
     pub fn integrity_check(&self) -> Result<String> {
-        Ok(self.conn().query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+        Ok(self
+            .conn()
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
     }
 }
 
@@ -538,9 +618,20 @@ pub fn stable_entry(conn: &Connection, path: &str) -> Result<Option<StableEntry>
         .optional()?)
 }
 
-pub fn stable_put(conn: &Connection, path: &str, data: &[u8], mode: u32, mtime_ns: i64, max_bytes: u64) -> Result<bool> {
+pub fn stable_put(
+    conn: &Connection,
+    path: &str,
+    data: &[u8],
+    mode: u32,
+    mtime_ns: i64,
+    max_bytes: u64,
+) -> Result<bool> {
     let too_large = data.len() as u64 > max_bytes;
-    let hash = if too_large { hash_bytes(data) } else { put_blob(conn, data)? };
+    let hash = if too_large {
+        hash_bytes(data)
+    } else {
+        put_blob(conn, data)?
+    };
     if let Some(old) = stable_entry(conn, path)? {
         if old.hash == hash && old.mode == mode {
             if old.mtime_ns != mtime_ns {
@@ -561,7 +652,14 @@ pub fn stable_put(conn: &Connection, path: &str, data: &[u8], mode: u32, mtime_n
 
 /// Points `path` of the stable layer at an existing blob `hash` (an accept:
 /// the content is already stored, so it is neither re-read nor re-hashed).
-pub fn stable_set(conn: &Connection, path: &str, hash: &str, size: u64, mode: u32, mtime_ns: i64) -> Result<()> {
+pub fn stable_set(
+    conn: &Connection,
+    path: &str,
+    hash: &str,
+    size: u64,
+    mode: u32,
+    mtime_ns: i64,
+) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, 0)
          ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
@@ -574,7 +672,12 @@ pub fn stable_set(conn: &Connection, path: &str, hash: &str, size: u64, mode: u3
 pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Option<OverlayEntry>> {
     Ok(conn
         .prepare_cached("SELECT hash, base_hash FROM overlays WHERE agent_id = ?1 AND path = ?2")?
-        .query_row([agent, path], |r| Ok(OverlayEntry { hash: r.get(0)?, base_hash: r.get(1)? }))
+        .query_row([agent, path], |r| {
+            Ok(OverlayEntry {
+                hash: r.get(0)?,
+                base_hash: r.get(1)?,
+            })
+        })
         .optional()?)
 }
 
@@ -623,7 +726,11 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
     };
     let from = AgentState::parse(&old_state).unwrap_or(AgentState::Failed);
     if !from.can_become(rec.state) {
-        return Err(StoreError::IllegalTransition { id: rec.id.clone(), from: from.as_str(), to: rec.state.as_str() });
+        return Err(StoreError::IllegalTransition {
+            id: rec.id.clone(),
+            from: from.as_str(),
+            to: rec.state.as_str(),
+        });
     }
     conn.prepare_cached(
         "UPDATE agents SET state = ?2, summary = ?3, error = ?4, changed_files = ?5, conflicted = ?6,
@@ -655,8 +762,9 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
 
 pub fn set_proposal_files(conn: &Connection, agent: &str, files: &[ProposalFile]) -> Result<()> {
     conn.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent])?;
-    let mut stmt = conn
-        .prepare_cached("INSERT INTO proposal_files (agent_id, path, base_hash, new_hash) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO proposal_files (agent_id, path, base_hash, new_hash) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     for f in files {
         stmt.execute(params![agent, f.path, f.base_hash, f.new_hash])?;
     }
@@ -668,12 +776,21 @@ pub fn proposal_files(conn: &Connection, agent: &str) -> Result<Vec<ProposalFile
         "SELECT path, base_hash, new_hash FROM proposal_files WHERE agent_id = ?1 ORDER BY path",
     )?;
     let rows = stmt.query_map([agent], |r| {
-        Ok(ProposalFile { path: r.get(0)?, base_hash: r.get(1)?, new_hash: r.get(2)? })
+        Ok(ProposalFile {
+            path: r.get(0)?,
+            base_hash: r.get(1)?,
+            new_hash: r.get(2)?,
+        })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub fn append_event(conn: &Connection, agent: Option<&str>, kind: &str, data: &serde_json::Value) -> Result<i64> {
+pub fn append_event(
+    conn: &Connection,
+    agent: Option<&str>,
+    kind: &str,
+    data: &serde_json::Value,
+) -> Result<i64> {
     conn.prepare_cached("INSERT INTO events (ts, agent_id, kind, data) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![now_ms(), agent, kind, data.to_string()])?;
     Ok(conn.last_insert_rowid())

@@ -27,8 +27,14 @@ fn opens_a_wal_database_with_a_gitignore() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     assert!(dir.path().join(".chimera/chimera.db").exists());
-    assert_eq!(std::fs::read_to_string(dir.path().join(".chimera/.gitignore")).unwrap(), "*\n");
-    let mode: String = store.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".chimera/.gitignore")).unwrap(),
+        "*\n"
+    );
+    let mode: String = store
+        .conn()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(mode, "wal");
     assert_eq!(store.integrity_check().unwrap(), "ok");
     drop(store);
@@ -44,9 +50,15 @@ fn blobs_are_content_addressed_and_shared() {
     let b = store.put_blob(b"same").unwrap();
     assert_eq!(a, b);
     assert_eq!(store.blob(&a).unwrap(), b"same");
-    let n: i64 = store.conn().query_row("SELECT count(*) FROM blobs", [], |r| r.get(0)).unwrap();
+    let n: i64 = store
+        .conn()
+        .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(n, 1);
-    assert!(matches!(store.blob("nope"), Err(StoreError::MissingBlob(_))));
+    assert!(matches!(
+        store.blob("nope"),
+        Err(StoreError::MissingBlob(_))
+    ));
 }
 
 #[test]
@@ -56,9 +68,15 @@ fn stable_put_reports_changes_only() {
     assert!(store.stable_put("a.py", b"1", 0o644, 1, 100).unwrap());
     assert!(!store.stable_put("a.py", b"1", 0o644, 2, 100).unwrap());
     assert!(store.stable_put("a.py", b"2", 0o644, 3, 100).unwrap());
-    assert!(store.stable_put("a.py", b"2", 0o755, 3, 100).unwrap(), "mode change counts");
+    assert!(
+        store.stable_put("a.py", b"2", 0o755, 3, 100).unwrap(),
+        "mode change counts"
+    );
     let e = store.stable_entry("a.py").unwrap().unwrap();
-    assert_eq!((e.size, e.mode, e.mtime_ns, e.too_large), (1, 0o755, 3, false));
+    assert_eq!(
+        (e.size, e.mode, e.mtime_ns, e.too_large),
+        (1, 0o755, 3, false)
+    );
     assert!(store.stable_delete("a.py").unwrap());
     assert!(store.stable_entry("a.py").unwrap().is_none());
 }
@@ -70,7 +88,10 @@ fn stable_paths_under_is_a_prefix_scan_on_directory_boundaries() {
     for p in ["src/a.py", "src/sub/b.py", "src0.py", "src.py", "srcx/c.py"] {
         store.stable_put(p, b"x", 0o644, 0, 100).unwrap();
     }
-    assert_eq!(store.stable_paths_under("src").unwrap(), vec!["src/a.py", "src/sub/b.py"]);
+    assert_eq!(
+        store.stable_paths_under("src").unwrap(),
+        vec!["src/a.py", "src/sub/b.py"]
+    );
 }
 
 #[test]
@@ -87,9 +108,17 @@ fn agent_updates_are_logged_as_events() {
     let back = store.agent("ag1").unwrap();
     assert_eq!(back.state, AgentState::Failed);
     assert_eq!(back.error.as_deref(), Some("boom"));
-    let kinds: Vec<String> = store.events_since(0).unwrap().into_iter().map(|e| e.2).collect();
+    let kinds: Vec<String> = store
+        .events_since(0)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.2)
+        .collect();
     assert_eq!(kinds, vec!["agent_created", "agent_state", "agent_state"]);
-    assert!(matches!(store.agent("missing"), Err(StoreError::NoAgent(_))));
+    assert!(matches!(
+        store.agent("missing"),
+        Err(StoreError::NoAgent(_))
+    ));
 }
 
 #[test]
@@ -97,10 +126,20 @@ fn overlay_keeps_the_first_base() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_in_memory(dir.path()).unwrap();
     store.agent_insert(&record("a")).unwrap();
-    store.overlay_set("a", "x.py", Some("h1"), Some("base1")).unwrap();
-    store.overlay_set("a", "x.py", Some("h2"), Some("base2")).unwrap();
+    store
+        .overlay_set("a", "x.py", Some("h1"), Some("base1"))
+        .unwrap();
+    store
+        .overlay_set("a", "x.py", Some("h2"), Some("base2"))
+        .unwrap();
     let e = store.overlay_entry("a", "x.py").unwrap().unwrap();
-    assert_eq!(e, OverlayEntry { hash: Some("h2".into()), base_hash: Some("base1".into()) });
+    assert_eq!(
+        e,
+        OverlayEntry {
+            hash: Some("h2".into()),
+            base_hash: Some("base1".into())
+        }
+    );
     store.overlay_clear("a").unwrap();
     assert!(store.overlay_entries("a").unwrap().is_empty());
 }
@@ -113,8 +152,22 @@ fn illegal_transitions_are_errors_not_silent_writes() {
     store.agent_insert(&rec).unwrap();
     rec.state = AgentState::Accepted;
     let err = store.agent_update(&rec).unwrap_err();
-    assert!(matches!(err, StoreError::IllegalTransition { from: "queued", to: "accepted", .. }), "{err}");
-    assert_eq!(store.agent("ag1").unwrap().state, AgentState::Queued, "nothing written");
+    assert!(
+        matches!(
+            err,
+            StoreError::IllegalTransition {
+                from: "queued",
+                to: "accepted",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        store.agent("ag1").unwrap().state,
+        AgentState::Queued,
+        "nothing written"
+    );
     for (from, to, ok) in [
         (AgentState::Running, AgentState::Completed, true),
         (AgentState::Completed, AgentState::Accepted, true),
@@ -144,11 +197,23 @@ fn recovery_requeues_once_skips_live_owners_and_fails_the_second_time() {
     for r in [&queued, &running, &other, &twice] {
         store.agent_insert(r).unwrap();
     }
-    let runnable: Vec<String> = store.recover("me", 10_000).unwrap().into_iter().map(|r| r.id).collect();
+    let runnable: Vec<String> = store
+        .recover("me", 10_000)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(runnable, vec!["q", "r"]);
     let r = store.agent("r").unwrap();
-    assert_eq!((r.state, r.recoveries, r.owner.as_str()), (AgentState::Queued, 1, "me"));
-    assert_eq!(store.agent("o").unwrap().owner, "live", "a live instance keeps its agents");
+    assert_eq!(
+        (r.state, r.recoveries, r.owner.as_str()),
+        (AgentState::Queued, 1, "me")
+    );
+    assert_eq!(
+        store.agent("o").unwrap().owner,
+        "live",
+        "a live instance keeps its agents"
+    );
     let t = store.agent("t").unwrap();
     assert_eq!(t.state, AgentState::Failed);
     assert!(t.error.unwrap().contains("twice"));
@@ -172,11 +237,20 @@ fn purge_removes_old_terminal_agents_and_unreferenced_blobs_only() {
     review.updated_at = now_ms() - 100_000;
     store.agent_insert(&review).unwrap();
     let in_overlay = store.put_blob(b"proposed").unwrap();
-    store.overlay_set("review", "a.py", Some(&in_overlay), None).unwrap();
+    store
+        .overlay_set("review", "a.py", Some(&in_overlay), None)
+        .unwrap();
     let (agents, blobs) = store.purge(50_000).unwrap();
     assert_eq!((agents, blobs), (1, 1));
-    assert!(matches!(store.blob(&orphan), Err(StoreError::MissingBlob(_))));
-    assert_eq!(store.blob(&in_overlay).unwrap(), b"proposed", "still reviewable");
+    assert!(matches!(
+        store.blob(&orphan),
+        Err(StoreError::MissingBlob(_))
+    ));
+    assert_eq!(
+        store.blob(&in_overlay).unwrap(),
+        b"proposed",
+        "still reviewable"
+    );
     assert_eq!(store.agent("review").unwrap().state, AgentState::Completed);
     assert_eq!(store.purge(50_000).unwrap(), (0, 0), "idempotent");
 }
