@@ -283,6 +283,31 @@ async fn status_error(resp: reqwest::Response) -> LlmError {
     LlmError::Status { status, body }
 }
 
+/// Sends a metadata request (model list) and reads its JSON answer.
+async fn send_json(
+    client: &LlmClient,
+    req: reqwest::RequestBuilder,
+) -> Result<serde_json::Value, LlmError> {
+    let resp = req.send().await.map_err(|e| client.send_error(e))?;
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    resp.json()
+        .await
+        .map_err(|e| LlmError::BadReply(e.to_string()))
+}
+
+/// The string field `key` of every object in the array `list`.
+fn names(list: &serde_json::Value, key: &str) -> Vec<String> {
+    list.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m[key].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Splits a byte stream into lines, calling `line` for each complete one.
 /// Returns whatever was left after the last newline.
 async fn for_each_line(

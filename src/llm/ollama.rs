@@ -3,7 +3,9 @@
 use serde_json::{json, Value};
 
 use super::openai::cap;
-use super::{for_each_line, status_error, ChatMessage, ChatOptions, LlmClient, LlmError};
+use super::{
+    for_each_line, names, send_json, status_error, ChatMessage, ChatOptions, LlmClient, LlmError,
+};
 
 pub(super) async fn chat(
     client: &LlmClient,
@@ -55,16 +57,10 @@ pub(super) async fn chat(
 
 /// `POST /api/show`: `model_info["<arch>.context_length"]`.
 pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
-    let resp = client
+    let req = client
         .request(reqwest::Method::POST, "api/show")
-        .json(&json!({ "model": client.config().model }))
-        .send()
-        .await
-        .ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let v: Value = resp.json().await.ok()?;
+        .json(&json!({ "model": client.config().model }));
+    let v = send_json(client, req).await.ok()?;
     let info = v["model_info"].as_object()?;
     info.iter()
         .find(|(k, _)| k.ends_with(".context_length"))
@@ -73,24 +69,6 @@ pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
 }
 
 pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {
-    let resp = client
-        .request(reqwest::Method::GET, "api/tags")
-        .send()
-        .await
-        .map_err(|e| client.send_error(e))?;
-    if !resp.status().is_success() {
-        return Err(status_error(resp).await);
-    }
-    let v: Value = resp
-        .json()
-        .await
-        .map_err(|e| LlmError::BadReply(e.to_string()))?;
-    Ok(v["models"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| m["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default())
+    let v = send_json(client, client.request(reqwest::Method::GET, "api/tags")).await?;
+    Ok(names(&v["models"], "name"))
 }

@@ -3,7 +3,9 @@
 
 use serde_json::{json, Value};
 
-use super::{for_each_line, status_error, ChatMessage, ChatOptions, LlmClient, LlmError};
+use super::{
+    for_each_line, names, send_json, status_error, ChatMessage, ChatOptions, LlmClient, LlmError,
+};
 
 pub(super) async fn chat(
     client: &LlmClient,
@@ -77,26 +79,8 @@ pub(super) async fn chat(
 }
 
 pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {
-    let resp = client
-        .request(reqwest::Method::GET, "models")
-        .send()
-        .await
-        .map_err(|e| client.send_error(e))?;
-    if !resp.status().is_success() {
-        return Err(status_error(resp).await);
-    }
-    let v: Value = resp
-        .json()
-        .await
-        .map_err(|e| LlmError::BadReply(e.to_string()))?;
-    Ok(v["data"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| m["id"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default())
+    let v = send_json(client, client.request(reqwest::Method::GET, "models")).await?;
+    Ok(names(&v["data"], "id"))
 }
 
 /// llama.cpp serves `/props` beside `/v1`: `default_generation_settings.n_ctx`.
@@ -107,11 +91,9 @@ pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
         .trim_end_matches('/')
         .trim_end_matches("/v1")
         .to_owned();
-    let resp = client.http.get(format!("{base}/props")).send().await.ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let v: Value = resp.json().await.ok()?;
+    let v = send_json(client, client.http.get(format!("{base}/props")))
+        .await
+        .ok()?;
     v["default_generation_settings"]["n_ctx"]
         .as_u64()
         .or_else(|| v["n_ctx"].as_u64())
