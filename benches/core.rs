@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use chimera::accept;
 use chimera::overlay::Overlay;
 use chimera::paths::ProjectPath;
-use chimera::store::{now_ms, AgentRecord, AgentState, Store};
+use chimera::store::{AgentRecord, AgentState, Store};
 use chimera::sync::{self, OpenBuffers};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -122,23 +122,8 @@ fn bench_import(files: &[(String, Vec<u8>)]) {
 fn agent(store: &Store, id: &str) {
     store
         .agent_insert(&AgentRecord {
-            id: id.into(),
             state: AgentState::Running,
-            task: "bench".into(),
-            context: None,
-            summary: None,
-            error: None,
-            changed_files: vec![],
-            conflicted: false,
-            rounds: 0,
-            owner: String::new(),
-            recoveries: 0,
-            file: None,
-            cursor_line: None,
-            feedback: vec![],
-            owner_pid: std::process::id(),
-            created_at: now_ms(),
-            updated_at: now_ms(),
+            ..AgentRecord::new(id, "bench")
         })
         .unwrap();
 }

@@ -151,7 +151,7 @@ impl<'a> Overlay<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{now_ms, AgentRecord, AgentState};
+    use crate::store::{AgentRecord, AgentState};
 
     fn store_with_agents(agents: &[&str]) -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -159,23 +159,8 @@ mod tests {
         for id in agents {
             store
                 .agent_insert(&AgentRecord {
-                    id: (*id).to_owned(),
                     state: AgentState::Running,
-                    task: "t".into(),
-                    context: None,
-                    summary: None,
-                    error: None,
-                    changed_files: vec![],
-                    conflicted: false,
-                    rounds: 0,
-                    owner: String::new(),
-                    recoveries: 0,
-                    file: None,
-                    cursor_line: None,
-                    feedback: vec![],
-                    owner_pid: 1,
-                    created_at: now_ms(),
-                    updated_at: now_ms(),
+                    ..AgentRecord::new(*id, "t")
                 })
                 .unwrap();
         }

@@ -470,23 +470,12 @@ fn recover(core: &Arc<Core>) {
 fn spawn_agent(core: &Arc<Core>, mut job: Job) {
     job.file = job.file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
     let rec = AgentRecord {
-        id: job.id.clone(),
-        state: AgentState::Queued,
-        task: job.task.clone(),
         context: job.context.clone(),
-        summary: None,
-        error: None,
-        changed_files: vec![],
-        conflicted: false,
-        rounds: 0,
         owner: core.owner.clone(),
-        recoveries: 0,
         file: job.file.clone(),
         cursor_line: job.cursor_line,
         feedback: job.feedback.clone(),
-        owner_pid: std::process::id(),
-        created_at: now_ms(),
-        updated_at: now_ms(),
+        ..AgentRecord::new(job.id.clone(), job.task.clone())
     };
     if let Err(e) = core.store.agent_insert(&rec) {
         core.notify(Level::Error, format!("Chimera: cannot create agent: {e}"));

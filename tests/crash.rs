@@ -38,23 +38,10 @@ fn setup(root: &Path) {
     sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
     store
         .agent_insert(&AgentRecord {
-            id: "ag".into(),
             state: AgentState::Running,
-            task: "crash".into(),
-            context: None,
-            summary: None,
-            error: None,
-            changed_files: vec![],
-            conflicted: false,
             rounds: 1,
             owner: "x".into(),
-            recoveries: 0,
-            file: None,
-            cursor_line: None,
-            feedback: vec![],
-            owner_pid: 1,
-            created_at: now_ms(),
-            updated_at: now_ms(),
+            ..AgentRecord::new("ag", "crash")
         })
         .unwrap();
     let ov = Overlay::new(&store, "ag", 1 << 20);

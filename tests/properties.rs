@@ -10,27 +10,12 @@ use proptest::prelude::*;
 use chimera::accept;
 use chimera::overlay::Overlay;
 use chimera::paths::ProjectPath;
-use chimera::store::{now_ms, AgentRecord, AgentState, Store};
+use chimera::store::{AgentRecord, AgentState, Store};
 
 fn record(id: &str) -> AgentRecord {
     AgentRecord {
-        id: id.into(),
         state: AgentState::Running,
-        task: "t".into(),
-        context: None,
-        summary: None,
-        error: None,
-        changed_files: vec![],
-        conflicted: false,
-        rounds: 0,
-        owner: String::new(),
-        recoveries: 0,
-        file: None,
-        cursor_line: None,
-        feedback: vec![],
-        owner_pid: 1,
-        created_at: now_ms(),
-        updated_at: now_ms(),
+        ..AgentRecord::new(id, "t")
     }
 }
 

@@ -25,23 +25,8 @@ fn fixture(files: &[(&str, &str)]) -> Fixture {
 fn agent(f: &Fixture, id: &str, writes: &[(&str, Option<&str>)]) {
     f.store
         .agent_insert(&AgentRecord {
-            id: id.into(),
             state: AgentState::Running,
-            task: "t".into(),
-            context: None,
-            summary: None,
-            error: None,
-            changed_files: vec![],
-            conflicted: false,
-            rounds: 0,
-            owner: String::new(),
-            recoveries: 0,
-            file: None,
-            cursor_line: None,
-            feedback: vec![],
-            owner_pid: 1,
-            created_at: now_ms(),
-            updated_at: now_ms(),
+            ..AgentRecord::new(id, "t")
         })
         .unwrap();
     let ov = Overlay::new(&f.store, id, 1 << 20);

@@ -1,7 +1,7 @@
 use super::*;
 use crate::config::{LlmConfig, Provider};
 use crate::llm::fake::{FakeServer, Reply};
-use crate::store::{now_ms, AgentRecord, AgentState};
+use crate::store::{AgentRecord, AgentState};
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -23,23 +23,8 @@ fn setup(url: &str) -> Setup {
         .unwrap();
     store
         .agent_insert(&AgentRecord {
-            id: "ag".into(),
             state: AgentState::Running,
-            task: "add a docstring to parse_config".into(),
-            context: None,
-            summary: None,
-            error: None,
-            changed_files: vec![],
-            conflicted: false,
-            rounds: 0,
-            owner: String::new(),
-            recoveries: 0,
-            file: None,
-            cursor_line: None,
-            feedback: vec![],
-            owner_pid: 1,
-            created_at: now_ms(),
-            updated_at: now_ms(),
+            ..AgentRecord::new("ag", "add a docstring to parse_config")
         })
         .unwrap();
     let config = Config {

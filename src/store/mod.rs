@@ -176,6 +176,33 @@ pub struct AgentRecord {
     pub updated_at: i64,
 }
 
+impl AgentRecord {
+    /// A new `queued` agent for `task`, owned by this process, with
+    /// nothing done yet.
+    pub fn new(id: impl Into<String>, task: impl Into<String>) -> Self {
+        let now = now_ms();
+        Self {
+            id: id.into(),
+            state: AgentState::Queued,
+            task: task.into(),
+            context: None,
+            summary: None,
+            error: None,
+            changed_files: vec![],
+            conflicted: false,
+            rounds: 0,
+            owner: String::new(),
+            recoveries: 0,
+            file: None,
+            cursor_line: None,
+            feedback: vec![],
+            owner_pid: std::process::id(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// A rejected attempt and what the user said about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feedback {

@@ -2,23 +2,8 @@ use super::*;
 
 fn record(id: &str) -> AgentRecord {
     AgentRecord {
-        id: id.to_owned(),
-        state: AgentState::Queued,
-        task: "add a docstring".into(),
-        context: None,
-        summary: None,
-        error: None,
-        changed_files: vec![],
-        conflicted: false,
-        rounds: 0,
-        owner_pid: std::process::id(),
-        created_at: now_ms(),
-        updated_at: now_ms(),
         owner: "dead".into(),
-        recoveries: 0,
-        file: None,
-        cursor_line: None,
-        feedback: vec![],
+        ..AgentRecord::new(id, "add a docstring")
     }
 }
 
