@@ -4,6 +4,17 @@ use crate::llm::fake::{FakeServer, Reply};
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse.\"\"\"\\n    return {}'))\nsubmit_result('Added a docstring', ['app.py'])\n```";
 
+/// The message `:Chimera task {task}` sends, without a file.
+fn spawn(id: &str, task: &str) -> ToCore {
+    ToCore::Spawn {
+        id: id.into(),
+        task: task.into(),
+        context: None,
+        file: None,
+        cursor_line: None,
+    }
+}
+
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".git")).unwrap();
@@ -69,14 +80,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Ready { .. }).then_some(())
     });
-    core.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "add a docstring".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    core.send(spawn("a1", "add a docstring")).unwrap();
     let files = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Proposal { id, files } if id == "a1" => Some(files.clone()),
         _ => None,
@@ -112,14 +116,7 @@ fn a_failing_llm_ends_the_agent_failed_with_the_reason() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "t".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    core.send(spawn("a1", "t")).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
         _ => None,
@@ -135,14 +132,7 @@ fn shutdown_with_an_agent_in_flight_is_prompt() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "t".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
     });
@@ -162,14 +152,7 @@ fn reject_of_a_running_agent_cancels_it() {
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "t".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
     });
@@ -192,14 +175,7 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     let hang = rt.block_on(FakeServer::start(vec![Reply::Hang]));
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&hang.url), root.clone(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "add a docstring".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
     });
@@ -238,14 +214,7 @@ fn the_time_limit_fails_an_agent_with_the_reason() {
     cfg.agents.timeout_ms = 300;
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "t".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    core.send(spawn("a1", "t")).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
         _ => None,
@@ -264,14 +233,7 @@ fn at_most_max_concurrent_agents_run_at_once() {
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
     for i in 0..4 {
-        core.send(ToCore::Spawn {
-            id: format!("a{i}"),
-            task: "t".into(),
-            context: None,
-            file: None,
-            cursor_line: None,
-        })
-        .unwrap();
+        core.send(spawn(&format!("a{i}"), "t")).unwrap();
     }
     let mut running = std::collections::HashSet::new();
     rt.block_on(async {
@@ -303,14 +265,7 @@ fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback()
     let dir = project();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-    core.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "add a docstring".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
     });
@@ -365,14 +320,7 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
         cfg.llm.stream = true;
         let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
         let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
-        core.send(ToCore::Spawn {
-            id: "a1".into(),
-            task: "t".into(),
-            context: None,
-            file: None,
-            cursor_line: None,
-        })
-        .unwrap();
+        core.send(spawn("a1", "t")).unwrap();
         let mut proposals = 0;
         let rec = rt.block_on(async {
             loop {
@@ -415,14 +363,7 @@ fn a_second_instance_never_takes_a_live_instances_agent() {
     let root = dir.path().canonicalize().unwrap();
     let (tx_a, mut rx_a) = mpsc::unbounded_channel::<ToEditor>();
     let a = start(config(&server.url), root.clone(), Arc::new(tx_a)).unwrap();
-    a.send(ToCore::Spawn {
-        id: "a1".into(),
-        task: "t".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-    })
-    .unwrap();
+    a.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx_a, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
     });
