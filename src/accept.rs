@@ -333,8 +333,7 @@ pub fn accept_some(
         rec.updated_at = now_ms();
         if remaining.is_empty() {
             rec.state = AgentState::Accepted;
-            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
-                .map_err(StoreError::from)?;
+            store::discard_changes(tx, agent)?;
         } else {
             rec.changed_files = remaining.iter().map(|f| f.path.clone()).collect();
         }
@@ -394,8 +393,7 @@ pub fn reject_hunk(store: &Store, agent: &str, n: usize) -> Result<bool, AcceptE
         rec.changed_files = files.iter().map(|f| f.path.clone()).collect();
         if files.is_empty() {
             rec.state = AgentState::Rejected;
-            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
-                .map_err(StoreError::from)?;
+            store::discard_changes(tx, agent)?;
         }
         store::agent_update(tx, &rec)?;
         store::set_proposal_files(tx, agent, &files)?;
@@ -451,10 +449,7 @@ pub fn reject_with_feedback(
         rec.changed_files.clear();
         rec.updated_at = now_ms();
         store::agent_update(tx, &rec)?;
-        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
-            .map_err(StoreError::from)?;
-        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent])
-            .map_err(StoreError::from)?;
+        store::discard_changes(tx, agent)?;
         store::append_event(
             tx,
             Some(agent),
@@ -484,10 +479,7 @@ pub fn reject(store: &Store, agent: &str, feedback: Option<&str>) -> Result<(), 
         rec.state = next;
         rec.updated_at = now_ms();
         store::agent_update(tx, &rec)?;
-        tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])
-            .map_err(StoreError::from)?;
-        tx.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent])
-            .map_err(StoreError::from)?;
+        store::discard_changes(tx, agent)?;
         store::append_event(
             tx,
             Some(agent),

@@ -453,17 +453,7 @@ fn recover(core: &Arc<Core>) {
         }
     }
     for rec in runnable {
-        start_agent(
-            core,
-            Job {
-                id: rec.id,
-                task: rec.task,
-                context: rec.context,
-                file: rec.file,
-                cursor_line: rec.cursor_line,
-                feedback: rec.feedback,
-            },
-        );
+        start_agent(core, Job::from(rec));
     }
 }
 
@@ -652,17 +642,7 @@ fn reject_proposal(core: &Arc<Core>, id: &str, feedback: Option<String>) {
                     hunk: None,
                 });
                 if let Some(rec) = again {
-                    start_agent(
-                        core,
-                        Job {
-                            id: rec.id,
-                            task: rec.task,
-                            context: rec.context,
-                            file: rec.file,
-                            cursor_line: rec.cursor_line,
-                            feedback: rec.feedback,
-                        },
-                    );
+                    start_agent(core, Job::from(rec));
                 }
             }
             Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),

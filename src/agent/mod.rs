@@ -58,6 +58,20 @@ pub struct Job {
     pub feedback: Vec<crate::store::Feedback>,
 }
 
+impl From<crate::store::AgentRecord> for Job {
+    /// The job of a stored agent, to run it (again).
+    fn from(rec: crate::store::AgentRecord) -> Self {
+        Self {
+            id: rec.id,
+            task: rec.task,
+            context: rec.context,
+            file: rec.file,
+            cursor_line: rec.cursor_line,
+            feedback: rec.feedback,
+        }
+    }
+}
+
 /// A finished run: its summary and the files it changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Done {

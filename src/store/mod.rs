@@ -552,14 +552,14 @@ impl Store {
                 AgentState::Running if rec.recoveries >= 1 => {
                     rec.state = AgentState::Failed;
                     rec.error = Some("Neovim stopped twice while this agent ran; it was not started a third time".into());
-                    tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [&rec.id])?;
+                    discard_changes(&tx, &rec.id)?;
                     agent_update(&tx, &rec)?;
                     continue;
                 }
                 AgentState::Running => {
                     rec.recoveries += 1;
                     rec.state = AgentState::Queued;
-                    tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [&rec.id])?;
+                    discard_changes(&tx, &rec.id)?;
                 }
                 _ => {}
             }
@@ -784,6 +784,13 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
             &serde_json::json!({"from": old_state, "to": rec.state.as_str(), "error": rec.error}),
         )?;
     }
+    Ok(())
+}
+
+/// Drops everything `agent` wrote and proposed (its overlay and proposal).
+pub fn discard_changes(conn: &Connection, agent: &str) -> Result<()> {
+    conn.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])?;
+    conn.execute("DELETE FROM proposal_files WHERE agent_id = ?1", [agent])?;
     Ok(())
 }
 
