@@ -125,6 +125,16 @@ pub fn find_root(start: &Path) -> PathBuf {
     }
 }
 
+/// The project root: `configured` (relative to `cwd`) if set, else the
+/// nearest ancestor of `cwd` holding `.git`; symlinks resolved.
+pub fn project_root(configured: Option<&Path>, cwd: &Path) -> PathBuf {
+    let root = match configured {
+        Some(dir) => cwd.join(dir),
+        None => find_root(cwd),
+    };
+    root.canonicalize().unwrap_or(root)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +197,11 @@ mod tests {
         std::fs::create_dir_all(root.path().join(".git")).unwrap();
         std::fs::create_dir_all(root.path().join("a/b")).unwrap();
         assert_eq!(find_root(&root.path().join("a/b")), root.path());
+        let real = root.path().canonicalize().unwrap();
+        assert_eq!(project_root(None, &root.path().join("a/b")), real);
+        assert_eq!(
+            project_root(Some(Path::new("a")), root.path()),
+            real.join("a")
+        );
     }
 }

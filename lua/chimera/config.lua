@@ -165,9 +165,9 @@ function M.resolve(opts)
 end
 
 --- The part of the config the native core reads, as JSON.
-function M.to_json(config, root)
+function M.to_json(config)
   return vim.json.encode({
-    root = root,
+    root = config.root and vim.fn.expand(config.root) or nil,
     llm = config.llm,
     agents = config.agents,
     sync = config.sync,

@@ -49,17 +49,6 @@ function M.setup(opts)
   return true
 end
 
-local function find_root()
-  local cfg = state.config
-  if cfg.root then
-    return vim.fn.fnamemodify(cfg.root, ":p"):gsub("/$", "")
-  end
-  local cwd = vim.uv.cwd()
-  local git = vim.fs.find(".git", { path = cwd, upward = true })[1]
-  local root = git and vim.fs.dirname(git) or cwd
-  return vim.uv.fs_realpath(root) or root
-end
-
 --- Starts the core (loads the library, opens the database, imports the
 --- project in the background). Called by every function that needs it.
 function M.start()
@@ -70,15 +59,14 @@ function M.start()
     M.setup({})
   end
   local lib = require("chimera.loader").require()
-  local root = find_root()
-  lib.start(require("chimera.config").to_json(state.config, root), root)
-  state.root = root
+  -- The core resolves the root (`root` option, else the nearest `.git`).
+  state.root = lib.start(require("chimera.config").to_json(state.config), vim.uv.cwd())
   require("chimera.buffers").attach_all()
   return true
 end
 
---- Stops the core; running agents are cancelled (they resume as queued
---- work is not kept across restarts yet).
+--- Stops the core. Agents still working are left queued or running in the
+--- store; the next start recovers them.
 function M.stop()
   local lib = require("chimera.loader").load()
   if lib and lib.running() then

@@ -3,7 +3,7 @@
 //! I/O. Misuse is a Lua error whose message says what to do.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use nvim_oxi::mlua::{self, Lua, Table};
 
 use crate::config::Config;
 use crate::messages::{BufferText, ToCore};
+use crate::paths;
 use crate::runtime::{self, CoreHandle};
 
 thread_local! {
@@ -48,10 +49,11 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, ()| Ok(crate::BUILD_COMMIT))?,
     )?;
 
-    // start(config_json, root) -> root: (re)starts the core for `root`.
+    // start(config_json, cwd) -> root: (re)starts the core for the project
+    // around `cwd` (or the configured root), and returns that root.
     t.set(
         "start",
-        lua.create_function(|_, (config_json, root): (String, String)| {
+        lua.create_function(|_, (config_json, cwd): (String, String)| {
             let config = Config::from_json(&config_json).map_err(|e| {
                 mlua::Error::external(format!("Chimera: invalid configuration: {e}"))
             })?;
@@ -59,7 +61,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             let sink = super::bridge::new().map_err(|e| {
                 mlua::Error::external(format!("Chimera: cannot create the event bridge: {e}"))
             })?;
-            let root = PathBuf::from(root);
+            let root = paths::project_root(config.root.as_deref(), Path::new(&cwd));
             let core = runtime::start(config, root.clone(), Arc::new(sink))
                 .map_err(|e| mlua::Error::external(e.to_string()))?;
             CORE.with(|c| *c.borrow_mut() = Some(core));
