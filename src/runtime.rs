@@ -188,21 +188,20 @@ impl Core {
 
     /// The human's text of `path` changed: rebase every proposal on it.
     fn rebase_proposals(&self, path: &str) {
-        let Ok(agents) = self.store.agents() else {
+        // Runs on every buffer change: ask only for the proposals on `path`.
+        let Ok(ids) = self.store.proposals_on(path) else {
             return;
         };
-        for rec in agents.iter().filter(|a| {
-            a.state == AgentState::Completed && a.changed_files.iter().any(|f| f == path)
-        }) {
-            match accept::rebase(&self.store, &rec.id) {
+        for id in ids {
+            match accept::rebase(&self.store, &id) {
                 Ok((true, _)) => {
-                    self.send_agent(&rec.id);
-                    self.send_proposal(&rec.id);
+                    self.send_agent(&id);
+                    self.send_proposal(&id);
                 }
                 Ok((false, _)) => {}
                 Err(e) => self.notify(
                     Level::Warn,
-                    format!("Chimera: cannot rebase proposal {}: {e}", rec.id),
+                    format!("Chimera: cannot rebase proposal {id}: {e}"),
                 ),
             }
         }

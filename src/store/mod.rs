@@ -479,6 +479,17 @@ impl Store {
         proposal_files(&self.conn(), agent)
     }
 
+    /// The agents whose pending (completed) proposal touches `path`.
+    pub fn proposals_on(&self, path: &str) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT p.agent_id FROM proposal_files p JOIN agents a ON a.id = p.agent_id
+             WHERE p.path = ?1 AND a.state = 'completed' ORDER BY p.agent_id",
+        )?;
+        let rows = stmt.query_map([path], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     // ---- events ----------------------------------------------------------
 
     pub fn append_event(

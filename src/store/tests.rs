@@ -239,3 +239,25 @@ fn purge_removes_old_terminal_agents_and_unreferenced_blobs_only() {
     assert_eq!(store.agent("review").unwrap().state, AgentState::Completed);
     assert_eq!(store.purge(50_000).unwrap(), (0, 0), "idempotent");
 }
+
+#[test]
+fn proposals_on_finds_only_pending_proposals_for_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    for (id, state) in [("p", AgentState::Completed), ("r", AgentState::Running)] {
+        store
+            .agent_insert(&AgentRecord {
+                state,
+                ..record(id)
+            })
+            .unwrap();
+        let file = ProposalFile {
+            path: "a.py".into(),
+            base_hash: None,
+            new_hash: None,
+        };
+        set_proposal_files(&store.conn(), id, &[file]).unwrap();
+    }
+    assert_eq!(store.proposals_on("a.py").unwrap(), vec!["p"]);
+    assert!(store.proposals_on("b.py").unwrap().is_empty());
+}
