@@ -17,6 +17,8 @@
 //! - [`sandbox`]: runs model-written Python in Monty with host functions.
 //! - [`python`]: Python with tree-sitter: syntax checks, definitions, and
 //!   splicing a reply's definitions into a file.
+//! - [`remora`]: every Python file, class, function and method as a node
+//!   with a stable ID, and the topology between them.
 //! - [`agent`]: the code-mode agent: prompt, reply forms, repair rounds.
 //! - [`runtime`]: the tokio runtime thread and the message loop between the halves.
 //! - [`messages`]: the typed messages crossing between the editor and the core.
@@ -33,6 +35,7 @@ pub mod messages;
 pub mod overlay;
 pub mod paths;
 pub mod python;
+pub mod remora;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;

@@ -3,6 +3,7 @@
 //! per-agent overlays, agent records, proposals and an append-only event log.
 //! One database means an accept or a recovery is a single transaction.
 
+mod remora;
 mod schema;
 
 use std::path::{Path, PathBuf};

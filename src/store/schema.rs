@@ -66,4 +66,38 @@ CREATE TABLE IF NOT EXISTS events (
     kind     TEXT NOT NULL,
     data     TEXT NOT NULL
 );
+-- Remora: Python nodes (files, classes, functions, methods) with stable IDs.
+CREATE TABLE IF NOT EXISTS nodes (
+    id          TEXT PRIMARY KEY,
+    node_type   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    qualname    TEXT NOT NULL,
+    parent_id   TEXT,
+    file_path   TEXT NOT NULL,
+    start_line  INTEGER NOT NULL,
+    end_line    INTEGER NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'active',
+    source_hash TEXT NOT NULL,
+    -- Position among the live nodes of its file; -1 once orphaned.
+    ord         INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS nodes_by_file ON nodes(file_path, ord);
+CREATE TABLE IF NOT EXISTS edges (
+    from_id   TEXT NOT NULL,
+    to_id     TEXT NOT NULL,
+    edge_type TEXT NOT NULL,
+    PRIMARY KEY (from_id, to_id, edge_type)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_to ON edges(to_id);
+-- Each indexed file: the hash of the text indexed and its references (JSON),
+-- so an unchanged file is never parsed again and edges can be backfilled.
+CREATE TABLE IF NOT EXISTS remora_files (
+    path TEXT PRIMARY KEY,
+    hash TEXT NOT NULL,
+    refs TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 ";

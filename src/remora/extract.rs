@@ -1,0 +1,608 @@
+//! One tree-sitter pass over a Python file: its nodes (the file, classes,
+//! functions and methods, decorated, async and nested ones included), the
+//! names each node references (calls, bases, imports) resolved as far as the
+//! file alone allows, and the ID comments already in the text.
+//!
+//! The walk uses an explicit stack, so deeply nested expressions cannot
+//! overflow a worker thread's stack.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use tree_sitter::Node as TsNode;
+
+use super::ids;
+use super::{EdgeKind, NodeType};
+
+/// An ID comment found in the text: the ID and its byte range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdSpan {
+    pub id: String,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A node as found in one file, before it has an ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawNode {
+    pub node_type: NodeType,
+    pub name: String,
+    pub qualname: String,
+    /// Index of the parent in [`Extracted::nodes`]; `None` for the file.
+    pub parent: Option<usize>,
+    /// 1-based, inclusive; decorators included.
+    pub start_line: usize,
+    pub end_line: usize,
+    pub start_byte: usize,
+    pub end_byte: usize,
+    /// The `# rm_…` comment ending the definition's header line, if any.
+    pub id_comment: Option<IdSpan>,
+    /// Where a trailing ID comment goes: the end of the line holding the
+    /// header's `:`. `None` where no comment can go without changing the
+    /// code (a body that starts on that line and runs on, a `\` continuation).
+    pub id_insert_at: Option<usize>,
+    /// blake3 of the node's text without its own ID comment.
+    pub source_hash: String,
+    header_row: usize,
+    colon_end: usize,
+}
+
+/// What a reference points at, as far as one file can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum Target {
+    /// A top-level definition of the same file.
+    Local { name: String },
+    /// A method of a class of the same file (`self.x()`, `Class.x()`).
+    Method { class: String, name: String },
+    /// A top-level name of another module (`from m import f; f()`, `m.f()`),
+    /// or, for an import, the submodule `module.name` if there is one.
+    InModule { module: String, name: String },
+    /// A whole module (`import m`).
+    Module { module: String },
+}
+
+/// A reference from one node of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RawRef {
+    /// Index in [`Extracted::nodes`].
+    pub from: usize,
+    pub kind: EdgeKind,
+    pub target: Target,
+}
+
+/// Everything one file contributes to the topology.
+#[derive(Debug, Clone)]
+pub struct Extracted {
+    /// `nodes[0]` is the file itself; the others follow in source order,
+    /// parents before children.
+    pub nodes: Vec<RawNode>,
+    pub refs: Vec<RawRef>,
+    /// The parse has errors (the human is mid-edit): definitions may be missing.
+    pub has_error: bool,
+    /// The `# remora-file: rm_…` comment, if present.
+    pub file_comment: Option<IdSpan>,
+    /// Where a file comment line goes: after a shebang and an encoding line.
+    pub file_comment_at: usize,
+    /// The file's line ending, kept by anything written into it.
+    pub newline: &'static str,
+}
+
+#[derive(Debug, Clone)]
+enum Binding {
+    Module(String),
+    From { module: String, name: String },
+}
+
+#[derive(Debug, Clone)]
+enum Expr {
+    Name(String),
+    SelfAttr { class: String, name: String },
+    Dotted { base: String, attr: String },
+}
+
+struct Frame<'t> {
+    node: TsNode<'t>,
+    owner: usize,
+    class_scope: bool,
+    decorated: Option<TsNode<'t>>,
+}
+
+/// Extracts the nodes and references of the file at project path `path`.
+pub fn extract(path: &str, text: &str) -> Extracted {
+    let newline = match text.find('\n') {
+        Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
+        _ => "\n",
+    };
+    let line_count = text.lines().count().max(1);
+    let file = RawNode {
+        node_type: NodeType::File,
+        name: path.to_owned(),
+        qualname: path.to_owned(),
+        parent: None,
+        start_line: 1,
+        end_line: line_count,
+        start_byte: 0,
+        end_byte: text.len(),
+        id_comment: None,
+        id_insert_at: None,
+        source_hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
+        header_row: 0,
+        colon_end: 0,
+    };
+    let (file_comment, file_comment_at) = file_header(text);
+    let mut walker = Walker {
+        text,
+        module: super::module_name(path),
+        is_package: path.ends_with("__init__.py") || path.ends_with("__init__.pyi"),
+        nodes: vec![file],
+        exprs: Vec::new(),
+        bindings: HashMap::new(),
+        refs: Vec::new(),
+        comments: Vec::new(),
+    };
+    let has_error = match crate::python::parse(text) {
+        Some(tree) => {
+            walker.walk(tree.root_node());
+            tree.root_node().has_error()
+        }
+        None => true,
+    };
+    walker.attach_comments();
+    let refs = walker.resolve_refs();
+    let nodes = walker.nodes;
+    Extracted {
+        nodes,
+        refs,
+        has_error,
+        file_comment,
+        file_comment_at,
+        newline,
+    }
+}
+
+/// The file comment among the first lines, and where one would be inserted.
+fn file_header(text: &str) -> (Option<IdSpan>, usize) {
+    let mut found = None;
+    let mut insert_at = 0;
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').take(3).enumerate() {
+        if found.is_none() {
+            if let Some((s, e)) = ids::file_comment_id(line) {
+                found = Some(IdSpan {
+                    id: line[s..e].to_owned(),
+                    start: offset + s,
+                    end: offset + e,
+                });
+            }
+        }
+        let is_shebang = i == 0 && line.starts_with("#!");
+        let is_encoding = i < 2 && insert_at == offset && is_encoding_line(line);
+        if (is_shebang || is_encoding) && insert_at == offset {
+            insert_at = offset + line.len();
+        }
+        offset += line.len();
+    }
+    (found, insert_at)
+}
+
+/// PEP 263: `# -*- coding: utf-8 -*-`, `# vim: set fileencoding=utf-8 :`.
+fn is_encoding_line(line: &str) -> bool {
+    let t = line.trim_start_matches([' ', '\t', '\x0c']);
+    t.starts_with('#') && (t.contains("coding:") || t.contains("coding="))
+}
+
+struct Walker<'a> {
+    text: &'a str,
+    module: String,
+    is_package: bool,
+    nodes: Vec<RawNode>,
+    /// Calls and bases, by owner node, before names are resolved.
+    exprs: Vec<(usize, EdgeKind, Expr)>,
+    bindings: HashMap<String, Binding>,
+    refs: Vec<RawRef>,
+    /// `(row, start byte, end byte)` of every comment, in order.
+    comments: Vec<(usize, usize, usize)>,
+}
+
+impl<'a> Walker<'a> {
+    fn src(&self, n: TsNode<'_>) -> &'a str {
+        self.text.get(n.start_byte()..n.end_byte()).unwrap_or("")
+    }
+
+    fn walk(&mut self, root: TsNode<'_>) {
+        let mut stack = vec![Frame {
+            node: root,
+            owner: 0,
+            class_scope: false,
+            decorated: None,
+        }];
+        let mut children = Vec::new();
+        while let Some(frame) = stack.pop() {
+            let n = frame.node;
+            let mut owner = frame.owner;
+            let mut class_scope = frame.class_scope;
+            match n.kind() {
+                "comment" => {
+                    self.comments
+                        .push((n.start_position().row, n.start_byte(), n.end_byte()));
+                    continue;
+                }
+                "function_definition" | "class_definition" => {
+                    let Some(idx) = self.add_definition(n, &frame) else {
+                        continue;
+                    };
+                    owner = idx;
+                    class_scope = n.kind() == "class_definition";
+                    if class_scope {
+                        self.add_bases(n, idx);
+                    }
+                }
+                "decorated_definition" => {
+                    let def = n.child_by_field_name("definition");
+                    let mut cursor = n.walk();
+                    children.clear();
+                    children.extend(n.children(&mut cursor));
+                    for child in children.drain(..).rev() {
+                        let decorated = (Some(child) == def).then_some(n);
+                        stack.push(Frame {
+                            node: child,
+                            owner,
+                            class_scope,
+                            decorated,
+                        });
+                    }
+                    continue;
+                }
+                "call" => {
+                    if let Some(f) = n.child_by_field_name("function") {
+                        if let Some(e) = self.expr(f, owner) {
+                            self.exprs.push((owner, EdgeKind::Calls, e));
+                        }
+                    }
+                }
+                "import_statement" => self.add_import(n),
+                "import_from_statement" => self.add_import_from(n),
+                _ => {}
+            }
+            // Only a definition's body is in class scope; everything else in
+            // a class (its bases, decorators of methods) is evaluated outside.
+            let mut cursor = n.walk();
+            children.clear();
+            children.extend(n.children(&mut cursor));
+            let is_def = matches!(n.kind(), "function_definition" | "class_definition");
+            let body = if is_def {
+                n.child_by_field_name("body")
+            } else {
+                None
+            };
+            for child in children.drain(..).rev() {
+                if is_def && Some(child) == n.child_by_field_name("superclasses") {
+                    continue;
+                }
+                let in_body = body == Some(child);
+                stack.push(Frame {
+                    node: child,
+                    owner,
+                    class_scope: if is_def {
+                        in_body && class_scope
+                    } else {
+                        class_scope
+                    },
+                    decorated: None,
+                });
+            }
+        }
+    }
+
+    fn add_definition(&mut self, n: TsNode<'_>, frame: &Frame<'_>) -> Option<usize> {
+        let name = self.src(n.child_by_field_name("name")?).to_owned();
+        let node_type = match (n.kind(), frame.class_scope) {
+            ("class_definition", _) => NodeType::Class,
+            (_, true) => NodeType::Method,
+            _ => NodeType::Function,
+        };
+        let outer = frame.decorated.unwrap_or(n);
+        let qualname = if frame.owner == 0 {
+            name.clone()
+        } else {
+            format!("{}.{}", self.nodes[frame.owner].qualname, name)
+        };
+        let mut cursor = n.walk();
+        let colon = n.children(&mut cursor).find(|c| c.kind() == ":")?;
+        let header_row = colon.end_position().row;
+        let colon_end = colon.end_byte();
+        let eol = self.text[colon_end..]
+            .find('\n')
+            .map_or(self.text.len(), |i| colon_end + i);
+        let eol = if eol > colon_end && self.text.as_bytes()[eol - 1] == b'\r' {
+            eol - 1
+        } else {
+            eol
+        };
+        let body_runs_on = n.child_by_field_name("body").is_some_and(|b| {
+            b.start_position().row == header_row && b.end_position().row > header_row
+        });
+        let continued = self.text[colon_end..eol].trim_end().ends_with('\\');
+        let id_insert_at = (!body_runs_on && !continued).then_some(eol);
+        self.nodes.push(RawNode {
+            node_type,
+            name,
+            qualname,
+            parent: Some(frame.owner),
+            start_line: outer.start_position().row + 1,
+            end_line: outer.end_position().row + 1,
+            start_byte: outer.start_byte(),
+            end_byte: outer.end_byte(),
+            id_comment: None,
+            id_insert_at,
+            source_hash: String::new(),
+            header_row,
+            colon_end,
+        });
+        Some(self.nodes.len() - 1)
+    }
+
+    fn add_bases(&mut self, class: TsNode<'_>, idx: usize) {
+        let Some(args) = class.child_by_field_name("superclasses") else {
+            return;
+        };
+        let mut cursor = args.walk();
+        let bases: Vec<_> = args.named_children(&mut cursor).collect();
+        for base in bases {
+            if let Some(e) = self.expr(base, idx) {
+                self.exprs.push((idx, EdgeKind::Inherits, e));
+            }
+        }
+    }
+
+    /// A callee or base expression we can follow: `f`, `self.f`, `mod.sub.f`.
+    fn expr(&self, n: TsNode<'_>, owner: usize) -> Option<Expr> {
+        match n.kind() {
+            "identifier" => Some(Expr::Name(self.src(n).to_owned())),
+            "attribute" => {
+                let object = n.child_by_field_name("object")?;
+                let attr = self.src(n.child_by_field_name("attribute")?).to_owned();
+                let base = self.dotted(object)?;
+                if base == "self" || base == "cls" {
+                    let class = self.enclosing_class(owner)?;
+                    return Some(Expr::SelfAttr {
+                        class: self.nodes[class].qualname.clone(),
+                        name: attr,
+                    });
+                }
+                Some(Expr::Dotted { base, attr })
+            }
+            _ => None,
+        }
+    }
+
+    fn dotted(&self, n: TsNode<'_>) -> Option<String> {
+        match n.kind() {
+            "identifier" => Some(self.src(n).to_owned()),
+            "attribute" => {
+                let object = self.dotted(n.child_by_field_name("object")?)?;
+                let attr = self.src(n.child_by_field_name("attribute")?);
+                Some(format!("{object}.{attr}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// The class `self` refers to inside node `idx`: the class of the
+    /// nearest enclosing method.
+    fn enclosing_class(&self, mut idx: usize) -> Option<usize> {
+        loop {
+            let node = &self.nodes[idx];
+            if node.node_type == NodeType::Method {
+                return node.parent;
+            }
+            idx = node.parent?;
+        }
+    }
+
+    fn add_import(&mut self, n: TsNode<'_>) {
+        let mut cursor = n.walk();
+        let names: Vec<_> = n.children_by_field_name("name", &mut cursor).collect();
+        for name in names {
+            let (module, local) = match name.kind() {
+                "aliased_import" => {
+                    let Some(m) = name.child_by_field_name("name") else {
+                        continue;
+                    };
+                    let module = self.src(m).to_owned();
+                    let alias = name
+                        .child_by_field_name("alias")
+                        .map(|a| self.src(a).to_owned());
+                    let local = alias.unwrap_or_else(|| module.clone());
+                    (module.clone(), (local, module))
+                }
+                _ => {
+                    let module = self.src(name).to_owned();
+                    let first = module.split('.').next().unwrap_or("").to_owned();
+                    (module, (first.clone(), first))
+                }
+            };
+            self.bindings.insert(local.0, Binding::Module(local.1));
+            self.refs.push(RawRef {
+                from: 0,
+                kind: EdgeKind::Imports,
+                target: Target::Module { module },
+            });
+        }
+    }
+
+    fn add_import_from(&mut self, n: TsNode<'_>) {
+        let Some(m) = n.child_by_field_name("module_name") else {
+            return;
+        };
+        let Some(module) = self.absolute_module(self.src(m)) else {
+            return;
+        };
+        let mut cursor = n.walk();
+        let names: Vec<_> = n.children_by_field_name("name", &mut cursor).collect();
+        if names.is_empty() {
+            // `from m import *`
+            self.refs.push(RawRef {
+                from: 0,
+                kind: EdgeKind::Imports,
+                target: Target::Module {
+                    module: module.clone(),
+                },
+            });
+        }
+        for name in names {
+            let (imported, local) = match name.kind() {
+                "aliased_import" => {
+                    let Some(i) = name.child_by_field_name("name") else {
+                        continue;
+                    };
+                    let imported = self.src(i).to_owned();
+                    let local = name
+                        .child_by_field_name("alias")
+                        .map_or_else(|| imported.clone(), |a| self.src(a).to_owned());
+                    (imported, local)
+                }
+                _ => {
+                    let imported = self.src(name).to_owned();
+                    (imported.clone(), imported)
+                }
+            };
+            self.bindings.insert(
+                local,
+                Binding::From {
+                    module: module.clone(),
+                    name: imported.clone(),
+                },
+            );
+            self.refs.push(RawRef {
+                from: 0,
+                kind: EdgeKind::Imports,
+                target: Target::InModule {
+                    module: module.clone(),
+                    name: imported,
+                },
+            });
+        }
+    }
+
+    /// `..pkg.mod` seen from this file, as an absolute module name.
+    fn absolute_module(&self, spec: &str) -> Option<String> {
+        let dots = spec.chars().take_while(|c| *c == '.').count();
+        let rest = spec[dots..].trim();
+        if dots == 0 {
+            return Some(rest.to_owned());
+        }
+        let mut package: Vec<&str> = self.module.split('.').collect();
+        if !self.is_package {
+            package.pop();
+        }
+        for _ in 1..dots {
+            package.pop()?;
+        }
+        if !rest.is_empty() {
+            package.push(rest);
+        }
+        let joined = package.join(".");
+        (!joined.is_empty()).then_some(joined)
+    }
+
+    /// Finds each definition's ID comment and hashes its source.
+    fn attach_comments(&mut self) {
+        for i in 1..self.nodes.len() {
+            let (row, colon_end) = (self.nodes[i].header_row, self.nodes[i].colon_end);
+            let at = self.comments.partition_point(|c| c.1 < colon_end);
+            let comment = self
+                .comments
+                .get(at)
+                .filter(|c| c.0 == row)
+                .and_then(|&(_, s, e)| {
+                    let (is, ie) = ids::trailing_id(&self.text[s..e])?;
+                    Some(IdSpan {
+                        id: self.text[s + is..s + ie].to_owned(),
+                        start: s + is,
+                        end: s + ie,
+                    })
+                });
+            let node = &mut self.nodes[i];
+            let mut hasher = blake3::Hasher::new();
+            match &comment {
+                Some(c) if c.start >= node.start_byte && c.end <= node.end_byte => {
+                    hasher.update(&self.text.as_bytes()[node.start_byte..c.start]);
+                    hasher.update(&self.text.as_bytes()[c.end..node.end_byte]);
+                }
+                _ => {
+                    hasher.update(&self.text.as_bytes()[node.start_byte..node.end_byte]);
+                }
+            }
+            node.source_hash = hasher.finalize().to_hex().to_string();
+            node.id_comment = comment;
+        }
+    }
+
+    /// Turns call and base expressions into targets, using the file's own
+    /// definitions and imports; names from elsewhere (builtins) are dropped.
+    fn resolve_refs(&mut self) -> Vec<RawRef> {
+        let top: HashMap<&str, NodeType> = self
+            .nodes
+            .iter()
+            .filter(|n| n.parent == Some(0))
+            .map(|n| (n.name.as_str(), n.node_type))
+            .collect();
+        let mut out = std::mem::take(&mut self.refs);
+        for (from, kind, expr) in &self.exprs {
+            let target = match expr {
+                Expr::Name(name) => {
+                    if top.contains_key(name.as_str()) {
+                        Target::Local { name: name.clone() }
+                    } else if let Some(Binding::From { module, name }) = self.bindings.get(name) {
+                        Target::InModule {
+                            module: module.clone(),
+                            name: name.clone(),
+                        }
+                    } else {
+                        continue;
+                    }
+                }
+                Expr::SelfAttr { class, name } => Target::Method {
+                    class: class.clone(),
+                    name: name.clone(),
+                },
+                Expr::Dotted { base, attr } => {
+                    let (first, rest) = match base.split_once('.') {
+                        Some((f, r)) => (f, Some(r)),
+                        None => (base.as_str(), None),
+                    };
+                    if rest.is_none() && top.get(first) == Some(&NodeType::Class) {
+                        Target::Method {
+                            class: first.to_owned(),
+                            name: attr.clone(),
+                        }
+                    } else {
+                        let module = match self.bindings.get(first) {
+                            Some(Binding::Module(m)) => m.clone(),
+                            Some(Binding::From { module, name }) => format!("{module}.{name}"),
+                            None => continue,
+                        };
+                        let module = match rest {
+                            Some(r) => format!("{module}.{r}"),
+                            None => module,
+                        };
+                        Target::InModule {
+                            module,
+                            name: attr.clone(),
+                        }
+                    }
+                }
+            };
+            out.push(RawRef {
+                from: *from,
+                kind: *kind,
+                target,
+            });
+        }
+        let mut seen = HashSet::new();
+        out.retain(|r| seen.insert(r.clone()));
+        out
+    }
+}

@@ -1,0 +1,124 @@
+//! Node IDs: `rm_` followed by 8 characters from `[a-z0-9]`, and the comments
+//! that carry them in source (`# rm_…` at the end of a definition line,
+//! `# remora-file: rm_…` near the top of a file).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub const PREFIX: &str = "rm_";
+pub const BODY_LEN: usize = 8;
+/// The marker of a file's own ID comment.
+pub const FILE_MARKER: &str = "remora-file:";
+
+const ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Whether `s` is exactly a node ID.
+pub fn is_id(s: &str) -> bool {
+    s.len() == PREFIX.len() + BODY_LEN
+        && s.starts_with(PREFIX)
+        && s[PREFIX.len()..]
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+/// A new random ID. Callers check it against the IDs in use: 36⁸ ≈ 2.8·10¹²
+/// makes a clash unlikely, not impossible.
+pub fn fresh() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&nanos.to_le_bytes());
+    hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    hasher.update(&std::process::id().to_le_bytes());
+    let digest = hasher.finalize();
+    let mut id = String::with_capacity(PREFIX.len() + BODY_LEN);
+    id.push_str(PREFIX);
+    for b in &digest.as_bytes()[..BODY_LEN] {
+        id.push(ALPHABET[usize::from(*b) % ALPHABET.len()] as char);
+    }
+    id
+}
+
+/// A fresh ID for which `taken` is false.
+pub fn fresh_unused(mut taken: impl FnMut(&str) -> bool) -> String {
+    loop {
+        let id = fresh();
+        if !taken(&id) {
+            return id;
+        }
+    }
+}
+
+/// The ID a definition-line comment ends with, and its byte range inside
+/// `comment`: `# rm_a1b2c3d4` and `# noqa    # rm_a1b2c3d4` both carry one.
+pub fn trailing_id(comment: &str) -> Option<(usize, usize)> {
+    let trimmed = comment.trim_end();
+    let start = trimmed.len().checked_sub(PREFIX.len() + BODY_LEN)?;
+    let candidate = trimmed.get(start..)?;
+    if !is_id(candidate) {
+        return None;
+    }
+    // The ID must be a comment of its own: `#` then optional spaces before it.
+    let before = trimmed[..start].trim_end();
+    before.ends_with('#').then_some((start, trimmed.len()))
+}
+
+/// The ID of a file comment (`# remora-file: rm_…`), with its byte range.
+pub fn file_comment_id(line: &str) -> Option<(usize, usize)> {
+    let body = line.trim_start().strip_prefix('#')?.trim_start();
+    let rest = body.strip_prefix(FILE_MARKER)?.trim();
+    if !is_id(rest) {
+        return None;
+    }
+    let start = line.find(rest)?;
+    Some((start, start + rest.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_ids_have_the_format_and_differ() {
+        let a = fresh();
+        let b = fresh();
+        assert!(is_id(&a), "{a}");
+        assert!(is_id(&b), "{b}");
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn is_id_rejects_near_misses() {
+        assert!(is_id("rm_a1b2c3d4"));
+        assert!(!is_id("rm_A1b2c3d4"));
+        assert!(!is_id("rm_a1b2c3d"));
+        assert!(!is_id("rm_a1b2c3d45"));
+        assert!(!is_id("xx_a1b2c3d4"));
+        assert!(!is_id("rm_a1b2-3d4"));
+    }
+
+    #[test]
+    fn trailing_ids_are_found_after_a_hash_only() {
+        assert_eq!(trailing_id("# rm_a1b2c3d4"), Some((2, 13)));
+        assert_eq!(trailing_id("# noqa    # rm_a1b2c3d4  "), Some((12, 23)));
+        assert_eq!(trailing_id("#rm_a1b2c3d4"), Some((1, 12)));
+        assert_eq!(trailing_id("# see rm_a1b2c3d4"), None);
+        assert_eq!(trailing_id("# rm_a1b2c3d"), None);
+    }
+
+    #[test]
+    fn file_comments_carry_an_id() {
+        assert_eq!(
+            file_comment_id("# remora-file: rm_abcdefgh"),
+            Some((15, 26))
+        );
+        assert_eq!(
+            file_comment_id("#remora-file:rm_abcdefgh\r"),
+            Some((13, 24))
+        );
+        assert_eq!(file_comment_id("# remora-file: nope"), None);
+        assert_eq!(file_comment_id("x = 1"), None);
+    }
+}

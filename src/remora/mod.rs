@@ -1,0 +1,153 @@
+//! Remora: every Python file, class, function and method is a node with a
+//! stable ID (`rm_` + 8 characters), a place in the topology (containment,
+//! calls, imports, inheritance) and, later, an agent of its own.
+//!
+//! - [`ids`]: the ID format, fresh IDs, and the ID comments in source.
+//! - [`extract`]: one tree-sitter pass over a file: its nodes, the names it
+//!   references, and the ID comments already there.
+//! - [`inject`]: writing IDs into source as trailing comments, byte-exactly.
+//! - [`topology`]: the in-memory graph (petgraph), ID matching across edits,
+//!   and reference resolution between files.
+//! - [`index`]: keeps the topology and the store in step with the files.
+
+pub mod extract;
+pub mod ids;
+pub mod index;
+pub mod inject;
+pub mod topology;
+
+use serde::{Deserialize, Serialize};
+
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeType {
+    File,
+    Class,
+    Function,
+    /// A function defined directly in a class body (decorated or not).
+    Method,
+}
+
+impl NodeType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeType::File => "file",
+            NodeType::Class => "class",
+            NodeType::Function => "function",
+            NodeType::Method => "method",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "file" => NodeType::File,
+            "class" => NodeType::Class,
+            "function" => NodeType::Function,
+            "method" => NodeType::Method,
+            _ => return None,
+        })
+    }
+}
+
+/// How two nodes are related.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// Containment: file → top-level definitions, class → methods, …
+    ParentOf,
+    /// A function, method, class body or module calls another node.
+    Calls,
+    /// A file imports another file of the project.
+    Imports,
+    /// A class derives from another class of the project.
+    Inherits,
+}
+
+impl EdgeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EdgeKind::ParentOf => "parent_of",
+            EdgeKind::Calls => "calls",
+            EdgeKind::Imports => "imports",
+            EdgeKind::Inherits => "inherits",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "parent_of" => EdgeKind::ParentOf,
+            "calls" => EdgeKind::Calls,
+            "imports" => EdgeKind::Imports,
+            "inherits" => EdgeKind::Inherits,
+            _ => return None,
+        })
+    }
+}
+
+/// Whether a node still exists in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeStatus {
+    Active,
+    /// Its definition is gone (deleted or renamed); kept for history and for
+    /// agents that still refer to it.
+    Orphaned,
+}
+
+impl NodeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Active => "active",
+            NodeStatus::Orphaned => "orphaned",
+        }
+    }
+}
+
+/// One node as the store and the editor see it (the seed's fields, plus the
+/// parent and the qualified name used to match it across edits).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub id: String,
+    pub node_type: NodeType,
+    pub name: String,
+    /// Dotted path of names from the file down, e.g. `Config.load`; the
+    /// file's own node has its path here.
+    pub qualname: String,
+    pub parent_id: Option<String>,
+    /// Project-relative, `/`-separated.
+    pub file_path: String,
+    /// 1-based, inclusive; decorators included.
+    pub start_line: usize,
+    pub end_line: usize,
+    pub status: NodeStatus,
+    /// blake3 of the node's text, to tell when its body changed.
+    pub source_hash: String,
+}
+
+/// A directed edge between two nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Edge {
+    pub from: String,
+    pub to: String,
+    pub kind: EdgeKind,
+}
+
+/// Whether `path` is a file Remora indexes.
+pub fn is_python(path: &str) -> bool {
+    path.ends_with(".py") || path.ends_with(".pyi")
+}
+
+/// The dotted module name of a project file: `pkg/mod.py` → `pkg.mod`,
+/// `pkg/__init__.py` → `pkg`.
+pub fn module_name(path: &str) -> String {
+    let stem = path
+        .strip_suffix(".pyi")
+        .or_else(|| path.strip_suffix(".py"))
+        .unwrap_or(path);
+    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+    stem.replace('/', ".")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,607 @@
+//! The topology in memory: every node by ID, every file's nodes and
+//! references, and a petgraph of the edges for traversal. It matches the
+//! nodes of a re-parsed file to their old IDs and resolves references
+//! between files, and reports each change as a [`FileChange`] for the store.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+use serde::{Deserialize, Serialize};
+
+use super::extract::{Extracted, Target};
+use super::{ids, module_name, Edge, EdgeKind, Node, NodeStatus, NodeType};
+
+/// A reference from one node, as stored with its file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ref {
+    pub from: String,
+    pub kind: EdgeKind,
+    pub target: Target,
+}
+
+/// One indexed file.
+#[derive(Debug, Clone, Default)]
+pub struct FileState {
+    /// Hash of the text indexed ([`crate::store::hash_bytes`]).
+    pub hash: String,
+    /// Its live nodes in order; `ids[0]` is the file's own node.
+    pub ids: Vec<String>,
+    pub refs: Vec<Ref>,
+    /// Every edge leaving one of its nodes.
+    pub edges: BTreeSet<Edge>,
+    /// Qualified name → ID of its live definitions (the first of duplicates).
+    qual: HashMap<String, String>,
+}
+
+/// What one update changed, for the store and the event log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: String,
+    /// The file is gone.
+    pub removed: bool,
+    pub hash: String,
+    /// Live nodes of the file in order (written with their order).
+    pub nodes: Vec<Node>,
+    pub refs: Vec<Ref>,
+    /// IDs that did not exist before.
+    pub added: Vec<String>,
+    pub orphaned: Vec<String>,
+    pub added_edges: Vec<Edge>,
+    pub removed_edges: Vec<Edge>,
+}
+
+/// The whole topology.
+#[derive(Debug, Default)]
+pub struct Topology {
+    nodes: HashMap<String, Node>,
+    files: HashMap<String, FileState>,
+    /// Module name → file path.
+    modules: HashMap<String, String>,
+    /// Module name → files with a reference into it (to backfill their edges).
+    dependents: HashMap<String, HashSet<String>>,
+    graph: StableDiGraph<String, EdgeKind>,
+    index: HashMap<String, NodeIndex>,
+}
+
+impl Topology {
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.get(id)
+    }
+
+    pub fn file(&self, path: &str) -> Option<&FileState> {
+        self.files.get(path)
+    }
+
+    pub fn file_paths(&self) -> impl Iterator<Item = &String> {
+        self.files.keys()
+    }
+
+    /// Number of nodes (all statuses) and edges.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.nodes.len(), self.graph.edge_count())
+    }
+
+    /// The live nodes of a file, in order (the file's own node first).
+    pub fn nodes_in(&self, path: &str) -> Vec<&Node> {
+        self.files
+            .get(path)
+            .map(|f| f.ids.iter().filter_map(|id| self.nodes.get(id)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The innermost live definition of `path` containing 1-based `line`,
+    /// else the file's own node.
+    pub fn node_at(&self, path: &str, line: usize) -> Option<&Node> {
+        let nodes = self.nodes_in(path);
+        nodes
+            .iter()
+            .skip(1)
+            .filter(|n| n.start_line <= line && line <= n.end_line)
+            .min_by_key(|n| n.end_line - n.start_line)
+            .or(nodes.first())
+            .copied()
+    }
+
+    /// Nodes with an edge of `kind` into (`Incoming`) or out of `id`.
+    pub fn neighbours(&self, id: &str, kind: EdgeKind, dir: Direction) -> Vec<&Node> {
+        let Some(&ix) = self.index.get(id) else {
+            return vec![];
+        };
+        let mut out: Vec<&Node> = self
+            .graph
+            .edges_directed(ix, dir)
+            .filter(|e| *e.weight() == kind)
+            .filter_map(|e| {
+                let other = if dir == Direction::Incoming {
+                    e.source()
+                } else {
+                    e.target()
+                };
+                self.graph
+                    .node_weight(other)
+                    .and_then(|id| self.nodes.get(id))
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.file_path, a.start_line).cmp(&(&b.file_path, b.start_line)));
+        out.dedup_by(|a, b| a.id == b.id);
+        out
+    }
+
+    pub fn callers(&self, id: &str) -> Vec<&Node> {
+        self.neighbours(id, EdgeKind::Calls, Direction::Incoming)
+    }
+
+    pub fn callees(&self, id: &str) -> Vec<&Node> {
+        self.neighbours(id, EdgeKind::Calls, Direction::Outgoing)
+    }
+
+    /// Whether edges of any kind lead from `from` to `to`.
+    pub fn has_path(&self, from: &str, to: &str) -> bool {
+        match (self.index.get(from), self.index.get(to)) {
+            (Some(&a), Some(&b)) => petgraph::algo::has_path_connecting(&self.graph, a, b, None),
+            _ => from == to,
+        }
+    }
+
+    // ---- matching IDs ------------------------------------------------------
+
+    /// The ID of each node of `ex` (parallel to `ex.nodes`), without changing
+    /// anything: comments first (adopted when unknown, kept when they name
+    /// the same node), then the old nodes of the file by (type, qualified
+    /// name) in order, then fresh IDs.
+    pub fn assign_ids(&self, path: &str, ex: &Extracted) -> Vec<String> {
+        let old = self.files.get(path);
+        let mut taken: HashSet<String> = HashSet::new();
+        let mut out: Vec<Option<String>> = vec![None; ex.nodes.len()];
+
+        let file_id = ex
+            .file_comment
+            .as_ref()
+            .map(|c| c.id.clone())
+            .filter(|id| match self.nodes.get(id) {
+                None => true,
+                Some(n) => {
+                    n.node_type == NodeType::File
+                        && (n.file_path == path || n.status == NodeStatus::Orphaned)
+                }
+            })
+            .or_else(|| old.and_then(|f| f.ids.first().cloned()));
+        if let Some(id) = file_id {
+            taken.insert(id.clone());
+            out[0] = Some(id);
+        }
+
+        let mut pool: HashMap<(NodeType, &str), VecDeque<&str>> = HashMap::new();
+        if let Some(f) = old {
+            for id in f.ids.iter().skip(1) {
+                if let Some(n) = self.nodes.get(id) {
+                    pool.entry((n.node_type, n.qualname.as_str()))
+                        .or_default()
+                        .push_back(id.as_str());
+                }
+            }
+        }
+        for (i, raw) in ex.nodes.iter().enumerate().skip(1) {
+            let Some(c) = &raw.id_comment else { continue };
+            if taken.contains(&c.id) {
+                continue;
+            }
+            let keep = match self.nodes.get(&c.id) {
+                None => true,
+                Some(n) => {
+                    n.node_type == raw.node_type
+                        && n.qualname == raw.qualname
+                        && (n.file_path == path || n.status == NodeStatus::Orphaned)
+                }
+            };
+            if keep {
+                if let Some(q) = pool.get_mut(&(raw.node_type, raw.qualname.as_str())) {
+                    q.retain(|id| *id != c.id);
+                }
+                taken.insert(c.id.clone());
+                out[i] = Some(c.id.clone());
+            }
+        }
+        for (i, raw) in ex.nodes.iter().enumerate().skip(1) {
+            if out[i].is_some() {
+                continue;
+            }
+            let comment_claims = raw.id_comment.is_some();
+            if let Some(q) = pool.get_mut(&(raw.node_type, raw.qualname.as_str())) {
+                // A line whose comment names another node is a rename: it
+                // must not inherit an ID by name either.
+                if comment_claims {
+                    continue;
+                }
+                while let Some(id) = q.pop_front() {
+                    if taken.insert(id.to_owned()) {
+                        out[i] = Some(id.to_owned());
+                        break;
+                    }
+                }
+            }
+        }
+        out.into_iter()
+            .map(|id| {
+                id.unwrap_or_else(|| {
+                    let id = ids::fresh_unused(|c| self.nodes.contains_key(c) || taken.contains(c));
+                    taken.insert(id.clone());
+                    id
+                })
+            })
+            .collect()
+    }
+
+    // ---- updates -----------------------------------------------------------
+
+    /// Takes in the new parse of `path` and resolves edges at once (the file
+    /// and every file with references into it).
+    pub fn update_file(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
+        let (mut change, exports_changed) = self.replace_nodes(path, hash, ex);
+        let mut touched = vec![path.to_owned()];
+        if exports_changed {
+            touched.extend(self.dependents_of(path));
+        }
+        self.resolve_files(&touched, &mut change);
+        change
+    }
+
+    /// The file is gone: its nodes are orphaned and every edge to or from
+    /// them removed.
+    pub fn remove_file(&mut self, path: &str) -> Option<FileChange> {
+        let state = self.files.remove(path)?;
+        let mut change = FileChange {
+            path: path.to_owned(),
+            removed: true,
+            ..FileChange::default()
+        };
+        for id in &state.ids {
+            if let Some(n) = self.nodes.get_mut(id) {
+                n.status = NodeStatus::Orphaned;
+                change.orphaned.push(id.clone());
+            }
+        }
+        for e in &state.edges {
+            self.graph_remove(e);
+            change.removed_edges.push(e.clone());
+        }
+        self.forget_refs(path, &state.refs);
+        let dependents = self.dependents_of(path);
+        self.modules.retain(|_, p| p != path);
+        self.resolve_files(&dependents, &mut change);
+        Some(change)
+    }
+
+    /// Bulk loading: takes in a file's nodes without resolving any edge;
+    /// call [`Topology::resolve_all`] once every file is in.
+    pub fn add_file_unresolved(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
+        self.replace_nodes(path, hash, ex).0
+    }
+
+    /// Resolves the edges of every file (after bulk loading); returns one
+    /// change per file whose edges changed.
+    pub fn resolve_all(&mut self) -> Vec<FileChange> {
+        let paths: Vec<String> = self.files.keys().cloned().collect();
+        paths
+            .into_iter()
+            .filter_map(|p| {
+                let mut change = FileChange {
+                    path: p.clone(),
+                    ..FileChange::default()
+                };
+                self.resolve_files(std::slice::from_ref(&p), &mut change);
+                (!change.added_edges.is_empty() || !change.removed_edges.is_empty())
+                    .then_some(change)
+            })
+            .collect()
+    }
+
+    /// Replaces the nodes and references of `path`; returns the change (no
+    /// edges yet) and whether the names other files can reach changed.
+    fn replace_nodes(&mut self, path: &str, hash: &str, ex: &Extracted) -> (FileChange, bool) {
+        let ids = self.assign_ids(path, ex);
+        let old = self.files.remove(path);
+        let old_ids: Vec<String> = old.as_ref().map(|f| f.ids.clone()).unwrap_or_default();
+        let new_set: HashSet<&String> = ids.iter().collect();
+        let mut change = FileChange {
+            path: path.to_owned(),
+            hash: hash.to_owned(),
+            ..FileChange::default()
+        };
+        // Mid-edit (a syntax error) definitions can vanish from the parse for
+        // a moment: keep them rather than churn their identity.
+        let mut kept = Vec::new();
+        for id in old_ids.iter().filter(|id| !new_set.contains(id)) {
+            if ex.has_error {
+                kept.push(id.clone());
+            } else if let Some(n) = self.nodes.get_mut(id) {
+                n.status = NodeStatus::Orphaned;
+                change.orphaned.push(id.clone());
+            }
+        }
+        let mut state = FileState {
+            hash: hash.to_owned(),
+            ..FileState::default()
+        };
+        for (raw, id) in ex.nodes.iter().zip(&ids) {
+            let node = Node {
+                id: id.clone(),
+                node_type: raw.node_type,
+                name: raw.name.clone(),
+                qualname: raw.qualname.clone(),
+                parent_id: raw.parent.map(|p| ids[p].clone()),
+                file_path: path.to_owned(),
+                start_line: raw.start_line,
+                end_line: raw.end_line,
+                status: NodeStatus::Active,
+                source_hash: raw.source_hash.clone(),
+            };
+            if !self.nodes.contains_key(id) {
+                change.added.push(id.clone());
+            }
+            self.nodes.insert(id.clone(), node.clone());
+            change.nodes.push(node);
+        }
+        state.ids = ids.clone();
+        for id in kept {
+            if let Some(n) = self.nodes.get(&id) {
+                change.nodes.push(n.clone());
+            }
+            state.ids.push(id);
+        }
+        for id in state.ids.iter().skip(1) {
+            if let Some(n) = self.nodes.get(id) {
+                state
+                    .qual
+                    .entry(n.qualname.clone())
+                    .or_insert_with(|| id.clone());
+            }
+        }
+        state.refs = ex
+            .refs
+            .iter()
+            .map(|r| Ref {
+                from: ids[r.from].clone(),
+                kind: r.kind,
+                target: r.target.clone(),
+            })
+            .collect();
+        // Under a syntax error the kept nodes keep their references.
+        if let Some(old) = &old {
+            let live: HashSet<&String> = state.ids.iter().collect();
+            let fresh: HashSet<&String> = ids.iter().collect();
+            state.refs.extend(
+                old.refs
+                    .iter()
+                    .filter(|r| live.contains(&r.from) && !fresh.contains(&r.from))
+                    .cloned(),
+            );
+        }
+        let exports_changed = match &old {
+            None => true,
+            Some(o) => o.qual != state.qual || o.ids.first() != state.ids.first(),
+        };
+        if let Some(o) = &old {
+            self.forget_refs(path, &o.refs);
+            state.edges = o.edges.clone();
+        } else {
+            self.register_module(path);
+        }
+        self.remember_refs(path, &state.refs);
+        change.refs = state.refs.clone();
+        self.files.insert(path.to_owned(), state);
+        (change, exports_changed)
+    }
+
+    fn register_module(&mut self, path: &str) {
+        let module = module_name(path);
+        // A `src/` layout imports `pkg.mod`, not `src.pkg.mod`.
+        if let Some(stripped) = module.strip_prefix("src.") {
+            self.modules
+                .entry(stripped.to_owned())
+                .or_insert_with(|| path.to_owned());
+        }
+        self.modules.insert(module, path.to_owned());
+    }
+
+    fn target_modules(target: &Target) -> Vec<String> {
+        match target {
+            Target::InModule { module, name } => vec![module.clone(), format!("{module}.{name}")],
+            Target::Module { module } => vec![module.clone()],
+            _ => vec![],
+        }
+    }
+
+    fn remember_refs(&mut self, path: &str, refs: &[Ref]) {
+        for r in refs {
+            for m in Self::target_modules(&r.target) {
+                self.dependents
+                    .entry(m)
+                    .or_default()
+                    .insert(path.to_owned());
+            }
+        }
+    }
+
+    fn forget_refs(&mut self, path: &str, refs: &[Ref]) {
+        for r in refs {
+            for m in Self::target_modules(&r.target) {
+                if let Some(set) = self.dependents.get_mut(&m) {
+                    set.remove(path);
+                    if set.is_empty() {
+                        self.dependents.remove(&m);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Files with references into the module(s) of `path`, `path` excluded.
+    fn dependents_of(&self, path: &str) -> Vec<String> {
+        let module = module_name(path);
+        let mut names = vec![module.clone()];
+        if let Some(s) = module.strip_prefix("src.") {
+            names.push(s.to_owned());
+        }
+        let mut out: Vec<String> = names
+            .iter()
+            .filter_map(|m| self.dependents.get(m))
+            .flatten()
+            .filter(|p| *p != path)
+            .cloned()
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Recomputes the edges leaving the nodes of each of `paths`, records the
+    /// difference in `change` and in the graph.
+    fn resolve_files(&mut self, paths: &[String], change: &mut FileChange) {
+        for path in paths {
+            let Some(state) = self.files.get(path) else {
+                continue;
+            };
+            let mut edges = BTreeSet::new();
+            for id in state.ids.iter().skip(1) {
+                if let Some(parent) = self.nodes.get(id).and_then(|n| n.parent_id.clone()) {
+                    edges.insert(Edge {
+                        from: parent,
+                        to: id.clone(),
+                        kind: EdgeKind::ParentOf,
+                    });
+                }
+            }
+            for r in &state.refs {
+                if let Some(to) = self.resolve(path, r) {
+                    if to != r.from || r.kind == EdgeKind::Calls {
+                        edges.insert(Edge {
+                            from: r.from.clone(),
+                            to,
+                            kind: r.kind,
+                        });
+                    }
+                }
+            }
+            let old = self
+                .files
+                .get_mut(path)
+                .map(|s| std::mem::take(&mut s.edges))
+                .unwrap_or_default();
+            for e in old.difference(&edges) {
+                self.graph_remove(e);
+                change.removed_edges.push(e.clone());
+            }
+            for e in edges.difference(&old) {
+                self.graph_add(e);
+                change.added_edges.push(e.clone());
+            }
+            if let Some(s) = self.files.get_mut(path) {
+                s.edges = edges;
+            }
+        }
+    }
+
+    fn resolve(&self, path: &str, r: &Ref) -> Option<String> {
+        let in_file = |p: &str, qual: &str| -> Option<String> {
+            self.files.get(p).and_then(|f| f.qual.get(qual)).cloned()
+        };
+        let file_node = |m: &str| -> Option<String> {
+            let p = self.modules.get(m)?;
+            self.files.get(p).and_then(|f| f.ids.first()).cloned()
+        };
+        match (&r.target, r.kind) {
+            (Target::Local { name }, _) => in_file(path, name),
+            (Target::Method { class, name }, _) => in_file(path, &format!("{class}.{name}")),
+            (Target::InModule { module, name }, EdgeKind::Imports) => {
+                file_node(&format!("{module}.{name}")).or_else(|| file_node(module))
+            }
+            (Target::InModule { module, name }, _) => {
+                let p = self.modules.get(module)?;
+                in_file(p, name)
+            }
+            (Target::Module { module }, _) => file_node(module),
+        }
+        .filter(|to| {
+            self.nodes
+                .get(to)
+                .is_some_and(|n| n.status == NodeStatus::Active)
+        })
+    }
+
+    fn graph_ix(&mut self, id: &str) -> NodeIndex {
+        if let Some(&ix) = self.index.get(id) {
+            return ix;
+        }
+        let ix = self.graph.add_node(id.to_owned());
+        self.index.insert(id.to_owned(), ix);
+        ix
+    }
+
+    fn graph_add(&mut self, e: &Edge) {
+        let a = self.graph_ix(&e.from);
+        let b = self.graph_ix(&e.to);
+        self.graph.add_edge(a, b, e.kind);
+    }
+
+    fn graph_remove(&mut self, e: &Edge) {
+        let (Some(&a), Some(&b)) = (self.index.get(&e.from), self.index.get(&e.to)) else {
+            return;
+        };
+        let found = self
+            .graph
+            .edges_connecting(a, b)
+            .find(|x| *x.weight() == e.kind)
+            .map(|x| x.id());
+        if let Some(ix) = found {
+            self.graph.remove_edge(ix);
+        }
+    }
+
+    // ---- loading from the store ---------------------------------------------
+
+    /// Rebuilds the topology from stored rows: every node, each file's hash,
+    /// live node order and references, and every edge.
+    pub fn from_parts(
+        nodes: Vec<Node>,
+        files: Vec<(String, String, Vec<String>, Vec<Ref>)>,
+        edges: Vec<Edge>,
+    ) -> Self {
+        let mut t = Topology::default();
+        for n in nodes {
+            t.nodes.insert(n.id.clone(), n);
+        }
+        for (path, hash, ids, refs) in files {
+            let mut state = FileState {
+                hash,
+                ids,
+                refs,
+                ..FileState::default()
+            };
+            for id in state.ids.iter().skip(1) {
+                if let Some(n) = t.nodes.get(id) {
+                    state
+                        .qual
+                        .entry(n.qualname.clone())
+                        .or_insert_with(|| id.clone());
+                }
+            }
+            t.remember_refs(&path, &state.refs);
+            t.register_module(&path);
+            t.files.insert(path, state);
+        }
+        for e in edges {
+            let Some(path) = t.nodes.get(&e.from).map(|n| n.file_path.clone()) else {
+                continue;
+            };
+            if let Some(state) = t.files.get_mut(&path) {
+                if state.edges.insert(e.clone()) {
+                    t.graph_add(&e);
+                }
+            }
+        }
+        t
+    }
+}

@@ -1,0 +1,194 @@
+//! The Remora tables: nodes, edges, indexed files and project settings.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{Result, Store};
+use crate::remora::topology::{FileChange, Ref, Topology};
+use crate::remora::{Edge, EdgeKind, Node, NodeStatus, NodeType};
+
+/// Writes one update of the topology.
+pub fn apply_change(conn: &Connection, change: &FileChange) -> Result<()> {
+    if change.removed {
+        conn.prepare_cached("DELETE FROM remora_files WHERE path = ?1")?
+            .execute([&change.path])?;
+    } else if !change.hash.is_empty() {
+        conn.prepare_cached(
+            "INSERT INTO remora_files (path, hash, refs) VALUES (?1, ?2, ?3)
+             ON CONFLICT(path) DO UPDATE SET hash = excluded.hash, refs = excluded.refs",
+        )?
+        .execute(params![
+            change.path,
+            change.hash,
+            serde_json::to_string(&change.refs)?
+        ])?;
+    }
+    let mut upsert = conn.prepare_cached(
+        "INSERT INTO nodes (id, node_type, name, qualname, parent_id, file_path,
+                            start_line, end_line, status, source_hash, ord)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT(id) DO UPDATE SET node_type = excluded.node_type,
+             name = excluded.name, qualname = excluded.qualname,
+             parent_id = excluded.parent_id, file_path = excluded.file_path,
+             start_line = excluded.start_line, end_line = excluded.end_line,
+             status = excluded.status, source_hash = excluded.source_hash,
+             ord = excluded.ord",
+    )?;
+    for (ord, n) in change.nodes.iter().enumerate() {
+        upsert.execute(params![
+            n.id,
+            n.node_type.as_str(),
+            n.name,
+            n.qualname,
+            n.parent_id,
+            n.file_path,
+            n.start_line as i64,
+            n.end_line as i64,
+            n.status.as_str(),
+            n.source_hash,
+            ord as i64
+        ])?;
+    }
+    let mut orphan =
+        conn.prepare_cached("UPDATE nodes SET status = 'orphaned', ord = -1 WHERE id = ?1")?;
+    for id in &change.orphaned {
+        orphan.execute([id])?;
+    }
+    let mut del = conn
+        .prepare_cached("DELETE FROM edges WHERE from_id = ?1 AND to_id = ?2 AND edge_type = ?3")?;
+    for e in &change.removed_edges {
+        del.execute(params![e.from, e.to, e.kind.as_str()])?;
+    }
+    let mut ins = conn.prepare_cached(
+        "INSERT OR IGNORE INTO edges (from_id, to_id, edge_type) VALUES (?1, ?2, ?3)",
+    )?;
+    for e in &change.added_edges {
+        ins.execute(params![e.from, e.to, e.kind.as_str()])?;
+    }
+    Ok(())
+}
+
+fn node_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Node> {
+    let node_type: String = r.get(1)?;
+    let status: String = r.get(8)?;
+    Ok(Node {
+        id: r.get(0)?,
+        node_type: NodeType::parse(&node_type).unwrap_or(NodeType::Function),
+        name: r.get(2)?,
+        qualname: r.get(3)?,
+        parent_id: r.get(4)?,
+        file_path: r.get(5)?,
+        start_line: r.get::<_, i64>(6)? as usize,
+        end_line: r.get::<_, i64>(7)? as usize,
+        status: if status == "orphaned" {
+            NodeStatus::Orphaned
+        } else {
+            NodeStatus::Active
+        },
+        source_hash: r.get(9)?,
+    })
+}
+
+const NODE_COLUMNS: &str = "id, node_type, name, qualname, parent_id, file_path,
+     start_line, end_line, status, source_hash";
+
+/// The whole topology as stored.
+pub fn load_topology(conn: &Connection) -> Result<Topology> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {NODE_COLUMNS}, ord FROM nodes ORDER BY file_path, ord"
+    ))?;
+    let mut nodes = Vec::new();
+    let mut live: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let rows = stmt.query_map([], |r| Ok((node_from_row(r)?, r.get::<_, i64>(10)?)))?;
+    for row in rows {
+        let (node, ord) = row?;
+        if ord >= 0 && node.status == NodeStatus::Active {
+            live.entry(node.file_path.clone())
+                .or_default()
+                .push(node.id.clone());
+        }
+        nodes.push(node);
+    }
+    let mut stmt = conn.prepare("SELECT path, hash, refs FROM remora_files")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    let mut files = Vec::new();
+    for row in rows {
+        let (path, hash, refs) = row?;
+        let refs: Vec<Ref> = serde_json::from_str(&refs)?;
+        let ids = live.remove(&path).unwrap_or_default();
+        files.push((path, hash, ids, refs));
+    }
+    let mut stmt = conn.prepare("SELECT from_id, to_id, edge_type FROM edges")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    let mut edges = Vec::new();
+    for row in rows {
+        let (from, to, kind) = row?;
+        if let Some(kind) = EdgeKind::parse(&kind) {
+            edges.push(Edge { from, to, kind });
+        }
+    }
+    Ok(Topology::from_parts(nodes, files, edges))
+}
+
+impl Store {
+    /// Writes several topology updates in one transaction.
+    pub fn remora_apply(&self, changes: &[FileChange]) -> Result<()> {
+        self.transaction(|tx| {
+            for c in changes {
+                apply_change(tx, c)?;
+            }
+            Ok(())
+        })
+    }
+
+    pub fn remora_load(&self) -> Result<Topology> {
+        load_topology(&self.conn())
+    }
+
+    /// One node as stored (any status).
+    pub fn remora_node(&self, id: &str) -> Result<Option<Node>> {
+        Ok(self
+            .conn()
+            .prepare_cached(&format!("SELECT {NODE_COLUMNS} FROM nodes WHERE id = ?1"))?
+            .query_row([id], node_from_row)
+            .optional()?)
+    }
+
+    /// Stored edges of `kind` as `(from, to)`, in order.
+    pub fn remora_edges(&self, kind: EdgeKind) -> Result<Vec<(String, String)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT from_id, to_id FROM edges WHERE edge_type = ?1 ORDER BY from_id, to_id",
+        )?;
+        let rows = stmt.query_map([kind.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?)
+    }
+
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO settings (key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+}
