@@ -101,15 +101,71 @@ enum Expr {
     Dotted { base: String, attr: String },
 }
 
-struct Frame<'t> {
-    node: TsNode<'t>,
-    owner: usize,
-    class_scope: bool,
-    decorated: Option<TsNode<'t>>,
+/// Node kinds and fields the walk looks at, as tree-sitter's numeric IDs
+/// (comparing numbers, not strings, keeps the walk cheap beside the parse).
+struct Kinds {
+    comment: u16,
+    function_definition: u16,
+    class_definition: u16,
+    decorated_definition: u16,
+    call: u16,
+    import_statement: u16,
+    import_from_statement: u16,
+    identifier: u16,
+    attribute: u16,
+    string: u16,
+    function_field: u16,
+    superclasses_field: std::num::NonZeroU16,
+    name_field: u16,
+    body_field: u16,
+    object_field: u16,
+    attribute_field: u16,
+}
+
+fn kinds() -> &'static Kinds {
+    static KINDS: once_cell::sync::Lazy<Kinds> = once_cell::sync::Lazy::new(|| {
+        let lang: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let kind = |name: &str| lang.id_for_node_kind(name, true);
+        let field = |name: &str| {
+            lang.field_id_for_name(name)
+                .unwrap_or(std::num::NonZeroU16::MAX)
+        };
+        Kinds {
+            comment: kind("comment"),
+            function_definition: kind("function_definition"),
+            class_definition: kind("class_definition"),
+            decorated_definition: kind("decorated_definition"),
+            call: kind("call"),
+            import_statement: kind("import_statement"),
+            import_from_statement: kind("import_from_statement"),
+            identifier: kind("identifier"),
+            string: kind("string"),
+            attribute: kind("attribute"),
+            function_field: field("function").get(),
+            superclasses_field: field("superclasses"),
+            name_field: field("name").get(),
+            body_field: field("body").get(),
+            object_field: field("object").get(),
+            attribute_field: field("attribute").get(),
+        }
+    });
+    &KINDS
 }
 
 /// Extracts the nodes and references of the file at project path `path`.
 pub fn extract(path: &str, text: &str) -> Extracted {
+    match crate::python::parse(text) {
+        Some(tree) => extract_tree(path, text, &tree),
+        None => extract_parts(path, text, None),
+    }
+}
+
+/// [`extract`] from a tree already parsed (perhaps incrementally) from `text`.
+pub fn extract_tree(path: &str, text: &str, tree: &tree_sitter::Tree) -> Extracted {
+    extract_parts(path, text, Some(tree))
+}
+
+fn extract_parts(path: &str, text: &str, tree: Option<&tree_sitter::Tree>) -> Extracted {
     let newline = match text.find('\n') {
         Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
         _ => "\n",
@@ -141,7 +197,7 @@ pub fn extract(path: &str, text: &str) -> Extracted {
         refs: Vec::new(),
         comments: Vec::new(),
     };
-    let has_error = match crate::python::parse(text) {
+    let has_error = match tree {
         Some(tree) => {
             walker.walk(tree.root_node());
             tree.root_node().has_error()
@@ -211,102 +267,101 @@ impl<'a> Walker<'a> {
     }
 
     fn walk(&mut self, root: TsNode<'_>) {
-        let mut stack = vec![Frame {
-            node: root,
-            owner: 0,
-            class_scope: false,
-            decorated: None,
-        }];
-        let mut children = Vec::new();
-        while let Some(frame) = stack.pop() {
-            let n = frame.node;
-            let mut owner = frame.owner;
-            let mut class_scope = frame.class_scope;
-            match n.kind() {
-                "comment" => {
-                    self.comments
-                        .push((n.start_position().row, n.start_byte(), n.end_byte()));
-                    continue;
-                }
-                "function_definition" | "class_definition" => {
-                    let Some(idx) = self.add_definition(n, &frame) else {
-                        continue;
-                    };
-                    owner = idx;
-                    class_scope = n.kind() == "class_definition";
-                    if class_scope {
-                        self.add_bases(n, idx);
-                    }
-                }
-                "decorated_definition" => {
-                    let def = n.child_by_field_name("definition");
-                    let mut cursor = n.walk();
-                    children.clear();
-                    children.extend(n.children(&mut cursor));
-                    for child in children.drain(..).rev() {
-                        let decorated = (Some(child) == def).then_some(n);
-                        stack.push(Frame {
-                            node: child,
-                            owner,
-                            class_scope,
-                            decorated,
-                        });
-                    }
-                    continue;
-                }
-                "call" => {
-                    if let Some(f) = n.child_by_field_name("function") {
-                        if let Some(e) = self.expr(f, owner) {
-                            self.exprs.push((owner, EdgeKind::Calls, e));
-                        }
-                    }
-                }
-                "import_statement" => self.add_import(n),
-                "import_from_statement" => self.add_import_from(n),
-                _ => {}
+        let k = kinds();
+        let mut cursor = root.walk();
+        let mut depth = 0usize;
+        // The innermost definition around the cursor: (its depth, index).
+        let mut scopes: Vec<(usize, usize)> = Vec::new();
+        // The decorated definition whose `definition` child comes next.
+        let mut decorated: Option<(usize, TsNode<'_>)> = None;
+        'visit: loop {
+            while scopes.last().is_some_and(|s| s.0 >= depth) {
+                scopes.pop();
             }
-            // Only a definition's body is in class scope; everything else in
-            // a class (its bases, decorators of methods) is evaluated outside.
-            let mut cursor = n.walk();
-            children.clear();
-            children.extend(n.children(&mut cursor));
-            let is_def = matches!(n.kind(), "function_definition" | "class_definition");
-            let body = if is_def {
-                n.child_by_field_name("body")
-            } else {
-                None
+            let owner = scopes.last().map_or(0, |s| s.1);
+            let n = cursor.node();
+            let kind = n.kind_id();
+            // A string holds calls only in f-string interpolations, which
+            // add children beyond its start, content and end.
+            let mut descend = match n.child_count() {
+                0 => false,
+                c => kind != k.string || c > 3,
             };
-            for child in children.drain(..).rev() {
-                if is_def && Some(child) == n.child_by_field_name("superclasses") {
-                    continue;
+            if kind == k.comment {
+                self.comments
+                    .push((n.start_position().row, n.start_byte(), n.end_byte()));
+            } else if kind == k.function_definition || kind == k.class_definition {
+                let outer = decorated
+                    .take()
+                    .filter(|(d, _)| *d + 1 == depth)
+                    .map(|(_, node)| node);
+                let class_scope = self.nodes[owner].node_type == NodeType::Class;
+                match self.add_definition(n, owner, class_scope, outer) {
+                    Some(idx) => {
+                        if kind == k.class_definition {
+                            self.add_bases(n, idx);
+                        }
+                        scopes.push((depth, idx));
+                    }
+                    None => descend = false,
                 }
-                let in_body = body == Some(child);
-                stack.push(Frame {
-                    node: child,
-                    owner,
-                    class_scope: if is_def {
-                        in_body && class_scope
-                    } else {
-                        class_scope
-                    },
-                    decorated: None,
-                });
+            } else if kind == k.decorated_definition {
+                decorated = Some((depth, n));
+            } else if kind == k.call {
+                if let Some(f) = n.child_by_field_id(k.function_field) {
+                    if let Some(e) = self.expr(f, owner) {
+                        self.exprs.push((owner, EdgeKind::Calls, e));
+                    }
+                }
+            } else if kind == k.import_statement {
+                self.add_import(n);
+                descend = false;
+            } else if kind == k.import_from_statement {
+                self.add_import_from(n);
+                descend = false;
+            } else if scopes
+                .last()
+                .is_some_and(|s| s.0 + 1 == depth && self.nodes[s.1].node_type == NodeType::Class)
+                && cursor.field_id() == Some(k.superclasses_field)
+            {
+                // Bases were taken by `add_bases`.
+                descend = false;
+            }
+            if descend && cursor.goto_first_child() {
+                depth += 1;
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    continue 'visit;
+                }
+                if !cursor.goto_parent() {
+                    break 'visit;
+                }
+                depth -= 1;
             }
         }
     }
 
-    fn add_definition(&mut self, n: TsNode<'_>, frame: &Frame<'_>) -> Option<usize> {
-        let name = self.src(n.child_by_field_name("name")?).to_owned();
-        let node_type = match (n.kind(), frame.class_scope) {
-            ("class_definition", _) => NodeType::Class,
+    fn add_definition(
+        &mut self,
+        n: TsNode<'_>,
+        owner: usize,
+        class_scope: bool,
+        decorated: Option<TsNode<'_>>,
+    ) -> Option<usize> {
+        let k = kinds();
+        let name = self.src(n.child_by_field_id(k.name_field)?).to_owned();
+        let node_type = match (n.kind_id() == k.class_definition, class_scope) {
+            (true, _) => NodeType::Class,
             (_, true) => NodeType::Method,
             _ => NodeType::Function,
         };
-        let outer = frame.decorated.unwrap_or(n);
-        let qualname = if frame.owner == 0 {
+        let outer = decorated.unwrap_or(n);
+        let qualname = if owner == 0 {
             name.clone()
         } else {
-            format!("{}.{}", self.nodes[frame.owner].qualname, name)
+            format!("{}.{}", self.nodes[owner].qualname, name)
         };
         let mut cursor = n.walk();
         let colon = n.children(&mut cursor).find(|c| c.kind() == ":")?;
@@ -320,7 +375,7 @@ impl<'a> Walker<'a> {
         } else {
             eol
         };
-        let body_runs_on = n.child_by_field_name("body").is_some_and(|b| {
+        let body_runs_on = n.child_by_field_id(k.body_field).is_some_and(|b| {
             b.start_position().row == header_row && b.end_position().row > header_row
         });
         let continued = self.text[colon_end..eol].trim_end().ends_with('\\');
@@ -329,7 +384,7 @@ impl<'a> Walker<'a> {
             node_type,
             name,
             qualname,
-            parent: Some(frame.owner),
+            parent: Some(owner),
             start_line: outer.start_position().row + 1,
             end_line: outer.end_position().row + 1,
             start_byte: outer.start_byte(),
@@ -358,11 +413,12 @@ impl<'a> Walker<'a> {
 
     /// A callee or base expression we can follow: `f`, `self.f`, `mod.sub.f`.
     fn expr(&self, n: TsNode<'_>, owner: usize) -> Option<Expr> {
-        match n.kind() {
-            "identifier" => Some(Expr::Name(self.src(n).to_owned())),
-            "attribute" => {
-                let object = n.child_by_field_name("object")?;
-                let attr = self.src(n.child_by_field_name("attribute")?).to_owned();
+        let k = kinds();
+        match n.kind_id() {
+            id if id == k.identifier => Some(Expr::Name(self.src(n).to_owned())),
+            id if id == k.attribute => {
+                let object = n.child_by_field_id(k.object_field)?;
+                let attr = self.src(n.child_by_field_id(k.attribute_field)?).to_owned();
                 let base = self.dotted(object)?;
                 if base == "self" || base == "cls" {
                     let class = self.enclosing_class(owner)?;
@@ -378,11 +434,12 @@ impl<'a> Walker<'a> {
     }
 
     fn dotted(&self, n: TsNode<'_>) -> Option<String> {
-        match n.kind() {
-            "identifier" => Some(self.src(n).to_owned()),
-            "attribute" => {
-                let object = self.dotted(n.child_by_field_name("object")?)?;
-                let attr = self.src(n.child_by_field_name("attribute")?);
+        let k = kinds();
+        match n.kind_id() {
+            id if id == k.identifier => Some(self.src(n).to_owned()),
+            id if id == k.attribute => {
+                let object = self.dotted(n.child_by_field_id(k.object_field)?)?;
+                let attr = self.src(n.child_by_field_id(k.attribute_field)?);
                 Some(format!("{object}.{attr}"))
             }
             _ => None,

@@ -7,16 +7,35 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use super::extract::{extract, Extracted};
+use tree_sitter::{InputEdit, Parser, Point, Tree};
+
+use super::extract::{extract, extract_tree, Extracted};
 use super::inject::{self, TextEdit};
 use super::is_python;
 use super::topology::{FileChange, Topology};
 use crate::store::{hash_bytes, Result, Store};
 
 /// The topology, loaded from the store and written back on every change.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Indexer {
     topo: Topology,
+    /// Until the topology is loaded: each indexed file's hash, enough to
+    /// tell that nothing changed (see [`Indexer::open`]).
+    unloaded: Option<HashMap<String, String>>,
+    /// The last parse of recently edited files, for incremental re-parsing.
+    trees: Vec<(String, String, Tree)>,
+    parser: Option<Parser>,
+}
+
+/// Trees kept for incremental parsing: the files being edited right now.
+const KEPT_TREES: usize = 8;
+
+impl std::fmt::Debug for Indexer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Indexer")
+            .field("topo", &self.topo)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The outcome of indexing one file.
@@ -36,12 +55,78 @@ pub struct BulkStats {
 }
 
 impl Indexer {
+    /// The whole topology from the store.
     pub fn load(store: &Store) -> Result<Self> {
+        let mut ix = Self::open(store)?;
+        ix.hydrate(store)?;
+        Ok(ix)
+    }
+
+    /// Reads only the hashes of the files indexed: reopening an unchanged
+    /// project costs one small query. The nodes and edges are loaded by
+    /// [`Indexer::hydrate`], which every change and query calls first.
+    pub fn open(store: &Store) -> Result<Self> {
         Ok(Self {
-            topo: store.remora_load()?,
+            unloaded: Some(store.remora_file_hashes()?),
+            ..Self::default()
         })
     }
 
+    /// Loads the topology if [`Indexer::open`] left it in the store.
+    pub fn hydrate(&mut self, store: &Store) -> Result<()> {
+        if self.unloaded.is_some() {
+            self.topo = store.remora_load()?;
+            self.unloaded = None;
+        }
+        Ok(())
+    }
+
+    /// The hash of the text indexed for each file.
+    fn known_hashes(&self) -> HashMap<String, String> {
+        match &self.unloaded {
+            Some(h) => h.clone(),
+            None => self
+                .topo
+                .file_paths()
+                .filter_map(|p| Some((p.clone(), self.topo.file(p)?.hash.clone())))
+                .collect(),
+        }
+    }
+
+    /// Parses `text`, incrementally from the file's last tree when there is one.
+    fn parse(&mut self, path: &str, text: &str) -> Option<Tree> {
+        let old = self
+            .trees
+            .iter()
+            .position(|(p, _, _)| p == path)
+            .map(|i| self.trees.remove(i));
+        let parser = match &mut self.parser {
+            Some(p) => p,
+            None => {
+                let mut p = Parser::new();
+                p.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+                self.parser.insert(p)
+            }
+        };
+        let tree = match old {
+            Some((_, old_text, mut old_tree)) => {
+                for edit in input_edits(&old_text, text) {
+                    old_tree.edit(&edit);
+                }
+                parser.parse(text, Some(&old_tree))
+            }
+            None => parser.parse(text, None),
+        }?;
+        if self.trees.len() >= KEPT_TREES {
+            self.trees.remove(0);
+        }
+        self.trees
+            .push((path.to_owned(), text.to_owned(), tree.clone()));
+        Some(tree)
+    }
+
+    /// The topology in memory; empty until [`Indexer::hydrate`] after
+    /// [`Indexer::open`].
     pub fn topology(&self) -> &Topology {
         &self.topo
     }
@@ -56,11 +141,15 @@ impl Indexer {
     /// Indexes the new text of one file (only that file is parsed) and writes
     /// the change to the store.
     pub fn index_text(&mut self, store: &Store, path: &str, text: &str) -> Result<Indexed> {
+        self.hydrate(store)?;
         let hash = hash_bytes(text.as_bytes());
         if self.topo.file(path).is_some_and(|f| f.hash == hash) {
             return Ok(Indexed::default());
         }
-        let ex = extract(path, text);
+        let ex = match self.parse(path, text) {
+            Some(tree) => extract_tree(path, text, &tree),
+            None => extract(path, text),
+        };
         let change = self.topo.update_file(path, &hash, &ex);
         store.remora_apply(std::slice::from_ref(&change))?;
         Ok(Indexed {
@@ -70,6 +159,8 @@ impl Indexer {
 
     /// The file is gone from the project.
     pub fn remove(&mut self, store: &Store, path: &str) -> Result<Option<FileChange>> {
+        self.hydrate(store)?;
+        self.trees.retain(|(p, _, _)| p != path);
         let change = self.topo.remove_file(path);
         if let Some(c) = &change {
             store.remora_apply(std::slice::from_ref(c))?;
@@ -106,23 +197,11 @@ impl Indexer {
             .map(|(p, _)| p.as_str())
             .filter(|p| is_python(p))
             .collect();
-        let gone: Vec<String> = self
-            .topo
-            .file_paths()
+        let known = self.known_hashes();
+        let gone: Vec<String> = known
+            .keys()
             .filter(|p| !wanted.contains(p.as_str()))
             .cloned()
-            .collect();
-        let mut changes = Vec::new();
-        for p in gone {
-            if let Some(c) = self.topo.remove_file(&p) {
-                changes.push(c);
-                stats.removed += 1;
-            }
-        }
-        let known: HashMap<String, String> = self
-            .topo
-            .file_paths()
-            .filter_map(|p| Some((p.clone(), self.topo.file(p)?.hash.clone())))
             .collect();
         let mut todo: Vec<&str> = Vec::new();
         for (path, hash) in files {
@@ -132,6 +211,17 @@ impl Indexer {
             match (hash, known.get(path)) {
                 (Some(h), Some(k)) if h == k => stats.unchanged += 1,
                 _ => todo.push(path),
+            }
+        }
+        if todo.is_empty() && gone.is_empty() {
+            return Ok(stats);
+        }
+        self.hydrate(store)?;
+        let mut changes = Vec::new();
+        for p in gone {
+            if let Some(c) = self.topo.remove_file(&p) {
+                changes.push(c);
+                stats.removed += 1;
             }
         }
         let next = AtomicUsize::new(0);
@@ -171,5 +261,117 @@ impl Indexer {
             store.remora_apply(&changes)?;
         }
         Ok(stats)
+    }
+}
+
+/// The edits turning `old` into `new`, one per changed run of lines, last
+/// first (so each is expressed in the coordinates the tree has when it is
+/// applied). One edit spanning several top-level statements would make
+/// tree-sitter re-parse nearly the whole file; several small ones do not.
+fn input_edits(old: &str, new: &str) -> Vec<InputEdit> {
+    let starts = |text: &str| -> Vec<usize> {
+        std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect()
+    };
+    let (old_starts, new_starts) = (starts(old), starts(new));
+    // Position of the start of line `line` (or of the end of the text).
+    let point = |text: &str, starts: &[usize], line: usize| -> (usize, Point) {
+        match starts.get(line) {
+            Some(&b) => (b, Point::new(line, 0)),
+            None => {
+                let last = starts.len() - 1;
+                (text.len(), Point::new(last, text.len() - starts[last]))
+            }
+        }
+    };
+    // Lines equal at both ends need no diffing (the common case: one edit).
+    let (ol, nl) = (old_starts.len(), new_starts.len());
+    fn line<'t>(text: &'t str, starts: &[usize], i: usize) -> &'t str {
+        &text[starts[i]..starts.get(i + 1).copied().unwrap_or(text.len())]
+    }
+    let head = (0..ol.min(nl))
+        .take_while(|&i| line(old, &old_starts, i) == line(new, &new_starts, i))
+        .count();
+    let tail = (0..(ol.min(nl) - head))
+        .take_while(|&i| line(old, &old_starts, ol - 1 - i) == line(new, &new_starts, nl - 1 - i))
+        .count();
+    let (old_mid, new_mid) = (
+        &old[old_starts[head]..point(old, &old_starts, ol - tail).0],
+        &new[new_starts[head]..point(new, &new_starts, nl - tail).0],
+    );
+    let diff = similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(5))
+        .diff_lines(old_mid, new_mid);
+    let mut edits: Vec<InputEdit> = diff
+        .ops()
+        .iter()
+        .filter(|op| op.tag() != similar::DiffTag::Equal)
+        .map(|op| {
+            let (o, n) = (op.old_range(), op.new_range());
+            let (o, n) = (o.start + head..o.end + head, n.start + head..n.end + head);
+            let (start_byte, start_position) = point(old, &old_starts, o.start);
+            let (old_end_byte, old_end_position) = point(old, &old_starts, o.end);
+            let (new_start, _) = point(new, &new_starts, n.start);
+            let (new_end, new_end_point) = point(new, &new_starts, n.end);
+            let rows = new_end_point.row - n.start;
+            InputEdit {
+                start_byte,
+                old_end_byte,
+                new_end_byte: start_byte + (new_end - new_start),
+                start_position,
+                old_end_position,
+                new_end_position: Point::new(
+                    start_position.row + rows,
+                    if rows == 0 {
+                        start_position.column + new_end_point.column
+                    } else {
+                        new_end_point.column
+                    },
+                ),
+            }
+        })
+        .collect();
+    edits.reverse();
+    edits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Incremental parses must give the tree a fresh parse gives.
+    #[test]
+    fn incremental_parses_match_fresh_ones() {
+        let base = "import os\n\nclass A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return os.sep\n\ndef f():\n    return A().m()\n";
+        let edits: Vec<String> = vec![
+            base.replace("return 1", "return 2"),
+            base.replace("return 1", "x = 1\n        return x"),
+            base.replace("    def n(self):\n        return os.sep\n", ""),
+            base.replace("import os\n", "import os\nimport sys\n")
+                .replace("return A().m()", "return A().n()"),
+            base.trim_end().to_owned(),
+            format!("{base}def g(:\n"),
+            base.replace('\n', "\r\n"),
+            String::new(),
+            base.to_owned(),
+        ];
+        let mut ix = Indexer::default();
+        let mut prev = base.to_owned();
+        ix.parse("a.py", &prev);
+        for text in edits {
+            let incremental = ix.parse("a.py", &text).unwrap();
+            let fresh = crate::python::parse(&text).unwrap();
+            assert_eq!(
+                incremental.root_node().to_sexp(),
+                fresh.root_node().to_sexp(),
+                "from {prev:?} to {text:?}"
+            );
+            let a = extract_tree("a.py", &text, &incremental);
+            let b = extract("a.py", &text);
+            assert_eq!(a.nodes, b.nodes);
+            assert_eq!(a.refs, b.refs);
+            prev = text;
+        }
     }
 }

@@ -42,9 +42,11 @@ pub struct FileChange {
     /// The file is gone.
     pub removed: bool,
     pub hash: String,
-    /// Live nodes of the file in order (written with their order).
-    pub nodes: Vec<Node>,
-    pub refs: Vec<Ref>,
+    /// Nodes of the file that are new or changed, with their position among
+    /// the file's live nodes.
+    pub nodes: Vec<(usize, Node)>,
+    /// The file's references, when they changed.
+    pub refs: Option<Vec<Ref>>,
     /// IDs that did not exist before.
     pub added: Vec<String>,
     pub orphaned: Vec<String>,
@@ -239,7 +241,10 @@ impl Topology {
     /// Takes in the new parse of `path` and resolves edges at once (the file
     /// and every file with references into it).
     pub fn update_file(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
-        let (mut change, exports_changed) = self.replace_nodes(path, hash, ex);
+        let (mut change, resolve) = self.replace_nodes(path, hash, ex);
+        let Some(exports_changed) = resolve else {
+            return change;
+        };
         let mut touched = vec![path.to_owned()];
         if exports_changed {
             touched.extend(self.dependents_of(path));
@@ -299,100 +304,150 @@ impl Topology {
     }
 
     /// Replaces the nodes and references of `path`; returns the change (no
-    /// edges yet) and whether the names other files can reach changed.
-    fn replace_nodes(&mut self, path: &str, hash: &str, ex: &Extracted) -> (FileChange, bool) {
+    /// edges yet) and whether edges need resolving again: `None` when the
+    /// file's structure (its IDs in order and its references) is unchanged,
+    /// `Some(true)` when names other files can reach changed too.
+    fn replace_nodes(
+        &mut self,
+        path: &str,
+        hash: &str,
+        ex: &Extracted,
+    ) -> (FileChange, Option<bool>) {
         let ids = self.assign_ids(path, ex);
         let old = self.files.remove(path);
-        let old_ids: Vec<String> = old.as_ref().map(|f| f.ids.clone()).unwrap_or_default();
-        let new_set: HashSet<&String> = ids.iter().collect();
         let mut change = FileChange {
             path: path.to_owned(),
             hash: hash.to_owned(),
             ..FileChange::default()
         };
-        // Mid-edit (a syntax error) definitions can vanish from the parse for
-        // a moment: keep them rather than churn their identity.
-        let mut kept = Vec::new();
-        for id in old_ids.iter().filter(|id| !new_set.contains(id)) {
-            if ex.has_error {
-                kept.push(id.clone());
-            } else if let Some(n) = self.nodes.get_mut(id) {
-                n.status = NodeStatus::Orphaned;
-                change.orphaned.push(id.clone());
-            }
-        }
         let mut state = FileState {
             hash: hash.to_owned(),
+            ids: ids.clone(),
             ..FileState::default()
         };
-        for (raw, id) in ex.nodes.iter().zip(&ids) {
+        // Mid-edit (a syntax error) definitions can vanish from the parse for
+        // a moment: keep them rather than churn their identity.
+        if let Some(o) = &old {
+            let new_set: HashSet<&String> = ids.iter().collect();
+            for id in o.ids.iter().filter(|id| !new_set.contains(id)) {
+                if ex.has_error {
+                    state.ids.push(id.clone());
+                } else if let Some(n) = self.nodes.get_mut(id) {
+                    n.status = NodeStatus::Orphaned;
+                    change.orphaned.push(id.clone());
+                }
+            }
+        }
+        let same_order = old.as_ref().is_some_and(|o| o.ids == state.ids);
+        for (ord, (raw, id)) in ex.nodes.iter().zip(&ids).enumerate() {
+            let parent_id = raw.parent.map(|p| &ids[p]);
+            match self.nodes.get(id) {
+                None => change.added.push(id.clone()),
+                // Same place, same record: nothing to build or write.
+                Some(n)
+                    if same_order
+                        && n.status == NodeStatus::Active
+                        && n.start_line == raw.start_line
+                        && n.end_line == raw.end_line
+                        && n.source_hash == raw.source_hash
+                        && n.parent_id.as_ref() == parent_id
+                        && n.file_path == path =>
+                {
+                    continue
+                }
+                Some(_) => {}
+            }
             let node = Node {
                 id: id.clone(),
                 node_type: raw.node_type,
                 name: raw.name.clone(),
                 qualname: raw.qualname.clone(),
-                parent_id: raw.parent.map(|p| ids[p].clone()),
+                parent_id: parent_id.cloned(),
                 file_path: path.to_owned(),
                 start_line: raw.start_line,
                 end_line: raw.end_line,
                 status: NodeStatus::Active,
                 source_hash: raw.source_hash.clone(),
             };
-            if !self.nodes.contains_key(id) {
-                change.added.push(id.clone());
-            }
             self.nodes.insert(id.clone(), node.clone());
-            change.nodes.push(node);
+            change.nodes.push((ord, node));
         }
-        state.ids = ids.clone();
-        for id in kept {
-            if let Some(n) = self.nodes.get(&id) {
-                change.nodes.push(n.clone());
-            }
-            state.ids.push(id);
-        }
-        for id in state.ids.iter().skip(1) {
-            if let Some(n) = self.nodes.get(id) {
-                state
-                    .qual
-                    .entry(n.qualname.clone())
-                    .or_insert_with(|| id.clone());
+        if !same_order {
+            // Kept nodes (under a syntax error) move to the end of the order.
+            for (ord, id) in state.ids.iter().enumerate().skip(ids.len()) {
+                if let Some(n) = self.nodes.get(id) {
+                    change.nodes.push((ord, n.clone()));
+                }
             }
         }
-        state.refs = ex
-            .refs
-            .iter()
-            .map(|r| Ref {
-                from: ids[r.from].clone(),
-                kind: r.kind,
-                target: r.target.clone(),
-            })
-            .collect();
-        // Under a syntax error the kept nodes keep their references.
-        if let Some(old) = &old {
-            let live: HashSet<&String> = state.ids.iter().collect();
-            let fresh: HashSet<&String> = ids.iter().collect();
-            state.refs.extend(
-                old.refs
-                    .iter()
-                    .filter(|r| live.contains(&r.from) && !fresh.contains(&r.from))
-                    .cloned(),
-            );
+        match &old {
+            // Same IDs in the same order means the same qualified names.
+            Some(o) if same_order => state.qual = o.qual.clone(),
+            _ => {
+                for id in state.ids.iter().skip(1) {
+                    if let Some(n) = self.nodes.get(id) {
+                        state
+                            .qual
+                            .entry(n.qualname.clone())
+                            .or_insert_with(|| id.clone());
+                    }
+                }
+            }
         }
-        let exports_changed = match &old {
-            None => true,
-            Some(o) => o.qual != state.qual || o.ids.first() != state.ids.first(),
-        };
-        if let Some(o) = &old {
-            self.forget_refs(path, &o.refs);
-            state.edges = o.edges.clone();
+        let refs_unchanged = same_order
+            && old.as_ref().is_some_and(|o| {
+                o.refs.len() == ex.refs.len()
+                    && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
+                        a.from == ids[b.from] && a.kind == b.kind && a.target == b.target
+                    })
+            });
+        if refs_unchanged {
+            state.refs = old.as_ref().map(|o| o.refs.clone()).unwrap_or_default();
         } else {
-            self.register_module(path);
+            state.refs = ex
+                .refs
+                .iter()
+                .map(|r| Ref {
+                    from: ids[r.from].clone(),
+                    kind: r.kind,
+                    target: r.target.clone(),
+                })
+                .collect();
+            // Under a syntax error the kept nodes keep their references.
+            if let Some(o) = &old {
+                let kept: HashSet<&String> = state.ids[ids.len()..].iter().collect();
+                state
+                    .refs
+                    .extend(o.refs.iter().filter(|r| kept.contains(&r.from)).cloned());
+            }
         }
-        self.remember_refs(path, &state.refs);
-        change.refs = state.refs.clone();
+        let resolve = match &old {
+            None => Some(true),
+            Some(o) if refs_unchanged => {
+                state.edges = o.edges.clone();
+                None
+            }
+            Some(o) => {
+                state.edges = o.edges.clone();
+                Some(o.qual != state.qual || o.ids.first() != state.ids.first())
+            }
+        };
+        match &old {
+            Some(_) if refs_unchanged => {}
+            Some(o) => {
+                self.forget_refs(path, &o.refs);
+                self.remember_refs(path, &state.refs);
+            }
+            None => {
+                self.register_module(path);
+                self.remember_refs(path, &state.refs);
+            }
+        }
+        if !refs_unchanged {
+            change.refs = Some(state.refs.clone());
+        }
         self.files.insert(path.to_owned(), state);
-        (change, exports_changed)
+        (change, resolve)
     }
 
     fn register_module(&mut self, path: &str) {

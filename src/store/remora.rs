@@ -11,7 +11,7 @@ pub fn apply_change(conn: &Connection, change: &FileChange) -> Result<()> {
     if change.removed {
         conn.prepare_cached("DELETE FROM remora_files WHERE path = ?1")?
             .execute([&change.path])?;
-    } else if !change.hash.is_empty() {
+    } else if let Some(refs) = &change.refs {
         conn.prepare_cached(
             "INSERT INTO remora_files (path, hash, refs) VALUES (?1, ?2, ?3)
              ON CONFLICT(path) DO UPDATE SET hash = excluded.hash, refs = excluded.refs",
@@ -19,8 +19,11 @@ pub fn apply_change(conn: &Connection, change: &FileChange) -> Result<()> {
         .execute(params![
             change.path,
             change.hash,
-            serde_json::to_string(&change.refs)?
+            serde_json::to_string(refs)?
         ])?;
+    } else if !change.hash.is_empty() {
+        conn.prepare_cached("UPDATE remora_files SET hash = ?2 WHERE path = ?1")?
+            .execute(params![change.path, change.hash])?;
     }
     let mut upsert = conn.prepare_cached(
         "INSERT INTO nodes (id, node_type, name, qualname, parent_id, file_path,
@@ -33,7 +36,7 @@ pub fn apply_change(conn: &Connection, change: &FileChange) -> Result<()> {
              status = excluded.status, source_hash = excluded.source_hash,
              ord = excluded.ord",
     )?;
-    for (ord, n) in change.nodes.iter().enumerate() {
+    for (ord, n) in &change.nodes {
         upsert.execute(params![
             n.id,
             n.node_type.as_str(),
@@ -45,7 +48,7 @@ pub fn apply_change(conn: &Connection, change: &FileChange) -> Result<()> {
             n.end_line as i64,
             n.status.as_str(),
             n.source_hash,
-            ord as i64
+            *ord as i64
         ])?;
     }
     let mut orphan =
@@ -150,6 +153,14 @@ impl Store {
             }
             Ok(())
         })
+    }
+
+    /// `path → hash` of every indexed file.
+    pub fn remora_file_hashes(&self) -> Result<std::collections::HashMap<String, String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT path, hash FROM remora_files")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     pub fn remora_load(&self) -> Result<Topology> {

@@ -67,6 +67,8 @@ CREATE TABLE IF NOT EXISTS events (
     data     TEXT NOT NULL
 );
 -- Remora: Python nodes (files, classes, functions, methods) with stable IDs.
+-- Queries go to the topology in memory; these tables persist it, so they
+-- carry no index beyond their keys (every index slows the first index down).
 CREATE TABLE IF NOT EXISTS nodes (
     id          TEXT PRIMARY KEY,
     node_type   TEXT NOT NULL,
@@ -80,15 +82,13 @@ CREATE TABLE IF NOT EXISTS nodes (
     source_hash TEXT NOT NULL,
     -- Position among the live nodes of its file; -1 once orphaned.
     ord         INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS nodes_by_file ON nodes(file_path, ord);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS edges (
     from_id   TEXT NOT NULL,
     to_id     TEXT NOT NULL,
     edge_type TEXT NOT NULL,
     PRIMARY KEY (from_id, to_id, edge_type)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_to ON edges(to_id);
 -- Each indexed file: the hash of the text indexed and its references (JSON),
 -- so an unchanged file is never parsed again and edges can be backfilled.
 CREATE TABLE IF NOT EXISTS remora_files (
