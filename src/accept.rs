@@ -493,7 +493,10 @@ pub fn reject(store: &Store, agent: &str, feedback: Option<&str>) -> Result<(), 
 /// Writes (or deletes) files so each is wholly old or wholly new even if
 /// the process dies midway: every new file is written to a temporary file
 /// and synced first, then all are renamed into place.
-fn write_files(root: &Path, files: &[(String, Option<Vec<u8>>, u32)]) -> Result<(), AcceptError> {
+pub(crate) fn write_files(
+    root: &Path,
+    files: &[(String, Option<Vec<u8>>, u32)],
+) -> Result<(), AcceptError> {
     fn io(path: &str) -> impl FnOnce(std::io::Error) -> AcceptError + '_ {
         move |source| AcceptError::Io {
             path: path.to_owned(),

@@ -15,6 +15,7 @@ pub struct Config {
     pub llm: LlmConfig,
     pub agents: AgentsConfig,
     pub sync: SyncConfig,
+    pub remora: RemoraConfig,
 }
 
 /// Which wire protocol the LLM server speaks.
@@ -141,6 +142,41 @@ impl Default for AgentsConfig {
             timeout_ms: 300_000,
             retention_hours: 24,
             feedback_rounds: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RemoraConfig {
+    /// Index the project's Python nodes (IDs in the database, edges).
+    pub index: bool,
+    /// Where node IDs live.
+    pub ids: IdMode,
+    /// Longest chain of agents activating one another (message_node).
+    pub max_depth: usize,
+    /// Time before the same node may be activated again in one chain, ms.
+    pub cooldown_ms: u64,
+}
+
+/// Where node IDs live.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IdMode {
+    /// In the database only; the files are never touched.
+    Shadow,
+    /// Also as trailing `# rm_…` comments, in projects where the user ran
+    /// `:Chimera remora enable`.
+    Inline,
+}
+
+impl Default for RemoraConfig {
+    fn default() -> Self {
+        Self {
+            index: true,
+            ids: IdMode::Shadow,
+            max_depth: 5,
+            cooldown_ms: 30_000,
         }
     }
 }

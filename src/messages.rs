@@ -41,6 +41,9 @@ pub enum ToCore {
     BufferClosed { path: String },
     /// Check that the LLM server answers and has the configured model.
     CheckLlm,
+    /// `:Chimera remora enable`: index the project; with inline IDs, ask
+    /// first (`confirmed` false) how many files will change.
+    RemoraEnable { confirmed: bool },
     /// Stop everything; Neovim is quitting.
     Shutdown,
 }
@@ -91,6 +94,16 @@ pub enum ToEditor {
     },
     /// Something the user should know.
     Notify { level: Level, message: String },
+    /// The topology changed (for one file, or `None`: all of it).
+    Topology { path: Option<String> },
+    /// Give a loaded buffer its missing node-ID comments, as one undoable
+    /// change; each edit names the line it expects to find.
+    InjectIds {
+        path: String,
+        edits: Vec<crate::runtime::remora::IdEdit>,
+    },
+    /// Ask the user before ID comments are written into `files` files.
+    RemoraConfirm { files: usize, nodes: usize },
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

@@ -21,6 +21,9 @@ use crate::paths::ProjectPath;
 use crate::store::{now_ms, AgentRecord, AgentState, Store};
 use crate::sync::{self, OpenBuffers};
 
+pub mod remora;
+pub use remora::SharedIndex;
+
 /// Where the core's messages go (the Neovim bridge, or a channel in tests).
 pub trait EditorSink: Send + Sync + 'static {
     fn send(&self, msg: ToEditor);
@@ -45,6 +48,8 @@ pub struct CoreHandle {
     tx: mpsc::UnboundedSender<ToCore>,
     thread: Option<std::thread::JoinHandle<()>>,
     pub root: PathBuf,
+    /// The Remora topology, readable from the editor without waiting on I/O.
+    pub remora: SharedIndex,
 }
 
 impl CoreHandle {
@@ -76,6 +81,8 @@ pub fn start(
 ) -> Result<CoreHandle, RuntimeError> {
     let (tx, rx) = mpsc::unbounded_channel();
     let root2 = root.clone();
+    let remora = SharedIndex::default();
+    let remora2 = remora.clone();
     let thread = std::thread::Builder::new()
         .name("chimera-core".into())
         .spawn(move || {
@@ -94,7 +101,7 @@ pub fn start(
                     return;
                 }
             };
-            rt.block_on(main_loop(config, root2, sink.clone(), rx));
+            rt.block_on(main_loop(config, root2, sink.clone(), rx, remora2));
             // Blocking tasks (a sandbox mid-run) are not waited for.
             rt.shutdown_timeout(Duration::from_millis(200));
         })
@@ -103,6 +110,7 @@ pub fn start(
         tx,
         thread: Some(thread),
         root,
+        remora,
     })
 }
 
@@ -119,6 +127,8 @@ struct Core {
     shutdown: CancellationToken,
     /// This Neovim instance's name in the store (`pid-start time`).
     owner: String,
+    /// Keeps the Remora index up to date (`None` when `remora.index` is off).
+    remora: Option<remora::Worker>,
 }
 
 /// An owner without a heartbeat for this long is considered gone.
@@ -186,7 +196,16 @@ impl Core {
         self.send_agent(id);
     }
 
-    /// The human's text of `path` changed: rebase every proposal on it.
+    /// The human's text of `path` changed: rebase the proposals on it and
+    /// re-index its nodes.
+    fn stable_changed(&self, path: &str) {
+        self.rebase_proposals(path);
+        if let Some(w) = &self.remora {
+            w.send(remora::Job::Changed(path.to_owned()));
+        }
+    }
+
+    /// Rebase every proposal on `path` onto the human's text.
     fn rebase_proposals(&self, path: &str) {
         // Runs on every buffer change: ask only for the proposals on `path`.
         let Ok(ids) = self.store.proposals_on(path) else {
@@ -213,6 +232,7 @@ async fn main_loop(
     root: PathBuf,
     sink: Arc<dyn EditorSink>,
     mut rx: mpsc::UnboundedReceiver<ToCore>,
+    shared: SharedIndex,
 ) {
     let store = match Store::open(&root) {
         Ok(s) => Arc::new(s),
@@ -238,14 +258,37 @@ async fn main_loop(
             return;
         }
     };
+    let buffers = OpenBuffers::default();
+    let remora = if config.remora.index {
+        match remora::Worker::start(
+            store.clone(),
+            root.clone(),
+            config.remora.clone(),
+            buffers.clone(),
+            sink.clone(),
+            shared,
+        ) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                sink.send(ToEditor::Notify {
+                    level: Level::Warn,
+                    message: format!("Chimera: cannot start the Remora index: {e}"),
+                });
+                None
+            }
+        }
+    } else {
+        None
+    };
     let core = Arc::new(Core {
+        remora,
         slots: Arc::new(Semaphore::new(config.agents.max_concurrent.max(1))),
         llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
         config,
         root,
         store,
         sink,
-        buffers: OpenBuffers::default(),
+        buffers,
         agents: Mutex::new(HashMap::new()),
         shutdown: CancellationToken::new(),
         owner: format!("{}-{}", std::process::id(), now_ms()),
@@ -287,6 +330,9 @@ async fn main_loop(
                     root: c.root.to_string_lossy().into_owned(),
                     files,
                 });
+                if let Some(w) = &c.remora {
+                    w.send(remora::Job::IndexAll);
+                }
                 recover(&c);
             }
             Ok(Err(e)) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
@@ -301,7 +347,7 @@ async fn main_loop(
             core.config.sync.max_file_bytes,
             Duration::from_millis(core.config.sync.debounce_ms),
             core.buffers.clone(),
-            move |p| c.rebase_proposals(p.as_str()),
+            move |p| c.stable_changed(p.as_str()),
         ) {
             Ok(w) => Some(w),
             Err(e) => {
@@ -380,7 +426,7 @@ async fn main_loop(
                     now_ms() * 1_000_000,
                     core.config.sync.max_file_bytes,
                 ) {
-                    Ok(true) => core.rebase_proposals(p.as_str()),
+                    Ok(true) => core.stable_changed(p.as_str()),
                     Ok(false) => {}
                     Err(e) => core.notify(Level::Warn, format!("Chimera: cannot record {p}: {e}")),
                 }
@@ -394,9 +440,16 @@ async fn main_loop(
                     &p,
                     core.config.sync.max_file_bytes,
                 ) {
-                    core.rebase_proposals(p.as_str());
+                    core.stable_changed(p.as_str());
                 }
             }
+            ToCore::RemoraEnable { confirmed } => match &core.remora {
+                Some(w) => w.send(remora::Job::Enable { confirmed }),
+                None => core.notify(
+                    Level::Warn,
+                    "Chimera: Remora needs `remora.index = true` in setup{}",
+                ),
+            },
             ToCore::CheckLlm => {
                 let c = core.clone();
                 tokio::spawn(async move { check_llm(&c).await });
@@ -596,6 +649,11 @@ fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>, hunk: Option
                     .send(ToEditor::ProposalCleared { id: id.to_owned() });
             } else {
                 core.send_proposal(id);
+            }
+            if let Some(w) = &core.remora {
+                for f in &out.files {
+                    w.send(remora::Job::Changed(f.clone()));
+                }
             }
             let files = out.files.iter().map(|f| core.abs(f)).collect();
             core.sink.send(ToEditor::Resolved {

@@ -198,6 +198,9 @@ impl Drop for WatchHandle {
 
 /// Watches `root` and applies changes to stable after `debounce` of quiet.
 /// `on_change` is told of each path whose stable content changed.
+/// The longest a burst of file-system events is gathered before it is applied.
+const MAX_BURST: Duration = Duration::from_secs(1);
+
 pub fn watch(
     store: Arc<Store>,
     root: PathBuf,
@@ -209,6 +212,11 @@ pub fn watch(
     let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event {
+            // Reads (another tool opening a file) change nothing, and a
+            // steady stream of them would keep the debounce from ending.
+            if matches!(event.kind, notify::EventKind::Access(_)) {
+                return;
+            }
             for p in event.paths {
                 let _ = tx.send(p);
             }
@@ -229,9 +237,12 @@ pub fn watch(
         while let Some(first) = rx.recv().await {
             let mut pending: HashMap<PathBuf, ()> = HashMap::new();
             pending.insert(first, ());
-            // Debounce: gather until the burst has been quiet for `debounce`.
+            // Debounce: gather until the burst has been quiet for `debounce`,
+            // but never hold changes back longer than `MAX_BURST`.
+            let burst_end = tokio::time::Instant::now() + MAX_BURST.max(debounce);
             loop {
-                match tokio::time::timeout(debounce, rx.recv()).await {
+                let quiet = debounce.min(burst_end - tokio::time::Instant::now().min(burst_end));
+                match tokio::time::timeout(quiet, rx.recv()).await {
                     Ok(Some(p)) => {
                         pending.insert(p, ());
                     }

@@ -65,6 +65,18 @@ M.defaults = {
     -- Follow changes made outside Neovim (git checkout, other editors).
     watch = true,
   },
+  remora = {
+    -- Index the project's Python files, classes, functions and methods as
+    -- nodes with stable IDs and edges (calls, imports, inheritance).
+    index = true,
+    -- "shadow": IDs live in the database only. "inline": also as trailing
+    -- `# rm_…` comments, written only after `:Chimera remora enable`.
+    ids = "shadow",
+    -- Longest chain of node agents messaging one another.
+    max_depth = 5,
+    -- Time before a node may be activated again by the same chain, ms.
+    cooldown_ms = 30000,
+  },
   -- Default mappings; set one to false to skip it. The <Plug> mappings
   -- (<Plug>(chimera-accept), <Plug>(chimera-reject)) always exist.
   keymaps = {
@@ -80,6 +92,7 @@ M.defaults = {
 local enums = {
   ["llm.provider"] = { ollama = true, openai = true },
   ["llm.edit_form"] = { auto = true, program = true, definitions = true },
+  ["remora.ids"] = { shadow = true, inline = true },
 }
 
 local positive = {
@@ -90,6 +103,7 @@ local positive = {
   ["agents.max_recursion"] = true,
   ["agents.timeout_ms"] = true,
   ["sync.max_file_bytes"] = true,
+  ["remora.max_depth"] = true,
 }
 
 -- Keys whose default is nil, with the type they take.
@@ -171,6 +185,7 @@ function M.to_json(config)
     llm = config.llm,
     agents = config.agents,
     sync = config.sync,
+    remora = config.remora,
   })
 end
 

@@ -384,3 +384,84 @@ fn a_second_instance_never_takes_a_live_instances_agent() {
     a.shutdown(Duration::from_secs(2));
     b.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn remora_indexes_the_project_follows_changes_and_writes_inline_ids_once_confirmed() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = project();
+    std::fs::write(
+        dir.path().join("util.py"),
+        "from app import parse_config\n\ndef load():\n    return parse_config('x')\n",
+    )
+    .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let mut cfg = config("http://127.0.0.1:9");
+    cfg.remora.ids = crate::config::IdMode::Inline;
+    let core = start(cfg, root.clone(), Arc::new(tx)).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: None }).then_some(())
+    });
+    {
+        let ix = core.remora.read();
+        let t = ix.topology();
+        let load = t.node_at("util.py", 4).unwrap();
+        assert_eq!(load.name, "load");
+        let callees: Vec<&str> = t
+            .callees(&load.id)
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(callees, ["parse_config"]);
+    }
+    // Not enabled yet: the files are untouched. Enabling asks first.
+    core.send(ToCore::RemoraEnable { confirmed: false })
+        .unwrap();
+    let files = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::RemoraConfirm { files, .. } => Some(*files),
+        _ => None,
+    });
+    assert_eq!(files, 2);
+    assert!(!std::fs::read_to_string(root.join("app.py"))
+        .unwrap()
+        .contains("rm_"));
+    core.send(ToCore::RemoraEnable { confirmed: true }).unwrap();
+    wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Notify { message, .. } if message.contains("Remora is on") => Some(()),
+        _ => None,
+    });
+    let app = std::fs::read_to_string(root.join("app.py")).unwrap();
+    let id = core
+        .remora
+        .read()
+        .topology()
+        .node_at("app.py", 2)
+        .unwrap()
+        .id
+        .clone();
+    assert!(app.starts_with("# remora-file: rm_"), "{app}");
+    assert!(
+        app.contains(&format!("def parse_config(path):    # {id}\n")),
+        "{app}"
+    );
+    // A new function typed on disk gets its ID too, and the old ones stay.
+    std::fs::write(
+        root.join("app.py"),
+        format!("{app}\ndef extra():\n    pass\n"),
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(root.join("app.py")).unwrap();
+        if text.contains("def extra():    # rm_") {
+            assert!(text.contains(&format!("def parse_config(path):    # {id}\n")));
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no ID for extra(): {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    core.shutdown(Duration::from_secs(2));
+}

@@ -341,6 +341,14 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// `(path, hash)` of every file of the stable layer.
+    pub fn stable_hashes(&self) -> Result<Vec<(String, String)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT path, hash FROM stable ORDER BY path")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Paths of the stable layer directly under or below `dir` ("" = root).
     pub fn stable_paths_under(&self, dir: &str) -> Result<Vec<String>> {
         let conn = self.conn();

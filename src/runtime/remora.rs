@@ -1,0 +1,313 @@
+//! The Remora worker: one thread owns every change to the index, so changes
+//! apply in order, and the editor reads the topology in memory (a read lock,
+//! never I/O). A whole-project index is built beside the live one and
+//! swapped in, so readers never wait for it.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use serde::Serialize;
+
+use super::EditorSink;
+use crate::config::{IdMode, RemoraConfig};
+use crate::messages::{Level, ToEditor};
+use crate::remora::index::Indexer;
+use crate::remora::inject::{self, BufferEdit};
+use crate::remora::is_python;
+use crate::store::Store;
+use crate::sync::OpenBuffers;
+
+/// The topology the editor reads.
+#[derive(Clone, Default)]
+pub struct SharedIndex(Arc<RwLock<Indexer>>);
+
+impl SharedIndex {
+    pub fn read(&self) -> RwLockReadGuard<'_, Indexer> {
+        // A panic while writing leaves at worst a stale topology, which the
+        // next change repairs: a poisoned lock is still usable.
+        self.0.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Indexer> {
+        self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Work for the worker.
+#[derive(Debug)]
+pub enum Job {
+    /// Bring the index up to date with the whole stable layer.
+    IndexAll,
+    /// The human's text of this project path changed (or the file went).
+    Changed(String),
+    /// `:Chimera remora enable`: index everything; in inline mode, count
+    /// the files that will get ID comments and, once confirmed, write them.
+    Enable { confirmed: bool },
+}
+
+/// An ID edit for a loaded buffer, with the line it expects to find there so
+/// an edit computed for an older text is never applied.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct IdEdit {
+    #[serde(flatten)]
+    pub edit: BufferEdit,
+    pub expect: String,
+}
+
+/// Setting key: the user ran `:Chimera remora enable` in this project.
+pub const ENABLED: &str = "remora_enabled";
+
+pub struct Worker {
+    tx: mpsc::Sender<Job>,
+}
+
+struct Context {
+    store: Arc<Store>,
+    root: PathBuf,
+    config: RemoraConfig,
+    buffers: OpenBuffers,
+    sink: Arc<dyn EditorSink>,
+    shared: SharedIndex,
+}
+
+impl Worker {
+    /// Starts the worker thread; it ends when the worker is dropped.
+    pub fn start(
+        store: Arc<Store>,
+        root: PathBuf,
+        config: RemoraConfig,
+        buffers: OpenBuffers,
+        sink: Arc<dyn EditorSink>,
+        shared: SharedIndex,
+    ) -> std::io::Result<Self> {
+        let (tx, rx) = mpsc::channel();
+        let ctx = Context {
+            store,
+            root,
+            config,
+            buffers,
+            sink,
+            shared,
+        };
+        std::thread::Builder::new()
+            .name("chimera-remora".into())
+            .spawn(move || run(ctx, rx))?;
+        Ok(Self { tx })
+    }
+
+    pub fn send(&self, job: Job) {
+        let _ = self.tx.send(job);
+    }
+}
+
+fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        // A burst of changes (typing, a checkout) is handled once per file.
+        let mut all = false;
+        let mut enable = None;
+        let mut changed = BTreeSet::new();
+        for job in std::iter::once(first).chain(rx.try_iter()) {
+            match job {
+                Job::IndexAll => all = true,
+                Job::Changed(p) => {
+                    changed.insert(p);
+                }
+                Job::Enable { confirmed } => enable = Some(confirmed),
+            }
+        }
+        let result = (|| -> Result<(), String> {
+            if all || enable.is_some() {
+                index_all(&ctx)?;
+            }
+            for path in &changed {
+                changed_file(&ctx, path)?;
+            }
+            if let Some(confirmed) = enable {
+                enable_remora(&ctx, confirmed)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            ctx.sink.send(ToEditor::Notify {
+                level: Level::Warn,
+                message: format!("Chimera: Remora index: {e}"),
+            });
+        }
+    }
+}
+
+/// The text of `path` in the stable layer, if it is there and not too large.
+fn stable_text(store: &Store, path: &str) -> Option<String> {
+    let entry = store.stable_entry(path).ok()??;
+    if entry.too_large {
+        return None;
+    }
+    let data = store.blob(&entry.hash).ok()?;
+    Some(String::from_utf8_lossy(&data).into_owned())
+}
+
+fn index_all(ctx: &Context) -> Result<(), String> {
+    let files: Vec<(String, Option<String>)> = ctx
+        .store
+        .stable_hashes()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|(p, _)| is_python(p))
+        .map(|(p, h)| (p, Some(h)))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut fresh = Indexer::open(&ctx.store).map_err(|e| e.to_string())?;
+    fresh
+        .index_all(&ctx.store, &files, threads, |p| stable_text(&ctx.store, p))
+        .map_err(|e| e.to_string())?;
+    fresh.hydrate(&ctx.store).map_err(|e| e.to_string())?;
+    *ctx.shared.write() = fresh;
+    ctx.sink.send(ToEditor::Topology { path: None });
+    Ok(())
+}
+
+fn inline_enabled(ctx: &Context) -> bool {
+    ctx.config.ids == IdMode::Inline
+        && ctx.store.setting(ENABLED).ok().flatten().as_deref() == Some("1")
+}
+
+fn changed_file(ctx: &Context, path: &str) -> Result<(), String> {
+    if !is_python(path) {
+        return Ok(());
+    }
+    let Some(text) = stable_text(&ctx.store, path) else {
+        let removed = ctx
+            .shared
+            .write()
+            .remove(&ctx.store, path)
+            .map_err(|e| e.to_string())?;
+        if removed.is_some() {
+            ctx.sink.send(ToEditor::Topology {
+                path: Some(path.to_owned()),
+            });
+        }
+        return Ok(());
+    };
+    let indexed = ctx
+        .shared
+        .write()
+        .index_text(&ctx.store, path, &text)
+        .map_err(|e| e.to_string())?;
+    if indexed.change.is_some() {
+        ctx.sink.send(ToEditor::Topology {
+            path: Some(path.to_owned()),
+        });
+    }
+    if inline_enabled(ctx) {
+        write_ids(ctx, path, &text)?;
+    }
+    Ok(())
+}
+
+/// Gives `path` its missing ID comments: in its buffer when it is loaded
+/// (the editor applies them as one undoable change), else on disk.
+/// Returns whether anything was missing.
+fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, String> {
+    let edits = ctx.shared.read().id_edits(path, text);
+    if edits.is_empty() {
+        return Ok(false);
+    }
+    if ctx.buffers.contains(path) {
+        let lines: Vec<&str> = text.split('\n').collect();
+        let edits = inject::buffer_edits(text, &edits)
+            .into_iter()
+            .map(|edit| {
+                let line = lines.get(edit.start_row).copied().unwrap_or("");
+                IdEdit {
+                    expect: line.strip_suffix('\r').unwrap_or(line).to_owned(),
+                    edit,
+                }
+            })
+            .collect();
+        ctx.sink.send(ToEditor::InjectIds {
+            path: ctx.root.join(path).to_string_lossy().into_owned(),
+            edits,
+        });
+        return Ok(true);
+    }
+    // On disk only if the file still holds the text the edits were made
+    // for; otherwise the watcher brings the newer text and we come back.
+    let target = ctx.root.join(path);
+    let on_disk = std::fs::read(&target).map_err(|e| format!("{path}: {e}"))?;
+    if on_disk != text.as_bytes() {
+        return Ok(false);
+    }
+    let mode = ctx
+        .store
+        .stable_entry(path)
+        .ok()
+        .flatten()
+        .map_or(0o644, |e| e.mode);
+    let new = inject::apply(text, &edits);
+    crate::accept::write_files(
+        &ctx.root,
+        &[(path.to_owned(), Some(new.clone().into_bytes()), mode)],
+    )
+    .map_err(|e| e.to_string())?;
+    // Index the new text now rather than when the watcher reports it.
+    ctx.shared
+        .write()
+        .index_text(&ctx.store, path, &new)
+        .map_err(|e| e.to_string())?;
+    Ok(true)
+}
+
+fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), String> {
+    let (files, nodes) = {
+        let ix = ctx.shared.read();
+        let t = ix.topology();
+        (t.file_paths().count(), t.counts().0)
+    };
+    if ctx.config.ids == IdMode::Shadow {
+        ctx.store
+            .set_setting(ENABLED, "1")
+            .map_err(|e| e.to_string())?;
+        ctx.sink.send(ToEditor::Notify {
+            level: Level::Info,
+            message: format!(
+                "Chimera: Remora is on: {nodes} nodes in {files} Python files (IDs kept in the database; set remora.ids = \"inline\" for `# rm_…` comments)"
+            ),
+        });
+        return Ok(());
+    }
+    let paths: Vec<String> = ctx.shared.read().topology().file_paths().cloned().collect();
+    if !confirmed {
+        let pending = paths
+            .iter()
+            .filter(|p| {
+                stable_text(&ctx.store, p)
+                    .is_some_and(|t| !ctx.shared.read().id_edits(p, &t).is_empty())
+            })
+            .count();
+        ctx.sink.send(ToEditor::RemoraConfirm {
+            files: pending,
+            nodes,
+        });
+        return Ok(());
+    }
+    ctx.store
+        .set_setting(ENABLED, "1")
+        .map_err(|e| e.to_string())?;
+    let mut written = 0;
+    for p in &paths {
+        if let Some(text) = stable_text(&ctx.store, p) {
+            if write_ids(ctx, p, &text)? {
+                written += 1;
+            }
+        }
+    }
+    ctx.sink.send(ToEditor::Notify {
+        level: Level::Info,
+        message: format!(
+            "Chimera: Remora is on: {nodes} nodes; ID comments written to {written} files"
+        ),
+    });
+    Ok(())
+}
