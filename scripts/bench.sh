@@ -7,6 +7,16 @@ cd "$here"
 nvim="$(scripts/install-nvim.sh)"
 echo "== core (cargo bench)"
 cargo bench --no-default-features --bench core 2>/dev/null | grep -E "^(import|overlay|accept|rebase|100 agents)"
+echo "== remora: index Django's sources (from PyPI) vs a bare tree-sitter parse and ctags -R"
+corpus="${REMORA_CORPUS:-}"
+if [ -z "$corpus" ]; then
+  dl="$(mktemp -d)"
+  python3 -m pip download --quiet --no-deps --no-binary :all: "django==5.1.4" -d "$dl"
+  tar xzf "$dl"/*.tar.gz -C "$dl"
+  corpus="$(ls -d "$dl"/*/ | head -1)"
+fi
+command -v ctags >/dev/null || echo "(install universal-ctags for the ctags baseline)"
+cargo bench --no-default-features --bench remora -- "$corpus" 2>/dev/null | grep -E "^remora"
 cargo build --release 2>/dev/null
 lib="$here/target/release/libchimera.so"
 

@@ -117,6 +117,18 @@ function handlers.notify(msg)
   notify(msg.message, levels[msg.level])
 end
 
+function handlers.topology(msg)
+  require("chimera.remora").topology(msg)
+end
+
+function handlers.inject_ids(msg)
+  require("chimera.remora").inject(msg)
+end
+
+function handlers.remora_confirm(msg)
+  require("chimera.remora").confirm(msg)
+end
+
 function M.dispatch(msg)
   local h = handlers[msg.type]
   if h then

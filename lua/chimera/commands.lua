@@ -144,6 +144,24 @@ M.subcommands = {
       }, false, {})
     end,
   },
+  node = {
+    desc = "show the Remora node at the cursor: ID, type, location, parent, callers, callees",
+    run = function()
+      require("chimera.remora").show()
+    end,
+  },
+  remora = {
+    desc = "Remora: :Chimera remora enable [--yes] (index the project; write inline IDs if remora.ids = \"inline\")",
+    complete = function()
+      return { "enable" }
+    end,
+    run = function(args)
+      if args[1] ~= "enable" then
+        error("Chimera: use :Chimera remora enable [--yes]")
+      end
+      require("chimera.remora").enable({ yes = vim.tbl_contains(args, "--yes") })
+    end,
+  },
   start = {
     desc = "start the core now (otherwise it starts on first use)",
     run = function()

@@ -45,6 +45,25 @@ function M.check()
     h.info("the core starts on first use (:Chimera task …); run :Chimera start to check the database now")
   end
 
+  h.start("Chimera: Remora")
+  if not (state.config and state.config.remora.index) then
+    h.info("remora.index is off: no nodes are indexed")
+  elseif lib and state.root then
+    local ok, stats = pcall(lib.remora_stats)
+    if ok and stats then
+      h.ok(("Remora index: %d nodes in %d Python files, %d edges; IDs %s"):format(
+        stats.nodes,
+        stats.files,
+        stats.edges,
+        state.config.remora.ids == "inline" and "inline (after :Chimera remora enable)" or "in the database only"
+      ))
+    else
+      h.error("cannot read the Remora index: " .. tostring(stats))
+    end
+  else
+    h.info("start the core (:Chimera start) to check the Remora index")
+  end
+
   h.start("Chimera: LLM server")
   if not (lib and state.root) then
     h.info("start the core (:Chimera start) to check the LLM server")

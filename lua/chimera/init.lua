@@ -130,6 +130,28 @@ function M.spawn(task, opts)
   return id
 end
 
+--- Remora topology queries (records with id, node_type, name, qualname,
+--- parent_id, file_path, start_line, end_line, status, source_hash).
+function M.nodes(path)
+  return require("chimera.remora").nodes(path)
+end
+
+function M.node(id)
+  return require("chimera.remora").node(id)
+end
+
+function M.node_at_cursor()
+  return require("chimera.remora").node_at_cursor()
+end
+
+function M.callers(id)
+  return require("chimera.remora").callers(id)
+end
+
+function M.callees(id)
+  return require("chimera.remora").callees(id)
+end
+
 --- Every agent known to this session, oldest first.
 function M.agents()
   local list = vim.tbl_values(state.agents)

@@ -34,6 +34,41 @@ fn send(msg: ToCore) -> mlua::Result<()> {
     with_core(|core| core.send(msg))
 }
 
+/// Runs a query on the Remora topology; `None` becomes `nil`.
+fn with_remora<T: serde::Serialize>(
+    lua: &Lua,
+    f: impl FnOnce(&Path, &crate::remora::topology::Topology) -> Option<T>,
+) -> mlua::Result<mlua::Value> {
+    use mlua::LuaSerdeExt;
+    let out = CORE.with(|c| {
+        let core = c.borrow();
+        let core = core.as_ref().ok_or_else(|| {
+            mlua::Error::external("Chimera is not started: call require('chimera').setup() first")
+        })?;
+        let ix = core.remora.read();
+        Ok::<_, mlua::Error>(f(&core.root, ix.topology()))
+    })?;
+    match out {
+        Some(v) => lua.to_value_with(
+            &v,
+            mlua::SerializeOptions::new().serialize_none_to_null(false),
+        ),
+        None => Ok(mlua::Value::Nil),
+    }
+}
+
+/// `path` (absolute, or relative to the working directory) as a project path.
+fn relative(root: &Path, path: &str) -> Option<String> {
+    let p = Path::new(path);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(p)
+    };
+    let rel = abs.strip_prefix(root).ok()?;
+    Some(rel.to_string_lossy().replace('\\', "/"))
+}
+
 fn stop_core() {
     super::bridge::retire();
     if let Some(core) = CORE.with(|c| c.borrow_mut().take()) {
@@ -156,6 +191,59 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, ()| {
             stop_core();
             Ok(())
+        })?,
+    )?;
+    t.set(
+        "remora_enable",
+        lua.create_function(|_, confirmed: bool| send(ToCore::RemoraEnable { confirmed }))?,
+    )?;
+    // Topology queries: the index in memory, behind a read lock (no I/O).
+    t.set(
+        "remora_stats",
+        lua.create_function(|lua, ()| {
+            with_remora(lua, |_, t| {
+                let (nodes, edges) = t.counts();
+                let files = t.file_paths().count();
+                Some(serde_json::json!({"files": files, "nodes": nodes, "edges": edges}))
+            })
+        })?,
+    )?;
+    t.set(
+        "nodes",
+        lua.create_function(|lua, path: String| {
+            with_remora(lua, |root, t| {
+                let rel = relative(root, &path)?;
+                Some(t.nodes_in(&rel).into_iter().cloned().collect::<Vec<_>>())
+            })
+        })?,
+    )?;
+    t.set(
+        "node",
+        lua.create_function(|lua, id: String| with_remora(lua, |_, t| t.node(&id).cloned()))?,
+    )?;
+    t.set(
+        "node_at",
+        lua.create_function(|lua, (path, line): (String, usize)| {
+            with_remora(lua, |root, t| {
+                let rel = relative(root, &path)?;
+                t.node_at(&rel, line).cloned()
+            })
+        })?,
+    )?;
+    t.set(
+        "callers",
+        lua.create_function(|lua, id: String| {
+            with_remora(lua, |_, t| {
+                Some(t.callers(&id).into_iter().cloned().collect::<Vec<_>>())
+            })
+        })?,
+    )?;
+    t.set(
+        "callees",
+        lua.create_function(|lua, id: String| {
+            with_remora(lua, |_, t| {
+                Some(t.callees(&id).into_iter().cloned().collect::<Vec<_>>())
+            })
         })?,
     )?;
     // Pure helper for the editor: hunks between two texts.

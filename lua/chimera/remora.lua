@@ -1,0 +1,168 @@
+--- Remora in the editor: topology queries, `:Chimera node`, enabling
+--- inline IDs, and applying ID comments to loaded buffers.
+local state = require("chimera.state")
+
+local M = {}
+
+local function lib()
+  require("chimera").start()
+  return require("chimera.loader").require()
+end
+
+local function real(path)
+  path = vim.fn.fnamemodify(path, ":p")
+  return vim.uv.fs_realpath(path) or path
+end
+
+--- Live nodes of `path` (default: the current buffer's file), file node first.
+function M.nodes(path)
+  path = path or vim.api.nvim_buf_get_name(0)
+  return lib().nodes(real(path)) or {}
+end
+
+--- One node by ID (orphaned ones included), or nil.
+function M.node(id)
+  return lib().node(id)
+end
+
+--- The innermost node around the cursor (the file's node outside any
+--- definition), or nil when the buffer is not an indexed Python file.
+function M.node_at_cursor()
+  local name = vim.api.nvim_buf_get_name(0)
+  if name == "" then
+    return nil
+  end
+  return lib().node_at(real(name), vim.api.nvim_win_get_cursor(0)[1])
+end
+
+function M.callers(id)
+  return lib().callers(id) or {}
+end
+
+function M.callees(id)
+  return lib().callees(id) or {}
+end
+
+local function label(n)
+  return ("%s %s (%s)"):format(n.node_type, n.name, n.id)
+end
+
+--- The lines `:Chimera node` shows for node `n`.
+function M.describe(n)
+  local lines = {
+    ("%s  %s %s"):format(n.id, n.node_type, n.name),
+    ("%s:%d-%d  %s"):format(n.file_path, n.start_line, n.end_line, n.status),
+  }
+  local parent = n.parent_id and M.node(n.parent_id)
+  table.insert(lines, "parent: " .. (parent and label(parent) or "none (top level)"))
+  for _, pair in ipairs({ { "callers", M.callers(n.id) }, { "callees", M.callees(n.id) } }) do
+    local names = {}
+    for _, c in ipairs(pair[2]) do
+      table.insert(names, label(c))
+    end
+    table.insert(lines, pair[1] .. ": " .. (#names > 0 and table.concat(names, ", ") or "none"))
+  end
+  return lines
+end
+
+--- `:Chimera node`: the node at the cursor.
+function M.show()
+  local n = M.node_at_cursor()
+  if not n then
+    vim.notify(
+      "Chimera: no Remora node here (is this a Python file under the project root, and is it indexed yet?)",
+      vim.log.levels.WARN,
+      { title = "Chimera" }
+    )
+    return
+  end
+  vim.api.nvim_echo({ { table.concat(M.describe(n), "\n") } }, false, {})
+end
+
+--- `:Chimera remora enable [--yes]`.
+function M.enable(opts)
+  opts = opts or {}
+  lib().remora_enable(opts.yes == true)
+end
+
+--- The core asks before writing ID comments into `msg.files` files.
+function M.confirm(msg)
+  if msg.files == 0 then
+    lib().remora_enable(true)
+    return
+  end
+  local question = ("Remora will add `# rm_…` ID comments to %d file%s (%d nodes). Continue?"):format(
+    msg.files,
+    msg.files == 1 and "" or "s",
+    msg.nodes
+  )
+  if vim.fn.confirm(question, "&Yes\n&No", 2) == 1 then
+    lib().remora_enable(true)
+  else
+    vim.notify("Chimera: Remora not enabled; no file was changed", vim.log.levels.INFO, { title = "Chimera" })
+  end
+end
+
+local pending = {} -- bufnr -> edits waiting for the end of insert mode
+
+--- Applies ID edits to a buffer as one undoable change, unless the lines
+--- they expect are no longer there (the core sends them again after the
+--- next change).
+local function apply(buf, edits)
+  for _, e in ipairs(edits) do
+    local line = vim.api.nvim_buf_get_lines(buf, e.start_row, e.start_row + 1, false)[1]
+    if line ~= e.expect then
+      return false
+    end
+  end
+  local view = vim.api.nvim_get_current_buf() == buf and vim.fn.winsaveview() or nil
+  -- Close the human's undo block, so `u` undoes exactly the IDs.
+  vim.bo[buf].undolevels = vim.bo[buf].undolevels
+  -- Last first, so earlier positions stay valid; joined into one undo step.
+  for i = #edits, 1, -1 do
+    local e = edits[i]
+    if i < #edits then
+      pcall(vim.cmd, "undojoin")
+    end
+    vim.api.nvim_buf_set_text(buf, e.start_row, e.start_col, e.end_row, e.end_col, e.lines)
+  end
+  if view then
+    vim.fn.winrestview(view)
+  end
+  return true
+end
+
+function M.inject(msg)
+  local buf = require("chimera.buffers").find(msg.path)
+  if not buf or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  local mode = vim.api.nvim_get_mode().mode
+  if buf == vim.api.nvim_get_current_buf() and (mode:sub(1, 1) == "i" or mode:sub(1, 1) == "R") then
+    pending[buf] = msg.edits
+    vim.api.nvim_create_autocmd("InsertLeave", {
+      buffer = buf,
+      once = true,
+      callback = function()
+        local edits = pending[buf]
+        pending[buf] = nil
+        if edits then
+          apply(buf, edits)
+        end
+      end,
+    })
+    return
+  end
+  apply(buf, msg.edits)
+end
+
+function M.topology(msg)
+  state.topology_tick = (state.topology_tick or 0) + 1
+  vim.api.nvim_exec_autocmds("User", {
+    pattern = "ChimeraTopology",
+    modeline = false,
+    data = { path = msg.path and (state.root .. "/" .. msg.path) or nil },
+  })
+end
+
+return M

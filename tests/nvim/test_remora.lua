@@ -1,0 +1,105 @@
+-- Remora in a real Neovim: topology queries, :Chimera node, and inline IDs
+-- written into a loaded buffer as one undoable change (and on disk for the
+-- files that are not loaded), only after `:Chimera remora enable`.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local APP = "from util import helper\n\n\nclass Config:\n    def load(self):\n        return helper(self)\n"
+local UTIL = "def helper(x):\n    return x\n"
+
+local function indexed(path)
+  h.wait_for("the index of " .. path, function()
+    return #chimera.nodes(path) > 1
+  end, 20000)
+end
+
+h.test("nodes, node_at_cursor, callers and callees follow the code", function()
+  local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL })
+  h.setup("http://127.0.0.1:9")
+  vim.cmd.edit("app.py")
+  chimera.start()
+  indexed(root .. "/app.py")
+  indexed(root .. "/util.py")
+  local names = {}
+  for _, n in ipairs(chimera.nodes()) do
+    table.insert(names, n.node_type .. ":" .. n.name)
+  end
+  h.eq(names, { "file:app.py", "class:Config", "method:load" }, "nodes of app.py")
+  vim.api.nvim_win_set_cursor(0, { 6, 8 })
+  local load = h.truthy(chimera.node_at_cursor(), "node at cursor")
+  h.eq({ load.name, load.node_type, load.file_path, load.start_line, load.end_line, load.status },
+    { "load", "method", "app.py", 5, 6, "active" }, "record")
+  h.truthy(load.id:match("^rm_[a-z0-9]+$") and #load.id == 11, "id format " .. load.id)
+  local callees = chimera.callees(load.id)
+  h.eq(#callees, 1, "callees")
+  h.eq(callees[1].name, "helper", "callee")
+  h.eq(chimera.callers(callees[1].id)[1].id, load.id, "callers")
+  h.eq(chimera.node(load.parent_id).name, "Config", "parent")
+  -- :Chimera node prints the node at the cursor.
+  local out = vim.api.nvim_exec2("Chimera node", { output = true }).output
+  h.truthy(out:find(load.id, 1, true) and out:find("callees: function helper", 1, true), out)
+  -- Typing a new method: it becomes a node; the IDs of the others stay.
+  vim.api.nvim_buf_set_lines(0, -1, -1, false, { "", "    def save(self):", "        return 1" })
+  h.wait_for("the new node", function()
+    local n = chimera.node_at_cursor()
+    vim.api.nvim_win_set_cursor(0, { 9, 8 })
+    n = chimera.node_at_cursor()
+    vim.api.nvim_win_set_cursor(0, { 6, 8 })
+    return n and n.name == "save"
+  end, 10000)
+  vim.api.nvim_win_set_cursor(0, { 6, 8 })
+  h.eq(chimera.node_at_cursor().id, load.id, "load keeps its ID")
+  -- :checkhealth reports the index.
+  vim.cmd("checkhealth chimera")
+  local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  h.truthy(report:find("Remora index: %d+ nodes in 2 Python files"), report)
+  vim.cmd("close")
+  -- Shadow mode: the files are never touched.
+  h.eq(h.read(root .. "/util.py"), UTIL, "util.py untouched")
+  h.eq(vim.api.nvim_buf_get_lines(0, 0, 1, false)[1], "from util import helper", "buffer untouched")
+end)
+
+h.test("remora enable writes inline IDs: buffer as one undo step, other files on disk", function()
+  local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL })
+  h.setup("http://127.0.0.1:9", { remora = { ids = "inline" } })
+  vim.cmd.edit("app.py")
+  chimera.start()
+  indexed(root .. "/app.py")
+  indexed(root .. "/util.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local before = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  -- Declining the question changes nothing.
+  local asked
+  local confirm = vim.fn.confirm
+  vim.fn.confirm = function(q)
+    asked = q
+    return 2
+  end
+  vim.cmd("Chimera remora enable")
+  h.wait_for("the question", function()
+    return asked ~= nil
+  end, 10000)
+  h.truthy(asked:find("2 files", 1, true), asked)
+  vim.wait(300)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), before, "declined: buffer unchanged")
+  h.eq(h.read(root .. "/util.py"), UTIL, "declined: file unchanged")
+  vim.fn.confirm = confirm
+  -- --yes skips the question.
+  vim.cmd("Chimera remora enable --yes")
+  h.wait_for("IDs in the buffer", function()
+    return (vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] or ""):match("^# remora%-file: rm_") ~= nil
+  end, 10000)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local load = chimera.nodes(root .. "/app.py")[3]
+  h.eq(lines[6], "    def load(self):    # " .. load.id, "trailing ID comment")
+  h.truthy(lines[5]:match("^class Config:    # rm_[a-z0-9]+$"), lines[5])
+  h.wait_for("IDs on disk", function()
+    return (h.read(root .. "/util.py") or ""):match("^# remora%-file: rm_[a-z0-9]+\ndef helper%(x%):    # rm_[a-z0-9]+\n    return x\n$") ~= nil
+  end, 10000)
+  h.eq(h.read(root .. "/app.py"), APP, "the buffer's file is not written behind the human's back")
+  -- One undo removes every ID from the buffer.
+  vim.cmd("silent undo")
+  h.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), before, "one undo step")
+end)
+
+h.finish()
