@@ -9,7 +9,11 @@
 //! - [`topology`]: the in-memory graph (petgraph), ID matching across edits,
 //!   and reference resolution between files.
 //! - [`index`]: keeps the topology and the store in step with the files.
+//! - [`events`]: the seed's event types and subscriptions (triggers).
+//! - [`chain`]: activation chains: cycle, depth and cooldown checks.
 
+pub mod chain;
+pub mod events;
 pub mod extract;
 pub mod ids;
 pub mod index;

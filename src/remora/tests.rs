@@ -463,3 +463,148 @@ fn module_names_follow_packages() {
     assert_eq!(module_name("pkg/__init__.py"), "pkg");
     assert_eq!(module_name("top.py"), "top");
 }
+
+fn all_events() -> Vec<events::Event> {
+    use events::Event::*;
+    vec![
+        AgentStart {
+            agent_id: "rm_a0000000".into(),
+            trigger_event_id: None,
+        },
+        AgentComplete {
+            agent_id: "rm_a0000000".into(),
+            result: "done".into(),
+        },
+        AgentError {
+            agent_id: "rm_a0000000".into(),
+            error: "boom".into(),
+        },
+        AgentMessage {
+            from_agent: "rm_a0000000".into(),
+            to_agent: "rm_b0000000".into(),
+            message: "add hints".into(),
+        },
+        RewriteProposal {
+            agent_id: "rm_b0000000".into(),
+            proposal_id: "p1".into(),
+            old_source: "a".into(),
+            new_source: "b".into(),
+            diff: "-a\n+b\n".into(),
+        },
+        RewriteApplied {
+            agent_id: "rm_b0000000".into(),
+            proposal_id: "p1".into(),
+        },
+        RewriteRejected {
+            agent_id: "rm_b0000000".into(),
+            proposal_id: "p1".into(),
+            feedback: "no".into(),
+        },
+        TopologyChanged {
+            file_path: "a.py".into(),
+            added_nodes: vec!["rm_c0000000".into()],
+            removed_nodes: vec![],
+            orphaned_nodes: vec![],
+        },
+        HumanChat {
+            to_agent: "rm_a0000000".into(),
+            message: "hi".into(),
+        },
+    ]
+}
+
+#[test]
+fn every_event_type_is_logged_in_order_and_replays_from_a_sequence() {
+    let st = store();
+    let mut seqs = Vec::new();
+    for e in all_events() {
+        let (rec, _) = st.remora_emit(&e, Some("cr_x")).unwrap();
+        assert_eq!(rec.event, e);
+        seqs.push(rec.seq);
+    }
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let all = st.remora_events_since(0, None, 100).unwrap();
+    let types: Vec<&str> = all.iter().map(|r| r.event.event_type()).collect();
+    assert_eq!(types, events::EVENT_TYPES);
+    assert!(all
+        .iter()
+        .all(|r| r.correlation_id.as_deref() == Some("cr_x") && !r.event_id.is_empty()));
+    // Replay from the middle gives the rest, in order.
+    let rest = st.remora_events_since(seqs[4], None, 100).unwrap();
+    assert_eq!(rest.iter().map(|r| r.seq).collect::<Vec<_>>(), seqs[5..]);
+    // Filtered by node: from or to it.
+    let b = st.remora_events_since(0, Some("rm_b0000000"), 100).unwrap();
+    assert_eq!(b.len(), 4);
+    // The seed's wire names.
+    let json = serde_json::to_value(&all[3]).unwrap();
+    assert_eq!(json["event_type"], "AgentMessageEvent");
+    assert_eq!(json["from_agent"], "rm_a0000000");
+}
+
+#[test]
+fn subscriptions_turn_events_into_triggers() {
+    let st = store();
+    for p in events::Pattern::for_node("rm_b0000000") {
+        st.subscribe("rm_b0000000", &p).unwrap();
+    }
+    st.subscribe(
+        "rm_watcher0",
+        &events::Pattern {
+            event_types: vec!["RewriteProposalEvent".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let fired: Vec<Vec<String>> = all_events()
+        .iter()
+        .map(|e| {
+            st.remora_emit(e, None)
+                .unwrap()
+                .1
+                .into_iter()
+                .map(|t| t.agent_id)
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        fired,
+        vec![
+            vec![],
+            vec![],
+            vec![],
+            vec!["rm_b0000000".to_string()], // a message to it
+            vec!["rm_watcher0".to_string()],
+            vec![],
+            vec!["rm_b0000000".to_string()], // its proposal was rejected
+            vec![],
+            vec![],
+        ]
+    );
+    // not_from_self: a node's message to itself wakes nothing.
+    let own = events::Event::AgentMessage {
+        from_agent: "rm_b0000000".into(),
+        to_agent: "rm_b0000000".into(),
+        message: "x".into(),
+    };
+    assert!(st.remora_emit(&own, None).unwrap().1.is_empty());
+    st.unsubscribe("rm_b0000000").unwrap();
+    assert_eq!(st.subscriptions().unwrap().len(), 1);
+}
+
+#[test]
+fn an_old_database_gains_the_new_event_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".chimera")).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join(".chimera/chimera.db")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL,
+         agent_id TEXT, kind TEXT NOT NULL, data TEXT NOT NULL);
+         INSERT INTO events (ts, agent_id, kind, data) VALUES (1, 'a', 'accepted', '{}');",
+    )
+    .unwrap();
+    drop(conn);
+    let st = Store::open(dir.path()).unwrap();
+    let (rec, _) = st.remora_emit(&all_events()[0], Some("cr_y")).unwrap();
+    assert_eq!(rec.seq, 2);
+    assert_eq!(st.events_since(0).unwrap().len(), 2);
+}

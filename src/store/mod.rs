@@ -263,6 +263,17 @@ impl Store {
         // 32 MB of page cache: indexing a large project writes ~10⁵ rows.
         conn.pragma_update(None, "cache_size", -32_000)?;
         conn.execute_batch(schema::SCHEMA)?;
+        for (table, column, kind) in schema::ADDED_COLUMNS {
+            let exists: bool = conn
+                .prepare(&format!(
+                    "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+                ))?
+                .exists([column])?;
+            if !exists {
+                conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+            }
+        }
+        conn.execute_batch(schema::LATE_INDEXES)?;
         Ok(Self {
             conn: Mutex::new(conn),
             root: root.to_path_buf(),

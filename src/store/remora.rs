@@ -3,6 +3,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{Result, Store};
+use crate::remora::events::{self, Event, EventRecord, Pattern, Trigger};
 use crate::remora::topology::{FileChange, Ref, Topology};
 use crate::remora::{Edge, EdgeKind, Node, NodeStatus, NodeType};
 
@@ -202,4 +203,149 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+impl Store {
+    /// Appends a Remora event; returns it as stored and the agents its
+    /// subscriptions wake.
+    pub fn remora_emit(
+        &self,
+        event: &Event,
+        correlation_id: Option<&str>,
+    ) -> Result<(EventRecord, Vec<Trigger>)> {
+        self.transaction(|tx| {
+            let event_id =
+                crate::remora::ids::fresh()[crate::remora::ids::PREFIX.len()..].to_owned();
+            let ts = super::now_ms();
+            tx.prepare_cached(
+                "INSERT INTO events (ts, agent_id, kind, data, event_id, correlation_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                ts,
+                event.subject(),
+                event.event_type(),
+                serde_json::to_string(event)?,
+                event_id,
+                correlation_id
+            ])?;
+            let seq = tx.last_insert_rowid();
+            let subs = subscriptions(tx)?;
+            let triggers = events::triggers(&subs, seq, correlation_id, event);
+            Ok((
+                EventRecord {
+                    seq,
+                    event_id,
+                    timestamp: ts,
+                    correlation_id: correlation_id.map(str::to_owned),
+                    event: event.clone(),
+                },
+                triggers,
+            ))
+        })
+    }
+
+    /// Remora events after sequence `after`, oldest first, at most `limit`;
+    /// with `agent`, only those from or to that node.
+    pub fn remora_events_since(
+        &self,
+        after: i64,
+        agent: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<EventRecord>> {
+        let conn = self.conn();
+        let types = events::EVENT_TYPES
+            .iter()
+            .map(|t| format!("'{t}'"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT seq, ts, data, event_id, correlation_id FROM events
+             WHERE seq > ?1 AND kind IN ({types}) ORDER BY seq"
+        ))?;
+        let rows = stmt.query_map([after], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, ts, data, event_id, correlation_id) = row?;
+            let event: Event = serde_json::from_str(&data)?;
+            if let Some(a) = agent {
+                if event.from_agent() != Some(a) && event.to_agent() != Some(a) {
+                    continue;
+                }
+            }
+            out.push(EventRecord {
+                seq,
+                event_id: event_id.unwrap_or_default(),
+                timestamp: ts,
+                correlation_id,
+                event,
+            });
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn subscribe(&self, agent: &str, pattern: &Pattern) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR IGNORE INTO subscriptions (agent_id, pattern) VALUES (?1, ?2)",
+            params![agent, serde_json::to_string(pattern)?],
+        )?;
+        Ok(())
+    }
+
+    pub fn unsubscribe(&self, agent: &str) -> Result<()> {
+        self.conn()
+            .execute("DELETE FROM subscriptions WHERE agent_id = ?1", [agent])?;
+        Ok(())
+    }
+
+    pub fn subscriptions(&self) -> Result<Vec<(String, Pattern)>> {
+        subscriptions(&self.conn())
+    }
+
+    /// Records one activation of a chain (for inspection; the checks run
+    /// on the chains in memory).
+    pub fn chain_record(
+        &self,
+        correlation: &str,
+        agent: &str,
+        depth: usize,
+        ts: i64,
+    ) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO activation_chain (correlation_id, agent_id, depth, timestamp)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![correlation, agent, depth as i64, ts],
+        )?;
+        Ok(())
+    }
+
+    pub fn chain_forget(&self, correlation: &str) -> Result<()> {
+        self.conn().execute(
+            "DELETE FROM activation_chain WHERE correlation_id = ?1",
+            [correlation],
+        )?;
+        Ok(())
+    }
+}
+
+fn subscriptions(conn: &Connection) -> Result<Vec<(String, Pattern)>> {
+    let mut stmt = conn.prepare_cached("SELECT agent_id, pattern FROM subscriptions")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (agent, pattern) = row?;
+        out.push((agent, serde_json::from_str(&pattern)?));
+    }
+    Ok(out)
 }

@@ -59,12 +59,16 @@ CREATE TABLE IF NOT EXISTS instances (
     started_at INTEGER NOT NULL,
     heartbeat  INTEGER NOT NULL
 );
+-- The event log: agent lifecycle events and the Remora events (whose
+-- `kind` is the seed's event type, e.g. `AgentMessageEvent`).
 CREATE TABLE IF NOT EXISTS events (
     seq      INTEGER PRIMARY KEY AUTOINCREMENT,
     ts       INTEGER NOT NULL,
     agent_id TEXT,
     kind     TEXT NOT NULL,
-    data     TEXT NOT NULL
+    data     TEXT NOT NULL,
+    event_id TEXT,
+    correlation_id TEXT
 );
 -- Remora: Python nodes (files, classes, functions, methods) with stable IDs.
 -- Queries go to the topology in memory; these tables persist it, so they
@@ -100,4 +104,30 @@ CREATE TABLE IF NOT EXISTS settings (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+-- Remora subscriptions: which events wake which node agent (JSON pattern).
+CREATE TABLE IF NOT EXISTS subscriptions (
+    agent_id TEXT NOT NULL,
+    pattern  TEXT NOT NULL,
+    PRIMARY KEY (agent_id, pattern)
+);
+-- Remora activation chains (seed §2c), kept while a chain is live.
+CREATE TABLE IF NOT EXISTS activation_chain (
+    correlation_id TEXT NOT NULL,
+    agent_id       TEXT NOT NULL,
+    depth          INTEGER NOT NULL,
+    timestamp      INTEGER NOT NULL,
+    PRIMARY KEY (correlation_id, agent_id)
+);
+";
+
+/// Columns added to tables of older databases: `(table, column, type)`.
+pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("events", "event_id", "TEXT"),
+    ("events", "correlation_id", "TEXT"),
+];
+
+/// Indexes over added columns, created after them.
+pub const LATE_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS events_correlation ON events(correlation_id);
+CREATE INDEX IF NOT EXISTS events_kind ON events(kind);
 ";
