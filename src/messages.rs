@@ -44,6 +44,10 @@ pub enum ToCore {
     /// `:Chimera remora enable`: index the project; with inline IDs, ask
     /// first (`confirmed` false) how many files will change.
     RemoraEnable { confirmed: bool },
+    /// The human says `message` to the agent of node `node_id`.
+    NodeChat { node_id: String, message: String },
+    /// Send the stored Remora events of node `node_id` (its conversation).
+    NodeHistory { node_id: String },
     /// Stop everything; Neovim is quitting.
     Shutdown,
 }
@@ -104,6 +108,15 @@ pub enum ToEditor {
     },
     /// Ask the user before ID comments are written into `files` files.
     RemoraConfirm { files: usize, nodes: usize },
+    /// A Remora event was logged.
+    RemoraEvent {
+        record: crate::remora::events::EventRecord,
+    },
+    /// Answer to [`ToCore::NodeHistory`], oldest first.
+    NodeHistory {
+        node_id: String,
+        events: Vec<crate::remora::events::EventRecord>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

@@ -21,6 +21,7 @@ use crate::paths::ProjectPath;
 use crate::store::{now_ms, AgentRecord, AgentState, Store};
 use crate::sync::{self, OpenBuffers};
 
+mod nodes;
 pub mod remora;
 pub use remora::SharedIndex;
 
@@ -129,6 +130,10 @@ struct Core {
     owner: String,
     /// Keeps the Remora index up to date (`None` when `remora.index` is off).
     remora: Option<remora::Worker>,
+    /// The Remora topology (shared with the editor).
+    remora_index: SharedIndex,
+    /// Activation chains of node agents messaging one another.
+    chains: Mutex<crate::remora::chain::Chains>,
 }
 
 /// An owner without a heartbeat for this long is considered gone.
@@ -259,6 +264,7 @@ async fn main_loop(
         }
     };
     let buffers = OpenBuffers::default();
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let remora = if config.remora.index {
         match remora::Worker::start(
             store.clone(),
@@ -266,7 +272,8 @@ async fn main_loop(
             config.remora.clone(),
             buffers.clone(),
             sink.clone(),
-            shared,
+            shared.clone(),
+            events_tx,
         ) {
             Ok(w) => Some(w),
             Err(e) => {
@@ -282,6 +289,11 @@ async fn main_loop(
     };
     let core = Arc::new(Core {
         remora,
+        remora_index: shared,
+        chains: Mutex::new(crate::remora::chain::Chains::new(
+            config.remora.max_depth,
+            config.remora.cooldown_ms,
+        )),
         slots: Arc::new(Semaphore::new(config.agents.max_concurrent.max(1))),
         llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
         config,
@@ -292,6 +304,18 @@ async fn main_loop(
         agents: Mutex::new(HashMap::new()),
         shutdown: CancellationToken::new(),
         owner: format!("{}-{}", std::process::id(), now_ms()),
+    });
+    let c = core.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = c.shutdown.cancelled() => return,
+                event = events_rx.recv() => match event {
+                    Some(event) => c.emit(event, None),
+                    None => return,
+                },
+            }
+        }
     });
     if let Err(e) = core.store.instance_heartbeat(&core.owner) {
         core.notify(
@@ -382,6 +406,7 @@ async fn main_loop(
                     file,
                     cursor_line,
                     feedback: vec![],
+                    node: None,
                 },
             ),
             ToCore::Accept { id, buffers, hunk } => {
@@ -450,6 +475,19 @@ async fn main_loop(
                     "Chimera: Remora needs `remora.index = true` in setup{}",
                 ),
             },
+            ToCore::NodeChat { node_id, message } => nodes::chat(&core, &node_id, message),
+            ToCore::NodeHistory { node_id } => {
+                let c = core.clone();
+                tokio::task::spawn_blocking(move || {
+                    match c.store.remora_events_since(0, Some(&node_id), 10_000) {
+                        Ok(events) => c.sink.send(ToEditor::NodeHistory { node_id, events }),
+                        Err(e) => c.notify(
+                            Level::Warn,
+                            format!("Chimera: cannot read the history of {node_id}: {e}"),
+                        ),
+                    }
+                });
+            }
             ToCore::CheckLlm => {
                 let c = core.clone();
                 tokio::spawn(async move { check_llm(&c).await });
@@ -505,7 +543,7 @@ fn recover(core: &Arc<Core>) {
         }
     }
     for rec in runnable {
-        start_agent(core, Job::from(rec));
+        start_agent(core, nodes::hydrate(core, Job::from(rec)));
     }
 }
 
@@ -582,6 +620,9 @@ fn start_agent(core: &Arc<Core>, job: Job) {
                 Err(e) => Err(agent::AgentError::Internal(e.clone())),
             };
             finish_agent(&core, &id, outcome, &cancel);
+            if let Some(node_job) = &job.node {
+                nodes::after_run(&core, &id, node_job);
+            }
         }
         drop(permit);
         if let Ok(mut agents) = core.agents.lock() {
@@ -627,7 +668,7 @@ fn finish_agent(
     }
 }
 
-fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>, hunk: Option<usize>) {
+fn accept_proposal(core: &Arc<Core>, id: &str, buffers: Vec<BufferText>, hunk: Option<usize>) {
     let buffers: HashMap<String, String> = buffers
         .into_iter()
         .filter_map(|b| core.rel(&b.path).map(|p| (p.to_string(), b.text)))
@@ -654,6 +695,9 @@ fn accept_proposal(core: &Core, id: &str, buffers: Vec<BufferText>, hunk: Option
                 for f in &out.files {
                     w.send(remora::Job::Changed(f.clone()));
                 }
+            }
+            if out.done {
+                nodes::verdict(core, id, true, None);
             }
             let files = out.files.iter().map(|f| core.abs(f)).collect();
             core.sink.send(ToEditor::Resolved {
@@ -698,8 +742,9 @@ fn reject_proposal(core: &Arc<Core>, id: &str, feedback: Option<String>) {
                     files: vec![],
                     hunk: None,
                 });
+                nodes::verdict(core, id, false, Some(text));
                 if let Some(rec) = again {
-                    start_agent(core, Job::from(rec));
+                    start_agent(core, nodes::hydrate(core, Job::from(rec)));
                 }
             }
             Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
@@ -712,6 +757,7 @@ fn reject_proposal(core: &Arc<Core>, id: &str, feedback: Option<String>) {
     }
     match accept::reject(&core.store, id, feedback.as_deref()) {
         Ok(()) => {
+            nodes::verdict(core, id, false, feedback.as_deref());
             core.send_agent(id);
             core.sink
                 .send(ToEditor::ProposalCleared { id: id.to_owned() });

@@ -26,6 +26,10 @@ pub struct AgentHost {
     pub submitted: Option<(String, Vec<String>)>,
     pub logs: Vec<String>,
     pub written: Vec<String>,
+    /// A node agent's tools (Remora), when the agent embodies a node.
+    pub node: Option<super::node::NodeJob>,
+    /// Messages a node agent sent (message_node, ask_parent).
+    pub messages_sent: Vec<String>,
 }
 
 const FUNCTIONS: &[&str] = &[
@@ -94,7 +98,7 @@ impl AgentHost {
 
 impl Host for AgentHost {
     fn has_function(&self, name: &str) -> bool {
-        FUNCTIONS.contains(&name)
+        FUNCTIONS.contains(&name) || self.node.as_ref().is_some_and(|n| n.has_tool(name))
     }
 
     fn cancelled(&self) -> bool {
@@ -107,6 +111,14 @@ impl Host for AgentHost {
         a: Vec<Value>,
         kw: Vec<(Value, Value)>,
     ) -> Result<Value, String> {
+        if let Some(node) = &self.node {
+            if let Some(result) = node.call(&self.overlay(), name, &a, &kw) {
+                if let (Ok(Value::String(s)), "message_node" | "ask_parent") = (&result, name) {
+                    self.messages_sent.push(s.clone());
+                }
+                return result;
+            }
+        }
         match name {
             "get_task" => Ok(Value::String(self.task.clone())),
             "read_file" => {

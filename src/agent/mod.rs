@@ -10,6 +10,7 @@
 
 mod context;
 mod host;
+pub mod node;
 pub mod prompt;
 
 use std::sync::Arc;
@@ -56,6 +57,8 @@ pub struct Job {
     pub cursor_line: Option<usize>,
     /// Earlier attempts the user rejected, with their feedback.
     pub feedback: Vec<crate::store::Feedback>,
+    /// The node this agent embodies (Remora), hydrated by the runtime.
+    pub node: Option<node::NodeJob>,
 }
 
 impl From<crate::store::AgentRecord> for Job {
@@ -68,6 +71,7 @@ impl From<crate::store::AgentRecord> for Job {
             file: rec.file,
             cursor_line: rec.cursor_line,
             feedback: rec.feedback,
+            node: None,
         }
     }
 }
@@ -148,9 +152,13 @@ pub async fn run(
         let tree = ov
             .files()
             .map_err(|e| AgentError::Internal(e.to_string()))?;
-        let path = job
-            .file
-            .clone()
+        let node_file = job
+            .node
+            .as_ref()
+            .and_then(|n| n.view.node.as_ref())
+            .map(|n| n.file_path.clone());
+        let path = node_file
+            .or_else(|| job.file.clone())
             .or_else(|| context::locate(&ov, &tree, &job.task));
         let target = path.and_then(|p| {
             let pp = ProjectPath::parse(&p).ok()?;
@@ -158,7 +166,13 @@ pub async fn run(
         });
         (tree, target)
     };
-    let form = choose_form(config, target.is_some());
+    // A node agent answers with its new source (its rewrite_self) or a
+    // program calling its tools.
+    let form = if job.node.is_some() {
+        EditForm::Definitions
+    } else {
+        choose_form(config, target.is_some())
+    };
     let json = config.llm.json_output && form == EditForm::Definitions;
     let window = llm.context_window().await as usize;
     // Characters the file may take: the window minus the reply and the
@@ -175,20 +189,24 @@ pub async fn run(
         };
         context::target_view(p.as_str(), t, &job.task, cursor, budget)
     });
-    let mut system = prompt::system(form).to_owned();
+    let mut system = match &job.node {
+        Some(n) => node::system_prompt(&n.view),
+        None => prompt::system(form).to_owned(),
+    };
     if json {
         system.push_str("\nAnswer as JSON: {\"summary\": one line saying what you changed, \"code\": the Python code}.");
     }
-    let mut messages = vec![
-        ChatMessage::system(system),
-        prompt::task_message(
+    let task_message = match &job.node {
+        Some(_) => ChatMessage::user(format!("# Request\n{}", job.task.trim())),
+        None => prompt::task_message(
             form,
             &job.task,
             job.context.as_deref(),
             view.as_ref(),
             &tree,
         ),
-    ];
+    };
+    let mut messages = vec![ChatMessage::system(system), task_message];
     if !job.feedback.is_empty() {
         messages.push(prompt::feedback_message(&job.feedback));
     }
@@ -218,10 +236,20 @@ pub async fn run(
         let (code, said) = read_reply(&reply, json);
         messages.push(ChatMessage::assistant(reply));
         store.overlay_clear(&job.id)?;
+        let node = job.node.as_ref().and_then(|n| n.view.node.as_ref());
         let attempt = match python::classify(&code, target.as_ref().map(|(_, t)| t.as_str())) {
             ReplyForm::Program(code) => {
                 progress("running the program".into());
                 run_program(&store, config, llm, job, cancel, code).await?
+            }
+            ReplyForm::Definitions(code) | ReplyForm::WholeFile(code) if node.is_some() => {
+                match (&target, node) {
+                    (Some((path, text)), Some(n)) => match node::apply_reply(text, n, job.node.as_ref().map(|j| &j.bus), &code) {
+                        Ok(new) => write_checked(&store, &job.id, max_bytes, path, text, &new, "rewrite_self"),
+                        Err(e) => Err(e),
+                    },
+                    _ => Err("Your node's file is gone.".into()),
+                }
             }
             ReplyForm::Definitions(code) => match &target {
                 Some((path, text)) => {
@@ -335,6 +363,8 @@ async fn run_program(
         submitted: None,
         logs: Vec::new(),
         written: Vec::new(),
+        node: job.node.clone(),
+        messages_sent: Vec::new(),
     };
     let (result, host) = tokio::task::spawn_blocking(move || {
         let r = sandbox::run(&code, &mut host, limits);
@@ -347,12 +377,28 @@ async fn run_program(
         Err(e) => return Ok(Err(e.to_string())),
         Ok(_) => {}
     }
-    let Some((summary, _)) = host.submitted else {
-        return Ok(Err(
-            "The program ended without calling submit_result(summary, changed_files).".into(),
-        ));
-    };
     let entries = store.overlay_entries(&job.id)?;
+    // A node agent's program may only have asked other nodes for changes.
+    if host.node.is_some() && host.submitted.is_none() {
+        if entries.is_empty() && !host.messages_sent.is_empty() {
+            return Ok(Ok((Some(host.messages_sent.join("; ")), "message")));
+        }
+        if entries.is_empty() {
+            return Ok(Err(
+                "The program changed nothing and sent no message: call rewrite_self(new_source), or message_node(target_id, request)."
+                    .into(),
+            ));
+        }
+    }
+    let summary = match host.submitted {
+        Some((summary, _)) => summary,
+        None if host.node.is_some() => "rewrite_self".to_owned(),
+        None => {
+            return Ok(Err(
+                "The program ended without calling submit_result(summary, changed_files).".into(),
+            ))
+        }
+    };
     if entries.is_empty() {
         return Ok(Err(
             "The program called submit_result but changed no file: write the changed file with write_file(path, content)."

@@ -52,6 +52,7 @@ fn job() -> Job {
         file: Some("app.py".into()),
         cursor_line: None,
         feedback: vec![],
+        node: None,
     }
 }
 

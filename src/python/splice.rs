@@ -44,6 +44,14 @@ const HOST_CALLS: &[&str] = &[
     "get_file_tree(",
     "get_task(",
     "ask_llm(",
+    // Remora node tools.
+    "rewrite_self(",
+    "message_node(",
+    "ask_parent(",
+    "propose_new_node(",
+    "read_node(",
+    "get_my_callers(",
+    "get_my_callees(",
 ];
 
 /// Classifies the code of a reply against `target`, the text of the file

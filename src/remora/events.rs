@@ -149,21 +149,15 @@ impl Pattern {
     }
 
     /// The default subscription of a node agent: messages and chats
-    /// addressed to it, and the outcome of its own proposals.
+    /// addressed to it. (A proposal rejected with feedback runs its agent
+    /// again through the review flow, not through a trigger.)
     pub fn for_node(id: &str) -> Vec<Pattern> {
-        vec![
-            Pattern {
-                event_types: vec!["AgentMessageEvent".into(), "HumanChatEvent".into()],
-                to_agents: vec![id.into()],
-                not_from_self: true,
-                ..Pattern::default()
-            },
-            Pattern {
-                event_types: vec!["RewriteRejectedEvent".into()],
-                from_agents: vec![id.into()],
-                ..Pattern::default()
-            },
-        ]
+        vec![Pattern {
+            event_types: vec!["AgentMessageEvent".into(), "HumanChatEvent".into()],
+            to_agents: vec![id.into()],
+            not_from_self: true,
+            ..Pattern::default()
+        }]
     }
 }
 

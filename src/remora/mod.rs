@@ -11,9 +11,11 @@
 //! - [`index`]: keeps the topology and the store in step with the files.
 //! - [`events`]: the seed's event types and subscriptions (triggers).
 //! - [`chain`]: activation chains: cycle, depth and cooldown checks.
+//! - [`extensions`]: extension nodes: prompts, workspaces and tools by match.
 
 pub mod chain;
 pub mod events;
+pub mod extensions;
 pub mod extract;
 pub mod ids;
 pub mod index;

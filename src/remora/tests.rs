@@ -548,6 +548,15 @@ fn subscriptions_turn_events_into_triggers() {
         st.subscribe("rm_b0000000", &p).unwrap();
     }
     st.subscribe(
+        "rm_b0000000",
+        &events::Pattern {
+            event_types: vec!["RewriteRejectedEvent".into()],
+            from_agents: vec!["rm_b0000000".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    st.subscribe(
         "rm_watcher0",
         &events::Pattern {
             event_types: vec!["RewriteProposalEvent".into()],

@@ -64,6 +64,8 @@ pub struct Worker {
 }
 
 struct Context {
+    /// Remora events for the core to log (and to wake subscribers).
+    events: tokio::sync::mpsc::UnboundedSender<crate::remora::events::Event>,
     store: Arc<Store>,
     root: PathBuf,
     config: RemoraConfig,
@@ -81,9 +83,11 @@ impl Worker {
         buffers: OpenBuffers,
         sink: Arc<dyn EditorSink>,
         shared: SharedIndex,
+        events: tokio::sync::mpsc::UnboundedSender<crate::remora::events::Event>,
     ) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let ctx = Context {
+            events,
             store,
             root,
             config,
@@ -183,10 +187,11 @@ fn changed_file(ctx: &Context, path: &str) -> Result<(), String> {
             .write()
             .remove(&ctx.store, path)
             .map_err(|e| e.to_string())?;
-        if removed.is_some() {
+        if let Some(change) = &removed {
             ctx.sink.send(ToEditor::Topology {
                 path: Some(path.to_owned()),
             });
+            topology_event(ctx, change);
         }
         return Ok(());
     };
@@ -195,15 +200,35 @@ fn changed_file(ctx: &Context, path: &str) -> Result<(), String> {
         .write()
         .index_text(&ctx.store, path, &text)
         .map_err(|e| e.to_string())?;
-    if indexed.change.is_some() {
+    if let Some(change) = &indexed.change {
         ctx.sink.send(ToEditor::Topology {
             path: Some(path.to_owned()),
         });
+        topology_event(ctx, change);
     }
     if inline_enabled(ctx) {
         write_ids(ctx, path, &text)?;
     }
     Ok(())
+}
+
+/// A `TopologyChangedEvent` when nodes came or went (not for line moves).
+fn topology_event(ctx: &Context, change: &crate::remora::topology::FileChange) {
+    if change.added.is_empty() && change.orphaned.is_empty() {
+        return;
+    }
+    let _ = ctx
+        .events
+        .send(crate::remora::events::Event::TopologyChanged {
+            file_path: change.path.clone(),
+            added_nodes: change.added.clone(),
+            removed_nodes: if change.removed {
+                change.orphaned.clone()
+            } else {
+                vec![]
+            },
+            orphaned_nodes: change.orphaned.clone(),
+        });
 }
 
 /// Gives `path` its missing ID comments: in its buffer when it is loaded

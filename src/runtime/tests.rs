@@ -465,3 +465,149 @@ fn remora_indexes_the_project_follows_changes_and_writes_inline_ids_once_confirm
     }
     core.shutdown(Duration::from_secs(2));
 }
+
+/// Waits for the Remora event of `event_type`, collecting the others.
+fn remora_event(
+    rx: &mut mpsc::UnboundedReceiver<ToEditor>,
+    rt: &tokio::runtime::Runtime,
+    seen: &mut Vec<crate::remora::events::EventRecord>,
+    event_type: &str,
+) -> crate::remora::events::EventRecord {
+    loop {
+        if let Some(r) = seen.iter().find(|r| r.event.event_type() == event_type) {
+            return r.clone();
+        }
+        let r = wait_for(rx, rt, |m| match m {
+            ToEditor::RemoraEvent { record } => Some(record.clone()),
+            _ => None,
+        });
+        seen.push(r);
+    }
+}
+
+#[test]
+fn node_agents_rewrite_themselves_message_each_other_and_stop_at_cycles() {
+    use crate::remora::events::Event;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let load_reply = "```python\ncallee = get_my_callees()[0]['id']\nmessage_node(callee, 'please return 2')\n```";
+    let helper_loop =
+        "```python\nmessage_node(get_my_callers()[0]['id'], 'and you change too')\n```";
+    let helper_rewrite = "```python\ndef helper():\n    return 2\n```";
+    let chat_rewrite = "```python\ndef load(self) -> int:\n    return helper()\n```";
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiStream(chat_rewrite.into()),
+        Reply::OpenaiStream(load_reply.into()),
+        Reply::OpenaiStream(helper_loop.into()),
+        Reply::OpenaiStream(helper_rewrite.into()),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let src = "class Config:\n    def load(self):\n        return helper()\n\n\ndef helper():\n    return 1\n";
+    std::fs::write(dir.path().join("app.py"), src).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: None }).then_some(())
+    });
+    let (load, helper) = {
+        let ix = core.remora.read();
+        let t = ix.topology();
+        (
+            t.node_at("app.py", 3).unwrap().clone(),
+            t.node_at("app.py", 7).unwrap().clone(),
+        )
+    };
+
+    // 1. The human chats with `load`; it rewrites exactly itself.
+    core.send(ToCore::NodeChat {
+        node_id: load.id.clone(),
+        message: "add a return type".into(),
+    })
+    .unwrap();
+    let mut seen = Vec::new();
+    let proposal = remora_event(&mut rx, &rt, &mut seen, "RewriteProposalEvent");
+    let Event::RewriteProposal {
+        agent_id,
+        new_source,
+        diff,
+        proposal_id,
+        ..
+    } = &proposal.event
+    else {
+        unreachable!()
+    };
+    assert_eq!(agent_id, &load.id);
+    assert_eq!(
+        new_source,
+        "    def load(self) -> int:\n        return helper()"
+    );
+    assert!(
+        diff.contains("-    def load(self):\n+    def load(self) -> int:\n"),
+        "{diff}"
+    );
+    let chat = seen
+        .iter()
+        .find(|r| r.event.event_type() == "HumanChatEvent")
+        .unwrap();
+    assert_eq!(chat.correlation_id, proposal.correlation_id, "one chain");
+    assert!(seen
+        .iter()
+        .any(|r| r.event.event_type() == "AgentStartEvent"));
+    remora_event(&mut rx, &rt, &mut seen, "AgentCompleteEvent");
+    // The system prompt is the seed's base prompt for `load`.
+    let first = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        first.contains("embodying a Python method: `load`"),
+        "{first}"
+    );
+    assert!(first.contains(&format!("Node ID: {}", load.id)));
+    // Rejecting logs the verdict.
+    core.send(ToCore::Reject {
+        id: proposal_id.clone(),
+        feedback: None,
+    })
+    .unwrap();
+    seen.clear();
+    let rejected = remora_event(&mut rx, &rt, &mut seen, "RewriteRejectedEvent");
+    assert!(
+        matches!(&rejected.event, Event::RewriteRejected { agent_id, .. } if agent_id == &load.id)
+    );
+
+    // 2. `load` messages `helper`, which tries to message `load` back
+    //    (refused: a cycle) and then rewrites itself.
+    core.send(ToCore::NodeChat {
+        node_id: load.id.clone(),
+        message: "make helper return 2".into(),
+    })
+    .unwrap();
+    seen.clear();
+    let msg = remora_event(&mut rx, &rt, &mut seen, "AgentMessageEvent");
+    assert!(
+        matches!(&msg.event, Event::AgentMessage { from_agent, to_agent, .. }
+        if from_agent == &load.id && to_agent == &helper.id)
+    );
+    let proposal = loop {
+        let p = remora_event(&mut rx, &rt, &mut seen, "RewriteProposalEvent");
+        if matches!(&p.event, Event::RewriteProposal { agent_id, .. } if agent_id == &helper.id) {
+            break p;
+        }
+        seen.retain(|r| r.seq != p.seq);
+    };
+    assert_eq!(
+        proposal.correlation_id, msg.correlation_id,
+        "the chain carries on"
+    );
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 4);
+    assert!(
+        requests[3].contains("already in this activation chain"),
+        "the refusal went back to the model: {}",
+        requests[3]
+    );
+    let Event::RewriteProposal { new_source, .. } = &proposal.event else {
+        unreachable!()
+    };
+    assert_eq!(new_source, "def helper():\n    return 2");
+    core.shutdown(Duration::from_secs(2));
+}

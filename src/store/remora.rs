@@ -330,6 +330,24 @@ impl Store {
         Ok(())
     }
 
+    /// Records that agent `agent` embodies node `node`.
+    pub fn set_agent_node(&self, agent: &str, node: &str, correlation: Option<&str>) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO node_agents (agent_id, node_id, correlation_id) VALUES (?1, ?2, ?3)",
+            params![agent, node, correlation],
+        )?;
+        Ok(())
+    }
+
+    /// The node agent `agent` embodies and its chain, if it is a node agent.
+    pub fn agent_node(&self, agent: &str) -> Result<Option<(String, Option<String>)>> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT node_id, correlation_id FROM node_agents WHERE agent_id = ?1")?
+            .query_row([agent], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    }
+
     pub fn chain_forget(&self, correlation: &str) -> Result<()> {
         self.conn().execute(
             "DELETE FROM activation_chain WHERE correlation_id = ?1",

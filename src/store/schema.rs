@@ -110,6 +110,12 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     pattern  TEXT NOT NULL,
     PRIMARY KEY (agent_id, pattern)
 );
+-- Agents that embody a Remora node, and the chain that woke them.
+CREATE TABLE IF NOT EXISTS node_agents (
+    agent_id       TEXT PRIMARY KEY,
+    node_id        TEXT NOT NULL,
+    correlation_id TEXT
+);
 -- Remora activation chains (seed §2c), kept while a chain is live.
 CREATE TABLE IF NOT EXISTS activation_chain (
     correlation_id TEXT NOT NULL,

@@ -1,0 +1,718 @@
+//! Node agents (Remora, seed §3–4): an agent that embodies one Python node.
+//! Its prompt is the seed's base prompt hydrated from the topology, and its
+//! edits are confined: `rewrite_self` replaces exactly the node's span (its
+//! ID comment kept), `propose_new_node` adds a sibling in the parent's body.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::overlay::Overlay;
+use crate::paths::ProjectPath;
+use crate::python;
+use crate::remora::extract::{extract, RawNode};
+use crate::remora::{Node, NodeType};
+use crate::sandbox::{args, Value};
+
+/// A node with everything its agent is told about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NodeView {
+    pub node: Option<Node>,
+    pub source: String,
+    pub parent: Option<Node>,
+    pub callers: Vec<Node>,
+    pub callees: Vec<Node>,
+    /// From a matching extension (`.chimera/extensions/`).
+    pub custom_prompt: String,
+    pub workspaces: String,
+    /// The extension's extra tools.
+    pub tools: Vec<crate::remora::extensions::ExtTool>,
+}
+
+fn label(n: &Node) -> String {
+    format!("{} ({} {})", n.id, n.node_type.as_str(), n.name)
+}
+
+fn labels(nodes: &[Node]) -> String {
+    if nodes.is_empty() {
+        "none".into()
+    } else {
+        nodes.iter().map(label).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The seed's base system prompt for `view`, then the tools and the reply
+/// format a small model can follow.
+pub fn system_prompt(view: &NodeView) -> String {
+    let Some(n) = &view.node else {
+        return String::new();
+    };
+    let tools = {
+        let mut t = vec![
+            "rewrite_self(new_source)",
+            "message_node(target_id, request)",
+            "ask_parent(request)",
+            "propose_new_node(node_type, name, source, insert_after=None)",
+            "read_node(target_id)",
+            "get_my_callers()",
+            "get_my_callees()",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+        t.extend(view.tools.iter().map(|tool| {
+            let header = tool
+                .source
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("def ");
+            let header = header.trim_end_matches(':');
+            if tool.doc.is_empty() {
+                header.to_owned()
+            } else {
+                format!("{header} ({})", tool.doc.lines().next().unwrap_or(""))
+            }
+        }));
+        t.join(", ")
+    };
+    format!(
+        "You are an autonomous AI agent embodying a Python {kind}: `{name}`
+
+# Identity
+- Node ID: {id}
+- Location: {path}:{start}-{end}
+- Parent: {parent}
+
+# Your Source Code
+```python
+{source}
+```
+
+# Graph Context
+- Called by: {callers}
+- You call: {callees}
+
+# Custom Instructions
+{custom}
+
+# Available Data
+{workspaces}
+
+# Core Rules
+1. You may ONLY edit your own body using `rewrite_self()`.
+2. To request changes elsewhere, use `message_node(target_id, request)`.
+3. Your parent can edit you. You cannot edit your parent.
+4. All edits are proposals until the human approves.
+
+# How to answer
+To change yourself, answer with your complete new source in one ```python
+block, starting with your own `{keyword}` line (that block is your
+`rewrite_self`). Keep your name. Do not write ID comments (`# rm_...`).
+To use the other tools, answer instead with a short Python program in one
+```python block that calls them: {tools}. Programs run in a small Python
+subset: no imports, no open(), no % formatting; use f-strings.",
+        kind = n.node_type.as_str(),
+        name = n.name,
+        id = n.id,
+        path = n.file_path,
+        start = n.start_line,
+        end = n.end_line,
+        parent = view
+            .parent
+            .as_ref()
+            .map_or("None (top-level)".into(), label),
+        source = view.source.trim_end(),
+        callers = labels(&view.callers),
+        callees = labels(&view.callees),
+        custom = if view.custom_prompt.trim().is_empty() {
+            "None"
+        } else {
+            view.custom_prompt.trim()
+        },
+        workspaces = if view.workspaces.trim().is_empty() {
+            "None"
+        } else {
+            view.workspaces.trim()
+        },
+        keyword = match n.node_type {
+            NodeType::Class => "class",
+            _ => "def",
+        },
+    )
+}
+
+/// The node of `text` that is `node` now: same type and qualified name,
+/// the one nearest its recorded line when there are several.
+pub fn locate<'a>(text: &str, node: &Node, nodes: &'a [RawNode]) -> Option<&'a RawNode> {
+    let _ = text;
+    if node.node_type == NodeType::File {
+        return nodes.first();
+    }
+    nodes
+        .iter()
+        .skip(1)
+        .filter(|r| r.node_type == node.node_type && r.qualname == node.qualname)
+        .min_by_key(|r| r.start_line.abs_diff(node.start_line))
+}
+
+/// The text of `node` in `text` (the file), as its agent sees it.
+pub fn node_source(text: &str, node: &Node) -> Option<String> {
+    let ex = extract(&node.file_path, text);
+    let raw = locate(text, node, &ex.nodes)?;
+    let start = line_start(text, raw.start_byte);
+    Some(text[start..raw.end_byte].to_owned())
+}
+
+fn line_start(text: &str, byte: usize) -> usize {
+    text[..byte].rfind('\n').map_or(0, |i| i + 1)
+}
+
+fn line_end(text: &str, byte: usize) -> usize {
+    text[byte..].find('\n').map_or(text.len(), |i| byte + i + 1)
+}
+
+/// Removes a ```python fence and the common indentation.
+fn clean_source(src: &str) -> String {
+    let src = if src.contains("```") {
+        crate::agent::prompt::extract_code(src)
+    } else {
+        src.to_owned()
+    };
+    let lines: Vec<&str> = src.lines().collect();
+    let indent = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out: Vec<&str> = lines
+        .iter()
+        .map(|l| {
+            if l.len() >= indent {
+                &l[indent..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect();
+    while out.last().is_some_and(|l| l.trim().is_empty()) {
+        out.pop();
+    }
+    while out.first().is_some_and(|l| l.trim().is_empty()) {
+        out.remove(0);
+    }
+    out.join("\n")
+}
+
+fn indent_lines(src: &str, indent: &str, newline: &str) -> String {
+    src.lines()
+        .map(|l| {
+            if l.trim().is_empty() {
+                String::new()
+            } else {
+                format!("{indent}{l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(newline)
+}
+
+/// Checks that `src` (dedented) is one definition named `name` of the
+/// right kind, and parses.
+fn check_definition(fname: &str, src: &str, name: &str, kind: NodeType) -> Result<(), String> {
+    if let Some(problem) = python::syntax_problem(src) {
+        return Err(format!(
+            "{fname}(): the new source does not parse.\n{problem}"
+        ));
+    }
+    let defs = python::definitions(src);
+    let first = defs.iter().find(|d| d.parent.is_none());
+    let keyword = if kind == NodeType::Class {
+        "class"
+    } else {
+        "def"
+    };
+    match first {
+        Some(d) if d.name == name && (d.kind == python::DefKind::Class) == (kind == NodeType::Class) => Ok(()),
+        Some(d) => Err(format!(
+            "{fname}(): the new source must be `{keyword} {name}`, not `{}`; keep the name (a new name is a new node: use propose_new_node)",
+            d.name
+        )),
+        None => Err(format!(
+            "{fname}(): the new source must be the whole `{keyword} {name}` definition, starting with its `{keyword}` line"
+        )),
+    }
+}
+
+/// `text` (the node's file) with `node` replaced by `new_source`: exactly
+/// its span changes, re-indented to its place, its inline ID comment kept.
+pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String, String> {
+    let ex = extract(&node.file_path, text);
+    let newline = ex.newline;
+    let src = clean_source(new_source);
+    if node.node_type == NodeType::File {
+        let mut new = src.replace('\n', newline);
+        if text.ends_with('\n') {
+            new.push_str(newline);
+        }
+        // Keep the file's own ID line.
+        if let Some(c) = &ex.file_comment {
+            if !new.contains(&c.id) {
+                let first = line_end(text, c.start);
+                new = format!("{}{new}", &text[..first]);
+            }
+        }
+        if let Some(problem) = python::syntax_problem(&new) {
+            return Err(format!(
+                "rewrite_self(): the new file does not parse.\n{problem}"
+            ));
+        }
+        return Ok(new);
+    }
+    let raw = locate(text, node, &ex.nodes).ok_or_else(|| {
+        format!(
+            "rewrite_self(): `{}` is no longer in {}",
+            node.name, node.file_path
+        )
+    })?;
+    check_definition("rewrite_self", &src, &node.name, node.node_type)?;
+    let start = line_start(text, raw.start_byte);
+    let indent: String = text[start..raw.start_byte]
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .collect();
+    let end = raw.end_byte;
+    let mut new = format!(
+        "{}{}{}",
+        &text[..start],
+        indent_lines(&src, &indent, newline),
+        &text[end..]
+    );
+    // The ID comment stays on the header line.
+    if let Some(c) = &raw.id_comment {
+        if !src.contains(&c.id) {
+            let nex = extract(&node.file_path, &new);
+            if let Some(at) = locate(&new, node, &nex.nodes).and_then(|r| r.id_insert_at) {
+                new.insert_str(at, &format!("    # {}", c.id));
+            }
+        }
+    }
+    if let Some(problem) = python::syntax_problem(&new) {
+        return Err(format!(
+            "rewrite_self(): the result does not parse.\n{problem}"
+        ));
+    }
+    if new == text {
+        return Err(
+            "rewrite_self(): the new source is the same as the old; change it as asked".into(),
+        );
+    }
+    Ok(new)
+}
+
+/// `text` with a new definition `source` (named `name`) added to the body
+/// of `parent`: after the sibling `after` when given, else at the end.
+pub fn propose_new_node(
+    text: &str,
+    parent: &Node,
+    after: Option<&Node>,
+    node_type: NodeType,
+    name: &str,
+    source: &str,
+) -> Result<String, String> {
+    let src = clean_source(source);
+    check_definition("propose_new_node", &src, name, node_type)?;
+    let ex = extract(&parent.file_path, text);
+    if ex.nodes.iter().skip(1).any(|n| {
+        n.name == name
+            && n.parent.and_then(|p| ex.nodes.get(p)).map(|p| &p.qualname) == Some(&parent.qualname)
+            || (parent.node_type == NodeType::File && n.parent == Some(0) && n.name == name)
+    }) {
+        return Err(format!(
+            "propose_new_node(): `{name}` already exists there; choose a new name or ask it to change"
+        ));
+    }
+    let newline = ex.newline;
+    let (at, indent, blank) = match parent.node_type {
+        NodeType::File => (None, String::new(), 2),
+        _ => {
+            let p = locate(text, parent, &ex.nodes).ok_or_else(|| {
+                format!(
+                    "propose_new_node(): `{}` is no longer in {}",
+                    parent.name, parent.file_path
+                )
+            })?;
+            // The indentation of the parent's body.
+            let body_line = text[line_end(text, p.start_byte).min(text.len())..]
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("    ");
+            let indent: String = body_line
+                .chars()
+                .take_while(|c| c.is_whitespace())
+                .collect();
+            (Some(p.end_byte), indent, 1)
+        }
+    };
+    let insert_at = match after {
+        Some(a) => {
+            let r = locate(text, a, &ex.nodes).ok_or_else(|| {
+                format!("propose_new_node(): insert_after `{}` was not found", a.id)
+            })?;
+            line_end(text, r.end_byte.saturating_sub(1).max(r.start_byte))
+        }
+        None => match at {
+            Some(end) => line_end(text, end.saturating_sub(1)),
+            None => text.len(),
+        },
+    };
+    let mut block = String::new();
+    if insert_at > 0 && !text[..insert_at].ends_with('\n') {
+        block.push_str(newline);
+    }
+    for _ in 0..blank {
+        block.push_str(newline);
+    }
+    block.push_str(&indent_lines(&src, &indent, newline));
+    block.push_str(newline);
+    let mut new = text.to_owned();
+    new.insert_str(insert_at, &block);
+    if let Some(problem) = python::syntax_problem(&new) {
+        return Err(format!(
+            "propose_new_node(): the result does not parse.\n{problem}"
+        ));
+    }
+    Ok(new)
+}
+
+/// Runs an extension tool in its own sandbox: it may read the agent's
+/// view of the project (`read_file`) and `log`, nothing else.
+fn run_extension_tool(
+    ov: &Overlay<'_>,
+    tool: &crate::remora::extensions::ExtTool,
+    args: Vec<Value>,
+) -> Result<Value, String> {
+    struct ExtHost<'a, 'b> {
+        ov: &'a Overlay<'b>,
+        args: Vec<Value>,
+        result: Option<Value>,
+    }
+    impl crate::sandbox::Host for ExtHost<'_, '_> {
+        fn has_function(&self, name: &str) -> bool {
+            matches!(
+                name,
+                "__chimera_args__" | "__chimera_return__" | "read_file" | "log"
+            )
+        }
+        fn call(
+            &mut self,
+            name: &str,
+            a: Vec<Value>,
+            kw: Vec<(Value, Value)>,
+        ) -> Result<Value, String> {
+            match name {
+                "__chimera_args__" => Ok(Value::List(std::mem::take(&mut self.args))),
+                "__chimera_return__" => {
+                    self.result = a.into_iter().next();
+                    Ok(Value::None)
+                }
+                "read_file" => {
+                    let raw = args::string(name, &a, &kw, 0, "path")?;
+                    let p = ProjectPath::parse(&raw).map_err(|e| format!("read_file(): {e}"))?;
+                    self.ov
+                        .read_text(&p)
+                        .map(Value::String)
+                        .map_err(|e| format!("read_file(): {e}"))
+                }
+                _ => Ok(Value::None),
+            }
+        }
+    }
+    let code = format!(
+        "{}\n__chimera_return__({}(*__chimera_args__()))\n",
+        tool.source, tool.name
+    );
+    let mut host = ExtHost {
+        ov,
+        args,
+        result: None,
+    };
+    crate::sandbox::run(&code, &mut host, crate::sandbox::Limits::default())
+        .map_err(|e| format!("{}(): {e}", tool.name))?;
+    Ok(host.result.unwrap_or(Value::None))
+}
+
+/// A reply in the definitions form, for node `node` of `text`: the
+/// definition named like the node is its `rewrite_self`; any other new
+/// top-level definition in the reply is proposed as a sibling after it.
+pub fn apply_reply(
+    text: &str,
+    node: &Node,
+    bus: Option<&Arc<dyn NodeBus>>,
+    code: &str,
+) -> Result<String, String> {
+    let code = clean_source(code);
+    if node.node_type == NodeType::File {
+        return rewrite_self(text, node, &code);
+    }
+    let defs = python::definitions(&code);
+    let top: Vec<&python::Definition> = defs.iter().filter(|d| d.parent.is_none()).collect();
+    let Some(own) = top.iter().find(|d| d.name == node.name) else {
+        let keyword = if node.node_type == NodeType::Class {
+            "class"
+        } else {
+            "def"
+        };
+        return Err(format!(
+            "Answer with your whole new source: one ```python block starting with `{keyword} {}`.",
+            node.name
+        ));
+    };
+    let mut new = rewrite_self(text, node, &code[own.start..own.end])?;
+    let parent = node
+        .parent_id
+        .as_deref()
+        .and_then(|p| bus.and_then(|b| b.node(p)));
+    if let Some(parent) = parent {
+        let existing: Vec<String> = extract(&node.file_path, text)
+            .nodes
+            .iter()
+            .map(|n| n.qualname.clone())
+            .collect();
+        for d in top.iter().filter(|d| d.name != node.name).rev() {
+            let qual = if parent.node_type == NodeType::File {
+                d.name.clone()
+            } else {
+                format!("{}.{}", parent.qualname, d.name)
+            };
+            if existing.contains(&qual) {
+                continue;
+            }
+            let kind = match (d.kind, parent.node_type) {
+                (python::DefKind::Class, _) => NodeType::Class,
+                (_, NodeType::Class) => NodeType::Method,
+                _ => NodeType::Function,
+            };
+            new = propose_new_node(
+                &new,
+                &parent,
+                Some(node),
+                kind,
+                &d.name,
+                &code[d.start..d.end],
+            )?;
+        }
+    }
+    Ok(new)
+}
+
+/// What a node agent reaches beyond its own file: other nodes, and the
+/// other agents (through the runtime, which checks activation chains).
+pub trait NodeBus: Send + Sync {
+    /// A node by ID, as the topology has it now.
+    fn node(&self, id: &str) -> Option<Node>;
+    /// Sends `request` from node `from` to node `to` within chain
+    /// `correlation`; the text for the caller, or why it was refused.
+    fn message(
+        &self,
+        from: &str,
+        to: &str,
+        request: &str,
+        correlation: Option<&str>,
+    ) -> Result<String, String>;
+}
+
+/// A node agent's job: the node, its chain, and the bus.
+#[derive(Clone)]
+pub struct NodeJob {
+    pub view: NodeView,
+    pub correlation: Option<String>,
+    pub bus: Arc<dyn NodeBus>,
+}
+
+impl std::fmt::Debug for NodeJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeJob")
+            .field("node", &self.view.node.as_ref().map(|n| &n.id))
+            .field("correlation", &self.correlation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The seed's node tools, by name.
+pub const TOOLS: &[&str] = &[
+    "rewrite_self",
+    "message_node",
+    "ask_parent",
+    "propose_new_node",
+    "read_node",
+    "get_my_callers",
+    "get_my_callees",
+];
+
+fn node_value(n: &Node) -> Value {
+    Value::dict(vec![
+        (Value::String("id".into()), Value::String(n.id.clone())),
+        (
+            Value::String("node_type".into()),
+            Value::String(n.node_type.as_str().into()),
+        ),
+        (Value::String("name".into()), Value::String(n.name.clone())),
+        (
+            Value::String("file_path".into()),
+            Value::String(n.file_path.clone()),
+        ),
+        (
+            Value::String("start_line".into()),
+            Value::Int(n.start_line as i64),
+        ),
+        (
+            Value::String("end_line".into()),
+            Value::Int(n.end_line as i64),
+        ),
+    ])
+}
+
+impl NodeJob {
+    fn me(&self) -> Result<&Node, String> {
+        self.view
+            .node
+            .as_ref()
+            .ok_or_else(|| "this agent has no node".to_owned())
+    }
+
+    fn file_text(ov: &Overlay<'_>, path: &str) -> Result<(ProjectPath, String), String> {
+        let p = ProjectPath::parse(path).map_err(|e| e.to_string())?;
+        let text = ov.read_text(&p).map_err(|e| e.to_string())?;
+        Ok((p, text))
+    }
+
+    /// Runs node tool `name`; `None` when `name` is not one.
+    pub fn call(
+        &self,
+        ov: &Overlay<'_>,
+        name: &str,
+        a: &[Value],
+        kw: &[(Value, Value)],
+    ) -> Option<Result<Value, String>> {
+        if let Some(tool) = self.view.tools.iter().find(|t| t.name == name) {
+            if !kw.is_empty() {
+                return Some(Err(format!("{name}(): pass the arguments by position")));
+            }
+            return Some(run_extension_tool(ov, tool, a.to_vec()));
+        }
+        if !TOOLS.contains(&name) {
+            return None;
+        }
+        Some(self.call_tool(ov, name, a, kw))
+    }
+
+    /// Whether `name` is one of this agent's tools (seed tools or extension ones).
+    pub fn has_tool(&self, name: &str) -> bool {
+        TOOLS.contains(&name) || self.view.tools.iter().any(|t| t.name == name)
+    }
+
+    fn call_tool(
+        &self,
+        ov: &Overlay<'_>,
+        name: &str,
+        a: &[Value],
+        kw: &[(Value, Value)],
+    ) -> Result<Value, String> {
+        let me = self.me()?;
+        match name {
+            "rewrite_self" => {
+                let src = args::string(name, a, kw, 0, "new_source")?;
+                let (p, text) = Self::file_text(ov, &me.file_path)?;
+                let new = rewrite_self(&text, me, &src)?;
+                ov.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
+                Ok(Value::String(format!(
+                    "proposed a rewrite of {} for the human to review",
+                    me.id
+                )))
+            }
+            "propose_new_node" => {
+                let kind = args::string(name, a, kw, 0, "node_type")?;
+                let new_name = args::string(name, a, kw, 1, "name")?;
+                let src = args::string(name, a, kw, 2, "source")?;
+                let after = args::opt_string(name, a, kw, 3, "insert_after")?;
+                let node_type = match kind.as_str() {
+                    "function" => NodeType::Function,
+                    "method" => NodeType::Method,
+                    "class" => NodeType::Class,
+                    other => {
+                        return Err(format!(
+                            "propose_new_node(): node_type must be \"function\", \"method\" or \"class\", not {other:?}"
+                        ))
+                    }
+                };
+                let parent = match &me.parent_id {
+                    Some(pid) => self
+                        .bus
+                        .node(pid)
+                        .ok_or_else(|| format!("propose_new_node(): parent {pid} not found"))?,
+                    None => {
+                        return Err(
+                            "propose_new_node(): a file has no siblings; rewrite_self instead"
+                                .into(),
+                        )
+                    }
+                };
+                let after = match after {
+                    Some(id) => Some(self.bus.node(&id).ok_or_else(|| {
+                        format!("propose_new_node(): no node {id} to insert after")
+                    })?),
+                    None => None,
+                };
+                let (p, text) = Self::file_text(ov, &parent.file_path)?;
+                let new =
+                    propose_new_node(&text, &parent, after.as_ref(), node_type, &new_name, &src)?;
+                ov.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
+                Ok(Value::String(format!(
+                    "proposed a new {kind} `{new_name}` in {}",
+                    parent.id
+                )))
+            }
+            "read_node" => {
+                let id = args::string(name, a, kw, 0, "target_id")?;
+                let n = self
+                    .bus
+                    .node(&id)
+                    .ok_or_else(|| format!("read_node(): no node {id}"))?;
+                let (_, text) = Self::file_text(ov, &n.file_path)?;
+                node_source(&text, &n)
+                    .map(Value::String)
+                    .ok_or_else(|| format!("read_node(): {id} is no longer in {}", n.file_path))
+            }
+            "get_my_callers" => Ok(Value::List(
+                self.view.callers.iter().map(node_value).collect(),
+            )),
+            "get_my_callees" => Ok(Value::List(
+                self.view.callees.iter().map(node_value).collect(),
+            )),
+            "message_node" => {
+                let to = args::string(name, a, kw, 0, "target_id")?;
+                let request = args::string(name, a, kw, 1, "request")?;
+                self.bus
+                    .message(&me.id, &to, &request, self.correlation.as_deref())
+                    .map(Value::String)
+            }
+            "ask_parent" => {
+                let request = args::string(name, a, kw, 0, "request")?;
+                let parent = me
+                    .parent_id
+                    .as_deref()
+                    .ok_or("ask_parent(): a file node has no parent")?;
+                self.bus
+                    .message(&me.id, parent, &request, self.correlation.as_deref())
+                    .map(Value::String)
+            }
+            other => Err(format!("unknown node tool `{other}`")),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "node_tests.rs"]
+mod tests;

@@ -1,0 +1,153 @@
+use std::path::Path;
+
+use super::*;
+use crate::remora::index::Indexer;
+use crate::store::Store;
+
+const SRC: &str = "class Config:    # rm_aaaa0001\n    def load(self):    # rm_aaaa0002\n        return 1\n\n    def save(self):    # rm_aaaa0003\n        return 2\n\n\ndef helper():    # rm_aaaa0004\n    return Config.load(Config())\n";
+
+fn index(text: &str) -> Indexer {
+    let st = Store::open_in_memory(Path::new("/p")).unwrap();
+    let mut ix = Indexer::default();
+    ix.index_text(&st, "m.py", text).unwrap();
+    ix
+}
+
+fn node(ix: &Indexer, qualname: &str) -> Node {
+    ix.topology()
+        .nodes_in("m.py")
+        .into_iter()
+        .find(|n| n.qualname == qualname)
+        .cloned()
+        .unwrap()
+}
+
+#[test]
+fn rewrite_self_replaces_exactly_the_span_and_keeps_the_id() {
+    let ix = index(SRC);
+    let load = node(&ix, "Config.load");
+    let new = rewrite_self(
+        SRC,
+        &load,
+        "```python\ndef load(self) -> int:\n    \"\"\"Load.\"\"\"\n    return 1\n```",
+    )
+    .unwrap();
+    assert_eq!(
+        new,
+        SRC.replace(
+            "    def load(self):    # rm_aaaa0002\n        return 1\n",
+            "    def load(self) -> int:    # rm_aaaa0002\n        \"\"\"Load.\"\"\"\n        return 1\n"
+        )
+    );
+    // Indented input is fine too; a CRLF file stays CRLF.
+    let crlf = SRC.replace('\n', "\r\n");
+    let ix = index(&crlf);
+    let save = node(&ix, "Config.save");
+    let new = rewrite_self(&crlf, &save, "    def save(self):\n        return 3\n").unwrap();
+    assert!(
+        new.contains("    def save(self):    # rm_aaaa0003\r\n        return 3\r\n"),
+        "{new:?}"
+    );
+    assert!(!new.replace("\r\n", "").contains('\n'));
+}
+
+#[test]
+fn rewrite_self_refuses_other_names_and_broken_code() {
+    let ix = index(SRC);
+    let load = node(&ix, "Config.load");
+    let e = rewrite_self(SRC, &load, "def load_all(self):\n    return 1\n").unwrap_err();
+    assert!(e.contains("must be `def load`"), "{e}");
+    let e = rewrite_self(SRC, &load, "def load(self):\n    return (\n").unwrap_err();
+    assert!(e.contains("does not parse"), "{e}");
+    let e = rewrite_self(SRC, &load, "x = 1\n").unwrap_err();
+    assert!(e.contains("whole `def load`"), "{e}");
+    let e = rewrite_self(SRC, &load, "def load(self):\n    return 1\n").unwrap_err();
+    assert!(e.contains("same as the old"), "{e}");
+}
+
+#[test]
+fn propose_new_node_adds_a_sibling_in_the_parent() {
+    let ix = index(SRC);
+    let config = node(&ix, "Config");
+    let load = node(&ix, "Config.load");
+    let new = propose_new_node(
+        SRC,
+        &config,
+        Some(&load),
+        NodeType::Method,
+        "reset",
+        "def reset(self):\n    pass",
+    )
+    .unwrap();
+    assert!(
+        new.contains("        return 1\n\n    def reset(self):\n        pass\n\n    def save"),
+        "{new}"
+    );
+    let new = propose_new_node(
+        SRC,
+        &config,
+        None,
+        NodeType::Method,
+        "reset",
+        "def reset(self):\n    pass",
+    )
+    .unwrap();
+    assert!(
+        new.contains("        return 2\n\n    def reset(self):\n        pass\n\n\ndef helper"),
+        "{new}"
+    );
+    let file = node(&ix, "m.py");
+    let new = propose_new_node(
+        SRC,
+        &file,
+        None,
+        NodeType::Function,
+        "extra",
+        "def extra():\n    return 0",
+    )
+    .unwrap();
+    assert!(
+        new.ends_with("return Config.load(Config())\n\n\ndef extra():\n    return 0\n"),
+        "{new}"
+    );
+    let e = propose_new_node(
+        SRC,
+        &config,
+        None,
+        NodeType::Method,
+        "save",
+        "def save(self):\n    pass",
+    )
+    .unwrap_err();
+    assert!(e.contains("already exists"), "{e}");
+}
+
+#[test]
+fn the_prompt_is_the_seed_base_prompt_hydrated() {
+    let ix = index(SRC);
+    let load = node(&ix, "Config.load");
+    let t = ix.topology();
+    let view = NodeView {
+        source: node_source(SRC, &load).unwrap(),
+        parent: t.node(load.parent_id.as_deref().unwrap()).cloned(),
+        callers: t.callers(&load.id).into_iter().cloned().collect(),
+        callees: vec![],
+        node: Some(load.clone()),
+        ..NodeView::default()
+    };
+    let p = system_prompt(&view);
+    assert!(
+        p.starts_with("You are an autonomous AI agent embodying a Python method: `load`"),
+        "{p}"
+    );
+    assert!(p.contains("- Node ID: rm_aaaa0002"));
+    assert!(p.contains("- Location: m.py:2-3"));
+    assert!(p.contains("- Parent: rm_aaaa0001 (class Config)"));
+    assert!(
+        p.contains("- Called by: rm_aaaa0004 (function helper)"),
+        "{p}"
+    );
+    assert!(p.contains("- You call: none"));
+    assert!(p.contains("    def load(self):    # rm_aaaa0002\n        return 1\n```"));
+    assert!(p.contains("1. You may ONLY edit your own body using `rewrite_self()`."));
+}

@@ -1,0 +1,355 @@
+//! Node agents in the runtime: hydrating a node's view from the topology,
+//! waking node agents for chats, messages and subscribed events (with the
+//! activation-chain checks), and logging the seed's events along their life.
+
+use std::sync::{Arc, Weak};
+
+use super::{spawn_agent, Core};
+use crate::agent::node::{self, NodeBus, NodeJob, NodeView};
+use crate::agent::Job;
+use crate::messages::{Level, ToEditor};
+use crate::remora::events::{Event, Pattern, Trigger};
+use crate::remora::Node;
+use crate::store::now_ms;
+
+impl Core {
+    /// Appends a Remora event, shows it to the editor, and wakes the node
+    /// agents subscribed to it.
+    pub(super) fn emit(self: &Arc<Self>, event: Event, correlation: Option<&str>) {
+        match self.store.remora_emit(&event, correlation) {
+            Ok((record, triggers)) => {
+                self.sink.send(ToEditor::RemoraEvent {
+                    record: record.clone(),
+                });
+                for t in triggers {
+                    wake(self, &t, &record.event, record.event_id.clone());
+                }
+            }
+            Err(e) => self.notify(
+                Level::Warn,
+                format!("Chimera: cannot log a Remora event: {e}"),
+            ),
+        }
+    }
+
+    /// Everything the agent of node `id` is told about it, from the
+    /// topology and the human's current text.
+    pub(super) fn node_view(&self, id: &str) -> Option<NodeView> {
+        let ix = self.remora_index.read();
+        let t = ix.topology();
+        let n = t.node(id)?.clone();
+        let text = self
+            .store
+            .stable_entry(&n.file_path)
+            .ok()
+            .flatten()
+            .and_then(|e| self.store.blob(&e.hash).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())?;
+        let extensions = crate::remora::extensions::Extensions::load(&self.root);
+        let ext = extensions.matching(&n);
+        Some(NodeView {
+            source: node::node_source(&text, &n).unwrap_or_default(),
+            parent: n.parent_id.as_deref().and_then(|p| t.node(p)).cloned(),
+            callers: t.callers(id).into_iter().cloned().collect(),
+            callees: t.callees(id).into_iter().cloned().collect(),
+            custom_prompt: ext
+                .as_ref()
+                .map(|e| e.system_prompt.clone())
+                .unwrap_or_default(),
+            workspaces: ext
+                .as_ref()
+                .map(|e| e.workspaces.clone())
+                .unwrap_or_default(),
+            tools: ext.as_ref().map(|e| e.tools.clone()).unwrap_or_default(),
+            node: Some(n),
+        })
+    }
+
+    /// The node job of `node_id` for an agent, with this runtime as its bus.
+    pub(super) fn node_job(
+        self: &Arc<Self>,
+        node_id: &str,
+        correlation: Option<String>,
+    ) -> Option<NodeJob> {
+        Some(NodeJob {
+            view: self.node_view(node_id)?,
+            correlation,
+            bus: Arc::new(Bus {
+                core: Arc::downgrade(self),
+            }),
+        })
+    }
+}
+
+/// Gives a stored agent's job its node again (a re-run after feedback, a
+/// recovery), when the agent embodies one.
+pub(super) fn hydrate(core: &Arc<Core>, mut job: Job) -> Job {
+    if let Ok(Some((node_id, correlation))) = core.store.agent_node(&job.id) {
+        job.node = core.node_job(&node_id, correlation);
+    }
+    job
+}
+
+/// Logs how a node agent's run ended: its proposal, or its error.
+pub(super) fn after_run(core: &Arc<Core>, agent: &str, job: &NodeJob) {
+    let Some(node) = &job.view.node else { return };
+    let Ok(rec) = core.store.agent(agent) else {
+        return;
+    };
+    let correlation = job.correlation.as_deref();
+    match rec.state {
+        crate::store::AgentState::Completed => {
+            let text = |hash: &Option<String>| {
+                hash.as_deref()
+                    .and_then(|h| core.store.blob(h).ok())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            };
+            let files = core.store.proposal_files(agent).unwrap_or_default();
+            let mut diff = String::new();
+            let mut new_source = String::new();
+            for f in &files {
+                let (old, new) = (text(&f.base_hash), text(&f.new_hash));
+                diff.push_str(&crate::diff::unified(&f.path, &old, &new));
+                if f.path == node.file_path {
+                    new_source = node::node_source(&new, node).unwrap_or_default();
+                }
+            }
+            core.emit(
+                Event::RewriteProposal {
+                    agent_id: node.id.clone(),
+                    proposal_id: agent.to_owned(),
+                    old_source: job.view.source.clone(),
+                    new_source,
+                    diff,
+                },
+                correlation,
+            );
+            core.emit(
+                Event::AgentComplete {
+                    agent_id: node.id.clone(),
+                    result: rec.summary.unwrap_or_default(),
+                },
+                correlation,
+            );
+        }
+        crate::store::AgentState::Failed => core.emit(
+            Event::AgentError {
+                agent_id: node.id.clone(),
+                error: rec.error.unwrap_or_default(),
+            },
+            correlation,
+        ),
+        _ => {}
+    }
+}
+
+/// Logs the human's verdict on a node agent's proposal.
+pub(super) fn verdict(core: &Arc<Core>, agent: &str, accepted: bool, feedback: Option<&str>) {
+    let Ok(Some((node_id, correlation))) = core.store.agent_node(agent) else {
+        return;
+    };
+    let event = if accepted {
+        Event::RewriteApplied {
+            agent_id: node_id,
+            proposal_id: agent.to_owned(),
+        }
+    } else {
+        Event::RewriteRejected {
+            agent_id: node_id,
+            proposal_id: agent.to_owned(),
+            feedback: feedback.unwrap_or_default().to_owned(),
+        }
+    };
+    core.emit(event, correlation.as_deref());
+}
+
+/// Starts the agent of `node_id` on `task` within chain `correlation`.
+pub(super) fn spawn_node_agent(
+    core: &Arc<Core>,
+    node_id: &str,
+    task: String,
+    correlation: Option<String>,
+    trigger_event_id: Option<String>,
+) -> Result<String, String> {
+    let job_node = core
+        .node_job(node_id, correlation.clone())
+        .ok_or_else(|| format!("no node {node_id} in the index (is its file indexed?)"))?;
+    let id = crate::remora::ids::fresh()[crate::remora::ids::PREFIX.len()..].to_owned();
+    if let Err(e) = core
+        .store
+        .set_agent_node(&id, node_id, correlation.as_deref())
+    {
+        return Err(e.to_string());
+    }
+    for p in Pattern::for_node(node_id) {
+        let _ = core.store.subscribe(node_id, &p);
+    }
+    let file = job_node.view.node.as_ref().map(|n| core.abs(&n.file_path));
+    let cursor_line = job_node
+        .view
+        .node
+        .as_ref()
+        .map(|n| n.start_line.saturating_sub(1));
+    core.emit(
+        Event::AgentStart {
+            agent_id: node_id.to_owned(),
+            trigger_event_id,
+        },
+        correlation.as_deref(),
+    );
+    spawn_agent(
+        core,
+        Job {
+            id: id.clone(),
+            task,
+            context: None,
+            file,
+            cursor_line,
+            feedback: vec![],
+            node: Some(job_node),
+        },
+    );
+    Ok(id)
+}
+
+/// The human chats with node `node_id`: a new activation chain starts there.
+pub(super) fn chat(core: &Arc<Core>, node_id: &str, message: String) {
+    let correlation = core
+        .chains
+        .lock()
+        .map(|mut c| c.start(node_id, now_ms()))
+        .unwrap_or_default();
+    let _ = core.store.chain_record(&correlation, node_id, 0, now_ms());
+    for p in Pattern::for_node(node_id) {
+        let _ = core.store.subscribe(node_id, &p);
+    }
+    core.emit(
+        Event::HumanChat {
+            to_agent: node_id.to_owned(),
+            message,
+        },
+        Some(&correlation),
+    );
+}
+
+/// Wakes the agent of `t.agent_id` for `event` if its chain allows it.
+fn wake(core: &Arc<Core>, t: &Trigger, event: &Event, event_id: String) {
+    let now = now_ms();
+    let task = match event {
+        Event::HumanChat { message, .. } => message.clone(),
+        Event::AgentMessage {
+            from_agent,
+            message,
+            ..
+        } => {
+            let from = core
+                .remora_index
+                .read()
+                .topology()
+                .node(from_agent)
+                .map(|n| format!("{from_agent} ({} {})", n.node_type.as_str(), n.name))
+                .unwrap_or_else(|| from_agent.clone());
+            format!("Message from {from}: {message}")
+        }
+        other => format!(
+            "Event {}: {}",
+            other.event_type(),
+            serde_json::to_string(other).unwrap_or_default()
+        ),
+    };
+    // The human's own chat already started the chain at this node.
+    let correlation = match (event, &t.correlation_id) {
+        (Event::HumanChat { .. }, Some(c)) => Some(c.clone()),
+        (_, Some(c)) => {
+            let activated = core
+                .chains
+                .lock()
+                .map_err(|e| e.to_string())
+                .and_then(|mut ch| ch.activate(c, &t.agent_id, now).map_err(|r| r.to_string()));
+            match activated {
+                Ok(depth) => {
+                    let _ = core.store.chain_record(c, &t.agent_id, depth, now);
+                    Some(c.clone())
+                }
+                Err(reason) => {
+                    core.emit(
+                        Event::AgentError {
+                            agent_id: t.agent_id.clone(),
+                            error: reason,
+                        },
+                        Some(c),
+                    );
+                    return;
+                }
+            }
+        }
+        (_, None) => {
+            let c = core
+                .chains
+                .lock()
+                .map(|mut ch| ch.start(&t.agent_id, now))
+                .unwrap_or_default();
+            Some(c)
+        }
+    };
+    if let Err(e) = spawn_node_agent(core, &t.agent_id, task, correlation, Some(event_id)) {
+        core.notify(
+            Level::Warn,
+            format!("Chimera: cannot wake {}: {e}", t.agent_id),
+        );
+    }
+}
+
+/// The runtime as seen from a node agent's tools.
+struct Bus {
+    core: Weak<Core>,
+}
+
+impl NodeBus for Bus {
+    fn node(&self, id: &str) -> Option<Node> {
+        let core = self.core.upgrade()?;
+        let ix = core.remora_index.read();
+        ix.topology().node(id).cloned()
+    }
+
+    fn message(
+        &self,
+        from: &str,
+        to: &str,
+        request: &str,
+        correlation: Option<&str>,
+    ) -> Result<String, String> {
+        let core = self.core.upgrade().ok_or("Chimera is stopping")?;
+        if self.node(to).is_none() {
+            return Err(format!("message_node(): no node {to}"));
+        }
+        let correlation = match correlation {
+            Some(c) => c.to_owned(),
+            None => core
+                .chains
+                .lock()
+                .map(|mut ch| ch.start(from, now_ms()))
+                .map_err(|e| e.to_string())?,
+        };
+        core.chains
+            .lock()
+            .map_err(|e| e.to_string())?
+            .check(&correlation, to, now_ms())
+            .map_err(|r| format!("message_node(): {r}"))?;
+        for p in Pattern::for_node(to) {
+            let _ = core.store.subscribe(to, &p);
+        }
+        core.emit(
+            Event::AgentMessage {
+                from_agent: from.to_owned(),
+                to_agent: to.to_owned(),
+                message: request.to_owned(),
+            },
+            Some(&correlation),
+        );
+        Ok(format!(
+            "sent to {to}; it will act on it and its changes come to the human as proposals (chain {correlation})"
+        ))
+    }
+}
