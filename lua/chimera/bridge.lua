@@ -125,6 +125,14 @@ function handlers.inject_ids(msg)
   require("chimera.remora").inject(msg)
 end
 
+function handlers.remora_event(msg)
+  require("chimera.remora").event(msg)
+end
+
+function handlers.node_history(msg)
+  require("chimera.remora").history_arrived(msg)
+end
+
 function handlers.remora_confirm(msg)
   require("chimera.remora").confirm(msg)
 end

@@ -144,6 +144,18 @@ M.subcommands = {
       }, false, {})
     end,
   },
+  chat = {
+    desc = "chat with the Remora node at the cursor (or a free agent): :Chimera chat [message]",
+    run = function(args)
+      require("chimera.chat").open(#args > 0 and table.concat(args, " ") or nil)
+    end,
+  },
+  panel = {
+    desc = "toggle the Remora side panel following the cursor (a accept, r reject, R feedback, c chat, q close)",
+    run = function()
+      require("chimera.panel").toggle()
+    end,
+  },
   node = {
     desc = "show the Remora node at the cursor: ID, type, location, parent, callers, callees",
     run = function()

@@ -156,6 +156,104 @@ function M.inject(msg)
   apply(buf, msg.edits)
 end
 
+-- node id -> list of event records (oldest first), from the core's history
+-- and the live event stream.
+M.history = {}
+-- node id -> the pending proposal (agent id and diff) of its agent.
+M.pending = {}
+local listeners = {}
+
+--- Calls `fn(node_id)` whenever a node's events change (chat, panel).
+function M.on_change(key, fn)
+  listeners[key] = fn
+end
+
+local function changed(node_id)
+  for _, fn in pairs(listeners) do
+    pcall(fn, node_id)
+  end
+end
+
+local function nodes_of(record)
+  local out = {}
+  for _, k in ipairs({ "agent_id", "to_agent", "from_agent" }) do
+    if record[k] then
+      out[record[k]] = true
+    end
+  end
+  return out
+end
+
+local function track_pending(r)
+  if r.event_type == "RewriteProposalEvent" then
+    M.pending[r.agent_id] = { id = r.proposal_id, diff = r.diff }
+  elseif r.event_type == "RewriteAppliedEvent" or r.event_type == "RewriteRejectedEvent" then
+    local p = M.pending[r.agent_id]
+    if p and p.id == r.proposal_id then
+      M.pending[r.agent_id] = nil
+    end
+  end
+end
+
+--- Asks the core for the stored events of `node_id` (answered by `history_arrived`).
+function M.request_history(node_id)
+  lib().node_history(node_id)
+end
+
+function M.history_arrived(msg)
+  M.history[msg.node_id] = msg.events
+  M.pending[msg.node_id] = nil
+  for _, r in ipairs(msg.events) do
+    track_pending(r)
+  end
+  changed(msg.node_id)
+end
+
+function M.event(msg)
+  local r = msg.record
+  track_pending(r)
+  for id in pairs(nodes_of(r)) do
+    if M.history[id] then
+      table.insert(M.history[id], r)
+    end
+    changed(id)
+  end
+  vim.api.nvim_exec_autocmds("User", { pattern = "ChimeraRemoraEvent", modeline = false, data = r })
+end
+
+--- One line for an event, seen from node `node_id`.
+function M.describe_event(r, node_id)
+  local t = r.event_type
+  if t == "HumanChatEvent" then
+    return "You: " .. r.message
+  elseif t == "AgentStartEvent" then
+    return "working…"
+  elseif t == "AgentCompleteEvent" then
+    return "done: " .. (r.result or "")
+  elseif t == "AgentErrorEvent" then
+    return "error: " .. (r.error or "")
+  elseif t == "AgentMessageEvent" then
+    if r.from_agent == node_id then
+      return ("→ %s: %s"):format(r.to_agent, r.message)
+    end
+    return ("← %s: %s"):format(r.from_agent, r.message)
+  elseif t == "RewriteProposalEvent" then
+    return "proposal " .. r.proposal_id .. " ready"
+  elseif t == "RewriteAppliedEvent" then
+    return "proposal " .. r.proposal_id .. " accepted"
+  elseif t == "RewriteRejectedEvent" then
+    return "proposal " .. r.proposal_id .. " rejected" .. ((r.feedback or "") ~= "" and (": " .. r.feedback) or "")
+  elseif t == "TopologyChangedEvent" then
+    return "topology changed in " .. r.file_path
+  end
+  return t
+end
+
+--- Sends `message` to the agent of `node_id`.
+function M.chat(node_id, message)
+  lib().node_chat(node_id, message)
+end
+
 function M.topology(msg)
   state.topology_tick = (state.topology_tick or 0) + 1
   vim.api.nvim_exec_autocmds("User", {

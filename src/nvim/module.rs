@@ -197,6 +197,21 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         "remora_enable",
         lua.create_function(|_, confirmed: bool| send(ToCore::RemoraEnable { confirmed }))?,
     )?;
+    t.set(
+        "node_chat",
+        lua.create_function(|_, (node_id, message): (String, String)| {
+            if message.trim().is_empty() {
+                return Err(mlua::Error::external(
+                    "Chimera: the message is empty; say what the node should do",
+                ));
+            }
+            send(ToCore::NodeChat { node_id, message })
+        })?,
+    )?;
+    t.set(
+        "node_history",
+        lua.create_function(|_, node_id: String| send(ToCore::NodeHistory { node_id }))?,
+    )?;
     // Topology queries: the index in memory, behind a read lock (no I/O).
     t.set(
         "remora_stats",

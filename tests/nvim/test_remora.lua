@@ -102,4 +102,59 @@ h.test("remora enable writes inline IDs: buffer as one undo step, other files on
   h.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), before, "one undo step")
 end)
 
+h.test("chat with a node, review its proposal in the panel, history survives a restart", function()
+  local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL })
+  local url = h.fake_llm({
+    { text = "```python\ndef load(self) -> dict:\n    return helper(self)\n```" },
+  })
+  h.setup(url)
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  chimera.start()
+  indexed(root .. "/app.py")
+  indexed(root .. "/util.py")
+  vim.api.nvim_win_set_cursor(0, { 6, 8 })
+  local load = chimera.node_at_cursor()
+  vim.cmd("Chimera panel")
+  local panel = require("chimera.panel")
+  h.eq(panel.node_id(), load.id, "the panel follows the cursor")
+  h.truthy(vim.tbl_contains(panel.lines(), "method load"), vim.inspect(panel.lines()))
+  h.truthy(vim.tbl_contains(panel.lines(), "  " .. chimera.callees(load.id)[1].id .. " function helper"), "callees listed")
+  -- The chat buffer sends the message; the node's agent answers with a proposal.
+  vim.cmd("Chimera chat add a return type")
+  local chat_buf = vim.api.nvim_get_current_buf()
+  h.truthy(vim.api.nvim_buf_get_name(chat_buf):find("chimera://chat/" .. load.id, 1, true), "chat buffer")
+  h.wait_for("the proposal in the panel", function()
+    return vim.tbl_contains(panel.lines(), "+    def load(self) -> dict:")
+  end, 20000)
+  local chat_text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
+  h.truthy(chat_text:find("You: add a return type", 1, true), chat_text)
+  h.truthy(chat_text:find("proposal %w+ ready"), chat_text)
+  -- `a` in the panel accepts: the buffer changes, exactly the node's span.
+  vim.cmd("close")
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(vim.fn.bufnr("chimera://panel"))[1])
+  vim.api.nvim_feedkeys("a", "x", false)
+  h.wait_for("the accepted rewrite", function()
+    return vim.api.nvim_buf_get_lines(buf, 4, 5, false)[1] == "    def load(self) -> dict:"
+  end, 10000)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    vim.split(APP:gsub("def load%(self%):", "def load(self) -> dict:"), "\n", { trimempty = true }), "only load changed")
+  panel.close()
+  -- The conversation persists across a restart of the core.
+  chimera.stop()
+  require("chimera.remora").history = {}
+  chimera.start()
+  vim.api.nvim_set_current_buf(buf)
+  vim.api.nvim_win_set_cursor(0, { 6, 8 })
+  h.wait_for("the index after restart", function()
+    local n = chimera.node_at_cursor()
+    return n and n.id == load.id
+  end, 20000)
+  vim.cmd("Chimera chat")
+  h.wait_for("the history", function()
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    return text:find("You: add a return type", 1, true) and text:find("accepted", 1, true)
+  end, 10000)
+end)
+
 h.finish()

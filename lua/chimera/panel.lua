@@ -1,0 +1,222 @@
+--- `:Chimera panel`: a side panel following the cursor (seed §6c): the
+--- node's ID, type, name and place, parent, callers, callees, status, its
+--- pending proposal with the diff (a accept, r reject, R reject with
+--- feedback), and its recent events; live-updated from the event stream.
+local remora = require("chimera.remora")
+
+local M = {}
+
+local buf, win, node_id, source_win
+local WIDTH = 52
+
+local function add(lines, hl, text, group)
+  table.insert(lines, text)
+  if group then
+    table.insert(hl, { #lines - 1, group })
+  end
+end
+
+local function label(n)
+  return ("%s %s %s"):format(n.id, n.node_type, n.name)
+end
+
+local function render()
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    return
+  end
+  local lines, hl = {}, {}
+  local n = node_id and remora.node(node_id)
+  if not n then
+    add(lines, hl, "No Remora node at the cursor.", "Comment")
+    add(lines, hl, "Move into a Python file of the project.", "Comment")
+  else
+    add(lines, hl, n.id, "Title")
+    add(lines, hl, n.node_type .. " " .. n.name)
+    add(lines, hl, ("%s:%d-%d"):format(n.file_path, n.start_line, n.end_line), "Directory")
+    add(lines, hl, string.rep("─", WIDTH - 2), "Comment")
+    local parent = n.parent_id and remora.node(n.parent_id)
+    add(lines, hl, "Parent: " .. (parent and label(parent) or "none (top level)"))
+    for _, pair in ipairs({ { "Callers", remora.callers(n.id) }, { "Callees", remora.callees(n.id) } }) do
+      if #pair[2] == 0 then
+        add(lines, hl, pair[1] .. ": none")
+      else
+        add(lines, hl, pair[1] .. ":")
+        for _, c in ipairs(pair[2]) do
+          add(lines, hl, "  " .. label(c))
+        end
+      end
+    end
+    add(lines, hl, string.rep("─", WIDTH - 2), "Comment")
+    local history = remora.history[n.id] or {}
+    local last = history[#history]
+    add(
+      lines,
+      hl,
+      ("● %s%s"):format(
+        n.status,
+        last and (" (last: %s)"):format(require("chimera.commands").age(last.timestamp)) or ""
+      ),
+      n.status == "active" and "DiagnosticOk" or "DiagnosticWarn"
+    )
+    local pending = remora.pending[n.id]
+    if pending then
+      add(lines, hl, string.rep("─", WIDTH - 2), "Comment")
+      add(lines, hl, "PENDING PROPOSAL " .. pending.id, "Title")
+      for _, l in ipairs(vim.split(pending.diff or "", "\n", { plain = true })) do
+        if not l:match("^%-%-%-") and not l:match("^%+%+%+") and l ~= "" then
+          local group = l:sub(1, 1) == "+" and "ChimeraAdded" or l:sub(1, 1) == "-" and "ChimeraRemoved" or nil
+          add(lines, hl, l, group)
+        end
+      end
+      add(lines, hl, "[a]ccept  [r]eject  [R]eject + feedback", "Special")
+    end
+    add(lines, hl, string.rep("─", WIDTH - 2), "Comment")
+    add(lines, hl, "EVENT LOG", "Title")
+    for i = #history, math.max(1, #history - 9), -1 do
+      local r = history[i]
+      local text = remora.describe_event(r, n.id):gsub("\n", " ")
+      add(lines, hl, os.date("%H:%M ", math.floor(r.timestamp / 1000)) .. text)
+    end
+    if #history == 0 then
+      add(lines, hl, "(none yet)", "Comment")
+    end
+  end
+  add(lines, hl, string.rep("─", WIDTH - 2), "Comment")
+  add(lines, hl, "[c]hat  [r]efresh  [q]uit", "Comment")
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  local ns = vim.api.nvim_create_namespace("chimera_panel")
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  for _, h in ipairs(hl) do
+    vim.api.nvim_buf_set_extmark(buf, ns, h[1], 0, { line_hl_group = h[2] })
+  end
+end
+
+--- Follows the cursor of the code window.
+local function follow()
+  local cur = vim.api.nvim_get_current_win()
+  if cur == win then
+    return
+  end
+  if vim.bo.buftype ~= "" then
+    return
+  end
+  source_win = cur
+  local ok, n = pcall(remora.node_at_cursor)
+  local id = ok and n and n.id or nil
+  if id ~= node_id then
+    node_id = id
+    if id and not remora.history[id] then
+      remora.request_history(id)
+    end
+    render()
+  end
+end
+
+local function act(verb)
+  local pending = node_id and remora.pending[node_id]
+  if not pending then
+    vim.notify("Chimera: this node has no pending proposal", vim.log.levels.INFO, { title = "Chimera" })
+    return
+  end
+  if verb == "accept" then
+    require("chimera").accept(pending.id)
+  elseif verb == "reject" then
+    require("chimera").reject(pending.id)
+  else
+    vim.ui.input({ prompt = "Feedback for " .. pending.id .. ": " }, function(text)
+      if text and vim.trim(text) ~= "" then
+        require("chimera").reject(pending.id, { feedback = text })
+      end
+    end)
+  end
+end
+
+function M.is_open()
+  return win ~= nil and vim.api.nvim_win_is_valid(win)
+end
+
+function M.close()
+  if M.is_open() then
+    vim.api.nvim_win_close(win, true)
+  end
+  win = nil
+  pcall(vim.api.nvim_del_augroup_by_name, "chimera_panel")
+end
+
+--- Opens the panel (or closes it when open).
+function M.toggle()
+  if M.is_open() then
+    M.close()
+    return
+  end
+  require("chimera").start()
+  source_win = vim.api.nvim_get_current_win()
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, "chimera://panel")
+    vim.bo[buf].bufhidden = "hide"
+    local map = function(lhs, fn, desc)
+      vim.keymap.set("n", lhs, fn, { buffer = buf, desc = "Chimera panel: " .. desc })
+    end
+    map("a", function()
+      act("accept")
+    end, "accept the proposal")
+    map("r", function()
+      if node_id and remora.pending[node_id] then
+        act("reject")
+      else
+        render()
+      end
+    end, "reject the proposal, or refresh")
+    map("R", function()
+      act("feedback")
+    end, "reject with feedback")
+    map("c", function()
+      if source_win and vim.api.nvim_win_is_valid(source_win) then
+        vim.api.nvim_set_current_win(source_win)
+      end
+      require("chimera.chat").open()
+    end, "chat with the node")
+    map("q", M.close, "close")
+  end
+  vim.cmd("botright vsplit")
+  win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(win, buf)
+  vim.api.nvim_win_set_width(win, WIDTH)
+  vim.wo[win].number = false
+  vim.wo[win].relativenumber = false
+  vim.wo[win].wrap = false
+  vim.wo[win].winfixwidth = true
+  vim.api.nvim_set_current_win(source_win)
+  local group = vim.api.nvim_create_augroup("chimera_panel", { clear = true })
+  vim.api.nvim_create_autocmd({ "CursorMoved", "CursorMovedI", "BufEnter" }, { group = group, callback = follow })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = { "ChimeraTopology", "ChimeraAgentState" },
+    callback = function()
+      render()
+    end,
+  })
+  node_id = false
+  follow()
+end
+
+remora.on_change("panel", function(id)
+  if id == node_id then
+    render()
+  end
+end)
+
+--- The node the panel shows (for tests and statuslines).
+function M.node_id()
+  return node_id or nil
+end
+
+--- The panel's lines.
+function M.lines()
+  return buf and vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_get_lines(buf, 0, -1, false) or {}
+end
+
+return M
