@@ -56,4 +56,9 @@ CHIMERA_LIB="$lib" CHIMERA_REPO="$here" BENCH_LLM_URL="http://127.0.0.1:$(cat "$
 if [ "${REAL_MODEL:-1}" = 1 ]; then
   echo "== real model: '${DEMO_TASK:-add a docstring to parse_config}' with Qwen2.5-Coder ${DEMO_MODEL:-0.5b}, command to ghost text"
   DEMO_MODEL="${DEMO_MODEL:-0.5b}" scripts/real_model_runs.sh "${RUNS:-5}"
+  echo "== real model: Remora node chats (rewrite_self and message_node) with Qwen2.5-Coder 0.5B and 1.5B"
+  for m in 0.5b 1.5b; do
+    echo "-- $m"
+    DEMO_MODEL="$m" scripts/remora_real_model.sh | grep -E "^  [0-9]|remora node chat"
+  done
 fi

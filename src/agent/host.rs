@@ -113,8 +113,10 @@ impl Host for AgentHost {
     ) -> Result<Value, String> {
         if let Some(node) = &self.node {
             if let Some(result) = node.call(&self.overlay(), name, &a, &kw) {
-                if let (Ok(Value::String(s)), "message_node" | "ask_parent") = (&result, name) {
-                    self.messages_sent.push(s.clone());
+                if let Ok(Value::String(s)) = &result {
+                    if s.starts_with(super::node::SENT) {
+                        self.messages_sent.push(s.clone());
+                    }
                 }
                 return result;
             }

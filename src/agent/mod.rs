@@ -237,6 +237,15 @@ pub async fn run(
         messages.push(ChatMessage::assistant(reply));
         store.overlay_clear(&job.id)?;
         let node = job.node.as_ref().and_then(|n| n.view.node.as_ref());
+        // Small models wrap their new source in a rewrite_self call, often
+        // with triple quotes inside it: take the source out of the call.
+        let code = match node {
+            Some(n) => {
+                let code = node::unwrap_rewrite_call(&code).unwrap_or(code);
+                node::own_definition(&code, n).unwrap_or(code)
+            }
+            None => code,
+        };
         let attempt = match python::classify(&code, target.as_ref().map(|(_, t)| t.as_str())) {
             ReplyForm::Program(code) => {
                 progress("running the program".into());
@@ -246,7 +255,16 @@ pub async fn run(
                 match (&target, node) {
                     (Some((path, text)), Some(n)) => match node::apply_reply(text, n, job.node.as_ref().map(|j| &j.bus), &code) {
                         Ok(new) => write_checked(&store, &job.id, max_bytes, path, text, &new, "rewrite_self"),
-                        Err(e) => Err(e),
+                        // A node may not edit another: what it wrote for a
+                        // neighbour goes to that neighbour as a request.
+                        Err(e) => match job.node.as_ref().and_then(|j| {
+                            j.redirect(&job.task, &code)
+                                .or_else(|| e.contains(node::UNCHANGED).then(|| j.forward(&job.task)).flatten())
+                        }) {
+                            Some(Ok(sent)) => Ok((Some(sent), "message")),
+                            Some(Err(refused)) => Err(refused),
+                            None => Err(e),
+                        },
                     },
                     _ => Err("Your node's file is gone.".into()),
                 }
@@ -384,10 +402,14 @@ async fn run_program(
             return Ok(Ok((Some(host.messages_sent.join("; ")), "message")));
         }
         if entries.is_empty() {
-            return Ok(Err(
-                "The program changed nothing and sent no message: call rewrite_self(new_source), or message_node(target_id, request)."
-                    .into(),
-            ));
+            let name = host
+                .node
+                .as_ref()
+                .and_then(|n| n.view.node.as_ref())
+                .map_or("yourself", |n| n.name.as_str());
+            return Ok(Err(format!(
+                "The program changed nothing and sent no message. Answer with your complete new source in one ```python block starting with your own `{name}` definition, or with message_node(target_id, request)."
+            )));
         }
     }
     let summary = match host.submitted {

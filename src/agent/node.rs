@@ -106,12 +106,14 @@ pub fn system_prompt(view: &NodeView) -> String {
 4. All edits are proposals until the human approves.
 
 # How to answer
-To change yourself, answer with your complete new source in one ```python
-block, starting with your own `{keyword}` line (that block is your
-`rewrite_self`). Keep your name. Do not write ID comments (`# rm_...`).
-To use the other tools, answer instead with a short Python program in one
-```python block that calls them: {tools}. Programs run in a small Python
-subset: no imports, no open(), no % formatting; use f-strings.",
+Answer with your complete new source in one ```python block, starting with
+your own `{keyword} {name}` line: that block is your `rewrite_self`. Keep
+your name. Do not write ID comments (`# rm_...`). Nothing else is needed.
+
+Only when the request is about ANOTHER node, answer instead with a short
+program in one ```python block calling message_node(target_id, request),
+with a node ID from the Graph Context above. Programs may also call: {tools}.
+They run in a small Python subset: no imports, no open(), no % formatting.",
         kind = n.node_type.as_str(),
         name = n.name,
         id = n.id,
@@ -443,6 +445,21 @@ fn run_extension_tool(
     Ok(host.result.unwrap_or(Value::None))
 }
 
+/// The source inside a reply that is only a `rewrite_self(...)` call with
+/// one string literal, taken verbatim between its first and last quote
+/// (small models put unescaped triple quotes inside it).
+pub fn unwrap_rewrite_call(code: &str) -> Option<String> {
+    let t = code.trim();
+    let inner = t.strip_prefix("rewrite_self(")?.strip_suffix(')')?.trim();
+    let inner = inner.strip_prefix("new_source=").unwrap_or(inner).trim();
+    for q in ["\"\"\"", "'''", "\"", "'"] {
+        if let Some(body) = inner.strip_prefix(q).and_then(|b| b.strip_suffix(q)) {
+            return Some(body.to_owned());
+        }
+    }
+    None
+}
+
 /// A reply in the definitions form, for node `node` of `text`: the
 /// definition named like the node is its `rewrite_self`; any other new
 /// top-level definition in the reply is proposed as a sibling after it.
@@ -465,7 +482,7 @@ pub fn apply_reply(
             "def"
         };
         return Err(format!(
-            "Answer with your whole new source: one ```python block starting with `{keyword} {}`.",
+            "Answer with your whole new source: one ```python block starting with `{keyword} {}`. To ask another node instead, answer with a one-line program such as `message_node(\"rm_...\", \"your request\")`, using a node ID from your Graph Context.",
             node.name
         ));
     };
@@ -540,6 +557,33 @@ impl std::fmt::Debug for NodeJob {
     }
 }
 
+/// Part of the error for a rewrite that changes nothing.
+pub const UNCHANGED: &str = "the new source is the same as the old";
+
+/// In a reply that defines this node at top level, that definition alone,
+/// without lines that only call a tool (small models append
+/// `rewrite_self(...)` or `message_node(...)` lines inside their own body).
+pub fn own_definition(code: &str, node: &Node) -> Option<String> {
+    if node.node_type == NodeType::File {
+        return None;
+    }
+    let code = clean_source(code);
+    let def = python::definitions(&code)
+        .into_iter()
+        .find(|d| d.parent.is_none() && d.name == node.name)?;
+    let kept: Vec<&str> = code[def.start..def.end]
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !TOOLS.iter().any(|tool| t.starts_with(&format!("{tool}(")))
+        })
+        .collect();
+    Some(kept.join("\n"))
+}
+
+/// How the answer to a message that was sent begins.
+pub const SENT: &str = "sent to ";
+
 /// The seed's node tools, by name.
 pub const TOOLS: &[&str] = &[
     "rewrite_self",
@@ -580,6 +624,80 @@ impl NodeJob {
             .node
             .as_ref()
             .ok_or_else(|| "this agent has no node".to_owned())
+    }
+
+    /// When `code` defines a neighbour (not this node), sends it to that
+    /// neighbour as a request: a node may not edit another, but it may ask.
+    pub fn redirect(&self, task: &str, code: &str) -> Option<Result<String, String>> {
+        let me = self.view.node.as_ref()?;
+        let code = clean_source(code);
+        let defs = python::definitions(&code);
+        let (def, target) = defs.iter().filter(|d| d.parent.is_none()).find_map(|d| {
+            let n = self
+                .view
+                .callers
+                .iter()
+                .chain(&self.view.callees)
+                .find(|n| n.name == d.name && n.id != me.id)?;
+            Some((d, n))
+        })?;
+        let request = format!(
+            "{}\nA suggested new version of you:\n```python\n{}\n```",
+            task.trim(),
+            code[def.start..def.end].trim_end()
+        );
+        Some(
+            self.bus
+                .message(&me.id, &target.id, &request, self.correlation.as_deref())
+                .map_err(|e| format!("message_node(): {e}")),
+        )
+    }
+
+    /// When the request names exactly one neighbour, sends it there: the
+    /// agent left itself unchanged, so the request was not for it.
+    pub fn forward(&self, task: &str) -> Option<Result<String, String>> {
+        let me = self.view.node.as_ref()?;
+        let words: Vec<&str> = task
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .collect();
+        let mut named: Vec<&Node> = self
+            .view
+            .callers
+            .iter()
+            .chain(&self.view.callees)
+            .chain(self.view.parent.iter())
+            .filter(|n| n.id != me.id && words.contains(&n.name.as_str()))
+            .collect();
+        named.dedup_by(|a, b| a.id == b.id);
+        let [target] = named.as_slice() else {
+            return None;
+        };
+        Some(
+            self.bus
+                .message(&me.id, &target.id, task.trim(), self.correlation.as_deref())
+                .map_err(|e| format!("message_node(): {e}")),
+        )
+    }
+
+    /// A node ID, or the name of a neighbour (small models often give names).
+    fn resolve_target(&self, target: &str) -> Result<String, String> {
+        if crate::remora::ids::is_id(target) {
+            return Ok(target.to_owned());
+        }
+        let neighbours = self
+            .view
+            .callers
+            .iter()
+            .chain(&self.view.callees)
+            .chain(self.view.parent.iter());
+        let found: Vec<&Node> = neighbours.filter(|n| n.name == target).collect();
+        match found.as_slice() {
+            [one] => Ok(one.id.clone()),
+            [] => Err(format!(
+                "no node {target:?} among your neighbours; give a node ID (rm_...) from your Graph Context"
+            )),
+            _ => Err(format!("{target:?} names several nodes; give its node ID (rm_...)")),
+        }
     }
 
     fn file_text(ov: &Overlay<'_>, path: &str) -> Result<(ProjectPath, String), String> {
@@ -625,7 +743,10 @@ impl NodeJob {
             "rewrite_self" => {
                 let src = args::string(name, a, kw, 0, "new_source")?;
                 let (p, text) = Self::file_text(ov, &me.file_path)?;
-                let new = rewrite_self(&text, me, &src)?;
+                let new = match rewrite_self(&text, me, &src) {
+                    Ok(new) => new,
+                    Err(e) => return self.redirect("", &src).unwrap_or(Err(e)).map(Value::String),
+                };
                 ov.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
                 Ok(Value::String(format!(
                     "proposed a rewrite of {} for the human to review",
@@ -675,7 +796,7 @@ impl NodeJob {
                 )))
             }
             "read_node" => {
-                let id = args::string(name, a, kw, 0, "target_id")?;
+                let id = self.resolve_target(&args::string(name, a, kw, 0, "target_id")?)?;
                 let n = self
                     .bus
                     .node(&id)
@@ -692,7 +813,7 @@ impl NodeJob {
                 self.view.callees.iter().map(node_value).collect(),
             )),
             "message_node" => {
-                let to = args::string(name, a, kw, 0, "target_id")?;
+                let to = self.resolve_target(&args::string(name, a, kw, 0, "target_id")?)?;
                 let request = args::string(name, a, kw, 1, "request")?;
                 self.bus
                     .message(&me.id, &to, &request, self.correlation.as_deref())

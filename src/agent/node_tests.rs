@@ -151,3 +151,118 @@ fn the_prompt_is_the_seed_base_prompt_hydrated() {
     assert!(p.contains("    def load(self):    # rm_aaaa0002\n        return 1\n```"));
     assert!(p.contains("1. You may ONLY edit your own body using `rewrite_self()`."));
 }
+
+#[test]
+fn a_rewrite_self_call_with_inner_triple_quotes_is_unwrapped() {
+    let reply =
+        "rewrite_self(\"\"\"\ndef greet(name):\n    \"\"\"Greet.\"\"\"\n    return name\n\"\"\")";
+    assert_eq!(
+        unwrap_rewrite_call(reply).unwrap(),
+        "\ndef greet(name):\n    \"\"\"Greet.\"\"\"\n    return name\n"
+    );
+    assert_eq!(
+        unwrap_rewrite_call("rewrite_self(new_source='def f(): pass')").unwrap(),
+        "def f(): pass"
+    );
+    assert_eq!(unwrap_rewrite_call("x = rewrite_self('a')"), None);
+}
+
+struct RecordingBus {
+    nodes: Vec<Node>,
+    sent: std::sync::Mutex<Vec<(String, String, String)>>,
+}
+
+impl NodeBus for RecordingBus {
+    fn node(&self, id: &str) -> Option<Node> {
+        self.nodes.iter().find(|n| n.id == id).cloned()
+    }
+    fn message(
+        &self,
+        from: &str,
+        to: &str,
+        request: &str,
+        _: Option<&str>,
+    ) -> Result<String, String> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push((from.into(), to.into(), request.into()));
+        Ok(format!("{SENT}{to}"))
+    }
+}
+
+#[test]
+fn what_a_node_writes_for_a_neighbour_is_sent_to_it_as_a_request() {
+    let ix = index(SRC);
+    let helper = node(&ix, "helper");
+    let load = node(&ix, "Config.load");
+    let bus = Arc::new(RecordingBus {
+        nodes: vec![helper.clone(), load.clone()],
+        sent: Default::default(),
+    });
+    let job = NodeJob {
+        view: NodeView {
+            node: Some(helper.clone()),
+            callees: vec![load.clone()],
+            ..NodeView::default()
+        },
+        correlation: None,
+        bus: bus.clone(),
+    };
+    let sent = job
+        .redirect(
+            "add a docstring",
+            "def load(self):\n    \"\"\"Load.\"\"\"\n    return 1\n",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(sent, format!("{SENT}{}", load.id));
+    let (from, to, request) = bus.sent.lock().unwrap()[0].clone();
+    assert_eq!(
+        (from.as_str(), to.as_str()),
+        (helper.id.as_str(), load.id.as_str())
+    );
+    assert!(
+        request.starts_with(
+            "add a docstring\nA suggested new version of you:\n```python\ndef load(self):"
+        ),
+        "{request}"
+    );
+    // Code for a node that is not a neighbour is not redirected.
+    assert!(job.redirect("x", "def unrelated():\n    pass\n").is_none());
+}
+
+#[test]
+fn tool_call_lines_inside_the_own_definition_are_dropped() {
+    let ix = index(SRC);
+    let helper = node(&ix, "helper");
+    let reply = "def helper():\n    rewrite_self(\"x\")\n    return Config.load(Config()) + 1\n    message_node(\"rm_a\", \"hi\")\n";
+    assert_eq!(
+        own_definition(reply, &helper).unwrap(),
+        "def helper():\n    return Config.load(Config()) + 1"
+    );
+    assert_eq!(own_definition("print('x')", &helper), None);
+}
+
+#[test]
+fn a_request_naming_one_neighbour_is_forwarded_when_the_node_stays_unchanged() {
+    let ix = index(SRC);
+    let helper = node(&ix, "helper");
+    let load = node(&ix, "Config.load");
+    let bus = Arc::new(RecordingBus {
+        nodes: vec![helper.clone(), load.clone()],
+        sent: Default::default(),
+    });
+    let job = NodeJob {
+        view: NodeView {
+            node: Some(helper.clone()),
+            callees: vec![load.clone()],
+            ..NodeView::default()
+        },
+        correlation: None,
+        bus: bus.clone(),
+    };
+    assert!(job.forward("ask load to add a docstring").unwrap().is_ok());
+    assert_eq!(bus.sent.lock().unwrap()[0].2, "ask load to add a docstring");
+    assert!(job.forward("add a docstring").is_none(), "no neighbour named");
+}

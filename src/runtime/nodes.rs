@@ -349,7 +349,8 @@ impl NodeBus for Bus {
             Some(&correlation),
         );
         Ok(format!(
-            "sent to {to}; it will act on it and its changes come to the human as proposals (chain {correlation})"
+            "{}{to}; it will act on it and its changes come to the human as proposals (chain {correlation})",
+            node::SENT
         ))
     }
 }
