@@ -264,5 +264,8 @@ fn a_request_naming_one_neighbour_is_forwarded_when_the_node_stays_unchanged() {
     };
     assert!(job.forward("ask load to add a docstring").unwrap().is_ok());
     assert_eq!(bus.sent.lock().unwrap()[0].2, "ask load to add a docstring");
-    assert!(job.forward("add a docstring").is_none(), "no neighbour named");
+    assert!(
+        job.forward("add a docstring").is_none(),
+        "no neighbour named"
+    );
 }

@@ -156,16 +156,78 @@ fn kinds() -> &'static Kinds {
 pub fn extract(path: &str, text: &str) -> Extracted {
     match crate::python::parse(text) {
         Some(tree) => extract_tree(path, text, &tree),
-        None => extract_parts(path, text, None),
+        None => extract_parts(path, text, None, &mut ChunkCache::default()),
     }
 }
 
 /// [`extract`] from a tree already parsed (perhaps incrementally) from `text`.
 pub fn extract_tree(path: &str, text: &str, tree: &tree_sitter::Tree) -> Extracted {
-    extract_parts(path, text, Some(tree))
+    extract_parts(path, text, Some(tree), &mut ChunkCache::default())
 }
 
-fn extract_parts(path: &str, text: &str, tree: Option<&tree_sitter::Tree>) -> Extracted {
+/// [`extract_tree`] reusing what `cache` holds from the last extraction of
+/// the same file: a top-level statement whose text did not change is not
+/// walked again (after a one-line edit, all but one). `cache` is left
+/// holding the statements of `text`.
+pub fn extract_cached(
+    path: &str,
+    text: &str,
+    tree: &tree_sitter::Tree,
+    cache: &mut ChunkCache,
+) -> Extracted {
+    extract_parts(path, text, Some(tree), cache)
+}
+
+/// What one top-level statement contributes. Positions are relative to
+/// the statement's start (`start_byte`, 0-based `start_row`, both 0 once
+/// cached); node indices are local (0 is the file).
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    start_byte: usize,
+    start_row: usize,
+    nodes: Vec<RawNode>,
+    exprs: Vec<(usize, EdgeKind, Expr)>,
+    bindings: HashMap<String, Binding>,
+    refs: Vec<RawRef>,
+}
+
+/// Top-level statements by (hash of their text, start column).
+pub type ChunkCache = HashMap<(blake3::Hash, usize), Chunk>;
+
+impl Chunk {
+    /// This chunk's nodes moved to `start_byte`/`start_row`.
+    fn shifted(&self, start_byte: usize, start_row: usize) -> Vec<RawNode> {
+        let db = start_byte as isize - self.start_byte as isize;
+        let dr = start_row as isize - self.start_row as isize;
+        let b = |x: usize| (x as isize + db) as usize;
+        let r = |x: usize| (x as isize + dr) as usize;
+        self.nodes
+            .iter()
+            .map(|n| RawNode {
+                start_line: r(n.start_line),
+                end_line: r(n.end_line),
+                start_byte: b(n.start_byte),
+                end_byte: b(n.end_byte),
+                id_comment: n.id_comment.as_ref().map(|c| IdSpan {
+                    id: c.id.clone(),
+                    start: b(c.start),
+                    end: b(c.end),
+                }),
+                id_insert_at: n.id_insert_at.map(b),
+                header_row: r(n.header_row),
+                colon_end: b(n.colon_end),
+                ..n.clone()
+            })
+            .collect()
+    }
+}
+
+fn extract_parts(
+    path: &str,
+    text: &str,
+    tree: Option<&tree_sitter::Tree>,
+    cache: &mut ChunkCache,
+) -> Extracted {
     let newline = match text.find('\n') {
         Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
         _ => "\n",
@@ -199,12 +261,11 @@ fn extract_parts(path: &str, text: &str, tree: Option<&tree_sitter::Tree>) -> Ex
     };
     let has_error = match tree {
         Some(tree) => {
-            walker.walk(tree.root_node());
+            walker.walk_chunks(tree.root_node(), cache);
             tree.root_node().has_error()
         }
         None => true,
     };
-    walker.attach_comments();
     let refs = walker.resolve_refs();
     let nodes = walker.nodes;
     Extracted {
@@ -264,6 +325,82 @@ struct Walker<'a> {
 impl<'a> Walker<'a> {
     fn src(&self, n: TsNode<'_>) -> &'a str {
         self.text.get(n.start_byte()..n.end_byte()).unwrap_or("")
+    }
+
+    /// Walks each top-level statement, or takes it from `cache` when its
+    /// text is unchanged; merges them in order.
+    fn walk_chunks(&mut self, root: TsNode<'_>, cache: &mut ChunkCache) {
+        let mut fresh = ChunkCache::default();
+        let mut cursor = root.walk();
+        let statements: Vec<TsNode<'_>> = root.children(&mut cursor).collect();
+        for stmt in statements {
+            let (start, row, col) = (
+                stmt.start_byte(),
+                stmt.start_position().row,
+                stmt.start_position().column,
+            );
+            let key = (
+                blake3::hash(&self.text.as_bytes()[start..stmt.end_byte()]),
+                col,
+            );
+            // How an erroneous statement parses depends on its neighbours,
+            // not only on its text: such a statement is always walked.
+            let cached = if stmt.has_error() {
+                None
+            } else {
+                cache.remove(&key).or_else(|| fresh.remove(&key))
+            };
+            let chunk = match cached {
+                Some(c) => c,
+                None => {
+                    let mut w = Walker {
+                        text: self.text,
+                        module: self.module.clone(),
+                        is_package: self.is_package,
+                        nodes: vec![self.nodes[0].clone()],
+                        exprs: Vec::new(),
+                        bindings: HashMap::new(),
+                        refs: Vec::new(),
+                        comments: Vec::new(),
+                    };
+                    w.walk(stmt);
+                    w.attach_comments();
+                    w.nodes.remove(0);
+                    let walked = Chunk {
+                        start_byte: start,
+                        start_row: row,
+                        nodes: w.nodes,
+                        exprs: w.exprs,
+                        bindings: w.bindings,
+                        refs: w.refs,
+                    };
+                    // Kept relative to the statement's start, to be placed
+                    // wherever the statement is next time.
+                    Chunk {
+                        nodes: walked.shifted(0, 0),
+                        start_byte: 0,
+                        start_row: 0,
+                        ..walked
+                    }
+                }
+            };
+            let base = self.nodes.len() - 1;
+            let map = |k: usize| if k == 0 { 0 } else { base + k };
+            for mut n in chunk.shifted(start, row) {
+                n.parent = n.parent.map(map);
+                self.nodes.push(n);
+            }
+            self.exprs
+                .extend(chunk.exprs.iter().map(|(o, k, e)| (map(*o), *k, e.clone())));
+            for (k, v) in &chunk.bindings {
+                self.bindings.insert(k.clone(), v.clone());
+            }
+            self.refs.extend(chunk.refs.iter().cloned());
+            if !stmt.has_error() {
+                fresh.insert(key, chunk);
+            }
+        }
+        *cache = fresh;
     }
 
     fn walk(&mut self, root: TsNode<'_>) {

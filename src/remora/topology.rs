@@ -155,6 +155,24 @@ impl Topology {
     /// name) in order, then fresh IDs.
     pub fn assign_ids(&self, path: &str, ex: &Extracted) -> Vec<String> {
         let old = self.files.get(path);
+        // The common case while typing: the same definitions in the same
+        // order, so the same IDs (unless a comment says otherwise).
+        if let Some(f) = old {
+            let same = f.ids.len() == ex.nodes.len()
+                && ex
+                    .file_comment
+                    .as_ref()
+                    .is_none_or(|c| Some(&c.id) == f.ids.first())
+                && ex.nodes.iter().zip(&f.ids).skip(1).all(|(raw, id)| {
+                    self.nodes
+                        .get(id)
+                        .is_some_and(|n| n.node_type == raw.node_type && n.qualname == raw.qualname)
+                        && raw.id_comment.as_ref().is_none_or(|c| &c.id == id)
+                });
+            if same {
+                return f.ids.clone();
+            }
+        }
         let mut taken: HashSet<String> = HashSet::new();
         let mut out: Vec<Option<String>> = vec![None; ex.nodes.len()];
 
