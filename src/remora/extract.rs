@@ -156,13 +156,13 @@ fn kinds() -> &'static Kinds {
 pub fn extract(path: &str, text: &str) -> Extracted {
     match crate::python::parse(text) {
         Some(tree) => extract_tree(path, text, &tree),
-        None => extract_parts(path, text, None, &mut ChunkCache::default()),
+        None => extract_parts(path, text, None, None),
     }
 }
 
 /// [`extract`] from a tree already parsed (perhaps incrementally) from `text`.
 pub fn extract_tree(path: &str, text: &str, tree: &tree_sitter::Tree) -> Extracted {
-    extract_parts(path, text, Some(tree), &mut ChunkCache::default())
+    extract_parts(path, text, Some(tree), None)
 }
 
 /// [`extract_tree`] reusing what `cache` holds from the last extraction of
@@ -175,7 +175,7 @@ pub fn extract_cached(
     tree: &tree_sitter::Tree,
     cache: &mut ChunkCache,
 ) -> Extracted {
-    extract_parts(path, text, Some(tree), cache)
+    extract_parts(path, text, Some(tree), Some(cache))
 }
 
 /// What one top-level statement contributes. Positions are relative to
@@ -226,7 +226,7 @@ fn extract_parts(
     path: &str,
     text: &str,
     tree: Option<&tree_sitter::Tree>,
-    cache: &mut ChunkCache,
+    cache: Option<&mut ChunkCache>,
 ) -> Extracted {
     let newline = match text.find('\n') {
         Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
@@ -261,7 +261,14 @@ fn extract_parts(
     };
     let has_error = match tree {
         Some(tree) => {
-            walker.walk_chunks(tree.root_node(), cache);
+            match cache {
+                Some(cache) => walker.walk_chunks(tree.root_node(), cache),
+                // A one-off extraction (a whole project) walks in one go.
+                None => {
+                    walker.walk(tree.root_node());
+                    walker.attach_comments();
+                }
+            }
             tree.root_node().has_error()
         }
         None => true,
