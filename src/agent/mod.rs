@@ -246,12 +246,27 @@ pub async fn run(
             }
             None => code,
         };
-        let attempt = match python::classify(&code, target.as_ref().map(|(_, t)| t.as_str())) {
-            ReplyForm::Program(code) => {
+        // A tool call as JSON (`{"tool": …, "args": {…}}`) runs that tool.
+        let tool_call = job.node.as_ref().and_then(|j| {
+            node::parse_tool_call(messages.last().map_or("", |m| m.content.as_str()))
+                .map(|c| (j, c))
+        });
+        let attempt = match (tool_call, python::classify(&code, target.as_ref().map(|(_, t)| t.as_str()))) {
+            (Some((j, (tool, args))), _) => {
+                let ov = Overlay::new(&store, &job.id, max_bytes);
+                match j.call(&ov, &tool, &[], &args) {
+                    Some(Ok(sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok((Some(s), "message")),
+                    Some(Ok(_)) if !store.overlay_entries(&job.id)?.is_empty() => Ok((None, "tool call")),
+                    Some(Ok(v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).")),
+                    Some(Err(e)) => Err(e),
+                    None => Err(format!("There is no tool `{tool}`; the tools are: {}.", node::TOOLS.join(", "))),
+                }
+            }
+            (None, ReplyForm::Program(code)) => {
                 progress("running the program".into());
                 run_program(&store, config, llm, job, cancel, code).await?
             }
-            ReplyForm::Definitions(code) | ReplyForm::WholeFile(code) if node.is_some() => {
+            (None, ReplyForm::Definitions(code) | ReplyForm::WholeFile(code)) if node.is_some() => {
                 match (&target, node) {
                     (Some((path, text)), Some(n)) => match node::apply_reply(text, n, job.node.as_ref().map(|j| &j.bus), &code) {
                         Ok(new) => write_checked(&store, &job.id, max_bytes, path, text, &new, "rewrite_self"),
@@ -269,7 +284,7 @@ pub async fn run(
                     _ => Err("Your node's file is gone.".into()),
                 }
             }
-            ReplyForm::Definitions(code) => match &target {
+            (None, ReplyForm::Definitions(code)) => match &target {
                 Some((path, text)) => {
                     let focus_line = if job.file.as_deref() == Some(path.as_str()) { job.cursor_line } else { None };
                     match python::splice_definitions(text, &code, focus_line) {
@@ -279,11 +294,11 @@ pub async fn run(
                 }
                 None => Err("It is not clear which file to change: name the file and write a program that calls write_file(path, content).".into()),
             },
-            ReplyForm::WholeFile(code) => match &target {
+            (None, ReplyForm::WholeFile(code)) => match &target {
                 Some((path, text)) => write_checked(&store, &job.id, max_bytes, path, text, &code, "whole file"),
                 None => Err("It is not clear which file this is: write a program that calls write_file(path, content).".into()),
             },
-            ReplyForm::Nothing => Err("Your reply has no Python code block with the change.".into()),
+            (None, ReplyForm::Nothing) => Err("Your reply has no Python code block with the change.".into()),
         };
         match attempt {
             Ok((summary, form_used)) => {

@@ -581,6 +581,60 @@ pub fn own_definition(code: &str, node: &Node) -> Option<String> {
     Some(kept.join("\n"))
 }
 
+/// A reply that is one JSON tool call, `{"tool": name, "args": {…}}`
+/// (also `{"name": …, "arguments": …}`, fenced or not): the tool and its
+/// arguments as keyword arguments.
+pub fn parse_tool_call(reply: &str) -> Option<(String, Vec<(Value, Value)>)> {
+    let t = reply.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .map_or(t, |r| r.trim_end().trim_end_matches("```"))
+        .trim();
+    if !t.starts_with('{') {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(t).ok()?;
+    let tool = v
+        .get("tool")
+        .or_else(|| v.get("name"))?
+        .as_str()?
+        .to_owned();
+    let args = v.get("args").or_else(|| v.get("arguments"));
+    let args = match args {
+        Some(serde_json::Value::String(s)) => serde_json::from_str(s).ok()?,
+        Some(a) => a.clone(),
+        None => serde_json::Value::Object(Default::default()),
+    };
+    let serde_json::Value::Object(map) = args else {
+        return None;
+    };
+    Some((
+        tool,
+        map.into_iter()
+            .map(|(k, v)| (Value::String(k), json_value(v)))
+            .collect(),
+    ))
+}
+
+fn json_value(v: serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::None,
+        serde_json::Value::Bool(b) => Value::Bool(b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        serde_json::Value::String(s) => Value::String(s),
+        serde_json::Value::Array(a) => Value::List(a.into_iter().map(json_value).collect()),
+        serde_json::Value::Object(o) => Value::dict(
+            o.into_iter()
+                .map(|(k, v)| (Value::String(k), json_value(v)))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
 /// How the answer to a message that was sent begins.
 pub const SENT: &str = "sent to ";
 

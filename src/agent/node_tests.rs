@@ -269,3 +269,70 @@ fn a_request_naming_one_neighbour_is_forwarded_when_the_node_stays_unchanged() {
         "no neighbour named"
     );
 }
+
+#[test]
+fn json_tool_calls_are_read_in_the_usual_shapes() {
+    let (tool, args) = parse_tool_call("```json\n{\"tool\": \"message_node\", \"args\": {\"target_id\": \"rm_a\", \"request\": \"hi\"}}\n```").unwrap();
+    assert_eq!(tool, "message_node");
+    assert_eq!(args.len(), 2);
+    let (tool, args) = parse_tool_call(
+        "{\"name\": \"read_node\", \"arguments\": \"{\\\"target_id\\\": \\\"rm_b\\\"}\"}",
+    )
+    .unwrap();
+    assert_eq!((tool.as_str(), args.len()), ("read_node", 1));
+    assert!(parse_tool_call("def f():\n    pass").is_none());
+    assert!(parse_tool_call("{\"no\": 1}").is_none());
+}
+
+#[test]
+fn extension_tools_run_in_the_sandbox_with_read_access() {
+    let st = Store::open_in_memory(Path::new("/p")).unwrap();
+    st.stable_put("config.toml", b"KEY = 1\n", 0o644, 0, 1 << 20)
+        .unwrap();
+    st.agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+        .unwrap();
+    let ov = Overlay::new(&st, "ag", 1 << 20);
+    let ix = index(SRC);
+    let tools = crate::remora::extensions::parse(
+        "ext.py",
+        "match_pattern = \"*\"\n\ndef count_lines(path, extra):\n    \"\"\"Count lines.\"\"\"\n    return len(read_file(path).splitlines()) + extra\n",
+    )
+    .unwrap()
+    .remove(0)
+    .tools;
+    let bus = Arc::new(RecordingBus {
+        nodes: vec![],
+        sent: Default::default(),
+    });
+    let job = NodeJob {
+        view: NodeView {
+            node: Some(node(&ix, "helper")),
+            tools,
+            ..NodeView::default()
+        },
+        correlation: None,
+        bus,
+    };
+    assert!(job.has_tool("count_lines"));
+    let out = job
+        .call(
+            &ov,
+            "count_lines",
+            &[Value::String("config.toml".into()), Value::Int(2)],
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(out, Value::Int(3));
+    let err = job
+        .call(
+            &ov,
+            "count_lines",
+            &[Value::String("missing.toml".into()), Value::Int(0)],
+            &[],
+        )
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("count_lines()"), "{err}");
+    assert!(system_prompt(&job.view).contains("count_lines(path, extra) (Count lines.)"));
+}
