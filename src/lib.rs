@@ -13,6 +13,8 @@
 //! - [`diff`]: proposals as hunks, and applying them.
 //! - [`accept`]: proposals, rebase onto the human's edits, and accepting or
 //!   rejecting them (whole or by hunk), atomically.
+//! - [`rollback`]: rolling the project back to a snapshot, naming what
+//!   cannot be undone.
 //! - [`llm`]: LLM providers (Ollama, OpenAI-compatible) over HTTP.
 //! - [`sandbox`]: runs model-written Python in Monty with host functions.
 //! - [`python`]: Python with tree-sitter: syntax checks, definitions, and
@@ -36,6 +38,7 @@ pub mod overlay;
 pub mod paths;
 pub mod python;
 pub mod remora;
+pub mod rollback;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;

@@ -3,8 +3,11 @@
 //! per-agent overlays, agent records, proposals and an append-only event log.
 //! One database means an accept or a recovery is a single transaction.
 
+mod history;
 mod remora;
 mod schema;
+
+pub use history::{Effect, ManifestEntry, Snapshot};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -27,6 +30,8 @@ pub enum StoreError {
     MissingBlob(String),
     #[error("no agent with id `{0}`")]
     NoAgent(String),
+    #[error("no snapshot `{0}`; :Chimera history lists them")]
+    NoSnapshot(String),
     #[error("agent {id} cannot go from {from} to {to}")]
     IllegalTransition {
         id: String,

@@ -104,6 +104,29 @@ CREATE TABLE IF NOT EXISTS settings (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+-- Snapshots of the stable layer; `manifest` is a blob listing
+-- `mode hash path` per file.
+CREATE TABLE IF NOT EXISTS snapshots (
+    id         TEXT PRIMARY KEY,
+    message    TEXT NOT NULL,
+    manifest   TEXT NOT NULL,
+    files      INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    -- The last effect before it: later effects happened after it.
+    effect_seq INTEGER NOT NULL DEFAULT 0
+);
+-- Irreversible actions (LLM calls, commands, network, MCP), each after
+-- the latest snapshot at the time.
+CREATE TABLE IF NOT EXISTS effects (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind        TEXT NOT NULL,
+    agent_id    TEXT,
+    input       TEXT NOT NULL,
+    output      TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    snapshot_id TEXT,
+    created_at  INTEGER NOT NULL
+);
 -- Remora subscriptions: which events wake which node agent (JSON pattern).
 CREATE TABLE IF NOT EXISTS subscriptions (
     agent_id TEXT NOT NULL,

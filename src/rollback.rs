@@ -1,0 +1,181 @@
+//! Rolling the project back to a snapshot: which files change, restoring
+//! them (loaded buffers by the editor, the others on disk atomically) and
+//! the stable layer, and which effects since the snapshot cannot be undone.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::accept::{self, AcceptError};
+use crate::store::{self, Effect, Snapshot, Store};
+
+/// What a rollback does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub snapshot: Option<Snapshot>,
+    /// Files that get the snapshot's content (changed or gone since).
+    pub restore: Vec<String>,
+    /// Files created since the snapshot: deleted.
+    pub delete: Vec<String>,
+    /// Files that cannot be restored, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// What happened outside the project since the snapshot.
+    pub effects: Vec<Effect>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.restore.is_empty() && self.delete.is_empty()
+    }
+
+    /// The plan in plain words, for the human.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let id = self.snapshot.as_ref().map_or("?", |s| s.id.as_str());
+        if self.is_empty() {
+            out.push_str(&format!(
+                "The project is as in snapshot {id}; nothing to restore."
+            ));
+        } else {
+            out.push_str(&format!(
+                "Rollback to {id}: restore {} file(s), delete {} file(s).",
+                self.restore.len(),
+                self.delete.len()
+            ));
+            for p in &self.restore {
+                out.push_str(&format!("\n  restore {p}"));
+            }
+            for p in &self.delete {
+                out.push_str(&format!("\n  delete  {p}"));
+            }
+        }
+        for (p, why) in &self.skipped {
+            out.push_str(&format!("\n  cannot restore {p}: {why}"));
+        }
+        if self.effects.is_empty() {
+            out.push_str("\nNo outside effect happened since; everything is undone.");
+        } else {
+            let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+            for e in &self.effects {
+                *kinds.entry(e.kind.as_str()).or_default() += 1;
+            }
+            let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            out.push_str(&format!(
+                "\nThese effects since the snapshot cannot be undone: {} (:Chimera effects lists them).",
+                list.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// What rolling back to snapshot `id` would change now.
+pub fn plan(store: &Store, id: &str) -> Result<Plan, AcceptError> {
+    let snapshot = store
+        .snapshot(id)?
+        .ok_or_else(|| store::StoreError::NoSnapshot(id.to_owned()))?;
+    let manifest = store.snapshot_manifest(id)?;
+    let now: HashMap<String, (String, u32)> = store
+        .stable_hashes()?
+        .into_iter()
+        .map(|(p, h)| {
+            let mode = store
+                .stable_entry(&p)
+                .ok()
+                .flatten()
+                .map_or(0o644, |e| e.mode);
+            (p, (h, mode))
+        })
+        .collect();
+    let mut plan = Plan {
+        snapshot: Some(snapshot),
+        effects: store.effects_after_snapshot(id)?,
+        ..Plan::default()
+    };
+    let mut in_snapshot = std::collections::HashSet::new();
+    for e in &manifest {
+        in_snapshot.insert(e.path.as_str());
+        match now.get(&e.path) {
+            Some((h, m)) if *h == e.hash && *m == e.mode => {}
+            _ if e.too_large => plan.skipped.push((
+                e.path.clone(),
+                "it was too large to keep (sync.max_file_bytes)".into(),
+            )),
+            _ => plan.restore.push(e.path.clone()),
+        }
+    }
+    plan.delete = now
+        .keys()
+        .filter(|p| !in_snapshot.contains(p.as_str()))
+        .cloned()
+        .collect();
+    plan.delete.sort();
+    Ok(plan)
+}
+
+/// The result of a rollback.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    /// The snapshot taken just before, so the rollback itself can be undone.
+    pub before: Option<Snapshot>,
+    /// Loaded buffers to set to this text (one undoable change each).
+    pub buffers: Vec<(String, String)>,
+}
+
+/// Rolls back to the snapshot of `plan`: a snapshot of the present first,
+/// then every file not loaded in a buffer written (or deleted) on disk,
+/// atomically, then the stable layer. Loaded buffers (`buffers`: path →
+/// their text) are returned for the editor to set.
+pub fn apply(
+    store: &Store,
+    root: &Path,
+    plan: &Plan,
+    buffers: &HashMap<String, String>,
+) -> Result<Applied, AcceptError> {
+    let Some(snapshot) = &plan.snapshot else {
+        return Ok(Applied::default());
+    };
+    let before = store.snapshot_create(&format!("before rollback to {}", snapshot.id))?;
+    let manifest: HashMap<String, store::ManifestEntry> = store
+        .snapshot_manifest(&snapshot.id)?
+        .into_iter()
+        .map(|e| (e.path.clone(), e))
+        .collect();
+    let mut disk: Vec<(String, Option<Vec<u8>>, u32)> = Vec::new();
+    let mut out = Applied {
+        before: Some(before),
+        buffers: vec![],
+    };
+    for p in &plan.restore {
+        let Some(e) = manifest.get(p) else { continue };
+        let data = store.blob(&e.hash)?;
+        if buffers.contains_key(p) {
+            out.buffers
+                .push((p.clone(), String::from_utf8_lossy(&data).into_owned()));
+        } else {
+            disk.push((p.clone(), Some(data), e.mode));
+        }
+    }
+    for p in &plan.delete {
+        disk.push((p.clone(), None, 0o644));
+    }
+    accept::write_files(root, &disk)?;
+    store.transaction(|tx| -> Result<(), AcceptError> {
+        for p in &plan.restore {
+            if let Some(e) = manifest.get(p) {
+                let size = store::blob(tx, &e.hash)?.len() as u64;
+                store::stable_set(tx, p, &e.hash, size, e.mode, store::now_ms() * 1_000_000)?;
+            }
+        }
+        for p in &plan.delete {
+            tx.execute("DELETE FROM stable WHERE path = ?1", [p])
+                .map_err(store::StoreError::from)?;
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

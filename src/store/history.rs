@@ -1,0 +1,233 @@
+//! Snapshots of the stable layer and the effect log (seed 004): a snapshot
+//! is a manifest blob naming the content of every file, so taking one
+//! copies no file; an effect is an action no rollback can undo.
+
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+
+use super::{hash_bytes, now_ms, put_blob, Result, Store, StoreError};
+
+/// One snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    pub id: String,
+    pub message: String,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    pub files: usize,
+}
+
+/// One file of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestEntry {
+    pub path: String,
+    pub hash: String,
+    pub mode: u32,
+    /// Too large to keep: its content is not in the store.
+    pub too_large: bool,
+}
+
+/// One irreversible action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Effect {
+    pub seq: i64,
+    /// `llm`, `command`, `network`, `mcp`.
+    pub kind: String,
+    pub agent_id: Option<String>,
+    pub input: String,
+    pub output: String,
+    pub duration_ms: i64,
+    /// The latest snapshot when it happened.
+    pub snapshot_id: Option<String>,
+    pub created_at: i64,
+}
+
+/// Effect inputs and outputs are kept up to this many bytes.
+pub const EFFECT_CAP: usize = 4096;
+
+fn cap(s: &str) -> String {
+    if s.len() <= EFFECT_CAP {
+        return s.to_owned();
+    }
+    let mut end = EFFECT_CAP;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &s[..end], s.len())
+}
+
+fn parse_manifest(text: &str) -> Vec<ManifestEntry> {
+    text.lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(4, ' ');
+            let mode = u32::from_str_radix(parts.next()?, 8).ok()?;
+            let too_large = parts.next()? == "L";
+            let hash = parts.next()?.to_owned();
+            let path = parts.next()?.to_owned();
+            Some(ManifestEntry {
+                path,
+                hash,
+                mode,
+                too_large,
+            })
+        })
+        .collect()
+}
+
+impl Store {
+    /// Snapshots the stable layer as it is now.
+    pub fn snapshot_create(&self, message: &str) -> Result<Snapshot> {
+        self.transaction(|tx| {
+            let mut manifest = String::new();
+            let mut files = 0;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT path, hash, mode, too_large FROM stable ORDER BY path",
+                )?;
+                let mut rows = stmt.query([])?;
+                while let Some(r) = rows.next()? {
+                    let (path, hash, mode, large): (String, String, u32, bool) =
+                        (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+                    manifest.push_str(&format!(
+                        "{mode:o} {} {hash} {path}\n",
+                        if large { "L" } else { "-" }
+                    ));
+                    files += 1;
+                }
+            }
+            let blob = put_blob(tx, manifest.as_bytes())?;
+            let effect_seq: i64 = tx
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM effects")?
+                .query_row([], |r| r.get(0))?;
+            let created_at = now_ms();
+            let id = hash_bytes(format!("{blob}{created_at}{message}").as_bytes())[..12].to_owned();
+            tx.prepare_cached(
+                "INSERT INTO snapshots (id, message, manifest, files, created_at, effect_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                id,
+                message,
+                blob,
+                files as i64,
+                created_at,
+                effect_seq
+            ])?;
+            Ok(Snapshot {
+                id,
+                message: message.to_owned(),
+                created_at,
+                files,
+            })
+        })
+    }
+
+    /// Every snapshot, newest first.
+    pub fn snapshots(&self) -> Result<Vec<Snapshot>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, message, created_at, files FROM snapshots ORDER BY created_at DESC, rowid DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Snapshot {
+                id: r.get(0)?,
+                message: r.get(1)?,
+                created_at: r.get(2)?,
+                files: r.get::<_, i64>(3)? as usize,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn snapshot(&self, id: &str) -> Result<Option<Snapshot>> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT id, message, created_at, files FROM snapshots WHERE id = ?1")?
+            .query_row([id], |r| {
+                Ok(Snapshot {
+                    id: r.get(0)?,
+                    message: r.get(1)?,
+                    created_at: r.get(2)?,
+                    files: r.get::<_, i64>(3)? as usize,
+                })
+            })
+            .optional()?)
+    }
+
+    /// The files of snapshot `id`, by path.
+    pub fn snapshot_manifest(&self, id: &str) -> Result<Vec<ManifestEntry>> {
+        let blob: Option<String> = self
+            .conn()
+            .prepare_cached("SELECT manifest FROM snapshots WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?;
+        let blob = blob.ok_or_else(|| StoreError::NoSnapshot(id.to_owned()))?;
+        let data = self.blob(&blob)?;
+        Ok(parse_manifest(&String::from_utf8_lossy(&data)))
+    }
+
+    /// Records an irreversible action after the latest snapshot.
+    pub fn effect_record(
+        &self,
+        kind: &str,
+        agent: Option<&str>,
+        input: &str,
+        output: &str,
+        duration_ms: i64,
+    ) -> Result<i64> {
+        let conn = self.conn();
+        let snapshot: Option<String> = conn
+            .prepare_cached(
+                "SELECT id FROM snapshots ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            )?
+            .query_row([], |r| r.get(0))
+            .optional()?;
+        conn.prepare_cached(
+            "INSERT INTO effects (kind, agent_id, input, output, duration_ms, snapshot_id, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            kind,
+            agent,
+            cap(input),
+            cap(output),
+            duration_ms,
+            snapshot,
+            now_ms()
+        ])?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    /// Effects after sequence `since` (0: all), of `kind` if given, oldest first.
+    pub fn effects(&self, since: i64, kind: Option<&str>) -> Result<Vec<Effect>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, kind, agent_id, input, output, duration_ms, snapshot_id, created_at
+             FROM effects WHERE seq > ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![since, kind], |r| {
+            Ok(Effect {
+                seq: r.get(0)?,
+                kind: r.get(1)?,
+                agent_id: r.get(2)?,
+                input: r.get(3)?,
+                output: r.get(4)?,
+                duration_ms: r.get(5)?,
+                snapshot_id: r.get(6)?,
+                created_at: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Effects that happened after snapshot `id` was taken.
+    pub fn effects_after_snapshot(&self, id: &str) -> Result<Vec<Effect>> {
+        let after: Option<i64> = self
+            .conn()
+            .prepare_cached("SELECT effect_seq FROM snapshots WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?;
+        let after = after.ok_or_else(|| StoreError::NoSnapshot(id.to_owned()))?;
+        self.effects(after, None)
+    }
+}
