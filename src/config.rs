@@ -70,6 +70,14 @@ pub enum EditFormSetting {
 }
 
 impl LlmConfig {
+    /// The provider as users write it in the config.
+    pub fn provider_name(&self) -> &'static str {
+        match self.provider {
+            Provider::Ollama => "ollama",
+            Provider::Openai => "openai",
+        }
+    }
+
     /// The model's size in billions of parameters, read from its name
     /// (`qwen2.5-coder:1.5b`, `Qwen2.5-Coder-7B-Instruct`).
     pub fn model_size_b(&self) -> Option<f64> {

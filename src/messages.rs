@@ -44,6 +44,24 @@ pub enum ToCore {
     /// `:Chimera remora enable`: index the project; with inline IDs, ask
     /// first (`confirmed` false) how many files will change.
     RemoraEnable { confirmed: bool },
+    /// Snapshot the project now (`:Chimera snapshot`), with the editor's ID.
+    Snapshot { id: String, message: String },
+    /// Send the snapshots ([`ToEditor::Snapshots`]).
+    History,
+    /// Roll back to snapshot `id`; with `dry_run`, only say what would change.
+    Rollback {
+        id: String,
+        dry_run: bool,
+        buffers: Vec<BufferText>,
+    },
+    /// Send the effects after `since` (of `kind`) ([`ToEditor::Effects`]).
+    Effects { since: i64, kind: Option<String> },
+    /// Start agent `id` on `task` with the project as in snapshot `snapshot`.
+    Fork {
+        id: String,
+        snapshot: String,
+        task: String,
+    },
     /// The human says `message` to the agent of node `node_id`.
     NodeChat { node_id: String, message: String },
     /// Send the stored Remora events of node `node_id` (its conversation).
@@ -108,6 +126,19 @@ pub enum ToEditor {
     },
     /// Ask the user before ID comments are written into `files` files.
     RemoraConfirm { files: usize, nodes: usize },
+    /// The snapshots, newest first.
+    Snapshots {
+        snapshots: Vec<crate::store::Snapshot>,
+    },
+    /// What a rollback did (or, with `dry_run`, would do), in words.
+    Rollback {
+        id: String,
+        dry_run: bool,
+        ok: bool,
+        message: String,
+    },
+    /// Answer to [`ToCore::Effects`].
+    Effects { effects: Vec<crate::store::Effect> },
     /// A Remora event was logged.
     RemoraEvent {
         record: crate::remora::events::EventRecord,

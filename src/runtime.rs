@@ -21,6 +21,7 @@ use crate::paths::ProjectPath;
 use crate::store::{now_ms, AgentRecord, AgentState, Store};
 use crate::sync::{self, OpenBuffers};
 
+mod history;
 mod nodes;
 pub mod remora;
 pub use remora::SharedIndex;
@@ -354,6 +355,7 @@ async fn main_loop(
                     root: c.root.to_string_lossy().into_owned(),
                     files,
                 });
+                c.send_snapshots();
                 if let Some(w) = &c.remora {
                     w.send(remora::Job::IndexAll);
                 }
@@ -475,6 +477,27 @@ async fn main_loop(
                     "Chimera: Remora needs `remora.index = true` in setup{}",
                 ),
             },
+            ToCore::Snapshot { id, message } => {
+                let c = core.clone();
+                tokio::task::spawn_blocking(move || c.take_snapshot(Some(&id), &message));
+            }
+            ToCore::History => core.send_snapshots(),
+            ToCore::Rollback {
+                id,
+                dry_run,
+                buffers,
+            } => {
+                let c = core.clone();
+                tokio::task::spawn_blocking(move || history::rollback(&c, &id, dry_run, buffers));
+            }
+            ToCore::Effects { since, kind } => match core.store.effects(since, kind.as_deref()) {
+                Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
+                Err(e) => core.notify(
+                    Level::Warn,
+                    format!("Chimera: cannot read the effect log: {e}"),
+                ),
+            },
+            ToCore::Fork { id, snapshot, task } => history::fork(&core, id, &snapshot, task),
             ToCore::NodeChat { node_id, message } => nodes::chat(&core, &node_id, message),
             ToCore::NodeHistory { node_id } => {
                 let c = core.clone();
@@ -669,10 +692,27 @@ fn finish_agent(
 }
 
 fn accept_proposal(core: &Arc<Core>, id: &str, buffers: Vec<BufferText>, hunk: Option<usize>) {
-    let buffers: HashMap<String, String> = buffers
+    // Every accept can be rolled back: snapshot the project first.
+    core.take_snapshot(None, &format!("before accepting {id}"));
+    let mut buffers: HashMap<String, String> = buffers
         .into_iter()
         .filter_map(|b| core.rel(&b.path).map(|p| (p.to_string(), b.text)))
         .collect();
+    // A loaded buffer the editor did not send (it accepted before it knew
+    // the proposal's files): its last pushed text is in the stable layer.
+    for f in core.store.proposal_files(id).unwrap_or_default() {
+        if core.buffers.contains(&f.path) && !buffers.contains_key(&f.path) {
+            let text = core
+                .store
+                .stable_entry(&f.path)
+                .ok()
+                .flatten()
+                .and_then(|e| core.store.blob(&e.hash).ok());
+            if let Some(text) = text {
+                buffers.insert(f.path.clone(), String::from_utf8_lossy(&text).into_owned());
+            }
+        }
+    }
     match accept::accept_some(&core.store, &core.root, id, &buffers, hunk) {
         Ok(out) => {
             for (path, start, end, lines) in out.buffer_edits {

@@ -125,6 +125,18 @@ function handlers.inject_ids(msg)
   require("chimera.remora").inject(msg)
 end
 
+function handlers.snapshots(msg)
+  require("chimera.history").snapshots_arrived(msg)
+end
+
+function handlers.rollback(msg)
+  require("chimera.history").rollback_done(msg)
+end
+
+function handlers.effects(msg)
+  require("chimera.history").effects_arrived(msg)
+end
+
 function handlers.remora_event(msg)
   require("chimera.remora").event(msg)
 end

@@ -144,6 +144,72 @@ M.subcommands = {
       }, false, {})
     end,
   },
+  snapshot = {
+    desc = "snapshot the project now: :Chimera snapshot [message]",
+    run = function(args)
+      local id = chimera().snapshot(table.concat(args, " "))
+      vim.notify("snapshot " .. id .. " taken", vim.log.levels.INFO, { title = "Chimera" })
+    end,
+  },
+  history = {
+    desc = "list the snapshots, newest first",
+    run = function()
+      local h = require("chimera.history")
+      h.refresh(function()
+        vim.api.nvim_echo({ { table.concat(h.history_lines(), "\n") } }, false, {})
+      end)
+    end,
+  },
+  rollback = {
+    desc = "restore files, buffers and stable as in a snapshot: :Chimera rollback {id} [--dry-run]",
+    complete = function()
+      return vim.tbl_map(function(s)
+        return s.id
+      end, require("chimera.history").history())
+    end,
+    run = function(args)
+      local dry = vim.tbl_contains(args, "--dry-run")
+      args = vim.tbl_filter(function(a)
+        return a ~= "--dry-run"
+      end, args)
+      if not args[1] then
+        error("Chimera: which snapshot? :Chimera rollback {id} [--dry-run] (see :Chimera history)")
+      end
+      chimera().rollback(args[1], { dry_run = dry })
+    end,
+  },
+  effects = {
+    desc = "list the effects no rollback undoes: :Chimera effects [--since seq] [--kind llm|command|network|mcp]",
+    run = function(args)
+      local opts = {}
+      for i, a in ipairs(args) do
+        if a == "--since" then
+          opts.since = tonumber(args[i + 1])
+        elseif a == "--kind" then
+          opts.kind = args[i + 1]
+        end
+      end
+      chimera().effects(opts, function(effects)
+        vim.api.nvim_echo({ { table.concat(require("chimera.history").effect_lines(effects), "\n") } }, false, {})
+      end)
+    end,
+  },
+  fork = {
+    desc = "start an agent from a snapshot: :Chimera fork {snapshot} {task}",
+    complete = function()
+      return vim.tbl_map(function(s)
+        return s.id
+      end, require("chimera.history").history())
+    end,
+    run = function(args)
+      local snap = table.remove(args, 1)
+      if not snap or #args == 0 then
+        error("Chimera: use :Chimera fork {snapshot} {task}")
+      end
+      local id = chimera().fork(snap, table.concat(args, " "))
+      vim.notify(("agent %s forked from %s"):format(id, snap), vim.log.levels.INFO, { title = "Chimera" })
+    end,
+  },
   chat = {
     desc = "chat with the Remora node at the cursor (or a free agent): :Chimera chat [message]",
     run = function(args)

@@ -130,6 +130,27 @@ function M.spawn(task, opts)
   return id
 end
 
+--- Snapshots, rollback, effects and forks (see :help chimera-history).
+function M.snapshot(message)
+  return require("chimera.history").snapshot(message)
+end
+
+function M.history()
+  return require("chimera.history").history()
+end
+
+function M.rollback(id, opts)
+  return require("chimera.history").rollback(id, opts)
+end
+
+function M.effects(opts, callback)
+  return require("chimera.history").effects(opts, callback)
+end
+
+function M.fork(snapshot_id, task)
+  return require("chimera.history").fork(snapshot_id, task)
+end
+
 --- Remora topology queries (records with id, node_type, name, qualname,
 --- parent_id, file_path, start_line, end_line, status, source_hash).
 function M.nodes(path)

@@ -90,9 +90,24 @@ impl AgentHost {
         ];
         let llm = self.llm.clone();
         let cancel = self.cancel.clone();
-        self.runtime
+        let input = messages[1].content.clone();
+        let started = std::time::Instant::now();
+        let reply = self
+            .runtime
             .block_on(async move { llm.chat(&messages, &cancel, &|_| {}).await })
-            .map_err(|e| format!("ask_llm(): {e}"))
+            .map_err(|e| format!("ask_llm(): {e}"));
+        let output = match &reply {
+            Ok(r) => r.clone(),
+            Err(e) => e.clone(),
+        };
+        let _ = self.store.effect_record(
+            "llm",
+            Some(&self.agent_id),
+            &format!("ask_llm: {input}"),
+            &output,
+            started.elapsed().as_millis() as i64,
+        );
+        reply
     }
 }
 

@@ -226,13 +226,30 @@ pub async fn run(
         // repair round samples a little more freely.
         opts.temperature =
             (round > 1).then(|| (config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0));
-        let reply = llm
-            .chat_with(&messages, &opts, cancel, &|_| {})
-            .await
-            .map_err(|e| match e {
-                LlmError::Cancelled => AgentError::Cancelled,
-                e => AgentError::Llm(e),
-            })?;
+        let started = std::time::Instant::now();
+        let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await;
+        // An LLM call cannot be taken back by a rollback: it goes to the
+        // effect log, failed or not.
+        let asked = messages.last().map_or("", |m| m.content.as_str());
+        let answer = match &reply {
+            Ok(r) => r.clone(),
+            Err(e) => format!("error: {e}"),
+        };
+        let _ = store.effect_record(
+            "llm",
+            Some(&job.id),
+            &format!(
+                "{} {}: {asked}",
+                config.llm.provider_name(),
+                config.llm.model
+            ),
+            &answer,
+            started.elapsed().as_millis() as i64,
+        );
+        let reply = reply.map_err(|e| match e {
+            LlmError::Cancelled => AgentError::Cancelled,
+            e => AgentError::Llm(e),
+        })?;
         let (code, said) = read_reply(&reply, json);
         messages.push(ChatMessage::assistant(reply));
         store.overlay_clear(&job.id)?;

@@ -34,6 +34,21 @@ fn send(msg: ToCore) -> mlua::Result<()> {
     with_core(|core| core.send(msg))
 }
 
+/// `{ {path = …, text = …}, … }` from Lua.
+fn buffer_texts(buffers: Option<Table>) -> mlua::Result<Vec<BufferText>> {
+    let mut texts = Vec::new();
+    if let Some(buffers) = buffers {
+        for pair in buffers.sequence_values::<Table>() {
+            let b = pair?;
+            texts.push(BufferText {
+                path: b.get("path")?,
+                text: b.get("text")?,
+            });
+        }
+    }
+    Ok(texts)
+}
+
 /// Runs a query on the Remora topology; `None` becomes `nil`.
 fn with_remora<T: serde::Serialize>(
     lua: &Lua,
@@ -137,19 +152,9 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         "accept",
         lua.create_function(
             |_, (id, buffers, hunk): (String, Option<Table>, Option<usize>)| {
-                let mut texts = Vec::new();
-                if let Some(buffers) = buffers {
-                    for pair in buffers.sequence_values::<Table>() {
-                        let b = pair?;
-                        texts.push(BufferText {
-                            path: b.get("path")?,
-                            text: b.get("text")?,
-                        });
-                    }
-                }
                 send(ToCore::Accept {
                     id,
-                    buffers: texts,
+                    buffers: buffer_texts(buffers)?,
                     hunk,
                 })
             },
@@ -211,6 +216,46 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "node_history",
         lua.create_function(|_, node_id: String| send(ToCore::NodeHistory { node_id }))?,
+    )?;
+    t.set(
+        "snapshot",
+        lua.create_function(|_, (id, message): (String, String)| {
+            send(ToCore::Snapshot { id, message })
+        })?,
+    )?;
+    t.set(
+        "history",
+        lua.create_function(|_, ()| send(ToCore::History))?,
+    )?;
+    t.set(
+        "rollback",
+        lua.create_function(|_, (id, dry_run, buffers): (String, bool, Option<Table>)| {
+            send(ToCore::Rollback {
+                id,
+                dry_run,
+                buffers: buffer_texts(buffers)?,
+            })
+        })?,
+    )?;
+    t.set(
+        "effects",
+        lua.create_function(|_, (since, kind): (Option<i64>, Option<String>)| {
+            send(ToCore::Effects {
+                since: since.unwrap_or(0),
+                kind,
+            })
+        })?,
+    )?;
+    t.set(
+        "fork",
+        lua.create_function(|_, (id, snapshot, task): (String, String, String)| {
+            if task.trim().is_empty() {
+                return Err(mlua::Error::external(
+                    "Chimera: the task is empty; say what the forked agent should do",
+                ));
+            }
+            send(ToCore::Fork { id, snapshot, task })
+        })?,
     )?;
     // Topology queries: the index in memory, behind a read lock (no I/O).
     t.set(

@@ -615,3 +615,139 @@ fn node_agents_rewrite_themselves_message_each_other_and_stop_at_cycles() {
     assert_eq!(new_source, "def helper():\n    return 2");
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn snapshots_rollback_effects_and_fork_through_messages() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fork_reply = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('return {}', 'return {\"forked\": True}'))\nsubmit_result('fork', ['app.py'])\n```";
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiStream(GOOD.into()),
+        Reply::OpenaiStream(fork_reply.into()),
+    ]));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Ready { .. }).then_some(())
+    });
+    core.send(ToCore::Snapshot {
+        id: "snap0001".into(),
+        message: "start".into(),
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Snapshots { snapshots } if snapshots.iter().any(|s| s.id == "snap0001") => {
+            Some(())
+        }
+        _ => None,
+    });
+    // An agent's change is accepted: a snapshot is taken first, and its
+    // LLM call is in the effect log.
+    core.send(spawn("ag1", "add a docstring to parse_config"))
+        .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Proposal { id, .. } if id == "ag1").then_some(())
+    });
+    core.send(ToCore::Accept {
+        id: "ag1".into(),
+        buffers: vec![],
+        hunk: None,
+    })
+    .unwrap();
+    let snapshots = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Snapshots { snapshots }
+            if snapshots
+                .iter()
+                .any(|s| s.message == "before accepting ag1") =>
+        {
+            Some(snapshots.clone())
+        }
+        _ => None,
+    });
+    assert_eq!(snapshots.len(), 2);
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(())
+    });
+    let changed = std::fs::read_to_string(root.join("app.py")).unwrap();
+    assert!(changed.contains("Parse."));
+    core.send(ToCore::Effects {
+        since: 0,
+        kind: Some("llm".into()),
+    })
+    .unwrap();
+    let effects = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Effects { effects } => Some(effects.clone()),
+        _ => None,
+    });
+    assert_eq!(effects.len(), 1);
+    assert_eq!(effects[0].agent_id.as_deref(), Some("ag1"));
+    assert_eq!(effects[0].snapshot_id.as_deref(), Some("snap0001"));
+    // A dry run says what would change and which effects stay; nothing moves.
+    core.send(ToCore::Rollback {
+        id: "snap0001".into(),
+        dry_run: true,
+        buffers: vec![],
+    })
+    .unwrap();
+    let plan = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Rollback {
+            dry_run: true,
+            message,
+            ..
+        } => Some(message.clone()),
+        _ => None,
+    });
+    assert!(plan.contains("restore app.py"), "{plan}");
+    assert!(plan.contains("cannot be undone: 1 llm"), "{plan}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        changed
+    );
+    core.send(ToCore::Rollback {
+        id: "snap0001".into(),
+        dry_run: false,
+        buffers: vec![],
+    })
+    .unwrap();
+    let done = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Rollback {
+            dry_run: false,
+            ok: true,
+            message,
+            ..
+        } => Some(message.clone()),
+        _ => None,
+    });
+    // The message names the snapshot that undoes the rollback.
+    let before_rollback = done
+        .split(":Chimera rollback ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        "def parse_config(path):\n    return {}\n"
+    );
+    // A fork starts from the snapshot taken before the rollback (with the
+    // docstring), and its proposal holds that state plus its own change.
+    core.send(ToCore::Fork {
+        id: "fk1".into(),
+        snapshot: before_rollback,
+        task: "mark forked".into(),
+    })
+    .unwrap();
+    let files = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Proposal { id, files } if id == "fk1" => Some(files.clone()),
+        _ => None,
+    });
+    let added: Vec<String> = files[0]
+        .hunks
+        .iter()
+        .flat_map(|h| h.new_lines.clone())
+        .collect();
+    assert!(added.iter().any(|l| l.contains("Parse.")), "{added:?}");
+    assert!(added.iter().any(|l| l.contains("forked")), "{added:?}");
+    core.shutdown(Duration::from_secs(2));
+}

@@ -77,6 +77,12 @@ fn parse_manifest(text: &str) -> Vec<ManifestEntry> {
 impl Store {
     /// Snapshots the stable layer as it is now.
     pub fn snapshot_create(&self, message: &str) -> Result<Snapshot> {
+        self.snapshot_create_as(None, message)
+    }
+
+    /// [`Store::snapshot_create`] with the ID the editor chose (so its API
+    /// can return it at once), or a content-derived one.
+    pub fn snapshot_create_as(&self, id: Option<&str>, message: &str) -> Result<Snapshot> {
         self.transaction(|tx| {
             let mut manifest = String::new();
             let mut files = 0;
@@ -100,7 +106,12 @@ impl Store {
                 .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM effects")?
                 .query_row([], |r| r.get(0))?;
             let created_at = now_ms();
-            let id = hash_bytes(format!("{blob}{created_at}{message}").as_bytes())[..12].to_owned();
+            let id = match id {
+                Some(id) => id.to_owned(),
+                None => {
+                    hash_bytes(format!("{blob}{created_at}{message}").as_bytes())[..12].to_owned()
+                }
+            };
             tx.prepare_cached(
                 "INSERT INTO snapshots (id, message, manifest, files, created_at, effect_seq)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

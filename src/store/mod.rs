@@ -440,9 +440,33 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Empties an agent's overlay, back to where it started: nothing, or
+    /// for a forked agent, its base.
     pub fn overlay_clear(&self, agent: &str) -> Result<()> {
-        self.conn()
-            .execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])?;
+        self.transaction(|tx| {
+            tx.execute("DELETE FROM overlays WHERE agent_id = ?1", [agent])?;
+            tx.execute(
+                "INSERT INTO overlays (agent_id, path, hash, base_hash)
+                 SELECT agent_id, path, hash, base_hash FROM agent_bases WHERE agent_id = ?1",
+                [agent],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Adds to the base a forked agent's overlay starts from (and returns
+    /// to at every [`Store::overlay_clear`]).
+    pub fn agent_base_set(
+        &self,
+        agent: &str,
+        path: &str,
+        hash: Option<&str>,
+        base_hash: Option<&str>,
+    ) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO agent_bases (agent_id, path, hash, base_hash) VALUES (?1, ?2, ?3, ?4)",
+            params![agent, path, hash, base_hash],
+        )?;
         Ok(())
     }
 

@@ -45,6 +45,15 @@ CREATE TABLE IF NOT EXISTS overlays (
     base_hash TEXT,
     PRIMARY KEY (agent_id, path)
 );
+-- Where a forked agent starts: overlay entries that reset its overlay
+-- instead of an empty one (the project as in a snapshot).
+CREATE TABLE IF NOT EXISTS agent_bases (
+    agent_id  TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    path      TEXT NOT NULL,
+    hash      TEXT,
+    base_hash TEXT,
+    PRIMARY KEY (agent_id, path)
+);
 CREATE TABLE IF NOT EXISTS proposal_files (
     agent_id  TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
     path      TEXT NOT NULL,

@@ -1,0 +1,168 @@
+--- Snapshots, rollback, the effect log and forks (seed 004) in the editor.
+local state = require("chimera.state")
+
+local M = {}
+
+local function lib()
+  require("chimera").start()
+  return require("chimera.loader").require()
+end
+
+local function new_id()
+  local bytes = vim.uv.random and vim.uv.random(6) or tostring(vim.uv.hrtime())
+  return (bytes:gsub(".", function(c)
+    return ("%02x"):format(c:byte())
+  end)):sub(1, 12)
+end
+
+local function notify(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = "Chimera" })
+end
+
+--- Snapshots the project; returns the snapshot's ID at once.
+function M.snapshot(message)
+  local id = new_id()
+  lib().snapshot(id, message or "")
+  return id
+end
+
+--- The snapshots known to this session, newest first ({ id, message,
+--- created_at, files }); the core refreshes them after every change.
+function M.history()
+  return state.snapshots or {}
+end
+
+--- The text of every loaded buffer under the root, for the core to see
+--- what the human sees.
+local function buffer_texts()
+  local texts = {}
+  local buffers = require("chimera.buffers")
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    if vim.api.nvim_buf_is_loaded(buf) and state.root and vim.startswith(name, state.root .. "/") then
+      table.insert(texts, { path = name, text = buffers.text(buf) })
+    end
+  end
+  return texts
+end
+
+--- Rolls back to snapshot `id` (`opts.dry_run`: only tell what would change).
+function M.rollback(id, opts)
+  opts = opts or {}
+  if type(id) ~= "string" or id == "" then
+    error("chimera.rollback: give a snapshot ID (see :Chimera history)", 2)
+  end
+  lib().rollback(id, opts.dry_run == true, buffer_texts())
+end
+
+local effect_waiters = {}
+
+--- Asks for the effects after `opts.since` (of `opts.kind`); `callback`
+--- gets them. Returns the last list received.
+function M.effects(opts, callback)
+  opts = opts or {}
+  if callback then
+    table.insert(effect_waiters, callback)
+  end
+  lib().effects(opts.since, opts.kind)
+  return state.effects or {}
+end
+
+--- Starts an agent on `task` with the project as in snapshot `snapshot_id`.
+function M.fork(snapshot_id, task)
+  local id = new_id():sub(1, 8)
+  local now = os.time() * 1000
+  state.agents[id] = {
+    id = id,
+    state = "queued",
+    task = task,
+    changed_files = {},
+    conflicted = false,
+    created_at = now,
+    updated_at = now,
+  }
+  lib().fork(id, snapshot_id, task)
+  return id
+end
+
+-- Messages from the core.
+
+local history_waiters = {}
+
+--- Asks the core for the snapshots; `callback` gets them.
+function M.refresh(callback)
+  table.insert(history_waiters, callback)
+  lib().history()
+end
+
+function M.snapshots_arrived(msg)
+  state.snapshots = msg.snapshots
+  local waiters = history_waiters
+  history_waiters = {}
+  for _, cb in ipairs(waiters) do
+    pcall(cb, msg.snapshots)
+  end
+end
+
+function M.rollback_done(msg)
+  if msg.dry_run then
+    vim.api.nvim_echo({ { msg.message } }, true, {})
+  else
+    notify(msg.message, msg.ok and vim.log.levels.INFO or vim.log.levels.ERROR)
+    if msg.ok then
+      vim.cmd("checktime")
+    end
+  end
+  vim.api.nvim_exec_autocmds("User", {
+    pattern = "ChimeraRollback",
+    modeline = false,
+    data = { id = msg.id, dry_run = msg.dry_run, ok = msg.ok, message = msg.message },
+  })
+end
+
+function M.effects_arrived(msg)
+  state.effects = msg.effects
+  local waiters = effect_waiters
+  effect_waiters = {}
+  for _, cb in ipairs(waiters) do
+    pcall(cb, msg.effects)
+  end
+end
+
+--- The lines `:Chimera history` shows.
+function M.history_lines()
+  local lines = {}
+  for _, s in ipairs(M.history()) do
+    table.insert(lines, ("%s  %s  %4d files  %s"):format(
+      s.id,
+      os.date("%Y-%m-%d %H:%M:%S", math.floor(s.created_at / 1000)),
+      s.files,
+      s.message
+    ))
+  end
+  if #lines == 0 then
+    lines = { "No snapshot yet: :Chimera snapshot [message] takes one; every accept takes one first." }
+  end
+  return lines
+end
+
+--- The lines `:Chimera effects` shows.
+function M.effect_lines(effects)
+  local lines = {}
+  for _, e in ipairs(effects) do
+    table.insert(lines, ("#%d %s %-8s %5d ms  after %s  %s"):format(
+      e.seq,
+      os.date("%H:%M:%S", math.floor(e.created_at / 1000)),
+      e.kind,
+      e.duration_ms,
+      e.snapshot_id or "-",
+      (e.input:gsub("\n", " ")):sub(1, 80)
+    ))
+  end
+  if #lines == 0 then
+    lines = { "No effect recorded." }
+  end
+  return lines
+end
+
+return M

@@ -1,0 +1,97 @@
+-- Snapshots, rollback (dry run first), the effect log and forks in a real
+-- Neovim: a loaded buffer is restored as one undoable change, other files
+-- on disk, and the message names the effects that stay.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local APP = "def parse_config(path):\n    return {}\n"
+local PROGRAM = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('return {}', 'return {\"a\": 1}'))\nwrite_file('notes.txt', 'new file\\n')\nsubmit_result('a and notes', ['app.py', 'notes.txt'])\n```"
+
+h.test("snapshot, accept, rollback with a dry run, effects, fork", function()
+  local root = h.project({ ["app.py"] = APP, ["util.py"] = "u = 1\n" })
+  h.setup((h.fake_llm({ { text = PROGRAM }, { text = PROGRAM } })))
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  chimera.start()
+  h.wait_for("the import", function()
+    return require("chimera.state").ready
+  end)
+  local snap = chimera.snapshot("clean")
+  h.wait_for("the snapshot in history", function()
+    return #vim.tbl_filter(function(s)
+      return s.id == snap and s.message == "clean"
+    end, chimera.history()) == 1
+  end)
+  local id = chimera.spawn("change it")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  chimera.accept(id)
+  h.wait_for("the accept", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], '    return {"a": 1}', "accepted into the buffer")
+  h.truthy(h.read(root .. "/notes.txt"), "notes.txt written")
+  h.wait_for("the automatic snapshot", function()
+    return #vim.tbl_filter(function(s)
+      return s.message == "before accepting " .. id
+    end, chimera.history()) == 1
+  end)
+  -- The effect log holds the agent's LLM call.
+  local effects
+  chimera.effects({ kind = "llm" }, function(e)
+    effects = e
+  end)
+  h.wait_for("the effects", function()
+    return effects ~= nil
+  end)
+  h.eq(#effects, 1, "one LLM call")
+  h.eq(effects[1].snapshot_id, snap, "after the snapshot")
+  -- Dry run: told, nothing changes.
+  local outcome
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "ChimeraRollback",
+    callback = function(ev)
+      outcome = ev.data
+    end,
+  })
+  vim.cmd("Chimera rollback " .. snap .. " --dry-run")
+  h.wait_for("the dry run", function()
+    return outcome ~= nil
+  end)
+  h.truthy(outcome.dry_run and outcome.message:find("restore app.py", 1, true), outcome.message)
+  h.truthy(outcome.message:find("delete  notes.txt", 1, true), outcome.message)
+  h.truthy(outcome.message:find("cannot be undone: 1 llm", 1, true), outcome.message)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], '    return {"a": 1}', "dry run changed nothing")
+  -- The rollback: the buffer as one undoable change, notes.txt gone.
+  outcome = nil
+  vim.cmd("Chimera rollback " .. snap)
+  h.wait_for("the rollback", function()
+    return outcome ~= nil
+  end)
+  h.truthy(outcome.ok, outcome.message)
+  h.wait_for("the buffer restored", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "    return {}"
+  end)
+  h.eq(h.read(root .. "/notes.txt"), nil, "notes.txt deleted")
+  vim.cmd("silent undo")
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], '    return {"a": 1}', "one undo step")
+  vim.cmd("silent redo")
+  -- A fork from the snapshot before the accept proposes from that state.
+  local fid = chimera.fork(snap, "change it again")
+  h.eq(chimera.wait(fid, 20000), "completed", "fork state")
+  local files = {}
+  h.wait_for("the fork's proposal", function()
+    files = {}
+    for _, p in ipairs(chimera.proposals()) do
+      if p.id == fid then
+        for _, f in ipairs(p.files) do
+          table.insert(files, vim.fs.basename(f.path))
+        end
+      end
+    end
+    return #files > 0
+  end)
+  table.sort(files)
+  h.eq(files, { "app.py", "notes.txt" }, "the fork's proposal")
+end)
+
+h.finish()
