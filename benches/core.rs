@@ -397,8 +397,99 @@ fn bench_many_agents() {
     core.shutdown(Duration::from_secs(2));
 }
 
+/// Snapshots and rollback against git doing the same, in one run.
+fn bench_snapshots(files: &[(String, Vec<u8>)]) {
+    let runs = 5;
+    let (mut full, mut full_git) = (Vec::new(), Vec::new());
+    let (mut snap50, mut commit50) = (Vec::new(), Vec::new());
+    let (mut roll50, mut checkout50) = (Vec::new(), Vec::new());
+    let changed: Vec<&String> = files
+        .iter()
+        .map(|(p, _)| p)
+        .step_by(files.len() / 50)
+        .take(50)
+        .collect();
+    for _ in 0..runs {
+        // Ours: the project imported (as at every start), then snapshots.
+        let dir = tempfile::tempdir().unwrap();
+        write_tree(dir.path(), files);
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        sync::import(&store, dir.path(), 2 << 20, &OpenBuffers::default()).unwrap();
+        let t = Instant::now();
+        let first = store.snapshot_create("initial").unwrap();
+        full.push(t.elapsed());
+        for p in &changed {
+            std::fs::write(dir.path().join(p), format!("# changed\n{p}\n")).unwrap();
+        }
+        let t = Instant::now();
+        for p in &changed {
+            let pp = chimera::paths::ProjectPath::parse(p).unwrap();
+            sync::sync_from_disk(&store, dir.path(), &pp, 2 << 20).unwrap();
+        }
+        store.snapshot_create("50 changed").unwrap();
+        snap50.push(t.elapsed());
+        let t = Instant::now();
+        let plan = chimera::rollback::plan(&store, &first.id).unwrap();
+        chimera::rollback::apply(&store, dir.path(), &plan, &HashMap::new()).unwrap();
+        roll50.push(t.elapsed());
+        assert_eq!(plan.restore.len(), 50);
+
+        // git: the same tree, the same change, the same restore.
+        let dir = tempfile::tempdir().unwrap();
+        write_tree(dir.path(), files);
+        git(dir.path(), &["init", "-q"]);
+        let t = Instant::now();
+        git(dir.path(), &["add", "-A"]);
+        git(dir.path(), &["commit", "-q", "-m", "initial"]);
+        full_git.push(t.elapsed());
+        for p in &changed {
+            std::fs::write(dir.path().join(p), format!("# changed\n{p}\n")).unwrap();
+        }
+        let t = Instant::now();
+        git(dir.path(), &["add", "-A"]);
+        git(dir.path(), &["commit", "-q", "-m", "50 changed"]);
+        commit50.push(t.elapsed());
+        let mut args = vec!["checkout", "HEAD~1", "--"];
+        args.extend(changed.iter().map(|p| p.as_str()));
+        let t = Instant::now();
+        git(dir.path(), &args);
+        checkout50.push(t.elapsed());
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for (what, o, b, target) in [
+        (
+            "snapshot after 50 changed files vs git add -A && git commit",
+            median(snap50),
+            median(commit50),
+            0.25,
+        ),
+        (
+            "rollback of 50 files vs git checkout of them",
+            median(roll50),
+            median(checkout50),
+            0.5,
+        ),
+        (
+            "full snapshot of the project vs git's initial commit",
+            median(full),
+            median(full_git),
+            0.3,
+        ),
+    ] {
+        println!(
+            "snapshot: {what} ({} files): {:.1} ms vs {:.1} ms; ratio {:.2} (target <= {target})",
+            files.len(),
+            ms(o),
+            ms(b),
+            ms(o) / ms(b)
+        );
+    }
+}
+
 fn main() {
     let files = python_corpus();
+    bench_snapshots(&files);
     bench_import(&files);
     bench_overlay();
     bench_accept();

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
@@ -490,6 +490,52 @@ pub fn reject(store: &Store, agent: &str, feedback: Option<&str>) -> Result<(), 
     })
 }
 
+/// A synced temporary file and the file it replaces.
+type Staged = Result<(PathBuf, PathBuf), AcceptError>;
+
+/// Writes `data` to a synced temporary file beside `root/path`; returns it
+/// and the target.
+fn stage(
+    root: &Path,
+    path: &str,
+    data: &[u8],
+    mode: u32,
+) -> Result<(PathBuf, PathBuf), AcceptError> {
+    let io = |source| AcceptError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let target = root.join(path);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    let tmp = target.with_file_name(format!(
+        ".{}.chimera-{}.tmp",
+        target
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("file"),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        f.sync_all()
+    })();
+    match result {
+        Ok(()) => Ok((tmp, target)),
+        Err(source) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(io(source))
+        }
+    }
+}
+
 /// Writes (or deletes) files so each is wholly old or wholly new even if
 /// the process dies midway: every new file is written to a temporary file
 /// and synced first, then all are renamed into place.
@@ -497,48 +543,57 @@ pub(crate) fn write_files(
     root: &Path,
     files: &[(String, Option<Vec<u8>>, u32)],
 ) -> Result<(), AcceptError> {
-    fn io(path: &str) -> impl FnOnce(std::io::Error) -> AcceptError + '_ {
-        move |source| AcceptError::Io {
-            path: path.to_owned(),
-            source,
+    // Each new content is written to a temporary file and synced; many
+    // files are written by several threads, whose syncs the file system
+    // commits together instead of one after the other.
+    let jobs: Vec<(&String, &Vec<u8>, u32)> = files
+        .iter()
+        .filter_map(|(p, d, m)| d.as_ref().map(|d| (p, d, *m)))
+        .collect();
+    let threads = if jobs.len() >= 8 { 8 } else { 1 };
+    let results: Vec<Staged> = if threads == 1 {
+        jobs.iter().map(|(p, d, m)| stage(root, p, d, *m)).collect()
+    } else {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<Staged>>> =
+            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((p, d, m)) = jobs.get(i) else { return };
+                    let r = stage(root, p, d, *m);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(r);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|s| {
+                s.into_inner().ok().flatten().unwrap_or_else(|| {
+                    Err(AcceptError::Io {
+                        path: "(writer thread)".into(),
+                        source: std::io::Error::other("a writer thread stopped"),
+                    })
+                })
+            })
+            .collect()
+    };
+    let mut staged = Vec::new();
+    let mut failed = None;
+    for r in results {
+        match r {
+            Ok(pair) => staged.push(pair),
+            Err(e) => failed = failed.or(Some(e)),
         }
     }
-    let mut staged = Vec::new();
-    for (path, data, mode) in files {
-        let Some(data) = data else { continue };
-        let target = root.join(path);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(io(path))?;
+    if let Some(e) = failed {
+        for (t, _) in &staged {
+            let _ = std::fs::remove_file(t);
         }
-        let tmp = target.with_file_name(format!(
-            ".{}.chimera-{}.tmp",
-            target
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("file"),
-            std::process::id()
-        ));
-        let result = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(data)?;
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                f.set_permissions(std::fs::Permissions::from_mode(*mode))?;
-            }
-            f.sync_all()
-        })();
-        if let Err(source) = result {
-            let _ = std::fs::remove_file(&tmp);
-            for (t, _) in &staged {
-                let _ = std::fs::remove_file(t);
-            }
-            return Err(AcceptError::Io {
-                path: path.clone(),
-                source,
-            });
-        }
-        staged.push((tmp, target));
+        return Err(e);
     }
     let mut dirs = std::collections::BTreeSet::new();
     for (tmp, target) in &staged {

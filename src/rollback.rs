@@ -77,16 +77,9 @@ pub fn plan(store: &Store, id: &str) -> Result<Plan, AcceptError> {
         .ok_or_else(|| store::StoreError::NoSnapshot(id.to_owned()))?;
     let manifest = store.snapshot_manifest(id)?;
     let now: HashMap<String, (String, u32)> = store
-        .stable_hashes()?
+        .stable_modes()?
         .into_iter()
-        .map(|(p, h)| {
-            let mode = store
-                .stable_entry(&p)
-                .ok()
-                .flatten()
-                .map_or(0o644, |e| e.mode);
-            (p, (h, mode))
-        })
+        .map(|(p, h, m)| (p, (h, m)))
         .collect();
     let mut plan = Plan {
         snapshot: Some(snapshot),

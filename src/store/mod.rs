@@ -365,6 +365,14 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// `(path, hash, mode)` of every file of the stable layer.
+    pub fn stable_modes(&self) -> Result<Vec<(String, String, u32)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT path, hash, mode FROM stable ORDER BY path")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Paths of the stable layer directly under or below `dir` ("" = root).
     pub fn stable_paths_under(&self, dir: &str) -> Result<Vec<String>> {
         let conn = self.conn();
