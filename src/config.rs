@@ -138,6 +138,21 @@ pub struct AgentsConfig {
     pub retention_hours: u64,
     /// Times a proposal rejected with feedback is attempted again.
     pub feedback_rounds: usize,
+    /// How agents work unless a task says otherwise.
+    pub mode: AgentMode,
+    /// Tool calls a tool-mode agent may make before it fails.
+    pub max_iterations: usize,
+}
+
+/// How an agent works.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentMode {
+    /// The model writes Python (a program, definitions or a whole file).
+    #[default]
+    Code,
+    /// The model calls one tool per reply, as JSON.
+    Tools,
 }
 
 impl Default for AgentsConfig {
@@ -150,6 +165,8 @@ impl Default for AgentsConfig {
             timeout_ms: 300_000,
             retention_hours: 24,
             feedback_rounds: 3,
+            mode: AgentMode::Code,
+            max_iterations: 10,
         }
     }
 }

@@ -16,6 +16,8 @@ pub enum ToCore {
         context: Option<String>,
         file: Option<String>,
         cursor_line: Option<usize>,
+        /// Code or tool mode; `None`: `agents.mode`.
+        mode: Option<crate::config::AgentMode>,
     },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.

@@ -399,6 +399,7 @@ async fn main_loop(
                 context,
                 file,
                 cursor_line,
+                mode,
             } => spawn_agent(
                 &core,
                 Job {
@@ -409,6 +410,7 @@ async fn main_loop(
                     cursor_line,
                     feedback: vec![],
                     node: None,
+                    mode,
                 },
             ),
             ToCore::Accept { id, buffers, hunk } => {
@@ -578,6 +580,7 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         file: job.file.clone(),
         cursor_line: job.cursor_line,
         feedback: job.feedback.clone(),
+        mode: job.mode,
         ..AgentRecord::new(job.id.clone(), job.task.clone())
     };
     if let Err(e) = core.store.agent_insert(&rec) {

@@ -65,6 +65,25 @@ pub enum SandboxError {
     Cancelled,
 }
 
+/// A JSON value as a Python value (for tool calls made in JSON).
+pub fn from_json(v: serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::None,
+        serde_json::Value::Bool(b) => Value::Bool(b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        serde_json::Value::String(s) => Value::String(s),
+        serde_json::Value::Array(a) => Value::List(a.into_iter().map(from_json).collect()),
+        serde_json::Value::Object(o) => Value::dict(
+            o.into_iter()
+                .map(|(k, v)| (Value::String(k), from_json(v)))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
 /// What a completed program left behind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {

@@ -50,15 +50,19 @@ end
 
 M.subcommands = {
   task = {
-    desc = "start an agent: :[range]Chimera task {text}",
+    desc = "start an agent: :[range]Chimera task [--tools] {text}",
     run = function(args, cmd)
+      local mode
+      if args[1] == "--tools" or args[1] == "--code" then
+        mode = table.remove(args, 1):sub(3)
+      end
       local task = table.concat(args, " ")
       local context
       if cmd.range > 0 then
         local lines = vim.api.nvim_buf_get_lines(0, cmd.line1 - 1, cmd.line2, false)
         context = table.concat(lines, "\n")
       end
-      local id = chimera().spawn(task, { context = context })
+      local id = chimera().spawn(task, { context = context, mode = mode })
       vim.notify(("agent %s started: %s"):format(id, task), vim.log.levels.INFO, { title = "Chimera" })
     end,
   },

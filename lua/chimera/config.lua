@@ -56,6 +56,12 @@ M.defaults = {
     retention_hours = 24,
     -- Times a proposal rejected with feedback is attempted again.
     feedback_rounds = 3,
+    -- "code": the model writes Python (a program calling the host
+    -- functions, or the new definitions). "tools": the model calls one
+    -- tool per reply as JSON. A task can choose: spawn(task, {mode = ...}).
+    mode = "code",
+    -- Tool calls a tool-mode agent may make before it fails.
+    max_iterations = 10,
   },
   sync = {
     -- Quiet time before file-system changes are applied, ms.
@@ -93,6 +99,7 @@ local enums = {
   ["llm.provider"] = { ollama = true, openai = true },
   ["llm.edit_form"] = { auto = true, program = true, definitions = true },
   ["remora.ids"] = { shadow = true, inline = true },
+  ["agents.mode"] = { code = true, tools = true },
 }
 
 local positive = {
@@ -104,6 +111,7 @@ local positive = {
   ["agents.timeout_ms"] = true,
   ["sync.max_file_bytes"] = true,
   ["remora.max_depth"] = true,
+  ["agents.max_iterations"] = true,
 }
 
 -- Keys whose default is nil, with the type they take.

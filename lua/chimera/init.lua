@@ -92,7 +92,8 @@ local function new_id()
   end)):sub(1, 8)
 end
 
---- Starts an agent on `task`. `opts.context` is extra text (a selection);
+--- Starts an agent on `task`. `opts.mode` is "code" or "tools" (default:
+--- `agents.mode`). `opts.context` is extra text (a selection);
 --- `opts.file` the file it concerns (default: the current buffer's, with
 --- the cursor's line as `opts.cursor_line`, 0-based).
 --- Returns the agent id at once; the agent works in the background.
@@ -126,7 +127,7 @@ function M.spawn(task, opts)
     created_at = now,
     updated_at = now,
   }
-  require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line)
+  require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line, opts.mode)
   return id
 end
 

@@ -12,6 +12,7 @@ mod context;
 mod host;
 pub mod node;
 pub mod prompt;
+pub mod tools;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +60,8 @@ pub struct Job {
     pub feedback: Vec<crate::store::Feedback>,
     /// The node this agent embodies (Remora), hydrated by the runtime.
     pub node: Option<node::NodeJob>,
+    /// Code or tool mode; `None`: `agents.mode`.
+    pub mode: Option<crate::config::AgentMode>,
 }
 
 impl From<crate::store::AgentRecord> for Job {
@@ -72,6 +75,7 @@ impl From<crate::store::AgentRecord> for Job {
             cursor_line: rec.cursor_line,
             feedback: rec.feedback,
             node: None,
+            mode: rec.mode,
         }
     }
 }
@@ -146,6 +150,11 @@ pub async fn run(
     cancel: &CancellationToken,
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> Result<Done, AgentError> {
+    if job.node.is_none()
+        && job.mode.unwrap_or(config.agents.mode) == crate::config::AgentMode::Tools
+    {
+        return tools::run(store, config, llm, job, cancel, progress).await;
+    }
     let max_bytes = config.sync.max_file_bytes;
     let (tree, target) = {
         let ov = Overlay::new(&store, &job.id, max_bytes);

@@ -612,27 +612,9 @@ pub fn parse_tool_call(reply: &str) -> Option<(String, Vec<(Value, Value)>)> {
     Some((
         tool,
         map.into_iter()
-            .map(|(k, v)| (Value::String(k), json_value(v)))
+            .map(|(k, v)| (Value::String(k), crate::sandbox::from_json(v)))
             .collect(),
     ))
-}
-
-fn json_value(v: serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::None,
-        serde_json::Value::Bool(b) => Value::Bool(b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        serde_json::Value::String(s) => Value::String(s),
-        serde_json::Value::Array(a) => Value::List(a.into_iter().map(json_value).collect()),
-        serde_json::Value::Object(o) => Value::dict(
-            o.into_iter()
-                .map(|(k, v)| (Value::String(k), json_value(v)))
-                .collect::<Vec<_>>(),
-        ),
-    }
 }
 
 /// How the answer to a message that was sent begins.

@@ -53,6 +53,7 @@ fn job() -> Job {
         cursor_line: None,
         feedback: vec![],
         node: None,
+        mode: None,
     }
 }
 
@@ -274,4 +275,149 @@ fn the_prompt_form_follows_the_model_size() {
     );
     c.llm.edit_form = crate::config::EditFormSetting::Program;
     assert_eq!(choose_form(&c, true), EditForm::Program);
+}
+
+// ---- tool mode ----------------------------------------------------------
+
+fn call(tool: &str, args: serde_json::Value) -> Reply {
+    Reply::OpenaiStream(serde_json::json!({"tool": tool, "args": args}).to_string())
+}
+
+async fn run_tools(
+    script: Vec<Reply>,
+    max_iterations: usize,
+) -> (Result<Done, AgentError>, Setup, FakeServer) {
+    let server = FakeServer::start(script).await;
+    let mut s = setup(&server.url);
+    s.config.agents.max_iterations = max_iterations;
+    let llm = LlmClient::new(&s.config.llm).unwrap();
+    let job = Job {
+        mode: Some(crate::config::AgentMode::Tools),
+        ..job()
+    };
+    let r = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &job,
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await;
+    (r, s, server)
+}
+
+fn overlay_text(s: &Setup) -> Option<String> {
+    Overlay::new(&s.store, "ag", 1 << 20)
+        .read_text(&crate::paths::ProjectPath::parse("app.py").unwrap())
+        .ok()
+}
+
+const DOCSTRING: &str =
+    "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_mode_reads_writes_and_submits_and_asks_for_json() {
+    let (r, s, server) = run_tools(
+        vec![
+            call("read_file", serde_json::json!({"path": "app.py"})),
+            call("write_file", serde_json::json!({"path": "app.py", "content": DOCSTRING})),
+            Reply::OpenaiStream(format!("```json\n{}\n```", serde_json::json!({"tool": "submit_result", "args": {"summary": "docstring", "changed_files": ["app.py"]}}))),
+        ],
+        10,
+    )
+    .await;
+    let done = r.unwrap();
+    assert_eq!(
+        (done.summary.as_str(), done.form, done.rounds),
+        ("docstring", "tools", 3)
+    );
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[0].contains("response_format"),
+        "constrained output asked: {}",
+        requests[0]
+    );
+    assert!(
+        requests[1].contains("\\\"ok\\\":true") && requests[1].contains("def parse_config"),
+        "the file went back: {}",
+        requests[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_mode_errors_go_back_to_the_model() {
+    let (r, s, server) = run_tools(
+        vec![
+            Reply::OpenaiStream("{\"tool\": \"read_file\", \"args\": {\"path\": ".into()),
+            call("rm_rf", serde_json::json!({})),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": 5}),
+            ),
+            call(
+                "write_file",
+                serde_json::json!({"path": "../outside.py", "content": "x"}),
+            ),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "nothing", "changed_files": []}),
+            ),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": "def parse_config(path:\n"}),
+            ),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "broken", "changed_files": ["app.py"]}),
+            ),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "fixed", "changed_files": ["app.py"]}),
+            ),
+        ],
+        10,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "fixed");
+    let requests = server.requests.lock().unwrap().clone();
+    let told = |i: usize, what: &str| {
+        assert!(
+            requests[i].contains(what),
+            "request {i} should say {what:?}: {}",
+            requests[i]
+        );
+    };
+    told(1, "not closed");
+    told(2, "There is no tool `rm_rf`");
+    told(3, "must be a str");
+    told(4, "outside");
+    told(5, "you changed no file yet");
+    told(7, "does not parse");
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_never_stops_fails_at_the_limit_with_nothing_written() {
+    let mut script = vec![call(
+        "write_file",
+        serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+    )];
+    script.extend((0..5).map(|_| call("get_file_tree", serde_json::json!({}))));
+    let (r, s, _server) = run_tools(script, 4).await;
+    match r {
+        Err(AgentError::GaveUp { last, .. }) => {
+            assert!(last.contains("within 4 tool calls"), "{last}")
+        }
+        other => panic!("expected the iteration limit, got {other:?}"),
+    }
+    assert!(
+        s.store.overlay_entries("ag").unwrap().is_empty(),
+        "no partial write"
+    );
 }

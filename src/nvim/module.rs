@@ -126,24 +126,36 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         "spawn",
         lua.create_function(
             |_,
-             (id, task, context, file, cursor_line): (
+             (id, task, context, file, cursor_line, mode): (
                 String,
                 String,
                 Option<String>,
                 Option<String>,
                 Option<usize>,
+                Option<String>,
             )| {
                 if task.trim().is_empty() {
                     return Err(mlua::Error::external(
                         "Chimera: the task is empty; say what the agent should do",
                     ));
                 }
+                let mode = match mode.as_deref() {
+                    None => None,
+                    Some("code") => Some(crate::config::AgentMode::Code),
+                    Some("tools") => Some(crate::config::AgentMode::Tools),
+                    Some(other) => {
+                        return Err(mlua::Error::external(format!(
+                            "Chimera: mode must be \"code\" or \"tools\", not {other:?}"
+                        )))
+                    }
+                };
                 send(ToCore::Spawn {
                     id,
                     task,
                     context,
                     file,
                     cursor_line,
+                    mode,
                 })
             },
         )?,

@@ -144,6 +144,7 @@ pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
                     cursor_line: None,
                     feedback: vec![],
                     node: None,
+                    mode: None,
                 },
             );
         }

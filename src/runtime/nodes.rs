@@ -208,6 +208,7 @@ pub(super) fn spawn_node_agent(
             cursor_line,
             feedback: vec![],
             node: Some(job_node),
+            mode: None,
         },
     );
     Ok(id)

@@ -12,6 +12,7 @@ fn spawn(id: &str, task: &str) -> ToCore {
         context: None,
         file: None,
         cursor_line: None,
+        mode: None,
     }
 }
 

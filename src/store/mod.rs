@@ -177,6 +177,9 @@ pub struct AgentRecord {
     /// Earlier attempts the user rejected with feedback, oldest first.
     #[serde(default)]
     pub feedback: Vec<Feedback>,
+    /// Code or tool mode, when the task chose one.
+    #[serde(default)]
+    pub mode: Option<crate::config::AgentMode>,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
@@ -202,6 +205,7 @@ impl AgentRecord {
             file: None,
             cursor_line: None,
             feedback: vec![],
+            mode: None,
             owner_pid: std::process::id(),
             created_at: now,
             updated_at: now,
@@ -483,8 +487,8 @@ impl Store {
     pub fn agent_insert(&self, rec: &AgentRecord) -> Result<()> {
         self.conn().execute(
             "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
-                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line, feedback)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line, feedback, mode)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
             params![
                 rec.id,
                 rec.state.as_str(),
@@ -502,7 +506,10 @@ impl Store {
                 rec.recoveries,
                 rec.file,
                 rec.cursor_line.map(|l| l as i64),
-                serde_json::to_string(&rec.feedback)?
+                serde_json::to_string(&rec.feedback)?,
+                rec.mode
+                    .map(|m| serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_owned)))
+                    .flatten()
             ],
         )?;
         append_event(
@@ -780,7 +787,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line, feedback FROM agents";
+                                   cursor_line, feedback, mode FROM agents";
 
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -803,6 +810,9 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
         file: r.get(14)?,
         cursor_line: r.get::<_, Option<i64>>(15)?.map(|l| l as usize),
         feedback: serde_json::from_str(&r.get::<_, String>(16)?).unwrap_or_default(),
+        mode: r
+            .get::<_, Option<String>>(17)?
+            .and_then(|m| serde_json::from_value(serde_json::Value::String(m)).ok()),
     })
 }
 

@@ -162,6 +162,7 @@ CREATE TABLE IF NOT EXISTS activation_chain (
 pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("events", "event_id", "TEXT"),
     ("events", "correlation_id", "TEXT"),
+    ("agents", "mode", "TEXT"),
 ];
 
 /// Indexes over added columns, created after them.

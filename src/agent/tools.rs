@@ -1,0 +1,424 @@
+//! Tool mode (seed 002): the model calls one tool per reply, as one JSON
+//! object `{"tool": …, "args": {…}}` (asked for with the server's
+//! constrained JSON output, fences stripped otherwise); each result goes
+//! back as success or error so the model can correct itself, until it
+//! calls `submit_result` or the iteration limit. The tools are the host
+//! functions code mode uses, each with a JSON schema.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value as Json};
+use tokio_util::sync::CancellationToken;
+
+use super::{AgentError, AgentHost, Done, Job};
+use crate::config::Config;
+use crate::llm::{ChatMessage, ChatOptions, LlmClient, LlmError};
+use crate::sandbox::{self, Host, Value};
+use crate::store::Store;
+
+/// One tool: its name, what it does, and its arguments as a JSON schema.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Json,
+}
+
+fn spec(name: &'static str, description: &'static str, params: &[(&str, &str, &str)]) -> ToolSpec {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (pname, ptype, doc) in params {
+        let (ptype, optional) = match ptype.strip_suffix('?') {
+            Some(t) => (t, true),
+            None => (*ptype, false),
+        };
+        let schema = if ptype == "array" {
+            json!({"type": "array", "items": {"type": "string"}, "description": doc})
+        } else {
+            json!({"type": ptype, "description": doc})
+        };
+        properties.insert((*pname).to_owned(), schema);
+        if !optional {
+            required.push(*pname);
+        }
+    }
+    ToolSpec {
+        name,
+        description,
+        parameters: json!({"type": "object", "properties": properties, "required": required}),
+    }
+}
+
+/// The tools of the registry, with their schemas.
+pub fn registry() -> Vec<ToolSpec> {
+    vec![
+        spec(
+            "read_file",
+            "Read a project file (path relative to the root).",
+            &[("path", "string", "project path")],
+        ),
+        spec(
+            "write_file",
+            "Write a whole file (into your overlay; the human reviews it).",
+            &[
+                ("path", "string", "project path"),
+                ("content", "string", "the complete new content"),
+            ],
+        ),
+        spec(
+            "delete_file",
+            "Delete a file.",
+            &[("path", "string", "project path")],
+        ),
+        spec(
+            "list_dir",
+            "List a directory (\"\" for the root).",
+            &[("path", "string?", "directory")],
+        ),
+        spec(
+            "file_exists",
+            "Whether a file exists.",
+            &[("path", "string", "project path")],
+        ),
+        spec(
+            "search_files",
+            "Files whose path matches a glob (with * or ?), else files containing the text.",
+            &[("pattern", "string", "glob or text")],
+        ),
+        spec(
+            "get_file_tree",
+            "Every file of the project, one per line.",
+            &[],
+        ),
+        spec("get_task", "The task, again.", &[]),
+        spec(
+            "submit_result",
+            "Finish: say what you changed. Call it once, last.",
+            &[
+                ("summary", "string", "one line"),
+                ("changed_files", "array", "paths you wrote"),
+            ],
+        ),
+    ]
+}
+
+/// The JSON schema of a reply: one tool call.
+pub fn reply_schema(tools: &[ToolSpec]) -> Json {
+    let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
+    json!({
+        "type": "object",
+        "properties": {
+            "tool": {"type": "string", "enum": names},
+            "args": {"type": "object"}
+        },
+        "required": ["tool", "args"]
+    })
+}
+
+/// The tool call a reply makes, or what is wrong with it, for the model.
+pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>), String> {
+    let t = reply.trim();
+    let t = match t.find("```") {
+        Some(start) => {
+            let body = &t[start + 3..];
+            let body = body.strip_prefix("json").unwrap_or(body);
+            body.split("```").next().unwrap_or(body).trim()
+        }
+        None => t,
+    };
+    let start = t.find('{').ok_or("Your reply has no JSON object. Answer with exactly one: {\"tool\": name, \"args\": {...}}.")?;
+    let end = t.rfind('}').ok_or("Your JSON object is not closed.")?;
+    let v: Json = serde_json::from_str(&t[start..=end])
+        .map_err(|e| format!("Your reply is not valid JSON ({e}). Answer with exactly one object: {{\"tool\": name, \"args\": {{...}}}}."))?;
+    let tool = v
+        .get("tool")
+        .or_else(|| v.get("name"))
+        .and_then(Json::as_str)
+        .ok_or("Your JSON object has no \"tool\" naming the tool to call.")?
+        .to_owned();
+    let args = match v.get("args").or_else(|| v.get("arguments")) {
+        None | Some(Json::Null) => serde_json::Map::new(),
+        Some(Json::Object(m)) => m.clone(),
+        Some(Json::String(s)) => match serde_json::from_str(s) {
+            Ok(Json::Object(m)) => m,
+            _ => return Err("\"args\" must be a JSON object of argument names to values.".into()),
+        },
+        Some(_) => {
+            return Err("\"args\" must be a JSON object of argument names to values.".into())
+        }
+    };
+    Ok((tool, args))
+}
+
+fn system_prompt(tools: &[ToolSpec]) -> String {
+    let mut s = String::from(
+        "You are a coding agent working on a project. You act by calling tools.\n\
+         Answer with exactly ONE JSON object per reply, nothing else:\n\
+         {\"tool\": \"<name>\", \"args\": {<argument>: <value>, ...}}\n\
+         You get each result back as {\"ok\": true, \"result\": ...} or {\"ok\": false, \"error\": ...}; \
+         fix your call after an error. Read a file before you change it; write whole files. \
+         When the change is done, call submit_result.\n\nTools:\n",
+    );
+    for t in tools {
+        s.push_str(&format!(
+            "- {}: {} Arguments: {}\n",
+            t.name, t.description, t.parameters["properties"]
+        ));
+    }
+    s
+}
+
+/// The result of a tool as the model sees it (capped).
+fn result_message(result: Result<Value, String>) -> String {
+    const CAP: usize = 6000;
+    let json = match result {
+        Ok(v) => json!({"ok": true, "result": to_json(&v)}),
+        Err(e) => json!({"ok": false, "error": e}),
+    };
+    let mut s = json.to_string();
+    if s.len() > CAP {
+        let mut end = CAP;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str("… (cut)");
+    }
+    s
+}
+
+fn to_json(v: &Value) -> Json {
+    match v {
+        Value::None => Json::Null,
+        Value::Bool(b) => json!(b),
+        Value::Int(i) => json!(i),
+        Value::Float(f) => json!(f),
+        Value::String(s) => json!(s),
+        Value::List(items) | Value::Tuple(items) => {
+            Json::Array(items.iter().map(to_json).collect())
+        }
+        other => json!(other.to_string()),
+    }
+}
+
+/// Keeps the system prompt, the task and the newest exchanges within
+/// `budget` characters, dropping the oldest exchanges first.
+fn trim_history(messages: &mut Vec<ChatMessage>, budget: usize) {
+    let size = |m: &[ChatMessage]| m.iter().map(|x| x.content.len()).sum::<usize>();
+    while messages.len() > 4 && size(messages) > budget {
+        // An exchange is the model's call and the result after it.
+        messages.drain(2..4);
+    }
+}
+
+/// Runs `job` in tool mode; on success the agent's overlay holds its changes.
+pub async fn run(
+    store: Arc<Store>,
+    config: &Config,
+    llm: &LlmClient,
+    job: &Job,
+    cancel: &CancellationToken,
+    progress: &(dyn Fn(String) + Send + Sync),
+) -> Result<Done, AgentError> {
+    let tools = registry();
+    let mut task = job.task.clone();
+    if let Some(file) = &job.file {
+        task.push_str(&format!("\n(The human is in {file}.)"));
+    }
+    if let Some(ctx) = &job.context {
+        task.push_str(&format!("\nSelected text:\n{ctx}"));
+    }
+    for f in &job.feedback {
+        task.push_str(&format!(
+            "\nAn earlier attempt was rejected with this feedback: {}\nThat attempt:\n{}",
+            f.feedback, f.attempt
+        ));
+    }
+    let mut messages = vec![
+        ChatMessage::system(system_prompt(&tools)),
+        ChatMessage::user(task),
+    ];
+    let opts = ChatOptions {
+        json_schema: Some(reply_schema(&tools)),
+        temperature: None,
+    };
+    let window = llm.context_window().await as usize;
+    let budget = window
+        .saturating_sub(config.llm.max_tokens as usize)
+        .max(1000)
+        * 3;
+    let mut host = AgentHost {
+        store: store.clone(),
+        agent_id: job.id.clone(),
+        task: job.task.clone(),
+        max_bytes: config.sync.max_file_bytes,
+        llm: llm.clone(),
+        cancel: cancel.clone(),
+        runtime: tokio::runtime::Handle::current(),
+        submitted: None,
+        logs: Vec::new(),
+        written: Vec::new(),
+        node: job.node.clone(),
+        messages_sent: Vec::new(),
+    };
+    store.overlay_clear(&job.id)?;
+    let limit = config.agents.max_iterations.max(1);
+    for step in 1..=limit {
+        progress(format!("tool step {step}"));
+        trim_history(&mut messages, budget);
+        let started = std::time::Instant::now();
+        let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await;
+        let answer = match &reply {
+            Ok(r) => r.clone(),
+            Err(e) => format!("error: {e}"),
+        };
+        let _ = store.effect_record(
+            "llm",
+            Some(&job.id),
+            &format!(
+                "{} {} (tools, step {step})",
+                config.llm.provider_name(),
+                config.llm.model
+            ),
+            &answer,
+            started.elapsed().as_millis() as i64,
+        );
+        let reply = reply.map_err(|e| match e {
+            LlmError::Cancelled => AgentError::Cancelled,
+            e => AgentError::Llm(e),
+        })?;
+        messages.push(ChatMessage::assistant(reply.clone()));
+        let result = match parse_call(&reply) {
+            Err(problem) => Err(problem),
+            Ok((tool, _)) if !host.has_function(&tool) => Err(format!(
+                "There is no tool `{tool}`. The tools are: {}.",
+                tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+            )),
+            Ok((tool, args)) => {
+                let kwargs: Vec<(Value, Value)> = args
+                    .into_iter()
+                    .map(|(k, v)| (Value::String(k), sandbox::from_json(v)))
+                    .collect();
+                // Host functions may wait on the runtime (ask_llm): run
+                // them off the async threads.
+                let (r, h) = tokio::task::spawn_blocking(move || {
+                    let r = host.call(&tool, vec![], kwargs);
+                    (r, host)
+                })
+                .await
+                .map_err(|e| AgentError::Internal(format!("tool task: {e}")))?;
+                host = h;
+                r
+            }
+        };
+        if cancel.is_cancelled() {
+            return Err(AgentError::Cancelled);
+        }
+        if let Some((summary, _)) = host.submitted.take() {
+            let changed: Vec<String> = store
+                .overlay_entries(&job.id)?
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
+            if changed.is_empty() && host.messages_sent.is_empty() {
+                messages.push(ChatMessage::user(result_message(Err(
+                    "submit_result: you changed no file yet; write the change with write_file first".into(),
+                ))));
+                continue;
+            }
+            // Nothing that does not parse is proposed.
+            let ov = crate::overlay::Overlay::new(&store, &job.id, config.sync.max_file_bytes);
+            let broken = changed
+                .iter()
+                .filter(|p| p.ends_with(".py"))
+                .find_map(|path| {
+                    let p = crate::paths::ProjectPath::parse(path).ok()?;
+                    let problem = crate::python::syntax_problem(&ov.read_text(&p).ok()?)?;
+                    Some(format!(
+                        "submit_result: `{path}` does not parse; fix it first.\n{problem}"
+                    ))
+                });
+            if let Some(problem) = broken {
+                messages.push(ChatMessage::user(result_message(Err(problem))));
+                continue;
+            }
+            return Ok(Done {
+                summary,
+                changed_files: changed,
+                rounds: step as u32,
+                form: "tools",
+            });
+        }
+        messages.push(ChatMessage::user(result_message(result)));
+    }
+    // Nothing half-done is proposed.
+    store.overlay_clear(&job.id)?;
+    Err(AgentError::GaveUp {
+        rounds: limit as u32,
+        last: format!("the model did not finish within {limit} tool calls (agents.max_iterations)"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_read_with_or_without_fences_and_errors_say_what_to_do() {
+        let (t, a) =
+            parse_call("```json\n{\"tool\": \"read_file\", \"args\": {\"path\": \"a.py\"}}\n```")
+                .unwrap();
+        assert_eq!(
+            (t.as_str(), a["path"].as_str()),
+            ("read_file", Some("a.py"))
+        );
+        let (t, a) = parse_call("Sure! {\"tool\": \"get_file_tree\"}").unwrap();
+        assert_eq!((t.as_str(), a.len()), ("get_file_tree", 0));
+        assert!(parse_call("I will read the file")
+            .unwrap_err()
+            .contains("no JSON object"));
+        assert!(
+            parse_call("{\"tool\": \"read_file\", \"args\": {\"path\": }")
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
+        assert!(parse_call("{\"args\": {}}")
+            .unwrap_err()
+            .contains("no \"tool\""));
+        assert!(parse_call("{\"tool\": \"x\", \"args\": [1]}")
+            .unwrap_err()
+            .contains("must be a JSON object"));
+    }
+
+    #[test]
+    fn every_registry_tool_is_a_host_function_with_a_schema() {
+        let schema = reply_schema(&registry());
+        assert_eq!(
+            schema["properties"]["tool"]["enum"]
+                .as_array()
+                .unwrap()
+                .len(),
+            registry().len()
+        );
+        for t in registry() {
+            assert_eq!(t.parameters["type"], "object", "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn history_is_trimmed_oldest_exchange_first() {
+        let mut m = vec![ChatMessage::system("s"), ChatMessage::user("task")];
+        for i in 0..10 {
+            m.push(ChatMessage::assistant(format!(
+                "call {i} {}",
+                "x".repeat(100)
+            )));
+            m.push(ChatMessage::user(format!("result {i} {}", "y".repeat(100))));
+        }
+        trim_history(&mut m, 1000);
+        assert_eq!(m[1].content, "task");
+        assert!(m.iter().map(|x| x.content.len()).sum::<usize>() <= 1000);
+        assert!(m.last().unwrap().content.starts_with("result 9"));
+        assert!(m[2].content.starts_with("call "));
+    }
+}
