@@ -155,6 +155,23 @@ pub enum AgentMode {
     Tools,
 }
 
+impl AgentMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentMode::Code => "code",
+            AgentMode::Tools => "tools",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "code" => Some(AgentMode::Code),
+            "tools" => Some(AgentMode::Tools),
+            _ => None,
+        }
+    }
+}
+
 impl Default for AgentsConfig {
     fn default() -> Self {
         Self {

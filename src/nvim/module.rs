@@ -141,13 +141,11 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                 }
                 let mode = match mode.as_deref() {
                     None => None,
-                    Some("code") => Some(crate::config::AgentMode::Code),
-                    Some("tools") => Some(crate::config::AgentMode::Tools),
-                    Some(other) => {
-                        return Err(mlua::Error::external(format!(
-                            "Chimera: mode must be \"code\" or \"tools\", not {other:?}"
-                        )))
-                    }
+                    Some(m) => Some(crate::config::AgentMode::parse(m).ok_or_else(|| {
+                        mlua::Error::external(format!(
+                            "Chimera: mode must be \"code\" or \"tools\", not {m:?}"
+                        ))
+                    })?),
                 };
                 send(ToCore::Spawn {
                     id,

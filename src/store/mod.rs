@@ -507,9 +507,7 @@ impl Store {
                 rec.file,
                 rec.cursor_line.map(|l| l as i64),
                 serde_json::to_string(&rec.feedback)?,
-                rec.mode
-                    .map(|m| serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_owned)))
-                    .flatten()
+                rec.mode.map(|m| m.as_str())
             ],
         )?;
         append_event(
@@ -812,7 +810,7 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
         feedback: serde_json::from_str(&r.get::<_, String>(16)?).unwrap_or_default(),
         mode: r
             .get::<_, Option<String>>(17)?
-            .and_then(|m| serde_json::from_value(serde_json::Value::String(m)).ok()),
+            .and_then(|m| crate::config::AgentMode::parse(&m)),
     })
 }
 
