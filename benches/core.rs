@@ -371,6 +371,7 @@ fn bench_many_agents() {
             context: None,
             file: None,
             cursor_line: None,
+            mode: None,
         })
         .unwrap();
     }
