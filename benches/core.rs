@@ -372,6 +372,7 @@ fn bench_many_agents() {
             file: None,
             cursor_line: None,
             mode: None,
+            capabilities: None,
         })
         .unwrap();
     }

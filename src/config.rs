@@ -16,6 +16,7 @@ pub struct Config {
     pub agents: AgentsConfig,
     pub sync: SyncConfig,
     pub remora: RemoraConfig,
+    pub capabilities: crate::capabilities::CapabilitiesConfig,
 }
 
 /// Which wire protocol the LLM server speaks.

@@ -4,6 +4,7 @@
 //! The crate has two halves. The *core* (everything but `nvim`) never touches
 //! Neovim and is tested with `cargo test --no-default-features`:
 //!
+//! - [`capabilities`]: what an agent may read, write, run and reach.
 //! - [`config`]: the typed configuration, resolved from the Lua options table.
 //! - [`paths`]: the project root and project-relative paths that cannot escape it.
 //! - [`store`]: one SQLite database per project: blobs, the stable layer,
@@ -30,6 +31,7 @@
 
 pub mod accept;
 pub mod agent;
+pub mod capabilities;
 pub mod config;
 pub mod diff;
 pub mod llm;

@@ -18,6 +18,8 @@ pub enum ToCore {
         cursor_line: Option<usize>,
         /// Code or tool mode; `None`: `agents.mode`.
         mode: Option<crate::config::AgentMode>,
+        /// A capabilities preset; `None`: `capabilities.preset`.
+        capabilities: Option<String>,
     },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.

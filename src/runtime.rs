@@ -400,6 +400,7 @@ async fn main_loop(
                 file,
                 cursor_line,
                 mode,
+                capabilities,
             } => spawn_agent(
                 &core,
                 Job {
@@ -411,6 +412,7 @@ async fn main_loop(
                     feedback: vec![],
                     node: None,
                     mode,
+                    capabilities,
                 },
             ),
             ToCore::Accept { id, buffers, hunk } => {
@@ -581,6 +583,7 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         cursor_line: job.cursor_line,
         feedback: job.feedback.clone(),
         mode: job.mode,
+        capabilities: job.capabilities.clone(),
         ..AgentRecord::new(job.id.clone(), job.task.clone())
     };
     if let Err(e) = core.store.agent_insert(&rec) {

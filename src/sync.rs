@@ -143,6 +143,16 @@ pub fn sync_from_disk(
     max_bytes: u64,
 ) -> Result<bool, SyncError> {
     let abs = root.join(path.as_str());
+    // A symbolic link, or a path through a linked directory, may lead out of
+    // the project: such a file is not part of it.
+    let inside = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_file())
+        && match (abs.canonicalize(), root.canonicalize()) {
+            (Ok(a), Ok(r)) => a.starts_with(r),
+            _ => false,
+        };
+    if !inside {
+        return Ok(store.stable_delete(path.as_str())?);
+    }
     match std::fs::metadata(&abs) {
         Ok(meta) if meta.is_file() => {
             let (mode, mtime) = file_meta(&meta);
@@ -378,5 +388,33 @@ mod tests {
             .unwrap();
         assert_eq!(p, "src/new.py");
         assert!(store.stable_entry("src/new.py").unwrap().is_none());
+    }
+
+    #[test]
+    fn links_leading_out_of_the_project_are_not_part_of_it() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "TOP_SECRET\n").unwrap();
+        std::fs::create_dir_all(outside.path().join("dir")).unwrap();
+        std::fs::write(outside.path().join("dir/f.txt"), "TOP_SECRET\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.txt"),
+            dir.path().join("link.txt"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("dir"), dir.path().join("linked")).unwrap();
+        assert_eq!(
+            import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap(),
+            0
+        );
+        for p in ["link.txt", "linked/f.txt"] {
+            let pp = ProjectPath::parse(p).unwrap();
+            assert!(
+                !sync_from_disk(&store, dir.path(), &pp, 1 << 20).unwrap(),
+                "{p}"
+            );
+            assert!(store.stable_entry(p).unwrap().is_none(), "{p} imported");
+        }
     }
 }

@@ -83,6 +83,23 @@ M.defaults = {
     -- Time before a node may be activated again by the same chain, ms.
     cooldown_ms = 30000,
   },
+  -- What agents may do. Presets: "readonly" (read only), "sandbox" (read
+  -- the project, write into their overlay, nothing else), "developer"
+  -- (sandbox plus the `commands` below). A task can pick one:
+  -- spawn(task, {capabilities = "readonly"}).
+  capabilities = {
+    preset = "sandbox",
+    -- Globs of project paths agents may read / write (into their overlay).
+    read = { "**" },
+    write = { "**" },
+    -- Programs a "developer" agent may run (e.g. "pytest").
+    commands = {},
+    -- Hosts agents may reach, and MCP tools ("server.tool", globs) they may call.
+    hosts = {},
+    mcp = {},
+    -- Files no agent may read or write, by name anywhere in the tree.
+    secrets = { ".env*", "*.pem", "*.key", "id_*", "*.p12", ".netrc" },
+  },
   -- Default mappings; set one to false to skip it. The <Plug> mappings
   -- (<Plug>(chimera-accept), <Plug>(chimera-reject)) always exist.
   keymaps = {
@@ -100,6 +117,7 @@ local enums = {
   ["llm.edit_form"] = { auto = true, program = true, definitions = true },
   ["remora.ids"] = { shadow = true, inline = true },
   ["agents.mode"] = { code = true, tools = true },
+  ["capabilities.preset"] = { readonly = true, sandbox = true, developer = true },
 }
 
 local positive = {
@@ -120,7 +138,28 @@ local optional = {
   ["llm.api_key_env"] = "string",
 }
 
+-- Options whose value is a list of strings (replaced, not merged).
+local lists = {
+  ["capabilities.read"] = true,
+  ["capabilities.write"] = true,
+  ["capabilities.commands"] = true,
+  ["capabilities.hosts"] = true,
+  ["capabilities.mcp"] = true,
+  ["capabilities.secrets"] = true,
+}
+
 local function check(path, value, default)
+  if lists[path] then
+    if type(value) ~= "table" or not vim.islist(value) then
+      return ("chimera: option `%s` must be a list of strings"):format(path)
+    end
+    for _, v in ipairs(value) do
+      if type(v) ~= "string" then
+        return ("chimera: option `%s` must be a list of strings, got a %s in it"):format(path, type(v))
+      end
+    end
+    return nil
+  end
   local opt_type = optional[path]
   if opt_type then
     if value ~= nil and type(value) ~= opt_type then
@@ -159,7 +198,7 @@ local function validate(opts, defaults, prefix, errors)
     local default = defaults[key]
     if default == nil and not optional[path] then
       table.insert(errors, ("chimera: unknown option `%s`"):format(path))
-    elseif type(default) == "table" and type(value) == "table" then
+    elseif type(default) == "table" and type(value) == "table" and not lists[path] then
       validate(value, default, path, errors)
     else
       local err = check(path, value, default)
@@ -183,7 +222,15 @@ function M.resolve(opts)
     table.sort(errors)
     return nil, table.concat(errors, "\n")
   end
-  return vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  local config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  -- A list given replaces the default list instead of merging by index.
+  for path in pairs(lists) do
+    local section, key = path:match("^(%w+)%.(%w+)$")
+    if opts[section] and opts[section][key] then
+      config[section][key] = vim.deepcopy(opts[section][key])
+    end
+  end
+  return config
 end
 
 --- The part of the config the native core reads, as JSON.
@@ -194,6 +241,7 @@ function M.to_json(config)
     agents = config.agents,
     sync = config.sync,
     remora = config.remora,
+    capabilities = config.capabilities,
   })
 end
 

@@ -93,7 +93,8 @@ local function new_id()
 end
 
 --- Starts an agent on `task`. `opts.mode` is "code" or "tools" (default:
---- `agents.mode`). `opts.context` is extra text (a selection);
+--- `agents.mode`); `opts.capabilities` a preset ("readonly", "sandbox",
+--- "developer"; default `capabilities.preset`). `opts.context` is extra text (a selection);
 --- `opts.file` the file it concerns (default: the current buffer's, with
 --- the cursor's line as `opts.cursor_line`, 0-based).
 --- Returns the agent id at once; the agent works in the background.
@@ -127,7 +128,7 @@ function M.spawn(task, opts)
     created_at = now,
     updated_at = now,
   }
-  require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line, opts.mode)
+  require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line, opts.mode, opts.capabilities)
   return id
 end
 

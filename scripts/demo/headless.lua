@@ -16,7 +16,7 @@ vim.cmd.edit("app.py")
 local buf = vim.api.nvim_get_current_buf()
 local task = vim.env.DEMO_TASK or "add a docstring to parse_config"
 local t0 = vim.uv.hrtime()
-local id = chimera.spawn(task)
+local id = chimera.spawn(task, { mode = vim.env.DEMO_MODE })
 say(("task:  %s (agent %s)"):format(task, id))
 local state = chimera.wait(id, 300000)
 local shown

@@ -30,6 +30,8 @@ pub struct AgentHost {
     pub node: Option<super::node::NodeJob>,
     /// Messages a node agent sent (message_node, ask_parent).
     pub messages_sent: Vec<String>,
+    /// What this agent may do.
+    pub caps: crate::capabilities::Capabilities,
 }
 
 const FUNCTIONS: &[&str] = &[
@@ -56,8 +58,31 @@ impl AgentHost {
         ProjectPath::parse(&raw).map_err(|e| format!("{fname}(): {e}"))
     }
 
+    /// Refuses a call the capabilities forbid, with the reason, and logs it.
+    fn allowed(
+        &self,
+        fname: &str,
+        check: Result<(), crate::capabilities::Denied>,
+    ) -> Result<(), String> {
+        check.map_err(|denied| {
+            let _ = self.store.append_event(
+                Some(&self.agent_id),
+                "denied",
+                &serde_json::json!({"call": fname, "reason": denied.to_string()}),
+            );
+            format!("{fname}(): {denied}")
+        })
+    }
+
     fn search(&self, pattern: &str) -> Result<Vec<String>, String> {
-        let files = self.overlay().files().map_err(|e| e.to_string())?;
+        // Files the agent may not read are not found either.
+        let files: Vec<String> = self
+            .overlay()
+            .files()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|f| self.caps.check_read(f).is_ok())
+            .collect();
         if pattern.contains(['*', '?', '[']) {
             let glob = GlobBuilder::new(pattern)
                 .literal_separator(false)
@@ -127,6 +152,11 @@ impl Host for AgentHost {
         kw: Vec<(Value, Value)>,
     ) -> Result<Value, String> {
         if let Some(node) = &self.node {
+            if matches!(name, "rewrite_self" | "propose_new_node") {
+                if let Some(me) = &node.view.node {
+                    self.allowed(name, self.caps.check_write(&me.file_path))?;
+                }
+            }
             if let Some(result) = node.call(&self.overlay(), name, &a, &kw) {
                 if let Ok(Value::String(s)) = &result {
                     if s.starts_with(super::node::SENT) {
@@ -140,6 +170,7 @@ impl Host for AgentHost {
             "get_task" => Ok(Value::String(self.task.clone())),
             "read_file" => {
                 let p = Self::path(name, &a, &kw)?;
+                self.allowed(name, self.caps.check_read(p.as_str()))?;
                 self.overlay()
                     .read_text(&p)
                     .map(Value::String)
@@ -147,6 +178,7 @@ impl Host for AgentHost {
             }
             "write_file" => {
                 let p = Self::path(name, &a, &kw)?;
+                self.allowed(name, self.caps.check_write(p.as_str()))?;
                 let content = args::string(name, &a, &kw, 1, "content")?;
                 self.overlay()
                     .write(&p, content.as_bytes())
@@ -156,6 +188,7 @@ impl Host for AgentHost {
             }
             "delete_file" => {
                 let p = Self::path(name, &a, &kw)?;
+                self.allowed(name, self.caps.check_write(p.as_str()))?;
                 self.overlay()
                     .delete(&p)
                     .map_err(|e| format!("delete_file(): {e}"))?;

@@ -43,6 +43,8 @@ pub enum AgentError {
     Cancelled,
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("{0}")]
+    Denied(String),
 }
 
 /// What the agent is asked to do.
@@ -62,6 +64,8 @@ pub struct Job {
     pub node: Option<node::NodeJob>,
     /// Code or tool mode; `None`: `agents.mode`.
     pub mode: Option<crate::config::AgentMode>,
+    /// A capabilities preset; `None`: `capabilities.preset`.
+    pub capabilities: Option<String>,
 }
 
 impl From<crate::store::AgentRecord> for Job {
@@ -76,6 +80,7 @@ impl From<crate::store::AgentRecord> for Job {
             feedback: rec.feedback,
             node: None,
             mode: rec.mode,
+            capabilities: rec.capabilities,
         }
     }
 }
@@ -89,6 +94,15 @@ pub struct Done {
     pub rounds: u32,
     /// The reply form that produced the change.
     pub form: &'static str,
+}
+
+/// The capabilities `job` runs under.
+pub fn capabilities(
+    config: &Config,
+    job: &Job,
+) -> Result<crate::capabilities::Capabilities, AgentError> {
+    crate::capabilities::Capabilities::new(&config.capabilities, job.capabilities.as_deref())
+        .map_err(|e| AgentError::Denied(e.to_string()))
 }
 
 /// The form the prompt asks for.
@@ -150,6 +164,7 @@ pub async fn run(
     cancel: &CancellationToken,
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> Result<Done, AgentError> {
+    let caps = capabilities(config, job)?;
     if job.node.is_none()
         && job.mode.unwrap_or(config.agents.mode) == crate::config::AgentMode::Tools
     {
@@ -169,6 +184,12 @@ pub async fn run(
         let path = node_file
             .or_else(|| job.file.clone())
             .or_else(|| context::locate(&ov, &tree, &job.task));
+        // A file the agent may not read never reaches the model.
+        if let Some(p) = &path {
+            if let Err(denied) = caps.check_read(p) {
+                return Err(AgentError::Denied(denied.to_string()));
+            }
+        }
         let target = path.and_then(|p| {
             let pp = ProjectPath::parse(&p).ok()?;
             ov.read_text(&pp).ok().map(|t| (pp, t))
@@ -295,7 +316,7 @@ pub async fn run(
             (None, ReplyForm::Definitions(code) | ReplyForm::WholeFile(code)) if node.is_some() => {
                 match (&target, node) {
                     (Some((path, text)), Some(n)) => match node::apply_reply(text, n, job.node.as_ref().map(|j| &j.bus), &code) {
-                        Ok(new) => write_checked(&store, &job.id, max_bytes, path, text, &new, "rewrite_self"),
+                        Ok(new) => write_checked(&store, &caps, &job.id, max_bytes, path, text, &new, "rewrite_self"),
                         // A node may not edit another: what it wrote for a
                         // neighbour goes to that neighbour as a request.
                         Err(e) => match job.node.as_ref().and_then(|j| {
@@ -314,14 +335,14 @@ pub async fn run(
                 Some((path, text)) => {
                     let focus_line = if job.file.as_deref() == Some(path.as_str()) { job.cursor_line } else { None };
                     match python::splice_definitions(text, &code, focus_line) {
-                        Ok(new) => write_checked(&store, &job.id, max_bytes, path, text, &new, "definitions"),
+                        Ok(new) => write_checked(&store, &caps, &job.id, max_bytes, path, text, &new, "definitions"),
                         Err(e) => Err(e.to_string()),
                     }
                 }
                 None => Err("It is not clear which file to change: name the file and write a program that calls write_file(path, content).".into()),
             },
             (None, ReplyForm::WholeFile(code)) => match &target {
-                Some((path, text)) => write_checked(&store, &job.id, max_bytes, path, text, &code, "whole file"),
+                Some((path, text)) => write_checked(&store, &caps, &job.id, max_bytes, path, text, &code, "whole file"),
                 None => Err("It is not clear which file this is: write a program that calls write_file(path, content).".into()),
             },
             (None, ReplyForm::Nothing) => Err("Your reply has no Python code block with the change.".into()),
@@ -371,8 +392,10 @@ fn default_summary(task: &str, changed: &[String]) -> String {
 type Attempt = Result<(Option<String>, &'static str), String>;
 
 /// Writes `new` for `path` into the overlay if it parses and changes something.
+#[allow(clippy::too_many_arguments)]
 fn write_checked(
     store: &Store,
+    caps: &crate::capabilities::Capabilities,
     agent: &str,
     max_bytes: u64,
     path: &ProjectPath,
@@ -380,6 +403,7 @@ fn write_checked(
     new: &str,
     form: &'static str,
 ) -> Attempt {
+    caps.check_write(path.as_str()).map_err(|d| d.to_string())?;
     if new == old {
         return Err(
             "The change leaves the file exactly as it was. Change the code as the task asks."
@@ -424,6 +448,7 @@ async fn run_program(
         written: Vec::new(),
         node: job.node.clone(),
         messages_sent: Vec::new(),
+        caps: capabilities(config, job)?,
     };
     let (result, host) = tokio::task::spawn_blocking(move || {
         let r = sandbox::run(&code, &mut host, limits);

@@ -54,6 +54,7 @@ fn job() -> Job {
         feedback: vec![],
         node: None,
         mode: None,
+        capabilities: None,
     }
 }
 
@@ -419,5 +420,117 @@ async fn a_model_that_never_stops_fails_at_the_limit_with_nothing_written() {
     assert!(
         s.store.overlay_entries("ag").unwrap().is_empty(),
         "no partial write"
+    );
+}
+
+// ---- capabilities ---------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_attempts_are_refused_and_secrets_never_reach_the_model() {
+    let attempts = "```python\nout = []\nfor p in ['.env', 'keys/site.pem', '../outside.txt', '/etc/passwd', 'config/.env.local']:\n    try:\n        out.append(read_file(p))\n    except Exception as e:\n        out.append('ERR ' + str(e))\nfor p in ['.env', '../x.py', 'a/../../x.py']:\n    try:\n        write_file(p, 'x')\n    except Exception as e:\n        out.append('ERR ' + str(e))\nout.append(str(search_files('TOP_SECRET')))\nout.append(str(search_files('*.pem')))\nlog(' | '.join(out))\nraise Exception(' | '.join(out))\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(attempts.into()),
+        Reply::OpenaiStream(GOOD.into()),
+    ])
+    .await;
+    let s = setup(&server.url);
+    for (p, data) in [
+        (".env", "TOKEN=TOP_SECRET\n"),
+        ("keys/site.pem", "TOP_SECRET pem\n"),
+        ("config/.env.local", "TOP_SECRET=1\n"),
+    ] {
+        s.store
+            .stable_put(p, data.as_bytes(), 0o600, 0, 1 << 20)
+            .unwrap();
+    }
+    let llm = LlmClient::new(&s.config.llm).unwrap();
+    let r = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &job(),
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await;
+    assert!(r.is_ok(), "{r:?}");
+    let requests = server.requests.lock().unwrap().clone();
+    let repair = &requests[1];
+    assert!(
+        !repair.contains("TOKEN=") && !repair.contains("TOP_SECRET pem"),
+        "a secret leaked: {repair}"
+    );
+    assert_eq!(
+        repair.matches("secret pattern").count(),
+        4,
+        "three reads and one write of secrets refused: {repair}"
+    );
+    assert!(repair.contains("[]"), "searches find no secret: {repair}");
+    assert!(!repair.contains("root:"), "/etc/passwd was not read");
+    let denied = s
+        .store
+        .events_since(0)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.2 == "denied")
+        .count();
+    assert_eq!(denied, 4, "each refusal is logged");
+    // Nothing was written outside the rules.
+    let entries: Vec<String> = s
+        .store
+        .overlay_entries("ag")
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(entries, ["app.py"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once() {
+    let server = FakeServer::start(vec![Reply::OpenaiStream(GOOD.into()); 3]).await;
+    let s = setup(&server.url);
+    let llm = LlmClient::new(&s.config.llm).unwrap();
+    let ro = Job {
+        capabilities: Some("readonly".into()),
+        ..job()
+    };
+    let r = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &ro,
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await;
+    let err = r.unwrap_err().to_string();
+    assert!(err.contains("may not write"), "{err}");
+    assert!(s.store.overlay_entries("ag").unwrap().is_empty());
+    s.store
+        .stable_put(".env", b"TOKEN=TOP_SECRET\n", 0o600, 0, 1 << 20)
+        .unwrap();
+    let on_secret = Job {
+        file: Some(".env".into()),
+        ..job()
+    };
+    let before = server.requests.lock().unwrap().len();
+    let r = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &on_secret,
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await;
+    assert!(
+        matches!(r, Err(AgentError::Denied(ref e)) if e.contains("secret pattern")),
+        "{r:?}"
+    );
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        before,
+        "the model was never asked"
     );
 }

@@ -260,6 +260,7 @@ pub async fn run(
         written: Vec::new(),
         node: job.node.clone(),
         messages_sent: Vec::new(),
+        caps: super::capabilities(config, job)?,
     };
     store.overlay_clear(&job.id)?;
     let limit = config.agents.max_iterations.max(1);

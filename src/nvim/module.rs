@@ -34,6 +34,17 @@ fn send(msg: ToCore) -> mlua::Result<()> {
     with_core(|core| core.send(msg))
 }
 
+/// spawn(id, task, context, file, cursor_line, mode, capabilities).
+type SpawnArgs = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<usize>,
+    Option<String>,
+    Option<String>,
+);
+
 /// `{ {path = …, text = …}, … }` from Lua.
 fn buffer_texts(buffers: Option<Table>) -> mlua::Result<Vec<BufferText>> {
     let mut texts = Vec::new();
@@ -125,15 +136,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "spawn",
         lua.create_function(
-            |_,
-             (id, task, context, file, cursor_line, mode): (
-                String,
-                String,
-                Option<String>,
-                Option<String>,
-                Option<usize>,
-                Option<String>,
-            )| {
+            |_, (id, task, context, file, cursor_line, mode, capabilities): SpawnArgs| {
                 if task.trim().is_empty() {
                     return Err(mlua::Error::external(
                         "Chimera: the task is empty; say what the agent should do",
@@ -154,6 +157,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                     file,
                     cursor_line,
                     mode,
+                    capabilities,
                 })
             },
         )?,

@@ -145,6 +145,7 @@ pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
                     feedback: vec![],
                     node: None,
                     mode: None,
+                    capabilities: None,
                 },
             );
         }

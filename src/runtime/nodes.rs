@@ -209,6 +209,7 @@ pub(super) fn spawn_node_agent(
             feedback: vec![],
             node: Some(job_node),
             mode: None,
+            capabilities: None,
         },
     );
     Ok(id)

@@ -13,6 +13,7 @@ fn spawn(id: &str, task: &str) -> ToCore {
         file: None,
         cursor_line: None,
         mode: None,
+        capabilities: None,
     }
 }
 

@@ -180,6 +180,9 @@ pub struct AgentRecord {
     /// Code or tool mode, when the task chose one.
     #[serde(default)]
     pub mode: Option<crate::config::AgentMode>,
+    /// The capabilities preset the task chose (default: the configured one).
+    #[serde(default)]
+    pub capabilities: Option<String>,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
@@ -206,6 +209,7 @@ impl AgentRecord {
             cursor_line: None,
             feedback: vec![],
             mode: None,
+            capabilities: None,
             owner_pid: std::process::id(),
             created_at: now,
             updated_at: now,
@@ -487,8 +491,9 @@ impl Store {
     pub fn agent_insert(&self, rec: &AgentRecord) -> Result<()> {
         self.conn().execute(
             "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
-                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line, feedback, mode)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line, feedback, mode,
+                                 capabilities)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
             params![
                 rec.id,
                 rec.state.as_str(),
@@ -507,7 +512,8 @@ impl Store {
                 rec.file,
                 rec.cursor_line.map(|l| l as i64),
                 serde_json::to_string(&rec.feedback)?,
-                rec.mode.map(|m| m.as_str())
+                rec.mode.map(|m| m.as_str()),
+                rec.capabilities
             ],
         )?;
         append_event(
@@ -785,7 +791,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line, feedback, mode FROM agents";
+                                   cursor_line, feedback, mode, capabilities FROM agents";
 
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -811,6 +817,7 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
         mode: r
             .get::<_, Option<String>>(17)?
             .and_then(|m| crate::config::AgentMode::parse(&m)),
+        capabilities: r.get(18)?,
     })
 }
 

@@ -163,6 +163,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("events", "event_id", "TEXT"),
     ("events", "correlation_id", "TEXT"),
     ("agents", "mode", "TEXT"),
+    ("agents", "capabilities", "TEXT"),
 ];
 
 /// Indexes over added columns, created after them.

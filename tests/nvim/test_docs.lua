@@ -14,7 +14,7 @@ h.test("every option has a help tag", function()
   local function walk(t, prefix)
     for k, v in pairs(t) do
       local path = prefix and (prefix .. "." .. k) or k
-      if type(v) == "table" then
+      if type(v) == "table" and not vim.islist(v) and next(v) ~= nil then
         walk(v, path)
       else
         h.truthy(doc:find("*chimera-opt-" .. path .. "*", 1, true), "option " .. path .. " is documented")

@@ -1,0 +1,211 @@
+//! What an agent may do (seed 004): which files it may read, which it may
+//! write (into its overlay), which commands it may run, which hosts and MCP
+//! tools it may reach. Presets: `readonly`, `sandbox` (the default: read
+//! the project, write the overlay, nothing else) and `developer` (plus the
+//! configured commands). Files matching secret patterns are neither
+//! readable nor writable unless the configuration says otherwise.
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+/// The `capabilities` section of the configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CapabilitiesConfig {
+    /// `readonly`, `sandbox` or `developer`.
+    pub preset: String,
+    /// Globs of project paths agents may read.
+    pub read: Vec<String>,
+    /// Globs of project paths agents may write (into their overlay).
+    pub write: Vec<String>,
+    /// Commands a `developer` agent may run (the program name, e.g. `pytest`).
+    pub commands: Vec<String>,
+    /// Hosts agents may reach.
+    pub hosts: Vec<String>,
+    /// MCP tools agents may call (`server.tool`, globs allowed).
+    pub mcp: Vec<String>,
+    /// Files no agent may read or write, matched on the name and the path.
+    pub secrets: Vec<String>,
+}
+
+impl Default for CapabilitiesConfig {
+    fn default() -> Self {
+        Self {
+            preset: "sandbox".into(),
+            read: vec!["**".into()],
+            write: vec!["**".into()],
+            commands: vec![],
+            hosts: vec![],
+            mcp: vec![],
+            secrets: vec![
+                ".env*".into(),
+                "*.pem".into(),
+                "*.key".into(),
+                "id_*".into(),
+                "*.p12".into(),
+                ".netrc".into(),
+            ],
+        }
+    }
+}
+
+/// Why a call was refused; the text is what the agent reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("denied by the agent's capabilities ({preset}): {what}")]
+pub struct Denied {
+    pub preset: String,
+    pub what: String,
+}
+
+/// A bad `capabilities` configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilitiesError {
+    #[error("capabilities.preset must be \"readonly\", \"sandbox\" or \"developer\", not {0:?}")]
+    Preset(String),
+    #[error("capabilities: bad glob {0:?}: {1}")]
+    Glob(String, String),
+}
+
+/// The rules one agent runs under.
+#[derive(Debug, Clone)]
+pub struct Capabilities {
+    pub preset: String,
+    read: GlobSet,
+    write: Option<GlobSet>,
+    secrets: GlobSet,
+    commands: Vec<String>,
+    hosts: Vec<String>,
+    mcp: GlobSet,
+}
+
+fn globs(patterns: &[String]) -> Result<GlobSet, CapabilitiesError> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let g = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| CapabilitiesError::Glob(p.clone(), e.to_string()))?;
+        b.add(g);
+    }
+    b.build()
+        .map_err(|e| CapabilitiesError::Glob(patterns.join(", "), e.to_string()))
+}
+
+impl Capabilities {
+    /// The rules of `preset` (default: the configured one) under `config`.
+    pub fn new(
+        config: &CapabilitiesConfig,
+        preset: Option<&str>,
+    ) -> Result<Self, CapabilitiesError> {
+        let preset = preset.unwrap_or(&config.preset).to_owned();
+        let (write, commands) = match preset.as_str() {
+            "readonly" => (None, vec![]),
+            "sandbox" => (Some(globs(&config.write)?), vec![]),
+            "developer" => (Some(globs(&config.write)?), config.commands.clone()),
+            other => return Err(CapabilitiesError::Preset(other.to_owned())),
+        };
+        let mut secrets = GlobSetBuilder::new();
+        for p in &config.secrets {
+            // A secret pattern matches a name anywhere in the tree.
+            for pattern in [p.clone(), format!("**/{p}")] {
+                secrets.add(
+                    Glob::new(&pattern)
+                        .map_err(|e| CapabilitiesError::Glob(p.clone(), e.to_string()))?,
+                );
+            }
+        }
+        Ok(Self {
+            read: globs(&config.read)?,
+            write,
+            secrets: secrets
+                .build()
+                .map_err(|e| CapabilitiesError::Glob(config.secrets.join(", "), e.to_string()))?,
+            commands,
+            hosts: config.hosts.clone(),
+            mcp: globs(&config.mcp)?,
+            preset,
+        })
+    }
+
+    fn deny(&self, what: String) -> Denied {
+        Denied {
+            preset: self.preset.clone(),
+            what,
+        }
+    }
+
+    /// Whether `path` (a checked project path) is a secret.
+    pub fn is_secret(&self, path: &str) -> bool {
+        self.secrets.is_match(path)
+    }
+
+    pub fn check_read(&self, path: &str) -> Result<(), Denied> {
+        if self.is_secret(path) {
+            return Err(self.deny(format!(
+                "`{path}` matches a secret pattern (capabilities.secrets) and cannot be read"
+            )));
+        }
+        if !self.read.is_match(path) {
+            return Err(self.deny(format!(
+                "`{path}` is outside the readable files (capabilities.read)"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn check_write(&self, path: &str) -> Result<(), Denied> {
+        let Some(write) = &self.write else {
+            return Err(self.deny(format!("this agent may not write files (`{path}`)")));
+        };
+        if self.is_secret(path) {
+            return Err(self.deny(format!(
+                "`{path}` matches a secret pattern (capabilities.secrets) and cannot be written"
+            )));
+        }
+        if !write.is_match(path) {
+            return Err(self.deny(format!(
+                "`{path}` is outside the writable files (capabilities.write)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A command is allowed when its program (the first word, without a
+    /// path) is on the list; arguments are never given to a shell.
+    pub fn check_command(&self, argv: &[String]) -> Result<(), Denied> {
+        let program = argv.first().map(String::as_str).unwrap_or("");
+        if program.is_empty()
+            || program.contains('/')
+            || !self.commands.iter().any(|c| c == program)
+        {
+            return Err(self.deny(format!(
+                "running {program:?} is not allowed (allowed: {}; the developer preset allows capabilities.commands)",
+                if self.commands.is_empty() { "none".to_owned() } else { self.commands.join(", ") }
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn check_host(&self, host: &str) -> Result<(), Denied> {
+        if self.hosts.iter().any(|h| h == host) {
+            Ok(())
+        } else {
+            Err(self.deny(format!(
+                "reaching {host:?} is not allowed (capabilities.hosts)"
+            )))
+        }
+    }
+
+    pub fn check_mcp(&self, tool: &str) -> Result<(), Denied> {
+        if self.mcp.is_match(tool) {
+            Ok(())
+        } else {
+            Err(self.deny(format!(
+                "the MCP tool {tool:?} is not allowed (capabilities.mcp)"
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

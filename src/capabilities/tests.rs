@@ -1,0 +1,83 @@
+use super::*;
+
+fn caps(preset: &str) -> Capabilities {
+    Capabilities::new(&CapabilitiesConfig::default(), Some(preset)).unwrap()
+}
+
+#[test]
+fn secrets_are_neither_read_nor_written_anywhere_in_the_tree() {
+    let c = caps("sandbox");
+    for p in [
+        ".env",
+        ".env.local",
+        "config/.env.production",
+        "keys/server.pem",
+        "home/.ssh/id_rsa",
+        "tls/site.key",
+        ".netrc",
+    ] {
+        assert!(c.check_read(p).is_err(), "{p} readable");
+        assert!(c.check_write(p).is_err(), "{p} writable");
+    }
+    for p in ["app.py", "src/env.py", "docs/environment.md", "pem.txt"] {
+        assert!(c.check_read(p).is_ok(), "{p} not readable");
+        assert!(c.check_write(p).is_ok(), "{p} not writable");
+    }
+    let e = c.check_read(".env").unwrap_err().to_string();
+    assert!(e.contains("secret pattern") && e.contains("sandbox"), "{e}");
+}
+
+#[test]
+fn presets_set_what_may_be_written_and_run() {
+    let ro = caps("readonly");
+    assert!(ro.check_read("app.py").is_ok());
+    assert!(ro
+        .check_write("app.py")
+        .unwrap_err()
+        .to_string()
+        .contains("may not write"));
+    let cfg = CapabilitiesConfig {
+        commands: vec!["pytest".into()],
+        ..CapabilitiesConfig::default()
+    };
+    let sandbox = Capabilities::new(&cfg, Some("sandbox")).unwrap();
+    assert!(
+        sandbox.check_command(&["pytest".into()]).is_err(),
+        "sandbox runs nothing"
+    );
+    let dev = Capabilities::new(&cfg, Some("developer")).unwrap();
+    assert!(
+        dev.check_command(&["pytest".into(), "-x; rm -rf /".into()])
+            .is_ok(),
+        "arguments never reach a shell"
+    );
+    for argv in [
+        vec!["rm", "-rf", "/"],
+        vec!["/usr/bin/pytest"],
+        vec!["pytest; rm -rf /"],
+        vec!["../pytest"],
+        vec![""],
+    ] {
+        let argv: Vec<String> = argv.into_iter().map(String::from).collect();
+        assert!(dev.check_command(&argv).is_err(), "{argv:?} allowed");
+    }
+    assert!(Capabilities::new(&cfg, Some("root")).is_err());
+}
+
+#[test]
+fn read_and_write_globs_limit_paths() {
+    let cfg = CapabilitiesConfig {
+        read: vec!["src/**".into(), "README.md".into()],
+        write: vec!["src/*.py".into()],
+        ..CapabilitiesConfig::default()
+    };
+    let c = Capabilities::new(&cfg, None).unwrap();
+    assert!(c.check_read("src/a/b.py").is_ok());
+    assert!(c.check_read("README.md").is_ok());
+    assert!(c.check_read("tests/t.py").is_err());
+    assert!(c.check_write("src/a.py").is_ok());
+    assert!(c.check_write("src/sub/a.py").is_err(), "* does not cross /");
+    assert!(c.check_write("README.md").is_err());
+    assert!(c.check_host("example.com").is_err());
+    assert!(c.check_mcp("fs.read").is_err());
+}
