@@ -56,6 +56,8 @@ CHIMERA_LIB="$lib" CHIMERA_REPO="$here" BENCH_LLM_URL="http://127.0.0.1:$(cat "$
 if [ "${REAL_MODEL:-1}" = 1 ]; then
   echo "== real model: '${DEMO_TASK:-add a docstring to parse_config}' with Qwen2.5-Coder ${DEMO_MODEL:-0.5b}, command to ghost text"
   DEMO_MODEL="${DEMO_MODEL:-0.5b}" scripts/real_model_runs.sh "${RUNS:-5}"
+  echo "== real model: tool mode ('add a docstring to parse_config' with --tools), Qwen2.5-Coder 1.5B, 10 runs"
+  DEMO_MODE=tools DEMO_MODEL=1.5b scripts/real_model_runs.sh 10 | tail -1
   echo "== real model: Remora node chats (rewrite_self and message_node) with Qwen2.5-Coder 0.5B and 1.5B"
   for m in 0.5b 1.5b; do
     echo "-- $m"

@@ -46,7 +46,14 @@ const FUNCTIONS: &[&str] = &[
     "ask_llm",
     "submit_result",
     "log",
+    "write_definitions",
 ];
+
+/// Whether `name` is one of the registry's host functions.
+#[cfg(test)]
+pub(crate) fn is_function(name: &str) -> bool {
+    FUNCTIONS.contains(&name)
+}
 
 impl AgentHost {
     fn overlay(&self) -> Overlay<'_> {
@@ -235,6 +242,27 @@ impl Host for AgentHost {
                     None => String::new(),
                 };
                 self.logs.push(msg);
+                Ok(Value::Bool(true))
+            }
+            "write_definitions" => {
+                let p = Self::path(name, &a, &kw)?;
+                self.allowed(name, self.caps.check_write(p.as_str()))?;
+                let code = args::string(name, &a, &kw, 1, "code")?;
+                let old = self
+                    .overlay()
+                    .read_text(&p)
+                    .map_err(|e| format!("write_definitions(): {e}"))?;
+                let new = crate::python::splice_definitions(&old, &code, None)
+                    .map_err(|e| format!("write_definitions(): {e}"))?;
+                if let Some(problem) = crate::python::syntax_problem(&new) {
+                    return Err(format!(
+                        "write_definitions(): the result does not parse.\n{problem}"
+                    ));
+                }
+                self.overlay()
+                    .write(&p, new.as_bytes())
+                    .map_err(|e| format!("write_definitions(): {e}"))?;
+                self.written.push(p.to_string());
                 Ok(Value::Bool(true))
             }
             "submit_result" => {

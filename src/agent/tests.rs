@@ -398,7 +398,7 @@ async fn tool_mode_errors_go_back_to_the_model() {
     told(2, "There is no tool `rm_rf`");
     told(3, "must be a str");
     told(4, "outside");
-    told(5, "you changed no file yet");
+    told(5, "no file is changed yet");
     told(7, "does not parse");
     assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
 }
@@ -533,4 +533,21 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
         before,
         "the model was never asked"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_mode_can_replace_one_definition() {
+    let (r, s, _server) = run_tools(
+        vec![
+            call(
+                "write_definitions",
+                serde_json::json!({"path": "app.py", "code": "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n"}),
+            ),
+            call("submit_result", serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]})),
+        ],
+        10,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
 }

@@ -66,6 +66,14 @@ pub fn registry() -> Vec<ToolSpec> {
             ],
         ),
         spec(
+            "write_definitions",
+            "Replace functions/classes in a Python file by their new versions (same names), or add new ones.",
+            &[
+                ("path", "string", "project path"),
+                ("code", "string", "the new definitions, complete"),
+            ],
+        ),
+        spec(
             "delete_file",
             "Delete a file.",
             &[("path", "string", "project path")],
@@ -102,17 +110,55 @@ pub fn registry() -> Vec<ToolSpec> {
     ]
 }
 
-/// The JSON schema of a reply: one tool call.
+/// The JSON schema of a reply: one call of one of `tools`, with that
+/// tool's arguments (so a constrained server cannot produce wrong types).
 pub fn reply_schema(tools: &[ToolSpec]) -> Json {
-    let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
-    json!({
-        "type": "object",
-        "properties": {
-            "tool": {"type": "string", "enum": names},
-            "args": {"type": "object"}
-        },
-        "required": ["tool", "args"]
-    })
+    let calls: Vec<Json> = tools
+        .iter()
+        .map(|t| {
+            let mut args = t.parameters.clone();
+            args["additionalProperties"] = json!(false);
+            json!({
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string", "const": t.name},
+                    "args": args
+                },
+                "required": ["tool", "args"]
+            })
+        })
+        .collect();
+    json!({"anyOf": calls})
+}
+
+/// `name(arg: type, …)` for the prompt: small models copy a schema's
+/// shape into their arguments, but not a signature's.
+fn signature(t: &ToolSpec) -> String {
+    let props = t.parameters["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = t.parameters["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default();
+    let args: Vec<String> = props
+        .iter()
+        .map(|(name, p)| {
+            let ty = match p["type"].as_str() {
+                Some("array") => "list of strings",
+                Some(other) => other,
+                None => "value",
+            };
+            let opt = if required.contains(&name.as_str()) {
+                ""
+            } else {
+                ", optional"
+            };
+            format!("{name}: {ty}{opt}")
+        })
+        .collect();
+    format!("{}({})", t.name, args.join(", "))
 }
 
 /// The tool call a reply makes, or what is wrong with it, for the model.
@@ -160,12 +206,33 @@ fn system_prompt(tools: &[ToolSpec]) -> String {
          When the change is done, call submit_result.\n\nTools:\n",
     );
     for t in tools {
-        s.push_str(&format!(
-            "- {}: {} Arguments: {}\n",
-            t.name, t.description, t.parameters["properties"]
-        ));
+        s.push_str(&format!("- {}: {}\n", signature(t), t.description));
     }
+    s.push_str(
+        "\nExample reply: {\"tool\": \"read_file\", \"args\": {\"path\": \"app.py\"}}\n\
+         Argument values are plain strings (or a list of strings), never objects.\n",
+    );
     s
+}
+
+/// What to do next after `reply`'s call, for small models that otherwise
+/// repeat a call or stop short.
+fn next_step(reply: &str, messages: &[ChatMessage]) -> Option<&'static str> {
+    let repeated = messages
+        .iter()
+        .rev()
+        .skip(1)
+        .filter(|m| m.content == reply)
+        .take(1)
+        .count()
+        > 0;
+    let tool = parse_call(reply).ok()?.0;
+    Some(match (tool.as_str(), repeated) {
+        (_, true) => "You made this same call before; its result is above. Do the next step instead.",
+        ("read_file", _) => "Next: call write_definitions with the path and the new version of each function you change (or write_file with the whole new content).",
+        ("write_file" | "write_definitions", _) => "Next: if the task is done, call submit_result(summary, changed_files).",
+        _ => return None,
+    })
 }
 
 /// The result of a tool as the model sees it (capped).
@@ -238,10 +305,11 @@ pub async fn run(
         ChatMessage::system(system_prompt(&tools)),
         ChatMessage::user(task),
     ];
-    let opts = ChatOptions {
+    let mut opts = ChatOptions {
         json_schema: Some(reply_schema(&tools)),
         temperature: None,
     };
+    let mut last_reply = String::new();
     let window = llm.context_window().await as usize;
     let budget = window
         .saturating_sub(config.llm.max_tokens as usize)
@@ -267,6 +335,12 @@ pub async fn run(
     for step in 1..=limit {
         progress(format!("tool step {step}"));
         trim_history(&mut messages, budget);
+        // A model repeating its last call word for word (after an error)
+        // is nudged to sample more freely.
+        opts.temperature = (!last_reply.is_empty()
+            && messages.len() >= 4
+            && messages[messages.len() - 2].content == last_reply)
+            .then(|| (config.llm.temperature + 0.4).min(1.0));
         let started = std::time::Instant::now();
         let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await;
         let answer = match &reply {
@@ -289,6 +363,7 @@ pub async fn run(
             e => AgentError::Llm(e),
         })?;
         messages.push(ChatMessage::assistant(reply.clone()));
+        last_reply = reply.clone();
         let result = match parse_call(&reply) {
             Err(problem) => Err(problem),
             Ok((tool, _)) if !host.has_function(&tool) => Err(format!(
@@ -316,14 +391,16 @@ pub async fn run(
             return Err(AgentError::Cancelled);
         }
         if let Some((summary, _)) = host.submitted.take() {
+            // Files written back as they were are no change.
             let changed: Vec<String> = store
                 .overlay_entries(&job.id)?
                 .into_iter()
+                .filter(|(_, e)| e.hash != e.base_hash)
                 .map(|(p, _)| p)
                 .collect();
             if changed.is_empty() && host.messages_sent.is_empty() {
                 messages.push(ChatMessage::user(result_message(Err(
-                    "submit_result: you changed no file yet; write the change with write_file first".into(),
+                    "submit_result: no file is changed yet; write the changed file with write_file first (its whole new content)".into(),
                 ))));
                 continue;
             }
@@ -350,7 +427,12 @@ pub async fn run(
                 form: "tools",
             });
         }
-        messages.push(ChatMessage::user(result_message(result)));
+        let mut text = result_message(result);
+        if let Some(hint) = next_step(&reply, &messages) {
+            text.push('\n');
+            text.push_str(hint);
+        }
+        messages.push(ChatMessage::user(text));
     }
     // Nothing half-done is proposed.
     store.overlay_clear(&job.id)?;
@@ -394,16 +476,19 @@ mod tests {
     #[test]
     fn every_registry_tool_is_a_host_function_with_a_schema() {
         let schema = reply_schema(&registry());
-        assert_eq!(
-            schema["properties"]["tool"]["enum"]
-                .as_array()
-                .unwrap()
-                .len(),
-            registry().len()
-        );
+        assert_eq!(schema["anyOf"].as_array().unwrap().len(), registry().len());
         for t in registry() {
             assert_eq!(t.parameters["type"], "object", "{}", t.name);
+            assert!(
+                super::super::host::is_function(t.name),
+                "{} is not a host function",
+                t.name
+            );
         }
+        assert_eq!(
+            signature(&registry()[1]),
+            "write_file(content: string, path: string)"
+        );
     }
 
     #[test]
