@@ -143,6 +143,8 @@ pub struct AgentsConfig {
     pub mode: AgentMode,
     /// Tool calls a tool-mode agent may make before it fails.
     pub max_iterations: usize,
+    /// Time limit of one `run_command`.
+    pub command_timeout_ms: u64,
 }
 
 /// How an agent works.
@@ -185,6 +187,7 @@ impl Default for AgentsConfig {
             feedback_rounds: 3,
             mode: AgentMode::Code,
             max_iterations: 10,
+            command_timeout_ms: 60_000,
         }
     }
 }

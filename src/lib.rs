@@ -5,6 +5,7 @@
 //! Neovim and is tested with `cargo test --no-default-features`:
 //!
 //! - [`capabilities`]: what an agent may read, write, run and reach.
+//! - [`command`]: `run_command` in a scratch checkout of an agent's view.
 //! - [`config`]: the typed configuration, resolved from the Lua options table.
 //! - [`paths`]: the project root and project-relative paths that cannot escape it.
 //! - [`store`]: one SQLite database per project: blobs, the stable layer,
@@ -32,6 +33,7 @@
 pub mod accept;
 pub mod agent;
 pub mod capabilities;
+pub mod command;
 pub mod config;
 pub mod diff;
 pub mod llm;

@@ -62,6 +62,8 @@ M.defaults = {
     mode = "code",
     -- Tool calls a tool-mode agent may make before it fails.
     max_iterations = 10,
+    -- Time limit of one run_command (capabilities "developer"), ms.
+    command_timeout_ms = 60000,
   },
   sync = {
     -- Quiet time before file-system changes are applied, ms.
@@ -130,6 +132,7 @@ local positive = {
   ["sync.max_file_bytes"] = true,
   ["remora.max_depth"] = true,
   ["agents.max_iterations"] = true,
+  ["agents.command_timeout_ms"] = true,
 }
 
 -- Keys whose default is nil, with the type they take.

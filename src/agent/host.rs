@@ -32,6 +32,8 @@ pub struct AgentHost {
     pub messages_sent: Vec<String>,
     /// What this agent may do.
     pub caps: crate::capabilities::Capabilities,
+    /// Time limit of one `run_command`.
+    pub command_timeout: std::time::Duration,
 }
 
 const FUNCTIONS: &[&str] = &[
@@ -47,6 +49,7 @@ const FUNCTIONS: &[&str] = &[
     "submit_result",
     "log",
     "write_definitions",
+    "run_command",
 ];
 
 /// Whether `name` is one of the registry's host functions.
@@ -243,6 +246,23 @@ impl Host for AgentHost {
                 };
                 self.logs.push(msg);
                 Ok(Value::Bool(true))
+            }
+            "run_command" => {
+                let argv = args::string_list(name, &a, &kw, 0, "argv")?;
+                self.allowed(name, self.caps.check_command(&argv))?;
+                let dir = tempfile::tempdir().map_err(|e| format!("run_command(): {e}"))?;
+                crate::command::checkout(&self.overlay(), dir.path())
+                    .map_err(|e| format!("run_command(): cannot check out the project: {e}"))?;
+                let ran = crate::command::run(&argv, dir.path(), self.command_timeout)?;
+                let text = ran.describe();
+                let _ = self.store.effect_record(
+                    "command",
+                    Some(&self.agent_id),
+                    &argv.join(" "),
+                    &text,
+                    ran.duration.as_millis() as i64,
+                );
+                Ok(Value::String(text))
             }
             "write_definitions" => {
                 let p = Self::path(name, &a, &kw)?;

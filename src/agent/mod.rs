@@ -449,6 +449,7 @@ async fn run_program(
         node: job.node.clone(),
         messages_sent: Vec::new(),
         caps: capabilities(config, job)?,
+        command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
     };
     let (result, host) = tokio::task::spawn_blocking(move || {
         let r = sandbox::run(&code, &mut host, limits);

@@ -551,3 +551,62 @@ async fn tool_mode_can_replace_one_definition() {
     assert_eq!(r.unwrap().summary, "docstring");
     assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_command_sees_the_agents_change_only_when_allowed() {
+    let program = "```python\nwrite_file('app.py', 'def parse_config(path):\\n    \"\"\"Parse.\"\"\"\\n    return {}\\n')\nout = run_command(['cat', 'app.py'])\nif 'Parse.' not in out:\n    raise Exception('not seen: ' + out)\nsubmit_result('checked', ['app.py'])\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(program.into()),
+        Reply::OpenaiStream(program.into()),
+        Reply::OpenaiStream(GOOD.into()),
+    ])
+    .await;
+    let mut s = setup(&server.url);
+    s.config.capabilities.commands = vec!["cat".into()];
+    let llm = LlmClient::new(&s.config.llm).unwrap();
+    let dev = Job {
+        capabilities: Some("developer".into()),
+        ..job()
+    };
+    let done = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &dev,
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.summary, "checked");
+    let effects = s.store.effects(0, Some("command")).unwrap();
+    assert_eq!(effects.len(), 1);
+    assert_eq!(effects[0].input, "cat app.py");
+    assert!(
+        effects[0].output.starts_with("exit status 0"),
+        "{}",
+        effects[0].output
+    );
+    // The default preset runs nothing: the program's error says why.
+    s.store.overlay_clear("ag").unwrap();
+    let r = run(
+        s.store.clone(),
+        &s.config,
+        &llm,
+        &job(),
+        &CancellationToken::new(),
+        &|_| {},
+    )
+    .await;
+    assert!(r.is_ok(), "the repair round succeeds: {r:?}");
+    let repair = server.requests.lock().unwrap()[2].clone();
+    assert!(
+        repair.contains("running \\\"cat\\\" is not allowed"),
+        "{repair}"
+    );
+    assert_eq!(
+        s.store.effects(0, Some("command")).unwrap().len(),
+        1,
+        "nothing else ran"
+    );
+}

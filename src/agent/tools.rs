@@ -66,6 +66,11 @@ pub fn registry() -> Vec<ToolSpec> {
             ],
         ),
         spec(
+            "run_command",
+            "Run a program (no shell) in a scratch copy of the project with your changes, e.g. the tests. Only allowed programs run.",
+            &[("argv", "array", "the program and its arguments")],
+        ),
+        spec(
             "write_definitions",
             "Replace functions/classes in a Python file by their new versions (same names), or add new ones.",
             &[
@@ -329,6 +334,7 @@ pub async fn run(
         node: job.node.clone(),
         messages_sent: Vec::new(),
         caps: super::capabilities(config, job)?,
+        command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
     };
     store.overlay_clear(&job.id)?;
     let limit = config.agents.max_iterations.max(1);

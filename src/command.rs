@@ -1,0 +1,180 @@
+//! `run_command` for agents: a program the capabilities allow, run without
+//! a shell in a scratch checkout of the agent's view of the project (the
+//! human's files plus the agent's overlay), with a time limit and an output
+//! cap, so an agent can run the tests on its own change before proposing it.
+//! Nothing it does touches the human's files.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::overlay::Overlay;
+use crate::paths::ProjectPath;
+
+/// Output kept from a command, per stream.
+pub const OUTPUT_CAP: usize = 16 * 1024;
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    /// `None` when it was killed at the time limit.
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub duration: Duration,
+}
+
+impl Ran {
+    /// The result in words, for the agent.
+    pub fn describe(&self) -> String {
+        let status = match self.status {
+            Some(code) => format!("exit status {code}"),
+            None => "killed at the time limit".into(),
+        };
+        format!(
+            "{status}\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        )
+    }
+}
+
+fn capped((mut data, total): (Vec<u8>, usize)) -> String {
+    data.truncate(OUTPUT_CAP);
+    let mut s = String::from_utf8_lossy(&data).into_owned();
+    if total > OUTPUT_CAP {
+        s.push_str(&format!("\n… ({total} bytes in all)"));
+    }
+    s
+}
+
+/// Writes the agent's view of the project into `dir`.
+pub fn checkout(overlay: &Overlay<'_>, dir: &Path) -> Result<usize, String> {
+    let files = overlay.files().map_err(|e| e.to_string())?;
+    let mut n = 0;
+    for f in files {
+        let p = ProjectPath::parse(&f).map_err(|e| e.to_string())?;
+        if let Some(data) = overlay.read(&p).map_err(|e| e.to_string())? {
+            let target = dir.join(p.as_str());
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("{f}: {e}"))?;
+            }
+            std::fs::write(&target, data).map_err(|e| format!("{f}: {e}"))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Runs `argv` in `dir` (no shell; stdin closed) for at most `limit`.
+pub fn run(argv: &[String], dir: &Path, limit: Duration) -> Result<Ran, String> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or("run_command(): the command is empty")?;
+    let started = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("run_command(): cannot start {program:?}: {e}"))?;
+    let readers = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .map(|stream| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut total = 0;
+            if let Some(mut s) = stream {
+                // Read everything (so the child never blocks on a full
+                // pipe) but keep only the cap.
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = s.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    total += n;
+                    if buf.len() < OUTPUT_CAP + 1 {
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                }
+            }
+            (buf, total)
+        })
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s.code(),
+            Ok(None) if started.elapsed() >= limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("run_command(): {e}")),
+        }
+    };
+    let [out, err] = readers.map(|h| h.join().unwrap_or_default());
+    Ok(Ran {
+        status,
+        stdout: capped(out),
+        stderr: capped(err),
+        duration: started.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn commands_run_without_a_shell_with_a_time_limit_and_an_output_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+        let r = run(&argv(&["cat", "a.txt"]), dir.path(), Duration::from_secs(5)).unwrap();
+        assert_eq!((r.status, r.stdout.as_str()), (Some(0), "hello\n"));
+        // No shell: `;` is just an argument.
+        let r = run(
+            &argv(&["echo", "x; touch pwned"]),
+            dir.path(),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(r.stdout, "x; touch pwned\n");
+        assert!(!dir.path().join("pwned").exists());
+        let r = run(
+            &argv(&["sleep", "10"]),
+            dir.path(),
+            Duration::from_millis(200),
+        )
+        .unwrap();
+        assert_eq!(r.status, None);
+        assert!(r.duration < Duration::from_secs(5));
+        let r = run(
+            &argv(&["head", "-c", "100000", "/dev/zero"]),
+            dir.path(),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert!(r.stdout.len() < OUTPUT_CAP + 100 && r.stdout.contains("100000 bytes in all"));
+        assert!(run(
+            &argv(&["no-such-program-xyz"]),
+            dir.path(),
+            Duration::from_secs(1)
+        )
+        .is_err());
+    }
+}
