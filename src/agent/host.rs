@@ -123,26 +123,18 @@ impl AgentHost {
             ChatMessage::system("Answer the request directly and concisely. No preamble."),
             ChatMessage::user(content),
         ];
-        let llm = self.llm.clone();
-        let cancel = self.cancel.clone();
-        let input = messages[1].content.clone();
-        let started = std::time::Instant::now();
-        let reply = self
-            .runtime
-            .block_on(async move { llm.chat(&messages, &cancel, &|_| {}).await })
-            .map_err(|e| format!("ask_llm(): {e}"));
-        let output = match &reply {
-            Ok(r) => r.clone(),
-            Err(e) => e.clone(),
-        };
-        let _ = self.store.effect_record(
-            "llm",
-            Some(&self.agent_id),
-            &format!("ask_llm: {input}"),
-            &output,
-            started.elapsed().as_millis() as i64,
-        );
-        reply
+        let label = format!("ask_llm: {}", messages[1].content);
+        self.runtime
+            .block_on(super::logged_chat(
+                &self.store,
+                &self.agent_id,
+                &label,
+                &self.llm,
+                &messages,
+                &Default::default(),
+                &self.cancel,
+            ))
+            .map_err(|e| format!("ask_llm(): {e}"))
     }
 }
 

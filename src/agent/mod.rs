@@ -96,6 +96,41 @@ pub struct Done {
     pub form: &'static str,
 }
 
+/// One model call, recorded in the effect log whether it succeeded or not:
+/// no rollback takes it back. `label` says what was asked.
+pub(crate) async fn logged_chat(
+    store: &Store,
+    agent: &str,
+    label: &str,
+    llm: &LlmClient,
+    messages: &[ChatMessage],
+    opts: &ChatOptions,
+    cancel: &CancellationToken,
+) -> Result<String, LlmError> {
+    let started = std::time::Instant::now();
+    let reply = llm.chat_with(messages, opts, cancel, &|_| {}).await;
+    let output = match &reply {
+        Ok(r) => r.clone(),
+        Err(e) => format!("error: {e}"),
+    };
+    let _ = store.effect_record(
+        "llm",
+        Some(agent),
+        label,
+        &output,
+        started.elapsed().as_millis() as i64,
+    );
+    reply
+}
+
+/// What a failed model call means for the agent.
+fn llm_error(e: LlmError) -> AgentError {
+    match e {
+        LlmError::Cancelled => AgentError::Cancelled,
+        e => AgentError::Llm(e),
+    }
+}
+
 /// The capabilities `job` runs under.
 pub fn capabilities(
     config: &Config,
@@ -256,30 +291,15 @@ pub async fn run(
         // repair round samples a little more freely.
         opts.temperature =
             (round > 1).then(|| (config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0));
-        let started = std::time::Instant::now();
-        let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await;
-        // An LLM call cannot be taken back by a rollback: it goes to the
-        // effect log, failed or not.
         let asked = messages.last().map_or("", |m| m.content.as_str());
-        let answer = match &reply {
-            Ok(r) => r.clone(),
-            Err(e) => format!("error: {e}"),
-        };
-        let _ = store.effect_record(
-            "llm",
-            Some(&job.id),
-            &format!(
-                "{} {}: {asked}",
-                config.llm.provider_name(),
-                config.llm.model
-            ),
-            &answer,
-            started.elapsed().as_millis() as i64,
+        let label = format!(
+            "{} {}: {asked}",
+            config.llm.provider_name(),
+            config.llm.model
         );
-        let reply = reply.map_err(|e| match e {
-            LlmError::Cancelled => AgentError::Cancelled,
-            e => AgentError::Llm(e),
-        })?;
+        let reply = logged_chat(&store, &job.id, &label, llm, &messages, &opts, cancel)
+            .await
+            .map_err(llm_error)?;
         let (code, said) = read_reply(&reply, json);
         messages.push(ChatMessage::assistant(reply));
         store.overlay_clear(&job.id)?;

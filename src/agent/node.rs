@@ -181,43 +181,14 @@ fn clean_source(src: &str) -> String {
     } else {
         src.to_owned()
     };
+    let src = python::dedent(&src);
     let lines: Vec<&str> = src.lines().collect();
-    let indent = lines
-        .iter()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    let mut out: Vec<&str> = lines
-        .iter()
-        .map(|l| {
-            if l.len() >= indent {
-                &l[indent..]
-            } else {
-                l.trim_start()
-            }
-        })
-        .collect();
-    while out.last().is_some_and(|l| l.trim().is_empty()) {
-        out.pop();
+    let first = lines.iter().position(|l| !l.trim().is_empty());
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    match (first, last) {
+        (Some(f), Some(l)) => lines[f..=l].join("\n"),
+        _ => String::new(),
     }
-    while out.first().is_some_and(|l| l.trim().is_empty()) {
-        out.remove(0);
-    }
-    out.join("\n")
-}
-
-fn indent_lines(src: &str, indent: &str, newline: &str) -> String {
-    src.lines()
-        .map(|l| {
-            if l.trim().is_empty() {
-                String::new()
-            } else {
-                format!("{indent}{l}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(newline)
 }
 
 /// Checks that `src` (dedented) is one definition named `name` of the
@@ -288,7 +259,7 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
     let mut new = format!(
         "{}{}{}",
         &text[..start],
-        indent_lines(&src, &indent, newline),
+        python::reindent(&src, &indent, newline),
         &text[end..]
     );
     // The ID comment stays on the header line.
@@ -376,7 +347,7 @@ pub fn propose_new_node(
     for _ in 0..blank {
         block.push_str(newline);
     }
-    block.push_str(&indent_lines(&src, &indent, newline));
+    block.push_str(&python::reindent(&src, &indent, newline));
     block.push_str(newline);
     let mut new = text.to_owned();
     new.insert_str(insert_at, &block);

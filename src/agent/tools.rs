@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{AgentError, AgentHost, Done, Job};
 use crate::config::Config;
-use crate::llm::{ChatMessage, ChatOptions, LlmClient, LlmError};
+use crate::llm::{ChatMessage, ChatOptions, LlmClient};
 use crate::sandbox::{self, Host, Value};
 use crate::store::Store;
 
@@ -223,14 +223,8 @@ fn system_prompt(tools: &[ToolSpec]) -> String {
 /// What to do next after `reply`'s call, for small models that otherwise
 /// repeat a call or stop short.
 fn next_step(reply: &str, messages: &[ChatMessage]) -> Option<&'static str> {
-    let repeated = messages
-        .iter()
-        .rev()
-        .skip(1)
-        .filter(|m| m.content == reply)
-        .take(1)
-        .count()
-        > 0;
+    // The reply itself is the last message.
+    let repeated = messages.iter().rev().skip(1).any(|m| m.content == reply);
     let tool = parse_call(reply).ok()?.0;
     Some(match (tool.as_str(), repeated) {
         (_, true) => "You made this same call before; its result is above. Do the next step instead.",
@@ -314,7 +308,6 @@ pub async fn run(
         json_schema: Some(reply_schema(&tools)),
         temperature: None,
     };
-    let mut last_reply = String::new();
     let window = llm.context_window().await as usize;
     let budget = window
         .saturating_sub(config.llm.max_tokens as usize)
@@ -341,35 +334,18 @@ pub async fn run(
     for step in 1..=limit {
         progress(format!("tool step {step}"));
         trim_history(&mut messages, budget);
-        // A model repeating its last call word for word (after an error)
-        // is nudged to sample more freely.
-        opts.temperature = (!last_reply.is_empty()
-            && messages.len() >= 4
-            && messages[messages.len() - 2].content == last_reply)
-            .then(|| (config.llm.temperature + 0.4).min(1.0));
-        let started = std::time::Instant::now();
-        let reply = llm.chat_with(&messages, &opts, cancel, &|_| {}).await;
-        let answer = match &reply {
-            Ok(r) => r.clone(),
-            Err(e) => format!("error: {e}"),
-        };
-        let _ = store.effect_record(
-            "llm",
-            Some(&job.id),
-            &format!(
-                "{} {} (tools, step {step})",
-                config.llm.provider_name(),
-                config.llm.model
-            ),
-            &answer,
-            started.elapsed().as_millis() as i64,
+        // Small models tend to repeat a call word for word: after the
+        // first, they sample a little more freely.
+        opts.temperature = (step > 1).then(|| (config.llm.temperature + 0.4).min(1.0));
+        let label = format!(
+            "{} {} (tools, step {step})",
+            config.llm.provider_name(),
+            config.llm.model
         );
-        let reply = reply.map_err(|e| match e {
-            LlmError::Cancelled => AgentError::Cancelled,
-            e => AgentError::Llm(e),
-        })?;
+        let reply = super::logged_chat(&store, &job.id, &label, llm, &messages, &opts, cancel)
+            .await
+            .map_err(super::llm_error)?;
         messages.push(ChatMessage::assistant(reply.clone()));
-        last_reply = reply.clone();
         let result = match parse_call(&reply) {
             Err(problem) => Err(problem),
             Ok((tool, _)) if !host.has_function(&tool) => Err(format!(

@@ -4,7 +4,7 @@
 
 mod splice;
 
-pub use splice::{classify, splice_definitions, ReplyForm, SpliceError};
+pub use splice::{classify, dedent, reindent, splice_definitions, ReplyForm, SpliceError};
 
 use tree_sitter::{Node, Parser, Tree};
 

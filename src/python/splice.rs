@@ -148,8 +148,10 @@ pub fn dedent(code: &str) -> String {
     s
 }
 
-fn reindent(text: &str, indent: &str) -> String {
-    if indent.is_empty() {
+/// `text` with `indent` before every non-blank line, lines joined with
+/// `newline`.
+pub fn reindent(text: &str, indent: &str, newline: &str) -> String {
+    if indent.is_empty() && newline == "\n" {
         return text.to_owned();
     }
     text.lines()
@@ -161,7 +163,7 @@ fn reindent(text: &str, indent: &str) -> String {
             }
         })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join(newline)
 }
 
 /// One top-level statement of a reply that can go into a file.
@@ -402,12 +404,16 @@ pub fn splice_definitions(
                     .or_else(|| (methods.len() == 1).then(|| methods[0]));
                 let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
                 if let (Some(m), true) = (method, is_method_like || top.is_none()) {
-                    edits.push((m.start, m.end, reindent(text, &m.indent)));
+                    edits.push((m.start, m.end, reindent(text, &m.indent, "\n")));
                 } else if let Some(t) = top {
                     edits.push((t.start, t.end, text.clone()));
                 } else if let (true, Some(c)) = (is_method_like, focus_class) {
                     let indent = method_indent(&defs, c);
-                    edits.push((c.end, c.end, format!("\n\n{}", reindent(text, &indent))));
+                    edits.push((
+                        c.end,
+                        c.end,
+                        format!("\n\n{}", reindent(text, &indent, "\n")),
+                    ));
                 } else {
                     top_inserts.push(text.clone());
                 }
@@ -437,7 +443,7 @@ pub fn splice_definitions(
                     .iter()
                     .all(|t| reply_methods.iter().any(|r| r.name == t.name));
                 if all_there {
-                    edits.push((class.start, class.end, reindent(text, &class.indent)));
+                    edits.push((class.start, class.end, reindent(text, &class.indent, "\n")));
                     continue;
                 }
                 // A partial class: merge method by method, and its docstring.
@@ -445,11 +451,11 @@ pub fn splice_definitions(
                 for rm in &reply_methods {
                     let body = dedent(&text[rm.start..rm.end]);
                     match target_methods.iter().find(|t| t.name == rm.name) {
-                        Some(t) => edits.push((t.start, t.end, reindent(&body, &t.indent))),
+                        Some(t) => edits.push((t.start, t.end, reindent(&body, &t.indent, "\n"))),
                         None => edits.push((
                             class.end,
                             class.end,
-                            format!("\n\n{}", reindent(&body, &indent)),
+                            format!("\n\n{}", reindent(&body, &indent, "\n")),
                         )),
                     }
                 }
@@ -458,7 +464,7 @@ pub fn splice_definitions(
                     .find(|d| d.kind == DefKind::Class && &d.name == name);
                 if let Some(rc) = reply_class {
                     if let Some((ds, de)) = class_docstring(text, rc) {
-                        let doc = reindent(&dedent(&text[ds..de]), &indent);
+                        let doc = reindent(&dedent(&text[ds..de]), &indent, "\n");
                         match class_docstring(target, class) {
                             Some((ts, te)) => {
                                 let line_start = target[..ts].rfind('\n').map_or(0, |i| i + 1);
