@@ -267,15 +267,15 @@ async fn main_loop(
     let buffers = OpenBuffers::default();
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let remora = if config.remora.index {
-        match remora::Worker::start(
-            store.clone(),
-            root.clone(),
-            config.remora.clone(),
-            buffers.clone(),
-            sink.clone(),
-            shared.clone(),
-            events_tx,
-        ) {
+        match remora::Worker::start(remora::Context {
+            store: store.clone(),
+            root: root.clone(),
+            config: config.remora.clone(),
+            buffers: buffers.clone(),
+            sink: sink.clone(),
+            shared: shared.clone(),
+            events: events_tx,
+        }) {
             Ok(w) => Some(w),
             Err(e) => {
                 sink.send(ToEditor::Notify {

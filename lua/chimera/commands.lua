@@ -24,6 +24,12 @@ local function active_ids()
 end
 
 --- Removes `--hunk N` from `args`; returns N.
+local function snapshot_ids()
+  return vim.tbl_map(function(s)
+    return s.id
+  end, require("chimera.history").history())
+end
+
 local function take_hunk(args)
   for i, a in ipairs(args) do
     if a == "--hunk" then
@@ -166,11 +172,7 @@ M.subcommands = {
   },
   rollback = {
     desc = "restore files, buffers and stable as in a snapshot: :Chimera rollback {id} [--dry-run]",
-    complete = function()
-      return vim.tbl_map(function(s)
-        return s.id
-      end, require("chimera.history").history())
-    end,
+    complete = snapshot_ids,
     run = function(args)
       local dry = vim.tbl_contains(args, "--dry-run")
       args = vim.tbl_filter(function(a)
@@ -200,11 +202,7 @@ M.subcommands = {
   },
   fork = {
     desc = "start an agent from a snapshot: :Chimera fork {snapshot} {task}",
-    complete = function()
-      return vim.tbl_map(function(s)
-        return s.id
-      end, require("chimera.history").history())
-    end,
+    complete = snapshot_ids,
     run = function(args)
       local snap = table.remove(args, 1)
       if not snap or #args == 0 then

@@ -1,4 +1,4 @@
---- Snapshots, rollback, the effect log and forks (seed 004) in the editor.
+--- Snapshots, rollback and the effect log (seed 004) in the editor.
 local state = require("chimera.state")
 
 local M = {}
@@ -8,20 +8,13 @@ local function lib()
   return require("chimera.loader").require()
 end
 
-local function new_id()
-  local bytes = vim.uv.random and vim.uv.random(6) or tostring(vim.uv.hrtime())
-  return (bytes:gsub(".", function(c)
-    return ("%02x"):format(c:byte())
-  end)):sub(1, 12)
-end
-
 local function notify(msg, level)
   vim.notify(msg, level or vim.log.levels.INFO, { title = "Chimera" })
 end
 
 --- Snapshots the project; returns the snapshot's ID at once.
 function M.snapshot(message)
-  local id = new_id()
+  local id = require("chimera").new_id(12)
   lib().snapshot(id, message or "")
   return id
 end
@@ -68,24 +61,14 @@ function M.effects(opts, callback)
   return state.effects or {}
 end
 
---- Starts an agent on `task` with the project as in snapshot `snapshot_id`.
-function M.fork(snapshot_id, task)
-  local id = new_id():sub(1, 8)
-  local now = os.time() * 1000
-  state.agents[id] = {
-    id = id,
-    state = "queued",
-    task = task,
-    changed_files = {},
-    conflicted = false,
-    created_at = now,
-    updated_at = now,
-  }
-  lib().fork(id, snapshot_id, task)
-  return id
-end
-
 -- Messages from the core.
+
+--- Calls every callback of `waiters` with `value`.
+local function answer(waiters, value)
+  for _, cb in ipairs(waiters) do
+    pcall(cb, value)
+  end
+end
 
 local history_waiters = {}
 
@@ -99,9 +82,7 @@ function M.snapshots_arrived(msg)
   state.snapshots = msg.snapshots
   local waiters = history_waiters
   history_waiters = {}
-  for _, cb in ipairs(waiters) do
-    pcall(cb, msg.snapshots)
-  end
+  answer(waiters, msg.snapshots)
 end
 
 function M.rollback_done(msg)
@@ -124,9 +105,7 @@ function M.effects_arrived(msg)
   state.effects = msg.effects
   local waiters = effect_waiters
   effect_waiters = {}
-  for _, cb in ipairs(waiters) do
-    pcall(cb, msg.effects)
-  end
+  answer(waiters, msg.effects)
 end
 
 --- The lines `:Chimera history` shows.

@@ -85,11 +85,30 @@ function M.stop()
   pcall(require("chimera.ghost").render_paths, shown)
 end
 
-local function new_id()
-  local bytes = vim.uv.random and vim.uv.random(4) or tostring(vim.uv.hrtime())
+--- A random ID of `len` hex digits, chosen here so the API can return it at once.
+function M.new_id(len)
+  len = len or 8
+  local bytes = vim.uv.random and vim.uv.random(math.ceil(len / 2)) or tostring(vim.uv.hrtime())
   return (bytes:gsub(".", function(c)
     return ("%02x"):format(c:byte())
-  end)):sub(1, 8)
+  end)):sub(1, len)
+end
+
+--- A new agent's record until the core sends the real one: a new ID, queued.
+local function queued_agent(task, context)
+  local id = M.new_id()
+  local now = os.time() * 1000
+  state.agents[id] = {
+    id = id,
+    state = "queued",
+    task = task,
+    context = context,
+    changed_files = {},
+    conflicted = false,
+    created_at = now,
+    updated_at = now,
+  }
+  return id
 end
 
 --- Starts an agent on `task`. `opts.mode` is "code" or "tools" (default:
@@ -116,18 +135,7 @@ function M.spawn(task, opts)
     file = vim.fn.fnamemodify(file, ":p")
     file = vim.uv.fs_realpath(file) or file
   end
-  local id = new_id()
-  local now = os.time() * 1000
-  state.agents[id] = {
-    id = id,
-    state = "queued",
-    task = task,
-    context = opts.context,
-    changed_files = {},
-    conflicted = false,
-    created_at = now,
-    updated_at = now,
-  }
+  local id = queued_agent(task, opts.context)
   require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line, opts.mode, opts.capabilities)
   return id
 end
@@ -149,8 +157,12 @@ function M.effects(opts, callback)
   return require("chimera.history").effects(opts, callback)
 end
 
+--- Starts an agent on `task` with the project as in snapshot `snapshot_id`.
 function M.fork(snapshot_id, task)
-  return require("chimera.history").fork(snapshot_id, task)
+  M.start()
+  local id = queued_agent(task)
+  require("chimera.loader").require().fork(id, snapshot_id, task)
+  return id
 end
 
 --- Remora topology queries (records with id, node_type, name, qualname,

@@ -63,38 +63,22 @@ pub struct Worker {
     tx: mpsc::Sender<Job>,
 }
 
-struct Context {
+/// What the worker works with.
+pub struct Context {
     /// Remora events for the core to log (and to wake subscribers).
-    events: tokio::sync::mpsc::UnboundedSender<crate::remora::events::Event>,
-    store: Arc<Store>,
-    root: PathBuf,
-    config: RemoraConfig,
-    buffers: OpenBuffers,
-    sink: Arc<dyn EditorSink>,
-    shared: SharedIndex,
+    pub events: tokio::sync::mpsc::UnboundedSender<crate::remora::events::Event>,
+    pub store: Arc<Store>,
+    pub root: PathBuf,
+    pub config: RemoraConfig,
+    pub buffers: OpenBuffers,
+    pub sink: Arc<dyn EditorSink>,
+    pub shared: SharedIndex,
 }
 
 impl Worker {
     /// Starts the worker thread; it ends when the worker is dropped.
-    pub fn start(
-        store: Arc<Store>,
-        root: PathBuf,
-        config: RemoraConfig,
-        buffers: OpenBuffers,
-        sink: Arc<dyn EditorSink>,
-        shared: SharedIndex,
-        events: tokio::sync::mpsc::UnboundedSender<crate::remora::events::Event>,
-    ) -> std::io::Result<Self> {
+    pub fn start(ctx: Context) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
-        let ctx = Context {
-            events,
-            store,
-            root,
-            config,
-            buffers,
-            sink,
-            shared,
-        };
         std::thread::Builder::new()
             .name("chimera-remora".into())
             .spawn(move || run(ctx, rx))?;

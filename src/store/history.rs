@@ -56,6 +56,17 @@ fn cap(s: &str) -> String {
     format!("{}… ({} bytes in all)", &s[..end], s.len())
 }
 
+const SNAPSHOT_SELECT: &str = "SELECT id, message, created_at, files FROM snapshots";
+
+fn snapshot_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
+    Ok(Snapshot {
+        id: r.get(0)?,
+        message: r.get(1)?,
+        created_at: r.get(2)?,
+        files: r.get::<_, i64>(3)? as usize,
+    })
+}
+
 fn parse_manifest(text: &str) -> Vec<ManifestEntry> {
     text.lines()
         .filter_map(|l| {
@@ -136,32 +147,18 @@ impl Store {
     /// Every snapshot, newest first.
     pub fn snapshots(&self) -> Result<Vec<Snapshot>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, message, created_at, files FROM snapshots ORDER BY created_at DESC, rowid DESC",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Snapshot {
-                id: r.get(0)?,
-                message: r.get(1)?,
-                created_at: r.get(2)?,
-                files: r.get::<_, i64>(3)? as usize,
-            })
-        })?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "{SNAPSHOT_SELECT} ORDER BY created_at DESC, rowid DESC"
+        ))?;
+        let rows = stmt.query_map([], snapshot_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     pub fn snapshot(&self, id: &str) -> Result<Option<Snapshot>> {
         Ok(self
             .conn()
-            .prepare_cached("SELECT id, message, created_at, files FROM snapshots WHERE id = ?1")?
-            .query_row([id], |r| {
-                Ok(Snapshot {
-                    id: r.get(0)?,
-                    message: r.get(1)?,
-                    created_at: r.get(2)?,
-                    files: r.get::<_, i64>(3)? as usize,
-                })
-            })
+            .prepare_cached(&format!("{SNAPSHOT_SELECT} WHERE id = ?1"))?
+            .query_row([id], snapshot_from_row)
             .optional()?)
     }
 
