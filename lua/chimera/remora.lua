@@ -9,7 +9,13 @@ local function lib()
   return require("chimera.loader").require()
 end
 
+--- The path the core knows a file by. A project buffer's name already is
+--- (as buffers.lua pushes it); only other paths are resolved, since this
+--- runs on every cursor move of the panel.
 local function real(path)
+  if state.root and vim.startswith(path, state.root .. "/") then
+    return path
+  end
   path = vim.fn.fnamemodify(path, ":p")
   return vim.uv.fs_realpath(path) or path
 end
