@@ -76,6 +76,7 @@ pub struct Capabilities {
     commands: Vec<String>,
     hosts: Vec<String>,
     mcp: GlobSet,
+    mcp_patterns: Vec<String>,
 }
 
 fn globs(patterns: &[String]) -> Result<GlobSet, CapabilitiesError> {
@@ -123,6 +124,7 @@ impl Capabilities {
             commands,
             hosts: config.hosts.clone(),
             mcp: globs(&config.mcp)?,
+            mcp_patterns: config.mcp.clone(),
             preset,
         })
     }
@@ -194,6 +196,16 @@ impl Capabilities {
                 "reaching {host:?} is not allowed (capabilities.hosts)"
             )))
         }
+    }
+
+    /// Whether any tool of `server` may be allowed, so that servers no
+    /// pattern can reach are never started.
+    pub fn may_use_mcp_server(&self, server: &str) -> bool {
+        self.mcp_patterns.iter().any(|p| {
+            p.strip_prefix(server)
+                .is_some_and(|rest| rest.starts_with('.'))
+                || p.starts_with(['*', '?', '[', '{'])
+        })
     }
 
     pub fn check_mcp(&self, tool: &str) -> Result<(), Denied> {

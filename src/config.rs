@@ -17,6 +17,28 @@ pub struct Config {
     pub sync: SyncConfig,
     pub remora: RemoraConfig,
     pub capabilities: crate::capabilities::CapabilitiesConfig,
+    pub tools: ToolsConfig,
+    pub mcp: crate::mcp::McpConfig,
+}
+
+/// Tools beyond the project: the web search endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ToolsConfig {
+    /// Base URL of a SearXNG-compatible search (`GET {url}/search?q=…&format=json`);
+    /// `None`: no `web_search` tool. Its host must be in `capabilities.hosts`.
+    pub web_search_url: Option<String>,
+    /// Results `web_search` returns.
+    pub web_search_results: usize,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            web_search_url: None,
+            web_search_results: 5,
+        }
+    }
 }
 
 /// Which wire protocol the LLM server speaks.
@@ -145,6 +167,25 @@ pub struct AgentsConfig {
     pub max_iterations: usize,
     /// Time limit of one `run_command`.
     pub command_timeout_ms: u64,
+    /// How tool mode asks for calls: the provider's native `tool_calls`,
+    /// the JSON text protocol, or `auto` (native except on llama.cpp).
+    pub tool_calls: ToolCalls,
+}
+
+/// How a tool-mode agent asks the model for tool calls.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCalls {
+    /// Native where the server is not llama.cpp (whose small models do
+    /// better with constrained JSON text); text otherwise.
+    #[default]
+    Auto,
+    /// The request carries `tools`; the reply's `tool_calls` are used
+    /// (a reply without them is read as the text protocol).
+    Native,
+    /// One JSON object `{"tool", "args"}` per reply, constrained by the
+    /// server's JSON-schema output where it has one.
+    Text,
 }
 
 /// How an agent works.
@@ -188,6 +229,7 @@ impl Default for AgentsConfig {
             mode: AgentMode::Code,
             max_iterations: 10,
             command_timeout_ms: 60_000,
+            tool_calls: ToolCalls::Auto,
         }
     }
 }

@@ -37,6 +37,7 @@ pub mod command;
 pub mod config;
 pub mod diff;
 pub mod llm;
+pub mod mcp;
 pub mod messages;
 pub mod overlay;
 pub mod paths;

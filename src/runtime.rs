@@ -126,6 +126,8 @@ struct Core {
     agents: Mutex<HashMap<String, CancellationToken>>,
     slots: Arc<Semaphore>,
     llm: Result<LlmClient, String>,
+    /// MCP servers and web search, shared by every agent.
+    services: agent::Services,
     shutdown: CancellationToken,
     /// This Neovim instance's name in the store (`pid-start time`).
     owner: String,
@@ -297,6 +299,7 @@ async fn main_loop(
         )),
         slots: Arc::new(Semaphore::new(config.agents.max_concurrent.max(1))),
         llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
+        services: agent::Services::new(&config, root.clone()),
         config,
         root,
         store,
@@ -625,6 +628,7 @@ fn start_agent(core: &Arc<Core>, job: Job) {
                         core.store.clone(),
                         &core.config,
                         llm,
+                        &core.services,
                         &job,
                         &cancel,
                         &progress,

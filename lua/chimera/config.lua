@@ -64,6 +64,29 @@ M.defaults = {
     max_iterations = 10,
     -- Time limit of one run_command (capabilities "developer"), ms.
     command_timeout_ms = 60000,
+    -- How tool mode asks for calls: "native" (the provider's tool calling),
+    -- "text" (one JSON object per reply, constrained where the server can),
+    -- or "auto": native, except on llama.cpp servers.
+    tool_calls = "auto",
+  },
+  -- Tools beyond the project.
+  tools = {
+    -- A SearXNG-compatible search (GET <url>/search?q=...&format=json)
+    -- for the web_search tool; nil: no web_search. Its host must also be
+    -- in capabilities.hosts.
+    web_search_url = nil,
+    -- Results web_search returns.
+    web_search_results = 5,
+  },
+  -- MCP servers. Their tools are offered to tool-mode agents as
+  -- "server.tool", only where capabilities.mcp allows them. Each server:
+  --   name = { command = { "prog", "arg" }, env = { KEY = "value" } }  (stdio)
+  --   name = { url = "http://127.0.0.1:8000/mcp" }              (streamable HTTP)
+  -- A server is started when an agent that may use it first needs it.
+  mcp = {
+    servers = {},
+    -- Time limit of one request to a server (start-up included), ms.
+    timeout_ms = 30000,
   },
   sync = {
     -- Quiet time before file-system changes are applied, ms.
@@ -119,6 +142,7 @@ local enums = {
   ["llm.edit_form"] = { auto = true, program = true, definitions = true },
   ["remora.ids"] = { shadow = true, inline = true },
   ["agents.mode"] = { code = true, tools = true },
+  ["agents.tool_calls"] = { auto = true, native = true, text = true },
   ["capabilities.preset"] = { readonly = true, sandbox = true, developer = true },
 }
 
@@ -133,12 +157,15 @@ local positive = {
   ["remora.max_depth"] = true,
   ["agents.max_iterations"] = true,
   ["agents.command_timeout_ms"] = true,
+  ["tools.web_search_results"] = true,
+  ["mcp.timeout_ms"] = true,
 }
 
 -- Keys whose default is nil, with the type they take.
 local optional = {
   root = "string",
   ["llm.api_key_env"] = "string",
+  ["tools.web_search_url"] = "string",
 }
 
 -- Options whose value is a list of strings (replaced, not merged).
@@ -151,7 +178,62 @@ local lists = {
   ["capabilities.secrets"] = true,
 }
 
+local function is_string_list(v)
+  if type(v) ~= "table" or not vim.islist(v) then
+    return false
+  end
+  for _, x in ipairs(v) do
+    if type(x) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+-- `mcp.servers`: name -> { command = {...}, env = {...} } or { url = "..." }.
+local function check_servers(servers)
+  if type(servers) ~= "table" then
+    return "chimera: option `mcp.servers` must be a table of servers by name"
+  end
+  for name, server in pairs(servers) do
+    local where = ("chimera: MCP server `mcp.servers.%s`"):format(tostring(name))
+    if type(name) ~= "string" or not name:match("^[%w_-]+$") then
+      return where .. ": the name must be letters, digits, _ or - (tools are called name.tool)"
+    end
+    if type(server) ~= "table" then
+      return where .. " must be a table { command = {...} } or { url = ... }"
+    end
+    for key in pairs(server) do
+      if key ~= "command" and key ~= "url" and key ~= "env" then
+        return ("%s: unknown key `%s` (command, env, url)"):format(where, tostring(key))
+      end
+    end
+    if (server.command == nil) == (server.url == nil) then
+      return where .. ": set either `command` (a stdio server) or `url` (streamable HTTP)"
+    end
+    if server.command ~= nil and (not is_string_list(server.command) or #server.command == 0) then
+      return where .. ": `command` must be a non-empty list of strings (program and arguments)"
+    end
+    if server.url ~= nil and (type(server.url) ~= "string" or not server.url:match("^https?://")) then
+      return where .. ": `url` must be an http:// or https:// URL"
+    end
+    if server.env ~= nil then
+      if type(server.env) ~= "table" then
+        return where .. ": `env` must be a table of strings"
+      end
+      for k, v in pairs(server.env) do
+        if type(k) ~= "string" or type(v) ~= "string" then
+          return where .. ": `env` must map names to strings"
+        end
+      end
+    end
+  end
+end
+
 local function check(path, value, default)
+  if path == "mcp.servers" then
+    return check_servers(value)
+  end
   if lists[path] then
     if type(value) ~= "table" or not vim.islist(value) then
       return ("chimera: option `%s` must be a list of strings"):format(path)
@@ -201,7 +283,7 @@ local function validate(opts, defaults, prefix, errors)
     local default = defaults[key]
     if default == nil and not optional[path] then
       table.insert(errors, ("chimera: unknown option `%s`"):format(path))
-    elseif type(default) == "table" and type(value) == "table" and not lists[path] then
+    elseif type(default) == "table" and type(value) == "table" and not lists[path] and path ~= "mcp.servers" then
       validate(value, default, path, errors)
     else
       local err = check(path, value, default)
@@ -236,6 +318,19 @@ function M.resolve(opts)
   return config
 end
 
+-- An empty Lua table encodes as a JSON list; maps must stay objects.
+local function servers_json(servers)
+  local out = vim.empty_dict()
+  for name, server in pairs(servers) do
+    local env = vim.empty_dict()
+    for k, v in pairs(server.env or {}) do
+      env[k] = v
+    end
+    out[name] = { command = server.command or {}, url = server.url, env = env }
+  end
+  return out
+end
+
 --- The part of the config the native core reads, as JSON.
 function M.to_json(config)
   return vim.json.encode({
@@ -245,6 +340,8 @@ function M.to_json(config)
     sync = config.sync,
     remora = config.remora,
     capabilities = config.capabilities,
+    tools = config.tools,
+    mcp = { servers = servers_json(config.mcp.servers), timeout_ms = config.mcp.timeout_ms },
   })
 end
 

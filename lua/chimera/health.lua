@@ -64,6 +64,8 @@ function M.check()
     h.info("start the core (:Chimera start) to check the Remora index")
   end
 
+  M.check_tools(h, state.config)
+
   h.start("Chimera: LLM server")
   if not (lib and state.root) then
     h.info("start the core (:Chimera start) to check the LLM server")
@@ -85,6 +87,51 @@ function M.check()
     h.error(st.message, {
       "start the server (make demo starts a local llama.cpp server), or set llm.url / llm.model in setup()",
     })
+  end
+end
+
+--- Tools beyond the project: capabilities, web search, MCP servers.
+function M.check_tools(h, config)
+  h.start("Chimera: tools and capabilities")
+  if not config then
+    h.info("call require('chimera').setup() to check the tools")
+    return
+  end
+  local caps = config.capabilities
+  h.ok(("agents run as %q (%s mode, tool calls %s)"):format(caps.preset, config.agents.mode, config.agents.tool_calls))
+  if caps.preset == "developer" and #caps.commands == 0 then
+    h.warn("the developer preset allows capabilities.commands, which is empty: run_command runs nothing")
+  end
+  local url = config.tools.web_search_url
+  if not url then
+    h.info("web_search is off (set tools.web_search_url to a SearXNG endpoint)")
+  else
+    local host = url:match("^%a+://([^/]+)") or ""
+    local name = host:gsub(":%d+$", "")
+    if vim.tbl_contains(caps.hosts, host) or vim.tbl_contains(caps.hosts, name) then
+      h.ok("web_search through " .. url)
+    else
+      h.warn("web_search is configured but " .. name .. " is not in capabilities.hosts, so no agent may use it")
+    end
+  end
+  local names = vim.tbl_keys(config.mcp.servers)
+  table.sort(names)
+  if #names == 0 then
+    h.info("no MCP servers configured (mcp.servers)")
+  end
+  for _, name in ipairs(names) do
+    local server = config.mcp.servers[name]
+    local allowed = vim.tbl_filter(function(p)
+      return p:sub(1, #name + 1) == name .. "." or p:match("^[%*%?%[{]") ~= nil
+    end, caps.mcp)
+    local where = server.url or table.concat(server.command, " ")
+    if server.command and vim.fn.executable(server.command[1]) ~= 1 then
+      h.error(("MCP server %s: `%s` is not an executable on $PATH"):format(name, server.command[1]))
+    elseif #allowed == 0 then
+      h.warn(("MCP server %s (%s): no capabilities.mcp pattern allows its tools, so it is never started"):format(name, where))
+    else
+      h.ok(("MCP server %s (%s), tools allowed: %s"):format(name, where, table.concat(allowed, ", ")))
+    end
   end
 end
 

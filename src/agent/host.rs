@@ -34,6 +34,10 @@ pub struct AgentHost {
     pub caps: crate::capabilities::Capabilities,
     /// Time limit of one `run_command`.
     pub command_timeout: std::time::Duration,
+    /// MCP servers and the web search endpoint.
+    pub services: super::Services,
+    /// The MCP tools (`server.tool`) this agent was offered.
+    pub mcp_tools: Vec<String>,
 }
 
 const FUNCTIONS: &[&str] = &[
@@ -50,6 +54,8 @@ const FUNCTIONS: &[&str] = &[
     "log",
     "write_definitions",
     "run_command",
+    "system_stats",
+    "web_search",
 ];
 
 /// Whether `name` is one of the registry's host functions.
@@ -135,6 +141,75 @@ impl AgentHost {
                 &self.cancel,
             ))
             .map_err(|e| format!("ask_llm(): {e}"))
+    }
+}
+
+impl AgentHost {
+    /// Calls the MCP tool `name` (`server.tool`) with JSON arguments; logged
+    /// as an effect whether it worked or not.
+    pub fn call_mcp(&self, name: &str, args: serde_json::Value) -> Result<String, String> {
+        if !self.mcp_tools.iter().any(|t| t == name) {
+            return Err(format!("there is no tool `{name}`"));
+        }
+        self.allowed(name, self.caps.check_mcp(name))?;
+        let started = std::time::Instant::now();
+        let input = format!("{name} {args}");
+        let result = self
+            .runtime
+            .block_on(self.services.mcp.call(name, args, &self.cancel))
+            .map_err(|e| e.to_string());
+        let output = match &result {
+            Ok(text) => text.clone(),
+            Err(e) => format!("error: {e}"),
+        };
+        let _ = self.store.effect_record(
+            "mcp",
+            Some(&self.agent_id),
+            &input,
+            &output,
+            started.elapsed().as_millis() as i64,
+        );
+        result
+    }
+
+    /// Asks the configured search endpoint; logged as a network effect.
+    fn web_search(&self, query: &str) -> Result<String, String> {
+        let base = self
+            .services
+            .web_search_url
+            .as_deref()
+            .ok_or("web_search(): no search endpoint is configured (tools.web_search_url)")?;
+        let url = reqwest::Url::parse(base)
+            .map_err(|e| format!("web_search(): tools.web_search_url {base:?}: {e}"))?;
+        let host = url.host_str().unwrap_or("").to_owned();
+        let with_port = url
+            .port()
+            .map_or_else(|| host.clone(), |p| format!("{host}:{p}"));
+        let check = self
+            .caps
+            .check_host(&host)
+            .or_else(|_| self.caps.check_host(&with_port));
+        self.allowed("web_search", check)?;
+        let started = std::time::Instant::now();
+        let result = self.runtime.block_on(super::world::search(
+            &self.services.http,
+            &url,
+            query,
+            self.services.web_search_results,
+            &self.cancel,
+        ));
+        let output = match &result {
+            Ok(text) => text.clone(),
+            Err(e) => format!("error: {e}"),
+        };
+        let _ = self.store.effect_record(
+            "network",
+            Some(&self.agent_id),
+            &format!("web_search {query:?} via {with_port}"),
+            &output,
+            started.elapsed().as_millis() as i64,
+        );
+        result.map_err(|e| format!("web_search(): {e}"))
     }
 }
 
@@ -276,6 +351,11 @@ impl Host for AgentHost {
                     .map_err(|e| format!("write_definitions(): {e}"))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
+            }
+            "system_stats" => Ok(crate::sandbox::from_json(super::world::system_stats())),
+            "web_search" => {
+                let query = args::string(name, &a, &kw, 0, "query")?;
+                self.web_search(&query).map(Value::String)
             }
             "submit_result" => {
                 let summary = args::string(name, &a, &kw, 0, "summary")?;

@@ -13,6 +13,7 @@ mod host;
 pub mod node;
 pub mod prompt;
 pub mod tools;
+pub mod world;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,37 @@ pub enum AgentError {
     Internal(String),
     #[error("{0}")]
     Denied(String),
+}
+
+/// What agents reach beyond the project, shared by all of them.
+#[derive(Clone)]
+pub struct Services {
+    /// The configured MCP servers.
+    pub mcp: Arc<crate::mcp::Hub>,
+    pub http: reqwest::Client,
+    /// `tools.web_search_url`.
+    pub web_search_url: Option<String>,
+    pub web_search_results: usize,
+}
+
+impl Services {
+    /// The services of `config` for the project at `root`.
+    pub fn new(config: &Config, root: std::path::PathBuf) -> Self {
+        // Before the HTTP client: reqwest's rustls needs a provider.
+        let mcp = Arc::new(crate::mcp::Hub::new(config.mcp.clone(), root));
+        Self {
+            mcp,
+            http: reqwest::Client::new(),
+            web_search_url: config.tools.web_search_url.clone(),
+            web_search_results: config.tools.web_search_results,
+        }
+    }
+}
+
+impl Default for Services {
+    fn default() -> Self {
+        Self::new(&Config::default(), std::path::PathBuf::from("."))
+    }
 }
 
 /// What the agent is asked to do.
@@ -107,10 +139,30 @@ pub(crate) async fn logged_chat(
     opts: &ChatOptions,
     cancel: &CancellationToken,
 ) -> Result<String, LlmError> {
+    let reply = logged_reply(store, agent, label, llm, messages, opts, cancel).await?;
+    Ok(match reply.tool_call {
+        Some(call) => call.as_text(),
+        None => reply.text,
+    })
+}
+
+/// [`logged_chat`], keeping a native tool call apart.
+pub(crate) async fn logged_reply(
+    store: &Store,
+    agent: &str,
+    label: &str,
+    llm: &LlmClient,
+    messages: &[ChatMessage],
+    opts: &ChatOptions,
+    cancel: &CancellationToken,
+) -> Result<crate::llm::Reply, LlmError> {
     let started = std::time::Instant::now();
-    let reply = llm.chat_with(messages, opts, cancel, &|_| {}).await;
+    let reply = llm.chat_reply(messages, opts, cancel, &|_| {}).await;
     let output = match &reply {
-        Ok(r) => r.clone(),
+        Ok(r) => match &r.tool_call {
+            Some(call) => format!("{}{}", r.text, call.as_text()),
+            None => r.text.clone(),
+        },
         Err(e) => format!("error: {e}"),
     };
     let _ = store.effect_record(
@@ -195,6 +247,7 @@ pub async fn run(
     store: Arc<Store>,
     config: &Config,
     llm: &LlmClient,
+    services: &Services,
     job: &Job,
     cancel: &CancellationToken,
     progress: &(dyn Fn(String) + Send + Sync),
@@ -203,7 +256,7 @@ pub async fn run(
     if job.node.is_none()
         && job.mode.unwrap_or(config.agents.mode) == crate::config::AgentMode::Tools
     {
-        return tools::run(store, config, llm, job, cancel, progress).await;
+        return tools::run(store, config, llm, services, job, cancel, progress).await;
     }
     let max_bytes = config.sync.max_file_bytes;
     let (tree, target) = {
@@ -277,7 +330,7 @@ pub async fn run(
     }
     let mut opts = ChatOptions {
         json_schema: json.then(reply_schema),
-        temperature: None,
+        ..Default::default()
     };
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();
@@ -331,7 +384,7 @@ pub async fn run(
             }
             (None, ReplyForm::Program(code)) => {
                 progress("running the program".into());
-                run_program(&store, config, llm, job, cancel, code).await?
+                run_program(&store, config, llm, services, job, cancel, code).await?
             }
             (None, ReplyForm::Definitions(code) | ReplyForm::WholeFile(code)) if node.is_some() => {
                 match (&target, node) {
@@ -446,6 +499,7 @@ async fn run_program(
     store: &Arc<Store>,
     config: &Config,
     llm: &LlmClient,
+    services: &Services,
     job: &Job,
     cancel: &CancellationToken,
     code: String,
@@ -470,6 +524,8 @@ async fn run_program(
         messages_sent: Vec::new(),
         caps: capabilities(config, job)?,
         command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
+        services: services.clone(),
+        mcp_tools: Vec::new(),
     };
     let (result, host) = tokio::task::spawn_blocking(move || {
         let r = sandbox::run(&code, &mut host, limits);

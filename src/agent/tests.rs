@@ -68,6 +68,7 @@ async fn run_with(script: Vec<Reply>) -> (Result<Done, AgentError>, Setup, FakeS
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &job(),
         &CancellationToken::new(),
         &|_| {},
@@ -157,6 +158,7 @@ async fn an_infinite_loop_is_stopped_and_reported() {
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &job(),
         &CancellationToken::new(),
         &|_| {},
@@ -248,6 +250,7 @@ async fn json_output_asks_for_constrained_replies_and_reads_them() {
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &job(),
         &CancellationToken::new(),
         &|_| {},
@@ -284,14 +287,30 @@ fn call(tool: &str, args: serde_json::Value) -> Reply {
     Reply::OpenaiStream(serde_json::json!({"tool": tool, "args": args}).to_string())
 }
 
+/// Tool mode against a fake llama.cpp server (it answers `/props`, so the
+/// text protocol is used).
 async fn run_tools(
     script: Vec<Reply>,
     max_iterations: usize,
 ) -> (Result<Done, AgentError>, Setup, FakeServer) {
-    let server = FakeServer::start(script).await;
+    run_tools_with(script, Some(8192), |c| {
+        c.agents.max_iterations = max_iterations
+    })
+    .await
+}
+
+/// Tool mode against a fake server that reports a context window (like
+/// llama.cpp) or not (`window: None`), under the config `tweak` makes.
+async fn run_tools_with(
+    script: Vec<Reply>,
+    window: Option<u32>,
+    tweak: impl FnOnce(&mut Config),
+) -> (Result<Done, AgentError>, Setup, FakeServer) {
+    let server = FakeServer::start_with_window(script, window).await;
     let mut s = setup(&server.url);
-    s.config.agents.max_iterations = max_iterations;
+    tweak(&mut s.config);
     let llm = LlmClient::new(&s.config.llm).unwrap();
+    let services = Services::new(&s.config, s._dir.path().to_owned());
     let job = Job {
         mode: Some(crate::config::AgentMode::Tools),
         ..job()
@@ -300,6 +319,7 @@ async fn run_tools(
         s.store.clone(),
         &s.config,
         &llm,
+        &services,
         &job,
         &CancellationToken::new(),
         &|_| {},
@@ -448,6 +468,7 @@ async fn escape_attempts_are_refused_and_secrets_never_reach_the_model() {
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &job(),
         &CancellationToken::new(),
         &|_| {},
@@ -499,6 +520,7 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &ro,
         &CancellationToken::new(),
         &|_| {},
@@ -519,6 +541,7 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &on_secret,
         &CancellationToken::new(),
         &|_| {},
@@ -572,6 +595,7 @@ async fn run_command_sees_the_agents_change_only_when_allowed() {
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &dev,
         &CancellationToken::new(),
         &|_| {},
@@ -593,6 +617,7 @@ async fn run_command_sees_the_agents_change_only_when_allowed() {
         s.store.clone(),
         &s.config,
         &llm,
+        &Services::default(),
         &job(),
         &CancellationToken::new(),
         &|_| {},
@@ -609,4 +634,256 @@ async fn run_command_sees_the_agents_change_only_when_allowed() {
         1,
         "nothing else ran"
     );
+}
+
+fn submit(summary: &str) -> Reply {
+    call(
+        "submit_result",
+        serde_json::json!({"summary": summary, "changed_files": ["app.py"]}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_tool_calls_are_used_where_the_server_is_not_llama_cpp() {
+    let args = |v: serde_json::Value| v.to_string();
+    let (r, s, server) = run_tools_with(
+        vec![
+            Reply::OpenaiToolCall(
+                "read_file".into(),
+                args(serde_json::json!({"path": "app.py"})),
+            ),
+            Reply::OpenaiToolCall(
+                "write_file".into(),
+                args(serde_json::json!({"path": "app.py", "content": DOCSTRING})),
+            ),
+            // A reply in the text protocol is still understood.
+            submit("docstring"),
+        ],
+        None,
+        |_| {},
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests[0].contains("\"tools\":[") && !requests[0].contains("response_format"));
+    assert!(requests[0].contains("\"name\":\"write_definitions\""));
+    // The call is in the history as a call, its result as a tool message.
+    assert!(
+        requests[1].contains("\"tool_calls\":[") && requests[1].contains("\"role\":\"tool\""),
+        "{}",
+        requests[1]
+    );
+    assert!(requests[1].contains("\"tool_call_id\":\"call_read_file\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_text_protocol_can_be_forced_and_native_calls_with_bad_json_go_back() {
+    let (r, _s, server) = run_tools_with(
+        vec![
+            Reply::OpenaiToolCall("read_file".into(), "{\"path\": ".into()),
+            Reply::OpenaiToolCall(
+                "write_file".into(),
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}).to_string(),
+            ),
+            submit("ok"),
+        ],
+        None,
+        |c| c.agents.tool_calls = crate::config::ToolCalls::Native,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "ok");
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[1].contains("args") && requests[1].contains("must be a JSON object"),
+        "{}",
+        requests[1]
+    );
+    let (_, _, server) = run_tools_with(vec![submit("x")], None, |c| {
+        c.agents.tool_calls = crate::config::ToolCalls::Text
+    })
+    .await;
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests[0].contains("response_format") && !requests[0].contains("\"tools\":["));
+}
+
+fn mcp_config(c: &mut Config, log: &std::path::Path, allow: &[&str]) {
+    c.mcp.servers.insert(
+        "t".into(),
+        crate::mcp::ServerConfig {
+            command: vec![
+                "python3".into(),
+                format!("{}/tests/mcp_server.py", env!("CARGO_MANIFEST_DIR")),
+            ],
+            env: [("MCP_LOG".to_owned(), log.display().to_string())].into(),
+            url: None,
+        },
+    );
+    c.capabilities.mcp = allow.iter().map(|s| s.to_string()).collect();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_join_the_registry_gated_by_capabilities_and_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let marker = dir.path().join("marker");
+    let (r, s, server) = run_tools_with(
+        vec![
+            call("t.add", serde_json::json!({"a": 1, "b": 2})),
+            call(
+                "t.write_marker",
+                serde_json::json!({"path": marker.display().to_string()}),
+            ),
+            call("t.echo", serde_json::json!({"text": "hello"})),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            submit("with mcp"),
+        ],
+        Some(8192),
+        |c| mcp_config(c, &log, &["t.echo", "t.write_*"]),
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "with mcp");
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[0].contains("t.echo(text: string)"),
+        "{}",
+        requests[0]
+    );
+    assert!(
+        !requests[0].contains("t.add("),
+        "a tool not allowed is not offered"
+    );
+    assert!(requests[1].contains("There is no tool `t.add`"));
+    assert!(marker.exists(), "the allowed MCP call ran");
+    assert!(requests[3].contains("hello"), "{}", requests[3]);
+    let calls: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("call"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(calls.len(), 2, "t.add never reached the server: {calls:?}");
+    let effects = s.store.effects(0, Some("mcp")).unwrap();
+    assert_eq!(effects.len(), 2);
+    assert!(effects[0].input.starts_with("t.write_marker"));
+    assert_eq!(effects[1].output, "hello");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_mcp_capability_no_server_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let (r, _s, server) = run_tools_with(
+        vec![
+            call("t.echo", serde_json::json!({"text": "x"})),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            submit("no mcp"),
+        ],
+        Some(8192),
+        |c| mcp_config(c, &log, &[]),
+    )
+    .await;
+    assert!(r.is_ok());
+    assert!(!log.exists(), "the server was started");
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests[1].contains("There is no tool `t.echo`"));
+}
+
+/// A SearXNG-like endpoint answering every request with `results`.
+async fn fake_search(results: serde_json::Value) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let n = sock.read(&mut buf).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]);
+            seen2
+                .lock()
+                .unwrap()
+                .push(head.lines().next().unwrap_or("").to_owned());
+            let body = serde_json::json!({"results": results}).to_string();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = sock.write_all(reply.as_bytes()).await;
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_search_and_system_stats_answer_and_the_search_is_logged() {
+    let (url, seen) = fake_search(serde_json::json!([
+        {"title": "Tree-sitter docs", "url": "https://tree-sitter.github.io", "content": "Parsing."},
+    ]))
+    .await;
+    let (r, s, server) = run_tools_with(
+        vec![
+            call(
+                "web_search",
+                serde_json::json!({"query": "tree sitter & python"}),
+            ),
+            call("system_stats", serde_json::json!({})),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            submit("searched"),
+        ],
+        Some(8192),
+        |c| {
+            c.tools.web_search_url = Some(url.clone());
+            c.capabilities.hosts = vec!["127.0.0.1".into()];
+        },
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "searched");
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests[0].contains("web_search(query: string)"));
+    assert!(requests[1].contains("Tree-sitter docs"), "{}", requests[1]);
+    assert!(requests[2].contains("cpus"), "{}", requests[2]);
+    let asked = seen.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].starts_with("GET /search?q=tree+sitter+%26+python&format=json"),
+        "{asked:?}"
+    );
+    let effects = s.store.effects(0, Some("network")).unwrap();
+    assert_eq!(effects.len(), 1);
+    assert!(effects[0].input.contains("tree sitter & python"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_search_is_not_offered_without_an_endpoint_or_an_allowed_host() {
+    let (url, seen) = fake_search(serde_json::json!([])).await;
+    let (_, _, server) = run_tools_with(
+        vec![call("web_search", serde_json::json!({"query": "x"}))],
+        Some(8192),
+        |c| {
+            c.tools.web_search_url = Some(url.clone());
+            c.agents.max_iterations = 1;
+        },
+    )
+    .await;
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(!requests[0].contains("web_search("));
+    assert!(seen.lock().unwrap().is_empty(), "the host was not allowed");
+    let (_, _, server) = run_tools_with(vec![], Some(8192), |c| {
+        c.capabilities.hosts = vec!["127.0.0.1".into()];
+        c.agents.max_iterations = 1;
+    })
+    .await;
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(!requests[0].contains("web_search("));
 }

@@ -3,15 +3,21 @@
 //! constrained JSON output, fences stripped otherwise); each result goes
 //! back as success or error so the model can correct itself, until it
 //! calls `submit_result` or the iteration limit. The tools are the host
-//! functions code mode uses, each with a JSON schema.
+//! functions code mode uses, each with a JSON schema, plus `web_search`
+//! when an endpoint is configured and the MCP tools the agent's
+//! capabilities allow. Where the server has native tool calling (and is
+//! not llama.cpp, whose small models do better with constrained JSON),
+//! the tools go out as the provider's `tools` and its `tool_calls` come
+//! back; a reply without one is still read as the text protocol.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentError, AgentHost, Done, Job};
-use crate::config::Config;
+use super::{AgentError, AgentHost, Done, Job, Services};
+use crate::capabilities::Capabilities;
+use crate::config::{Config, Provider, ToolCalls};
 use crate::llm::{ChatMessage, ChatOptions, LlmClient};
 use crate::sandbox::{self, Host, Value};
 use crate::store::Store;
@@ -19,12 +25,12 @@ use crate::store::Store;
 /// One tool: its name, what it does, and its arguments as a JSON schema.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: String,
+    pub description: String,
     pub parameters: Json,
 }
 
-fn spec(name: &'static str, description: &'static str, params: &[(&str, &str, &str)]) -> ToolSpec {
+fn spec(name: &str, description: &str, params: &[(&str, &str, &str)]) -> ToolSpec {
     let mut properties = serde_json::Map::new();
     let mut required = Vec::new();
     for (pname, ptype, doc) in params {
@@ -43,8 +49,8 @@ fn spec(name: &'static str, description: &'static str, params: &[(&str, &str, &s
         }
     }
     ToolSpec {
-        name,
-        description,
+        name: name.to_owned(),
+        description: description.to_owned(),
         parameters: json!({"type": "object", "properties": properties, "required": required}),
     }
 }
@@ -105,6 +111,11 @@ pub fn registry() -> Vec<ToolSpec> {
         ),
         spec("get_task", "The task, again.", &[]),
         spec(
+            "system_stats",
+            "The machine's CPUs, load averages, memory and uptime.",
+            &[],
+        ),
+        spec(
             "submit_result",
             "Finish: say what you changed. Call it once, last.",
             &[
@@ -113,6 +124,80 @@ pub fn registry() -> Vec<ToolSpec> {
             ],
         ),
     ]
+}
+
+fn web_search_spec() -> ToolSpec {
+    spec(
+        "web_search",
+        "Search the web; the top results with title, URL and snippet.",
+        &[("query", "string", "what to search for")],
+    )
+}
+
+/// The tools `job` is offered: the registry, `web_search` when an
+/// endpoint is configured and its host allowed, and the MCP tools the
+/// capabilities allow (servers no pattern reaches are not started).
+/// Returns the tools and the MCP tool names among them.
+async fn offered(
+    services: &Services,
+    caps: &Capabilities,
+    cancel: &CancellationToken,
+    progress: &(dyn Fn(String) + Send + Sync),
+) -> (Vec<ToolSpec>, Vec<String>) {
+    let mut tools = registry();
+    if let Some(url) = services
+        .web_search_url
+        .as_deref()
+        .and_then(|u| reqwest::Url::parse(u).ok())
+    {
+        let host = url.host_str().unwrap_or("");
+        let with_port = url.port().map(|p| format!("{host}:{p}"));
+        if caps.check_host(host).is_ok() || with_port.is_some_and(|h| caps.check_host(&h).is_ok()) {
+            tools.push(web_search_spec());
+        }
+    }
+    let (mcp, errors) = services
+        .mcp
+        .tools(|server| caps.may_use_mcp_server(server), cancel)
+        .await;
+    for e in errors {
+        progress(format!("MCP: {e}"));
+    }
+    let mut names = Vec::new();
+    for t in mcp.into_iter().filter(|t| caps.check_mcp(&t.name).is_ok()) {
+        names.push(t.name.clone());
+        tools.push(ToolSpec {
+            description: if t.description.is_empty() {
+                format!("The MCP tool {}.", t.name)
+            } else {
+                t.description
+            },
+            name: t.name,
+            parameters: t.input_schema,
+        });
+    }
+    (tools, names)
+}
+
+/// Native tool names allow no dots: `server.tool` goes out as `server__tool`.
+fn wire_name(name: &str) -> String {
+    name.replace('.', "__")
+}
+
+/// The tools in OpenAI's shape, for native tool calling.
+fn native_tools(tools: &[ToolSpec]) -> Json {
+    Json::Array(
+        tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": wire_name(&t.name),
+                    "description": t.description,
+                    "parameters": t.parameters,
+                }})
+            })
+            .collect(),
+    )
 }
 
 /// The JSON schema of a reply: one call of one of `tools`, with that
@@ -201,7 +286,14 @@ pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>)
     Ok((tool, args))
 }
 
-fn system_prompt(tools: &[ToolSpec]) -> String {
+fn system_prompt(tools: &[ToolSpec], native: bool) -> String {
+    if native {
+        return "You are a coding agent working on a project. You act by calling the tools you \
+                are given, one call at a time. Each result comes back as {\"ok\": true, \"result\": ...} \
+                or {\"ok\": false, \"error\": ...}; fix your call after an error. Read a file before \
+                you change it. When the change is done, call submit_result."
+            .to_owned();
+    }
     let mut s = String::from(
         "You are a coding agent working on a project. You act by calling tools.\n\
          Answer with exactly ONE JSON object per reply, nothing else:\n\
@@ -220,13 +312,10 @@ fn system_prompt(tools: &[ToolSpec]) -> String {
     s
 }
 
-/// What to do next after `reply`'s call, for small models that otherwise
-/// repeat a call or stop short.
-fn next_step(reply: &str, messages: &[ChatMessage]) -> Option<&'static str> {
-    // The reply itself is the last message.
-    let repeated = messages.iter().rev().skip(1).any(|m| m.content == reply);
-    let tool = parse_call(reply).ok()?.0;
-    Some(match (tool.as_str(), repeated) {
+/// What to do next after a call of `tool`, for small models that
+/// otherwise repeat a call or stop short.
+fn next_step(tool: &str, repeated: bool) -> Option<&'static str> {
+    Some(match (tool, repeated) {
         (_, true) => "You made this same call before; its result is above. Do the next step instead.",
         ("read_file", _) => "Next: call write_definitions with the path and the new version of each function you change (or write_file with the whole new content).",
         ("write_file" | "write_definitions", _) => "Next: if the task is done, call submit_result(summary, changed_files).",
@@ -277,16 +366,42 @@ fn trim_history(messages: &mut Vec<ChatMessage>, budget: usize) {
     }
 }
 
+/// Runs `f` on the host off the async threads: host functions may wait
+/// on the runtime (ask_llm, MCP, web_search).
+async fn on_host<R: Send + 'static>(
+    mut host: AgentHost,
+    f: impl FnOnce(&mut AgentHost) -> R + Send + 'static,
+) -> Result<(R, AgentHost), AgentError> {
+    tokio::task::spawn_blocking(move || {
+        let r = f(&mut host);
+        (r, host)
+    })
+    .await
+    .map_err(|e| AgentError::Internal(format!("tool task: {e}")))
+}
+
+/// Whether tool calls go through the provider's native tool calling.
+async fn use_native(config: &Config, llm: &LlmClient) -> bool {
+    match config.agents.tool_calls {
+        ToolCalls::Native => true,
+        ToolCalls::Text => false,
+        ToolCalls::Auto => config.llm.provider == Provider::Openai && !llm.is_llama_cpp().await,
+    }
+}
+
 /// Runs `job` in tool mode; on success the agent's overlay holds its changes.
 pub async fn run(
     store: Arc<Store>,
     config: &Config,
     llm: &LlmClient,
+    services: &Services,
     job: &Job,
     cancel: &CancellationToken,
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> Result<Done, AgentError> {
-    let tools = registry();
+    let caps = super::capabilities(config, job)?;
+    let (tools, mcp_tools) = offered(services, &caps, cancel, progress).await;
+    let native = use_native(config, llm).await;
     let mut task = job.task.clone();
     if let Some(file) = &job.file {
         task.push_str(&format!("\n(The human is in {file}.)"));
@@ -301,12 +416,19 @@ pub async fn run(
         ));
     }
     let mut messages = vec![
-        ChatMessage::system(system_prompt(&tools)),
+        ChatMessage::system(system_prompt(&tools, native)),
         ChatMessage::user(task),
     ];
-    let mut opts = ChatOptions {
-        json_schema: Some(reply_schema(&tools)),
-        temperature: None,
+    let mut opts = if native {
+        ChatOptions {
+            tools: Some(native_tools(&tools)),
+            ..Default::default()
+        }
+    } else {
+        ChatOptions {
+            json_schema: Some(reply_schema(&tools)),
+            ..Default::default()
+        }
     };
     let window = llm.context_window().await as usize;
     let budget = window
@@ -326,10 +448,13 @@ pub async fn run(
         written: Vec::new(),
         node: job.node.clone(),
         messages_sent: Vec::new(),
-        caps: super::capabilities(config, job)?,
+        caps,
         command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
+        services: services.clone(),
+        mcp_tools,
     };
     store.overlay_clear(&job.id)?;
+    let mut calls_made: Vec<String> = Vec::new();
     let limit = config.agents.max_iterations.max(1);
     for step in 1..=limit {
         progress(format!("tool step {step}"));
@@ -342,29 +467,61 @@ pub async fn run(
             config.llm.provider_name(),
             config.llm.model
         );
-        let reply = super::logged_chat(&store, &job.id, &label, llm, &messages, &opts, cancel)
+        let reply = super::logged_reply(&store, &job.id, &label, llm, &messages, &opts, cancel)
             .await
             .map_err(super::llm_error)?;
-        messages.push(ChatMessage::assistant(reply.clone()));
-        let result = match parse_call(&reply) {
+        // A native call is answered by a `tool` message with its ID.
+        let (call, answer_id) = match reply.tool_call {
+            Some(native_call) => {
+                messages.push(ChatMessage::assistant_call(reply.text, &native_call));
+                let name = tools
+                    .iter()
+                    .find(|t| wire_name(&t.name) == native_call.name)
+                    .map_or(native_call.name.clone(), |t| t.name.clone());
+                let call =
+                    parse_call(&json!({"tool": name, "args": native_call.arguments}).to_string());
+                (call, Some(native_call.id))
+            }
+            None => {
+                let call = parse_call(&reply.text);
+                messages.push(ChatMessage::assistant(reply.text));
+                (call, None)
+            }
+        };
+        let answer = |text: String| match &answer_id {
+            Some(id) => ChatMessage::tool_result(id, text),
+            None => ChatMessage::user(text),
+        };
+        let called = call.as_ref().ok().map(|(tool, args)| {
+            (
+                tool.clone(),
+                json!({"tool": tool, "args": args}).to_string(),
+            )
+        });
+        let result = match call {
             Err(problem) => Err(problem),
-            Ok((tool, _)) if !host.has_function(&tool) => Err(format!(
+            Ok((tool, _)) if !tools.iter().any(|t| t.name == tool) => Err(format!(
                 "There is no tool `{tool}`. The tools are: {}.",
-                tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                tools
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
+            Ok((tool, args)) if host.mcp_tools.contains(&tool) => {
+                let (r, h) = on_host(host, move |h| {
+                    h.call_mcp(&tool, Json::Object(args)).map(Value::String)
+                })
+                .await?;
+                host = h;
+                r
+            }
             Ok((tool, args)) => {
                 let kwargs: Vec<(Value, Value)> = args
                     .into_iter()
                     .map(|(k, v)| (Value::String(k), sandbox::from_json(v)))
                     .collect();
-                // Host functions may wait on the runtime (ask_llm): run
-                // them off the async threads.
-                let (r, h) = tokio::task::spawn_blocking(move || {
-                    let r = host.call(&tool, vec![], kwargs);
-                    (r, host)
-                })
-                .await
-                .map_err(|e| AgentError::Internal(format!("tool task: {e}")))?;
+                let (r, h) = on_host(host, move |h| h.call(&tool, vec![], kwargs)).await?;
                 host = h;
                 r
             }
@@ -381,7 +538,7 @@ pub async fn run(
                 .map(|(p, _)| p)
                 .collect();
             if changed.is_empty() && host.messages_sent.is_empty() {
-                messages.push(ChatMessage::user(result_message(Err(
+                messages.push(answer(result_message(Err(
                     "submit_result: no file is changed yet; write the changed file with write_file first (its whole new content)".into(),
                 ))));
                 continue;
@@ -399,7 +556,7 @@ pub async fn run(
                     ))
                 });
             if let Some(problem) = broken {
-                messages.push(ChatMessage::user(result_message(Err(problem))));
+                messages.push(answer(result_message(Err(problem))));
                 continue;
             }
             return Ok(Done {
@@ -410,11 +567,15 @@ pub async fn run(
             });
         }
         let mut text = result_message(result);
-        if let Some(hint) = next_step(&reply, &messages) {
-            text.push('\n');
-            text.push_str(hint);
+        if let Some((tool, canonical)) = called {
+            let repeated = calls_made.contains(&canonical);
+            calls_made.push(canonical);
+            if let Some(hint) = next_step(&tool, repeated) {
+                text.push('\n');
+                text.push_str(hint);
+            }
         }
-        messages.push(ChatMessage::user(text));
+        messages.push(answer(text));
     }
     // Nothing half-done is proposed.
     store.overlay_clear(&job.id)?;
@@ -462,7 +623,7 @@ mod tests {
         for t in registry() {
             assert_eq!(t.parameters["type"], "object", "{}", t.name);
             assert!(
-                super::super::host::is_function(t.name),
+                super::super::host::is_function(&t.name),
                 "{} is not a host function",
                 t.name
             );

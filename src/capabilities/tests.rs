@@ -81,3 +81,35 @@ fn read_and_write_globs_limit_paths() {
     assert!(c.check_host("example.com").is_err());
     assert!(c.check_mcp("fs.read").is_err());
 }
+
+#[test]
+fn mcp_patterns_decide_which_servers_start_and_which_tools_run() {
+    let cfg = CapabilitiesConfig {
+        mcp: vec!["fs.read_*".into(), "git.status".into()],
+        hosts: vec!["search.local".into()],
+        ..CapabilitiesConfig::default()
+    };
+    let c = Capabilities::new(&cfg, None).unwrap();
+    assert!(c.may_use_mcp_server("fs"));
+    assert!(c.may_use_mcp_server("git"));
+    assert!(
+        !c.may_use_mcp_server("f"),
+        "a prefix of a name is not the name"
+    );
+    assert!(!c.may_use_mcp_server("shell"));
+    assert!(c.check_mcp("fs.read_file").is_ok());
+    assert!(c.check_mcp("fs.write_file").is_err());
+    assert!(c.check_mcp("git.status").is_ok());
+    assert!(c.check_mcp("git.push").is_err());
+    assert!(c.check_host("search.local").is_ok());
+    let any = Capabilities::new(
+        &CapabilitiesConfig {
+            mcp: vec!["*".into()],
+            ..CapabilitiesConfig::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert!(any.may_use_mcp_server("shell"));
+    assert!(any.check_mcp("shell.run").is_ok());
+}

@@ -15,6 +15,9 @@ pub enum Reply {
     OpenaiStream(String),
     /// An OpenAI-compatible non-streamed reply carrying `text`.
     OpenaiJson(String),
+    /// An OpenAI-compatible streamed native tool call: the name, then the
+    /// arguments (JSON text) in fragments.
+    OpenaiToolCall(String, String),
     /// An Ollama NDJSON stream carrying `text`.
     OllamaStream(String),
     /// A stream cut off in the middle (no terminator), then the socket closes.
@@ -144,6 +147,16 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
                 body.push_str(&format!("data: {v}\n\n"));
             }
             body.push_str("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+            (200, "text/event-stream", body, false)
+        }
+        Reply::OpenaiToolCall(name, args) => {
+            let head = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": format!("call_{name}"), "type": "function", "function": {"name": name, "arguments": ""}}]}, "finish_reason": null}]});
+            let mut body = format!("data: {head}\n\n");
+            for piece in chunks(&args) {
+                let v = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, "finish_reason": null}]});
+                body.push_str(&format!("data: {v}\n\n"));
+            }
+            body.push_str("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
             (200, "text/event-stream", body, false)
         }
         Reply::OpenaiJson(text) => {

@@ -19,27 +19,77 @@ use crate::config::{LlmConfig, Provider};
 pub struct ChatMessage {
     pub role: String,
     pub content: String,
+    /// The native tool calls of an assistant message (OpenAI's shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<serde_json::Value>,
+    /// The call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
-    pub fn system(content: impl Into<String>) -> Self {
+    fn new(role: &str, content: String) -> Self {
         Self {
-            role: "system".into(),
-            content: content.into(),
+            role: role.into(),
+            content,
+            tool_calls: None,
+            tool_call_id: None,
         }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new("system", content.into())
     }
     pub fn user(content: impl Into<String>) -> Self {
-        Self {
-            role: "user".into(),
-            content: content.into(),
-        }
+        Self::new("user", content.into())
     }
     pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new("assistant", content.into())
+    }
+    /// The assistant message that made the native tool call `call`.
+    pub fn assistant_call(text: impl Into<String>, call: &ToolCall) -> Self {
+        let arguments = match &call.arguments {
+            serde_json::Value::String(raw) => raw.clone(),
+            other => other.to_string(),
+        };
         Self {
-            role: "assistant".into(),
-            content: content.into(),
+            tool_calls: Some(serde_json::json!([{
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments},
+            }])),
+            ..Self::new("assistant", text.into())
         }
     }
+    /// The result of the native tool call `id`.
+    pub fn tool_result(id: &str, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(id.to_owned()),
+            ..Self::new("tool", content.into())
+        }
+    }
+}
+
+/// A tool call the model made through the provider's native tool calling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// An object, or the raw text when the model wrote invalid JSON.
+    pub arguments: serde_json::Value,
+}
+
+impl ToolCall {
+    /// The call in the text protocol's form, `{"tool": …, "args": …}`.
+    pub fn as_text(&self) -> String {
+        serde_json::json!({"tool": self.name, "args": self.arguments}).to_string()
+    }
+}
+
+/// A model's answer: its text and, with native tool calling, its first call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reply {
+    pub text: String,
+    pub tool_call: Option<ToolCall>,
 }
 
 /// Why a chat request failed. Each message says what to check.
@@ -94,10 +144,13 @@ pub struct ChatOptions {
     pub json_schema: Option<serde_json::Value>,
     /// Overrides `llm.temperature` for this request.
     pub temperature: Option<f64>,
+    /// Tools offered through the provider's native tool calling, in
+    /// OpenAI's shape (`[{"type": "function", "function": {…}}]`).
+    pub tools: Option<serde_json::Value>,
 }
 
 /// Installs the ring crypto provider once; reqwest's rustls needs one.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -142,7 +195,8 @@ impl LlmClient {
             .await
     }
 
-    /// [`chat`](Self::chat) with options.
+    /// [`chat`](Self::chat) with options. A native tool call comes back in
+    /// the text protocol's form.
     pub async fn chat_with(
         &self,
         messages: &[ChatMessage],
@@ -150,6 +204,21 @@ impl LlmClient {
         cancel: &CancellationToken,
         on_delta: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<String, LlmError> {
+        let reply = self.chat_reply(messages, opts, cancel, on_delta).await?;
+        Ok(match reply.tool_call {
+            Some(call) => call.as_text(),
+            None => reply.text,
+        })
+    }
+
+    /// [`chat_with`](Self::chat_with), keeping a native tool call apart.
+    pub async fn chat_reply(
+        &self,
+        messages: &[ChatMessage],
+        opts: &ChatOptions,
+        cancel: &CancellationToken,
+        on_delta: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Reply, LlmError> {
         let mut attempt = 0;
         loop {
             let once = self.chat_once(messages, opts, on_delta);
@@ -162,8 +231,10 @@ impl LlmClient {
                 })),
             };
             match result {
-                Ok(text) if text.trim().is_empty() => return Err(LlmError::Empty),
-                Ok(text) => return Ok(text),
+                Ok(r) if r.tool_call.is_none() && r.text.trim().is_empty() => {
+                    return Err(LlmError::Empty)
+                }
+                Ok(r) => return Ok(r),
                 Err(e) if e.is_transient() && attempt < self.config.max_retries => {
                     attempt += 1;
                     let backoff = Duration::from_millis(200 * (1 << attempt.min(6)));
@@ -182,7 +253,7 @@ impl LlmClient {
         messages: &[ChatMessage],
         opts: &ChatOptions,
         on_delta: &(dyn Fn(&str) + Send + Sync),
-    ) -> Result<String, LlmError> {
+    ) -> Result<Reply, LlmError> {
         match self.config.provider {
             Provider::Ollama => ollama::chat(self, messages, opts, on_delta).await,
             Provider::Openai => openai::chat(self, messages, opts, on_delta).await,
@@ -209,6 +280,14 @@ impl LlmClient {
             })
             .await;
         asked.unwrap_or(self.config.context_tokens)
+    }
+
+    /// Whether the server is llama.cpp (it answered `/props`).
+    pub async fn is_llama_cpp(&self) -> bool {
+        self.config.provider == Provider::Openai && {
+            self.context_window().await;
+            self.window.get().is_some_and(Option::is_some)
+        }
     }
 
     /// The models the server offers (for `:checkhealth`).

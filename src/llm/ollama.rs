@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use super::openai::cap;
 use super::{
     for_each_line, names, send_json, status_error, ChatMessage, ChatOptions, LlmClient, LlmError,
+    Reply, ToolCall,
 };
 
 pub(super) async fn chat(
@@ -12,16 +13,19 @@ pub(super) async fn chat(
     messages: &[ChatMessage],
     opts: &ChatOptions,
     on_delta: &(dyn Fn(&str) + Send + Sync),
-) -> Result<String, LlmError> {
+) -> Result<Reply, LlmError> {
     let cfg = client.config();
     let mut body = json!({
         "model": cfg.model,
-        "messages": messages,
+        "messages": messages.iter().map(wire_message).collect::<Vec<_>>(),
         "stream": cfg.stream,
         "options": { "temperature": opts.temperature.unwrap_or(cfg.temperature), "num_predict": cfg.max_tokens },
     });
     if let Some(schema) = &opts.json_schema {
         body["format"] = schema.clone();
+    }
+    if let Some(tools) = &opts.tools {
+        body["tools"] = tools.clone();
     }
     let resp = client
         .request(reqwest::Method::POST, "api/chat")
@@ -33,6 +37,7 @@ pub(super) async fn chat(
         return Err(status_error(resp).await);
     }
     let mut out = String::new();
+    let mut tool_call = None;
     let done = for_each_line(resp, client, |line| {
         if line.is_empty() {
             return Ok(false);
@@ -46,13 +51,48 @@ pub(super) async fn chat(
             on_delta(delta);
             out.push_str(delta);
         }
+        // Ollama sends a call whole, its arguments as an object.
+        let call = &v["message"]["tool_calls"][0]["function"];
+        if let (None, Some(name)) = (&tool_call, call["name"].as_str()) {
+            tool_call = Some(ToolCall {
+                id: format!("call_{name}"),
+                name: name.to_owned(),
+                arguments: match &call["arguments"] {
+                    Value::Null => json!({}),
+                    other => other.clone(),
+                },
+            });
+        }
         Ok(v["done"].as_bool().unwrap_or(false))
     })
     .await?;
     if !done {
         return Err(LlmError::Truncated);
     }
-    Ok(out)
+    Ok(Reply {
+        text: out,
+        tool_call,
+    })
+}
+
+/// A message as Ollama takes it: tool-call arguments as objects.
+fn wire_message(m: &ChatMessage) -> Value {
+    let mut v = json!({"role": m.role, "content": m.content});
+    if let Some(calls) = m.tool_calls.as_ref().and_then(Value::as_array) {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                let args = &c["function"]["arguments"];
+                let args = args
+                    .as_str()
+                    .and_then(|raw| serde_json::from_str(raw).ok())
+                    .unwrap_or_else(|| args.clone());
+                json!({"function": {"name": c["function"]["name"], "arguments": args}})
+            })
+            .collect();
+        v["tool_calls"] = Value::Array(calls);
+    }
+    v
 }
 
 /// `POST /api/show`: `model_info["<arch>.context_length"]`.

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::{
     for_each_line, names, send_json, status_error, ChatMessage, ChatOptions, LlmClient, LlmError,
+    Reply, ToolCall,
 };
 
 pub(super) async fn chat(
@@ -12,7 +13,7 @@ pub(super) async fn chat(
     messages: &[ChatMessage],
     opts: &ChatOptions,
     on_delta: &(dyn Fn(&str) + Send + Sync),
-) -> Result<String, LlmError> {
+) -> Result<Reply, LlmError> {
     let cfg = client.config();
     let mut body = json!({
         "model": cfg.model,
@@ -27,6 +28,10 @@ pub(super) async fn chat(
             "json_schema": { "name": "reply", "strict": true, "schema": schema },
         });
     }
+    if let Some(tools) = &opts.tools {
+        body["tools"] = tools.clone();
+        body["tool_choice"] = json!("auto");
+    }
     let resp = client
         .request(reqwest::Method::POST, "chat/completions")
         .json(&body)
@@ -40,14 +45,32 @@ pub(super) async fn chat(
         let text = resp.text().await.map_err(|e| client.send_error(e))?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(&text))))?;
-        return v["choices"][0]["message"]["content"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                LlmError::BadReply(format!("no choices[0].message.content in {}", cap(&text)))
-            });
+        let message = &v["choices"][0]["message"];
+        let tool_call = message["tool_calls"][0]
+            .is_object()
+            .then(|| {
+                let mut call = PartialCall::default();
+                call.add(&message["tool_calls"][0]);
+                call.finish()
+            })
+            .flatten();
+        return match (message["content"].as_str(), tool_call) {
+            (text, Some(call)) => Ok(Reply {
+                text: text.unwrap_or("").to_owned(),
+                tool_call: Some(call),
+            }),
+            (Some(text), None) => Ok(Reply {
+                text: text.to_owned(),
+                tool_call: None,
+            }),
+            (None, None) => Err(LlmError::BadReply(format!(
+                "no choices[0].message.content in {}",
+                cap(&text)
+            ))),
+        };
     }
     let mut out = String::new();
+    let mut call = PartialCall::default();
     let mut finished = false;
     let done = for_each_line(resp, client, |line| {
         let Some(data) = line.strip_prefix("data:") else {
@@ -66,6 +89,13 @@ pub(super) async fn chat(
             on_delta(delta);
             out.push_str(delta);
         }
+        // Only the first call is used: one tool call per step.
+        if let Some(first) = v["choices"][0]["delta"]["tool_calls"]
+            .as_array()
+            .and_then(|calls| calls.iter().find(|c| c["index"].as_u64().unwrap_or(0) == 0))
+        {
+            call.add(first);
+        }
         if v["choices"][0]["finish_reason"].is_string() {
             finished = true;
         }
@@ -75,7 +105,53 @@ pub(super) async fn chat(
     if !done && !finished {
         return Err(LlmError::Truncated);
     }
-    Ok(out)
+    Ok(Reply {
+        text: out,
+        tool_call: call.finish(),
+    })
+}
+
+/// A tool call as its pieces stream in: the name once, the arguments as
+/// text in fragments.
+#[derive(Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+impl PartialCall {
+    fn add(&mut self, piece: &Value) {
+        if let Some(id) = piece["id"].as_str() {
+            self.id = Some(id.to_owned());
+        }
+        if let Some(name) = piece["function"]["name"].as_str() {
+            self.name.push_str(name);
+        }
+        match &piece["function"]["arguments"] {
+            Value::String(fragment) => self.arguments.push_str(fragment),
+            Value::Null => {}
+            // Some servers send the arguments as an object.
+            other => self.arguments.push_str(&other.to_string()),
+        }
+    }
+
+    fn finish(self) -> Option<ToolCall> {
+        if self.name.is_empty() {
+            return None;
+        }
+        let raw = self.arguments.trim();
+        let arguments = if raw.is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+        };
+        Some(ToolCall {
+            id: self.id.unwrap_or_else(|| "call_0".to_owned()),
+            name: self.name,
+            arguments,
+        })
+    }
 }
 
 pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {

@@ -157,6 +157,26 @@ h.test(":checkhealth chimera reports the library, database and LLM", function()
   h.truthy(text:find("chimera.db", 1, true), text)
   h.truthy(text:find("answers and serves model", 1, true), text)
   h.truthy(not text:find("ERROR", 1, true), text)
+  h.truthy(text:find("no MCP servers configured", 1, true), text)
+end)
+
+h.test(":checkhealth chimera says which MCP servers and searches agents can use", function()
+  h.project({ ["a.py"] = "x = 1\n" })
+  h.setup("http://127.0.0.1:9", {
+    tools = { web_search_url = "http://127.0.0.1:8888" },
+    mcp = { servers = {
+      ok = { command = { "python3", "srv.py" } },
+      unused = { url = "http://127.0.0.1:8000/mcp" },
+      gone = { command = { "chimera-no-such-mcp-server" } },
+    } },
+    capabilities = { mcp = { "ok.*", "gone.x" } },
+  })
+  vim.cmd("checkhealth chimera")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  h.truthy(text:find("MCP server ok (python3 srv.py), tools allowed: ok.*", 1, true), text)
+  h.truthy(text:find("MCP server unused (http://127.0.0.1:8000/mcp): no capabilities.mcp pattern", 1, true), text)
+  h.truthy(text:find("`chimera-no-such-mcp-server` is not an executable", 1, true), text)
+  h.truthy(text:find("127.0.0.1 is not in capabilities.hosts", 1, true), text)
 end)
 
 h.finish()

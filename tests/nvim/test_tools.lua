@@ -3,6 +3,9 @@
 local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
 local chimera = require("chimera")
 
+-- Resolved before any test changes the current directory.
+local MCP_SERVER = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/mcp_server.py"
+
 local APP = "def parse_config(path):\n    return {}\n"
 local NEW = "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n"
 
@@ -13,7 +16,7 @@ h.test(":Chimera task --tools reaches a proposal through tool calls", function()
     { text = "```json\n" .. vim.json.encode({ tool = "write_file", args = { path = "app.py", content = NEW } }) .. "\n```" },
     { text = vim.json.encode({ tool = "submit_result", args = { summary = "docstring", changed_files = { "app.py" } } }) },
   })
-  h.setup(url)
+  h.setup(url, { agents = { tool_calls = "text" } })
   vim.cmd.edit("app.py")
   vim.cmd("Chimera task --tools add a docstring to parse_config")
   local id = chimera.agents()[1].id
@@ -27,6 +30,52 @@ h.test(":Chimera task --tools reaches a proposal through tool calls", function()
     return vim.api.nvim_buf_get_lines(0, 1, 2, false)[1] == '    """Parse the config."""'
   end)
   h.truthy((h.read(log) or ""):find("response_format", 1, true), "constrained JSON was asked for")
+end)
+
+h.test("bad MCP server options are refused with the reason", function()
+  local cases = {
+    { { s = { command = "python3 srv.py" } }, "non-empty list of strings" },
+    { { s = {} }, "set either `command`" },
+    { { s = { command = { "x" }, url = "http://h" } }, "set either `command`" },
+    { { s = { url = "ftp://h" } }, "http:// or https://" },
+    { { ["a.b"] = { url = "http://h" } }, "letters, digits" },
+    { { s = { url = "http://h", headers = {} } }, "unknown key `headers`" },
+    { { s = { command = { "x" }, env = { A = 1 } } }, "map names to strings" },
+  }
+  for _, case in ipairs(cases) do
+    local ok, err = require("chimera.config").resolve({ mcp = { servers = case[1] } })
+    h.eq(ok, nil, vim.inspect(case[1]))
+    h.truthy(err:find(case[2], 1, true), err)
+  end
+end)
+
+h.test("an MCP tool configured in setup() is called by a tool-mode agent", function()
+  local root = h.project({ ["app.py"] = APP })
+  local marker = root .. "/../mcp-marker-" .. vim.fn.getpid()
+  local url, log = h.fake_llm({
+    { text = vim.json.encode({ tool = "t.write_marker", args = { path = marker } }) },
+    { text = vim.json.encode({ tool = "write_file", args = { path = "app.py", content = NEW } }) },
+    { text = vim.json.encode({ tool = "submit_result", args = { summary = "used mcp", changed_files = { "app.py" } } }) },
+  })
+  h.setup(url, {
+    agents = { tool_calls = "text" },
+    mcp = { servers = { t = { command = { "python3", MCP_SERVER }, env = {} } } },
+    capabilities = { mcp = { "t.write_marker" } },
+  })
+  local id = chimera.spawn("add a docstring", { mode = "tools" })
+  h.eq(chimera.wait(id, 20000), "completed", "state: " .. tostring(chimera.agent(id).error))
+  h.eq(vim.fn.filereadable(marker), 1, "the MCP tool ran")
+  os.remove(marker)
+  local effects
+  chimera.effects({ kind = "mcp" }, function(e)
+    effects = e
+  end)
+  h.wait_for("the effects", function()
+    return effects ~= nil
+  end)
+  h.eq(#effects, 1, "one MCP effect")
+  h.truthy(effects[1].input:find("t.write_marker", 1, true), effects[1].input)
+  h.truthy((h.read(log) or ""):find("t.write_marker(path: string)", 1, true), "offered to the model")
 end)
 
 h.finish()
