@@ -68,6 +68,17 @@ pub enum ToCore {
     },
     /// The human says `message` to the agent of node `node_id`.
     NodeChat { node_id: String, message: String },
+    /// The human says `message` in the free chat; agent `id` takes the turn.
+    Chat {
+        id: String,
+        message: String,
+        file: Option<String>,
+        cursor_line: Option<usize>,
+    },
+    /// Send the free chat's conversation ([`ToEditor::ChatHistory`]).
+    ChatHistory,
+    /// Forget the free chat's conversation.
+    ChatClear,
     /// Send the stored Remora events of node `node_id` (its conversation).
     NodeHistory { node_id: String },
     /// Stop everything; Neovim is quitting.
@@ -143,6 +154,14 @@ pub enum ToEditor {
     },
     /// Answer to [`ToCore::Effects`].
     Effects { effects: Vec<crate::store::Effect> },
+    /// A new entry of the free chat.
+    ChatEntry { entry: crate::store::ChatEntry },
+    /// A piece of a chat turn's reply as it streams.
+    ChatDelta { agent_id: String, text: String },
+    /// The free chat's whole conversation.
+    ChatHistory {
+        entries: Vec<crate::store::ChatEntry>,
+    },
     /// A Remora event was logged.
     RemoraEvent {
         record: crate::remora::events::EventRecord,

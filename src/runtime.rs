@@ -21,6 +21,7 @@ use crate::paths::ProjectPath;
 use crate::store::{now_ms, AgentRecord, AgentState, Store};
 use crate::sync::{self, OpenBuffers};
 
+mod chat;
 mod history;
 mod nodes;
 pub mod remora;
@@ -416,6 +417,7 @@ async fn main_loop(
                     node: None,
                     mode,
                     capabilities,
+                    chat: None,
                 },
             ),
             ToCore::Accept { id, buffers, hunk } => {
@@ -506,6 +508,14 @@ async fn main_loop(
             },
             ToCore::Fork { id, snapshot, task } => history::fork(&core, id, &snapshot, task),
             ToCore::NodeChat { node_id, message } => nodes::chat(&core, &node_id, message),
+            ToCore::Chat {
+                id,
+                message,
+                file,
+                cursor_line,
+            } => chat::send(&core, id, message, file, cursor_line),
+            ToCore::ChatHistory => chat::history(&core),
+            ToCore::ChatClear => chat::clear(&core),
             ToCore::NodeHistory { node_id } => {
                 let c = core.clone();
                 tokio::task::spawn_blocking(move || {

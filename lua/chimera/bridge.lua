@@ -137,6 +137,18 @@ function handlers.effects(msg)
   require("chimera.history").effects_arrived(msg)
 end
 
+function handlers.chat_entry(msg)
+  require("chimera.chat").entry_arrived(msg)
+end
+
+function handlers.chat_delta(msg)
+  require("chimera.chat").delta_arrived(msg)
+end
+
+function handlers.chat_history(msg)
+  require("chimera.chat").history_arrived(msg)
+end
+
 function handlers.remora_event(msg)
   require("chimera.remora").event(msg)
 end

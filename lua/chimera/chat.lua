@@ -1,12 +1,57 @@
 --- `:Chimera chat`: a chat buffer with the node at the cursor (its
---- conversation is the node's event log, so it survives restarts), or with
---- a free agent when the cursor is in no node.
+--- conversation is the node's event log, so it survives restarts), or the
+--- free chat when the cursor is in no node: each message is a tool-mode
+--- agent turn that sees the conversation so far; replies stream in, tool
+--- calls and their results are shown folded, changes arrive as proposals,
+--- and the conversation is kept in the project's database.
 local remora = require("chimera.remora")
 
 local M = {}
 
 local buffers = {} -- node id (or "free") -> bufnr
-local free_log = {} -- lines of the free agent's conversation (this session)
+local free_entries = {} -- the free conversation, as the core stored it
+local streaming = {} -- agent id -> the text of its current step so far
+
+--- Tool results are folded: their lines start with this.
+local RESULT = "  │ "
+
+function M.foldexpr(lnum)
+  return vim.startswith(vim.fn.getline(lnum), RESULT) and "1" or "0"
+end
+
+--- The lines of one free-chat entry.
+local function entry_lines(e)
+  local lines = {}
+  local text = vim.split(e.content, "\n", { plain = true })
+  if e.role == "user" then
+    table.insert(lines, "")
+    table.insert(lines, "You: " .. text[1])
+    vim.list_extend(lines, vim.list_slice(text, 2))
+  elseif e.role == "assistant" then
+    table.insert(lines, "Agent: " .. text[1])
+    vim.list_extend(lines, vim.list_slice(text, 2))
+  elseif e.role == "tool" then
+    -- `call JSON` then the result.
+    local ok, call = pcall(vim.json.decode, text[1])
+    local label = ok and type(call) == "table" and call.tool
+        and ("▸ %s %s"):format(call.tool, vim.json.encode(call.args or {}))
+      or ("▸ " .. text[1])
+    local result = table.concat(vim.list_slice(text, 2), "\n")
+    local rok, decoded = pcall(vim.json.decode, result)
+    if rok and type(decoded) == "table" then
+      label = label .. (decoded.ok and "  ✓" or "  ✗")
+      local body = decoded.ok and decoded.result or decoded.error
+      result = type(body) == "string" and body or vim.inspect(body)
+    end
+    table.insert(lines, label)
+    for _, l in ipairs(vim.split(result, "\n", { plain = true })) do
+      table.insert(lines, RESULT .. l)
+    end
+  else
+    table.insert(lines, "-- " .. text[1])
+  end
+  return lines
+end
 
 local function chimera()
   return require("chimera")
@@ -18,8 +63,15 @@ local function render(buf, node_id)
   end
   local lines = {}
   if node_id == "free" then
-    table.insert(lines, "# Chat with a free agent (no node at the cursor)")
-    vim.list_extend(lines, free_log)
+    table.insert(lines, "# Chat with a tool-mode agent (kept in .chimera/chimera.db; :Chimera chat --clear forgets it)")
+    for _, e in ipairs(free_entries) do
+      vim.list_extend(lines, entry_lines(e))
+    end
+    for id, text in pairs(streaming) do
+      local parts = vim.split(text, "\n", { plain = true })
+      table.insert(lines, ("Agent %s …: %s"):format(id, parts[1]))
+      vim.list_extend(lines, vim.list_slice(parts, 2))
+    end
   else
     local n = remora.node(node_id)
     table.insert(
@@ -60,34 +112,53 @@ remora.on_change("chat", function(node_id)
   end
 end)
 
---- Sends `message` in the chat of `node_id` ("free": a new free agent).
+local function render_free()
+  if buffers.free then
+    render(buffers.free, "free")
+  end
+end
+
+-- Messages from the core about the free chat.
+
+function M.entry_arrived(msg)
+  local e = msg.entry
+  table.insert(free_entries, e)
+  if e.role ~= "user" and e.agent_id then
+    streaming[e.agent_id] = nil
+  end
+  render_free()
+end
+
+function M.delta_arrived(msg)
+  streaming[msg.agent_id] = (streaming[msg.agent_id] or "") .. msg.text
+  render_free()
+end
+
+function M.history_arrived(msg)
+  free_entries = msg.entries
+  render_free()
+end
+
+--- The free conversation as the core last sent it.
+function M.entries()
+  return free_entries
+end
+
+--- Forgets the free conversation.
+function M.clear()
+  chimera().start()
+  streaming = {}
+  require("chimera.loader").require().chat_clear()
+end
+
+--- Sends `message` in the chat of `node_id` ("free": a new turn of the
+--- free chat). Returns the free turn's agent id.
 function M.send(node_id, message)
   if not message or vim.trim(message) == "" then
     return
   end
   if node_id == "free" then
-    local id = chimera().spawn(message)
-    table.insert(free_log, "You: " .. message)
-    table.insert(free_log, ("agent %s started"):format(id))
-    local buf = buffers.free
-    vim.api.nvim_create_autocmd("User", {
-      pattern = "ChimeraAgentState",
-      callback = function(ev)
-        if ev.data.id ~= id or ev.data.state == "queued" or ev.data.state == "running" then
-          return
-        end
-        local a = chimera().agent(id) or {}
-        table.insert(free_log, ("agent %s %s: %s"):format(id, a.state, a.summary or a.error or ""))
-        if buf then
-          render(buf, "free")
-        end
-        return a.state ~= "completed"
-      end,
-    })
-    if buf then
-      render(buf, "free")
-    end
-    return
+    return chimera().chat(message)
   end
   remora.chat(node_id, message)
 end
@@ -99,10 +170,11 @@ local function prompt(node_id)
   end)
 end
 
---- Opens the chat with the node at the cursor; with `message`, sends it too.
-function M.open(message)
+--- Opens the chat with the node at the cursor (with `opts.free`, or
+--- outside any node: the free chat); with `message`, sends it too.
+function M.open(message, opts)
   chimera().start()
-  local n = remora.node_at_cursor()
+  local n = not (opts and opts.free) and remora.node_at_cursor() or nil
   local node_id = n and n.id or "free"
   local buf = buffers[node_id]
   if not (buf and vim.api.nvim_buf_is_valid(buf)) then
@@ -126,12 +198,20 @@ function M.open(message)
   end
   if node_id ~= "free" then
     remora.request_history(node_id)
+  else
+    require("chimera.loader").require().chat_history()
   end
   render(buf, node_id)
   if #vim.fn.win_findbuf(buf) == 0 then
     vim.cmd("botright split")
     vim.api.nvim_win_set_buf(0, buf)
     vim.api.nvim_win_set_height(0, 12)
+    if node_id == "free" then
+      local win = vim.api.nvim_get_current_win()
+      vim.wo[win][0].foldmethod = "expr"
+      vim.wo[win][0].foldexpr = "v:lua.require'chimera.chat'.foldexpr(v:lnum)"
+      vim.wo[win][0].foldlevel = 0
+    end
   end
   if message and vim.trim(message) ~= "" then
     M.send(node_id, message)

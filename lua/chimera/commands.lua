@@ -213,9 +213,20 @@ M.subcommands = {
     end,
   },
   chat = {
-    desc = "chat with the Remora node at the cursor (or a free agent): :Chimera chat [message]",
+    desc = "chat with the Remora node at the cursor, else the free chat: :Chimera chat [--free] [--clear] [message]",
+    complete = function()
+      return { "--free", "--clear" }
+    end,
     run = function(args)
-      require("chimera.chat").open(#args > 0 and table.concat(args, " ") or nil)
+      local chat = require("chimera.chat")
+      local free = false
+      while args[1] == "--free" or args[1] == "--clear" do
+        if table.remove(args, 1) == "--clear" then
+          chat.clear()
+        end
+        free = true
+      end
+      chat.open(#args > 0 and table.concat(args, " ") or nil, { free = free })
     end,
   },
   panel = {

@@ -117,12 +117,9 @@ end
 --- `opts.file` the file it concerns (default: the current buffer's, with
 --- the cursor's line as `opts.cursor_line`, 0-based).
 --- Returns the agent id at once; the agent works in the background.
-function M.spawn(task, opts)
-  opts = opts or {}
-  if type(task) ~= "string" or vim.trim(task) == "" then
-    error("chimera.spawn: give the task as a non-empty string, e.g. spawn('add a docstring to parse_config')", 2)
-  end
-  M.start()
+--- The file a task concerns (`opts.file`, else the current buffer's) and
+--- the cursor's line (0-based) in it.
+local function task_target(opts)
   local file, cursor_line = opts.file, opts.cursor_line
   if file == nil then
     local name = vim.api.nvim_buf_get_name(0)
@@ -135,9 +132,40 @@ function M.spawn(task, opts)
     file = vim.fn.fnamemodify(file, ":p")
     file = vim.uv.fs_realpath(file) or file
   end
+  return file, cursor_line
+end
+
+function M.spawn(task, opts)
+  opts = opts or {}
+  if type(task) ~= "string" or vim.trim(task) == "" then
+    error("chimera.spawn: give the task as a non-empty string, e.g. spawn('add a docstring to parse_config')", 2)
+  end
+  M.start()
+  local file, cursor_line = task_target(opts)
   local id = queued_agent(task, opts.context)
   require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line, opts.mode, opts.capabilities)
   return id
+end
+
+--- Says `message` in the free chat (see :help :Chimera-chat): a tool-mode
+--- agent takes the turn with the conversation so far. `opts.file` as for
+--- spawn(). Returns the turn's agent id.
+function M.chat(message, opts)
+  opts = opts or {}
+  if type(message) ~= "string" or vim.trim(message) == "" then
+    error("chimera.chat: give the message as a non-empty string", 2)
+  end
+  M.start()
+  local file, cursor_line = task_target(opts)
+  local id = queued_agent(message)
+  require("chimera.loader").require().chat(id, message, file, cursor_line)
+  return id
+end
+
+--- The free chat's conversation (entries with seq, role, content,
+--- agent_id, created_at), as last received from the core.
+function M.chat_entries()
+  return require("chimera.chat").entries()
 end
 
 --- Snapshots, rollback, effects and forks (see :help chimera-history).

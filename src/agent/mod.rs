@@ -98,6 +98,8 @@ pub struct Job {
     pub mode: Option<crate::config::AgentMode>,
     /// A capabilities preset; `None`: `capabilities.preset`.
     pub capabilities: Option<String>,
+    /// A turn of the free chat (tool mode): the conversation so far.
+    pub chat: Option<tools::ChatTurn>,
 }
 
 impl From<crate::store::AgentRecord> for Job {
@@ -113,6 +115,9 @@ impl From<crate::store::AgentRecord> for Job {
             node: None,
             mode: rec.mode,
             capabilities: rec.capabilities,
+            // The conversation is not part of the record: a turn run again
+            // after a restart is a plain tool-mode task.
+            chat: None,
         }
     }
 }
@@ -139,14 +144,16 @@ pub(crate) async fn logged_chat(
     opts: &ChatOptions,
     cancel: &CancellationToken,
 ) -> Result<String, LlmError> {
-    let reply = logged_reply(store, agent, label, llm, messages, opts, cancel).await?;
+    let reply = logged_reply(store, agent, label, llm, messages, opts, cancel, &|_| {}).await?;
     Ok(match reply.tool_call {
         Some(call) => call.as_text(),
         None => reply.text,
     })
 }
 
-/// [`logged_chat`], keeping a native tool call apart.
+/// [`logged_chat`], keeping a native tool call apart; `on_delta` sees the
+/// reply as it streams.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn logged_reply(
     store: &Store,
     agent: &str,
@@ -155,9 +162,10 @@ pub(crate) async fn logged_reply(
     messages: &[ChatMessage],
     opts: &ChatOptions,
     cancel: &CancellationToken,
+    on_delta: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<crate::llm::Reply, LlmError> {
     let started = std::time::Instant::now();
-    let reply = llm.chat_reply(messages, opts, cancel, &|_| {}).await;
+    let reply = llm.chat_reply(messages, opts, cancel, on_delta).await;
     let output = match &reply {
         Ok(r) => match &r.tool_call {
             Some(call) => format!("{}{}", r.text, call.as_text()),

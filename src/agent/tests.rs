@@ -55,6 +55,7 @@ fn job() -> Job {
         node: None,
         mode: None,
         capabilities: None,
+        chat: None,
     }
 }
 

@@ -22,6 +22,27 @@ use crate::llm::{ChatMessage, ChatOptions, LlmClient};
 use crate::sandbox::{self, Host, Value};
 use crate::store::Store;
 
+/// A turn of the free chat (seed 002's REPL): the conversation so far, and
+/// where the turn's streamed text, tool steps and reply go as they happen.
+#[derive(Debug, Clone)]
+pub struct ChatTurn {
+    /// Earlier turns, oldest first, as the model sees them.
+    pub history: Vec<ChatMessage>,
+    pub events: tokio::sync::mpsc::UnboundedSender<ChatEvent>,
+}
+
+/// What a chat turn shows while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatEvent {
+    /// A piece of the model's reply as it streams (a step starts afresh
+    /// after each [`ChatEvent::Step`]).
+    Delta(String),
+    /// A tool call (in the text protocol's form) and its result.
+    Step { call: String, result: String },
+    /// The turn's answer to the human.
+    Reply(String),
+}
+
 /// One tool: its name, what it does, and its arguments as a JSON schema.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
@@ -125,6 +146,18 @@ pub fn registry() -> Vec<ToolSpec> {
         ),
     ]
 }
+
+fn reply_spec() -> ToolSpec {
+    spec(
+        "reply",
+        "Answer the human in the chat and end your turn (no file change needed).",
+        &[("text", "string", "your answer")],
+    )
+}
+
+const CHAT_PROMPT: &str = "\n\nYou are chatting with the human about their project. \
+    To answer, call reply(text). To change files, write them, then call submit_result: \
+    your changes become a proposal the human reviews.";
 
 fn web_search_spec() -> ToolSpec {
     spec(
@@ -380,6 +413,17 @@ async fn on_host<R: Send + 'static>(
     .map_err(|e| AgentError::Internal(format!("tool task: {e}")))
 }
 
+/// The files of `agent`'s overlay that differ from their base (a file
+/// written back as it was is no change).
+fn changed_files(store: &Store, agent: &str) -> Result<Vec<String>, AgentError> {
+    Ok(store
+        .overlay_entries(agent)?
+        .into_iter()
+        .filter(|(_, e)| e.hash != e.base_hash)
+        .map(|(p, _)| p)
+        .collect())
+}
+
 /// Whether tool calls go through the provider's native tool calling.
 async fn use_native(config: &Config, llm: &LlmClient) -> bool {
     match config.agents.tool_calls {
@@ -400,7 +444,10 @@ pub async fn run(
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> Result<Done, AgentError> {
     let caps = super::capabilities(config, job)?;
-    let (tools, mcp_tools) = offered(services, &caps, cancel, progress).await;
+    let (mut tools, mcp_tools) = offered(services, &caps, cancel, progress).await;
+    if job.chat.is_some() {
+        tools.push(reply_spec());
+    }
     let native = use_native(config, llm).await;
     let mut task = job.task.clone();
     if let Some(file) = &job.file {
@@ -415,10 +462,14 @@ pub async fn run(
             f.feedback, f.attempt
         ));
     }
-    let mut messages = vec![
-        ChatMessage::system(system_prompt(&tools, native)),
-        ChatMessage::user(task),
-    ];
+    let mut system = system_prompt(&tools, native);
+    let mut messages = Vec::new();
+    if let Some(chat) = &job.chat {
+        system.push_str(CHAT_PROMPT);
+        messages.extend(chat.history.iter().cloned());
+    }
+    messages.insert(0, ChatMessage::system(system));
+    messages.push(ChatMessage::user(task));
     let mut opts = if native {
         ChatOptions {
             tools: Some(native_tools(&tools)),
@@ -467,9 +518,17 @@ pub async fn run(
             config.llm.provider_name(),
             config.llm.model
         );
-        let reply = super::logged_reply(&store, &job.id, &label, llm, &messages, &opts, cancel)
-            .await
-            .map_err(super::llm_error)?;
+        let show = |e: ChatEvent| {
+            if let Some(chat) = &job.chat {
+                let _ = chat.events.send(e);
+            }
+        };
+        let on_delta = |piece: &str| show(ChatEvent::Delta(piece.to_owned()));
+        let reply = super::logged_reply(
+            &store, &job.id, &label, llm, &messages, &opts, cancel, &on_delta,
+        )
+        .await
+        .map_err(super::llm_error)?;
         // A native call is answered by a `tool` message with its ID.
         let (call, answer_id) = match reply.tool_call {
             Some(native_call) => {
@@ -498,6 +557,23 @@ pub async fn run(
                 json!({"tool": tool, "args": args}).to_string(),
             )
         });
+        if let (Some(_), Ok((tool, args))) = (&job.chat, &call) {
+            if tool == "reply" {
+                let text = args
+                    .get("text")
+                    .map(|t| t.as_str().map_or_else(|| t.to_string(), str::to_owned))
+                    .unwrap_or_default();
+                show(ChatEvent::Reply(text.clone()));
+                // Files written without submit_result still become a proposal.
+                let changed = changed_files(&store, &job.id)?;
+                return Ok(Done {
+                    summary: text,
+                    changed_files: changed,
+                    rounds: step as u32,
+                    form: "chat",
+                });
+            }
+        }
         let result = match call {
             Err(problem) => Err(problem),
             Ok((tool, _)) if !tools.iter().any(|t| t.name == tool) => Err(format!(
@@ -530,13 +606,7 @@ pub async fn run(
             return Err(AgentError::Cancelled);
         }
         if let Some((summary, _)) = host.submitted.take() {
-            // Files written back as they were are no change.
-            let changed: Vec<String> = store
-                .overlay_entries(&job.id)?
-                .into_iter()
-                .filter(|(_, e)| e.hash != e.base_hash)
-                .map(|(p, _)| p)
-                .collect();
+            let changed = changed_files(&store, &job.id)?;
             if changed.is_empty() && host.messages_sent.is_empty() {
                 messages.push(answer(result_message(Err(
                     "submit_result: no file is changed yet; write the changed file with write_file first (its whole new content)".into(),
@@ -559,6 +629,7 @@ pub async fn run(
                 messages.push(answer(result_message(Err(problem))));
                 continue;
             }
+            show(ChatEvent::Reply(summary.clone()));
             return Ok(Done {
                 summary,
                 changed_files: changed,
@@ -567,6 +638,12 @@ pub async fn run(
             });
         }
         let mut text = result_message(result);
+        if let Some((_, canonical)) = &called {
+            show(ChatEvent::Step {
+                call: canonical.clone(),
+                result: text.clone(),
+            });
+        }
         if let Some((tool, canonical)) = called {
             let repeated = calls_made.contains(&canonical);
             calls_made.push(canonical);

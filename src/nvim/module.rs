@@ -228,6 +228,32 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "chat",
+        lua.create_function(
+            |_, (id, message, file, cursor_line): (String, String, Option<String>, Option<usize>)| {
+                if message.trim().is_empty() {
+                    return Err(mlua::Error::external(
+                        "Chimera: the message is empty; say what the agent should do",
+                    ));
+                }
+                send(ToCore::Chat {
+                    id,
+                    message,
+                    file,
+                    cursor_line,
+                })
+            },
+        )?,
+    )?;
+    t.set(
+        "chat_history",
+        lua.create_function(|_, ()| send(ToCore::ChatHistory))?,
+    )?;
+    t.set(
+        "chat_clear",
+        lua.create_function(|_, ()| send(ToCore::ChatClear))?,
+    )?;
+    t.set(
         "node_history",
         lua.create_function(|_, node_id: String| send(ToCore::NodeHistory { node_id }))?,
     )?;

@@ -146,6 +146,7 @@ pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
                     node: None,
                     mode: None,
                     capabilities: None,
+                    chat: None,
                 },
             );
         }

@@ -210,6 +210,7 @@ pub(super) fn spawn_node_agent(
             node: Some(job_node),
             mode: None,
             capabilities: None,
+            chat: None,
         },
     );
     Ok(id)

@@ -753,3 +753,123 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     assert!(added.iter().any(|l| l.contains("forked")), "{added:?}");
     core.shutdown(Duration::from_secs(2));
 }
+
+fn text_call(tool: &str, args: serde_json::Value) -> Reply {
+    Reply::OpenaiStream(serde_json::json!({"tool": tool, "args": args}).to_string())
+}
+
+fn chat(id: &str, message: &str) -> ToCore {
+    ToCore::Chat {
+        id: id.into(),
+        message: message.into(),
+        file: None,
+        cursor_line: None,
+    }
+}
+
+/// The chat entries sent to the editor until `agent`'s entry with `role`.
+fn chat_until(
+    rx: &mut mpsc::UnboundedReceiver<ToEditor>,
+    rt: &tokio::runtime::Runtime,
+    agent: &str,
+    role: &str,
+) -> (Vec<crate::store::ChatEntry>, String) {
+    let mut entries = Vec::new();
+    let mut streamed = String::new();
+    loop {
+        match wait_for(rx, rt, |m| match m {
+            ToEditor::ChatEntry { .. } | ToEditor::ChatDelta { .. } => Some(m.clone()),
+            _ => None,
+        }) {
+            ToEditor::ChatDelta { agent_id, text } if agent_id == agent => streamed.push_str(&text),
+            ToEditor::ChatEntry { entry } => {
+                let done = entry.agent_id.as_deref() == Some(agent) && entry.role == role;
+                entries.push(entry);
+                if done {
+                    return (entries, streamed);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start_with_window(
+        vec![
+            text_call("read_file", serde_json::json!({"path": "app.py"})),
+            text_call("reply", serde_json::json!({"text": "It returns an empty dict."})),
+            text_call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": "def parse_config(path):\n    \"\"\"Parse.\"\"\"\n    return {}\n"}),
+            ),
+            text_call(
+                "submit_result",
+                serde_json::json!({"summary": "Added a docstring", "changed_files": ["app.py"]}),
+            ),
+        ],
+        Some(8192),
+    ));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    core.send(chat("c1", "what does parse_config return?"))
+        .unwrap();
+    let (entries, streamed) = chat_until(&mut rx, &rt, "c1", "assistant");
+    let roles: Vec<&str> = entries.iter().map(|e| e.role.as_str()).collect();
+    assert_eq!(roles, ["user", "tool", "assistant"]);
+    assert!(entries[1]
+        .content
+        .starts_with("{\"args\":{\"path\":\"app.py\"},\"tool\":\"read_file\"}"));
+    assert!(
+        entries[1].content.contains("def parse_config"),
+        "the result is kept"
+    );
+    assert_eq!(entries[2].content, "It returns an empty dict.");
+    assert!(
+        streamed.contains("\"tool\": \"reply\"") || streamed.contains("\"reply\""),
+        "{streamed}"
+    );
+    core.shutdown(Duration::from_secs(2));
+
+    // A new start: the conversation is still there and the model sees it.
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    core.send(ToCore::ChatHistory).unwrap();
+    let history = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::ChatHistory { entries } => Some(entries.clone()),
+        _ => None,
+    });
+    assert_eq!(history.len(), 3);
+    core.send(chat("c2", "add a docstring to it")).unwrap();
+    let (entries, _) = chat_until(&mut rx, &rt, "c2", "status");
+    let last = entries.last().unwrap();
+    assert!(
+        last.content.starts_with("Proposal c2: app.py"),
+        "{}",
+        last.content
+    );
+    let requests = server.requests.lock().unwrap().clone();
+    let second_turn = &requests[2];
+    assert!(
+        second_turn.contains("what does parse_config return?")
+            && second_turn.contains("It returns an empty dict."),
+        "{second_turn}"
+    );
+    assert!(second_turn.contains("reply(text: string)"));
+    // The change is a proposal: the file is untouched until accepted.
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        "def parse_config(path):\n    return {}\n"
+    );
+    core.send(ToCore::ChatClear).unwrap();
+    let history = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::ChatHistory { entries } => Some(entries.clone()),
+        _ => None,
+    });
+    assert!(history.is_empty());
+    core.shutdown(Duration::from_secs(2));
+}

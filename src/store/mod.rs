@@ -3,10 +3,12 @@
 //! per-agent overlays, agent records, proposals and an append-only event log.
 //! One database means an accept or a recovery is a single transaction.
 
+mod chat;
 mod history;
 mod remora;
 mod schema;
 
+pub use chat::ChatEntry;
 pub use history::{Effect, ManifestEntry, Snapshot};
 
 use std::path::{Path, PathBuf};

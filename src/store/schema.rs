@@ -148,6 +148,18 @@ CREATE TABLE IF NOT EXISTS node_agents (
     node_id        TEXT NOT NULL,
     correlation_id TEXT
 );
+-- The free chat (`:Chimera chat` outside a node): every message, tool
+-- step and reply, so the conversation survives restarts.
+CREATE TABLE IF NOT EXISTS chat_messages (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL,
+    -- user, assistant, tool (a call and its result) or status.
+    role         TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    agent_id     TEXT,
+    created_at   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chat_messages_conversation ON chat_messages(conversation, seq);
 -- Remora activation chains (seed §2c), kept while a chain is live.
 CREATE TABLE IF NOT EXISTS activation_chain (
     correlation_id TEXT NOT NULL,

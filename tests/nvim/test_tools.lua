@@ -32,6 +32,58 @@ h.test(":Chimera task --tools reaches a proposal through tool calls", function()
   h.truthy((h.read(log) or ""):find("response_format", 1, true), "constrained JSON was asked for")
 end)
 
+h.test(":Chimera chat --free: a tool-mode conversation with folded tool calls, kept across restarts", function()
+  h.project({ ["app.py"] = APP })
+  local url = h.fake_llm({
+    { text = vim.json.encode({ tool = "read_file", args = { path = "app.py" } }) },
+    { text = vim.json.encode({ tool = "reply", args = { text = "It returns an empty dict." } }) },
+    { text = vim.json.encode({ tool = "write_file", args = { path = "app.py", content = NEW } }) },
+    { text = vim.json.encode({ tool = "submit_result", args = { summary = "Added a docstring", changed_files = { "app.py" } } }) },
+  })
+  h.setup(url, { agents = { tool_calls = "text" } })
+  vim.cmd.edit("app.py")
+  local code_win = vim.api.nvim_get_current_win()
+  vim.cmd("Chimera chat --free what does parse_config return?")
+  local buf = vim.api.nvim_get_current_buf()
+  h.eq(vim.api.nvim_buf_get_name(buf):match("chimera://chat/free$") ~= nil, true, "the chat buffer")
+  local function text()
+    return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+  end
+  h.wait_for("the reply", function()
+    return text():find("Agent: It returns an empty dict.", 1, true) ~= nil
+  end)
+  local t = text()
+  h.truthy(t:find("You: what does parse_config return?", 1, true), t)
+  h.truthy(t:find('▸ read_file {"path":"app.py"}  ✓', 1, true), t)
+  -- The tool's result is there, folded.
+  local row = vim.fn.search("│ def parse_config", "n")
+  h.truthy(row > 0, t)
+  h.truthy(vim.fn.foldclosed(row) > 0, "the result is folded")
+  -- A change arrives as a proposal, not as an edit.
+  require("chimera.chat").send("free", "add a docstring to it")
+  h.wait_for("the proposal", function()
+    return text():find("-- Proposal ", 1, true) ~= nil
+  end)
+  h.truthy(text():find("Agent: Added a docstring", 1, true), text())
+  vim.api.nvim_set_current_win(code_win)
+  h.eq(vim.api.nvim_buf_get_lines(0, 0, -1, false)[2], "    return {}", "the buffer is untouched")
+  h.wait_for("the ghost text", function()
+    return #require("chimera.ghost").hunk_rows(vim.api.nvim_get_current_buf()) == 1
+  end)
+  -- After a restart the conversation is still there.
+  chimera.stop()
+  h.setup(url, { agents = { tool_calls = "text" } })
+  vim.cmd("Chimera chat --free")
+  h.wait_for("the history", function()
+    return #chimera.chat_entries() >= 6
+  end)
+  h.truthy(text():find("Agent: It returns an empty dict.", 1, true), text())
+  vim.cmd("Chimera chat --clear")
+  h.wait_for("a cleared chat", function()
+    return #chimera.chat_entries() == 0
+  end)
+end)
+
 h.test("bad MCP server options are refused with the reason", function()
   local cases = {
     { { s = { command = "python3 srv.py" } }, "non-empty list of strings" },

@@ -1,0 +1,115 @@
+//! The free chat (seed 002's REPL, `:Chimera chat` outside a node): each
+//! message the human sends is one tool-mode agent turn that sees the
+//! conversation so far. Its streamed text, tool steps and reply go to the
+//! editor as they happen and into the store, so the conversation survives
+//! restarts; file changes arrive as a normal proposal.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::{spawn_agent, Core};
+use crate::agent::tools::{ChatEvent, ChatTurn};
+use crate::agent::Job;
+use crate::config::AgentMode;
+use crate::llm::ChatMessage;
+use crate::messages::{Level, ToEditor};
+use crate::store::AgentState;
+
+/// The project's one free conversation.
+pub(super) const CONVERSATION: &str = "free";
+
+/// Earlier turns the model sees (the tool loop trims further to fit).
+const HISTORY_TURNS: usize = 20;
+
+/// Records and shows one entry of the conversation.
+fn append(core: &Core, role: &str, content: &str, agent: Option<&str>) {
+    match core.store.chat_append(CONVERSATION, role, content, agent) {
+        Ok(entry) => core.sink.send(ToEditor::ChatEntry { entry }),
+        Err(e) => core.notify(Level::Warn, format!("Chimera: cannot save the chat: {e}")),
+    }
+}
+
+/// The human says `message`: starts agent `id` on it with the
+/// conversation so far.
+pub(super) fn send(
+    core: &Arc<Core>,
+    id: String,
+    message: String,
+    file: Option<String>,
+    cursor_line: Option<usize>,
+) {
+    let history: Vec<ChatMessage> = core
+        .store
+        .chat_entries(CONVERSATION)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| match e.role.as_str() {
+            "user" => Some(ChatMessage::user(e.content)),
+            "assistant" => Some(ChatMessage::assistant(e.content)),
+            _ => None,
+        })
+        .collect();
+    let history = history[history.len().saturating_sub(HISTORY_TURNS)..].to_vec();
+    append(core, "user", &message, Some(&id));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let job = Job {
+        id: id.clone(),
+        task: message,
+        file,
+        cursor_line,
+        mode: Some(AgentMode::Tools),
+        chat: Some(ChatTurn {
+            history,
+            events: tx,
+        }),
+        ..Job::default()
+    };
+    let c = core.clone();
+    // Ends when the turn's job is dropped, after its state is final.
+    tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            match event {
+                ChatEvent::Delta(text) => c.sink.send(ToEditor::ChatDelta {
+                    agent_id: id.clone(),
+                    text,
+                }),
+                ChatEvent::Step { call, result } => {
+                    append(&c, "tool", &format!("{call}\n{result}"), Some(&id))
+                }
+                ChatEvent::Reply(text) => append(&c, "assistant", &text, Some(&id)),
+            }
+        }
+        let Ok(rec) = c.store.agent(&id) else { return };
+        let status = match rec.state {
+            AgentState::Completed if !rec.changed_files.is_empty() => format!(
+                "Proposal {id}: {} (<Leader>a / <Leader>r in the file, :Chimera diff {id})",
+                rec.changed_files.join(", ")
+            ),
+            AgentState::Failed => format!(
+                "Failed: {}",
+                rec.error.unwrap_or_else(|| "no reason given".into())
+            ),
+            AgentState::Cancelled => "Cancelled.".into(),
+            _ => return,
+        };
+        append(&c, "status", &status, Some(&id));
+    });
+    spawn_agent(core, job);
+}
+
+/// Sends the whole conversation ([`ToEditor::ChatHistory`]).
+pub(super) fn history(core: &Arc<Core>) {
+    match core.store.chat_entries(CONVERSATION) {
+        Ok(entries) => core.sink.send(ToEditor::ChatHistory { entries }),
+        Err(e) => core.notify(Level::Warn, format!("Chimera: cannot read the chat: {e}")),
+    }
+}
+
+/// Forgets the conversation.
+pub(super) fn clear(core: &Arc<Core>) {
+    if let Err(e) = core.store.chat_clear(CONVERSATION) {
+        core.notify(Level::Warn, format!("Chimera: cannot clear the chat: {e}"));
+    }
+    history(core);
+}
