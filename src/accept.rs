@@ -536,6 +536,34 @@ fn stage(
     }
 }
 
+/// `f` of every item, in order, on up to 8 threads when there are many:
+/// file-system syncs issued together are committed together.
+fn on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < 8 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return };
+                let r = f(item);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    // Every slot is filled: the threads ran to the end of `items`.
+    slots
+        .into_iter()
+        .filter_map(|s| s.into_inner().ok().flatten())
+        .collect()
+}
+
 /// Writes (or deletes) files so each is wholly old or wholly new even if
 /// the process dies midway: every new file is written to a temporary file
 /// and synced first, then all are renamed into place.
@@ -550,37 +578,7 @@ pub(crate) fn write_files(
         .iter()
         .filter_map(|(p, d, m)| d.as_ref().map(|d| (p, d, *m)))
         .collect();
-    let threads = if jobs.len() >= 8 { 8 } else { 1 };
-    let results: Vec<Staged> = if threads == 1 {
-        jobs.iter().map(|(p, d, m)| stage(root, p, d, *m)).collect()
-    } else {
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<std::sync::Mutex<Option<Staged>>> =
-            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((p, d, m)) = jobs.get(i) else { return };
-                    let r = stage(root, p, d, *m);
-                    if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(r);
-                    }
-                });
-            }
-        });
-        slots
-            .into_iter()
-            .map(|s| {
-                s.into_inner().ok().flatten().unwrap_or_else(|| {
-                    Err(AcceptError::Io {
-                        path: "(writer thread)".into(),
-                        source: std::io::Error::other("a writer thread stopped"),
-                    })
-                })
-            })
-            .collect()
-    };
+    let results: Vec<Staged> = on_threads(&jobs, |(p, d, m)| stage(root, p, d, *m));
     let mut staged = Vec::new();
     let mut failed = None;
     for r in results {
@@ -605,12 +603,14 @@ pub(crate) fn write_files(
             dirs.insert(dir.to_path_buf());
         }
     }
-    // The renames are durable once their directories are synced, each once.
-    for dir in dirs {
-        if let Ok(d) = std::fs::File::open(&dir) {
+    // The renames are durable once their directories are synced, each
+    // once; syncs that wait together are committed together.
+    let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    on_threads(&dirs, |dir| {
+        if let Ok(d) = std::fs::File::open(dir) {
             let _ = d.sync_all();
         }
-    }
+    });
     for (path, data, _) in files {
         if data.is_none() {
             match std::fs::remove_file(root.join(path)) {
