@@ -58,6 +58,11 @@ if [ "${REAL_MODEL:-1}" = 1 ]; then
   DEMO_MODEL="${DEMO_MODEL:-0.5b}" scripts/real_model_runs.sh "${RUNS:-5}"
   echo "== real model: tool mode ('add a docstring to parse_config' with --tools), Qwen2.5-Coder 1.5B, 10 runs"
   DEMO_MODE=tools DEMO_MODEL=1.5b scripts/real_model_runs.sh 10 | tail -1
+  echo "== real model: the free chat (a question and a change request per round), Qwen2.5-Coder 0.5B and 1.5B, 5 rounds"
+  for m in 0.5b 1.5b; do
+    echo "-- $m"
+    CHAT_ROUNDS=5 DEMO_MODEL="$m" scripts/chat_real_model.sh | tail -1
+  done
   echo "== real model: Remora node chats (rewrite_self and message_node) with Qwen2.5-Coder 0.5B and 1.5B"
   for m in 0.5b 1.5b; do
     echo "-- $m"

@@ -11,6 +11,7 @@ local M = {}
 local buffers = {} -- node id (or "free") -> bufnr
 local free_entries = {} -- the free conversation, as the core stored it
 local streaming = {} -- agent id -> the text of its current step so far
+local human_file -- the file the human was in when they opened the chat
 
 --- Tool results are folded: their lines start with this.
 local RESULT = "  │ "
@@ -158,7 +159,12 @@ function M.send(node_id, message)
     return
   end
   if node_id == "free" then
-    return chimera().chat(message)
+    local opts = {}
+    if vim.bo.buftype ~= "" then
+      -- Typed in the chat buffer: the turn is about the file the human came from.
+      opts.file = human_file or false
+    end
+    return chimera().chat(message, opts)
   end
   remora.chat(node_id, message)
 end
@@ -174,6 +180,10 @@ end
 --- outside any node: the free chat); with `message`, sends it too.
 function M.open(message, opts)
   chimera().start()
+  local name = vim.api.nvim_buf_get_name(0)
+  if vim.bo.buftype == "" and name ~= "" then
+    human_file = name
+  end
   local n = not (opts and opts.free) and remora.node_at_cursor() or nil
   local node_id = n and n.id or "free"
   local buf = buffers[node_id]

@@ -121,6 +121,9 @@ end
 --- the cursor's line (0-based) in it.
 local function task_target(opts)
   local file, cursor_line = opts.file, opts.cursor_line
+  if file == false then
+    return nil, nil
+  end
   if file == nil then
     local name = vim.api.nvim_buf_get_name(0)
     if name ~= "" and vim.bo.buftype == "" then

@@ -888,3 +888,27 @@ async fn web_search_is_not_offered_without_an_endpoint_or_an_allowed_host() {
     let requests = server.requests.lock().unwrap().clone();
     assert!(!requests[0].contains("web_search("));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_whose_same_call_is_repeated_leaves_the_grammar() {
+    let read = || call("read_file", serde_json::json!({"path": "app.py"}));
+    let (r, _s, server) = run_tools(
+        vec![
+            read(),
+            read(),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            submit("done"),
+        ],
+        10,
+    )
+    .await;
+    assert!(r.is_ok());
+    let requests = server.requests.lock().unwrap().clone();
+    let offers_read = |i: usize| requests[i].contains("\"const\":\"read_file\"");
+    assert!(offers_read(0) && offers_read(1));
+    assert!(!offers_read(2), "read_file is gone after the repeat");
+    assert!(!offers_read(3));
+}

@@ -155,9 +155,33 @@ fn reply_spec() -> ToolSpec {
     )
 }
 
-const CHAT_PROMPT: &str = "\n\nYou are chatting with the human about their project. \
-    To answer, call reply(text). To change files, write them, then call submit_result: \
-    your changes become a proposal the human reviews.";
+/// What a chat turn is for, said first: small models follow the first
+/// rule they read.
+const CHAT_RULES: &str = "You are a coding assistant chatting with the human in their editor.\n\
+    - A question: answer it with reply(text). The file the human is in comes with their \
+    message; read other files only when you need them. Change nothing.\n\
+    - A change they ask for: call write_definitions(path, code) with the new version of \
+    each function you change (or write_file with the whole file), then \
+    submit_result(summary, changed_files). Your change becomes a proposal the human reviews.\n";
+
+/// Whether the human asks something rather than asks for something: a
+/// question's first step may only read or answer.
+fn is_question(said: &str) -> bool {
+    let s = said.trim().to_lowercase();
+    let request = ["can you", "could you", "would you", "will you", "please"]
+        .iter()
+        .any(|p| s.starts_with(p));
+    s.ends_with('?') && !request
+}
+
+/// The tools a question's first step may call.
+const QUESTION_TOOLS: &[&str] = &[
+    "reply",
+    "read_file",
+    "search_files",
+    "list_dir",
+    "get_file_tree",
+];
 
 fn web_search_spec() -> ToolSpec {
     spec(
@@ -319,16 +343,23 @@ pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>)
     Ok((tool, args))
 }
 
-fn system_prompt(tools: &[ToolSpec], native: bool) -> String {
+fn system_prompt(tools: &[ToolSpec], native: bool, chat: bool) -> String {
+    let role = if chat {
+        CHAT_RULES
+    } else {
+        "You are a coding agent working on a project. "
+    };
     if native {
-        return "You are a coding agent working on a project. You act by calling the tools you \
-                are given, one call at a time. Each result comes back as {\"ok\": true, \"result\": ...} \
-                or {\"ok\": false, \"error\": ...}; fix your call after an error. Read a file before \
-                you change it. When the change is done, call submit_result."
-            .to_owned();
+        return format!(
+            "{role}You act by calling the tools you are given, one call at a time. Each result \
+             comes back as {{\"ok\": true, \"result\": ...}} or {{\"ok\": false, \"error\": ...}}; \
+             fix your call after an error. Read a file before you change it. When a change is \
+             done, call submit_result."
+        );
     }
-    let mut s = String::from(
-        "You are a coding agent working on a project. You act by calling tools.\n\
+    let mut s = role.to_owned();
+    s.push_str(
+        "You act by calling tools.\n\
          Answer with exactly ONE JSON object per reply, nothing else:\n\
          {\"tool\": \"<name>\", \"args\": {<argument>: <value>, ...}}\n\
          You get each result back as {\"ok\": true, \"result\": ...} or {\"ok\": false, \"error\": ...}; \
@@ -338,18 +369,22 @@ fn system_prompt(tools: &[ToolSpec], native: bool) -> String {
     for t in tools {
         s.push_str(&format!("- {}: {}\n", signature(t), t.description));
     }
-    s.push_str(
-        "\nExample reply: {\"tool\": \"read_file\", \"args\": {\"path\": \"app.py\"}}\n\
-         Argument values are plain strings (or a list of strings), never objects.\n",
-    );
+    s.push_str(if chat {
+        "\nExample reply: {\"tool\": \"reply\", \"args\": {\"text\": \"<your answer>\"}}\n"
+    } else {
+        "\nExample reply: {\"tool\": \"read_file\", \"args\": {\"path\": \"app.py\"}}\n"
+    });
+    s.push_str("Argument values are plain strings (or a list of strings), never objects.\n");
     s
 }
 
 /// What to do next after a call of `tool`, for small models that
 /// otherwise repeat a call or stop short.
-fn next_step(tool: &str, repeated: bool) -> Option<&'static str> {
+/// In a chat, a read may be all a question needs.
+fn next_step(tool: &str, repeated: bool, chat: bool) -> Option<&'static str> {
     Some(match (tool, repeated) {
         (_, true) => "You made this same call before; its result is above. Do the next step instead.",
+        ("read_file" | "search_files" | "list_dir" | "get_file_tree", _) if chat => "Next: if the human asked a question, answer it now with reply(text). Only if they asked for a change: call write_definitions with the path and the new version of each function you change.",
         ("read_file", _) => "Next: call write_definitions with the path and the new version of each function you change (or write_file with the whole new content).",
         ("write_file" | "write_definitions", _) => "Next: if the task is done, call submit_result(summary, changed_files).",
         _ => return None,
@@ -413,6 +448,96 @@ async fn on_host<R: Send + 'static>(
     .map_err(|e| AgentError::Internal(format!("tool task: {e}")))
 }
 
+/// Earlier turns a chat turn shows the model (small models copy a long
+/// history instead of answering).
+const CHAT_HISTORY: usize = 6;
+
+/// Largest file a chat turn shows the model unasked, in bytes.
+const CHAT_FILE_BYTES: usize = 8000;
+
+/// A chat turn's message: the file the human is in (so a question about it
+/// needs no tool call), the last turns as a transcript, then what the human
+/// says now.
+fn chat_message(
+    store: &Store,
+    config: &Config,
+    job: &Job,
+    chat: &ChatTurn,
+    said: String,
+) -> String {
+    let mut out = String::new();
+    let file = job.file.as_ref().and_then(|f| {
+        let p = crate::paths::ProjectPath::parse(f).ok()?;
+        let text = crate::overlay::Overlay::new(store, &job.id, config.sync.max_file_bytes)
+            .read_text(&p)
+            .ok()?;
+        let caps = super::capabilities(config, job).ok()?;
+        (text.len() <= CHAT_FILE_BYTES && caps.check_read(f).is_ok()).then_some((f, text))
+    });
+    if let Some((path, text)) = file {
+        out.push_str(&format!("The human is in {path}:\n```\n{text}```\n\n"));
+    }
+    let recent = &chat.history[chat.history.len().saturating_sub(CHAT_HISTORY)..];
+    if !recent.is_empty() {
+        out.push_str("Earlier in this chat:\n");
+        for m in recent {
+            let who = if m.role == "user" { "Human" } else { "You" };
+            out.push_str(&format!("{who}: {}\n", m.content));
+        }
+        out.push_str("\nNow the human says: ");
+    }
+    out.push_str(&said);
+    out
+}
+
+/// A chat turn answered in prose, streamed, without tools.
+async fn answer(
+    store: &Store,
+    config: &Config,
+    llm: &LlmClient,
+    job: &Job,
+    chat: &ChatTurn,
+    message: String,
+    cancel: &CancellationToken,
+) -> Result<Done, AgentError> {
+    let messages = [
+        ChatMessage::system(
+            "You are a coding assistant in the human's editor. Answer their question about \
+             their code briefly and precisely, from the code you are shown. Show code only \
+             when it helps; change nothing.",
+        ),
+        ChatMessage::user(message),
+    ];
+    let label = format!(
+        "{} {} (chat answer)",
+        config.llm.provider_name(),
+        config.llm.model
+    );
+    let on_delta = |piece: &str| {
+        let _ = chat.events.send(ChatEvent::Delta(piece.to_owned()));
+    };
+    let reply = super::logged_reply(
+        store,
+        &job.id,
+        &label,
+        llm,
+        &messages,
+        &ChatOptions::default(),
+        cancel,
+        &on_delta,
+    )
+    .await
+    .map_err(super::llm_error)?;
+    let text = reply.tool_call.map_or(reply.text, |c| c.as_text());
+    let _ = chat.events.send(ChatEvent::Reply(text.trim().to_owned()));
+    Ok(Done {
+        summary: text.trim().to_owned(),
+        changed_files: vec![],
+        rounds: 1,
+        form: "chat",
+    })
+}
+
 /// The files of `agent`'s overlay that differ from their base (a file
 /// written back as it was is no change).
 fn changed_files(store: &Store, agent: &str) -> Result<Vec<String>, AgentError> {
@@ -462,24 +587,23 @@ pub async fn run(
             f.feedback, f.attempt
         ));
     }
-    let mut system = system_prompt(&tools, native);
-    let mut messages = Vec::new();
+    let system = system_prompt(&tools, native, job.chat.is_some());
+    let question = job.chat.is_some() && is_question(&job.task);
     if let Some(chat) = &job.chat {
-        system.push_str(CHAT_PROMPT);
-        messages.extend(chat.history.iter().cloned());
+        task = chat_message(&store, config, job, chat, task);
+        // Small models answer questions well in prose and badly through tools.
+        if question && config.llm.model_size_b().is_none_or(|b| b < 7.0) {
+            return answer(&store, config, llm, job, chat, task, cancel).await;
+        }
     }
-    messages.insert(0, ChatMessage::system(system));
-    messages.push(ChatMessage::user(task));
+    let mut messages = vec![ChatMessage::system(system), ChatMessage::user(task)];
     let mut opts = if native {
         ChatOptions {
             tools: Some(native_tools(&tools)),
             ..Default::default()
         }
     } else {
-        ChatOptions {
-            json_schema: Some(reply_schema(&tools)),
-            ..Default::default()
-        }
+        ChatOptions::default()
     };
     let window = llm.context_window().await as usize;
     let budget = window
@@ -506,6 +630,8 @@ pub async fn run(
     };
     store.overlay_clear(&job.id)?;
     let mut calls_made: Vec<String> = Vec::new();
+    // Tools whose same call the model repeated: no longer offered.
+    let mut worn: Vec<String> = Vec::new();
     let limit = config.agents.max_iterations.max(1);
     for step in 1..=limit {
         progress(format!("tool step {step}"));
@@ -513,6 +639,17 @@ pub async fn run(
         // Small models tend to repeat a call word for word: after the
         // first, they sample a little more freely.
         opts.temperature = (step > 1).then(|| (config.llm.temperature + 0.4).min(1.0));
+        if !native {
+            // The grammar: a question's first step reads or answers; a tool
+            // whose same call the model repeated is left out.
+            let allowed: Vec<ToolSpec> = tools
+                .iter()
+                .filter(|t| !worn.contains(&t.name))
+                .filter(|t| !(question && step == 1) || QUESTION_TOOLS.contains(&t.name.as_str()))
+                .cloned()
+                .collect();
+            opts.json_schema = Some(reply_schema(&allowed));
+        }
         let label = format!(
             "{} {} (tools, step {step})",
             config.llm.provider_name(),
@@ -607,6 +744,16 @@ pub async fn run(
         }
         if let Some((summary, _)) = host.submitted.take() {
             let changed = changed_files(&store, &job.id)?;
+            if changed.is_empty() && host.messages_sent.is_empty() && question {
+                // Finishing a question without a change is an answer.
+                show(ChatEvent::Reply(summary.clone()));
+                return Ok(Done {
+                    summary,
+                    changed_files: vec![],
+                    rounds: step as u32,
+                    form: "chat",
+                });
+            }
             if changed.is_empty() && host.messages_sent.is_empty() {
                 messages.push(answer(result_message(Err(
                     "submit_result: no file is changed yet; write the changed file with write_file first (its whole new content)".into(),
@@ -647,9 +794,14 @@ pub async fn run(
         if let Some((tool, canonical)) = called {
             let repeated = calls_made.contains(&canonical);
             calls_made.push(canonical);
-            if let Some(hint) = next_step(&tool, repeated) {
+            if let Some(hint) = next_step(&tool, repeated, job.chat.is_some()) {
                 text.push('\n');
                 text.push_str(hint);
+            }
+            // A small model under a grammar repeats calls it likes.
+            let finishing = matches!(tool.as_str(), "submit_result" | "reply");
+            if repeated && !finishing && !worn.contains(&tool) {
+                worn.push(tool);
             }
         }
         messages.push(answer(text));
@@ -709,6 +861,15 @@ mod tests {
             signature(&registry()[1]),
             "write_file(content: string, path: string)"
         );
+    }
+
+    #[test]
+    fn questions_are_told_from_requests() {
+        assert!(is_question("What does parse_config return?"));
+        assert!(is_question("  why is this slow? "));
+        assert!(!is_question("Can you add a docstring?"));
+        assert!(!is_question("please explain and fix it?"));
+        assert!(!is_question("add a docstring to greet"));
     }
 
     #[test]

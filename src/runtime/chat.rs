@@ -19,9 +19,6 @@ use crate::store::AgentState;
 /// The project's one free conversation.
 pub(super) const CONVERSATION: &str = "free";
 
-/// Earlier turns the model sees (the tool loop trims further to fit).
-const HISTORY_TURNS: usize = 20;
-
 /// Records and shows one entry of the conversation.
 fn append(core: &Core, role: &str, content: &str, agent: Option<&str>) {
     match core.store.chat_append(CONVERSATION, role, content, agent) {
@@ -50,7 +47,6 @@ pub(super) fn send(
             _ => None,
         })
         .collect();
-    let history = history[history.len().saturating_sub(HISTORY_TURNS)..].to_vec();
     append(core, "user", &message, Some(&id));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let job = Job {

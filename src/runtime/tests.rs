@@ -816,8 +816,16 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
     let root = dir.path().canonicalize().unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
-    core.send(chat("c1", "what does parse_config return?"))
-        .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Ready { .. }).then_some(())
+    });
+    core.send(ToCore::Chat {
+        id: "c1".into(),
+        message: "what does parse_config return?".into(),
+        file: Some(root.join("app.py").display().to_string()),
+        cursor_line: None,
+    })
+    .unwrap();
     let (entries, streamed) = chat_until(&mut rx, &rt, "c1", "assistant");
     let roles: Vec<&str> = entries.iter().map(|e| e.role.as_str()).collect();
     assert_eq!(roles, ["user", "tool", "assistant"]);
@@ -853,6 +861,11 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
         last.content
     );
     let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[0].contains("The human is in app.py:\\n```\\ndef parse_config(path):"),
+        "the file the human is in is shown: {}",
+        requests[0]
+    );
     let second_turn = &requests[2];
     assert!(
         second_turn.contains("what does parse_config return?")

@@ -32,11 +32,13 @@ h.test(":Chimera task --tools reaches a proposal through tool calls", function()
   h.truthy((h.read(log) or ""):find("response_format", 1, true), "constrained JSON was asked for")
 end)
 
-h.test(":Chimera chat --free: a tool-mode conversation with folded tool calls, kept across restarts", function()
+h.test(":Chimera chat --free: streamed answers, folded tool calls, proposals, kept across restarts", function()
   h.project({ ["app.py"] = APP })
-  local url = h.fake_llm({
+  local url, log = h.fake_llm({
+    -- A question to a small model is answered in prose, streamed.
+    { text = "It returns an empty dict." },
+    -- A change request runs the tool loop.
     { text = vim.json.encode({ tool = "read_file", args = { path = "app.py" } }) },
-    { text = vim.json.encode({ tool = "reply", args = { text = "It returns an empty dict." } }) },
     { text = vim.json.encode({ tool = "write_file", args = { path = "app.py", content = NEW } }) },
     { text = vim.json.encode({ tool = "submit_result", args = { summary = "Added a docstring", changed_files = { "app.py" } } }) },
   })
@@ -49,22 +51,24 @@ h.test(":Chimera chat --free: a tool-mode conversation with folded tool calls, k
   local function text()
     return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
   end
-  h.wait_for("the reply", function()
+  h.wait_for("the answer", function()
     return text():find("Agent: It returns an empty dict.", 1, true) ~= nil
   end)
-  local t = text()
-  h.truthy(t:find("You: what does parse_config return?", 1, true), t)
-  h.truthy(t:find('▸ read_file {"path":"app.py"}  ✓', 1, true), t)
-  -- The tool's result is there, folded.
-  local row = vim.fn.search("│ def parse_config", "n")
-  h.truthy(row > 0, t)
-  h.truthy(vim.fn.foldclosed(row) > 0, "the result is folded")
-  -- A change arrives as a proposal, not as an edit.
+  h.truthy(text():find("You: what does parse_config return?", 1, true), text())
+  -- The question came with the file the human was in.
+  h.truthy((h.read(log) or ""):find("The human is in app.py", 1, true), "the file went with the question")
+  -- Typed in the chat buffer: a change arrives as a proposal, not as an edit.
   require("chimera.chat").send("free", "add a docstring to it")
   h.wait_for("the proposal", function()
     return text():find("-- Proposal ", 1, true) ~= nil
   end)
-  h.truthy(text():find("Agent: Added a docstring", 1, true), text())
+  local t = text()
+  h.truthy(t:find('▸ read_file {"path":"app.py"}  ✓', 1, true), t)
+  h.truthy(t:find("Agent: Added a docstring", 1, true), t)
+  -- The tool's result is there, folded.
+  local row = vim.fn.search("│ def parse_config", "n")
+  h.truthy(row > 0, t)
+  h.truthy(vim.fn.foldclosed(row) > 0, "the result is folded")
   vim.api.nvim_set_current_win(code_win)
   h.eq(vim.api.nvim_buf_get_lines(0, 0, -1, false)[2], "    return {}", "the buffer is untouched")
   h.wait_for("the ghost text", function()
