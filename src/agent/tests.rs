@@ -307,15 +307,25 @@ async fn run_tools_with(
     window: Option<u32>,
     tweak: impl FnOnce(&mut Config),
 ) -> (Result<Done, AgentError>, Setup, FakeServer) {
+    let job = Job {
+        mode: Some(crate::config::AgentMode::Tools),
+        ..job()
+    };
+    run_job(script, window, tweak, job).await
+}
+
+/// `job` against a fake server, under the config `tweak` makes.
+async fn run_job(
+    script: Vec<Reply>,
+    window: Option<u32>,
+    tweak: impl FnOnce(&mut Config),
+    job: Job,
+) -> (Result<Done, AgentError>, Setup, FakeServer) {
     let server = FakeServer::start_with_window(script, window).await;
     let mut s = setup(&server.url);
     tweak(&mut s.config);
     let llm = LlmClient::new(&s.config.llm).unwrap();
     let services = Services::new(&s.config, s._dir.path().to_owned());
-    let job = Job {
-        mode: Some(crate::config::AgentMode::Tools),
-        ..job()
-    };
     let r = run(
         s.store.clone(),
         &s.config,
@@ -911,4 +921,96 @@ async fn a_tool_whose_same_call_is_repeated_leaves_the_grammar() {
     assert!(offers_read(0) && offers_read(1));
     assert!(!offers_read(2), "read_file is gone after the repeat");
     assert!(!offers_read(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_request_acts_before_it_may_reply_and_an_echo_is_no_answer() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = Job {
+        mode: Some(crate::config::AgentMode::Tools),
+        chat: Some(tools::ChatTurn {
+            history: vec![],
+            events: tx,
+        }),
+        ..job()
+    };
+    let task = job.task.clone();
+    let (r, _s, server) = run_job(
+        vec![
+            // The grammar does not offer reply yet; a model that sends it
+            // anyway only repeats the request.
+            call("reply", serde_json::json!({"text": task})),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            submit("Added a docstring"),
+        ],
+        Some(8192),
+        |_| {},
+        job,
+    )
+    .await;
+    let done = r.unwrap();
+    assert_eq!(done.changed_files, ["app.py"]);
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests[0].contains("The human is in app.py:"));
+    assert!(!requests[0].contains("\"const\":\"reply\""));
+    assert!(requests[1].contains("\"const\":\"reply\""));
+    assert!(requests[1].contains("that is the human's own message"));
+    let mut events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, tools::ChatEvent::Delta(_))));
+    let steps = events
+        .iter()
+        .filter(|e| matches!(e, tools::ChatEvent::Step { .. }))
+        .count();
+    assert_eq!(steps, 1, "the write is a step: {events:?}");
+    assert_eq!(
+        events.last(),
+        Some(&tools::ChatEvent::Reply("Added a docstring".into()))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_question_to_a_small_model_is_answered_in_prose() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = Job {
+        task: "What does parse_config return?".into(),
+        mode: Some(crate::config::AgentMode::Tools),
+        chat: Some(tools::ChatTurn {
+            history: vec![ChatMessage::user("hello"), ChatMessage::assistant("Hi.")],
+            events: tx,
+        }),
+        ..job()
+    };
+    let (r, _s, server) = run_job(
+        vec![Reply::OpenaiStream("An empty dict.".into())],
+        Some(8192),
+        |c| c.llm.model = "qwen2.5-coder-1.5b".into(),
+        job,
+    )
+    .await;
+    let done = r.unwrap();
+    assert_eq!(
+        (done.summary.as_str(), done.form),
+        ("An empty dict.", "chat")
+    );
+    assert!(done.changed_files.is_empty());
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    assert!(!requests[0].contains("response_format"), "prose, not JSON");
+    assert!(requests[0].contains("Earlier in this chat:\\nHuman: hello\\nYou: Hi."));
+    assert!(requests[0].contains("def parse_config(path):"));
+    let mut streamed = String::new();
+    while let Ok(e) = rx.try_recv() {
+        if let tools::ChatEvent::Delta(d) = e {
+            streamed.push_str(&d);
+        }
+    }
+    assert_eq!(streamed, "An empty dict.");
 }

@@ -642,10 +642,13 @@ pub async fn run(
         if !native {
             // The grammar: a question's first step reads or answers; a tool
             // whose same call the model repeated is left out.
+            // A request's first step acts: small models otherwise "reply"
+            // by repeating it.
             let allowed: Vec<ToolSpec> = tools
                 .iter()
                 .filter(|t| !worn.contains(&t.name))
                 .filter(|t| !(question && step == 1) || QUESTION_TOOLS.contains(&t.name.as_str()))
+                .filter(|t| question || step > 1 || t.name != "reply")
                 .cloned()
                 .collect();
             opts.json_schema = Some(reply_schema(&allowed));
@@ -695,11 +698,18 @@ pub async fn run(
             )
         });
         if let (Some(_), Ok((tool, args))) = (&job.chat, &call) {
+            let text = args
+                .get("text")
+                .map(|t| t.as_str().map_or_else(|| t.to_string(), str::to_owned))
+                .unwrap_or_default();
+            let echo = text.trim().eq_ignore_ascii_case(job.task.trim());
+            if tool == "reply" && echo {
+                messages.push(answer(result_message(Err(
+                    "reply: that is the human's own message. Do what it asks (write the change, then submit_result), or reply why you cannot.".into(),
+                ))));
+                continue;
+            }
             if tool == "reply" {
-                let text = args
-                    .get("text")
-                    .map(|t| t.as_str().map_or_else(|| t.to_string(), str::to_owned))
-                    .unwrap_or_default();
                 show(ChatEvent::Reply(text.clone()));
                 // Files written without submit_result still become a proposal.
                 let changed = changed_files(&store, &job.id)?;
