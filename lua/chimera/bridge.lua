@@ -47,7 +47,8 @@ end
 
 function handlers.proposal(msg)
   local old = state.proposals[msg.id]
-  state.proposals[msg.id] = msg.files
+  -- An agent that changed nothing (a chat answer) proposes nothing.
+  state.proposals[msg.id] = #msg.files > 0 and msg.files or nil
   local paths = {}
   for _, f in ipairs(msg.files) do
     table.insert(paths, f.path)
@@ -56,7 +57,7 @@ function handlers.proposal(msg)
     table.insert(paths, f.path)
   end
   require("chimera.ghost").render_paths(paths)
-  if not old then
+  if not old and #msg.files > 0 then
     local agent = state.agents[msg.id] or {}
     if state.config and state.config.ui.progress then
       notify(("Proposal %s ready: %s"):format(msg.id, agent.summary or "(no summary)"))

@@ -69,9 +69,15 @@ local function render(buf, node_id)
       vim.list_extend(lines, entry_lines(e))
     end
     for id, text in pairs(streaming) do
-      local parts = vim.split(text, "\n", { plain = true })
-      table.insert(lines, ("Agent %s …: %s"):format(id, parts[1]))
-      vim.list_extend(lines, vim.list_slice(parts, 2))
+      if vim.startswith(vim.trim(text), "{") then
+        -- A tool call being written: its latest part, on one line.
+        local flat = text:gsub("%s+", " ")
+        table.insert(lines, ("Agent %s ▸ …%s"):format(id, flat:sub(-100)))
+      else
+        local parts = vim.split(text, "\n", { plain = true })
+        table.insert(lines, ("Agent %s …: %s"):format(id, parts[1]))
+        vim.list_extend(lines, vim.list_slice(parts, 2))
+      end
     end
   else
     local n = remora.node(node_id)
@@ -221,6 +227,8 @@ function M.open(message, opts)
       vim.wo[win][0].foldmethod = "expr"
       vim.wo[win][0].foldexpr = "v:lua.require'chimera.chat'.foldexpr(v:lnum)"
       vim.wo[win][0].foldlevel = 0
+      -- A one-line result folds too.
+      vim.wo[win][0].foldminlines = 0
     end
   end
   if message and vim.trim(message) ~= "" then

@@ -319,6 +319,84 @@ fn class_docstring(text: &str, class: &Definition) -> Option<(usize, usize)> {
     None
 }
 
+/// The function definition in `text` (decorators looked through) and the
+/// statements of its body.
+fn function_body(tree: &tree_sitter::Tree) -> Option<Vec<Node<'_>>> {
+    let mut def = tree.root_node().named_child(0)?;
+    if def.kind() == "decorated_definition" {
+        def = def.child_by_field_name("definition")?;
+    }
+    if def.kind() != "function_definition" {
+        return None;
+    }
+    let body = def.child_by_field_name("body")?;
+    let mut c = body.walk();
+    let statements = body
+        .named_children(&mut c)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    Some(statements)
+}
+
+fn is_docstring(n: Node<'_>) -> bool {
+    n.kind() == "expression_statement" && n.named_child(0).is_some_and(|s| s.kind() == "string")
+}
+
+/// `new` (a dedented function), unless it is only a docstring (bar `...`
+/// or `pass`) standing for `old`'s real body: then `old` with that
+/// docstring. Small models asked for a docstring often send just that, and
+/// replacing the body would drop the code.
+fn keep_body(old: &str, new: &str) -> String {
+    let merged = (|| {
+        let new_tree = parse(new)?;
+        let new_body = function_body(&new_tree)?;
+        let (doc, rest) = new_body.split_first()?;
+        let filler = |n: &Node<'_>| {
+            n.kind() == "pass_statement"
+                || (n.kind() == "expression_statement"
+                    && n.named_child(0).is_some_and(|e| e.kind() == "ellipsis"))
+        };
+        if !is_docstring(*doc) || !rest.iter().all(filler) {
+            return None;
+        }
+        let old_tree = parse(old)?;
+        let old_body = function_body(&old_tree)?;
+        let first = *old_body.first()?;
+        if old_body.iter().all(|n| is_docstring(*n) || filler(n)) {
+            return None; // the old body was a stub too: the new one wins
+        }
+        // The docstring's continuation lines keep their indentation
+        // relative to the body they move into.
+        let new_indent = doc.start_position().column;
+        let old_indent = " ".repeat(first.start_position().column);
+        let doc_text = node_text(*doc, new)
+            .split('\n')
+            .enumerate()
+            .map(|(i, line)| {
+                if i == 0 {
+                    return line.to_owned();
+                }
+                let cut = line.len() - line.trim_start().len();
+                let rel = &line[cut.min(new_indent)..];
+                if line.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("{old_indent}{rel}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut out = old.to_owned();
+        if is_docstring(first) {
+            out.replace_range(first.start_byte()..first.end_byte(), &doc_text);
+        } else {
+            out.insert_str(first.start_byte(), &format!("{doc_text}\n{old_indent}"));
+        }
+        Some(out)
+    })();
+    merged.unwrap_or_else(|| new.to_owned())
+}
+
 fn first_param(def_text: &str) -> Option<String> {
     let open = def_text.find('(')?;
     let rest = &def_text[open + 1..];
@@ -403,10 +481,14 @@ pub fn splice_definitions(
                     })
                     .or_else(|| (methods.len() == 1).then(|| methods[0]));
                 let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
+                let replace = |d: &Definition| {
+                    let merged = keep_body(&dedent(&target[d.start..d.end]), text);
+                    (d.start, d.end, reindent(&merged, &d.indent, "\n"))
+                };
                 if let (Some(m), true) = (method, is_method_like || top.is_none()) {
-                    edits.push((m.start, m.end, reindent(text, &m.indent, "\n")));
+                    edits.push(replace(m));
                 } else if let Some(t) = top {
-                    edits.push((t.start, t.end, text.clone()));
+                    edits.push(replace(t));
                 } else if let (true, Some(c)) = (is_method_like, focus_class) {
                     let indent = method_indent(&defs, c);
                     edits.push((
@@ -451,7 +533,10 @@ pub fn splice_definitions(
                 for rm in &reply_methods {
                     let body = dedent(&text[rm.start..rm.end]);
                     match target_methods.iter().find(|t| t.name == rm.name) {
-                        Some(t) => edits.push((t.start, t.end, reindent(&body, &t.indent, "\n"))),
+                        Some(t) => {
+                            let merged = keep_body(&dedent(&target[t.start..t.end]), &body);
+                            edits.push((t.start, t.end, reindent(&merged, &t.indent, "\n")))
+                        }
                         None => edits.push((
                             class.end,
                             class.end,

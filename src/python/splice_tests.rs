@@ -158,3 +158,30 @@ fn broken_replies_are_refused_with_the_line() {
         SpliceError::NoDefinitions
     );
 }
+
+#[test]
+fn a_definition_that_is_only_a_docstring_keeps_the_old_body() {
+    let target = "def greet(name):\n    return 'Hello, ' + name\n\n\ndef main():\n    greet('x')\n";
+    let reply = "def greet(name):\n    \"\"\"Greet someone.\n\n    name: who.\n    \"\"\"\n";
+    assert_eq!(
+        splice_definitions(target, reply, None).unwrap(),
+        "def greet(name):\n    \"\"\"Greet someone.\n\n    name: who.\n    \"\"\"\n    return 'Hello, ' + name\n\n\ndef main():\n    greet('x')\n"
+    );
+    // With a filler, as a method, replacing an older docstring.
+    let target = "class A:\n    def f(self):\n        \"\"\"Old.\"\"\"\n        return 1\n";
+    let reply = "def f(self):\n  \"\"\"New.\n  More.\n  \"\"\"\n  ...\n";
+    assert_eq!(
+        splice_definitions(target, reply, None).unwrap(),
+        "class A:\n    def f(self):\n        \"\"\"New.\n        More.\n        \"\"\"\n        return 1\n"
+    );
+}
+
+#[test]
+fn a_docstring_with_a_real_body_or_over_a_stub_replaces_as_usual() {
+    let target = "def greet(name):\n    return 'Hello, ' + name\n";
+    let reply = "def greet(name):\n    \"\"\"Greet.\"\"\"\n    return 'Hi, ' + name\n";
+    assert_eq!(splice_definitions(target, reply, None).unwrap(), reply);
+    let stub = "def todo():\n    pass\n";
+    let reply = "def todo():\n    \"\"\"Later.\"\"\"\n";
+    assert_eq!(splice_definitions(stub, reply, None).unwrap(), reply);
+}
