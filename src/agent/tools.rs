@@ -818,10 +818,7 @@ pub async fn run(
     }
     // Nothing half-done is proposed.
     store.overlay_clear(&job.id)?;
-    Err(AgentError::GaveUp {
-        rounds: limit as u32,
-        last: format!("the model did not finish within {limit} tool calls (agents.max_iterations)"),
-    })
+    Err(AgentError::TooManySteps(limit))
 }
 
 #[cfg(test)]
