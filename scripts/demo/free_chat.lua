@@ -33,7 +33,8 @@ for round = 1, rounds do
     if state == "completed" and #(a.changed_files or {}) > 0 then
       got = "proposal"
       chimera.reject(id)
-    elseif state == "completed" then
+    elseif state == "completed" or state == "accepted" then
+      -- An answer leaves nothing to review; its turn ends accepted.
       got = "reply"
     else
       got = state .. ": " .. tostring(a.error)

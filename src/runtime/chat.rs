@@ -77,6 +77,12 @@ pub(super) fn send(
             }
         }
         let Ok(rec) = c.store.agent(&id) else { return };
+        if rec.state == AgentState::Completed && rec.changed_files.is_empty() {
+            // An answer: nothing to review, so the turn is over (and
+            // purged with the other ended agents).
+            c.set_state(&id, AgentState::Accepted, |_| {});
+            return;
+        }
         let status = match rec.state {
             AgentState::Completed if !rec.changed_files.is_empty() => format!(
                 "Proposal {id}: {} (<Leader>a / <Leader>r in the file, :Chimera diff {id})",

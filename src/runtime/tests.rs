@@ -837,6 +837,14 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
         "the result is kept"
     );
     assert_eq!(entries[2].content, "It returns an empty dict.");
+    // An answer leaves nothing to review: the turn ends.
+    let state = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent } if agent.id == "c1" && agent.state == AgentState::Accepted => {
+            Some(agent.state)
+        }
+        _ => None,
+    });
+    assert_eq!(state, AgentState::Accepted);
     assert!(
         streamed.contains("\"tool\": \"reply\"") || streamed.contains("\"reply\""),
         "{streamed}"
