@@ -14,6 +14,7 @@ trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do grep -q "^ready" "$log" && break; sleep 0.5; done
 project="$(mktemp -d)"; mkdir -p "$project/.git"; cp -r "$here/scripts/demo/sample/." "$project/"
 cd "$project"
+CHAT_MODEL="qwen2.5-coder-${DEMO_MODEL:-1.5b}-instruct" \
 CHIMERA_LIB="${CHIMERA_LIB:-$here/target/release/libchimera.so}" CHIMERA_REPO="$here" \
   CHIMERA_DEMO_URL="http://127.0.0.1:$port/v1" timeout 1800 "$nvim" --headless --clean -l "$here/scripts/demo/free_chat.lua"
 rm -rf "$project"

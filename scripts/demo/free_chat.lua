@@ -6,7 +6,8 @@ vim.opt.rtp:prepend(repo)
 vim.cmd("runtime plugin/chimera.lua")
 local chimera = require("chimera")
 chimera.setup({
-  llm = { provider = "openai", url = vim.env.CHIMERA_DEMO_URL, model = "qwen2.5-coder", timeout_ms = 120000 },
+  -- The size in the name picks the chat's paths (as a user names the model).
+  llm = { provider = "openai", url = vim.env.CHIMERA_DEMO_URL, model = vim.env.CHAT_MODEL or "qwen2.5-coder", timeout_ms = 120000 },
   ui = { progress = false },
 })
 local function say(s)

@@ -894,3 +894,38 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
     assert!(history.is_empty());
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn a_chat_request_to_a_tiny_model_runs_in_code_mode_and_says_what_it_did() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let mut cfg = config(&server.url);
+    cfg.llm.model = "qwen2.5-coder-0.5b-instruct".into();
+    let core = start(cfg, root.clone(), Arc::new(tx)).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Ready { .. }).then_some(())
+    });
+    core.send(ToCore::Chat {
+        id: "t1".into(),
+        message: "add a docstring to parse_config".into(),
+        file: Some(root.join("app.py").display().to_string()),
+        cursor_line: Some(0),
+    })
+    .unwrap();
+    let (entries, _) = chat_until(&mut rx, &rt, "t1", "status");
+    let roles: Vec<&str> = entries.iter().map(|e| e.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "status"]);
+    assert_eq!(entries[1].content, "Added a docstring");
+    assert!(entries[2].content.starts_with("Proposal t1: app.py"));
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        !requests[0].contains("response_format")
+            && !requests[0].contains("Answer with exactly ONE JSON object"),
+        "code mode, not the tool protocol: {}",
+        requests[0]
+    );
+    core.shutdown(Duration::from_secs(2));
+}
