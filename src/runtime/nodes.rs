@@ -106,6 +106,19 @@ pub(super) fn after_run(core: &Arc<Core>, agent: &str, job: &NodeJob) {
                     .unwrap_or_default()
             };
             let files = core.store.proposal_files(agent).unwrap_or_default();
+            if files.is_empty() {
+                // It only messaged other nodes: nothing to review, and no
+                // rewrite to announce.
+                core.set_state(agent, crate::store::AgentState::Accepted, |_| {});
+                core.emit(
+                    Event::AgentComplete {
+                        agent_id: node.id.clone(),
+                        result: rec.summary.unwrap_or_default(),
+                    },
+                    correlation,
+                );
+                return;
+            }
             let mut diff = String::new();
             let mut new_source = String::new();
             for f in &files {
