@@ -9,10 +9,11 @@ function M.check()
   h.start("Chimera: native library")
   local lib, err = loader.load()
   if lib then
-    h.ok(("library %s loaded (version %s, commit %s), matches the plugin"):format(
-      loader.lib_path(),
+    h.ok(("library %s loaded (version %s, commit %s), matches the plugin%s"):format(
+      loader.active_path(),
       lib.version(),
-      lib.commit()
+      lib.commit(),
+      vim.env.CHIMERA_LIB and " ($CHIMERA_LIB)" or ""
     ))
   else
     h.error(err)

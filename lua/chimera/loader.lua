@@ -21,6 +21,12 @@ end
 
 local cached
 
+--- The library this Neovim loads: $CHIMERA_LIB when set, else the
+--- plugin's own `lua/chimera_native.so`.
+function M.active_path()
+  return vim.env.CHIMERA_LIB or M.lib_path()
+end
+
 --- Loads the library once. Returns the module, or nil and a message saying
 --- what is wrong and how to fix it.
 function M.load()
@@ -31,7 +37,7 @@ function M.load()
     cached = package.loaded.chimera_native
     return cached
   end
-  local path = vim.env.CHIMERA_LIB or M.lib_path()
+  local path = M.active_path()
   if not vim.uv.fs_stat(path) then
     return nil, ("Chimera's native library is missing (%s): %s"):format(path, fix_hint())
   end
