@@ -413,11 +413,9 @@ async fn main_loop(
                     context,
                     file,
                     cursor_line,
-                    feedback: vec![],
-                    node: None,
                     mode,
                     capabilities,
-                    chat: None,
+                    ..Job::default()
                 },
             ),
             ToCore::Accept { id, buffers, hunk } => {

@@ -191,8 +191,8 @@ impl NodeBus for RecordingBus {
     }
 }
 
-#[test]
-fn what_a_node_writes_for_a_neighbour_is_sent_to_it_as_a_request() {
+/// `helper`'s job, with `Config.load` as its callee, on a recording bus.
+fn helper_calling_load() -> (Node, Node, Arc<RecordingBus>, NodeJob) {
     let ix = index(SRC);
     let helper = node(&ix, "helper");
     let load = node(&ix, "Config.load");
@@ -209,6 +209,12 @@ fn what_a_node_writes_for_a_neighbour_is_sent_to_it_as_a_request() {
         correlation: None,
         bus: bus.clone(),
     };
+    (helper, load, bus, job)
+}
+
+#[test]
+fn what_a_node_writes_for_a_neighbour_is_sent_to_it_as_a_request() {
+    let (helper, load, bus, job) = helper_calling_load();
     let sent = job
         .redirect(
             "add a docstring",
@@ -246,22 +252,7 @@ fn tool_call_lines_inside_the_own_definition_are_dropped() {
 
 #[test]
 fn a_request_naming_one_neighbour_is_forwarded_when_the_node_stays_unchanged() {
-    let ix = index(SRC);
-    let helper = node(&ix, "helper");
-    let load = node(&ix, "Config.load");
-    let bus = Arc::new(RecordingBus {
-        nodes: vec![helper.clone(), load.clone()],
-        sent: Default::default(),
-    });
-    let job = NodeJob {
-        view: NodeView {
-            node: Some(helper.clone()),
-            callees: vec![load.clone()],
-            ..NodeView::default()
-        },
-        correlation: None,
-        bus: bus.clone(),
-    };
+    let (_, _, bus, job) = helper_calling_load();
     assert!(job.forward("ask load to add a docstring").unwrap().is_ok());
     assert_eq!(bus.sent.lock().unwrap()[0].2, "ask load to add a docstring");
     assert!(

@@ -48,33 +48,33 @@ fn job() -> Job {
     Job {
         id: "ag".into(),
         task: "add a docstring to parse_config".into(),
-        context: None,
         file: Some("app.py".into()),
-        cursor_line: None,
-        feedback: vec![],
-        node: None,
-        mode: None,
-        capabilities: None,
-        chat: None,
+        ..Job::default()
     }
 }
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nsrc = src.replace('def parse_config(path):\\n', 'def parse_config(path):\\n    \"\"\"Parse the config.\"\"\"\\n')\nwrite_file('app.py', src)\nsubmit_result('Added a docstring', ['app.py'])\n```";
 
-async fn run_with(script: Vec<Reply>) -> (Result<Done, AgentError>, Setup, FakeServer) {
-    let server = FakeServer::start(script).await;
-    let s = setup(&server.url);
+/// Runs `job` against `s`'s store, config and server.
+async fn run_on(s: &Setup, job: &Job) -> Result<Done, AgentError> {
     let llm = LlmClient::new(&s.config.llm).unwrap();
-    let r = run(
+    let services = Services::new(&s.config, s._dir.path().to_owned());
+    run(
         s.store.clone(),
         &s.config,
         &llm,
-        &Services::default(),
-        &job(),
+        &services,
+        job,
         &CancellationToken::new(),
         &|_| {},
     )
-    .await;
+    .await
+}
+
+async fn run_with(script: Vec<Reply>) -> (Result<Done, AgentError>, Setup, FakeServer) {
+    let server = FakeServer::start(script).await;
+    let s = setup(&server.url);
+    let r = run_on(&s, &job()).await;
     (r, s, server)
 }
 
@@ -154,18 +154,7 @@ async fn an_infinite_loop_is_stopped_and_reported() {
     let mut s = setup(&server.url);
     s.config.agents.sandbox_timeout_ms = 100;
     s.config.agents.repair_rounds = 0;
-    let llm = LlmClient::new(&s.config.llm).unwrap();
-    let err = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &Services::default(),
-        &job(),
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = run_on(&s, &job()).await.unwrap_err();
     assert!(err.to_string().contains("time limit"), "{err}");
 }
 
@@ -246,18 +235,7 @@ async fn json_output_asks_for_constrained_replies_and_reads_them() {
     let mut s = setup(&server.url);
     s.config.llm.json_output = true;
     s.config.llm.model = "qwen2.5-coder:1.5b".into();
-    let llm = LlmClient::new(&s.config.llm).unwrap();
-    let done = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &Services::default(),
-        &job(),
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await
-    .unwrap();
+    let done = run_on(&s, &job()).await.unwrap();
     assert_eq!(done.summary, "Documented parse_config");
     let req = server.requests.lock().unwrap()[0].clone();
     assert!(
@@ -324,18 +302,7 @@ async fn run_job(
     let server = FakeServer::start_with_window(script, window).await;
     let mut s = setup(&server.url);
     tweak(&mut s.config);
-    let llm = LlmClient::new(&s.config.llm).unwrap();
-    let services = Services::new(&s.config, s._dir.path().to_owned());
-    let r = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &services,
-        &job,
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await;
+    let r = run_on(&s, &job).await;
     (r, s, server)
 }
 
@@ -474,17 +441,7 @@ async fn escape_attempts_are_refused_and_secrets_never_reach_the_model() {
             .stable_put(p, data.as_bytes(), 0o600, 0, 1 << 20)
             .unwrap();
     }
-    let llm = LlmClient::new(&s.config.llm).unwrap();
-    let r = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &Services::default(),
-        &job(),
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await;
+    let r = run_on(&s, &job()).await;
     assert!(r.is_ok(), "{r:?}");
     let requests = server.requests.lock().unwrap().clone();
     let repair = &requests[1];
@@ -522,21 +479,11 @@ async fn escape_attempts_are_refused_and_secrets_never_reach_the_model() {
 async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once() {
     let server = FakeServer::start(vec![Reply::OpenaiStream(GOOD.into()); 3]).await;
     let s = setup(&server.url);
-    let llm = LlmClient::new(&s.config.llm).unwrap();
     let ro = Job {
         capabilities: Some("readonly".into()),
         ..job()
     };
-    let r = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &Services::default(),
-        &ro,
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await;
+    let r = run_on(&s, &ro).await;
     let err = r.unwrap_err().to_string();
     assert!(err.contains("may not write"), "{err}");
     assert!(s.store.overlay_entries("ag").unwrap().is_empty());
@@ -548,16 +495,7 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
         ..job()
     };
     let before = server.requests.lock().unwrap().len();
-    let r = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &Services::default(),
-        &on_secret,
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await;
+    let r = run_on(&s, &on_secret).await;
     assert!(
         matches!(r, Err(AgentError::Denied(ref e)) if e.contains("secret pattern")),
         "{r:?}"
@@ -597,22 +535,11 @@ async fn run_command_sees_the_agents_change_only_when_allowed() {
     .await;
     let mut s = setup(&server.url);
     s.config.capabilities.commands = vec!["cat".into()];
-    let llm = LlmClient::new(&s.config.llm).unwrap();
     let dev = Job {
         capabilities: Some("developer".into()),
         ..job()
     };
-    let done = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &Services::default(),
-        &dev,
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await
-    .unwrap();
+    let done = run_on(&s, &dev).await.unwrap();
     assert_eq!(done.summary, "checked");
     let effects = s.store.effects(0, Some("command")).unwrap();
     assert_eq!(effects.len(), 1);
@@ -624,16 +551,7 @@ async fn run_command_sees_the_agents_change_only_when_allowed() {
     );
     // The default preset runs nothing: the program's error says why.
     s.store.overlay_clear("ag").unwrap();
-    let r = run(
-        s.store.clone(),
-        &s.config,
-        &llm,
-        &Services::default(),
-        &job(),
-        &CancellationToken::new(),
-        &|_| {},
-    )
-    .await;
+    let r = run_on(&s, &job()).await;
     assert!(r.is_ok(), "the repair round succeeds: {r:?}");
     let repair = server.requests.lock().unwrap()[2].clone();
     assert!(

@@ -139,14 +139,7 @@ pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
                 Job {
                     id,
                     task,
-                    context: None,
-                    file: None,
-                    cursor_line: None,
-                    feedback: vec![],
-                    node: None,
-                    mode: None,
-                    capabilities: None,
-                    chat: None,
+                    ..Job::default()
                 },
             );
         }

@@ -216,14 +216,10 @@ pub(super) fn spawn_node_agent(
         Job {
             id: id.clone(),
             task,
-            context: None,
             file,
             cursor_line,
-            feedback: vec![],
             node: Some(job_node),
-            mode: None,
-            capabilities: None,
-            chat: None,
+            ..Job::default()
         },
     );
     Ok(id)
