@@ -198,6 +198,15 @@ impl Capabilities {
         }
     }
 
+    /// `host`, on `port` if given, may be reached when it is listed as
+    /// `host` or as `host:port`.
+    pub fn check_endpoint(&self, host: &str, port: Option<u16>) -> Result<(), Denied> {
+        match port {
+            Some(p) if self.check_host(&format!("{host}:{p}")).is_ok() => Ok(()),
+            _ => self.check_host(host),
+        }
+    }
+
     /// Whether any tool of `server` may be allowed, so that servers no
     /// pattern can reach are never started.
     pub fn may_use_mcp_server(&self, server: &str) -> bool {

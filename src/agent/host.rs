@@ -65,6 +65,51 @@ pub(crate) fn is_function(name: &str) -> bool {
 }
 
 impl AgentHost {
+    /// The host of `job`'s run under `caps`; must be made on the runtime.
+    pub fn new(
+        store: &Arc<Store>,
+        config: &crate::config::Config,
+        llm: &LlmClient,
+        services: &super::Services,
+        job: &super::Job,
+        cancel: &CancellationToken,
+        caps: crate::capabilities::Capabilities,
+    ) -> Self {
+        Self {
+            store: store.clone(),
+            agent_id: job.id.clone(),
+            task: job.task.clone(),
+            max_bytes: config.sync.max_file_bytes,
+            llm: llm.clone(),
+            cancel: cancel.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            submitted: None,
+            logs: Vec::new(),
+            written: Vec::new(),
+            node: job.node.clone(),
+            messages_sent: Vec::new(),
+            caps,
+            command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
+            services: services.clone(),
+            mcp_tools: Vec::new(),
+        }
+    }
+
+    /// Runs `f` on the host off the async threads: host functions may
+    /// wait on the runtime (ask_llm, MCP, web_search), a program may run
+    /// for seconds.
+    pub async fn off_runtime<R: Send + 'static>(
+        mut self,
+        f: impl FnOnce(&mut AgentHost) -> R + Send + 'static,
+    ) -> Result<(R, AgentHost), super::AgentError> {
+        tokio::task::spawn_blocking(move || {
+            let r = f(&mut self);
+            (r, self)
+        })
+        .await
+        .map_err(|e| super::AgentError::Internal(format!("host task: {e}")))
+    }
+
     fn overlay(&self) -> Overlay<'_> {
         Overlay::new(&self.store, &self.agent_id, self.max_bytes)
     }
@@ -156,20 +201,30 @@ impl AgentHost {
         let input = format!("{name} {args}");
         let result = self
             .runtime
-            .block_on(self.services.mcp.call(name, args, &self.cancel))
-            .map_err(|e| e.to_string());
-        let output = match &result {
+            .block_on(self.services.mcp.call(name, args, &self.cancel));
+        self.record_effect("mcp", &input, started, &result);
+        result.map_err(|e| e.to_string())
+    }
+
+    /// Records an action no rollback undoes, whether it worked or not.
+    fn record_effect<E: std::fmt::Display>(
+        &self,
+        kind: &str,
+        input: &str,
+        started: std::time::Instant,
+        result: &Result<String, E>,
+    ) {
+        let output = match result {
             Ok(text) => text.clone(),
             Err(e) => format!("error: {e}"),
         };
         let _ = self.store.effect_record(
-            "mcp",
+            kind,
             Some(&self.agent_id),
-            &input,
+            input,
             &output,
             started.elapsed().as_millis() as i64,
         );
-        result
     }
 
     /// Asks the configured search endpoint; logged as a network effect.
@@ -181,15 +236,8 @@ impl AgentHost {
             .ok_or("web_search(): no search endpoint is configured (tools.web_search_url)")?;
         let url = reqwest::Url::parse(base)
             .map_err(|e| format!("web_search(): tools.web_search_url {base:?}: {e}"))?;
-        let host = url.host_str().unwrap_or("").to_owned();
-        let with_port = url
-            .port()
-            .map_or_else(|| host.clone(), |p| format!("{host}:{p}"));
-        let check = self
-            .caps
-            .check_host(&host)
-            .or_else(|_| self.caps.check_host(&with_port));
-        self.allowed("web_search", check)?;
+        let host = url.host_str().unwrap_or("");
+        self.allowed("web_search", self.caps.check_endpoint(host, url.port()))?;
         let started = std::time::Instant::now();
         let result = self.runtime.block_on(super::world::search(
             &self.services.http,
@@ -198,17 +246,8 @@ impl AgentHost {
             self.services.web_search_results,
             &self.cancel,
         ));
-        let output = match &result {
-            Ok(text) => text.clone(),
-            Err(e) => format!("error: {e}"),
-        };
-        let _ = self.store.effect_record(
-            "network",
-            Some(&self.agent_id),
-            &format!("web_search {query:?} via {with_port}"),
-            &output,
-            started.elapsed().as_millis() as i64,
-        );
+        let input = format!("web_search {query:?} via {}", url.authority());
+        self.record_effect("network", &input, started, &result);
         result.map_err(|e| format!("web_search(): {e}"))
     }
 }

@@ -64,11 +64,10 @@ pub struct Services {
 impl Services {
     /// The services of `config` for the project at `root`.
     pub fn new(config: &Config, root: std::path::PathBuf) -> Self {
-        // Before the HTTP client: reqwest's rustls needs a provider.
-        let mcp = Arc::new(crate::mcp::Hub::new(config.mcp.clone(), root));
+        let http = crate::llm::http_client();
         Self {
-            mcp,
-            http: reqwest::Client::new(),
+            mcp: Arc::new(crate::mcp::Hub::new(config.mcp.clone(), root, http.clone())),
+            http,
             web_search_url: config.tools.web_search_url.clone(),
             web_search_results: config.tools.web_search_results,
         }
@@ -146,11 +145,11 @@ pub(crate) async fn logged_chat(
     opts: &ChatOptions,
     cancel: &CancellationToken,
 ) -> Result<String, LlmError> {
-    let reply = logged_reply(store, agent, label, llm, messages, opts, cancel, &|_| {}).await?;
-    Ok(match reply.tool_call {
-        Some(call) => call.as_text(),
-        None => reply.text,
-    })
+    Ok(
+        logged_reply(store, agent, label, llm, messages, opts, cancel, &|_| {})
+            .await?
+            .into_text(),
+    )
 }
 
 /// [`logged_chat`], keeping a native tool call apart; `on_delta` sees the
@@ -519,30 +518,18 @@ async fn run_program(
         max_recursion: config.agents.max_recursion,
         ..Limits::default()
     };
-    let mut host = AgentHost {
-        store: store.clone(),
-        agent_id: job.id.clone(),
-        task: job.task.clone(),
-        max_bytes: config.sync.max_file_bytes,
-        llm: llm.clone(),
-        cancel: cancel.clone(),
-        runtime: tokio::runtime::Handle::current(),
-        submitted: None,
-        logs: Vec::new(),
-        written: Vec::new(),
-        node: job.node.clone(),
-        messages_sent: Vec::new(),
-        caps: capabilities(config, job)?,
-        command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
-        services: services.clone(),
-        mcp_tools: Vec::new(),
-    };
-    let (result, host) = tokio::task::spawn_blocking(move || {
-        let r = sandbox::run(&code, &mut host, limits);
-        (r, host)
-    })
-    .await
-    .map_err(|e| AgentError::Internal(format!("sandbox task: {e}")))?;
+    let host = AgentHost::new(
+        store,
+        config,
+        llm,
+        services,
+        job,
+        cancel,
+        capabilities(config, job)?,
+    );
+    let (result, host) = host
+        .off_runtime(move |h| sandbox::run(&code, h, limits))
+        .await?;
     match result {
         Err(SandboxError::Cancelled) => return Err(AgentError::Cancelled),
         Err(e) => return Ok(Err(e.to_string())),

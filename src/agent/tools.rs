@@ -207,9 +207,10 @@ async fn offered(
         .as_deref()
         .and_then(|u| reqwest::Url::parse(u).ok())
     {
-        let host = url.host_str().unwrap_or("");
-        let with_port = url.port().map(|p| format!("{host}:{p}"));
-        if caps.check_host(host).is_ok() || with_port.is_some_and(|h| caps.check_host(&h).is_ok()) {
+        if caps
+            .check_endpoint(url.host_str().unwrap_or(""), url.port())
+            .is_ok()
+        {
             tools.push(web_search_spec());
         }
     }
@@ -329,18 +330,24 @@ pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>)
         .and_then(Json::as_str)
         .ok_or("Your JSON object has no \"tool\" naming the tool to call.")?
         .to_owned();
-    let args = match v.get("args").or_else(|| v.get("arguments")) {
-        None | Some(Json::Null) => serde_json::Map::new(),
-        Some(Json::Object(m)) => m.clone(),
+    Ok((
+        tool,
+        args_object(v.get("args").or_else(|| v.get("arguments")))?,
+    ))
+}
+
+/// A call's arguments as an object: given as one, as JSON text, or absent.
+fn args_object(args: Option<&Json>) -> Result<serde_json::Map<String, Json>, String> {
+    let wrong = || "\"args\" must be a JSON object of argument names to values.".to_owned();
+    match args {
+        None | Some(Json::Null) => Ok(serde_json::Map::new()),
+        Some(Json::Object(m)) => Ok(m.clone()),
         Some(Json::String(s)) => match serde_json::from_str(s) {
-            Ok(Json::Object(m)) => m,
-            _ => return Err("\"args\" must be a JSON object of argument names to values.".into()),
+            Ok(Json::Object(m)) => Ok(m),
+            _ => Err(wrong()),
         },
-        Some(_) => {
-            return Err("\"args\" must be a JSON object of argument names to values.".into())
-        }
-    };
-    Ok((tool, args))
+        Some(_) => Err(wrong()),
+    }
 }
 
 fn system_prompt(tools: &[ToolSpec], native: bool, chat: bool) -> String {
@@ -434,20 +441,6 @@ fn trim_history(messages: &mut Vec<ChatMessage>, budget: usize) {
     }
 }
 
-/// Runs `f` on the host off the async threads: host functions may wait
-/// on the runtime (ask_llm, MCP, web_search).
-async fn on_host<R: Send + 'static>(
-    mut host: AgentHost,
-    f: impl FnOnce(&mut AgentHost) -> R + Send + 'static,
-) -> Result<(R, AgentHost), AgentError> {
-    tokio::task::spawn_blocking(move || {
-        let r = f(&mut host);
-        (r, host)
-    })
-    .await
-    .map_err(|e| AgentError::Internal(format!("tool task: {e}")))
-}
-
 /// Earlier turns a chat turn shows the model (small models copy a long
 /// history instead of answering).
 const CHAT_HISTORY: usize = 6;
@@ -461,6 +454,7 @@ const CHAT_FILE_BYTES: usize = 8000;
 fn chat_message(
     store: &Store,
     config: &Config,
+    caps: &Capabilities,
     job: &Job,
     chat: &ChatTurn,
     said: String,
@@ -471,7 +465,6 @@ fn chat_message(
         let text = crate::overlay::Overlay::new(store, &job.id, config.sync.max_file_bytes)
             .read_text(&p)
             .ok()?;
-        let caps = super::capabilities(config, job).ok()?;
         (text.len() <= CHAT_FILE_BYTES && caps.check_read(f).is_ok()).then_some((f, text))
     });
     if let Some((path, text)) = file {
@@ -491,7 +484,7 @@ fn chat_message(
 }
 
 /// A chat turn answered in prose, streamed, without tools.
-async fn answer(
+async fn answer_in_prose(
     store: &Store,
     config: &Config,
     llm: &LlmClient,
@@ -528,7 +521,7 @@ async fn answer(
     )
     .await
     .map_err(super::llm_error)?;
-    let text = reply.tool_call.map_or(reply.text, |c| c.as_text());
+    let text = reply.into_text();
     let _ = chat.events.send(ChatEvent::Reply(text.trim().to_owned()));
     Ok(Done {
         summary: text.trim().to_owned(),
@@ -590,10 +583,10 @@ pub async fn run(
     let system = system_prompt(&tools, native, job.chat.is_some());
     let question = job.chat.is_some() && is_question(&job.task);
     if let Some(chat) = &job.chat {
-        task = chat_message(&store, config, job, chat, task);
+        task = chat_message(&store, config, &caps, job, chat, task);
         // Small models answer questions well in prose and badly through tools.
         if question && config.llm.model_size_b().is_none_or(|b| b < 7.0) {
-            return answer(&store, config, llm, job, chat, task, cancel).await;
+            return answer_in_prose(&store, config, llm, job, chat, task, cancel).await;
         }
     }
     let mut messages = vec![ChatMessage::system(system), ChatMessage::user(task)];
@@ -610,25 +603,15 @@ pub async fn run(
         .saturating_sub(config.llm.max_tokens as usize)
         .max(1000)
         * 3;
-    let mut host = AgentHost {
-        store: store.clone(),
-        agent_id: job.id.clone(),
-        task: job.task.clone(),
-        max_bytes: config.sync.max_file_bytes,
-        llm: llm.clone(),
-        cancel: cancel.clone(),
-        runtime: tokio::runtime::Handle::current(),
-        submitted: None,
-        logs: Vec::new(),
-        written: Vec::new(),
-        node: job.node.clone(),
-        messages_sent: Vec::new(),
-        caps,
-        command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
-        services: services.clone(),
-        mcp_tools,
-    };
+    let mut host = AgentHost::new(&store, config, llm, services, job, cancel, caps);
+    host.mcp_tools = mcp_tools;
     store.overlay_clear(&job.id)?;
+    let show = |e: ChatEvent| {
+        if let Some(chat) = &job.chat {
+            let _ = chat.events.send(e);
+        }
+    };
+    let on_delta = |piece: &str| show(ChatEvent::Delta(piece.to_owned()));
     let mut calls_made: Vec<String> = Vec::new();
     // Tools whose same call the model repeated: no longer offered.
     let mut worn: Vec<String> = Vec::new();
@@ -640,10 +623,9 @@ pub async fn run(
         // first, they sample a little more freely.
         opts.temperature = (step > 1).then(|| (config.llm.temperature + 0.4).min(1.0));
         if !native {
-            // The grammar: a question's first step reads or answers; a tool
-            // whose same call the model repeated is left out.
-            // A request's first step acts: small models otherwise "reply"
-            // by repeating it.
+            // The grammar: a tool whose same call the model repeated is left
+            // out; a question's first step reads or answers; a request's
+            // first step acts (small models otherwise "reply" with it).
             let allowed: Vec<ToolSpec> = tools
                 .iter()
                 .filter(|t| !worn.contains(&t.name))
@@ -658,12 +640,6 @@ pub async fn run(
             config.llm.provider_name(),
             config.llm.model
         );
-        let show = |e: ChatEvent| {
-            if let Some(chat) = &job.chat {
-                let _ = chat.events.send(e);
-            }
-        };
-        let on_delta = |piece: &str| show(ChatEvent::Delta(piece.to_owned()));
         let reply = super::logged_reply(
             &store, &job.id, &label, llm, &messages, &opts, cancel, &on_delta,
         )
@@ -677,8 +653,7 @@ pub async fn run(
                     .iter()
                     .find(|t| wire_name(&t.name) == native_call.name)
                     .map_or(native_call.name.clone(), |t| t.name.clone());
-                let call =
-                    parse_call(&json!({"tool": name, "args": native_call.arguments}).to_string());
+                let call = args_object(Some(&native_call.arguments)).map(|args| (name, args));
                 (call, Some(native_call.id))
             }
             None => {
@@ -732,10 +707,9 @@ pub async fn run(
                     .join(", ")
             )),
             Ok((tool, args)) if host.mcp_tools.contains(&tool) => {
-                let (r, h) = on_host(host, move |h| {
-                    h.call_mcp(&tool, Json::Object(args)).map(Value::String)
-                })
-                .await?;
+                let (r, h) = host
+                    .off_runtime(move |h| h.call_mcp(&tool, Json::Object(args)).map(Value::String))
+                    .await?;
                 host = h;
                 r
             }
@@ -744,7 +718,9 @@ pub async fn run(
                     .into_iter()
                     .map(|(k, v)| (Value::String(k), sandbox::from_json(v)))
                     .collect();
-                let (r, h) = on_host(host, move |h| h.call(&tool, vec![], kwargs)).await?;
+                let (r, h) = host
+                    .off_runtime(move |h| h.call(&tool, vec![], kwargs))
+                    .await?;
                 host = h;
                 r
             }

@@ -102,6 +102,18 @@ fn mcp_patterns_decide_which_servers_start_and_which_tools_run() {
     assert!(c.check_mcp("git.status").is_ok());
     assert!(c.check_mcp("git.push").is_err());
     assert!(c.check_host("search.local").is_ok());
+    assert!(c.check_endpoint("search.local", Some(8888)).is_ok());
+    assert!(c.check_endpoint("other.local", None).is_err());
+    let by_port = Capabilities::new(
+        &CapabilitiesConfig {
+            hosts: vec!["127.0.0.1:8888".into()],
+            ..CapabilitiesConfig::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert!(by_port.check_endpoint("127.0.0.1", Some(8888)).is_ok());
+    assert!(by_port.check_endpoint("127.0.0.1", Some(9999)).is_err());
     let any = Capabilities::new(
         &CapabilitiesConfig {
             mcp: vec!["*".into()],

@@ -92,6 +92,16 @@ pub struct Reply {
     pub tool_call: Option<ToolCall>,
 }
 
+impl Reply {
+    /// The answer as text: a native tool call in the text protocol's form.
+    pub fn into_text(self) -> String {
+        match self.tool_call {
+            Some(call) => call.as_text(),
+            None => self.text,
+        }
+    }
+}
+
 /// Why a chat request failed. Each message says what to check.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
@@ -149,8 +159,15 @@ pub struct ChatOptions {
     pub tools: Option<serde_json::Value>,
 }
 
+/// A plain HTTP client (MCP, web search), with the crypto provider its
+/// TLS needs.
+pub fn http_client() -> reqwest::Client {
+    install_crypto_provider();
+    reqwest::Client::new()
+}
+
 /// Installs the ring crypto provider once; reqwest's rustls needs one.
-pub(crate) fn install_crypto_provider() {
+fn install_crypto_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -204,11 +221,10 @@ impl LlmClient {
         cancel: &CancellationToken,
         on_delta: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<String, LlmError> {
-        let reply = self.chat_reply(messages, opts, cancel, on_delta).await?;
-        Ok(match reply.tool_call {
-            Some(call) => call.as_text(),
-            None => reply.text,
-        })
+        Ok(self
+            .chat_reply(messages, opts, cancel, on_delta)
+            .await?
+            .into_text())
     }
 
     /// [`chat_with`](Self::chat_with), keeping a native tool call apart.

@@ -104,23 +104,17 @@ pub struct Hub {
     servers: tokio::sync::Mutex<HashMap<String, Arc<Server>>>,
 }
 
-impl Default for Hub {
-    fn default() -> Self {
-        Self::new(McpConfig::default(), PathBuf::from("."))
-    }
-}
-
 /// The protocol revision this client speaks.
 const PROTOCOL_VERSION: &str = "2025-03-26";
 
 impl Hub {
-    /// A hub for `config`; stdio servers run in `root`.
-    pub fn new(config: McpConfig, root: PathBuf) -> Self {
-        crate::llm::install_crypto_provider();
+    /// A hub for `config`; stdio servers run in `root`, HTTP ones are
+    /// reached with `http`.
+    pub fn new(config: McpConfig, root: PathBuf, http: reqwest::Client) -> Self {
         Self {
             config,
             root,
-            http: reqwest::Client::new(),
+            http,
             servers: Default::default(),
         }
     }

@@ -54,7 +54,11 @@ fn log_lines(log: &std::path::Path) -> Vec<String> {
 async fn stdio_server_starts_on_first_use_lists_every_page_and_calls_tools() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let hub = Hub::new(stdio_config(&log), dir.path().to_owned());
+    let hub = Hub::new(
+        stdio_config(&log),
+        dir.path().to_owned(),
+        crate::llm::http_client(),
+    );
     let cancel = CancellationToken::new();
     assert!(
         log_lines(&log).is_empty(),
@@ -107,7 +111,11 @@ async fn stdio_server_starts_on_first_use_lists_every_page_and_calls_tools() {
 async fn servers_not_wanted_are_not_started() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let hub = Hub::new(stdio_config(&log), dir.path().to_owned());
+    let hub = Hub::new(
+        stdio_config(&log),
+        dir.path().to_owned(),
+        crate::llm::http_client(),
+    );
     let (tools, errors) = hub.tools(|_| false, &CancellationToken::new()).await;
     assert!(tools.is_empty() && errors.is_empty());
     assert!(log_lines(&log).is_empty());
@@ -141,7 +149,7 @@ async fn a_server_that_cannot_start_or_dies_says_why() {
     config
         .servers
         .insert("empty".into(), ServerConfig::default());
-    let hub = Hub::new(config, dir.path().to_owned());
+    let hub = Hub::new(config, dir.path().to_owned(), crate::llm::http_client());
     let cancel = CancellationToken::new();
     let (tools, errors) = hub.tools(|_| true, &cancel).await;
     assert!(tools.is_empty());
@@ -178,7 +186,7 @@ async fn a_hanging_server_times_out_and_cancellation_stops_a_call() {
             ..Default::default()
         },
     );
-    let hub = Hub::new(config, dir.path().to_owned());
+    let hub = Hub::new(config, dir.path().to_owned(), crate::llm::http_client());
     let err = hub
         .call("mute.x", json!({}), &CancellationToken::new())
         .await
@@ -202,7 +210,7 @@ async fn http_round_trip(sse: bool) {
             ..Default::default()
         },
     );
-    let hub = Hub::new(config, std::env::temp_dir());
+    let hub = Hub::new(config, std::env::temp_dir(), crate::llm::http_client());
     let cancel = CancellationToken::new();
     let (tools, errors) = hub.tools(|_| true, &cancel).await;
     assert!(errors.is_empty(), "{errors:?}");
