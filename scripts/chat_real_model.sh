@@ -5,16 +5,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 nvim="$("$here/scripts/install-nvim.sh")"
-model="$("$here/scripts/setup-model.sh" "${DEMO_MODEL:-1.5b}")"
-port="${DEMO_PORT:-8091}"
-log="$(mktemp)"
-python3 "$here/scripts/llm_server.py" "$model" --port "$port" > "$log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do grep -q "^ready" "$log" && break; sleep 0.5; done
-project="$(mktemp -d)"; mkdir -p "$project/.git"; cp -r "$here/scripts/demo/sample/." "$project/"
+. "$here/scripts/model-server.sh"
+start_model_server "${DEMO_MODEL:-1.5b}" "${DEMO_PORT:-8091}"
+project="$(sample_project)"
 cd "$project"
-CHAT_MODEL="qwen2.5-coder-${DEMO_MODEL:-1.5b}-instruct" \
-CHIMERA_LIB="${CHIMERA_LIB:-$here/target/release/libchimera.so}" CHIMERA_REPO="$here" \
-  CHIMERA_DEMO_URL="http://127.0.0.1:$port/v1" timeout 1800 "$nvim" --headless --clean -l "$here/scripts/demo/free_chat.lua"
+timeout 1800 "$nvim" --headless --clean -l "$here/scripts/demo/free_chat.lua"
 rm -rf "$project"

@@ -6,18 +6,12 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${1:-5}"
 nvim="$("$here/scripts/install-nvim.sh")"
-model="$("$here/scripts/setup-model.sh" "${DEMO_MODEL:-0.5b}")"
-port="${DEMO_PORT:-8089}"
-log="$(mktemp)"
-python3 "$here/scripts/llm_server.py" "$model" --port "$port" > "$log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do grep -q "^ready" "$log" && break; sleep 0.5; done
+. "$here/scripts/model-server.sh"
+start_model_server "${DEMO_MODEL:-0.5b}" "${DEMO_PORT:-8089}"
 ok=0; times=()
 for i in $(seq 1 "$runs"); do
-  project="$(mktemp -d)"; mkdir -p "$project/.git"; cp -r "$here/scripts/demo/sample/." "$project/"
-  out="$(cd "$project" && CHIMERA_LIB="${CHIMERA_LIB:-$here/target/release/libchimera.so}" CHIMERA_REPO="$here" \
-    CHIMERA_DEMO_URL="http://127.0.0.1:$port/v1" timeout 600 "$nvim" --headless --clean -l "$here/scripts/demo/headless.lua" 2>/dev/null || true)"
+  project="$(sample_project)"
+  out="$(cd "$project" && timeout 600 "$nvim" --headless --clean -l "$here/scripts/demo/headless.lua" 2>/dev/null || true)"
   line="$(echo "$out" | grep '^state:' || echo 'state: none')"
   echo "  run $i: $line" | head -c 200; echo
   if echo "$line" | grep -q 'completed'; then

@@ -1,19 +1,7 @@
 -- The free chat against a real local model: per round, a question (the
 -- turn must end in a reply) and a change request (it must end in a
 -- proposal that parses). Prints one line per turn and a tally.
-local repo = vim.env.CHIMERA_REPO
-vim.opt.rtp:prepend(repo)
-vim.cmd("runtime plugin/chimera.lua")
-local chimera = require("chimera")
-chimera.setup({
-  -- The size in the name picks the chat's paths (as a user names the model).
-  llm = { provider = "openai", url = vim.env.CHIMERA_DEMO_URL, model = vim.env.CHAT_MODEL or "qwen2.5-coder", timeout_ms = 120000 },
-  ui = { progress = false },
-})
-local function say(s)
-  io.stdout:write(s .. "\n")
-  io.stdout:flush()
-end
+local chimera, say = dofile(vim.env.CHIMERA_REPO .. "/scripts/demo/setup.lua")()
 vim.cmd.edit("app.py")
 local rounds = tonumber(vim.env.CHAT_ROUNDS or "5")
 local turns = {

@@ -1,17 +1,6 @@
 -- `make demo HEADLESS=1`: the demo scenario without a UI. Spawns the agent,
 -- waits for its proposal, prints it, accepts it and prints the result.
-local repo = vim.env.CHIMERA_REPO
-vim.opt.rtp:prepend(repo)
-vim.cmd("runtime plugin/chimera.lua")
-local chimera = require("chimera")
-chimera.setup({
-  llm = { provider = "openai", url = vim.env.CHIMERA_DEMO_URL, model = "qwen2.5-coder", timeout_ms = 120000 },
-  ui = { progress = false },
-})
-local function say(s)
-  io.stdout:write(s .. "\n")
-  io.stdout:flush()
-end
+local chimera, say = dofile(vim.env.CHIMERA_REPO .. "/scripts/demo/setup.lua")()
 vim.cmd.edit("app.py")
 local buf = vim.api.nvim_get_current_buf()
 local task = vim.env.DEMO_TASK or "add a docstring to parse_config"

@@ -2,19 +2,7 @@
 -- reports, per request, whether the node's agent reached a proposal (or a
 -- message to another node) and how long it took. Proposals are rejected so
 -- every request starts from the same file.
-local repo = vim.env.CHIMERA_REPO
-vim.opt.rtp:prepend(repo)
-vim.cmd("runtime plugin/chimera.lua")
-local chimera = require("chimera")
-chimera.setup({
-  llm = { provider = "openai", url = vim.env.CHIMERA_DEMO_URL, model = "qwen2.5-coder", timeout_ms = 120000 },
-  ui = { progress = false },
-  remora = { cooldown_ms = 0 },
-})
-local function say(s)
-  io.stdout:write(s .. "\n")
-  io.stdout:flush()
-end
+local chimera, say = dofile(vim.env.CHIMERA_REPO .. "/scripts/demo/setup.lua")({ remora = { cooldown_ms = 0 } })
 vim.cmd.edit("app.py")
 chimera.start()
 vim.wait(30000, function()
