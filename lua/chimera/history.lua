@@ -48,14 +48,15 @@ function M.rollback(id, opts)
   lib().rollback(id, opts.dry_run == true, buffer_texts())
 end
 
-local effect_waiters = {}
+-- Callbacks waiting for the core's answer, by what they wait for.
+local waiters = { snapshots = {}, effects = {} }
 
 --- Asks for the effects after `opts.since` (of `opts.kind`); `callback`
 --- gets them. Returns the last list received.
 function M.effects(opts, callback)
   opts = opts or {}
   if callback then
-    table.insert(effect_waiters, callback)
+    table.insert(waiters.effects, callback)
   end
   lib().effects(opts.since, opts.kind)
   return state.effects or {}
@@ -63,26 +64,24 @@ end
 
 -- Messages from the core.
 
---- Calls every callback of `waiters` with `value`.
-local function answer(waiters, value)
-  for _, cb in ipairs(waiters) do
+--- Calls, once, every callback waiting for `kind` with `value`.
+local function answer(kind, value)
+  local callbacks = waiters[kind]
+  waiters[kind] = {}
+  for _, cb in ipairs(callbacks) do
     pcall(cb, value)
   end
 end
 
-local history_waiters = {}
-
 --- Asks the core for the snapshots; `callback` gets them.
 function M.refresh(callback)
-  table.insert(history_waiters, callback)
+  table.insert(waiters.snapshots, callback)
   lib().history()
 end
 
 function M.snapshots_arrived(msg)
   state.snapshots = msg.snapshots
-  local waiters = history_waiters
-  history_waiters = {}
-  answer(waiters, msg.snapshots)
+  answer("snapshots", msg.snapshots)
 end
 
 function M.rollback_done(msg)
@@ -103,9 +102,7 @@ end
 
 function M.effects_arrived(msg)
   state.effects = msg.effects
-  local waiters = effect_waiters
-  effect_waiters = {}
-  answer(waiters, msg.effects)
+  answer("effects", msg.effects)
 end
 
 --- The lines `:Chimera history` shows.

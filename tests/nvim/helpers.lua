@@ -55,6 +55,18 @@ function M.wait_for(what, pred, timeout)
   end
 end
 
+--- The effect log (`opts` as for chimera.effects), once the core answered.
+function M.effects(opts)
+  local effects
+  require("chimera").effects(opts, function(e)
+    effects = e
+  end)
+  M.wait_for("the effects", function()
+    return effects ~= nil
+  end)
+  return effects
+end
+
 --- A fresh git-like project with `files` (path -> content); cwd moves there.
 function M.project(files)
   local dir = vim.fn.tempname()

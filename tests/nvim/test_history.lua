@@ -36,13 +36,7 @@ h.test("snapshot, accept, rollback with a dry run, effects, fork", function()
     end, chimera.history()) == 1
   end)
   -- The effect log holds the agent's LLM call.
-  local effects
-  chimera.effects({ kind = "llm" }, function(e)
-    effects = e
-  end)
-  h.wait_for("the effects", function()
-    return effects ~= nil
-  end)
+  local effects = h.effects({ kind = "llm" })
   h.eq(#effects, 1, "one LLM call")
   h.eq(effects[1].snapshot_id, snap, "after the snapshot")
   -- Dry run: told, nothing changes.

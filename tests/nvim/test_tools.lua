@@ -122,13 +122,7 @@ h.test("an MCP tool configured in setup() is called by a tool-mode agent", funct
   h.eq(chimera.wait(id, 20000), "completed", "state: " .. tostring(chimera.agent(id).error))
   h.eq(vim.fn.filereadable(marker), 1, "the MCP tool ran")
   os.remove(marker)
-  local effects
-  chimera.effects({ kind = "mcp" }, function(e)
-    effects = e
-  end)
-  h.wait_for("the effects", function()
-    return effects ~= nil
-  end)
+  local effects = h.effects({ kind = "mcp" })
   h.eq(#effects, 1, "one MCP effect")
   h.truthy(effects[1].input:find("t.write_marker", 1, true), effects[1].input)
   h.truthy((h.read(log) or ""):find("t.write_marker(path: string)", 1, true), "offered to the model")
