@@ -58,57 +58,74 @@ local function chimera()
   return require("chimera")
 end
 
-local function render(buf, node_id)
+local FREE_HEADER = "# Chat with a tool-mode agent (kept in .chimera/chimera.db; :Chimera chat --clear forgets it)"
+local FOOTER = { "", "-- i: write a message   q: close" }
+
+--- The free chat's header and entries as lines, kept as entries arrive
+--- so a streamed piece redraws only what follows them.
+local free_lines = { FREE_HEADER }
+
+--- The replies being streamed, then the footer.
+local function free_tail()
+  local lines = {}
+  for id, text in pairs(streaming) do
+    if vim.startswith(vim.trim(text), "{") then
+      -- A tool call being written: its latest part, on one line.
+      local flat = text:gsub("%s+", " ")
+      table.insert(lines, ("Agent %s ▸ …%s"):format(id, flat:sub(-100)))
+    else
+      local parts = vim.split(text, "\n", { plain = true })
+      table.insert(lines, ("Agent %s …: %s"):format(id, parts[1]))
+      vim.list_extend(lines, vim.list_slice(parts, 2))
+    end
+  end
+  return vim.list_extend(lines, FOOTER)
+end
+
+--- Replaces the lines of `buf` from line `from` (0-based) to the end, and
+--- follows the end in its windows.
+local function put(buf, from, lines)
   if not vim.api.nvim_buf_is_valid(buf) then
     return
   end
-  local lines = {}
-  if node_id == "free" then
-    table.insert(lines, "# Chat with a tool-mode agent (kept in .chimera/chimera.db; :Chimera chat --clear forgets it)")
-    for _, e in ipairs(free_entries) do
-      vim.list_extend(lines, entry_lines(e))
-    end
-    for id, text in pairs(streaming) do
-      if vim.startswith(vim.trim(text), "{") then
-        -- A tool call being written: its latest part, on one line.
-        local flat = text:gsub("%s+", " ")
-        table.insert(lines, ("Agent %s ▸ …%s"):format(id, flat:sub(-100)))
-      else
-        local parts = vim.split(text, "\n", { plain = true })
-        table.insert(lines, ("Agent %s …: %s"):format(id, parts[1]))
-        vim.list_extend(lines, vim.list_slice(parts, 2))
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, from, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
+  end
+end
+
+local function node_lines(node_id)
+  local n = remora.node(node_id)
+  local lines = {
+    n and ("# %s %s (%s) %s:%d-%d"):format(n.node_type, n.name, n.id, n.file_path, n.start_line, n.end_line)
+      or ("# " .. node_id),
+  }
+  for _, r in ipairs(remora.history[node_id] or {}) do
+    if r.event_type ~= "TopologyChangedEvent" then
+      local text = remora.describe_event(r, node_id)
+      for i, l in ipairs(vim.split(text, "\n", { plain = true })) do
+        table.insert(lines, (i == 1 and os.date("%H:%M ", math.floor(r.timestamp / 1000)) or "      ") .. l)
       end
-    end
-  else
-    local n = remora.node(node_id)
-    table.insert(
-      lines,
-      n and ("# %s %s (%s) %s:%d-%d"):format(n.node_type, n.name, n.id, n.file_path, n.start_line, n.end_line)
-        or ("# " .. node_id)
-    )
-    for _, r in ipairs(remora.history[node_id] or {}) do
-      if r.event_type ~= "TopologyChangedEvent" then
-        local text = remora.describe_event(r, node_id)
-        for i, l in ipairs(vim.split(text, "\n", { plain = true })) do
-          table.insert(lines, (i == 1 and os.date("%H:%M ", math.floor(r.timestamp / 1000)) or "      ") .. l)
-        end
-      end
-    end
-    if remora.pending[node_id] then
-      table.insert(lines, "")
-      table.insert(lines, ("Proposal %s waiting: <Leader>a / <Leader>r in the code, or :Chimera diff %s"):format(
-        remora.pending[node_id].id,
-        remora.pending[node_id].id
-      ))
     end
   end
-  table.insert(lines, "")
-  table.insert(lines, "-- i: write a message   q: close")
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    pcall(vim.api.nvim_win_set_cursor, win, { #lines, 0 })
+  if remora.pending[node_id] then
+    table.insert(lines, "")
+    table.insert(lines, ("Proposal %s waiting: <Leader>a / <Leader>r in the code, or :Chimera diff %s"):format(
+      remora.pending[node_id].id,
+      remora.pending[node_id].id
+    ))
+  end
+  return vim.list_extend(lines, FOOTER)
+end
+
+local function render(buf, node_id)
+  if node_id == "free" then
+    put(buf, 0, vim.list_extend(vim.list_slice(free_lines), free_tail()))
+  else
+    put(buf, 0, node_lines(node_id))
   end
 end
 
@@ -130,6 +147,7 @@ end
 function M.entry_arrived(msg)
   local e = msg.entry
   table.insert(free_entries, e)
+  vim.list_extend(free_lines, entry_lines(e))
   if e.role ~= "user" and e.agent_id then
     streaming[e.agent_id] = nil
   end
@@ -138,11 +156,17 @@ end
 
 function M.delta_arrived(msg)
   streaming[msg.agent_id] = (streaming[msg.agent_id] or "") .. msg.text
-  render_free()
+  if buffers.free then
+    put(buffers.free, #free_lines, free_tail())
+  end
 end
 
 function M.history_arrived(msg)
   free_entries = msg.entries
+  free_lines = { FREE_HEADER }
+  for _, e in ipairs(free_entries) do
+    vim.list_extend(free_lines, entry_lines(e))
+  end
   render_free()
 end
 
