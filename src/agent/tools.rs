@@ -166,12 +166,41 @@ const CHAT_RULES: &str = "You are a coding assistant chatting with the human in 
 
 /// Whether the human asks something rather than asks for something: a
 /// question's first step may only read or answer.
-pub fn is_question(said: &str) -> bool {
+fn is_question(said: &str) -> bool {
     let s = said.trim().to_lowercase();
     let request = ["can you", "could you", "would you", "will you", "please"]
         .iter()
         .any(|p| s.starts_with(p));
     s.ends_with('?') && !request
+}
+
+/// How a chat turn is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatPath {
+    /// In prose, without tools: small models answer questions well and
+    /// call tools badly.
+    Prose,
+    /// Through the tool loop.
+    Tools,
+    /// In code mode: models under 1B get through it and not the tool loop.
+    Code,
+}
+
+/// The path for `said`, by what it is and the model's size (a name
+/// without one counts as a small model of 1B or more).
+pub fn chat_path(config: &Config, said: &str) -> ChatPath {
+    let size = config.llm.model_size_b();
+    if is_question(said) {
+        if size.is_none_or(|b| b < 7.0) {
+            ChatPath::Prose
+        } else {
+            ChatPath::Tools
+        }
+    } else if size.is_some_and(|b| b < 1.0) {
+        ChatPath::Code
+    } else {
+        ChatPath::Tools
+    }
 }
 
 /// The tools a question's first step may call.
@@ -584,8 +613,7 @@ pub async fn run(
     let question = job.chat.is_some() && is_question(&job.task);
     if let Some(chat) = &job.chat {
         task = chat_message(&store, config, &caps, job, chat, task);
-        // Small models answer questions well in prose and badly through tools.
-        if question && config.llm.model_size_b().is_none_or(|b| b < 7.0) {
+        if chat_path(config, &job.task) == ChatPath::Prose {
             return answer_in_prose(&store, config, llm, job, chat, task, cancel).await;
         }
     }
@@ -853,6 +881,17 @@ mod tests {
         assert!(!is_question("Can you add a docstring?"));
         assert!(!is_question("please explain and fix it?"));
         assert!(!is_question("add a docstring to greet"));
+        let path = |model: &str, said: &str| {
+            let mut config = Config::default();
+            config.llm.model = model.into();
+            chat_path(&config, said)
+        };
+        assert_eq!(path("qwen2.5-coder:1.5b", "why?"), ChatPath::Prose);
+        assert_eq!(path("gpt-4o", "why?"), ChatPath::Prose);
+        assert_eq!(path("qwen2.5-coder:7b", "why?"), ChatPath::Tools);
+        assert_eq!(path("qwen2.5-coder:0.5b", "fix it"), ChatPath::Code);
+        assert_eq!(path("qwen2.5-coder:1.5b", "fix it"), ChatPath::Tools);
+        assert_eq!(path("gpt-4o", "fix it"), ChatPath::Tools);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{spawn_agent, Core};
-use crate::agent::tools::{is_question, ChatEvent, ChatTurn};
+use crate::agent::tools::{chat_path, ChatEvent, ChatPath, ChatTurn};
 use crate::agent::Job;
 use crate::config::AgentMode;
 use crate::llm::ChatMessage;
@@ -48,13 +48,11 @@ pub(super) fn send(
         })
         .collect();
     append(core, "user", &message, Some(&id));
-    // Models under 1B do not get through the tool loop (measured: 0 of 5
-    // requests with Qwen2.5-Coder 0.5B), but do edit in code mode.
-    let tiny = core.config.llm.model_size_b().is_some_and(|b| b < 1.0);
-    let mode = if tiny && !is_question(&message) {
-        AgentMode::Code
-    } else {
-        AgentMode::Tools
+    // Measured: Qwen2.5-Coder 0.5B got 0 of 5 requests through the tool
+    // loop and 5 of 5 in code mode.
+    let mode = match chat_path(&core.config, &message) {
+        ChatPath::Code => AgentMode::Code,
+        ChatPath::Prose | ChatPath::Tools => AgentMode::Tools,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let job = Job {
