@@ -72,6 +72,10 @@ pub struct LlmConfig {
     pub max_tokens: u32,
     /// What the model is asked to answer with (every form is accepted).
     pub edit_form: EditFormSetting,
+    /// Per-model overrides of `edit_form`: a model name or a glob over
+    /// names (`*0.5b*`), matched without regard to case; an exact name
+    /// wins over globs, and globs are tried in name order.
+    pub edit_forms: std::collections::BTreeMap<String, EditFormSetting>,
     /// Context window in tokens, used when the server does not report it.
     pub context_tokens: u32,
     /// Ask for JSON `{summary, code}` with the server's constrained output
@@ -93,6 +97,53 @@ pub enum EditFormSetting {
 }
 
 impl LlmConfig {
+    /// The edit form set for this model: its entry in `edit_forms` when one
+    /// matches the model's name, else `edit_form`.
+    pub fn edit_form_for_model(&self) -> EditFormSetting {
+        self.edit_form_entry()
+            .map_or(self.edit_form, |(_, form)| *form)
+    }
+
+    /// The `edit_forms` entry that names this model, if any.
+    fn edit_form_entry(&self) -> Option<(&String, &EditFormSetting)> {
+        let model = self.model.to_lowercase();
+        let exact = self
+            .edit_forms
+            .iter()
+            .find(|(name, _)| name.to_lowercase() == model);
+        let glob = || {
+            self.edit_forms.iter().find(|(pattern, _)| {
+                globset::GlobBuilder::new(&pattern.to_lowercase())
+                    .build()
+                    .is_ok_and(|glob| glob.compile_matcher().is_match(&model))
+            })
+        };
+        exact.or_else(glob)
+    }
+
+    /// What the prompt asks this model for and which option decided it, for
+    /// `:checkhealth`.
+    pub fn describe_edit_form(&self) -> String {
+        let (form, source) = match self.edit_form_entry() {
+            Some((pattern, form)) => (*form, format!("llm.edit_forms[{pattern:?}]")),
+            None => (self.edit_form, "llm.edit_form".to_owned()),
+        };
+        let what = match form {
+            EditFormSetting::Program => "a program".to_owned(),
+            EditFormSetting::Definitions => {
+                "the changed definitions (a program when the task has no file)".to_owned()
+            }
+            EditFormSetting::Auto => match self.model_size_b() {
+                Some(size) if size >= 7.0 => format!("a program (auto: a {size}B model)"),
+                Some(size) => format!(
+                    "the changed definitions (auto: a {size}B model; a program when the task has no file)"
+                ),
+                None => "the changed definitions (auto: the name gives no size; a program when the task has no file)".to_owned(),
+            },
+        };
+        format!("{what}, from {source}")
+    }
+
     /// The provider as users write it in the config.
     pub fn provider_name(&self) -> &'static str {
         match self.provider {
@@ -137,6 +188,7 @@ impl Default for LlmConfig {
             temperature: 0.2,
             max_tokens: 2048,
             edit_form: EditFormSetting::Auto,
+            edit_forms: Default::default(),
             context_tokens: 8192,
             json_output: false,
         }
@@ -334,6 +386,33 @@ mod tests {
         assert_eq!(size("llama3:70b"), Some(70.0));
         assert_eq!(size("gpt-4o"), None);
         assert_eq!(size("qwen2.5-coder"), None);
+    }
+
+    #[test]
+    fn per_model_edit_forms_come_from_json() {
+        let config =
+            Config::from_json(r#"{"llm": {"edit_forms": {"*:0.5b": "program"}}}"#).unwrap();
+        assert_eq!(
+            config.llm.edit_forms.get("*:0.5b"),
+            Some(&EditFormSetting::Program)
+        );
+        assert!(Config::from_json(r#"{"llm": {"edit_forms": {"x": "prose"}}}"#).is_err());
+    }
+
+    #[test]
+    fn the_edit_form_is_described_with_the_option_that_chose_it() {
+        let mut llm = LlmConfig {
+            model: "qwen2.5-coder:0.5b".into(),
+            ..LlmConfig::default()
+        };
+        assert!(llm.describe_edit_form().contains("auto: a 0.5B model"));
+        assert!(llm.describe_edit_form().ends_with("from llm.edit_form"));
+        llm.edit_forms
+            .insert("*0.5b".into(), EditFormSetting::Program);
+        assert_eq!(
+            llm.describe_edit_form(),
+            "a program, from llm.edit_forms[\"*0.5b\"]"
+        );
     }
 
     #[test]

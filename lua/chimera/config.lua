@@ -33,6 +33,9 @@ M.defaults = {
     -- small models do well), or "auto": a program for models of 7B and up,
     -- definitions for smaller or unnamed ones when the task has a file.
     edit_form = "auto",
+    -- Per-model overrides of edit_form: a model name, or a glob over names,
+    -- to a form, e.g. { ["qwen2.5-coder:7b"] = "definitions", ["*0.5b*"] = "program" }.
+    edit_forms = {},
     -- Context window in tokens when the server does not report it
     -- (llama.cpp /props and Ollama /api/show are asked first).
     context_tokens = 8192,
@@ -230,9 +233,36 @@ local function check_servers(servers)
   end
 end
 
+-- `llm.edit_forms`: model name or glob -> one of the edit forms.
+local function check_edit_forms(forms)
+  if type(forms) ~= "table" then
+    return "chimera: option `llm.edit_forms` must be a table of model name (or glob) -> form"
+  end
+  local names = vim.tbl_keys(enums["llm.edit_form"])
+  table.sort(names)
+  for model, form in pairs(forms) do
+    if type(model) ~= "string" then
+      return "chimera: option `llm.edit_forms` must be keyed by model names, e.g. [\"qwen2.5-coder:7b\"]"
+    end
+    if not enums["llm.edit_form"][form] then
+      return ("chimera: option `llm.edit_forms[%q]` must be one of %s, got %s"):format(
+        model,
+        table.concat(names, ", "),
+        vim.inspect(form)
+      )
+    end
+  end
+end
+
+-- Options that are tables keyed by the user's own names, checked whole.
+local maps = {
+  ["mcp.servers"] = check_servers,
+  ["llm.edit_forms"] = check_edit_forms,
+}
+
 local function check(path, value, default)
-  if path == "mcp.servers" then
-    return check_servers(value)
+  if maps[path] then
+    return maps[path](value)
   end
   if lists[path] then
     if type(value) ~= "table" or not vim.islist(value) then
@@ -283,7 +313,7 @@ local function validate(opts, defaults, prefix, errors)
     local default = defaults[key]
     if default == nil and not optional[path] then
       table.insert(errors, ("chimera: unknown option `%s`"):format(path))
-    elseif type(default) == "table" and type(value) == "table" and not lists[path] and path ~= "mcp.servers" then
+    elseif type(default) == "table" and type(value) == "table" and not lists[path] and not maps[path] then
       validate(value, default, path, errors)
     else
       local err = check(path, value, default)
@@ -319,13 +349,18 @@ function M.resolve(opts)
 end
 
 -- An empty Lua table encodes as a JSON list; maps must stay objects.
+local function map_json(map)
+  local out = vim.empty_dict()
+  for k, v in pairs(map or {}) do
+    out[k] = v
+  end
+  return out
+end
+
 local function servers_json(servers)
   local out = vim.empty_dict()
   for name, server in pairs(servers) do
-    local env = vim.empty_dict()
-    for k, v in pairs(server.env or {}) do
-      env[k] = v
-    end
+    local env = map_json(server.env)
     out[name] = { command = server.command or {}, url = server.url, env = env }
   end
   return out
@@ -335,7 +370,7 @@ end
 function M.to_json(config)
   return vim.json.encode({
     root = config.root and vim.fn.expand(config.root) or nil,
-    llm = config.llm,
+    llm = vim.tbl_extend("force", config.llm, { edit_forms = map_json(config.llm.edit_forms) }),
     agents = config.agents,
     sync = config.sync,
     remora = config.remora,

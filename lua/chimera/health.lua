@@ -30,6 +30,13 @@ function M.check()
   if state.config then
     h.ok("setup() was called")
     h.info(("llm: %s %s, model %s"):format(state.config.llm.provider, state.config.llm.url, state.config.llm.model))
+    local ok_form, form = false, nil
+    if lib then
+      ok_form, form = pcall(lib.edit_form, require("chimera.config").to_json(state.config))
+    end
+    if ok_form then
+      h.info("code-mode agents are asked for " .. form)
+    end
   else
     h.warn("setup() was not called; defaults are used", { "add require('chimera').setup({}) to your config" })
   end

@@ -203,7 +203,7 @@ pub fn capabilities(
 
 /// The form the prompt asks for.
 pub fn choose_form(config: &Config, has_target: bool) -> EditForm {
-    match config.llm.edit_form {
+    match config.llm.edit_form_for_model() {
         EditFormSetting::Program => EditForm::Program,
         EditFormSetting::Definitions if has_target => EditForm::Definitions,
         EditFormSetting::Definitions => EditForm::Program,

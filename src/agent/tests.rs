@@ -260,6 +260,32 @@ fn the_prompt_form_follows_the_model_size() {
     assert_eq!(choose_form(&c, true), EditForm::Program);
 }
 
+#[test]
+fn a_per_model_edit_form_overrides_the_general_one() {
+    use crate::config::EditFormSetting;
+    let mut c = Config::default();
+    c.llm.edit_forms = [
+        ("*0.5B*".to_owned(), EditFormSetting::Program),
+        ("qwen2.5-coder:7b".to_owned(), EditFormSetting::Definitions),
+        ("*:7b".to_owned(), EditFormSetting::Program),
+    ]
+    .into();
+    c.llm.model = "qwen2.5-coder:7b".into();
+    assert_eq!(
+        choose_form(&c, true),
+        EditForm::Definitions,
+        "an exact name wins over a glob"
+    );
+    c.llm.model = "Qwen/qwen2.5-coder-0.5b-instruct".into();
+    assert_eq!(choose_form(&c, true), EditForm::Program, "glob, any case");
+    c.llm.model = "qwen2.5-coder:1.5b".into();
+    assert_eq!(
+        choose_form(&c, true),
+        EditForm::Definitions,
+        "no entry: edit_form (auto) decides by size"
+    );
+}
+
 // ---- tool mode ----------------------------------------------------------
 
 fn call(tool: &str, args: serde_json::Value) -> Reply {

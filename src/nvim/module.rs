@@ -110,6 +110,18 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, ()| Ok(crate::BUILD_COMMIT))?,
     )?;
 
+    // edit_form(config_json) -> what the prompt asks the configured model
+    // for, and which option decided it (for :checkhealth).
+    t.set(
+        "edit_form",
+        lua.create_function(|_, config_json: String| {
+            let config = Config::from_json(&config_json).map_err(|e| {
+                mlua::Error::external(format!("Chimera: invalid configuration: {e}"))
+            })?;
+            Ok(config.llm.describe_edit_form())
+        })?,
+    )?;
+
     // start(config_json, cwd) -> root: (re)starts the core for the project
     // around `cwd` (or the configured root), and returns that root.
     t.set(

@@ -178,4 +178,17 @@ h.test("setup() reports bad options clearly and is safe to call twice", function
   h.eq(chimera.setup({}), true, "second")
 end)
 
+h.test("llm.edit_forms: per-model forms are checked and reach the core as a map", function()
+  local config = require("chimera.config")
+  local _, err = config.resolve({ llm = { edit_forms = { ["*0.5b*"] = "prose" } } })
+  h.truthy(err and err:find("llm.edit_forms", 1, true) and err:find("definitions", 1, true), tostring(err))
+  _, err = config.resolve({ llm = { edit_forms = { "program" } } })
+  h.truthy(err and err:find("keyed by model names", 1, true), tostring(err))
+  local empty = vim.json.decode(config.to_json(config.resolve({})))
+  h.eq(vim.json.encode(empty.llm.edit_forms), "{}", "an empty map stays an object")
+  local resolved = config.resolve({ llm = { edit_forms = { ["*0.5b*"] = "program" } } })
+  h.eq(vim.json.decode(config.to_json(resolved)).llm.edit_forms, { ["*0.5b*"] = "program" })
+  h.eq(chimera.setup({ llm = { edit_forms = { ["*0.5b*"] = "program" } } }), true, "the core takes it")
+end)
+
 h.finish()

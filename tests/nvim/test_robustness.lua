@@ -159,6 +159,7 @@ h.test(":checkhealth chimera reports the library, database and LLM", function()
   h.truthy(text:find("answers and serves model", 1, true), text)
   h.truthy(not text:find("ERROR", 1, true), text)
   h.truthy(text:find("no MCP servers configured", 1, true), text)
+  h.truthy(text:find("code-mode agents are asked for", 1, true) and text:find("from llm.edit_form", 1, true), text)
 end)
 
 h.test(":checkhealth chimera says which MCP servers and searches agents can use", function()
