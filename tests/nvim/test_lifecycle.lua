@@ -55,4 +55,30 @@ h.test(":Chimera cancel stops a working agent at once", function()
   h.truthy(vim.tbl_contains(states, "running") and vim.tbl_contains(states, "cancelled"), vim.inspect(states))
 end)
 
+h.test("the statusline counts working agents and proposals to review", function()
+  h.project({ ["a.py"] = SRC })
+  local url, log = h.fake_llm({ { hang = true }, { text = PROGRAM } })
+  h.setup(url)
+  chimera.start()
+  h.wait_for("import", function()
+    return chimera.status().ready
+  end)
+  h.eq(chimera.statusline(), "", "nothing to say when idle")
+  local hanging = chimera.spawn("hang forever")
+  h.wait_for("the first agent's request, which hangs", function()
+    return h.read(log) ~= nil
+  end)
+  h.eq(chimera.statusline(), "◆ 1 working, 0 to review")
+  local id = chimera.spawn("return two")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  h.wait_for("the proposal in the statusline", function()
+    return chimera.statusline() == "◆ 1 working, 1 to review"
+  end)
+  chimera.cancel(hanging)
+  chimera.reject(id)
+  h.wait_for("idle again", function()
+    return chimera.statusline() == ""
+  end)
+end)
+
 h.finish()
