@@ -121,7 +121,8 @@ pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, Accep
 
 /// Rebases every file of `agent`'s proposal whose stable content moved on
 /// (the human typed). Returns whether anything changed and whether the
-/// proposal is now conflicted.
+/// proposal is now conflicted. A proposal left with nothing to change ends
+/// `accepted`.
 pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
     let files = store.proposal_files(agent)?;
     store.transaction(|tx| {
@@ -166,7 +167,23 @@ pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
                 rec.conflicted = conflicted;
                 rec.changed_files = out.iter().map(|f| f.path.clone()).collect();
                 rec.updated_at = now_ms();
+                // Every change is already in the human's files (they typed
+                // it, or an accept was cut short after its writes): nothing
+                // is left to review, so the agent is done, not pending.
+                let nothing_left = out.is_empty() && rec.state == AgentState::Completed;
+                if nothing_left {
+                    rec.state = AgentState::Accepted;
+                    store::discard_changes(tx, agent)?;
+                }
                 store::agent_update(tx, &rec)?;
+                if nothing_left {
+                    store::append_event(
+                        tx,
+                        Some(agent),
+                        "accepted",
+                        &serde_json::json!({"files": [], "reason": "every change is already in your files"}),
+                    )?;
+                }
             }
         }
         Ok((changed, conflicted))
@@ -243,6 +260,13 @@ pub fn accept_some(
         });
     }
     let (_, conflicted) = rebase(store, agent)?;
+    if store.agent(agent)?.state == AgentState::Accepted {
+        // The rebase found every change already in the human's files.
+        return Ok(Accepted {
+            done: true,
+            ..Accepted::default()
+        });
+    }
     let all_files = store.proposal_files(agent)?;
     if conflicted {
         let path = all_files

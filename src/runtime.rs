@@ -207,7 +207,7 @@ impl Core {
 
     /// The human's text of `path` changed: rebase the proposals on it and
     /// re-index its nodes.
-    fn stable_changed(&self, path: &str) {
+    fn stable_changed(self: &Arc<Self>, path: &str) {
         self.rebase_proposals(path);
         if let Some(w) = &self.remora {
             w.send(remora::Job::Changed(path.to_owned()));
@@ -215,23 +215,46 @@ impl Core {
     }
 
     /// Rebase every proposal on `path` onto the human's text.
-    fn rebase_proposals(&self, path: &str) {
+    fn rebase_proposals(self: &Arc<Self>, path: &str) {
         // Runs on every buffer change: ask only for the proposals on `path`.
         let Ok(ids) = self.store.proposals_on(path) else {
             return;
         };
         for id in ids {
-            match accept::rebase(&self.store, &id) {
-                Ok((true, _)) => {
-                    self.send_agent(&id);
-                    self.send_proposal(&id);
+            self.rebase_one(&id);
+        }
+    }
+
+    /// Rebases `id`'s proposal onto the human's text and tells the editor
+    /// what changed; a proposal whose every change the human already has
+    /// ends `accepted`, and is announced as accepted.
+    fn rebase_one(self: &Arc<Self>, id: &str) {
+        match accept::rebase(&self.store, id) {
+            Ok((true, _)) => {
+                self.send_agent(id);
+                let ended = self
+                    .store
+                    .agent(id)
+                    .is_ok_and(|rec| rec.state == AgentState::Accepted);
+                if ended {
+                    self.sink
+                        .send(ToEditor::ProposalCleared { id: id.to_owned() });
+                    nodes::verdict(self, id, true, None);
+                    self.sink.send(ToEditor::Resolved {
+                        id: id.to_owned(),
+                        accepted: true,
+                        files: vec![],
+                        hunk: None,
+                    });
+                } else {
+                    self.send_proposal(id);
                 }
-                Ok((false, _)) => {}
-                Err(e) => self.notify(
-                    Level::Warn,
-                    format!("Chimera: cannot rebase proposal {id}: {e}"),
-                ),
             }
+            Ok((false, _)) => {}
+            Err(e) => self.notify(
+                Level::Warn,
+                format!("Chimera: cannot rebase proposal {id}: {e}"),
+            ),
         }
     }
 }
@@ -566,16 +589,17 @@ fn recover(core: &Arc<Core>) {
     };
     if let Ok(all) = core.store.agents() {
         for agent in all {
-            let completed = agent.state == AgentState::Completed;
-            if completed {
+            if agent.state == AgentState::Completed {
                 // The files may have changed while Neovim was away (or an
-                // accept was cut short): rebase onto what is there now.
+                // accept was cut short): rebase onto what is there now. A
+                // proposal left with nothing to change ends accepted.
                 let _ = accept::rebase(&core.store, &agent.id);
             }
             let agent = core.store.agent(&agent.id).unwrap_or(agent);
             let id = agent.id.clone();
+            let pending = agent.state == AgentState::Completed;
             core.sink.send(ToEditor::Agent { agent });
-            if completed {
+            if pending {
                 core.send_proposal(&id);
             }
         }

@@ -224,6 +224,41 @@ fn rebase_follows_human_edits_between_proposal_and_accept() {
 }
 
 #[test]
+fn a_proposal_already_in_the_humans_files_ends_accepted() {
+    let f = fixture(&[("a.py", "1\n2\n"), ("b.py", "x\n")]);
+    agent(
+        &f,
+        "ag",
+        &[("a.py", Some("1\nTWO\n")), ("b.py", Some("y\n"))],
+    );
+    complete(&f, "ag");
+    // An accept cut short after its renames, or the human typing the same:
+    f.store
+        .stable_put("a.py", b"1\nTWO\n", 0o644, 5, 1 << 20)
+        .unwrap();
+    rebase(&f.store, "ag").unwrap();
+    assert_eq!(
+        f.store.agent("ag").unwrap().state,
+        AgentState::Completed,
+        "b.py is left"
+    );
+    f.store
+        .stable_put("b.py", b"y\n", 0o644, 5, 1 << 20)
+        .unwrap();
+    let (changed, conflicted) = rebase(&f.store, "ag").unwrap();
+    assert!(changed && !conflicted);
+    let rec = f.store.agent("ag").unwrap();
+    assert_eq!(rec.state, AgentState::Accepted, "nothing left to review");
+    assert!(f.store.proposal_files("ag").unwrap().is_empty());
+    let events = f.store.events_since(0).unwrap();
+    let (_, agent_id, kind, _) = events.last().unwrap();
+    assert_eq!(
+        (agent_id.as_deref(), kind.as_str()),
+        (Some("ag"), "accepted")
+    );
+}
+
+#[test]
 fn hunks_are_accepted_and_rejected_one_by_one() {
     let f = fixture(&[("a.py", "1\n2\n3\n4\n5\n"), ("b.py", "x\n")]);
     agent(
@@ -286,4 +321,29 @@ fn rejecting_the_last_hunk_rejects_the_proposal_and_a_missing_hunk_is_an_error()
     assert!(reject_hunk(&f.store, "ag", 1).unwrap());
     assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Rejected);
     assert_eq!(disk(&f, "a.py").unwrap(), "1\n");
+}
+
+#[test]
+fn accepting_a_proposal_the_human_already_typed_just_ends_it() {
+    let f = fixture(&[("a.py", "1\n2\n")]);
+    agent(&f, "ag", &[("a.py", Some("1\nTWO\n"))]);
+    complete(&f, "ag");
+    // The buffer already holds the change when accept is pressed.
+    let buffers = HashMap::from([("a.py".to_owned(), "1\nTWO\n".to_owned())]);
+    let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
+    assert!(out.done && out.buffer_edits.is_empty() && out.files.is_empty());
+    assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Accepted);
+    let accepted_events = f
+        .store
+        .events_since(0)
+        .unwrap()
+        .into_iter()
+        .filter(|(_, a, kind, _)| a.as_deref() == Some("ag") && kind == "accepted")
+        .count();
+    assert_eq!(accepted_events, 1, "one accept, one event");
+    assert_eq!(
+        disk(&f, "a.py").unwrap(),
+        "1\n2\n",
+        "the disk is the human's to save"
+    );
 }

@@ -150,6 +150,37 @@ h.test("the human typing elsewhere rebases the proposal; accept keeps both", fun
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched")
 end)
 
+h.test("typing exactly what the agent proposed ends the proposal as accepted", function()
+  local root = h.project({ ["app.py"] = SRC })
+  local url = h.fake_llm({ { text = PROGRAM } })
+  h.setup(url)
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local accepted = {}
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "ChimeraAccepted",
+    callback = function(ev)
+      table.insert(accepted, ev.data.id)
+    end,
+  })
+  local id = chimera.spawn("add a docstring to parse_config")
+  h.eq(chimera.wait(id, 20000), "completed", "final state")
+  h.wait_for("ghost text", function()
+    return #ghost_lines(buf) > 0
+  end)
+  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { '    """Parse the config file."""' })
+  h.wait_for("the agent to end", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.wait_for("the ghost text to go", function()
+    return #ghost_lines(buf) == 0 and #chimera.proposals() == 0
+  end)
+  h.wait_for("User ChimeraAccepted", function()
+    return vim.deep_equal(accepted, { id })
+  end)
+  h.eq(h.read(root .. "/app.py"), SRC, "disk untouched: the human has not saved")
+end)
+
 h.test(":Chimera completes subcommands and rejects unknown ones", function()
   h.project({ ["app.py"] = SRC })
   local names = vim.fn.getcompletion("Chimera ", "cmdline")
