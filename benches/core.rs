@@ -90,6 +90,7 @@ fn write_tree(root: &Path, files: &[(String, Vec<u8>)]) {
 fn bench_import(files: &[(String, Vec<u8>)]) {
     let runs = 5;
     let mut ours = Vec::new();
+    let mut checkpoints = Vec::new();
     let mut base = Vec::new();
     for _ in 0..runs {
         let dir = tempfile::tempdir().unwrap();
@@ -100,6 +101,11 @@ fn bench_import(files: &[(String, Vec<u8>)]) {
         let n = sync::import(&store, dir.path(), 2 << 20, &OpenBuffers::default()).unwrap();
         ours.push(t.elapsed());
         assert_eq!(n, files.len());
+        // What the runtime does next, in the background once the project
+        // is ready: copy the import from the WAL into the database file.
+        let t = Instant::now();
+        store.checkpoint().unwrap();
+        checkpoints.push(t.elapsed());
 
         let dir = tempfile::tempdir().unwrap();
         write_tree(dir.path(), files);
@@ -109,13 +115,16 @@ fn bench_import(files: &[(String, Vec<u8>)]) {
         git(dir.path(), &["commit", "-q", "-m", "import"]);
         base.push(t.elapsed());
     }
-    let (o, b) = (median(ours), median(base));
+    let (o, c, b) = (median(ours), median(checkpoints), median(base));
     println!(
-        "import {} files: {:.1} ms; git add -A && git commit: {:.1} ms; ratio {:.2} (target <= 0.25)",
+        "import {} files: {:.1} ms; git add -A && git commit: {:.1} ms; ratio {:.2} (target <= 0.25); \
+         then its WAL checkpoint in the background: {:.1} ms (ratio with it {:.2})",
         files.len(),
         o.as_secs_f64() * 1e3,
         b.as_secs_f64() * 1e3,
-        o.as_secs_f64() / b.as_secs_f64()
+        o.as_secs_f64() / b.as_secs_f64(),
+        c.as_secs_f64() * 1e3,
+        (o + c).as_secs_f64() / b.as_secs_f64()
     );
 }
 
@@ -418,6 +427,7 @@ fn bench_snapshots(files: &[(String, Vec<u8>)]) {
         std::fs::create_dir_all(dir.path().join(".git")).unwrap();
         let store = Store::open(dir.path()).unwrap();
         sync::import(&store, dir.path(), 2 << 20, &OpenBuffers::default()).unwrap();
+        store.checkpoint().unwrap();
         let t = Instant::now();
         let first = store.snapshot_create("initial").unwrap();
         full.push(t.elapsed());

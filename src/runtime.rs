@@ -387,6 +387,10 @@ async fn main_loop(
                     w.send(remora::Job::IndexAll);
                 }
                 recover(&c);
+                // The import left its pages in the WAL; copy them now, in
+                // the background, rather than in the next accept's commit.
+                let c2 = c.clone();
+                let _ = tokio::task::spawn_blocking(move || c2.store.checkpoint()).await;
             }
             Ok(Err(e)) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
             Err(e) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),

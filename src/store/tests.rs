@@ -28,6 +28,39 @@ fn opens_a_wal_database_with_a_gitignore() {
 }
 
 #[test]
+fn a_large_import_stays_in_the_wal_until_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    // 8 MB of distinct files: past the WAL's automatic checkpoint (1000
+    // pages of 4 KB).
+    let content = |i: usize| format!("{i:040000}").into_bytes();
+    let files: Vec<_> = (0..200)
+        .map(|i| (format!("m{i}.py"), content(i), 0o644, 0))
+        .collect();
+    assert_eq!(store.stable_import(&files, 1 << 20).unwrap(), 200);
+    let size = |name: &str| {
+        std::fs::metadata(dir.path().join(".chimera").join(name))
+            .unwrap()
+            .len()
+    };
+    assert!(
+        size("chimera.db-wal") > 8_000_000,
+        "the import is in the WAL"
+    );
+    assert!(size("chimera.db") < 1_000_000, "not yet copied");
+    let pages: i64 = store
+        .conn()
+        .query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(pages, 1000, "later commits checkpoint as usual");
+    store.checkpoint().unwrap();
+    assert!(size("chimera.db") > 8_000_000, "copied by the checkpoint");
+    let e = store.stable_entry("m7.py").unwrap().unwrap();
+    assert_eq!(store.blob(&e.hash).unwrap(), content(7));
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
 fn blobs_are_content_addressed_and_shared() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_in_memory(dir.path()).unwrap();
