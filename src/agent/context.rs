@@ -175,6 +175,9 @@ pub fn target_view(
         shown,
         focus: focus.map(describe),
         related,
+        focus_function: focus
+            .filter(|f| f.kind == DefKind::Function && f.parent.is_none())
+            .map(|f| signature(text, f).trim_end_matches(':').to_owned()),
     }
 }
 

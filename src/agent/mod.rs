@@ -333,7 +333,8 @@ pub async fn run(
             &tree,
         ),
     };
-    let mut messages = vec![ChatMessage::system(system), task_message];
+    let system = ChatMessage::system(system);
+    let mut messages = vec![system.clone(), task_message];
     if !job.feedback.is_empty() {
         messages.push(prompt::feedback_message(&job.feedback));
     }
@@ -343,7 +344,24 @@ pub async fn run(
     };
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();
+    let mut only_unchanged = true;
+    let mut asked_anew = false;
     for round in 1..=max_rounds {
+        // Every answer so far was the function unchanged: the last round
+        // starts over and asks for it anew, without the old code to copy.
+        let last_of_several = round == max_rounds && round > 1;
+        let anew = match (&view, &job.node) {
+            (Some(v), None)
+                if last_of_several && only_unchanged && form == EditForm::Definitions =>
+            {
+                v.focus_function.as_deref()
+            }
+            _ => None,
+        };
+        if let Some(signature) = anew {
+            messages = vec![system.clone(), prompt::anew_message(&job.task, signature)];
+            asked_anew = true;
+        }
         progress(if round == 1 {
             "asking the model".into()
         } else {
@@ -439,6 +457,11 @@ pub async fn run(
                 let summary = said
                     .or(summary)
                     .unwrap_or_else(|| default_summary(&job.task, &changed));
+                let summary = if asked_anew {
+                    format!("{summary} [written anew without the old code: review what it dropped]")
+                } else {
+                    summary
+                };
                 return Ok(Done {
                     summary,
                     changed_files: changed,
@@ -451,6 +474,7 @@ pub async fn run(
                     return Err(AgentError::Cancelled);
                 }
                 store.overlay_clear(&job.id)?;
+                only_unchanged &= problem == UNCHANGED;
                 last_problem = problem.clone();
                 messages.push(prompt::repair_message(form, &problem));
             }
@@ -473,6 +497,10 @@ fn default_summary(task: &str, changed: &[String]) -> String {
 
 type Attempt = Result<(Option<String>, &'static str), String>;
 
+/// What an answer that changes nothing is told.
+const UNCHANGED: &str =
+    "The change leaves the file exactly as it was. Change the code as the task asks.";
+
 /// Writes `new` for `path` into the overlay if it parses and changes something.
 #[allow(clippy::too_many_arguments)]
 fn write_checked(
@@ -487,10 +515,7 @@ fn write_checked(
 ) -> Attempt {
     caps.check_write(path.as_str()).map_err(|d| d.to_string())?;
     if new == old {
-        return Err(
-            "The change leaves the file exactly as it was. Change the code as the task asks."
-                .into(),
-        );
+        return Err(UNCHANGED.into());
     }
     if path.as_str().ends_with(".py") {
         if let Some(problem) = python::syntax_problem(new) {

@@ -68,6 +68,9 @@ pub struct TargetView {
     pub focus: Option<String>,
     /// Callers and callees of the focus, one per line (`name: signature`).
     pub related: Vec<String>,
+    /// `def name(args)` when the focus is a top-level function: what a
+    /// last repair round may ask the model to write anew.
+    pub focus_function: Option<String>,
 }
 
 /// The first user message: the task, the selection, the target file and
@@ -144,6 +147,16 @@ pub fn repair_message(form: EditForm, problem: &str) -> ChatMessage {
     })
 }
 
+/// A fresh request for the function `signature` alone, without its old
+/// code: small models shown a function tend to answer with it unchanged,
+/// round after round; asked for it anew they write the change.
+pub fn anew_message(task: &str, signature: &str) -> ChatMessage {
+    ChatMessage::user(format!(
+        "Task: {}\n\nWrite the function `{signature}` anew so that it does this. Reply with the complete function in one ```python block, and nothing else.",
+        task.trim()
+    ))
+}
+
 /// The program in a reply: the first ```python (or ```py, or bare ```)
 /// fenced block, else the whole reply.
 pub fn extract_code(reply: &str) -> String {
@@ -192,6 +205,7 @@ mod tests {
             path: "a.py".into(),
             shown: "def f(): pass\n".into(),
             focus: Some("function `f` (lines 1-1)".into()),
+            focus_function: Some("def f()".into()),
             related: vec!["g: def g(): return f()".into()],
         };
         let m = task_message(

@@ -244,6 +244,49 @@ async fn json_output_asks_for_constrained_replies_and_reads_them() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_answered_unchanged_is_asked_for_anew_in_the_last_round() {
+    let echo = "```python\ndef parse_config(path):\n    return {}\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(echo.into()),
+        Reply::OpenaiStream(echo.into()),
+        Reply::OpenaiStream("```python\ndef parse_config(path):\n    return []\n```".into()),
+    ])
+    .await;
+    let mut s = setup(&server.url);
+    s.config.llm.model = "qwen2.5-coder:0.5b".into();
+    let job = Job {
+        task: "make parse_config return an empty list".into(),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.rounds, 3);
+    assert!(
+        done.summary.contains("written anew"),
+        "the human is told: {}",
+        done.summary
+    );
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[1].contains("exactly as it was") && requests[1].contains("return {}"),
+        "the first repair keeps the conversation: {}",
+        requests[1]
+    );
+    let last = &requests[2];
+    assert!(
+        last.contains("anew") && last.contains("def parse_config(path)"),
+        "{last}"
+    );
+    assert!(
+        !last.contains("return {}"),
+        "the old code is not there to copy: {last}"
+    );
+    let text = Overlay::new(&s.store, "ag", 1 << 20)
+        .read_text(&crate::paths::ProjectPath::parse("app.py").unwrap())
+        .unwrap();
+    assert_eq!(text, "def parse_config(path):\n    return []\n");
+}
+
 #[test]
 fn the_prompt_form_follows_the_model_size() {
     let mut c = Config::default();
