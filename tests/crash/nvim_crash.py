@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Crash harness with a real Neovim: SIGKILL a headless Neovim at random
-moments around an accept of a 10-file proposal, many times. After each
+moments around an accept of a 10-file proposal, many times (every other
+cycle, the moment the first file is renamed into place). After each
 kill: every file is wholly old or wholly new, PRAGMA integrity_check is
 ok, the lifecycle and the event log agree (accepted <=> an "accepted"
 event <=> all files new on disk and in stable), and a restarted Neovim
@@ -30,6 +31,19 @@ def old(i):
 
 def new(i):
     return f"# module {i}, changed by the agent\n" * 400
+
+
+def watch_for_first_rename(root, timeout):
+    sizes = [len(new(i)) for i in range(FILES)]
+    paths = [os.path.join(root, f"m{i}.py") for i in range(FILES)]
+    end = time.time() + timeout
+    while time.time() < end:
+        for p, size in zip(paths, sizes):
+            try:
+                if os.stat(p).st_size == size:
+                    return
+            except FileNotFoundError:
+                pass
 
 
 def main():
@@ -71,8 +85,12 @@ def main():
                 t0 = time.time()
                 proc.stdout.readline()
                 window = (time.time() - t0) * 1.3
-            else:
+            elif cycle % 2:
                 time.sleep(random.uniform(0, window))
+            else:
+                # Aim at the narrow window between the renames and the
+                # store's commit: kill as soon as a file has its new size.
+                watch_for_first_rename(root, window * 3)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
 
