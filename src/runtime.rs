@@ -669,6 +669,16 @@ fn start_agent(core: &Arc<Core>, job: Job) {
                         &cancel,
                         &progress,
                     );
+                    // A cancel ends the run at once, even when its program is
+                    // busy in the sandbox: that thread finds the cancel at its
+                    // next host call, or stops at its CPU time limit, and its
+                    // result is dropped.
+                    let run = async {
+                        tokio::select! {
+                            outcome = run => outcome,
+                            _ = cancel.cancelled() => Err(agent::AgentError::Cancelled),
+                        }
+                    };
                     match tokio::time::timeout(limit, run).await {
                         Ok(outcome) => outcome,
                         Err(_) => {

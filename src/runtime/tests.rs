@@ -257,6 +257,38 @@ fn at_most_max_concurrent_agents_run_at_once() {
 }
 
 #[test]
+fn cancelling_an_agent_busy_in_the_sandbox_frees_its_place_at_once() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let busy = "```python\nwhile True:\n    x = 1\n```";
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiStream(busy.into()),
+        Reply::OpenaiStream(GOOD.into()),
+    ]));
+    let dir = project();
+    let mut cfg = config(&server.url);
+    cfg.agents.max_concurrent = 1;
+    cfg.agents.sandbox_timeout_ms = 30_000;
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    core.send(spawn("busy", "t")).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Progress { id, message } if id == "busy" && message.contains("running the program")).then_some(())
+    });
+    core.send(spawn("next", "t")).unwrap();
+    let cancelled_at = std::time::Instant::now();
+    core.send(ToCore::Cancel { id: "busy".into() }).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent } if agent.id == "next" && agent.state == AgentState::Running).then_some(())
+    });
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(5),
+        "the queued agent waited {:?} for the cancelled one's program",
+        cancelled_at.elapsed()
+    );
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
 fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let second = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse the config file at path.\"\"\"\\n    return {}'))\nsubmit_result('Longer docstring', ['app.py'])\n```";
