@@ -23,6 +23,23 @@ fn stdio_config(log: &std::path::Path) -> McpConfig {
     }
 }
 
+/// Stdio servers by name, each a command line, with a time limit.
+fn commands(timeout_ms: u64, servers: &[(&str, &[&str])]) -> McpConfig {
+    McpConfig {
+        timeout_ms,
+        servers: servers
+            .iter()
+            .map(|(name, command)| {
+                let server = ServerConfig {
+                    command: command.iter().map(|a| (*a).to_owned()).collect(),
+                    ..Default::default()
+                };
+                ((*name).to_owned(), server)
+            })
+            .collect(),
+    }
+}
+
 /// Starts the HTTP flavour of the test server; returns its URL.
 fn http_server(sse: bool) -> (std::process::Child, String) {
     use std::io::BufRead;
@@ -124,31 +141,21 @@ async fn servers_not_wanted_are_not_started() {
 #[tokio::test]
 async fn a_server_that_cannot_start_or_dies_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = McpConfig {
-        timeout_ms: 5_000,
-        ..Default::default()
-    };
-    config.servers.insert(
-        "missing".into(),
-        ServerConfig {
-            command: vec!["chimera-no-such-program".into()],
-            ..Default::default()
-        },
+    let config = commands(
+        5_000,
+        &[
+            ("missing", &["chimera-no-such-program"]),
+            (
+                "dies",
+                &[
+                    "python3",
+                    "-c",
+                    "import sys; sys.stderr.write('bad token\\n'); sys.exit(3)",
+                ],
+            ),
+            ("empty", &[]),
+        ],
     );
-    config.servers.insert(
-        "dies".into(),
-        ServerConfig {
-            command: vec![
-                "python3".into(),
-                "-c".into(),
-                "import sys; sys.stderr.write('bad token\\n'); sys.exit(3)".into(),
-            ],
-            ..Default::default()
-        },
-    );
-    config
-        .servers
-        .insert("empty".into(), ServerConfig::default());
     let hub = Hub::new(config, dir.path().to_owned(), crate::llm::http_client());
     let cancel = CancellationToken::new();
     let (tools, errors) = hub.tools(|_| true, &cancel).await;
@@ -171,20 +178,9 @@ async fn a_server_that_cannot_start_or_dies_says_why() {
 #[tokio::test]
 async fn a_hanging_server_times_out_and_cancellation_stops_a_call() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = McpConfig {
-        timeout_ms: 300,
-        ..Default::default()
-    };
-    config.servers.insert(
-        "mute".into(),
-        ServerConfig {
-            command: vec![
-                "python3".into(),
-                "-c".into(),
-                "import time; time.sleep(30)".into(),
-            ],
-            ..Default::default()
-        },
+    let config = commands(
+        300,
+        &[("mute", &["python3", "-c", "import time; time.sleep(30)"])],
     );
     let hub = Hub::new(config, dir.path().to_owned(), crate::llm::http_client());
     let err = hub

@@ -41,6 +41,16 @@ fn config(url: &str) -> Config {
     }
 }
 
+/// Starts a core on `root`; returns it and the editor's end of its messages.
+fn start_core(
+    cfg: Config,
+    root: impl Into<PathBuf>,
+) -> (CoreHandle, mpsc::UnboundedReceiver<ToEditor>) {
+    let (tx, rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(cfg, root.into(), Arc::new(tx)).unwrap();
+    (core, rx)
+}
+
 async fn next_matching(
     rx: &mut mpsc::UnboundedReceiver<ToEditor>,
     pred: impl Fn(&ToEditor) -> bool,
@@ -77,8 +87,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Ready { .. }).then_some(())
     });
@@ -116,8 +125,7 @@ fn a_failing_llm_ends_the_agent_failed_with_the_reason() {
         "model crashed".into(),
     )]));
     let dir = project();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
@@ -132,8 +140,7 @@ fn shutdown_with_an_agent_in_flight_is_prompt() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(FakeServer::start(vec![Reply::Hang]));
     let dir = project();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
@@ -152,8 +159,7 @@ fn reject_of_a_running_agent_cancels_it() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(FakeServer::start(vec![Reply::Hang]));
     let dir = project();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
@@ -175,8 +181,7 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
     let hang = rt.block_on(FakeServer::start(vec![Reply::Hang]));
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&hang.url), root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&hang.url), root.clone());
     core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
@@ -184,8 +189,7 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     core.shutdown(Duration::from_secs(2));
 
     let good = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&good.url), root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&good.url), root.clone());
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.id == "a1" && agent.state == AgentState::Completed => {
             Some(agent.clone())
@@ -199,8 +203,7 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     core.shutdown(Duration::from_secs(2));
 
     // A third start shows the pending proposal again, without running anything.
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&good.url), root, Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&good.url), root);
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
     });
@@ -214,8 +217,7 @@ fn the_time_limit_fails_an_agent_with_the_reason() {
     let dir = project();
     let mut cfg = config(&server.url);
     cfg.agents.timeout_ms = 300;
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
@@ -232,8 +234,7 @@ fn at_most_max_concurrent_agents_run_at_once() {
     let dir = project();
     let mut cfg = config(&server.url);
     cfg.agents.max_concurrent = 2;
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
     for i in 0..4 {
         core.send(spawn(&format!("a{i}"), "t")).unwrap();
     }
@@ -268,8 +269,7 @@ fn cancelling_an_agent_busy_in_the_sandbox_frees_its_place_at_once() {
     let mut cfg = config(&server.url);
     cfg.agents.max_concurrent = 1;
     cfg.agents.sandbox_timeout_ms = 30_000;
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
     core.send(spawn("busy", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Progress { id, message } if id == "busy" && message.contains("running the program")).then_some(())
@@ -297,8 +297,7 @@ fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback()
         Reply::OpenaiStream(second.into()),
     ]));
     let dir = project();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
@@ -352,8 +351,7 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
         let mut cfg = config(&server.url);
         cfg.llm.timeout_ms = 300;
         cfg.llm.stream = true;
-        let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-        let core = start(cfg, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+        let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
         core.send(spawn("a1", "t")).unwrap();
         let mut proposals = 0;
         let rec = rt.block_on(async {
@@ -395,14 +393,12 @@ fn a_second_instance_never_takes_a_live_instances_agent() {
     ]));
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
-    let (tx_a, mut rx_a) = mpsc::unbounded_channel::<ToEditor>();
-    let a = start(config(&server.url), root.clone(), Arc::new(tx_a)).unwrap();
+    let (a, mut rx_a) = start_core(config(&server.url), root.clone());
     a.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx_a, &rt, |m| {
         matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
     });
-    let (tx_b, mut rx_b) = mpsc::unbounded_channel::<ToEditor>();
-    let b = start(config(&server.url), root.clone(), Arc::new(tx_b)).unwrap();
+    let (b, mut rx_b) = start_core(config(&server.url), root.clone());
     // B shows A's agent but does not run it.
     let seen = wait_for(&mut rx_b, &rt, |m| match m {
         ToEditor::Agent { agent } if agent.id == "a1" => Some(agent.clone()),
@@ -429,10 +425,9 @@ fn remora_indexes_the_project_follows_changes_and_writes_inline_ids_once_confirm
     )
     .unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let mut cfg = config("http://127.0.0.1:9");
     cfg.remora.ids = crate::config::IdMode::Inline;
-    let core = start(cfg, root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(cfg, root.clone());
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Topology { path: None }).then_some(())
     });
@@ -543,8 +538,7 @@ fn node_agents_rewrite_themselves_message_each_other_and_stop_at_cycles() {
     let src = "class Config:\n    def load(self):\n        return helper()\n\n\ndef helper():\n    return 1\n";
     std::fs::write(dir.path().join("app.py"), src).unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Topology { path: None }).then_some(())
     });
@@ -661,8 +655,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     ]));
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Ready { .. }).then_some(())
     });
@@ -847,8 +840,7 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
     ));
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Ready { .. }).then_some(())
     });
@@ -885,8 +877,7 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
     core.shutdown(Duration::from_secs(2));
 
     // A new start: the conversation is still there and the model sees it.
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(config(&server.url), root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
     core.send(ToCore::ChatHistory).unwrap();
     let history = wait_for(&mut rx, &rt, |m| match m {
         ToEditor::ChatHistory { entries } => Some(entries.clone()),
@@ -934,10 +925,9 @@ fn a_chat_request_to_a_tiny_model_runs_in_code_mode_and_says_what_it_did() {
     let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
     let mut cfg = config(&server.url);
     cfg.llm.model = "qwen2.5-coder-0.5b-instruct".into();
-    let core = start(cfg, root.clone(), Arc::new(tx)).unwrap();
+    let (core, mut rx) = start_core(cfg, root.clone());
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Ready { .. }).then_some(())
     });
