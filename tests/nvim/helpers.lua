@@ -110,6 +110,18 @@ function M.fake_llm(script)
   return "http://127.0.0.1:" .. M.read(port_path), log
 end
 
+--- The data of every `User {pattern}` event from now on, oldest first.
+function M.user_events(pattern)
+  local got = {}
+  vim.api.nvim_create_autocmd("User", {
+    pattern = pattern,
+    callback = function(ev)
+      table.insert(got, ev.data)
+    end,
+  })
+  return got
+end
+
 --- setup() pointing at `url` (an OpenAI-compatible fake), quiet UI.
 function M.setup(url, extra)
   local opts = vim.tbl_deep_extend("force", {

@@ -12,6 +12,15 @@ local PROGRAM = table.concat({
   "```",
 }, "\n")
 
+-- The sample project with app.py open, an agent's program ready to serve.
+local function open_app()
+  local root = h.project({ ["app.py"] = SRC })
+  local url = h.fake_llm({ { text = PROGRAM } })
+  h.setup(url)
+  vim.cmd.edit("app.py")
+  return root, vim.api.nvim_get_current_buf()
+end
+
 local function ghost_lines(buf)
   local out = {}
   for _, m in ipairs(require("chimera.ghost").extmarks(buf)) do
@@ -23,18 +32,8 @@ local function ghost_lines(buf)
 end
 
 h.test("spawn shows ghost text; accept edits the buffer as one undoable change", function()
-  local root = h.project({ ["app.py"] = SRC })
-  local url = h.fake_llm({ { text = PROGRAM } })
-  h.setup(url)
-  vim.cmd.edit("app.py")
-  local buf = vim.api.nvim_get_current_buf()
-  local seen = {}
-  vim.api.nvim_create_autocmd("User", {
-    pattern = { "ChimeraProposal", "ChimeraAccepted" },
-    callback = function(ev)
-      seen[ev.match] = ev.data.id
-    end,
-  })
+  local root, buf = open_app()
+  local proposed, accepted = h.user_events("ChimeraProposal"), h.user_events("ChimeraAccepted")
   local id = chimera.spawn("add a docstring to parse_config")
   h.eq(chimera.agent(id).state, "queued", "state right after spawn")
   h.eq(chimera.wait(id, 20000), "completed", "final state")
@@ -42,7 +41,7 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
     return #ghost_lines(buf) > 0
   end)
   h.eq(ghost_lines(buf), { '    """Parse the config file."""' }, "ghost lines")
-  h.eq(seen.ChimeraProposal, id, "User ChimeraProposal")
+  h.eq((proposed[1] or {}).id, id, "User ChimeraProposal")
   h.eq(chimera.agent(id).summary, "Added a docstring to parse_config", "summary")
   h.eq(chimera.agent(id).changed_files, { "app.py" }, "changed files")
   h.eq(#chimera.proposals({ bufnr = buf }), 1, "proposals for the buffer")
@@ -58,7 +57,7 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
   end)
   -- The core's messages may arrive in separate batches: wait for each.
   h.wait_for("User ChimeraAccepted", function()
-    return seen.ChimeraAccepted == id
+    return (accepted[1] or {}).id == id
   end)
   h.wait_for("ghost text gone", function()
     return #require("chimera.ghost").extmarks(buf) == 0
@@ -69,18 +68,8 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
 end)
 
 h.test("reject discards the proposal and changes nothing", function()
-  local root = h.project({ ["app.py"] = SRC })
-  local url = h.fake_llm({ { text = PROGRAM } })
-  h.setup(url)
-  vim.cmd.edit("app.py")
-  local buf = vim.api.nvim_get_current_buf()
-  local rejected
-  vim.api.nvim_create_autocmd("User", {
-    pattern = "ChimeraRejected",
-    callback = function(ev)
-      rejected = ev.data.id
-    end,
-  })
+  local root, buf = open_app()
+  local rejected = h.user_events("ChimeraRejected")
   local id = chimera.spawn("add a docstring to parse_config")
   h.eq(chimera.wait(id, 20000), "completed", "final state")
   h.wait_for("ghost text", function()
@@ -91,7 +80,7 @@ h.test("reject discards the proposal and changes nothing", function()
     return chimera.agent(id).state == "rejected"
   end)
   h.wait_for("User ChimeraRejected", function()
-    return rejected == id
+    return (rejected[1] or {}).id == id
   end)
   h.wait_for("ghost text gone", function()
     return #require("chimera.ghost").extmarks(buf) == 0
@@ -125,11 +114,7 @@ h.test("a failing LLM ends the agent failed with the reason, Neovim responsive",
 end)
 
 h.test("the human typing elsewhere rebases the proposal; accept keeps both", function()
-  local root = h.project({ ["app.py"] = SRC })
-  local url = h.fake_llm({ { text = PROGRAM } })
-  h.setup(url)
-  vim.cmd.edit("app.py")
-  local buf = vim.api.nvim_get_current_buf()
+  local root, buf = open_app()
   local id = chimera.spawn("add a docstring to parse_config")
   h.eq(chimera.wait(id, 20000), "completed", "final state")
   vim.api.nvim_buf_set_lines(buf, 5, 6, false, { "    return 42" })
@@ -151,18 +136,8 @@ h.test("the human typing elsewhere rebases the proposal; accept keeps both", fun
 end)
 
 h.test("typing exactly what the agent proposed ends the proposal as accepted", function()
-  local root = h.project({ ["app.py"] = SRC })
-  local url = h.fake_llm({ { text = PROGRAM } })
-  h.setup(url)
-  vim.cmd.edit("app.py")
-  local buf = vim.api.nvim_get_current_buf()
-  local accepted = {}
-  vim.api.nvim_create_autocmd("User", {
-    pattern = "ChimeraAccepted",
-    callback = function(ev)
-      table.insert(accepted, ev.data.id)
-    end,
-  })
+  local root, buf = open_app()
+  local accepted = h.user_events("ChimeraAccepted")
   local id = chimera.spawn("add a docstring to parse_config")
   h.eq(chimera.wait(id, 20000), "completed", "final state")
   h.wait_for("ghost text", function()
@@ -176,7 +151,7 @@ h.test("typing exactly what the agent proposed ends the proposal as accepted", f
     return #ghost_lines(buf) == 0 and #chimera.proposals() == 0
   end)
   h.wait_for("User ChimeraAccepted", function()
-    return vim.deep_equal(accepted, { id })
+    return #accepted == 1 and accepted[1].id == id
   end)
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched: the human has not saved")
 end)

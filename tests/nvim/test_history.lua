@@ -40,27 +40,22 @@ h.test("snapshot, accept, rollback with a dry run, effects, fork", function()
   h.eq(#effects, 1, "one LLM call")
   h.eq(effects[1].snapshot_id, snap, "after the snapshot")
   -- Dry run: told, nothing changes.
-  local outcome
-  vim.api.nvim_create_autocmd("User", {
-    pattern = "ChimeraRollback",
-    callback = function(ev)
-      outcome = ev.data
-    end,
-  })
+  local outcomes = h.user_events("ChimeraRollback")
   vim.cmd("Chimera rollback " .. snap .. " --dry-run")
   h.wait_for("the dry run", function()
-    return outcome ~= nil
+    return #outcomes == 1
   end)
+  local outcome = outcomes[1]
   h.truthy(outcome.dry_run and outcome.message:find("restore app.py", 1, true), outcome.message)
   h.truthy(outcome.message:find("delete  notes.txt", 1, true), outcome.message)
   h.truthy(outcome.message:find("cannot be undone: 1 llm", 1, true), outcome.message)
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], '    return {"a": 1}', "dry run changed nothing")
   -- The rollback: the buffer as one undoable change, notes.txt gone.
-  outcome = nil
   vim.cmd("Chimera rollback " .. snap)
   h.wait_for("the rollback", function()
-    return outcome ~= nil
+    return #outcomes == 2
   end)
+  outcome = outcomes[2]
   h.truthy(outcome.ok, outcome.message)
   h.wait_for("the buffer restored", function()
     return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "    return {}"

@@ -37,13 +37,7 @@ h.test(":Chimera cancel stops a working agent at once", function()
   h.project({ ["a.py"] = SRC })
   local url = h.fake_llm({ { hang = true } })
   h.setup(url)
-  local states = {}
-  vim.api.nvim_create_autocmd("User", {
-    pattern = "ChimeraAgentState",
-    callback = function(ev)
-      table.insert(states, ev.data.state)
-    end,
-  })
+  local changes = h.user_events("ChimeraAgentState")
   local id = chimera.spawn("hang forever")
   h.wait_for("running", function()
     return chimera.agent(id).state == "running"
@@ -52,6 +46,9 @@ h.test(":Chimera cancel stops a working agent at once", function()
   h.wait_for("cancelled", function()
     return chimera.agent(id).state == "cancelled"
   end, 3000)
+  local states = vim.tbl_map(function(d)
+    return d.state
+  end, changes)
   h.truthy(vim.tbl_contains(states, "running") and vim.tbl_contains(states, "cancelled"), vim.inspect(states))
 end)
 
