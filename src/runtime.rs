@@ -225,10 +225,10 @@ impl Core {
         }
     }
 
-    /// Rebases `id`'s proposal onto the human's text and tells the editor
-    /// what changed; a proposal whose every change the human already has
-    /// ends `accepted`, and is announced as accepted.
-    fn rebase_one(self: &Arc<Self>, id: &str) {
+    /// Rebases `id`'s proposal onto the human's text and, when that changed
+    /// it, tells the editor (then returns true); a proposal whose every
+    /// change the human already has ends `accepted`, announced as accepted.
+    fn rebase_one(self: &Arc<Self>, id: &str) -> bool {
         match accept::rebase(&self.store, id) {
             Ok((true, _)) => {
                 self.send_agent(id);
@@ -249,12 +249,16 @@ impl Core {
                 } else {
                     self.send_proposal(id);
                 }
+                true
             }
-            Ok((false, _)) => {}
-            Err(e) => self.notify(
-                Level::Warn,
-                format!("Chimera: cannot rebase proposal {id}: {e}"),
-            ),
+            Ok((false, _)) => false,
+            Err(e) => {
+                self.notify(
+                    Level::Warn,
+                    format!("Chimera: cannot rebase proposal {id}: {e}"),
+                );
+                false
+            }
         }
     }
 }
@@ -593,15 +597,14 @@ fn recover(core: &Arc<Core>) {
     };
     if let Ok(all) = core.store.agents() {
         for agent in all {
-            if agent.state == AgentState::Completed {
-                // The files may have changed while Neovim was away (or an
-                // accept was cut short): rebase onto what is there now. A
-                // proposal left with nothing to change ends accepted.
-                let _ = accept::rebase(&core.store, &agent.id);
-            }
-            let agent = core.store.agent(&agent.id).unwrap_or(agent);
             let id = agent.id.clone();
             let pending = agent.state == AgentState::Completed;
+            // The files may have changed while Neovim was away (or an accept
+            // was cut short): rebase onto what is there now, which tells the
+            // editor when it changed anything.
+            if pending && core.rebase_one(&id) {
+                continue;
+            }
             core.sink.send(ToEditor::Agent { agent });
             if pending {
                 core.send_proposal(&id);
