@@ -67,7 +67,7 @@ fn snapshot_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
     })
 }
 
-fn parse_manifest(text: &str) -> Vec<ManifestEntry> {
+pub(super) fn parse_manifest(text: &str) -> Vec<ManifestEntry> {
     text.lines()
         .filter_map(|l| {
             let mut parts = l.splitn(4, ' ');

@@ -698,15 +698,40 @@ impl Store {
             "DELETE FROM agents WHERE state IN ('accepted', 'rejected', 'failed', 'cancelled') AND updated_at < ?1",
             [cutoff],
         )?;
+        // A snapshot's contents are named inside its manifest blob, which
+        // SQL cannot read: gather them first, so a rollback or a fork from
+        // any snapshot still finds every file.
+        tx.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS purge_keep (hash TEXT PRIMARY KEY);
+             DELETE FROM purge_keep;",
+        )?;
+        {
+            let manifests: Vec<String> = tx
+                .prepare("SELECT manifest FROM snapshots")?
+                .query_map([], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?;
+            let mut keep = tx.prepare("INSERT OR IGNORE INTO purge_keep (hash) VALUES (?1)")?;
+            for manifest in manifests {
+                keep.execute([&manifest])?;
+                let text = blob(&tx, &manifest)?;
+                for entry in history::parse_manifest(&String::from_utf8_lossy(&text)) {
+                    keep.execute([&entry.hash])?;
+                }
+            }
+        }
         let blobs = tx.execute(
             "DELETE FROM blobs WHERE hash NOT IN (
                  SELECT hash FROM stable
                  UNION SELECT hash FROM overlays WHERE hash IS NOT NULL
                  UNION SELECT base_hash FROM overlays WHERE base_hash IS NOT NULL
                  UNION SELECT base_hash FROM proposal_files WHERE base_hash IS NOT NULL
-                 UNION SELECT new_hash FROM proposal_files WHERE new_hash IS NOT NULL)",
+                 UNION SELECT new_hash FROM proposal_files WHERE new_hash IS NOT NULL
+                 UNION SELECT hash FROM agent_bases WHERE hash IS NOT NULL
+                 UNION SELECT base_hash FROM agent_bases WHERE base_hash IS NOT NULL
+                 UNION SELECT hash FROM purge_keep)",
             [],
         )?;
+        tx.execute("DELETE FROM purge_keep", [])?;
         tx.commit()?;
         Ok((agents, blobs))
     }

@@ -294,3 +294,26 @@ fn proposals_on_finds_only_pending_proposals_for_the_path() {
     assert_eq!(store.proposals_on("a.py").unwrap(), vec!["p"]);
     assert!(store.proposals_on("b.py").unwrap().is_empty());
 }
+
+#[test]
+fn purge_keeps_what_snapshots_and_fork_bases_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    store.stable_put("a.py", b"old", 0o644, 0, 100).unwrap();
+    let snap = store.snapshot_create("before").unwrap();
+    store.stable_put("a.py", b"new", 0o644, 0, 100).unwrap();
+    store.agent_insert(&record("forked")).unwrap();
+    let base = store.put_blob(b"fork base").unwrap();
+    store
+        .conn()
+        .execute(
+            "INSERT INTO agent_bases (agent_id, path, hash, base_hash) VALUES ('forked', 'b.py', ?1, NULL)",
+            [&base],
+        )
+        .unwrap();
+    store.purge(0).unwrap();
+    let manifest = store.snapshot_manifest(&snap.id).unwrap();
+    assert_eq!(manifest.len(), 1);
+    assert_eq!(store.blob(&manifest[0].hash).unwrap(), b"old");
+    assert_eq!(store.blob(&base).unwrap(), b"fork base");
+}
