@@ -5,12 +5,12 @@
 //! marks it conflicted and accept is refused.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::Connection;
 
 use crate::diff::{self, FileChange, FileDiff};
+use crate::rootfs::{self, DiskError, Expect};
 use crate::store::{self, now_ms, AgentState, ProposalFile, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -27,11 +27,8 @@ pub enum AcceptError {
     Conflict(String),
     #[error("proposal {id} has no hunk {n}; hunks are counted from 1 in file order")]
     NoHunk { id: String, n: usize },
-    #[error("cannot write `{path}`: {source}; nothing was changed")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Disk(#[from] DiskError),
 }
 
 fn text(conn: &Connection, hash: Option<&str>) -> Result<String, StoreError> {
@@ -301,8 +298,15 @@ pub fn accept_some(
     };
     store.transaction(|tx| {
         let mut out = Accepted::default();
-        let mut disk: Vec<(String, Option<Vec<u8>>, u32)> = Vec::new();
+        let mut disk: Vec<rootfs::Write> = Vec::new();
         for f in &files {
+            // The file on disk must still be what the proposal was made
+            // against: an edit made outside Neovim that the watcher has not
+            // reported yet is never written over.
+            let expect = match &f.base_hash {
+                Some(h) => Expect::Content(h.clone()),
+                None => Expect::Absent,
+            };
             let current = store::stable_entry(tx, &f.path)?;
             if current.as_ref().map(|e| &e.hash) != f.base_hash.as_ref() {
                 return Err(AcceptError::Conflict(f.path.clone()));
@@ -324,18 +328,35 @@ pub fn accept_some(
                             diff::minimal_edit(buf, &String::from_utf8_lossy(&data));
                         out.buffer_edits.push((f.path.clone(), start, end, lines));
                     } else {
-                        disk.push((f.path.clone(), Some(data), mode));
+                        disk.push(rootfs::Write {
+                            path: f.path.clone(),
+                            data: Some(data),
+                            mode,
+                            expect,
+                        });
                     }
                 }
                 None => {
                     tx.execute("DELETE FROM stable WHERE path = ?1", [&f.path])
                         .map_err(StoreError::from)?;
-                    disk.push((f.path.clone(), None, mode));
+                    // A loaded buffer's text is its ground truth, not the
+                    // disk: the file is deleted whatever it holds.
+                    let expect = if buffers.contains_key(&f.path) {
+                        Expect::Anything
+                    } else {
+                        expect
+                    };
+                    disk.push(rootfs::Write {
+                        path: f.path.clone(),
+                        data: None,
+                        mode,
+                        expect,
+                    });
                 }
             }
             out.files.push(f.path.clone());
         }
-        write_files(root, &disk)?;
+        rootfs::write_all(root, &disk)?;
         // What is left to review: the other files, and the rest of a partly
         // accepted one (its base is now the new stable content).
         let mut remaining: Vec<ProposalFile> = all_files
@@ -512,144 +533,6 @@ pub fn reject(store: &Store, agent: &str, feedback: Option<&str>) -> Result<(), 
         )?;
         Ok(())
     })
-}
-
-/// A synced temporary file and the file it replaces.
-type Staged = Result<(PathBuf, PathBuf), AcceptError>;
-
-/// Writes `data` to a synced temporary file beside `root/path`; returns it
-/// and the target.
-fn stage(
-    root: &Path,
-    path: &str,
-    data: &[u8],
-    mode: u32,
-) -> Result<(PathBuf, PathBuf), AcceptError> {
-    let io = |source| AcceptError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let target = root.join(path);
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
-    }
-    let tmp = target.with_file_name(format!(
-        ".{}.chimera-{}.tmp",
-        target
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("file"),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(data)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        }
-        f.sync_all()
-    })();
-    match result {
-        Ok(()) => Ok((tmp, target)),
-        Err(source) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(io(source))
-        }
-    }
-}
-
-/// `f` of every item, in order, on up to 8 threads when there are many:
-/// file-system syncs issued together are committed together.
-fn on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    if items.len() < 8 {
-        return items.iter().map(f).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<R>>> =
-        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..8 {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = items.get(i) else { return };
-                let r = f(item);
-                if let Ok(mut slot) = slots[i].lock() {
-                    *slot = Some(r);
-                }
-            });
-        }
-    });
-    // Every slot is filled: the threads ran to the end of `items`.
-    slots
-        .into_iter()
-        .filter_map(|s| s.into_inner().ok().flatten())
-        .collect()
-}
-
-/// Writes (or deletes) files so each is wholly old or wholly new even if
-/// the process dies midway: every new file is written to a temporary file
-/// and synced first, then all are renamed into place.
-pub(crate) fn write_files(
-    root: &Path,
-    files: &[(String, Option<Vec<u8>>, u32)],
-) -> Result<(), AcceptError> {
-    // Each new content is written to a temporary file and synced; many
-    // files are written by several threads, whose syncs the file system
-    // commits together instead of one after the other.
-    let jobs: Vec<(&String, &Vec<u8>, u32)> = files
-        .iter()
-        .filter_map(|(p, d, m)| d.as_ref().map(|d| (p, d, *m)))
-        .collect();
-    let results: Vec<Staged> = on_threads(&jobs, |(p, d, m)| stage(root, p, d, *m));
-    let mut staged = Vec::new();
-    let mut failed = None;
-    for r in results {
-        match r {
-            Ok(pair) => staged.push(pair),
-            Err(e) => failed = failed.or(Some(e)),
-        }
-    }
-    if let Some(e) = failed {
-        for (t, _) in &staged {
-            let _ = std::fs::remove_file(t);
-        }
-        return Err(e);
-    }
-    let mut dirs = std::collections::BTreeSet::new();
-    for (tmp, target) in &staged {
-        std::fs::rename(tmp, target).map_err(|source| AcceptError::Io {
-            path: target.display().to_string(),
-            source,
-        })?;
-        if let Some(dir) = target.parent() {
-            dirs.insert(dir.to_path_buf());
-        }
-    }
-    // The renames are durable once their directories are synced, each
-    // once; syncs that wait together are committed together.
-    let dirs: Vec<PathBuf> = dirs.into_iter().collect();
-    on_threads(&dirs, |dir| {
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-    });
-    for (path, data, _) in files {
-        if data.is_none() {
-            match std::fs::remove_file(root.join(path)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(AcceptError::Io {
-                        path: path.clone(),
-                        source,
-                    })
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

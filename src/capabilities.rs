@@ -77,6 +77,8 @@ pub struct Capabilities {
     hosts: Vec<String>,
     mcp: GlobSet,
     mcp_patterns: Vec<String>,
+    /// The project root, when writes are checked against the disk too.
+    root: Option<std::path::PathBuf>,
 }
 
 fn globs(patterns: &[String]) -> Result<GlobSet, CapabilitiesError> {
@@ -126,7 +128,16 @@ impl Capabilities {
             mcp: globs(&config.mcp)?,
             mcp_patterns: config.mcp.clone(),
             preset,
+            root: None,
         })
+    }
+
+    /// These rules for the project at `root`: a write whose path goes
+    /// through a symbolic link there is refused, since an accept could
+    /// never land it inside the project.
+    pub fn on_disk(mut self, root: std::path::PathBuf) -> Self {
+        self.root = Some(root);
+        self
     }
 
     fn deny(&self, what: String) -> Denied {
@@ -168,6 +179,9 @@ impl Capabilities {
             return Err(self.deny(format!(
                 "`{path}` is outside the writable files (capabilities.write)"
             )));
+        }
+        if let (Some(root), Ok(p)) = (&self.root, crate::paths::ProjectPath::parse(path)) {
+            crate::rootfs::check_no_links(root, &p).map_err(|e| self.deny(e.to_string()))?;
         }
         Ok(())
     }

@@ -8,6 +8,8 @@
 //! - [`command`]: `run_command` in a scratch checkout of an agent's view.
 //! - [`config`]: the typed configuration, resolved from the Lua options table.
 //! - [`paths`]: the project root and project-relative paths that cannot escape it.
+//! - [`rootfs`]: the project's files on disk, reached without following
+//!   links; batches of writes that are all or nothing.
 //! - [`store`]: one SQLite database per project: blobs, the stable layer,
 //!   overlays, agent records, proposals and the event log.
 //! - [`overlay`]: an agent's copy-on-write view of the project.
@@ -44,6 +46,7 @@ pub mod paths;
 pub mod python;
 pub mod remora;
 pub mod rollback;
+pub mod rootfs;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::accept::{self, AcceptError};
+use crate::accept::AcceptError;
+use crate::rootfs::{self, Expect};
 use crate::store::{self, Effect, Snapshot, Store};
 
 /// What a rollback does.
@@ -135,7 +136,16 @@ pub fn apply(
         .into_iter()
         .map(|e| (e.path.clone(), e))
         .collect();
-    let mut disk: Vec<(String, Option<Vec<u8>>, u32)> = Vec::new();
+    // Each file on disk must still hold what the stable layer says it
+    // does: a change the watcher has not reported yet is never lost.
+    let expect = |p: &str| -> Result<Expect, AcceptError> {
+        Ok(match store.stable_entry(p)? {
+            Some(e) if e.too_large => Expect::Anything,
+            Some(e) => Expect::Content(e.hash),
+            None => Expect::Absent,
+        })
+    };
+    let mut disk: Vec<rootfs::Write> = Vec::new();
     let mut out = Applied {
         before: Some(before),
         buffers: vec![],
@@ -147,13 +157,28 @@ pub fn apply(
             out.buffers
                 .push((p.clone(), String::from_utf8_lossy(&data).into_owned()));
         } else {
-            disk.push((p.clone(), Some(data), e.mode));
+            disk.push(rootfs::Write {
+                path: p.clone(),
+                data: Some(data),
+                mode: e.mode,
+                expect: expect(p)?,
+            });
         }
     }
     for p in &plan.delete {
-        disk.push((p.clone(), None, 0o644));
+        let expect = if buffers.contains_key(p) {
+            Expect::Anything
+        } else {
+            expect(p)?
+        };
+        disk.push(rootfs::Write {
+            path: p.clone(),
+            data: None,
+            mode: 0o644,
+            expect,
+        });
     }
-    accept::write_files(root, &disk)?;
+    rootfs::write_all(root, &disk)?;
     store.transaction(|tx| -> Result<(), AcceptError> {
         for p in &plan.restore {
             if let Some(e) = manifest.get(p) {

@@ -18,6 +18,7 @@ use crate::diff::FileDiff;
 use crate::llm::LlmClient;
 use crate::messages::{BufferText, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
+use crate::rootfs::DiskError;
 use crate::store::{now_ms, AgentRecord, AgentState, Store};
 use crate::sync::{self, OpenBuffers};
 
@@ -156,8 +157,14 @@ impl Core {
         self.root.join(path).to_string_lossy().into_owned()
     }
 
+    /// The project path of a file the editor names, if it is part of the
+    /// project: under the root and not through a symbolic link, which may
+    /// lead outside or give a secret another name (its buffer is then not
+    /// the ground truth of anything, and agents never see it).
     fn rel(&self, abs: &str) -> Option<ProjectPath> {
-        ProjectPath::from_absolute(&self.root, std::path::Path::new(abs))
+        let p = ProjectPath::from_absolute(&self.root, std::path::Path::new(abs))?;
+        crate::rootfs::check_no_links(&self.root, &p).ok()?;
+        Some(p)
     }
 
     fn send_agent(&self, id: &str) {
@@ -805,6 +812,23 @@ fn accept_proposal(core: &Arc<Core>, id: &str, buffers: Vec<BufferText>, hunk: O
                 files,
                 hunk,
             });
+        }
+        Err(accept::AcceptError::Disk(DiskError::Changed(path))) => {
+            // Someone changed the file after the watcher last looked: take
+            // their text as the ground truth and rebase onto it, so nothing
+            // of theirs is lost and the proposal shown is what would land.
+            let rebased = ProjectPath::parse(&path).is_ok_and(|p| {
+                sync::sync_from_disk(&core.store, &core.root, &p, core.config.sync.max_file_bytes)
+                    .unwrap_or(false)
+            });
+            if rebased {
+                core.stable_changed(&path);
+            }
+            core.send_agent(id);
+            core.notify(
+                Level::Warn,
+                format!("Chimera: {path} changed on disk just before the accept of {id}; nothing was written. The proposal now includes that change: review it and accept again"),
+            );
         }
         Err(e) => {
             core.send_agent(id);

@@ -13,7 +13,8 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::paths::ProjectPath;
-use crate::store::{Store, StoreError};
+use crate::rootfs;
+use crate::store::{DiskFile, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -120,10 +121,10 @@ pub fn import(
                 continue;
             }
         }
-        let Ok(data) = std::fs::read(&abs) else {
+        let Some(file) = read_file(root, &path, &meta, max_bytes) else {
             continue;
         };
-        batch.push((path.as_str().to_owned(), data, mode, mtime));
+        batch.push(file);
     }
     store.stable_import(&batch, max_bytes)?;
     for old in store.stable_paths()? {
@@ -143,26 +144,52 @@ pub fn sync_from_disk(
     max_bytes: u64,
 ) -> Result<bool, SyncError> {
     let abs = root.join(path.as_str());
-    // A symbolic link, or a path through a linked directory, may lead out of
-    // the project: such a file is not part of it.
-    let inside = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_file())
-        && match (abs.canonicalize(), root.canonicalize()) {
-            (Ok(a), Ok(r)) => a.starts_with(r),
-            _ => false,
-        };
-    if !inside {
-        return Ok(store.stable_delete(path.as_str())?);
+    // A symbolic link, or a path through a linked directory, is not part
+    // of the project: it may lead out of it, or name a secret by another
+    // name.
+    let meta = match std::fs::symlink_metadata(&abs) {
+        Ok(meta) if meta.is_file() => meta,
+        Ok(meta) if meta.is_dir() => return Ok(false),
+        _ => return Ok(store.stable_delete(path.as_str())?),
+    };
+    match read_file(root, path, &meta, max_bytes) {
+        Some(f) => Ok(store.stable_store(&f, max_bytes)?),
+        None => match rootfs::check_no_links(root, path) {
+            Err(rootfs::DiskError::Symlink(_)) => Ok(store.stable_delete(path.as_str())?),
+            _ => Ok(false),
+        },
     }
-    match std::fs::metadata(&abs) {
-        Ok(meta) if meta.is_file() => {
-            let (mode, mtime) = file_meta(&meta);
-            match std::fs::read(&abs) {
-                Ok(data) => Ok(store.stable_put(path.as_str(), &data, mode, mtime, max_bytes)?),
-                Err(_) => Ok(false),
-            }
-        }
-        Ok(_) => Ok(false),
-        Err(_) => Ok(store.stable_delete(path.as_str())?),
+}
+
+/// Reads `path` for the stable layer, never more than `max_bytes` and never
+/// through a link: a larger file is recorded by its size alone. `None`
+/// when it cannot be read (gone, unreadable, a link on the way).
+fn read_file(
+    root: &Path,
+    path: &ProjectPath,
+    meta: &std::fs::Metadata,
+    max_bytes: u64,
+) -> Option<DiskFile> {
+    let (mode, mtime_ns) = file_meta(meta);
+    let large = |size| DiskFile {
+        path: path.as_str().to_owned(),
+        data: None,
+        size,
+        mode,
+        mtime_ns,
+    };
+    if meta.len() > max_bytes {
+        return Some(large(meta.len()));
+    }
+    match rootfs::read(root, path, max_bytes) {
+        Ok(Some(data)) => Some(DiskFile {
+            size: data.len() as u64,
+            data: Some(data),
+            ..large(0)
+        }),
+        // It grew between the look and the read.
+        Err(rootfs::DiskError::TooLarge { .. }) => Some(large(max_bytes + 1)),
+        _ => None,
     }
 }
 
@@ -416,5 +443,27 @@ mod tests {
             );
             assert!(store.stable_entry(p).unwrap().is_none(), "{p} imported");
         }
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_recorded_without_being_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // Sparse: 4 GB on paper, nothing on disk. Reading it whole would
+        // take 4 GB of memory.
+        let f = std::fs::File::create(dir.path().join("huge.bin")).unwrap();
+        f.set_len(4 << 30).unwrap();
+        std::fs::write(dir.path().join("small.py"), "x = 1\n").unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap(), 2);
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        let e = store.stable_entry("huge.bin").unwrap().unwrap();
+        assert!(e.too_large);
+        assert_eq!(e.size, 4 << 30);
+        let pp = ProjectPath::parse("huge.bin").unwrap();
+        assert!(!sync_from_disk(&store, dir.path(), &pp, 1 << 20).unwrap(), "unchanged");
+        f.set_len(5 << 30).unwrap();
+        assert!(sync_from_disk(&store, dir.path(), &pp, 1 << 20).unwrap(), "grown");
+        assert!(store.stable_entry("huge.bin").unwrap().unwrap().too_large);
     }
 }

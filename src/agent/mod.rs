@@ -59,6 +59,8 @@ pub struct Services {
     /// `tools.web_search_url`.
     pub web_search_url: Option<String>,
     pub web_search_results: usize,
+    /// The project root: agents' writes are checked against the disk under it.
+    pub root: std::path::PathBuf,
 }
 
 impl Services {
@@ -66,7 +68,8 @@ impl Services {
     pub fn new(config: &Config, root: std::path::PathBuf) -> Self {
         let http = crate::llm::http_client();
         Self {
-            mcp: Arc::new(crate::mcp::Hub::new(config.mcp.clone(), root, http.clone())),
+            mcp: Arc::new(crate::mcp::Hub::new(config.mcp.clone(), root.clone(), http.clone())),
+            root,
             http,
             web_search_url: config.tools.web_search_url.clone(),
             web_search_results: config.tools.web_search_results,
@@ -196,8 +199,10 @@ fn llm_error(e: LlmError) -> AgentError {
 pub fn capabilities(
     config: &Config,
     job: &Job,
+    services: &Services,
 ) -> Result<crate::capabilities::Capabilities, AgentError> {
     crate::capabilities::Capabilities::new(&config.capabilities, job.capabilities.as_deref())
+        .map(|caps| caps.on_disk(services.root.clone()))
         .map_err(|e| AgentError::Denied(e.to_string()))
 }
 
@@ -261,7 +266,7 @@ pub async fn run(
     cancel: &CancellationToken,
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> Result<Done, AgentError> {
-    let caps = capabilities(config, job)?;
+    let caps = capabilities(config, job, services)?;
     if job.node.is_none()
         && job.mode.unwrap_or(config.agents.mode) == crate::config::AgentMode::Tools
     {
@@ -550,7 +555,7 @@ async fn run_program(
         services,
         job,
         cancel,
-        capabilities(config, job)?,
+        capabilities(config, job, services)?,
     );
     let (result, host) = host
         .off_runtime(move |h| sandbox::run(&code, h, limits))

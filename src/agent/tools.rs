@@ -590,7 +590,7 @@ pub async fn run(
     cancel: &CancellationToken,
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> Result<Done, AgentError> {
-    let caps = super::capabilities(config, job)?;
+    let caps = super::capabilities(config, job, services)?;
     let (mut tools, mcp_tools) = offered(services, &caps, cancel, progress).await;
     if job.chat.is_some() {
         tools.push(reply_spec());

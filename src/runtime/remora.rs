@@ -242,12 +242,8 @@ fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, String> {
         return Ok(true);
     }
     // On disk only if the file still holds the text the edits were made
-    // for; otherwise the watcher brings the newer text and we come back.
-    let target = ctx.root.join(path);
-    let on_disk = std::fs::read(&target).map_err(|e| format!("{path}: {e}"))?;
-    if on_disk != text.as_bytes() {
-        return Ok(false);
-    }
+    // for (checked right before the rename); otherwise the watcher brings
+    // the newer text and we come back.
     let mode = ctx
         .store
         .stable_entry(path)
@@ -255,11 +251,17 @@ fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, String> {
         .flatten()
         .map_or(0o644, |e| e.mode);
     let new = inject::apply(text, &edits);
-    crate::accept::write_files(
-        &ctx.root,
-        &[(path.to_owned(), Some(new.clone().into_bytes()), mode)],
-    )
-    .map_err(|e| e.to_string())?;
+    let write = crate::rootfs::Write {
+        path: path.to_owned(),
+        data: Some(new.clone().into_bytes()),
+        mode,
+        expect: crate::rootfs::Expect::Content(crate::store::hash_bytes(text.as_bytes())),
+    };
+    match crate::rootfs::write_all(&ctx.root, &[write]) {
+        Ok(()) => {}
+        Err(crate::rootfs::DiskError::Changed(_)) => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    }
     // Index the new text now rather than when the watcher reports it.
     ctx.shared
         .write()

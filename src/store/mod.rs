@@ -67,6 +67,17 @@ pub fn now_ms() -> i64 {
 /// One event of the log: `(seq, agent, kind, data as JSON)`.
 pub type EventRow = (i64, Option<String>, String, String);
 
+/// A file read from disk for the stable layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskFile {
+    pub path: String,
+    /// `None`: larger than the limit, so never read.
+    pub data: Option<Vec<u8>>,
+    pub size: u64,
+    pub mode: u32,
+    pub mtime_ns: i64,
+}
+
 /// One file of the stable layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StableEntry {
@@ -351,6 +362,16 @@ impl Store {
         stable_entry(&self.conn(), path)
     }
 
+    /// Puts a file read from disk in the stable layer; returns whether it
+    /// changed.
+    pub fn stable_store(&self, f: &DiskFile, max_bytes: u64) -> Result<bool> {
+        let conn = self.conn();
+        match &f.data {
+            Some(data) => stable_put(&conn, &f.path, data, f.mode, f.mtime_ns, max_bytes),
+            None => stable_put_too_large(&conn, &f.path, f.size, f.mode, f.mtime_ns),
+        }
+    }
+
     /// Puts `data` at `path` in the stable layer; returns whether it changed.
     pub fn stable_put(
         &self,
@@ -413,11 +434,7 @@ impl Store {
     }
 
     /// Imports many files in one transaction (the initial import).
-    pub fn stable_import(
-        &self,
-        files: &[(String, Vec<u8>, u32, i64)],
-        max_bytes: u64,
-    ) -> Result<usize> {
+    pub fn stable_import(&self, files: &[DiskFile], max_bytes: u64) -> Result<usize> {
         let mut conn = self.conn();
         // A whole project's contents would cross the WAL's checkpoint size in
         // this one commit and make it copy them all into the database file
@@ -427,8 +444,12 @@ impl Store {
         let imported = (|| {
             let tx = conn.transaction()?;
             let mut changed = 0;
-            for (path, data, mode, mtime) in files {
-                if stable_put(&tx, path, data, *mode, *mtime, max_bytes)? {
+            for f in files {
+                let put = match &f.data {
+                    Some(data) => stable_put(&tx, &f.path, data, f.mode, f.mtime_ns, max_bytes)?,
+                    None => stable_put_too_large(&tx, &f.path, f.size, f.mode, f.mtime_ns)?,
+                };
+                if put {
                     changed += 1;
                 }
             }
@@ -804,6 +825,29 @@ pub fn stable_put(
                                           mtime_ns = excluded.mtime_ns, too_large = excluded.too_large",
     )?
     .execute(params![path, hash, mode, data.len() as i64, mtime_ns, too_large])?;
+    Ok(true)
+}
+
+/// Records `path` as too large to keep without reading it: its "hash"
+/// stands for its size and modification time, so it changes when the file
+/// does.
+pub fn stable_put_too_large(
+    conn: &Connection,
+    path: &str,
+    size: u64,
+    mode: u32,
+    mtime_ns: i64,
+) -> Result<bool> {
+    let hash = hash_bytes(format!("too large: {size} bytes, modified {mtime_ns}").as_bytes());
+    if stable_entry(conn, path)?.is_some_and(|old| old.hash == hash && old.mode == mode) {
+        return Ok(false);
+    }
+    conn.prepare_cached(
+        "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, 1)
+         ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
+                                          mtime_ns = excluded.mtime_ns, too_large = 1",
+    )?
+    .execute(params![path, hash, mode, size as i64, mtime_ns])?;
     Ok(true)
 }
 

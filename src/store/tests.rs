@@ -35,7 +35,13 @@ fn a_large_import_stays_in_the_wal_until_the_checkpoint() {
     // pages of 4 KB).
     let content = |i: usize| format!("{i:040000}").into_bytes();
     let files: Vec<_> = (0..200)
-        .map(|i| (format!("m{i}.py"), content(i), 0o644, 0))
+        .map(|i| DiskFile {
+            path: format!("m{i}.py"),
+            size: content(i).len() as u64,
+            data: Some(content(i)),
+            mode: 0o644,
+            mtime_ns: 0,
+        })
         .collect();
     assert_eq!(store.stable_import(&files, 1 << 20).unwrap(), 200);
     let size = |name: &str| {

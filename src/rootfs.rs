@@ -1,0 +1,376 @@
+//! The project's files on disk, reached without following symbolic links.
+//! Every directory on the way to a file is opened relative to its parent
+//! with `O_NOFOLLOW`, so no link — not even one swapped in after a check —
+//! can lead a read or a write outside the root. A batch of writes is all
+//! or nothing, and each file is checked against the content the caller
+//! expects right before it is replaced.
+
+use std::io::{Read, Write as _};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::paths::ProjectPath;
+use crate::store::hash_bytes;
+
+/// Why a file of the project could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum DiskError {
+    #[error("`{0}` goes through a symbolic link; Chimera never reads or writes through links (edit the link's target by its own path)")]
+    Symlink(String),
+    #[error("`{0}` is not a regular file (a directory or a device is in its place)")]
+    NotAFile(String),
+    #[error("`{0}` changed on disk since the proposal was made; nothing was written")]
+    Changed(String),
+    #[error("`{path}` is larger than {limit} bytes")]
+    TooLarge { path: String, limit: u64 },
+    #[error("cannot write `{path}`: {source}; nothing was changed")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// What a file must hold right before it is replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// Whatever it holds (the caller has no base to compare with).
+    Anything,
+    /// No file at the path.
+    Absent,
+    /// Content with this hash.
+    Content(String),
+}
+
+/// One file to write (`data`) or delete (`None`).
+#[derive(Debug, Clone)]
+pub struct Write {
+    pub path: String,
+    pub data: Option<Vec<u8>>,
+    pub mode: u32,
+    pub expect: Expect,
+}
+
+fn io_err(path: &str, source: impl Into<std::io::Error>) -> DiskError {
+    DiskError::Io {
+        path: path.to_owned(),
+        source: source.into(),
+    }
+}
+
+/// The project root, opened as a directory.
+fn open_root(root: &Path, path: &str) -> Result<OwnedFd, DiskError> {
+    rustix::fs::open(
+        root,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_err(path, e))
+}
+
+/// Why opening `name` under `dir` without following links failed.
+fn classify(dir: &OwnedFd, name: &str, path: &str, errno: Errno) -> DiskError {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+            DiskError::Symlink(path.to_owned())
+        }
+        Ok(_) if matches!(errno, Errno::NOTDIR | Errno::ISDIR) => DiskError::NotAFile(path.to_owned()),
+        _ => io_err(path, errno),
+    }
+}
+
+/// The directory holding `path` and the file's name in it; `None` when a
+/// directory on the way does not exist (and `create` is false).
+fn open_parent(
+    root: &Path,
+    path: &ProjectPath,
+    create: bool,
+) -> Result<Option<(OwnedFd, String)>, DiskError> {
+    let p = path.as_str();
+    let mut dir = open_root(root, p)?;
+    let mut parts: Vec<&str> = p.split('/').collect();
+    let name = parts.pop().unwrap_or_default().to_owned();
+    for part in parts {
+        let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+        let next = match rustix::fs::openat(&dir, part, flags, Mode::empty()) {
+            Err(Errno::NOENT) if create => {
+                match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(io_err(p, e)),
+                }
+                rustix::fs::openat(&dir, part, flags, Mode::empty())
+            }
+            other => other,
+        };
+        dir = match next {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(classify(&dir, part, p, e)),
+        };
+    }
+    Ok(Some((dir, name)))
+}
+
+/// Opens the regular file `name` in `dir` for reading, never through a link.
+fn open_file(dir: &OwnedFd, name: &str, path: &str) -> Result<Option<std::fs::File>, DiskError> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(classify(dir, name, path, e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| io_err(path, e))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(DiskError::NotAFile(path.to_owned()));
+    }
+    Ok(Some(std::fs::File::from(fd)))
+}
+
+/// Reads at most `limit` bytes of `file`; more is [`DiskError::TooLarge`].
+fn read_capped(file: std::fs::File, path: &str, limit: u64) -> Result<Vec<u8>, DiskError> {
+    let mut data = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(|e| io_err(path, e))?;
+    if data.len() as u64 > limit {
+        return Err(DiskError::TooLarge {
+            path: path.to_owned(),
+            limit,
+        });
+    }
+    Ok(data)
+}
+
+/// The content of `path` under `root` (`None` if there is no such file),
+/// read without following any link and never more than `limit` bytes.
+pub fn read(root: &Path, path: &ProjectPath, limit: u64) -> Result<Option<Vec<u8>>, DiskError> {
+    let Some((dir, name)) = open_parent(root, path, false)? else {
+        return Ok(None);
+    };
+    match open_file(&dir, &name, path.as_str())? {
+        Some(f) => read_capped(f, path.as_str(), limit).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Refuses a path that an existing symbolic link (a folder on the way, or
+/// the file itself) would lead through: such a path is not part of the
+/// project as Chimera sees it, so nothing may be written there.
+pub fn check_no_links(root: &Path, path: &ProjectPath) -> Result<(), DiskError> {
+    let Some((dir, name)) = open_parent(root, path, false)? else {
+        return Ok(());
+    };
+    match rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+            Err(DiskError::Symlink(path.to_string()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// One file of a batch, its directory open, between the steps of [`write_all`].
+struct Target<'a> {
+    write: &'a Write,
+    dir: OwnedFd,
+    name: String,
+    /// The synced temporary file with the new content, in `dir`.
+    temp: Option<String>,
+    /// What the file held right before it was replaced (for the undo).
+    old: Option<Vec<u8>>,
+}
+
+fn temp_name(name: &str, tag: &str) -> String {
+    format!(".{name}.chimera-{}{tag}.tmp", std::process::id())
+}
+
+/// Writes `data` to a new synced temporary file in `dir`; returns its name.
+fn stage(dir: &OwnedFd, name: &str, path: &str, data: &[u8], mode: u32, tag: &str) -> Result<String, DiskError> {
+    let temp = temp_name(name, tag);
+    let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+    let fd = rustix::fs::openat(
+        dir,
+        temp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(|e| io_err(path, e))?;
+    let mut f = std::fs::File::from(fd);
+    let written = (|| {
+        f.write_all(data)?;
+        rustix::fs::fchmod(&f, Mode::from_raw_mode(mode & 0o7777))?;
+        f.sync_all()
+    })();
+    match written {
+        Ok(()) => Ok(temp),
+        Err(e) => {
+            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            Err(io_err(path, e))
+        }
+    }
+}
+
+/// `f` of every item, in order, on up to 8 threads when there are many:
+/// file-system syncs issued together are committed together.
+fn on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < 8 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return };
+                let r = f(item);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    // Every slot is filled: the threads ran to the end of `items`.
+    slots
+        .into_iter()
+        .filter_map(|s| s.into_inner().ok().flatten())
+        .collect()
+}
+
+/// Whether `current` (what the file holds now) is what `expect` allows.
+fn matches(expect: &Expect, current: Option<&[u8]>) -> bool {
+    match (expect, current) {
+        (Expect::Anything, _) => true,
+        (Expect::Absent, None) => true,
+        (Expect::Content(h), Some(data)) => *h == hash_bytes(data),
+        _ => false,
+    }
+}
+
+/// Puts back what `t` held before it was replaced (best effort: the undo
+/// of a batch that failed midway).
+fn restore(t: &Target<'_>) {
+    match &t.old {
+        Some(old) => {
+            if let Ok(temp) = stage(&t.dir, &t.name, &t.write.path, old, t.write.mode, "-undo") {
+                let _ = rustix::fs::renameat(&t.dir, temp.as_str(), &t.dir, t.name.as_str());
+            }
+        }
+        None => {
+            let _ = rustix::fs::unlinkat(&t.dir, t.name.as_str(), AtFlags::empty());
+        }
+    }
+}
+
+/// Writes and deletes `writes` so that either every one happens or none
+/// does, and so that each file is wholly old or wholly new even if the
+/// process dies midway (temporary file, fsync, rename, directory fsync).
+/// Right before the first rename, every file is compared with its
+/// [`Expect`]: a file changed by someone else since the caller read it
+/// fails the whole batch with [`DiskError::Changed`].
+pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
+    let mut targets = Vec::with_capacity(writes.len());
+    for w in writes {
+        let path = ProjectPath::parse(&w.path).map_err(|e| io_err(&w.path, std::io::Error::other(e)))?;
+        match open_parent(root, &path, w.data.is_some())? {
+            Some((dir, name)) => targets.push(Target {
+                write: w,
+                dir,
+                name,
+                temp: None,
+                old: None,
+            }),
+            // Deleting a file whose folder is gone: already done, unless
+            // the caller expected it to be there.
+            None if matches(&w.expect, None) => {}
+            None => return Err(DiskError::Changed(w.path.clone())),
+        }
+    }
+    let staged = on_threads(&targets, |t| match &t.write.data {
+        Some(data) => stage(&t.dir, &t.name, &t.write.path, data, t.write.mode, "").map(Some),
+        None => Ok(None),
+    });
+    let mut failed = None;
+    for (t, s) in targets.iter_mut().zip(staged) {
+        match s {
+            Ok(temp) => t.temp = temp,
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    let discard = |targets: &[Target<'_>]| {
+        for t in targets {
+            if let Some(temp) = &t.temp {
+                let _ = rustix::fs::unlinkat(&t.dir, temp.as_str(), AtFlags::empty());
+            }
+        }
+    };
+    if let Some(e) = failed {
+        discard(&targets);
+        return Err(e);
+    }
+    // The check comes after the slow part (the syncs), as close to the
+    // renames as it can be.
+    let mut checked = Ok(());
+    for t in targets.iter_mut() {
+        let current = match open_file(&t.dir, &t.name, &t.write.path) {
+            Ok(Some(f)) => read_capped(f, &t.write.path, u64::MAX).map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        };
+        match current {
+            Ok(current) if matches(&t.write.expect, current.as_deref()) => t.old = current,
+            Ok(_) => checked = Err(DiskError::Changed(t.write.path.clone())),
+            Err(e) => checked = Err(e),
+        }
+        if checked.is_err() {
+            break;
+        }
+    }
+    if let Err(e) = checked {
+        discard(&targets);
+        return Err(e);
+    }
+    // New contents first, deletions last; a failure puts back every file
+    // already replaced.
+    let order: Vec<usize> = (0..targets.len())
+        .filter(|&i| targets[i].temp.is_some())
+        .chain((0..targets.len()).filter(|&i| targets[i].temp.is_none()))
+        .collect();
+    for (k, &i) in order.iter().enumerate() {
+        let t = &targets[i];
+        let done = match &t.temp {
+            Some(temp) => rustix::fs::renameat(&t.dir, temp.as_str(), &t.dir, t.name.as_str()),
+            None => match rustix::fs::unlinkat(&t.dir, t.name.as_str(), AtFlags::empty()) {
+                Err(Errno::NOENT) => Ok(()),
+                other => other,
+            },
+        };
+        if let Err(e) = done {
+            for &j in &order[..k] {
+                restore(&targets[j]);
+            }
+            discard(&targets);
+            return Err(match classify(&t.dir, &t.name, &t.write.path, e) {
+                DiskError::Io { .. } => io_err(&t.write.path, e),
+                other => other,
+            });
+        }
+    }
+    // The renames are durable once their directories are synced; syncs
+    // that wait together are committed together.
+    let mut seen = std::collections::HashSet::new();
+    let dirs: Vec<&OwnedFd> = targets
+        .iter()
+        .filter(|t| seen.insert(t.write.path.rsplit_once('/').map_or("", |(d, _)| d)))
+        .map(|t| &t.dir)
+        .collect();
+    on_threads(&dirs, |dir| {
+        let _ = rustix::fs::fsync(dir);
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

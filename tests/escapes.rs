@@ -1,0 +1,275 @@
+//! The escape suite: what an agent (or a project laid out by an attacker)
+//! tries in order to reach past its overlay — symbolic links, case variants
+//! of secret names, memory and time bombs — driven through the real core
+//! and a scripted LLM server on 127.0.0.1. Every finding gets a test here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chimera::config::{Config, LlmConfig, Provider};
+use chimera::llm::fake::{FakeServer, Reply};
+use chimera::messages::{ToCore, ToEditor};
+use chimera::runtime::{self, CoreHandle};
+use chimera::store::{AgentRecord, AgentState};
+use tokio::sync::mpsc;
+
+struct Run {
+    rt: tokio::runtime::Runtime,
+    core: Option<CoreHandle>,
+    rx: mpsc::UnboundedReceiver<ToEditor>,
+    server: FakeServer,
+    root: PathBuf,
+}
+
+fn program(code: &str) -> Reply {
+    Reply::OpenaiStream(format!("```python\n{code}\n```"))
+}
+
+fn config(url: &str) -> Config {
+    Config {
+        llm: LlmConfig {
+            provider: Provider::Openai,
+            url: url.into(),
+            max_retries: 0,
+            timeout_ms: 5000,
+            ..LlmConfig::default()
+        },
+        ..Config::default()
+    }
+}
+
+/// A core on `root` whose LLM answers `replies` in order.
+fn start(root: &Path, replies: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> Run {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(replies));
+    let mut cfg = config(&server.url);
+    cfg.agents.repair_rounds = 0;
+    tweak(&mut cfg);
+    let (tx, rx) = mpsc::unbounded_channel::<ToEditor>();
+    let root = root.canonicalize().unwrap();
+    let core = runtime::start(cfg, root.clone(), Arc::new(tx)).unwrap();
+    let mut run = Run {
+        rt,
+        core: Some(core),
+        rx,
+        server,
+        root,
+    };
+    run.wait(|m| matches!(m, ToEditor::Ready { .. }).then_some(()));
+    run
+}
+
+impl Run {
+    fn send(&self, msg: ToCore) {
+        self.core.as_ref().unwrap().send(msg).unwrap();
+    }
+
+    fn wait<T>(&mut self, pred: impl Fn(&ToEditor) -> Option<T>) -> T {
+        let rx = &mut self.rx;
+        self.rt.block_on(async {
+            loop {
+                let msg = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+                    .await
+                    .expect("timed out")
+                    .expect("closed");
+                if std::env::var("ESCAPES_DEBUG").is_ok() {
+                    eprintln!("{msg:?}");
+                }
+                if let Some(t) = pred(&msg) {
+                    return t;
+                }
+            }
+        })
+    }
+
+    fn spawn(&self, id: &str, task: &str) {
+        self.send(ToCore::Spawn {
+            id: id.into(),
+            task: task.into(),
+            context: None,
+            file: None,
+            cursor_line: None,
+            mode: None,
+            capabilities: None,
+        });
+    }
+
+    /// The agent's record once it reached a state it stays in.
+    fn settled(&mut self, id: &str) -> AgentRecord {
+        self.wait(|m| match m {
+            ToEditor::Agent { agent }
+                if agent.id == id
+                    && !matches!(agent.state, AgentState::Queued | AgentState::Running) =>
+            {
+                Some(agent.clone())
+            }
+            _ => None,
+        })
+    }
+
+    /// Everything the model was sent, all requests joined.
+    fn model_saw(&self) -> String {
+        self.server.requests.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Some(core) = self.core.take() {
+            core.shutdown(Duration::from_secs(2));
+        }
+    }
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join("app.py"), "def f():\n    return 1\n").unwrap();
+    dir
+}
+
+#[test]
+fn a_write_through_a_linked_folder_never_becomes_a_proposal_or_a_file() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = project();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
+    let code = "write_file('linkdir/secret.txt', 'pwned')\nsubmit_result('wrote', ['linkdir/secret.txt'])";
+    let mut run = start(dir.path(), vec![program(code)], |_| {});
+    run.spawn("a1", "write a file");
+    let rec = run.settled("a1");
+    assert_ne!(rec.state, AgentState::Completed, "proposed: {rec:?}");
+    assert!(rec.error.unwrap_or_default().contains("symbolic link"));
+    assert!(!outside.path().join("secret.txt").exists());
+}
+
+#[test]
+fn an_accept_never_writes_through_a_link_made_after_the_proposal() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = project();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let code = "write_file('sub/new.txt', 'hello')\nsubmit_result('wrote', ['sub/new.txt'])";
+    let mut run = start(dir.path(), vec![program(code)], |_| {});
+    run.spawn("a1", "write a file");
+    assert_eq!(run.settled("a1").state, AgentState::Completed);
+    // Between the proposal and the accept, the folder becomes a link out.
+    std::fs::remove_dir(run.root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), run.root.join("sub")).unwrap();
+    run.send(ToCore::Accept {
+        id: "a1".into(),
+        buffers: vec![],
+        hunk: None,
+    });
+    let message = run.wait(|m| match m {
+        ToEditor::Notify { message, .. } if message.contains("a1") => Some(message.clone()),
+        ToEditor::Resolved { .. } => Some("resolved".into()),
+        _ => None,
+    });
+    assert!(message.contains("symbolic link"), "{message}");
+    assert!(!outside.path().join("new.txt").exists());
+}
+
+const DOCSTRING: &str = "src = read_file('app.py')\nwrite_file('app.py', src.replace('    return 1', '    \"\"\"One.\"\"\"\\n    return 1'))\nsubmit_result('docstring', ['app.py'])";
+
+fn accept(run: &Run, id: &str) {
+    run.send(ToCore::Accept {
+        id: id.into(),
+        buffers: vec![],
+        hunk: None,
+    });
+}
+
+#[test]
+fn an_edit_on_disk_just_before_the_accept_is_never_written_over() {
+    let dir = project();
+    // The watcher would report the edit only after 5 s: the accept comes first.
+    let mut run = start(dir.path(), vec![program(DOCSTRING)], |c| {
+        c.sync.debounce_ms = 5_000
+    });
+    run.spawn("a1", "add a docstring");
+    assert_eq!(run.settled("a1").state, AgentState::Completed);
+    let app = run.root.join("app.py");
+    let appended = "def f():\n    return 1\n\ndef added_outside():\n    return 2\n";
+    std::fs::write(&app, appended).unwrap();
+    accept(&run, "a1");
+    let message = run.wait(|m| match m {
+        ToEditor::Notify { message, .. } if message.contains("a1") => Some(message.clone()),
+        ToEditor::Resolved { .. } => Some("accepted over the edit".into()),
+        _ => None,
+    });
+    assert!(message.contains("changed on disk"), "{message}");
+    assert_eq!(std::fs::read_to_string(&app).unwrap(), appended);
+    // The proposal was rebased onto the edit: accepting it now keeps both.
+    accept(&run, "a1");
+    run.wait(|m| matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(()));
+    let now = std::fs::read_to_string(&app).unwrap();
+    assert!(now.contains("\"\"\"One.\"\"\"") && now.contains("added_outside"), "{now}");
+}
+
+#[test]
+fn a_multi_file_accept_with_one_unwritable_file_changes_nothing() {
+    let dir = project();
+    std::fs::write(dir.path().join("b.py"), "b = 1\n").unwrap();
+    let code = "write_file('app.py', 'def f():\\n    return 2\\n')\nwrite_file('b.py', 'b = 2\\n')\nsubmit_result('both', ['app.py', 'b.py'])";
+    let mut run = start(dir.path(), vec![program(code)], |c| c.sync.debounce_ms = 5_000);
+    run.spawn("a1", "change both");
+    assert_eq!(run.settled("a1").state, AgentState::Completed);
+    std::fs::remove_file(run.root.join("b.py")).unwrap();
+    std::fs::create_dir(run.root.join("b.py")).unwrap();
+    accept(&run, "a1");
+    let message = run.wait(|m| match m {
+        ToEditor::Notify { message, .. } if message.contains("a1") => Some(message.clone()),
+        ToEditor::Resolved { .. } => Some("resolved".into()),
+        _ => None,
+    });
+    assert!(message.contains("b.py"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(run.root.join("app.py")).unwrap(),
+        "def f():\n    return 1\n"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&run.root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".chimera-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let store = chimera::store::Store::open(&run.root).unwrap();
+    assert_eq!(store.agent("a1").unwrap().state, AgentState::Completed, "still reviewable");
+}
+
+#[test]
+fn a_buffer_opened_through_a_link_never_reaches_the_model() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("creds"), "OUTSIDE_SECRET=1\n").unwrap();
+    let dir = project();
+    std::fs::write(dir.path().join(".env"), "ENV_SECRET=1\n").unwrap();
+    std::os::unix::fs::symlink(".env", dir.path().join("notes.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("creds"), dir.path().join("creds.txt")).unwrap();
+    let read = "print(read_file('notes.txt'))\nprint(read_file('creds.txt'))\nsubmit_result('read', [])";
+    let mut run = start(dir.path(), vec![program(read), program(read)], |_| {});
+    for (i, (name, text)) in [("notes.txt", "ENV_SECRET=1\n"), ("creds.txt", "OUTSIDE_SECRET=1\n")]
+        .into_iter()
+        .enumerate()
+    {
+        let path = run.root.join(name).to_string_lossy().into_owned();
+        // The person opens the link in Neovim and types a task at once.
+        run.send(ToCore::BufferText(chimera::messages::BufferText {
+            path: path.clone(),
+            text: text.into(),
+        }));
+        run.send(ToCore::Spawn {
+            id: format!("a{i}"),
+            task: "summarise this file".into(),
+            context: None,
+            file: Some(path),
+            cursor_line: Some(1),
+            mode: None,
+            capabilities: None,
+        });
+        run.settled(&format!("a{i}"));
+    }
+    let seen = run.model_saw();
+    assert!(seen.contains("summarise this file"), "the model was asked: {seen}");
+    assert!(!seen.contains("ENV_SECRET"), "{seen}");
+    assert!(!seen.contains("OUTSIDE_SECRET"), "{seen}");
+}
