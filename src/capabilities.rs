@@ -5,7 +5,7 @@
 //! configured commands). Files matching secret patterns are neither
 //! readable nor writable unless the configuration says otherwise.
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 /// The `capabilities` section of the configuration.
@@ -109,10 +109,14 @@ impl Capabilities {
         };
         let mut secrets = GlobSetBuilder::new();
         for p in &config.secrets {
-            // A secret pattern matches a name anywhere in the tree.
+            // A secret pattern matches a name anywhere in the tree, in any
+            // case: `.ENV` and `ID_RSA` are as secret as `.env` and `id_rsa`
+            // (and are the same file on a case-insensitive disk).
             for pattern in [p.clone(), format!("**/{p}")] {
                 secrets.add(
-                    Glob::new(&pattern)
+                    GlobBuilder::new(&pattern)
+                        .case_insensitive(true)
+                        .build()
                         .map_err(|e| CapabilitiesError::Glob(p.clone(), e.to_string()))?,
                 );
             }
@@ -150,6 +154,12 @@ impl Capabilities {
     /// Whether `path` (a checked project path) is a secret.
     pub fn is_secret(&self, path: &str) -> bool {
         self.secrets.is_match(path)
+    }
+
+    /// Whether the agent may know that `path` exists: files it may not
+    /// read are left out of listings, trees, searches and checkouts.
+    pub fn may_see(&self, path: &str) -> bool {
+        self.check_read(path).is_ok()
     }
 
     pub fn check_read(&self, path: &str) -> Result<(), Denied> {

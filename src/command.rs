@@ -48,11 +48,16 @@ fn capped((mut data, total): (Vec<u8>, usize)) -> String {
     s
 }
 
-/// Writes the agent's view of the project into `dir`.
-pub fn checkout(overlay: &Overlay<'_>, dir: &Path) -> Result<usize, String> {
+/// Writes the agent's view of the project into `dir`: only the files it
+/// may see (`visible`), so a command it runs cannot read a secret either.
+pub fn checkout(
+    overlay: &Overlay<'_>,
+    dir: &Path,
+    visible: impl Fn(&str) -> bool,
+) -> Result<usize, String> {
     let files = overlay.files().map_err(|e| e.to_string())?;
     let mut n = 0;
-    for f in files {
+    for f in files.into_iter().filter(|f| visible(f)) {
         let p = ProjectPath::parse(&f).map_err(|e| e.to_string())?;
         if let Some(data) = overlay.read(&p).map_err(|e| e.to_string())? {
             let target = dir.join(p.as_str());

@@ -130,14 +130,18 @@ impl<'a> Overlay<'a> {
 
     /// The entries directly inside `dir`: files by name, directories with a
     /// trailing `/`, merged over both layers, each once, sorted.
-    pub fn list_dir(&self, dir: &str) -> Result<Vec<String>, OverlayError> {
+    pub fn list_dir(
+        &self,
+        dir: &str,
+        visible: impl Fn(&str) -> bool,
+    ) -> Result<Vec<String>, OverlayError> {
         let prefix = if dir.is_empty() {
             String::new()
         } else {
             format!("{dir}/")
         };
         let mut out = BTreeSet::new();
-        for path in self.files_under(dir)? {
+        for path in self.files_under(dir)?.into_iter().filter(|p| visible(p)) {
             let rest = &path[prefix.len()..];
             match rest.split_once('/') {
                 Some((sub, _)) => out.insert(format!("{sub}/")),
@@ -238,10 +242,10 @@ mod tests {
         a.write(&p("src/a.py"), b"changed").unwrap();
         a.write(&p("src/new.py"), b"new").unwrap();
         a.delete(&p("src/b.py")).unwrap();
-        assert_eq!(a.list_dir("src").unwrap(), vec!["a.py", "new.py", "pkg/"]);
+        assert_eq!(a.list_dir("src", |_| true).unwrap(), vec!["a.py", "new.py", "pkg/"]);
         assert_eq!(
-            a.list_dir("").unwrap(),
-            vec!["README.md", "src/", "srcx.py"]
+            a.list_dir("", |p| p != "README.md").unwrap(),
+            vec!["src/", "srcx.py"]
         );
     }
 

@@ -273,3 +273,51 @@ fn a_buffer_opened_through_a_link_never_reaches_the_model() {
     assert!(!seen.contains("ENV_SECRET"), "{seen}");
     assert!(!seen.contains("OUTSIDE_SECRET"), "{seen}");
 }
+
+#[test]
+fn secret_files_are_invisible_whatever_their_case_and_never_copied_for_commands() {
+    let dir = project();
+    for (name, text) in [
+        (".env", "A_SECRET=1\n"),
+        (".ENV", "B_SECRET=1\n"),
+        ("keys/ID_RSA", "C_SECRET\n"),
+        ("Server.PEM", "D_SECRET\n"),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let code = "seen = [str(list_dir('')), str(list_dir('keys')), get_file_tree(), str(file_exists('.ENV')), str(file_exists('Server.PEM'))]\n\
+        for name in ['.env', '.ENV', 'keys/ID_RSA', 'Server.PEM']:\n    try:\n        seen.append(read_file(name))\n    except Exception as e:\n        seen.append('refused')\n\
+        seen.append(run_command(['cat', '.env', '.ENV', 'keys/ID_RSA', 'Server.PEM']))\n\
+        seen.append(run_command(['ls', '-a', '.', 'keys']))\n\
+        write_file('seen.txt', ' | '.join(seen))\n\
+        submit_result('looked', ['seen.txt'])";
+    let mut run = start(dir.path(), vec![program(code)], |c| {
+        c.capabilities.preset = "developer".into();
+        c.capabilities.commands = vec!["cat".into(), "ls".into()];
+    });
+    run.spawn("a1", "look around");
+    let summary = run.wait(|m| match m {
+        ToEditor::Proposal { id, files } if id == "a1" => Some(
+            files
+                .iter()
+                .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        ToEditor::Agent { agent } if agent.state == AgentState::Failed => {
+            Some(format!("failed: {:?}", agent.error))
+        }
+        _ => None,
+    });
+    assert!(summary.contains("app.py"), "the program ran: {summary}");
+    assert!(!summary.contains("SECRET"), "a secret leaked: {summary}");
+    // The commands' own error messages repeat the names they were given;
+    // everything before them must not know the names at all.
+    let (listings, commands) = summary.split_at(summary.find("exit status").unwrap());
+    for leak in [".env", ".ENV", "ID_RSA", "PEM", "True"] {
+        assert!(!listings.contains(leak), "{leak} leaked: {listings}");
+    }
+    assert!(commands.contains("No such file"), "{commands}");
+}

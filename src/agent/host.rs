@@ -142,7 +142,7 @@ impl AgentHost {
             .files()
             .map_err(|e| e.to_string())?
             .into_iter()
-            .filter(|f| self.caps.check_read(f).is_ok())
+            .filter(|f| self.caps.may_see(f))
             .collect();
         if pattern.contains(['*', '?', '[']) {
             let glob = GlobBuilder::new(pattern)
@@ -314,17 +314,18 @@ impl Host for AgentHost {
             "list_dir" => {
                 let raw = args::opt_string(name, &a, &kw, 0, "path")?.unwrap_or_default();
                 let dir = parse_dir(&raw).map_err(|e| format!("list_dir(): {e}"))?;
-                let entries = self.overlay().list_dir(&dir).map_err(|e| e.to_string())?;
+                let entries = self
+                    .overlay()
+                    .list_dir(&dir, |f| self.caps.may_see(f))
+                    .map_err(|e| e.to_string())?;
                 Ok(Value::List(
                     entries.into_iter().map(Value::String).collect(),
                 ))
             }
             "file_exists" => {
                 let p = Self::path(name, &a, &kw)?;
-                self.overlay()
-                    .exists(&p)
-                    .map(Value::Bool)
-                    .map_err(|e| e.to_string())
+                let exists = self.overlay().exists(&p).map_err(|e| e.to_string())?;
+                Ok(Value::Bool(exists && self.caps.may_see(p.as_str())))
             }
             "search_files" => {
                 let pattern = args::string(name, &a, &kw, 0, "pattern")?;
@@ -336,7 +337,8 @@ impl Host for AgentHost {
                 ))
             }
             "get_file_tree" => {
-                let files = self.overlay().files().map_err(|e| e.to_string())?;
+                let mut files = self.overlay().files().map_err(|e| e.to_string())?;
+                files.retain(|f| self.caps.may_see(f));
                 Ok(Value::String(files.join("\n")))
             }
             "ask_llm" => {
@@ -357,7 +359,7 @@ impl Host for AgentHost {
                 let argv = args::string_list(name, &a, &kw, 0, "argv")?;
                 self.allowed(name, self.caps.check_command(&argv))?;
                 let dir = tempfile::tempdir().map_err(|e| format!("run_command(): {e}"))?;
-                crate::command::checkout(&self.overlay(), dir.path())
+                crate::command::checkout(&self.overlay(), dir.path(), |f| self.caps.may_see(f))
                     .map_err(|e| format!("run_command(): cannot check out the project: {e}"))?;
                 let ran = crate::command::run(&argv, dir.path(), self.command_timeout)?;
                 let text = ran.describe();

@@ -275,9 +275,11 @@ pub async fn run(
     let max_bytes = config.sync.max_file_bytes;
     let (tree, target) = {
         let ov = Overlay::new(&store, &job.id, max_bytes);
-        let tree = ov
+        let mut tree = ov
             .files()
             .map_err(|e| AgentError::Internal(e.to_string()))?;
+        // Names of files the agent may not read are not shown either.
+        tree.retain(|f| caps.may_see(f));
         let node_file = job
             .node
             .as_ref()

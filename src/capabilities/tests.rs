@@ -125,3 +125,15 @@ fn mcp_patterns_decide_which_servers_start_and_which_tools_run() {
     assert!(any.may_use_mcp_server("shell"));
     assert!(any.check_mcp("shell.run").is_ok());
 }
+
+#[test]
+fn secret_names_match_in_any_case() {
+    let caps = Capabilities::new(&CapabilitiesConfig::default(), None).unwrap();
+    for secret in [".env", ".ENV", "config/.Env.local", "ID_RSA", "home/Id_Ed25519", "Server.PEM", "tls/KEY.Key", ".NETRC"] {
+        assert!(caps.is_secret(secret), "{secret}");
+        assert!(!caps.may_see(secret), "{secret}");
+    }
+    for plain in ["environment.py", "src/identity.py", "pem_tools.py"] {
+        assert!(!caps.is_secret(plain), "{plain}");
+    }
+}
