@@ -204,6 +204,9 @@ pub struct AgentsConfig {
     pub repair_rounds: u32,
     /// CPU time limit of one sandbox run (waiting for the LLM is not counted).
     pub sandbox_timeout_ms: u64,
+    /// Memory one sandbox run may take (what the process grows by while it
+    /// runs), in MB; past it the program stops with a `MemoryError`.
+    pub sandbox_memory_mb: u64,
     /// Python recursion limit inside the sandbox.
     pub max_recursion: usize,
     /// Time an agent may take from start to proposal; then it fails.
@@ -274,6 +277,7 @@ impl Default for AgentsConfig {
             max_concurrent: 3,
             repair_rounds: 2,
             sandbox_timeout_ms: 5_000,
+            sandbox_memory_mb: 512,
             max_recursion: 200,
             timeout_ms: 300_000,
             retention_hours: 24,

@@ -20,6 +20,7 @@
 //! - [`rollback`]: rolling the project back to a snapshot, naming what
 //!   cannot be undone.
 //! - [`llm`]: LLM providers (Ollama, OpenAI-compatible) over HTTP.
+//! - [`memory`]: counts the library's live bytes, for the sandbox's memory limit.
 //! - [`sandbox`]: runs model-written Python in Monty with host functions.
 //! - [`python`]: Python with tree-sitter: syntax checks, definitions, and
 //!   splicing a reply's definitions into a file.
@@ -40,6 +41,7 @@ pub mod config;
 pub mod diff;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod messages;
 pub mod overlay;
 pub mod paths;
@@ -54,6 +56,11 @@ pub mod sync;
 
 #[cfg(feature = "neovim")]
 pub mod nvim;
+
+/// Every Rust allocation of the library is counted, so a sandboxed program
+/// can be stopped before it takes the editor's memory.
+#[global_allocator]
+static ALLOCATOR: memory::Counting = memory::Counting;
 
 /// The version stamp of this build, compared by the Lua loader with the
 /// plugin's own version to detect a stale library.

@@ -1,7 +1,7 @@
 //! Runs model-written Python in the Monty sandbox. The program reaches the
 //! outside world only through the host functions a [`Host`] provides; any
-//! OS call (`open()`, `os.*`) is refused with a clear error, and CPU time
-//! and recursion are limited.
+//! OS call (`open()`, `os.*`) is refused with a clear error, and CPU time,
+//! memory and recursion are limited.
 
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,8 @@ pub struct Limits {
     pub max_recursion: usize,
     /// Host calls one program may make.
     pub max_host_calls: usize,
+    /// Bytes the program may allocate (see [`crate::memory`]).
+    pub max_memory: usize,
 }
 
 impl Default for Limits {
@@ -49,6 +51,7 @@ impl Default for Limits {
             cpu_time: Duration::from_secs(5),
             max_recursion: 200,
             max_host_calls: 500,
+            max_memory: 512 << 20,
         }
     }
 }
@@ -106,9 +109,11 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
     .map_err(raised)?;
     let resource = ResourceLimits {
         max_duration: Some(limits.cpu_time),
+        max_memory: Some(limits.max_memory),
         max_recursion_depth: limits.max_recursion,
         ..ResourceLimits::default()
     };
+    let _budget = crate::memory::Budget::start();
     let mut progress = runner
         .start(
             vec![],

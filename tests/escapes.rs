@@ -321,3 +321,26 @@ fn secret_files_are_invisible_whatever_their_case_and_never_copied_for_commands(
     }
     assert!(commands.contains("No such file"), "{commands}");
 }
+
+#[test]
+fn memory_bombs_end_the_agent_failed_and_never_the_process() {
+    let dir = project();
+    let bombs = [
+        "s = 'x' * 100000000000\nsubmit_result('big', [])",
+        "chunks = []\nwhile True:\n    chunks.append('y' * 1000000 + str(len(chunks)))",
+        "n = 10 ** 10 ** 10",
+    ];
+    let mut run = start(dir.path(), bombs.iter().map(|b| program(b)).collect(), |c| {
+        c.agents.sandbox_memory_mb = 64;
+        c.agents.sandbox_timeout_ms = 60_000;
+        c.agents.max_concurrent = 1;
+    });
+    for i in 0..bombs.len() {
+        let id = format!("bomb{i}");
+        run.spawn(&id, "allocate");
+        let rec = run.settled(&id);
+        assert_eq!(rec.state, AgentState::Failed, "{rec:?}");
+        let error = rec.error.unwrap_or_default();
+        assert!(error.contains("memory"), "{id}: {error}");
+    }
+}

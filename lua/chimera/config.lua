@@ -50,6 +50,8 @@ M.defaults = {
     repair_rounds = 2,
     -- CPU time one sandboxed program may use (LLM waits not counted), ms.
     sandbox_timeout_ms = 5000,
+    -- Memory one sandboxed program may take, MB; past it, a MemoryError.
+    sandbox_memory_mb = 512,
     -- Python recursion limit inside the sandbox.
     max_recursion = 200,
     -- Time an agent may take from start to proposal, ms; then it fails.
@@ -154,6 +156,7 @@ local positive = {
   ["llm.context_tokens"] = true,
   ["agents.max_concurrent"] = true,
   ["agents.sandbox_timeout_ms"] = true,
+  ["agents.sandbox_memory_mb"] = true,
   ["agents.max_recursion"] = true,
   ["agents.timeout_ms"] = true,
   ["sync.max_file_bytes"] = true,

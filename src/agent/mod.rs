@@ -548,6 +548,8 @@ async fn run_program(
     let limits = Limits {
         cpu_time: Duration::from_millis(config.agents.sandbox_timeout_ms),
         max_recursion: config.agents.max_recursion,
+        max_memory: usize::try_from(config.agents.sandbox_memory_mb.saturating_mul(1 << 20))
+            .unwrap_or(usize::MAX),
         ..Limits::default()
     };
     let host = AgentHost::new(
