@@ -71,13 +71,25 @@ pub fn checkout(
     Ok(n)
 }
 
-/// Runs `argv` in `dir` (no shell; stdin closed) for at most `limit`.
-pub fn run(argv: &[String], dir: &Path, limit: Duration) -> Result<Ran, String> {
+/// Runs `argv` in `dir` (no shell; stdin closed) for at most `limit`, or
+/// until `cancelled` says so. The command runs in a process group of its
+/// own, and the whole group is killed at the limit or a cancel: a child it
+/// left running (a test server, `sleep &`) neither outlives it nor holds
+/// its output open.
+pub fn run(
+    argv: &[String],
+    dir: &Path,
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Ran, String> {
     let (program, args) = argv
         .split_first()
         .ok_or("run_command(): the command is empty")?;
     let started = Instant::now();
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -116,19 +128,38 @@ pub fn run(argv: &[String], dir: &Path, limit: Duration) -> Result<Ran, String> 
             (buf, total)
         })
     });
+    let kill_group = |child: &mut std::process::Child| {
+        #[cfg(unix)]
+        if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    };
     let status = loop {
         match child.try_wait() {
-            Ok(Some(s)) => break s.code(),
+            Ok(Some(s)) => {
+                // Whatever it left behind goes with it.
+                kill_group(&mut child);
+                break Ok(s.code());
+            }
             Ok(None) if started.elapsed() >= limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
+                kill_group(&mut child);
+                break Ok(None);
+            }
+            Ok(None) if cancelled() => {
+                kill_group(&mut child);
+                break Err("run_command(): cancelled".to_owned());
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("run_command(): {e}")),
+            Err(e) => {
+                kill_group(&mut child);
+                break Err(format!("run_command(): {e}"));
+            }
         }
     };
     let [out, err] = readers.map(|h| h.join().unwrap_or_default());
+    let status = status?;
     Ok(Ran {
         status,
         stdout: capped(out),
@@ -149,13 +180,14 @@ mod tests {
     fn commands_run_without_a_shell_with_a_time_limit_and_an_output_cap() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
-        let r = run(&argv(&["cat", "a.txt"]), dir.path(), Duration::from_secs(5)).unwrap();
+        let r = run(&argv(&["cat", "a.txt"]), dir.path(), Duration::from_secs(5), &never).unwrap();
         assert_eq!((r.status, r.stdout.as_str()), (Some(0), "hello\n"));
         // No shell: `;` is just an argument.
         let r = run(
             &argv(&["echo", "x; touch pwned"]),
             dir.path(),
             Duration::from_secs(5),
+            &never,
         )
         .unwrap();
         assert_eq!(r.stdout, "x; touch pwned\n");
@@ -164,6 +196,7 @@ mod tests {
             &argv(&["sleep", "10"]),
             dir.path(),
             Duration::from_millis(200),
+            &never,
         )
         .unwrap();
         assert_eq!(r.status, None);
@@ -172,14 +205,76 @@ mod tests {
             &argv(&["head", "-c", "100000", "/dev/zero"]),
             dir.path(),
             Duration::from_secs(5),
+            &never,
         )
         .unwrap();
         assert!(r.stdout.len() < OUTPUT_CAP + 100 && r.stdout.contains("100000 bytes in all"));
         assert!(run(
             &argv(&["no-such-program-xyz"]),
             dir.path(),
-            Duration::from_secs(1)
+            Duration::from_secs(1),
+            &never,
         )
         .is_err());
+    }
+
+    fn never() -> bool {
+        false
+    }
+
+    /// Whether process `pid` still runs (a zombie waiting to be reaped by
+    /// a container's init does not).
+    fn alive(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    }
+
+    #[test]
+    fn children_left_running_are_killed_at_the_time_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let r = run(
+            &argv(&["sh", "-c", "sleep 40 & echo $! > child.pid; sleep 40"]),
+            dir.path(),
+            Duration::from_millis(300),
+            &never,
+        )
+        .unwrap();
+        assert_eq!(r.status, None);
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        let pid = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!alive(pid.trim()), "the background child survived");
+        // It also goes when the command itself exits first.
+        let r = run(
+            &argv(&["sh", "-c", "sleep 40 & echo $! > child2.pid"]),
+            dir.path(),
+            Duration::from_secs(10),
+            &never,
+        )
+        .unwrap();
+        assert_eq!(r.status, Some(0));
+        assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+        let pid = std::fs::read_to_string(dir.path().join("child2.pid")).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!alive(pid.trim()));
+    }
+
+    #[test]
+    fn a_cancel_stops_the_command_and_its_children() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let cancel = || started.elapsed() > Duration::from_millis(200);
+        let r = run(
+            &argv(&["sh", "-c", "sleep 40 & echo $! > child.pid; wait"]),
+            dir.path(),
+            Duration::from_secs(60),
+            &cancel,
+        );
+        assert!(r.unwrap_err().contains("cancelled"));
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let pid = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!alive(pid.trim()));
     }
 }

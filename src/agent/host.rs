@@ -361,7 +361,10 @@ impl Host for AgentHost {
                 let dir = tempfile::tempdir().map_err(|e| format!("run_command(): {e}"))?;
                 crate::command::checkout(&self.overlay(), dir.path(), |f| self.caps.may_see(f))
                     .map_err(|e| format!("run_command(): cannot check out the project: {e}"))?;
-                let ran = crate::command::run(&argv, dir.path(), self.command_timeout)?;
+                let cancel = self.cancel.clone();
+                let ran = crate::command::run(&argv, dir.path(), self.command_timeout, &move || {
+                    cancel.is_cancelled()
+                })?;
                 let text = ran.describe();
                 let _ = self.store.effect_record(
                     "command",
