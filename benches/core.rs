@@ -390,7 +390,7 @@ fn bench_many_agents() {
     rt.block_on(async {
         while done < n {
             let Some(m) = rx.recv().await else { break };
-            if let ToEditor::Agent { agent } = m {
+            if let ToEditor::Agent { agent, .. } = m {
                 if agent.state == AgentState::Completed || agent.state == AgentState::Failed {
                     assert_eq!(agent.state, AgentState::Completed, "{:?}", agent.error);
                     done += 1;

@@ -17,6 +17,8 @@
 //! - [`diff`]: proposals as hunks, and applying them.
 //! - [`accept`]: proposals, rebase onto the human's edits, and accepting or
 //!   rejecting them (whole or by hunk), atomically.
+//! - [`lifecycle`]: the one owner of every agent and proposal transition,
+//!   and the one function that turns their outcomes into editor messages.
 //! - [`rollback`]: rolling the project back to a snapshot, naming what
 //!   cannot be undone.
 //! - [`llm`]: LLM providers (Ollama, OpenAI-compatible) over HTTP.
@@ -39,6 +41,7 @@ pub mod capabilities;
 pub mod command;
 pub mod config;
 pub mod diff;
+pub mod lifecycle;
 pub mod llm;
 pub mod mcp;
 pub mod memory;

@@ -99,12 +99,18 @@ pub struct BufferText {
 pub enum ToEditor {
     /// The core is running; `files` were imported from the project.
     Ready { root: String, files: usize },
-    /// An agent's record changed.
-    Agent { agent: AgentRecord },
-    /// A proposal is ready (or was recomputed): hunks per file, paths absolute.
-    Proposal { id: String, files: Vec<FileDiff> },
-    /// The proposal is gone (accepted, rejected, or the agent restarted).
-    ProposalCleared { id: String },
+    /// An agent's record changed, and with it, in the same message, what
+    /// the editor shows of its proposal: `proposal` (hunks per file, paths
+    /// absolute) when it is new or was recomputed, `cleared` when it is
+    /// gone (accepted, rejected, the agent restarted), neither when it
+    /// stays as it was.
+    Agent {
+        agent: AgentRecord,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        proposal: Option<Vec<FileDiff>>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        cleared: bool,
+    },
     /// Apply an accepted change to a loaded buffer as one undoable change:
     /// replace lines `[start, end)` with `lines`.
     EditBuffer {

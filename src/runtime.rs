@@ -11,15 +11,13 @@ use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::accept;
 use crate::agent::{self, Job};
 use crate::config::Config;
-use crate::diff::FileDiff;
+use crate::lifecycle::{self, Lifecycle, Outcome, Verdict};
 use crate::llm::LlmClient;
 use crate::messages::{BufferText, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
-use crate::rootfs::DiskError;
-use crate::store::{now_ms, AgentRecord, AgentState, Store};
+use crate::store::{now_ms, AgentRecord, Store};
 use crate::sync::{self, OpenBuffers};
 
 mod chat;
@@ -118,13 +116,18 @@ pub fn start(
     })
 }
 
-/// State shared by the message loop and the agent tasks.
+/// State shared by the message loop, the lifecycle thread and the agent tasks.
 struct Core {
     config: Config,
     root: PathBuf,
     store: Arc<Store>,
     sink: Arc<dyn EditorSink>,
     buffers: OpenBuffers,
+    /// Every agent and proposal transition; used only on the lifecycle
+    /// thread (through [`Core::on_lifecycle`]).
+    lifecycle: Lifecycle,
+    /// Queue of the lifecycle thread.
+    steps: std::sync::mpsc::Sender<Step>,
     agents: Mutex<HashMap<String, CancellationToken>>,
     slots: Arc<Semaphore>,
     llm: Result<LlmClient, String>,
@@ -140,6 +143,9 @@ struct Core {
     /// Activation chains of node agents messaging one another.
     chains: Mutex<crate::remora::chain::Chains>,
 }
+
+/// Work for the lifecycle thread.
+type Step = Box<dyn FnOnce(&Arc<Core>) + Send>;
 
 /// An owner without a heartbeat for this long is considered gone.
 const STALE_OWNER_MS: i64 = 15_000;
@@ -167,106 +173,67 @@ impl Core {
         Some(p)
     }
 
-    fn send_agent(&self, id: &str) {
-        if let Ok(agent) = self.store.agent(id) {
-            self.sink.send(ToEditor::Agent { agent });
+    /// Queues `step` on the lifecycle thread, where every transition runs,
+    /// one at a time, in the order they were asked for.
+    fn on_lifecycle(&self, step: impl FnOnce(&Arc<Core>) + Send + 'static) {
+        if self.steps.send(Box::new(step)).is_err() {
+            self.notify(Level::Error, "Chimera: the lifecycle thread has stopped; restart Neovim");
         }
     }
 
-    fn send_proposal(&self, id: &str) {
-        match accept::proposal_diffs(&self.store, id) {
-            Ok(files) => {
-                let files = files
-                    .into_iter()
-                    .map(|f| FileDiff {
-                        path: self.abs(&f.path),
-                        ..f
-                    })
-                    .collect();
-                self.sink.send(ToEditor::Proposal {
-                    id: id.to_owned(),
-                    files,
-                });
-            }
-            Err(e) => self.notify(
-                Level::Error,
-                format!("Chimera: cannot show proposal {id}: {e}"),
-            ),
-        }
-    }
-
-    /// Saves a new state for `id` (with summary/error) and tells the editor.
-    fn set_state(&self, id: &str, state: AgentState, f: impl FnOnce(&mut AgentRecord)) {
-        let result = self.store.agent(id).and_then(|mut rec| {
-            rec.state = state;
-            rec.updated_at = now_ms();
-            f(&mut rec);
-            self.store.agent_update(&rec)
+    /// [`Core::on_lifecycle`], waiting until the step ran.
+    async fn on_lifecycle_done(&self, step: impl FnOnce(&Arc<Core>) + Send + 'static) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.on_lifecycle(move |core| {
+            step(core);
+            let _ = tx.send(());
         });
-        if let Err(e) = result {
-            self.notify(
-                Level::Error,
-                format!("Chimera: cannot record agent {id}: {e}"),
-            );
-        }
-        self.send_agent(id);
+        let _ = rx.await;
     }
 
-    /// The human's text of `path` changed: rebase the proposals on it and
-    /// re-index its nodes.
-    fn stable_changed(self: &Arc<Self>, path: &str) {
-        self.rebase_proposals(path);
+    /// Tells the editor about `out` and does what follows from it: Remora
+    /// re-indexes changed files and hears node verdicts; agents to run start.
+    fn publish(self: &Arc<Self>, out: Outcome) {
+        for msg in lifecycle::announce(&out, &self.root) {
+            self.sink.send(msg);
+        }
         if let Some(w) = &self.remora {
-            w.send(remora::Job::Changed(path.to_owned()));
-        }
-    }
-
-    /// Rebase every proposal on `path` onto the human's text.
-    fn rebase_proposals(self: &Arc<Self>, path: &str) {
-        // Runs on every buffer change: ask only for the proposals on `path`.
-        let Ok(ids) = self.store.proposals_on(path) else {
-            return;
-        };
-        for id in ids {
-            self.rebase_one(&id);
-        }
-    }
-
-    /// Rebases `id`'s proposal onto the human's text and, when that changed
-    /// it, tells the editor (then returns true); a proposal whose every
-    /// change the human already has ends `accepted`, announced as accepted.
-    fn rebase_one(self: &Arc<Self>, id: &str) -> bool {
-        match accept::rebase(&self.store, id) {
-            Ok((true, _)) => {
-                self.send_agent(id);
-                let ended = self
-                    .store
-                    .agent(id)
-                    .is_ok_and(|rec| rec.state == AgentState::Accepted);
-                if ended {
-                    self.sink
-                        .send(ToEditor::ProposalCleared { id: id.to_owned() });
-                    nodes::verdict(self, id, true, None);
-                    self.sink.send(ToEditor::Resolved {
-                        id: id.to_owned(),
-                        accepted: true,
-                        files: vec![],
-                        hunk: None,
-                    });
-                } else {
-                    self.send_proposal(id);
-                }
-                true
-            }
-            Ok((false, _)) => false,
-            Err(e) => {
-                self.notify(
-                    Level::Warn,
-                    format!("Chimera: cannot rebase proposal {id}: {e}"),
-                );
-                false
+            for p in &out.changed_paths {
+                w.send(remora::Job::Changed(p.clone()));
             }
         }
+        for (id, verdict) in &out.verdicts {
+            match verdict {
+                Verdict::Accepted { done: true, .. } => nodes::verdict(self, id, true, None),
+                Verdict::Rejected {
+                    feedback,
+                    done: true,
+                    ..
+                } => nodes::verdict(self, id, false, feedback.as_deref()),
+                _ => {}
+            }
+        }
+        for rec in out.run {
+            start_agent(self, nodes::hydrate(self, Job::from(rec)));
+        }
+    }
+}
+
+/// Runs the lifecycle's steps on a thread of their own (inside the tokio
+/// runtime, so a step may start agents), until the core is dropped.
+fn lifecycle_thread(rx: std::sync::mpsc::Receiver<Step>, core: std::sync::Weak<Core>) {
+    let handle = tokio::runtime::Handle::current();
+    let started = std::thread::Builder::new()
+        .name("chimera-lifecycle".into())
+        .spawn(move || {
+            let _runtime = handle.enter();
+            while let Ok(step) = rx.recv() {
+                let Some(core) = core.upgrade() else { return };
+                step(&core);
+            }
+        });
+    if let Err(e) = started {
+        eprintln!("chimera: cannot start the lifecycle thread: {e}");
     }
 }
 
@@ -279,32 +246,72 @@ async fn main_loop(
 ) {
     let store = match Store::open(&root) {
         Ok(s) => Arc::new(s),
-        Err(e) => {
-            sink.send(ToEditor::Notify {
-                level: Level::Error,
-                message: format!(
-                    "Chimera: cannot open the database in {}: {e}",
-                    root.join(".chimera").display()
-                ),
-            });
-            // Keep answering so the editor gets clear errors instead of silence.
-            while let Some(msg) = rx.recv().await {
-                match msg {
-                    ToCore::Shutdown => return,
-                    ToCore::Spawn { .. } | ToCore::Accept { .. } | ToCore::Reject { .. } => sink.send(ToEditor::Notify {
-                        level: Level::Error,
-                        message: "Chimera: the database could not be opened; see :checkhealth chimera".into(),
-                    }),
-                    _ => {}
-                }
-            }
-            return;
-        }
+        Err(e) => return without_store(&root, &sink, &mut rx, &e.to_string()).await,
     };
+    let core = build_core(config, root, sink, store, shared);
+    start_background(&core);
+    let _watch = start_watcher(&core);
+    while let Some(msg) = rx.recv().await {
+        if matches!(msg, ToCore::Shutdown) {
+            break;
+        }
+        route(&core, msg);
+    }
+    core.shutdown.cancel();
+    let tokens: Vec<_> = core
+        .agents
+        .lock()
+        .map(|m| m.values().cloned().collect())
+        .unwrap_or_default();
+    for t in tokens {
+        t.cancel();
+    }
+    // Agents still queued or running stay so: the next start (or another
+    // instance, once this heartbeat is stale) recovers them.
+    let _ = core.store.instance_remove(&core.owner);
+}
+
+/// The database could not be opened: keep answering, so the editor gets
+/// clear errors instead of silence.
+async fn without_store(
+    root: &std::path::Path,
+    sink: &Arc<dyn EditorSink>,
+    rx: &mut mpsc::UnboundedReceiver<ToCore>,
+    error: &str,
+) {
+    sink.send(ToEditor::Notify {
+        level: Level::Error,
+        message: format!(
+            "Chimera: cannot open the database in {}: {error}",
+            root.join(".chimera").display()
+        ),
+    });
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            ToCore::Shutdown => return,
+            ToCore::Spawn { .. } | ToCore::Accept { .. } | ToCore::Reject { .. } => {
+                sink.send(ToEditor::Notify {
+                    level: Level::Error,
+                    message: "Chimera: the database could not be opened; see :checkhealth chimera"
+                        .into(),
+                })
+            }
+            _ => {}
+        }
+    }
+}
+
+fn build_core(
+    config: Config,
+    root: PathBuf,
+    sink: Arc<dyn EditorSink>,
+    store: Arc<Store>,
+    shared: SharedIndex,
+) -> Arc<Core> {
     let buffers = OpenBuffers::default();
-    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-    let remora = if config.remora.index {
-        match remora::Worker::start(remora::Context {
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let remora = config.remora.index.then(|| {
+        remora::Worker::start(remora::Context {
             store: store.clone(),
             root: root.clone(),
             config: config.remora.clone(),
@@ -312,19 +319,21 @@ async fn main_loop(
             sink: sink.clone(),
             shared: shared.clone(),
             events: events_tx,
-        }) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                sink.send(ToEditor::Notify {
-                    level: Level::Warn,
-                    message: format!("Chimera: cannot start the Remora index: {e}"),
-                });
-                None
-            }
+        })
+    });
+    let remora = match remora {
+        Some(Err(e)) => {
+            sink.send(ToEditor::Notify {
+                level: Level::Warn,
+                message: format!("Chimera: cannot start the Remora index: {e}"),
+            });
+            None
         }
-    } else {
-        None
+        Some(Ok(w)) => Some(w),
+        None => None,
     };
+    let owner = format!("{}-{}", std::process::id(), now_ms());
+    let (steps, steps_rx) = std::sync::mpsc::channel();
     let core = Arc::new(Core {
         remora,
         remora_index: shared,
@@ -335,6 +344,15 @@ async fn main_loop(
         slots: Arc::new(Semaphore::new(config.agents.max_concurrent.max(1))),
         llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
         services: agent::Services::new(&config, root.clone()),
+        lifecycle: Lifecycle {
+            store: store.clone(),
+            root: root.clone(),
+            buffers: buffers.clone(),
+            max_file_bytes: config.sync.max_file_bytes,
+            feedback_rounds: config.agents.feedback_rounds,
+            owner: owner.clone(),
+        },
+        steps,
         config,
         root,
         store,
@@ -342,20 +360,35 @@ async fn main_loop(
         buffers,
         agents: Mutex::new(HashMap::new()),
         shutdown: CancellationToken::new(),
-        owner: format!("{}-{}", std::process::id(), now_ms()),
+        owner,
     });
+    lifecycle_thread(steps_rx, Arc::downgrade(&core));
+    forward_remora_events(&core, events_rx);
+    core
+}
+
+/// Remora events from the index worker wake the node agents subscribed.
+fn forward_remora_events(
+    core: &Arc<Core>,
+    mut events: mpsc::UnboundedReceiver<crate::remora::events::Event>,
+) {
     let c = core.clone();
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 _ = c.shutdown.cancelled() => return,
-                event = events_rx.recv() => match event {
+                event = events.recv() => match event {
                     Some(event) => c.emit(event, None),
                     None => return,
                 },
             }
         }
     });
+}
+
+/// The heartbeat, then (on the lifecycle thread, before anything the
+/// editor asks) the initial import and the recovery of earlier agents.
+fn start_background(core: &Arc<Core>) {
     if let Err(e) = core.store.instance_heartbeat(&core.owner) {
         core.notify(
             Level::Warn,
@@ -373,69 +406,100 @@ async fn main_loop(
             }
         }
     });
-
-    // Initial import in the background; the editor is never kept waiting.
-    let c = core.clone();
-    tokio::spawn(async move {
-        let c2 = c.clone();
-        let imported = tokio::task::spawn_blocking(move || {
-            sync::import(
-                &c2.store,
-                &c2.root,
-                c2.config.sync.max_file_bytes,
-                &c2.buffers,
-            )
-        })
-        .await;
+    // The editor is never kept waiting: what it asks meanwhile queues
+    // behind the import on the lifecycle thread.
+    core.on_lifecycle(|c| {
+        let imported = sync::import(&c.store, &c.root, c.config.sync.max_file_bytes, &c.buffers);
         match imported {
-            Ok(Ok(files)) => {
+            Ok(files) => {
                 c.sink.send(ToEditor::Ready {
                     root: c.root.to_string_lossy().into_owned(),
                     files,
                 });
-                c.send_snapshots();
+                send_snapshots(c);
                 if let Some(w) = &c.remora {
                     w.send(remora::Job::IndexAll);
                 }
-                recover(&c);
+                let retention = c.config.agents.retention_hours as i64 * 3_600_000;
+                c.publish(c.lifecycle.recover(retention, STALE_OWNER_MS));
                 // The import left its pages in the WAL; copy them now, in
                 // the background, rather than in the next accept's commit.
                 let c2 = c.clone();
-                let _ = tokio::task::spawn_blocking(move || c2.store.checkpoint()).await;
+                tokio::task::spawn_blocking(move || c2.store.checkpoint());
             }
-            Ok(Err(e)) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
             Err(e) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
         }
     });
-    let _watch = if core.config.sync.watch {
-        let c = core.clone();
-        match sync::watch(
-            core.store.clone(),
-            core.root.clone(),
-            core.config.sync.max_file_bytes,
-            Duration::from_millis(core.config.sync.debounce_ms),
-            core.buffers.clone(),
-            move |p| c.stable_changed(p.as_str()),
-        ) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                core.notify(
-                    Level::Warn,
-                    format!(
-                        "Chimera: {e}; changes made outside Neovim will be seen at the next start"
-                    ),
-                );
-                None
-            }
-        }
-    } else {
-        None
-    };
+}
 
-    while let Some(msg) = rx.recv().await {
-        match msg {
-            ToCore::Shutdown => break,
-            ToCore::Spawn {
+fn start_watcher(core: &Arc<Core>) -> Option<sync::WatchHandle> {
+    if !core.config.sync.watch {
+        return None;
+    }
+    let c = core.clone();
+    let watched = sync::watch(
+        core.store.clone(),
+        core.root.clone(),
+        core.config.sync.max_file_bytes,
+        Duration::from_millis(core.config.sync.debounce_ms),
+        core.buffers.clone(),
+        move |p| {
+            let p = p.as_str().to_owned();
+            c.on_lifecycle(move |c| c.publish(c.lifecycle.stable_changed(&p)));
+        },
+    );
+    match watched {
+        Ok(w) => Some(w),
+        Err(e) => {
+            core.notify(
+                Level::Warn,
+                format!("Chimera: {e}; changes made outside Neovim will be seen at the next start"),
+            );
+            None
+        }
+    }
+}
+
+/// Sends the list of snapshots to the editor.
+fn send_snapshots(core: &Core) {
+    match core.store.snapshots() {
+        Ok(snapshots) => core.sink.send(ToEditor::Snapshots { snapshots }),
+        Err(e) => core.notify(Level::Warn, format!("Chimera: cannot list snapshots: {e}")),
+    }
+}
+
+/// The editor's buffers as project paths and texts (links left out).
+fn buffer_map(core: &Core, buffers: Vec<BufferText>) -> HashMap<String, String> {
+    buffers
+        .into_iter()
+        .filter_map(|b| core.rel(&b.path).map(|p| (p.to_string(), b.text)))
+        .collect()
+}
+
+/// Stops agent `id`'s task at once, if it has one (the record follows on
+/// the lifecycle thread).
+fn stop_task(core: &Core, id: &str) {
+    if let Some(t) = core.agents.lock().ok().and_then(|mut m| m.remove(id)) {
+        t.cancel();
+    }
+}
+
+/// Sends one message of the editor where it is handled: transitions to
+/// the lifecycle thread, the rest to their module.
+fn route(core: &Arc<Core>, msg: ToCore) {
+    match msg {
+        ToCore::Shutdown => {}
+        ToCore::Spawn {
+            id,
+            task,
+            context,
+            file,
+            cursor_line,
+            mode,
+            capabilities,
+        } => spawn_agent(
+            core,
+            Job {
                 id,
                 task,
                 context,
@@ -443,186 +507,106 @@ async fn main_loop(
                 cursor_line,
                 mode,
                 capabilities,
-            } => spawn_agent(
-                &core,
-                Job {
-                    id,
-                    task,
-                    context,
-                    file,
-                    cursor_line,
-                    mode,
-                    capabilities,
-                    ..Job::default()
-                },
+                ..Job::default()
+            },
+        ),
+        ToCore::Accept { id, buffers, hunk } => {
+            let buffers = buffer_map(core, buffers);
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.accept(&id, buffers, hunk)));
+        }
+        ToCore::RejectHunk { id, hunk } => {
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.reject_hunk(&id, hunk)))
+        }
+        ToCore::Reject { id, feedback } => {
+            let working = core
+                .store
+                .agent(&id)
+                .is_ok_and(|r| r.state.is_active());
+            if working {
+                stop_task(core, &id);
+            }
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.reject(&id, feedback.as_deref())));
+        }
+        ToCore::Cancel { id } => {
+            stop_task(core, &id);
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.cancel(&id)));
+        }
+        ToCore::BufferText(BufferText { path, text }) => {
+            if let Some(p) = core.rel(&path) {
+                core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_text(&p, &text)));
+            }
+        }
+        ToCore::BufferClosed { path } => {
+            if let Some(p) = core.rel(&path) {
+                core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_closed(&p)));
+            }
+        }
+        ToCore::Snapshot { id, message } => {
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.snapshot(Some(&id), &message)))
+        }
+        ToCore::Rollback {
+            id,
+            dry_run,
+            buffers,
+        } => {
+            let buffers = buffer_map(core, buffers);
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.rollback(&id, dry_run, &buffers)));
+        }
+        ToCore::Fork { id, snapshot, task } => {
+            core.on_lifecycle(move |c| history::fork(c, id, &snapshot, task))
+        }
+        other => route_other(core, other),
+    }
+}
+
+/// Messages that are not transitions: history, effects, chats, Remora, the LLM check.
+fn route_other(core: &Arc<Core>, msg: ToCore) {
+    match msg {
+        ToCore::History => send_snapshots(core),
+        ToCore::RemoraEnable { confirmed } => match &core.remora {
+            Some(w) => w.send(remora::Job::Enable { confirmed }),
+            None => core.notify(
+                Level::Warn,
+                "Chimera: Remora needs `remora.index = true` in setup{}",
             ),
-            ToCore::Accept { id, buffers, hunk } => {
-                let c = core.clone();
-                tokio::task::spawn_blocking(move || accept_proposal(&c, &id, buffers, hunk));
-            }
-            ToCore::RejectHunk { id, hunk } => match accept::reject_hunk(&core.store, &id, hunk) {
-                Ok(done) => {
-                    core.send_agent(&id);
-                    if done {
-                        core.sink.send(ToEditor::ProposalCleared { id: id.clone() });
-                    } else {
-                        core.send_proposal(&id);
-                    }
-                    core.sink.send(ToEditor::Resolved {
-                        id,
-                        accepted: false,
-                        files: vec![],
-                        hunk: Some(hunk),
-                    });
+        },
+        ToCore::Effects { since, kind } => match core.store.effects(since, kind.as_deref()) {
+            Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
+            Err(e) => core.notify(
+                Level::Warn,
+                format!("Chimera: cannot read the effect log: {e}"),
+            ),
+        },
+        ToCore::NodeChat { node_id, message } => nodes::chat(core, &node_id, message),
+        ToCore::Chat {
+            id,
+            message,
+            file,
+            cursor_line,
+        } => chat::send(core, id, message, file, cursor_line),
+        ToCore::ChatHistory => chat::history(core),
+        ToCore::ChatClear => chat::clear(core),
+        ToCore::NodeHistory { node_id } => {
+            let c = core.clone();
+            tokio::task::spawn_blocking(move || {
+                match c.store.remora_events_since(0, Some(&node_id), 10_000) {
+                    Ok(events) => c.sink.send(ToEditor::NodeHistory { node_id, events }),
+                    Err(e) => c.notify(
+                        Level::Warn,
+                        format!("Chimera: cannot read the history of {node_id}: {e}"),
+                    ),
                 }
-                Err(e) => core.notify(
-                    Level::Error,
-                    format!("Chimera: cannot reject hunk {hunk} of {id}: {e}"),
-                ),
-            },
-            ToCore::Reject { id, feedback } => reject_proposal(&core, &id, feedback),
-            ToCore::Cancel { id } => cancel_agent(&core, &id),
-            ToCore::BufferText(BufferText { path, text }) => {
-                let Some(p) = core.rel(&path) else { continue };
-                core.buffers.insert(p.as_str());
-                let mode = core
-                    .store
-                    .stable_entry(p.as_str())
-                    .ok()
-                    .flatten()
-                    .map_or(0o644, |e| e.mode);
-                match core.store.stable_put(
-                    p.as_str(),
-                    text.as_bytes(),
-                    mode,
-                    now_ms() * 1_000_000,
-                    core.config.sync.max_file_bytes,
-                ) {
-                    Ok(true) => core.stable_changed(p.as_str()),
-                    Ok(false) => {}
-                    Err(e) => core.notify(Level::Warn, format!("Chimera: cannot record {p}: {e}")),
-                }
-            }
-            ToCore::BufferClosed { path } => {
-                let Some(p) = core.rel(&path) else { continue };
-                core.buffers.remove(p.as_str());
-                if let Ok(true) = sync::sync_from_disk(
-                    &core.store,
-                    &core.root,
-                    &p,
-                    core.config.sync.max_file_bytes,
-                ) {
-                    core.stable_changed(p.as_str());
-                }
-            }
-            ToCore::RemoraEnable { confirmed } => match &core.remora {
-                Some(w) => w.send(remora::Job::Enable { confirmed }),
-                None => core.notify(
-                    Level::Warn,
-                    "Chimera: Remora needs `remora.index = true` in setup{}",
-                ),
-            },
-            ToCore::Snapshot { id, message } => {
-                let c = core.clone();
-                tokio::task::spawn_blocking(move || c.take_snapshot(Some(&id), &message));
-            }
-            ToCore::History => core.send_snapshots(),
-            ToCore::Rollback {
-                id,
-                dry_run,
-                buffers,
-            } => {
-                let c = core.clone();
-                tokio::task::spawn_blocking(move || history::rollback(&c, &id, dry_run, buffers));
-            }
-            ToCore::Effects { since, kind } => match core.store.effects(since, kind.as_deref()) {
-                Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
-                Err(e) => core.notify(
-                    Level::Warn,
-                    format!("Chimera: cannot read the effect log: {e}"),
-                ),
-            },
-            ToCore::Fork { id, snapshot, task } => history::fork(&core, id, &snapshot, task),
-            ToCore::NodeChat { node_id, message } => nodes::chat(&core, &node_id, message),
-            ToCore::Chat {
-                id,
-                message,
-                file,
-                cursor_line,
-            } => chat::send(&core, id, message, file, cursor_line),
-            ToCore::ChatHistory => chat::history(&core),
-            ToCore::ChatClear => chat::clear(&core),
-            ToCore::NodeHistory { node_id } => {
-                let c = core.clone();
-                tokio::task::spawn_blocking(move || {
-                    match c.store.remora_events_since(0, Some(&node_id), 10_000) {
-                        Ok(events) => c.sink.send(ToEditor::NodeHistory { node_id, events }),
-                        Err(e) => c.notify(
-                            Level::Warn,
-                            format!("Chimera: cannot read the history of {node_id}: {e}"),
-                        ),
-                    }
-                });
-            }
-            ToCore::CheckLlm => {
-                let c = core.clone();
-                tokio::spawn(async move { check_llm(&c).await });
-            }
+            });
         }
-    }
-    core.shutdown.cancel();
-    let tokens: Vec<_> = core
-        .agents
-        .lock()
-        .map(|m| m.values().cloned().collect())
-        .unwrap_or_default();
-    for t in tokens {
-        t.cancel();
-    }
-    // Agents still queued or running stay so: the next start (or another
-    // instance, once this heartbeat is stale) recovers them.
-    let _ = core.store.instance_remove(&core.owner);
-}
-
-/// After a restart or a crash: purge what is past retention, run the agents
-/// left queued or running by stopped instances, and show every agent and
-/// every pending proposal again.
-fn recover(core: &Arc<Core>) {
-    let retention = core.config.agents.retention_hours as i64 * 3_600_000;
-    if let Err(e) = core.store.purge(retention) {
-        core.notify(
-            Level::Warn,
-            format!("Chimera: cannot purge old agents: {e}"),
-        );
-    }
-    let runnable = match core.store.recover(&core.owner, STALE_OWNER_MS) {
-        Ok(r) => r,
-        Err(e) => {
-            core.notify(Level::Error, format!("Chimera: cannot recover agents: {e}"));
-            vec![]
+        ToCore::CheckLlm => {
+            let c = core.clone();
+            tokio::spawn(async move { check_llm(&c).await });
         }
-    };
-    if let Ok(all) = core.store.agents() {
-        for agent in all {
-            let id = agent.id.clone();
-            let pending = agent.state == AgentState::Completed;
-            // The files may have changed while Neovim was away (or an accept
-            // was cut short): rebase onto what is there now, which tells the
-            // editor when it changed anything.
-            if pending && core.rebase_one(&id) {
-                continue;
-            }
-            core.sink.send(ToEditor::Agent { agent });
-            if pending {
-                core.send_proposal(&id);
-            }
-        }
-    }
-    for rec in runnable {
-        start_agent(core, nodes::hydrate(core, Job::from(rec)));
+        _ => {}
     }
 }
 
+/// Records a new agent (`queued`), then starts it.
 fn spawn_agent(core: &Arc<Core>, mut job: Job) {
     job.file = job.file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
     let rec = AgentRecord {
@@ -635,12 +619,14 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         capabilities: job.capabilities.clone(),
         ..AgentRecord::new(job.id.clone(), job.task.clone())
     };
-    if let Err(e) = core.store.agent_insert(&rec) {
-        core.notify(Level::Error, format!("Chimera: cannot create agent: {e}"));
-        return;
-    }
-    core.send_agent(&job.id);
-    start_agent(core, job);
+    core.on_lifecycle(move |c| {
+        let out = c.lifecycle.spawn(rec);
+        let created = !out.changes.is_empty();
+        c.publish(out);
+        if created {
+            start_agent(c, job);
+        }
+    });
 }
 
 /// Runs a queued agent when a slot is free (at most `agents.max_concurrent`
@@ -658,57 +644,11 @@ fn start_agent(core: &Arc<Core>, job: Job) {
             _ = cancel.cancelled() => None,
         };
         if permit.is_some() && !cancel.is_cancelled() {
-            core.set_state(&id, AgentState::Running, |_| {});
-            let outcome = match &core.llm {
-                Ok(llm) => {
-                    let sink = core.sink.clone();
-                    let pid = id.clone();
-                    let progress = move |message: String| {
-                        sink.send(ToEditor::Progress {
-                            id: pid.clone(),
-                            message,
-                        })
-                    };
-                    let limit = Duration::from_millis(core.config.agents.timeout_ms);
-                    let run = agent::run(
-                        core.store.clone(),
-                        &core.config,
-                        llm,
-                        &core.services,
-                        &job,
-                        &cancel,
-                        &progress,
-                    );
-                    // A cancel ends the run at once, even when its program is
-                    // busy in the sandbox: that thread finds the cancel at its
-                    // next host call, or stops at its CPU time limit, and its
-                    // result is dropped.
-                    let run = async {
-                        tokio::select! {
-                            outcome = run => outcome,
-                            _ = cancel.cancelled() => Err(agent::AgentError::Cancelled),
-                        }
-                    };
-                    match tokio::time::timeout(limit, run).await {
-                        Ok(outcome) => outcome,
-                        Err(_) => {
-                            // Stops the LLM request and the sandbox at their next step.
-                            cancel.cancel();
-                            let _ = core.store.overlay_clear(&id);
-                            core.set_state(&id, AgentState::Failed, |r| {
-                                r.error = Some(format!(
-                                    "timed out after {} s (agents.timeout_ms)",
-                                    core.config.agents.timeout_ms / 1000
-                                ))
-                            });
-                            core.notify(Level::Error, format!("Chimera agent {id} timed out"));
-                            Err(agent::AgentError::Cancelled)
-                        }
-                    }
-                }
-                Err(e) => Err(agent::AgentError::Internal(e.clone())),
-            };
-            finish_agent(&core, &id, outcome, &cancel);
+            let i = id.clone();
+            core.on_lifecycle_done(move |c| c.publish(c.lifecycle.start(&i)))
+                .await;
+            let outcome = run_agent(&core, &job, &cancel).await;
+            finish_agent(&core, &id, outcome, &cancel).await;
             if let Some(node_job) = &job.node {
                 nodes::after_run(&core, &id, node_job);
             }
@@ -720,8 +660,51 @@ fn start_agent(core: &Arc<Core>, job: Job) {
     });
 }
 
-fn finish_agent(
-    core: &Core,
+/// One run of `job`'s brain, stopped by a cancel or `agents.timeout_ms`.
+async fn run_agent(
+    core: &Arc<Core>,
+    job: &Job,
+    cancel: &CancellationToken,
+) -> Result<agent::Done, agent::AgentError> {
+    let llm = core
+        .llm
+        .as_ref()
+        .map_err(|e| agent::AgentError::Internal(e.clone()))?;
+    let sink = core.sink.clone();
+    let pid = job.id.clone();
+    let progress = move |message: String| {
+        sink.send(ToEditor::Progress {
+            id: pid.clone(),
+            message,
+        })
+    };
+    let limit = Duration::from_millis(core.config.agents.timeout_ms);
+    let run = agent::run(
+        core.store.clone(),
+        &core.config,
+        llm,
+        &core.services,
+        job,
+        cancel,
+        &progress,
+    );
+    // A cancel ends the run at once, even when its program is busy in the
+    // sandbox: that thread finds the cancel at its next host call, or stops
+    // at its CPU time limit, and its result is dropped.
+    let run = async {
+        tokio::select! {
+            outcome = run => outcome,
+            _ = cancel.cancelled() => Err(agent::AgentError::Cancelled),
+        }
+    };
+    match tokio::time::timeout(limit, run).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(agent::AgentError::TimedOut(core.config.agents.timeout_ms / 1000)),
+    }
+}
+
+async fn finish_agent(
+    core: &Arc<Core>,
     id: &str,
     outcome: Result<agent::Done, agent::AgentError>,
     cancel: &CancellationToken,
@@ -731,181 +714,24 @@ fn finish_agent(
         // was already updated by whoever cancelled, or is left for recovery.
         return;
     }
+    let id = id.to_owned();
     match outcome {
-        Ok(done) => match accept::build_proposal(&core.store, id) {
-            Ok(conflicts) => {
-                let files = core
-                    .store
-                    .proposal_files(id)
-                    .map(|f| f.into_iter().map(|f| f.path).collect())
-                    .unwrap_or_default();
-                core.set_state(id, AgentState::Completed, |r| {
-                    r.summary = Some(done.summary.clone());
-                    r.rounds = done.rounds;
-                    r.changed_files = files;
-                    r.conflicted = !conflicts.is_empty();
-                });
-                core.send_proposal(id);
-            }
-            Err(e) => core.set_state(id, AgentState::Failed, |r| r.error = Some(e.to_string())),
-        },
+        Ok(done) => {
+            core.on_lifecycle_done(move |c| {
+                c.publish(c.lifecycle.complete(&id, &done.summary, done.rounds))
+            })
+            .await
+        }
         Err(agent::AgentError::Cancelled) => {}
         Err(e) => {
-            core.set_state(id, AgentState::Failed, |r| r.error = Some(e.to_string()));
-            core.notify(Level::Error, format!("Chimera agent {id} failed: {e}"));
+            if matches!(e, agent::AgentError::TimedOut(_)) {
+                // Stops the LLM request and the sandbox at their next step.
+                cancel.cancel();
+            }
+            let reason = e.to_string();
+            core.on_lifecycle_done(move |c| c.publish(c.lifecycle.fail(&id, &reason)))
+                .await
         }
-    }
-}
-
-fn accept_proposal(core: &Arc<Core>, id: &str, buffers: Vec<BufferText>, hunk: Option<usize>) {
-    // Every accept can be rolled back: snapshot the project first.
-    core.take_snapshot(None, &format!("before accepting {id}"));
-    let mut buffers: HashMap<String, String> = buffers
-        .into_iter()
-        .filter_map(|b| core.rel(&b.path).map(|p| (p.to_string(), b.text)))
-        .collect();
-    // A loaded buffer the editor did not send (it accepted before it knew
-    // the proposal's files): its last pushed text is in the stable layer.
-    for f in core.store.proposal_files(id).unwrap_or_default() {
-        if core.buffers.contains(&f.path) && !buffers.contains_key(&f.path) {
-            let text = core
-                .store
-                .stable_entry(&f.path)
-                .ok()
-                .flatten()
-                .and_then(|e| core.store.blob(&e.hash).ok());
-            if let Some(text) = text {
-                buffers.insert(f.path.clone(), String::from_utf8_lossy(&text).into_owned());
-            }
-        }
-    }
-    match accept::accept_some(&core.store, &core.root, id, &buffers, hunk) {
-        Ok(out) => {
-            for (path, start, end, lines) in out.buffer_edits {
-                core.sink.send(ToEditor::EditBuffer {
-                    id: id.to_owned(),
-                    path: core.abs(&path),
-                    start,
-                    end,
-                    lines,
-                });
-            }
-            core.send_agent(id);
-            if out.done {
-                core.sink
-                    .send(ToEditor::ProposalCleared { id: id.to_owned() });
-            } else {
-                core.send_proposal(id);
-            }
-            if let Some(w) = &core.remora {
-                for f in &out.files {
-                    w.send(remora::Job::Changed(f.clone()));
-                }
-            }
-            if out.done {
-                nodes::verdict(core, id, true, None);
-            }
-            let files = out.files.iter().map(|f| core.abs(f)).collect();
-            core.sink.send(ToEditor::Resolved {
-                id: id.to_owned(),
-                accepted: true,
-                files,
-                hunk,
-            });
-        }
-        Err(accept::AcceptError::Disk(DiskError::Changed(path))) => {
-            // Someone changed the file after the watcher last looked: take
-            // their text as the ground truth and rebase onto it, so nothing
-            // of theirs is lost and the proposal shown is what would land.
-            let rebased = ProjectPath::parse(&path).is_ok_and(|p| {
-                sync::sync_from_disk(&core.store, &core.root, &p, core.config.sync.max_file_bytes)
-                    .unwrap_or(false)
-            });
-            if rebased {
-                core.stable_changed(&path);
-            }
-            core.send_agent(id);
-            core.notify(
-                Level::Warn,
-                format!("Chimera: {path} changed on disk just before the accept of {id}; nothing was written. The proposal now includes that change: review it and accept again"),
-            );
-        }
-        Err(e) => {
-            core.send_agent(id);
-            if matches!(e, accept::AcceptError::Conflict(_)) {
-                core.send_proposal(id);
-            }
-            core.notify(Level::Error, format!("Chimera: cannot accept {id}: {e}"));
-        }
-    }
-}
-
-fn reject_proposal(core: &Arc<Core>, id: &str, feedback: Option<String>) {
-    let completed = core
-        .store
-        .agent(id)
-        .is_ok_and(|r| r.state == AgentState::Completed);
-    if let (Some(text), true) = (
-        feedback.as_deref().filter(|f| !f.trim().is_empty()),
-        completed,
-    ) {
-        match accept::reject_with_feedback(
-            &core.store,
-            id,
-            text,
-            core.config.agents.feedback_rounds,
-        ) {
-            Ok(again) => {
-                core.send_agent(id);
-                core.sink
-                    .send(ToEditor::ProposalCleared { id: id.to_owned() });
-                core.sink.send(ToEditor::Resolved {
-                    id: id.to_owned(),
-                    accepted: false,
-                    files: vec![],
-                    hunk: None,
-                });
-                nodes::verdict(core, id, false, Some(text));
-                if let Some(rec) = again {
-                    start_agent(core, nodes::hydrate(core, Job::from(rec)));
-                }
-            }
-            Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
-        }
-        return;
-    }
-    let token = core.agents.lock().ok().and_then(|mut m| m.remove(id));
-    if let Some(t) = token {
-        t.cancel();
-    }
-    match accept::reject(&core.store, id, feedback.as_deref()) {
-        Ok(()) => {
-            nodes::verdict(core, id, false, feedback.as_deref());
-            core.send_agent(id);
-            core.sink
-                .send(ToEditor::ProposalCleared { id: id.to_owned() });
-            core.sink.send(ToEditor::Resolved {
-                id: id.to_owned(),
-                accepted: false,
-                files: vec![],
-                hunk: None,
-            });
-        }
-        Err(e) => core.notify(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
-    }
-}
-
-fn cancel_agent(core: &Arc<Core>, id: &str) {
-    match core.store.agent(id) {
-        Ok(rec) if rec.state.is_active() => reject_proposal(core, id, None),
-        Ok(rec) => core.notify(
-            Level::Warn,
-            format!(
-                "Chimera: agent {id} is {}, not working; use :Chimera reject for a proposal",
-                rec.state.as_str()
-            ),
-        ),
-        Err(e) => core.notify(Level::Error, format!("Chimera: {e}")),
     }
 }
 

@@ -98,7 +98,7 @@ impl Run {
     /// The agent's record once it reached a state it stays in.
     fn settled(&mut self, id: &str) -> AgentRecord {
         self.wait(|m| match m {
-            ToEditor::Agent { agent }
+            ToEditor::Agent { agent, .. }
                 if agent.id == id
                     && !matches!(agent.state, AgentState::Queued | AgentState::Running) =>
             {
@@ -299,14 +299,14 @@ fn secret_files_are_invisible_whatever_their_case_and_never_copied_for_commands(
     });
     run.spawn("a1", "look around");
     let summary = run.wait(|m| match m {
-        ToEditor::Proposal { id, files } if id == "a1" => Some(
+        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "a1" => Some(
             files
                 .iter()
                 .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
                 .collect::<Vec<_>>()
                 .join("\n"),
         ),
-        ToEditor::Agent { agent } if agent.state == AgentState::Failed => {
+        ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => {
             Some(format!("failed: {:?}", agent.error))
         }
         _ => None,

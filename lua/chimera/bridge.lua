@@ -22,59 +22,51 @@ function handlers.ready(msg)
   state.imported = msg.files
 end
 
+local function paths_of(files, into)
+  for _, f in ipairs(files or {}) do
+    table.insert(into, f.path)
+  end
+  return into
+end
+
+--- The proposal of `id` is now `files` (nil: gone). Returns the paths whose
+--- ghost text must be redrawn and whether the proposal is new.
+local function set_proposal(id, files)
+  local old = state.proposals[id]
+  -- An agent that changed nothing (a chat answer) proposes nothing.
+  state.proposals[id] = files and #files > 0 and files or nil
+  return paths_of(old, paths_of(files, {})), not old and state.proposals[id] ~= nil
+end
+
+--- An agent's record, and in the same message what is shown of its
+--- proposal: its state and its proposal are never seen apart.
 function handlers.agent(msg)
   local rec = msg.agent
   local old = state.agents[rec.id]
   state.agents[rec.id] = rec
+  local redraw, proposed = {}, false
+  if msg.proposal then
+    redraw, proposed = set_proposal(rec.id, msg.proposal)
+  elseif msg.cleared then
+    redraw = set_proposal(rec.id, nil)
+  elseif state.proposals[rec.id] then
+    -- The state (conflicted, summary) is part of the ghost text.
+    redraw = paths_of(state.proposals[rec.id], {})
+  end
   if rec.state ~= "running" then
     state.progress[rec.id] = nil
   end
+  if #redraw > 0 then
+    require("chimera.ghost").render_paths(redraw)
+  end
+  if proposed then
+    if state.config and state.config.ui.progress then
+      notify(("Proposal %s ready: %s"):format(rec.id, rec.summary or "(no summary)"))
+    end
+    emit("ChimeraProposal", { id = rec.id, files = paths_of(state.proposals[rec.id], {}) })
+  end
   if not old or old.state ~= rec.state or old.conflicted ~= rec.conflicted then
     emit("ChimeraAgentState", { id = rec.id, state = rec.state, previous = old and old.state })
-    if rec.state == "failed" and state.config and state.config.ui.progress then
-      -- The core also sends an error notification; this keeps the record in sync only.
-      state.progress[rec.id] = nil
-    end
-  end
-  if state.proposals[rec.id] then
-    local paths = {}
-    for _, f in ipairs(state.proposals[rec.id]) do
-      table.insert(paths, f.path)
-    end
-    require("chimera.ghost").render_paths(paths)
-  end
-end
-
-function handlers.proposal(msg)
-  local old = state.proposals[msg.id]
-  -- An agent that changed nothing (a chat answer) proposes nothing.
-  state.proposals[msg.id] = #msg.files > 0 and msg.files or nil
-  local paths = {}
-  for _, f in ipairs(msg.files) do
-    table.insert(paths, f.path)
-  end
-  for _, f in ipairs(old or {}) do
-    table.insert(paths, f.path)
-  end
-  require("chimera.ghost").render_paths(paths)
-  if not old and #msg.files > 0 then
-    local agent = state.agents[msg.id] or {}
-    if state.config and state.config.ui.progress then
-      notify(("Proposal %s ready: %s"):format(msg.id, agent.summary or "(no summary)"))
-    end
-    emit("ChimeraProposal", { id = msg.id, files = paths })
-  end
-end
-
-function handlers.proposal_cleared(msg)
-  local old = state.proposals[msg.id]
-  state.proposals[msg.id] = nil
-  if old then
-    local paths = {}
-    for _, f in ipairs(old) do
-      table.insert(paths, f.path)
-    end
-    require("chimera.ghost").render_paths(paths)
   end
 end
 
@@ -167,7 +159,7 @@ function M.dispatch(msg)
   if h then
     h(msg)
   end
-  if msg.type == "agent" or msg.type == "proposal" or msg.type == "proposal_cleared" then
+  if msg.type == "agent" then
     require("chimera.agents_view").refresh()
   end
 end

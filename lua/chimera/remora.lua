@@ -165,6 +165,8 @@ end
 -- node id -> list of event records (oldest first), from the core's history
 -- and the live event stream.
 M.history = {}
+-- node id -> events that arrived while its history was asked for.
+M.early = {}
 -- node id -> the pending proposal (agent id and diff) of its agent.
 M.pending = {}
 local listeners = {}
@@ -203,10 +205,23 @@ end
 
 --- Asks the core for the stored events of `node_id` (answered by `history_arrived`).
 function M.request_history(node_id)
+  -- Events that arrive before the answer are kept for it: the answer may
+  -- have been read from the store before they were written.
+  M.early[node_id] = M.early[node_id] or {}
   lib().node_history(node_id)
 end
 
 function M.history_arrived(msg)
+  local seen = {}
+  for _, r in ipairs(msg.events) do
+    seen[r.event_id] = true
+  end
+  for _, r in ipairs(M.early[msg.node_id] or {}) do
+    if not seen[r.event_id] then
+      table.insert(msg.events, r)
+    end
+  end
+  M.early[msg.node_id] = nil
   M.history[msg.node_id] = msg.events
   M.pending[msg.node_id] = nil
   for _, r in ipairs(msg.events) do
@@ -221,6 +236,8 @@ function M.event(msg)
   for id in pairs(nodes_of(r)) do
     if M.history[id] then
       table.insert(M.history[id], r)
+    elseif M.early[id] then
+      table.insert(M.early[id], r)
     end
     changed(id)
   end

@@ -44,6 +44,8 @@ pub enum AgentError {
     TooManySteps(usize),
     #[error("cancelled")]
     Cancelled,
+    #[error("timed out after {0} s (agents.timeout_ms)")]
+    TimedOut(u64),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("{0}")]

@@ -87,18 +87,14 @@ pub(super) fn send(
             }
         }
         let Ok(rec) = c.store.agent(&id) else { return };
-        if !answered && rec.state == AgentState::Completed {
+        let ended_well = matches!(rec.state, AgentState::Completed | AgentState::Accepted);
+        if !answered && ended_well {
             // Code mode says what it did only in its summary.
             if let Some(summary) = rec.summary.as_deref().filter(|s| !s.is_empty()) {
                 append(&c, "assistant", summary, Some(&id));
             }
         }
-        if rec.state == AgentState::Completed && rec.changed_files.is_empty() {
-            // An answer: nothing to review, so the turn is over (and
-            // purged with the other ended agents).
-            c.set_state(&id, AgentState::Accepted, |_| {});
-            return;
-        }
+        // An answer has nothing to review: the lifecycle ended it `accepted`.
         let status = match rec.state {
             AgentState::Completed if !rec.changed_files.is_empty() => format!(
                 "Proposal {id}: {} (<Leader>a / <Leader>r in the file, :Chimera diff {id})",

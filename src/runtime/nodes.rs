@@ -98,7 +98,7 @@ pub(super) fn after_run(core: &Arc<Core>, agent: &str, job: &NodeJob) {
     };
     let correlation = job.correlation.as_deref();
     match rec.state {
-        crate::store::AgentState::Completed => {
+        crate::store::AgentState::Completed | crate::store::AgentState::Accepted => {
             let text = |hash: &Option<String>| {
                 hash.as_deref()
                     .and_then(|h| core.store.blob(h).ok())
@@ -107,9 +107,8 @@ pub(super) fn after_run(core: &Arc<Core>, agent: &str, job: &NodeJob) {
             };
             let files = core.store.proposal_files(agent).unwrap_or_default();
             if files.is_empty() {
-                // It only messaged other nodes: nothing to review, and no
-                // rewrite to announce.
-                core.set_state(agent, crate::store::AgentState::Accepted, |_| {});
+                // It only messaged other nodes: nothing to review (the
+                // lifecycle ended it `accepted`), and no rewrite to announce.
                 core.emit(
                     Event::AgentComplete {
                         agent_id: node.id.clone(),

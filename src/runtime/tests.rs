@@ -1,4 +1,5 @@
 use super::*;
+use crate::store::AgentState;
 use crate::config::{LlmConfig, Provider};
 use crate::llm::fake::{FakeServer, Reply};
 
@@ -93,7 +94,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     });
     core.send(spawn("a1", "add a docstring")).unwrap();
     let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Proposal { id, files } if id == "a1" => Some(files.clone()),
+        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "a1" => Some(files.clone()),
         _ => None,
     });
     assert_eq!(files.len(), 1);
@@ -128,7 +129,7 @@ fn a_failing_llm_ends_the_agent_failed_with_the_reason() {
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
+        ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => Some(agent.clone()),
         _ => None,
     });
     assert!(rec.error.unwrap().contains("model crashed"));
@@ -143,7 +144,7 @@ fn shutdown_with_an_agent_in_flight_is_prompt() {
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
     });
     let start = std::time::Instant::now();
     core.shutdown(Duration::from_secs(2));
@@ -162,7 +163,7 @@ fn reject_of_a_running_agent_cancels_it() {
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
     });
     core.send(ToCore::Reject {
         id: "a1".into(),
@@ -170,7 +171,7 @@ fn reject_of_a_running_agent_cancels_it() {
     })
     .unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Cancelled).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Cancelled).then_some(())
     });
     core.shutdown(Duration::from_secs(2));
 }
@@ -184,28 +185,29 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     let (core, mut rx) = start_core(config(&hang.url), root.clone());
     core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
     });
     core.shutdown(Duration::from_secs(2));
 
     let good = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
     let (core, mut rx) = start_core(config(&good.url), root.clone());
-    let rec = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent } if agent.id == "a1" && agent.state == AgentState::Completed => {
-            Some(agent.clone())
+    // The state that makes the proposal reviewable comes with it.
+    let (rec, proposal) = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent {
+            agent, proposal, ..
+        } if agent.id == "a1" && agent.state == AgentState::Completed => {
+            Some((agent.clone(), proposal.clone()))
         }
         _ => None,
     });
     assert_eq!(rec.recoveries, 1);
-    wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
-    });
+    assert!(proposal.is_some_and(|files| files.len() == 1));
     core.shutdown(Duration::from_secs(2));
 
     // A third start shows the pending proposal again, without running anything.
     let (core, mut rx) = start_core(config(&good.url), root);
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1").then_some(())
     });
     core.shutdown(Duration::from_secs(2));
 }
@@ -220,7 +222,7 @@ fn the_time_limit_fails_an_agent_with_the_reason() {
     let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent } if agent.state == AgentState::Failed => Some(agent.clone()),
+        ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => Some(agent.clone()),
         _ => None,
     });
     assert!(rec.error.unwrap().contains("timed out"));
@@ -242,7 +244,7 @@ fn at_most_max_concurrent_agents_run_at_once() {
     rt.block_on(async {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
         while let Ok(Some(m)) = tokio::time::timeout_at(deadline, rx.recv()).await {
-            if let ToEditor::Agent { agent } = m {
+            if let ToEditor::Agent { agent, .. } = m {
                 if agent.state == AgentState::Running {
                     running.insert(agent.id);
                 }
@@ -252,7 +254,7 @@ fn at_most_max_concurrent_agents_run_at_once() {
     assert_eq!(running.len(), 2, "{running:?}");
     core.send(ToCore::Cancel { id: "a0".into() }).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running && !running.contains(&agent.id)).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running && !running.contains(&agent.id)).then_some(())
     });
     core.shutdown(Duration::from_secs(2));
 }
@@ -278,7 +280,7 @@ fn cancelling_an_agent_busy_in_the_sandbox_frees_its_place_at_once() {
     let cancelled_at = std::time::Instant::now();
     core.send(ToCore::Cancel { id: "busy".into() }).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent } if agent.id == "next" && agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.id == "next" && agent.state == AgentState::Running).then_some(())
     });
     assert!(
         cancelled_at.elapsed() < Duration::from_secs(5),
@@ -300,7 +302,7 @@ fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback()
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Proposal { id, .. } if id == "a1").then_some(())
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1").then_some(())
     });
     core.send(ToCore::Reject {
         id: "a1".into(),
@@ -308,7 +310,7 @@ fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback()
     })
     .unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent }
+        ToEditor::Agent { agent, .. }
             if agent.state == AgentState::Completed && !agent.feedback.is_empty() =>
         {
             Some(agent.clone())
@@ -361,8 +363,8 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
                     .expect(name)
                     .expect(name);
                 match m {
-                    ToEditor::Proposal { .. } => proposals += 1,
-                    ToEditor::Agent { agent } if agent.state == AgentState::Failed => return agent,
+                    ToEditor::Agent { proposal: Some(_), .. } => proposals += 1,
+                    ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => return agent,
                     _ => {}
                 }
             }
@@ -396,12 +398,12 @@ fn a_second_instance_never_takes_a_live_instances_agent() {
     let (a, mut rx_a) = start_core(config(&server.url), root.clone());
     a.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx_a, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
     });
     let (b, mut rx_b) = start_core(config(&server.url), root.clone());
     // B shows A's agent but does not run it.
     let seen = wait_for(&mut rx_b, &rt, |m| match m {
-        ToEditor::Agent { agent } if agent.id == "a1" => Some(agent.clone()),
+        ToEditor::Agent { agent, .. } if agent.id == "a1" => Some(agent.clone()),
         _ => None,
     });
     assert_eq!(seen.state, AgentState::Running);
@@ -675,7 +677,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     core.send(spawn("ag1", "add a docstring to parse_config"))
         .unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Proposal { id, .. } if id == "ag1").then_some(())
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "ag1").then_some(())
     });
     core.send(ToCore::Accept {
         id: "ag1".into(),
@@ -767,7 +769,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     })
     .unwrap();
     let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Proposal { id, files } if id == "fk1" => Some(files.clone()),
+        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "fk1" => Some(files.clone()),
         _ => None,
     });
     let added: Vec<String> = files[0]
@@ -862,14 +864,14 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
         "the result is kept"
     );
     assert_eq!(entries[2].content, "It returns an empty dict.");
-    // An answer leaves nothing to review: the turn ends.
-    let state = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent } if agent.id == "c1" && agent.state == AgentState::Accepted => {
-            Some(agent.state)
-        }
-        _ => None,
-    });
-    assert_eq!(state, AgentState::Accepted);
+    // An answer leaves nothing to review: the turn ends (its state may
+    // have been announced before the answer's chat entry).
+    let store = Store::open(&root).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while store.agent("c1").unwrap().state != AgentState::Accepted {
+        assert!(std::time::Instant::now() < deadline, "the turn never ended: {:?}", store.agent("c1").unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(
         streamed.contains("\"tool\": \"reply\"") || streamed.contains("\"reply\""),
         "{streamed}"

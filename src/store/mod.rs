@@ -152,14 +152,15 @@ impl AgentState {
     /// The lifecycle: `queued → running → completed → accepted | rejected`,
     /// plus `failed` and `cancelled`. A running agent whose owner died goes
     /// back to `queued` (recovery); a completed one may run again (reject
-    /// with feedback).
+    /// with feedback). A run that changed nothing (an answer in the chat,
+    /// messages to other nodes) has nothing to review and ends `accepted`.
     pub fn can_become(self, to: Self) -> bool {
         use AgentState::*;
         self == to
             || matches!(
                 (self, to),
                 (Queued, Running | Cancelled | Failed)
-                    | (Running, Completed | Failed | Cancelled | Queued)
+                    | (Running, Completed | Accepted | Failed | Cancelled | Queued)
                     | (Completed, Accepted | Rejected | Queued | Cancelled | Failed)
             )
     }

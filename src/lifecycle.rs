@@ -1,0 +1,659 @@
+//! The one owner of every agent and proposal transition: spawn, start,
+//! complete, fail, rebase (the human's text moved), accept (whole or one
+//! hunk), reject (with or without feedback), cancel, recover, snapshot,
+//! rollback and purge. Each returns an [`Outcome`] — what changed, in the
+//! order the editor must learn it — and [`announce`] is the one function
+//! that turns an outcome into [`ToEditor`] messages. The runtime runs every
+//! transition on one thread, so no two of them interleave.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::accept::{self, AcceptError};
+use crate::diff::FileDiff;
+use crate::messages::{Level, ToEditor};
+use crate::paths::ProjectPath;
+use crate::rootfs::DiskError;
+use crate::store::{now_ms, AgentRecord, AgentState, Store};
+use crate::sync::{self, OpenBuffers};
+
+mod announce;
+pub use announce::announce;
+
+/// What the editor shows of an agent's proposal after a transition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shown {
+    /// As before.
+    Unchanged,
+    /// These hunks (paths relative to the root).
+    Proposal(Vec<FileDiff>),
+    /// Nothing any more.
+    Cleared,
+}
+
+/// One agent as the editor must see it now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub agent: AgentRecord,
+    pub shown: Shown,
+}
+
+/// The human's verdict on (part of) a proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Accepted {
+        /// Project paths written.
+        files: Vec<String>,
+        hunk: Option<usize>,
+        /// Nothing of the proposal remains.
+        done: bool,
+    },
+    Rejected {
+        hunk: Option<usize>,
+        feedback: Option<String>,
+        /// Nothing of the proposal remains.
+        done: bool,
+    },
+}
+
+/// A change to a loaded buffer, made by the editor as one undoable step:
+/// lines `[start, end)` of `path` become `lines`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferEdit {
+    pub agent: String,
+    pub path: String,
+    pub start: usize,
+    pub end: usize,
+    pub lines: Vec<String>,
+}
+
+/// Everything one transition changed, in the order it must be announced.
+#[derive(Debug, Default, Clone)]
+pub struct Outcome {
+    /// Buffer edits of an accept or a rollback (first: the text changes
+    /// before the proposal that described it disappears).
+    pub buffer_edits: Vec<BufferEdit>,
+    /// Agents whose record or proposal changed.
+    pub changes: Vec<Change>,
+    /// Verdicts, by agent.
+    pub verdicts: Vec<(String, Verdict)>,
+    /// Project paths whose stable content changed (Remora re-indexes them).
+    pub changed_paths: Vec<String>,
+    /// Agents to run now (a retry after feedback, a recovery).
+    pub run: Vec<AgentRecord>,
+    /// The snapshots, newest first, when their list changed.
+    pub snapshots: Option<Vec<crate::store::Snapshot>>,
+    /// Other answers to the editor (a rollback's report).
+    pub replies: Vec<ToEditor>,
+    pub notices: Vec<(Level, String)>,
+}
+
+impl Outcome {
+    fn notice(level: Level, message: impl Into<String>) -> Self {
+        Self {
+            notices: vec![(level, message.into())],
+            ..Self::default()
+        }
+    }
+
+    /// This outcome followed by `other`.
+    pub fn then(mut self, other: Outcome) -> Self {
+        self.buffer_edits.extend(other.buffer_edits);
+        self.changes.extend(other.changes);
+        self.verdicts.extend(other.verdicts);
+        self.changed_paths.extend(other.changed_paths);
+        self.run.extend(other.run);
+        self.snapshots = other.snapshots.or(self.snapshots);
+        self.replies.extend(other.replies);
+        self.notices.extend(other.notices);
+        self
+    }
+}
+
+/// The lifecycle of one project's agents and proposals.
+pub struct Lifecycle {
+    pub store: Arc<Store>,
+    pub root: PathBuf,
+    pub buffers: OpenBuffers,
+    pub max_file_bytes: u64,
+    /// Times a proposal rejected with feedback is attempted again.
+    pub feedback_rounds: usize,
+    /// This instance's name in the store.
+    pub owner: String,
+}
+
+impl Lifecycle {
+    fn change(&self, id: &str, shown: Shown) -> Outcome {
+        match self.store.agent(id) {
+            Ok(agent) => Outcome {
+                changes: vec![Change { agent, shown }],
+                ..Outcome::default()
+            },
+            Err(e) => Outcome::notice(Level::Error, format!("Chimera: agent {id}: {e}")),
+        }
+    }
+
+    fn proposal(&self, id: &str) -> Result<Shown, AcceptError> {
+        accept::proposal_diffs(&self.store, id).map(Shown::Proposal)
+    }
+
+    /// Saves `state` for `id` (with what `f` sets) and returns the record.
+    fn set_state(
+        &self,
+        id: &str,
+        state: AgentState,
+        f: impl FnOnce(&mut AgentRecord),
+    ) -> Result<AgentRecord, crate::store::StoreError> {
+        let mut rec = self.store.agent(id)?;
+        rec.state = state;
+        rec.updated_at = now_ms();
+        f(&mut rec);
+        self.store.agent_update(&rec)?;
+        Ok(rec)
+    }
+
+    fn state_change(
+        &self,
+        id: &str,
+        state: AgentState,
+        shown: Shown,
+        f: impl FnOnce(&mut AgentRecord),
+    ) -> Outcome {
+        match self.set_state(id, state, f) {
+            Ok(agent) => Outcome {
+                changes: vec![Change { agent, shown }],
+                ..Outcome::default()
+            },
+            Err(e) => Outcome::notice(
+                Level::Error,
+                format!("Chimera: cannot record agent {id}: {e}"),
+            ),
+        }
+    }
+
+    /// A new agent, `queued`.
+    pub fn spawn(&self, rec: AgentRecord) -> Outcome {
+        let id = rec.id.clone();
+        match self.store.agent_insert(&rec) {
+            Ok(()) => Outcome {
+                changes: vec![Change {
+                    agent: rec,
+                    shown: Shown::Unchanged,
+                }],
+                ..Outcome::default()
+            },
+            Err(e) => Outcome::notice(
+                Level::Error,
+                format!("Chimera: cannot create agent {id}: {e}"),
+            ),
+        }
+    }
+
+    /// A queued agent got its place and starts working.
+    pub fn start(&self, id: &str) -> Outcome {
+        self.state_change(id, AgentState::Running, Shown::Unchanged, |_| {})
+    }
+
+    /// An agent's run ended well: its overlay becomes a proposal, shown
+    /// together with the state that makes it reviewable. A run that
+    /// changed nothing (an answer, messages to other nodes) has nothing to
+    /// review and ends `accepted`.
+    pub fn complete(&self, id: &str, summary: &str, rounds: u32) -> Outcome {
+        let conflicts = match accept::build_proposal(&self.store, id) {
+            Ok(c) => c,
+            Err(e) => return self.fail(id, &e.to_string()),
+        };
+        let files: Vec<String> = match self.store.proposal_files(id) {
+            Ok(f) => f.into_iter().map(|f| f.path).collect(),
+            Err(e) => return self.fail(id, &e.to_string()),
+        };
+        if files.is_empty() {
+            return self.state_change(id, AgentState::Accepted, Shown::Unchanged, |r| {
+                r.summary = Some(summary.to_owned());
+                r.rounds = rounds;
+            });
+        }
+        let shown = match self.proposal(id) {
+            Ok(shown) => shown,
+            Err(e) => return self.fail(id, &e.to_string()),
+        };
+        self.state_change(id, AgentState::Completed, shown, |r| {
+            r.summary = Some(summary.to_owned());
+            r.rounds = rounds;
+            r.changed_files = files;
+            r.conflicted = !conflicts.is_empty();
+        })
+    }
+
+    /// An agent's run ended with an error (or its time ran out): its
+    /// overlay is dropped and the reason kept.
+    pub fn fail(&self, id: &str, reason: &str) -> Outcome {
+        let _ = self.store.overlay_clear(id);
+        let mut out = self.state_change(id, AgentState::Failed, Shown::Cleared, |r| {
+            r.error = Some(reason.to_owned())
+        });
+        out.notices
+            .push((Level::Error, format!("Chimera agent {id} failed: {reason}")));
+        out
+    }
+
+    /// The human's text of `path` changed (a buffer, the disk, an accept):
+    /// every proposal on it is rebased; one whose every change the human
+    /// already has ends `accepted`.
+    pub fn stable_changed(&self, path: &str) -> Outcome {
+        let mut out = Outcome {
+            changed_paths: vec![path.to_owned()],
+            ..Outcome::default()
+        };
+        // Runs on every buffer change: ask only for the proposals on `path`.
+        for id in self.store.proposals_on(path).unwrap_or_default() {
+            out = out.then(self.rebase(&id));
+        }
+        out
+    }
+
+    /// Rebases `id`'s proposal onto the human's text; empty when nothing moved.
+    fn rebase(&self, id: &str) -> Outcome {
+        match accept::rebase(&self.store, id) {
+            Ok((false, _)) => Outcome::default(),
+            Ok((true, _)) => {
+                let ended = self
+                    .store
+                    .agent(id)
+                    .is_ok_and(|rec| rec.state == AgentState::Accepted);
+                if ended {
+                    let mut out = self.change(id, Shown::Cleared);
+                    out.verdicts.push((
+                        id.to_owned(),
+                        Verdict::Accepted {
+                            files: vec![],
+                            hunk: None,
+                            done: true,
+                        },
+                    ));
+                    out
+                } else {
+                    match self.proposal(id) {
+                        Ok(shown) => self.change(id, shown),
+                        Err(e) => Outcome::notice(
+                            Level::Error,
+                            format!("Chimera: cannot show proposal {id}: {e}"),
+                        ),
+                    }
+                }
+            }
+            Err(e) => Outcome::notice(
+                Level::Warn,
+                format!("Chimera: cannot rebase proposal {id}: {e}"),
+            ),
+        }
+    }
+
+    /// A loaded buffer's text (it is now the ground truth of its file).
+    pub fn buffer_text(&self, path: &ProjectPath, text: &str) -> Outcome {
+        self.buffers.insert(path.as_str());
+        let mode = self
+            .store
+            .stable_entry(path.as_str())
+            .ok()
+            .flatten()
+            .map_or(0o644, |e| e.mode);
+        match self.store.stable_put(
+            path.as_str(),
+            text.as_bytes(),
+            mode,
+            now_ms() * 1_000_000,
+            self.max_file_bytes,
+        ) {
+            Ok(true) => self.stable_changed(path.as_str()),
+            Ok(false) => Outcome::default(),
+            Err(e) => Outcome::notice(Level::Warn, format!("Chimera: cannot record {path}: {e}")),
+        }
+    }
+
+    /// A buffer was unloaded (or a file changed on disk): the disk is the
+    /// ground truth of `path` again.
+    pub fn buffer_closed(&self, path: &ProjectPath) -> Outcome {
+        self.buffers.remove(path.as_str());
+        self.disk_changed(path)
+    }
+
+    /// The file at `path` changed on disk (ignored while a buffer holds it).
+    pub fn disk_changed(&self, path: &ProjectPath) -> Outcome {
+        if self.buffers.contains(path.as_str()) {
+            return Outcome::default();
+        }
+        match sync::sync_from_disk(&self.store, &self.root, path, self.max_file_bytes) {
+            Ok(true) => self.stable_changed(path.as_str()),
+            _ => Outcome::default(),
+        }
+    }
+
+    /// Snapshots the project; `None` as the id lets the store choose one.
+    pub fn snapshot(&self, id: Option<&str>, message: &str) -> Outcome {
+        match self
+            .store
+            .snapshot_create_as(id, message)
+            .and_then(|_| self.store.snapshots())
+        {
+            Ok(snapshots) => Outcome {
+                snapshots: Some(snapshots),
+                ..Outcome::default()
+            },
+            Err(e) => Outcome::notice(
+                Level::Error,
+                format!("Chimera: cannot snapshot the project: {e}"),
+            ),
+        }
+    }
+
+    /// Accepts `id`'s proposal, or hunk `hunk` of it, after a snapshot (so
+    /// every accept can be rolled back). `buffers`: the text of the loaded
+    /// buffers among its files, as the human sees them now.
+    pub fn accept(
+        &self,
+        id: &str,
+        buffers: HashMap<String, String>,
+        hunk: Option<usize>,
+    ) -> Outcome {
+        let mut out = self.snapshot(None, &format!("before accepting {id}"));
+        let mut buffers = buffers;
+        // A loaded buffer the editor did not send (it accepted before it
+        // knew the proposal's files): its last pushed text is in stable.
+        for f in self.store.proposal_files(id).unwrap_or_default() {
+            if self.buffers.contains(&f.path) && !buffers.contains_key(&f.path) {
+                let text = self
+                    .store
+                    .stable_entry(&f.path)
+                    .ok()
+                    .flatten()
+                    .and_then(|e| self.store.blob(&e.hash).ok());
+                if let Some(text) = text {
+                    buffers.insert(f.path.clone(), String::from_utf8_lossy(&text).into_owned());
+                }
+            }
+        }
+        let accepted = accept::accept_some(&self.store, &self.root, id, &buffers, hunk);
+        out = out.then(match accepted {
+            Ok(done) => self.accepted(id, done, hunk),
+            Err(AcceptError::Disk(DiskError::Changed(path))) => self.changed_under_accept(id, &path),
+            Err(e) => {
+                let shown = match e {
+                    AcceptError::Conflict(_) => self.proposal(id).unwrap_or(Shown::Unchanged),
+                    _ => Shown::Unchanged,
+                };
+                let mut o = self.change(id, shown);
+                o.notices
+                    .push((Level::Error, format!("Chimera: cannot accept {id}: {e}")));
+                o
+            }
+        });
+        out
+    }
+
+    fn accepted(&self, id: &str, done: accept::Accepted, hunk: Option<usize>) -> Outcome {
+        let shown = if done.done {
+            Shown::Cleared
+        } else {
+            self.proposal(id).unwrap_or(Shown::Unchanged)
+        };
+        let mut out = self.change(id, shown);
+        out.buffer_edits = done
+            .buffer_edits
+            .into_iter()
+            .map(|(path, start, end, lines)| BufferEdit {
+                agent: id.to_owned(),
+                path,
+                start,
+                end,
+                lines,
+            })
+            .collect();
+        out.changed_paths = done.files.clone();
+        out.verdicts.push((
+            id.to_owned(),
+            Verdict::Accepted {
+                files: done.files,
+                hunk,
+                done: done.done,
+            },
+        ));
+        out
+    }
+
+    /// Someone changed `path` after the watcher last looked: their text is
+    /// the ground truth, the proposal is rebased onto it, nothing written.
+    fn changed_under_accept(&self, id: &str, path: &str) -> Outcome {
+        let rebased = match ProjectPath::parse(path) {
+            Ok(p) => self.disk_changed(&p),
+            Err(_) => Outcome::default(),
+        };
+        let mut out = self.change(id, Shown::Unchanged).then(rebased);
+        out.notices.push((
+            Level::Warn,
+            format!("Chimera: {path} changed on disk just before the accept of {id}; nothing was written. The proposal now includes that change: review it and accept again"),
+        ));
+        out
+    }
+
+    /// Drops hunk `hunk` of `id`'s proposal.
+    pub fn reject_hunk(&self, id: &str, hunk: usize) -> Outcome {
+        match accept::reject_hunk(&self.store, id, hunk) {
+            Ok(done) => {
+                let shown = if done {
+                    Shown::Cleared
+                } else {
+                    self.proposal(id).unwrap_or(Shown::Unchanged)
+                };
+                let mut out = self.change(id, shown);
+                out.verdicts.push((
+                    id.to_owned(),
+                    Verdict::Rejected {
+                        hunk: Some(hunk),
+                        feedback: None,
+                        done,
+                    },
+                ));
+                out
+            }
+            Err(e) => Outcome::notice(
+                Level::Error,
+                format!("Chimera: cannot reject hunk {hunk} of {id}: {e}"),
+            ),
+        }
+    }
+
+    /// Rejects `id`'s proposal, or stops it while it works. With feedback,
+    /// a proposal is attempted again (up to `feedback_rounds` times): the
+    /// outcome's `run` holds the agent to restart.
+    pub fn reject(&self, id: &str, feedback: Option<&str>) -> Outcome {
+        let feedback = feedback.filter(|f| !f.trim().is_empty());
+        let completed = self
+            .store
+            .agent(id)
+            .is_ok_and(|r| r.state == AgentState::Completed);
+        if let (Some(text), true) = (feedback, completed) {
+            return match accept::reject_with_feedback(&self.store, id, text, self.feedback_rounds) {
+                Ok(again) => {
+                    let mut out = self.change(id, Shown::Cleared);
+                    out.verdicts.push((
+                        id.to_owned(),
+                        Verdict::Rejected {
+                            hunk: None,
+                            feedback: Some(text.to_owned()),
+                            done: true,
+                        },
+                    ));
+                    out.run.extend(again);
+                    out
+                }
+                Err(e) => Outcome::notice(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
+            };
+        }
+        match accept::reject(&self.store, id, feedback) {
+            Ok(()) => {
+                let mut out = self.change(id, Shown::Cleared);
+                out.verdicts.push((
+                    id.to_owned(),
+                    Verdict::Rejected {
+                        hunk: None,
+                        feedback: feedback.map(str::to_owned),
+                        done: true,
+                    },
+                ));
+                out
+            }
+            Err(e) => Outcome::notice(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
+        }
+    }
+
+    /// Stops a queued or running agent (`:Chimera cancel`).
+    pub fn cancel(&self, id: &str) -> Outcome {
+        match self.store.agent(id) {
+            Ok(rec) if rec.state.is_active() => self.reject(id, None),
+            Ok(rec) => Outcome::notice(
+                Level::Warn,
+                format!(
+                    "Chimera: agent {id} is {}, not working; use :Chimera reject for a proposal",
+                    rec.state.as_str()
+                ),
+            ),
+            Err(e) => Outcome::notice(Level::Error, format!("Chimera: {e}")),
+        }
+    }
+
+    /// After a start: purge what is past `retention_ms`, take over the
+    /// agents left queued or running by instances gone for `stale_ms`
+    /// (returned in `run`), and show every agent and pending proposal.
+    pub fn recover(&self, retention_ms: i64, stale_ms: i64) -> Outcome {
+        let mut out = self.purge(retention_ms);
+        match self.store.recover(&self.owner, stale_ms) {
+            Ok(runnable) => out.run = runnable,
+            Err(e) => out
+                .notices
+                .push((Level::Error, format!("Chimera: cannot recover agents: {e}"))),
+        }
+        for agent in self.store.agents().unwrap_or_default() {
+            let id = agent.id.clone();
+            if agent.state != AgentState::Completed {
+                out.changes.push(Change {
+                    agent,
+                    shown: Shown::Unchanged,
+                });
+                continue;
+            }
+            // The files may have changed while Neovim was away (or an
+            // accept was cut short): rebase onto what is there now.
+            let rebased = self.rebase(&id);
+            if rebased.changes.is_empty() && rebased.notices.is_empty() {
+                let shown = self.proposal(&id).unwrap_or(Shown::Unchanged);
+                out.changes.push(Change { agent, shown });
+            } else {
+                out = out.then(rebased);
+            }
+        }
+        out
+    }
+
+    /// Rolls the project back to snapshot `id` (with `dry_run`, only says
+    /// what would change). `buffers`: the loaded buffers' texts, by path.
+    pub fn rollback(&self, id: &str, dry_run: bool, buffers: &HashMap<String, String>) -> Outcome {
+        let reply = |ok: bool, message: String| ToEditor::Rollback {
+            id: id.to_owned(),
+            dry_run,
+            ok,
+            message,
+        };
+        let plan = match crate::rollback::plan(&self.store, id) {
+            Ok(p) => p,
+            Err(e) => {
+                return Outcome {
+                    replies: vec![reply(false, format!("Chimera: cannot roll back to {id}: {e}"))],
+                    ..Outcome::default()
+                }
+            }
+        };
+        if dry_run {
+            return Outcome {
+                replies: vec![reply(true, plan.describe())],
+                ..Outcome::default()
+            };
+        }
+        let applied = match crate::rollback::apply(&self.store, &self.root, &plan, buffers) {
+            Ok(a) => a,
+            Err(e) => {
+                return Outcome {
+                    replies: vec![reply(false, format!("Chimera: rollback to {id} failed, nothing was changed on disk: {e}"))],
+                    ..Outcome::default()
+                }
+            }
+        };
+        let mut out = Outcome::default();
+        for (path, text) in &applied.buffers {
+            let now = buffers.get(path).map_or("", String::as_str);
+            let (start, end, lines) = crate::diff::minimal_edit(now, text);
+            out.buffer_edits.push(BufferEdit {
+                agent: format!("rollback-{id}"),
+                path: path.clone(),
+                start,
+                end,
+                lines,
+            });
+        }
+        for p in plan.restore.iter().chain(&plan.delete) {
+            out = out.then(self.stable_changed(p));
+        }
+        out.snapshots = self.store.snapshots().ok();
+        let undo = applied
+            .before
+            .map(|s| format!("\n(:Chimera rollback {} undoes it.)", s.id))
+            .unwrap_or_default();
+        out.replies.push(reply(true, format!("{}{undo}", plan.describe())));
+        out
+    }
+
+    /// A new agent whose overlay starts as the project was in `snapshot`,
+    /// so its proposal takes the project there plus its own change.
+    pub fn fork(&self, rec: AgentRecord, snapshot: &str) -> Outcome {
+        let id = rec.id.clone();
+        let result = (|| -> Result<(), crate::store::StoreError> {
+            let manifest = self.store.snapshot_manifest(snapshot)?;
+            self.store.agent_insert(&rec)?;
+            let now: HashMap<String, String> = self.store.stable_hashes()?.into_iter().collect();
+            let mut in_snapshot = std::collections::HashSet::new();
+            for e in &manifest {
+                in_snapshot.insert(e.path.clone());
+                let base = now.get(&e.path);
+                if base != Some(&e.hash) && !e.too_large {
+                    self.store
+                        .agent_base_set(&id, &e.path, Some(&e.hash), base.map(String::as_str))?;
+                }
+            }
+            for (path, hash) in &now {
+                if !in_snapshot.contains(path) {
+                    self.store.agent_base_set(&id, path, None, Some(hash))?;
+                }
+            }
+            self.store.overlay_clear(&id)
+        })();
+        match result {
+            Ok(()) => self.change(&id, Shown::Unchanged),
+            Err(e) => Outcome::notice(
+                Level::Error,
+                format!("Chimera: cannot fork snapshot {snapshot}: {e}"),
+            ),
+        }
+    }
+
+    /// Purges ended agents older than `retention_ms` and what only they used.
+    pub fn purge(&self, retention_ms: i64) -> Outcome {
+        match self.store.purge(retention_ms) {
+            Ok(_) => Outcome::default(),
+            Err(e) => Outcome::notice(Level::Warn, format!("Chimera: cannot purge old agents: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

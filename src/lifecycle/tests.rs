@@ -1,0 +1,134 @@
+use super::*;
+use crate::overlay::Overlay;
+
+fn lifecycle(files: &[(&str, &str)]) -> (tempfile::TempDir, Lifecycle) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    for (path, text) in files {
+        std::fs::write(dir.path().join(path), text).unwrap();
+        store.stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20).unwrap();
+    }
+    let lc = Lifecycle {
+        store,
+        root: dir.path().to_path_buf(),
+        buffers: OpenBuffers::default(),
+        max_file_bytes: 1 << 20,
+        feedback_rounds: 3,
+        owner: "me".into(),
+    };
+    (dir, lc)
+}
+
+/// An agent that ran and wrote `writes` into its overlay.
+fn ran(lc: &Lifecycle, id: &str, writes: &[(&str, &str)]) {
+    lc.spawn(AgentRecord::new(id, "t"));
+    lc.start(id);
+    let ov = Overlay::new(&lc.store, id, 1 << 20);
+    for (path, text) in writes {
+        ov.write(&ProjectPath::parse(path).unwrap(), text.as_bytes())
+            .unwrap();
+    }
+}
+
+fn kinds(msgs: &[ToEditor]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| match m {
+            ToEditor::Agent {
+                agent,
+                proposal,
+                cleared,
+            } => format!(
+                "agent {}{}{}",
+                agent.state.as_str(),
+                if proposal.is_some() { " +proposal" } else { "" },
+                if *cleared { " -proposal" } else { "" }
+            ),
+            ToEditor::EditBuffer { .. } => "edit".into(),
+            ToEditor::Resolved { accepted, .. } => format!("resolved {accepted}"),
+            ToEditor::Snapshots { .. } => "snapshots".into(),
+            ToEditor::Notify { message, .. } => format!("notify {message}"),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_completed_state_and_its_proposal_are_one_message() {
+    let (dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
+    ran(&lc, "ag", &[("a.py", "x = 2\n")]);
+    let msgs = announce(&lc.complete("ag", "two", 1), &lc.root);
+    assert_eq!(kinds(&msgs), ["agent completed +proposal"]);
+    let ToEditor::Agent {
+        proposal: Some(files),
+        ..
+    } = &msgs[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(files[0].path, dir.path().join("a.py").to_string_lossy());
+}
+
+#[test]
+fn a_run_that_changed_nothing_ends_accepted_with_nothing_to_review() {
+    let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
+    ran(&lc, "ag", &[]);
+    let out = lc.complete("ag", "an answer", 1);
+    assert_eq!(kinds(&announce(&out, &lc.root)), ["agent accepted"]);
+    assert_eq!(lc.store.agent("ag").unwrap().summary.as_deref(), Some("an answer"));
+}
+
+#[test]
+fn an_accept_announces_the_snapshot_the_edit_the_state_then_the_verdict() {
+    let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
+    ran(&lc, "ag", &[("a.py", "x = 2\n")]);
+    lc.complete("ag", "two", 1);
+    lc.buffers.insert("a.py");
+    let buffers = HashMap::from([("a.py".to_owned(), "x = 1\n".to_owned())]);
+    let out = lc.accept("ag", buffers, None);
+    assert_eq!(
+        kinds(&announce(&out, &lc.root)),
+        ["snapshots", "edit", "agent accepted -proposal", "resolved true"]
+    );
+    assert_eq!(out.changed_paths, ["a.py"]);
+}
+
+#[test]
+fn feedback_clears_the_proposal_and_hands_back_the_agent_to_run_again() {
+    let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
+    ran(&lc, "ag", &[("a.py", "x = 2\n")]);
+    lc.complete("ag", "two", 1);
+    let out = lc.reject("ag", Some("make it three"));
+    assert_eq!(
+        kinds(&announce(&out, &lc.root)),
+        ["agent queued -proposal", "resolved false"]
+    );
+    assert_eq!(out.run.len(), 1);
+    assert_eq!(out.run[0].feedback[0].feedback, "make it three");
+}
+
+#[test]
+fn typing_the_proposal_yourself_ends_it_accepted_once() {
+    let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
+    ran(&lc, "ag", &[("a.py", "x = 2\n")]);
+    lc.complete("ag", "two", 1);
+    let p = ProjectPath::parse("a.py").unwrap();
+    let out = lc.buffer_text(&p, "x = 2\n");
+    assert_eq!(
+        kinds(&announce(&out, &lc.root)),
+        ["agent accepted -proposal", "resolved true"]
+    );
+    assert!(lc.buffer_text(&p, "x = 2\n").changes.is_empty(), "once");
+}
+
+#[test]
+fn a_failed_accept_keeps_the_proposal_and_says_why() {
+    let (dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
+    ran(&lc, "ag", &[("a.py", "x = 2\n")]);
+    lc.complete("ag", "two", 1);
+    std::fs::write(dir.path().join("a.py"), "x = 1\ny = 1\n").unwrap();
+    let out = lc.accept("ag", HashMap::new(), None);
+    let kinds = kinds(&announce(&out, &lc.root));
+    assert!(kinds.contains(&"agent completed +proposal".to_owned()), "{kinds:?}");
+    assert!(kinds.last().unwrap().contains("changed on disk"), "{kinds:?}");
+    assert_eq!(lc.store.agent("ag").unwrap().state, AgentState::Completed);
+}
