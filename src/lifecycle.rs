@@ -646,6 +646,25 @@ impl Lifecycle {
         }
     }
 
+    /// Takes over the agents of instances that stopped (their process is
+    /// gone, or their heartbeat is older than `stale_ms`): they run here.
+    pub fn take_over(&self, stale_ms: i64) -> Outcome {
+        match self.store.recover(&self.owner, stale_ms) {
+            Ok(runnable) => Outcome {
+                changes: runnable
+                    .iter()
+                    .map(|agent| Change {
+                        agent: agent.clone(),
+                        shown: Shown::Unchanged,
+                    })
+                    .collect(),
+                run: runnable,
+                ..Outcome::default()
+            },
+            Err(e) => Outcome::notice(Level::Error, format!("Chimera: cannot recover agents: {e}")),
+        }
+    }
+
     /// Purges ended agents older than `retention_ms` and what only they used.
     pub fn purge(&self, retention_ms: i64) -> Outcome {
         match self.store.purge(retention_ms) {

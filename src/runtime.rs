@@ -150,6 +150,8 @@ type Step = Box<dyn FnOnce(&Arc<Core>) + Send>;
 /// An owner without a heartbeat for this long is considered gone.
 const STALE_OWNER_MS: i64 = 15_000;
 const HEARTBEAT: Duration = Duration::from_secs(3);
+/// Heartbeats between two looks for agents of stopped instances.
+const TAKE_OVER_BEATS: u32 = 5;
 
 impl Core {
     fn notify(&self, level: Level, message: impl Into<String>) {
@@ -397,11 +399,18 @@ fn start_background(core: &Arc<Core>) {
     }
     let c = core.clone();
     tokio::spawn(async move {
+        let mut beats = 0u32;
         loop {
             tokio::select! {
                 _ = c.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(HEARTBEAT) => {
                     let _ = c.store.instance_heartbeat(&c.owner);
+                    beats = beats.wrapping_add(1);
+                    // Another Neovim on this project may stop (or crash)
+                    // while this one runs: its agents are not left behind.
+                    if beats.is_multiple_of(TAKE_OVER_BEATS) {
+                        c.on_lifecycle(|c| c.publish(c.lifecycle.take_over(STALE_OWNER_MS)));
+                    }
                 }
             }
         }

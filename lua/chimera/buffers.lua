@@ -119,10 +119,40 @@ function M.attach_all()
   end
 end
 
+-- Project roots already looked at for a store (root -> true).
+local looked = {}
+
+--- Starts the core when `buf`'s file belongs to a project that has a
+--- Chimera store, so its proposals and agents come back with no command.
+local function autostart(buf)
+  local config = state.config
+  if state.root or not (config and config.ui.autostart) or vim.bo[buf].buftype ~= "" then
+    return
+  end
+  local file = vim.api.nvim_buf_get_name(buf)
+  if file == "" or file:find("^%a+://") then
+    return
+  end
+  local root = config.root and vim.fn.fnamemodify(config.root, ":p") or vim.fs.root(file, ".git")
+  if not root or looked[root] then
+    return
+  end
+  looked[root] = true
+  if vim.uv.fs_stat(vim.fs.joinpath(root, ".chimera", "chimera.db")) then
+    require("chimera").start(vim.fs.dirname(file))
+  end
+end
+
 function M.setup_autocmds(group)
   vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufFilePost", "BufEnter" }, {
     group = group,
     callback = function(ev)
+      if not state.root and ev.event == "BufReadPost" then
+        local ok, err = pcall(autostart, ev.buf)
+        if not ok then
+          vim.notify("Chimera: " .. tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+        end
+      end
       if state.root then
         M.attach(ev.buf)
       end

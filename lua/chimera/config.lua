@@ -139,6 +139,10 @@ M.defaults = {
   ui = {
     -- Show progress messages while agents work.
     progress = true,
+    -- Opening a file of a project that has a Chimera store (.chimera/)
+    -- starts the core: its proposals come back as ghost text and its
+    -- agents resume, with no command. Projects without one cost nothing.
+    autostart = true,
   },
 }
 

@@ -51,7 +51,8 @@ end
 
 --- Starts the core (loads the library, opens the database, imports the
 --- project in the background). Called by every function that needs it.
-function M.start()
+--- `dir`: where to look for the project (default: the working directory).
+function M.start(dir)
   if state.root then
     return true
   end
@@ -60,7 +61,7 @@ function M.start()
   end
   local lib = require("chimera.loader").require()
   -- The core resolves the root (`root` option, else the nearest `.git`).
-  state.root = lib.start(require("chimera.config").to_json(state.config), vim.uv.cwd())
+  state.root = lib.start(require("chimera.config").to_json(state.config), dir or vim.uv.cwd())
   require("chimera.buffers").attach_all()
   return true
 end

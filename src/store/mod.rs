@@ -57,6 +57,29 @@ pub fn hash_bytes(data: &[u8]) -> Hash {
     blake3::hash(data).to_hex().to_string()
 }
 
+/// This machine's name, to tell whether an instance's pid is one of ours.
+pub fn this_host() -> String {
+    static HOST: once_cell::sync::Lazy<String> = once_cell::sync::Lazy::new(|| {
+        rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned()
+    });
+    HOST.clone()
+}
+
+/// Whether process `pid` runs on this machine (a process we may not
+/// signal runs too).
+pub fn process_runs(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -634,9 +657,9 @@ impl Store {
     /// Records this Neovim instance as alive (call again as a heartbeat).
     pub fn instance_heartbeat(&self, owner: &str) -> Result<()> {
         self.conn().execute(
-            "INSERT INTO instances (owner, pid, started_at, heartbeat) VALUES (?1, ?2, ?3, ?3)
+            "INSERT INTO instances (owner, pid, started_at, heartbeat, host) VALUES (?1, ?2, ?3, ?3, ?4)
              ON CONFLICT (owner) DO UPDATE SET heartbeat = excluded.heartbeat",
-            params![owner, std::process::id(), now_ms()],
+            params![owner, std::process::id(), now_ms(), this_host()],
         )?;
         Ok(())
     }
@@ -657,9 +680,18 @@ impl Store {
         let tx = conn.transaction()?;
         let now = now_ms();
         let alive: std::collections::HashSet<String> = {
-            let mut stmt = tx.prepare("SELECT owner FROM instances WHERE heartbeat >= ?1")?;
-            let rows = stmt.query_map([now - stale_ms], |r| r.get(0))?;
-            rows.collect::<Result<_, _>>()?
+            let mut stmt =
+                tx.prepare("SELECT owner, pid, host FROM instances WHERE heartbeat >= ?1")?;
+            let rows = stmt.query_map([now - stale_ms], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?, r.get::<_, String>(2)?))
+            })?;
+            let rows: Vec<_> = rows.collect::<Result<_, _>>()?;
+            // A fresh heartbeat of a process that is gone (killed, crashed)
+            // is no sign of life: its agents are taken over at once.
+            rows.into_iter()
+                .filter(|(_, pid, host)| *host != this_host() || process_runs(*pid))
+                .map(|(owner, _, _)| owner)
+                .collect()
         };
         let candidates: Vec<AgentRecord> = {
             let mut stmt = tx.prepare(&format!(

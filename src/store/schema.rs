@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS proposal_files (
     new_hash  TEXT,
     PRIMARY KEY (agent_id, path)
 );
--- Running Neovim instances: an owner is alive while its heartbeat is fresh.
+-- Running Neovim instances: an owner is alive while its heartbeat is fresh
+-- and, on this machine, its process runs.
 CREATE TABLE IF NOT EXISTS instances (
     owner      TEXT PRIMARY KEY,
     pid        INTEGER NOT NULL,
@@ -176,6 +177,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("events", "correlation_id", "TEXT"),
     ("agents", "mode", "TEXT"),
     ("agents", "capabilities", "TEXT"),
+    // The machine an instance runs on: its pid means something only there.
+    ("instances", "host", "TEXT NOT NULL DEFAULT ''"),
 ];
 
 /// Indexes over added columns, created after them.

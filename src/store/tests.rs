@@ -323,3 +323,42 @@ fn purge_keeps_what_snapshots_and_fork_bases_name() {
     assert_eq!(store.blob(&manifest[0].hash).unwrap(), b"old");
     assert_eq!(store.blob(&base).unwrap(), b"fork base");
 }
+
+#[test]
+fn a_dead_process_with_a_fresh_heartbeat_is_taken_over_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    // A child that has exited: its pid runs no more.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = child.id();
+    child.wait().unwrap();
+    store.instance_heartbeat("live").unwrap();
+    store
+        .conn()
+        .execute(
+            "INSERT INTO instances (owner, pid, started_at, heartbeat, host) VALUES ('dead', ?1, ?2, ?2, ?3)",
+            params![dead_pid, now_ms(), this_host()],
+        )
+        .unwrap();
+    // Another machine's pid says nothing here: its heartbeat decides.
+    store
+        .conn()
+        .execute(
+            "INSERT INTO instances (owner, pid, started_at, heartbeat, host) VALUES ('remote', ?1, ?2, ?2, 'elsewhere')",
+            params![dead_pid, now_ms()],
+        )
+        .unwrap();
+    for (id, owner) in [("d", "dead"), ("r", "remote"), ("l", "live")] {
+        let mut rec = record(id);
+        rec.state = AgentState::Running;
+        rec.owner = owner.into();
+        store.agent_insert(&rec).unwrap();
+    }
+    let taken: Vec<String> = store
+        .recover("me", 15_000)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(taken, ["d"]);
+}

@@ -1,0 +1,157 @@
+-- Trust, as a person works: what the editor says is there, is there; an
+-- accept lands what was reviewed or nothing. (Issue 12's scenarios.)
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local SRC = "def f():\n    return 1\n"
+-- Round i's program: `return i` becomes `return i + 1`.
+local function program(i)
+  return ("```python\nwrite_file('a.py', read_file('a.py').replace('return %d', 'return %d'))\nsubmit_result('next', ['a.py'])\n```"):format(i, i + 1)
+end
+
+local function ghost_count(buf)
+  return #require("chimera.ghost").extmarks(buf)
+end
+
+h.test("'completed' means the proposal is there: accept at once, every time", function()
+  local rounds = 10
+  local script = {}
+  for i = 1, rounds do
+    table.insert(script, { text = program(i) })
+  end
+  h.project({ ["a.py"] = SRC })
+  local url, log = h.fake_llm(script)
+  h.setup(url)
+  vim.cmd.edit("a.py")
+  local buf = vim.api.nvim_get_current_buf()
+  for i = 1, rounds do
+    local id = chimera.spawn("return the next number")
+    local st = chimera.wait(id, 20000)
+    if st ~= "completed" then
+      local reqs = vim.split(h.read(log) or "", "\n", { trimempty = true })
+      error(("round %d: %s; the model saw: %s"):format(i, st, reqs[i] and vim.json.decode(reqs[i]).messages[2].content or "?"))
+    end
+    -- No waiting for ghost text: the person sees "completed" and accepts.
+    h.eq(#chimera.proposals({ bufnr = buf }), 1, "round " .. i .. ": the proposal with its state")
+    h.truthy(ghost_count(buf) > 0, "round " .. i .. ": ghost text with its state")
+    chimera.accept(id)
+    h.wait_for("round " .. i .. ": accepted", function()
+      return chimera.agent(id).state == "accepted"
+    end)
+    h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return " .. (i + 1), "round " .. i .. ": the edit")
+  end
+end)
+
+--- Runs `body` (Lua) in a second, fresh Neovim in `dir`, as a person
+--- starting Neovim again; returns what it wrote with `report(value)`.
+local function in_new_neovim(dir, body)
+  local out = vim.fn.tempname()
+  local script = vim.fn.tempname() .. ".lua"
+  local f = assert(io.open(script, "w"))
+  f:write(([[
+vim.opt.rtp:prepend(%q)
+vim.cmd("runtime plugin/chimera.lua")
+vim.cmd.cd(%q)
+local function report(v)
+  local o = assert(io.open(%q, "w"))
+  o:write(vim.json.encode(v))
+  o:close()
+end
+%s
+vim.cmd("qall!")
+]]):format(h.repo, dir, out, body))
+  f:close()
+  local nvim = vim.v.progpath
+  local res = vim.system({ nvim, "--headless", "--clean", "-l", script }, { env = { CHIMERA_LIB = vim.env.CHIMERA_LIB } }):wait(60000)
+  local got = h.read(out)
+  if body:find("sigkill", 1, true) then
+    return res
+  end
+  h.truthy(got, "the second Neovim reported (exit " .. tostring(res.code) .. ": " .. (res.stderr or "") .. ")")
+  return vim.json.decode(got)
+end
+
+h.test("reopening Neovim on the project brings back proposals and resumes agents, no command", function()
+  local root = h.project({ ["a.py"] = SRC, ["b.py"] = "def g():\n    return 1\n" })
+  local url, log = h.fake_llm({ { text = program(1) }, { hang = true }, { text = (program(1):gsub("a%.py", "b.py")) } })
+  h.setup(url)
+  vim.cmd.edit("a.py")
+  local done = chimera.spawn("return the next number")
+  h.eq(chimera.wait(done, 20000), "completed", "a proposal waits for review")
+  local working = chimera.spawn("the same in b.py", { file = root .. "/b.py" })
+  h.wait_for("the second agent to be waiting on the model", function()
+    return #vim.split(h.read(log) or "", "\n", { trimempty = true }) == 2
+  end)
+  -- Quit Neovim (the core stops; the working agent stays in the store).
+  chimera.stop()
+  local got = in_new_neovim(root, ([[
+require("chimera").setup({
+  llm = { provider = "openai", url = %q, model = "fake-model", max_retries = 0, timeout_ms = 10000 },
+  ui = { progress = false },
+})
+vim.cmd.edit("a.py")
+local chimera = require("chimera")
+local buf = vim.api.nvim_get_current_buf()
+vim.wait(20000, function()
+  local w = chimera.agent(%q)
+  return #require("chimera.ghost").extmarks(buf) > 0 and w ~= nil and w.state == "completed"
+end, 20)
+local probe = vim.system({ "curl", "-s", "-m", "3", "-X", "POST", "-d", "{}", %q .. "/chat/completions" }):wait()
+report({
+  probe = probe.stdout .. " rc=" .. probe.code,
+  ghost = #require("chimera.ghost").extmarks(buf),
+  pending = (chimera.agent(%q) or {}).state,
+  resumed = (chimera.agent(%q) or {}).state,
+  error = (chimera.agent(%q) or {}).error,
+})
+]]):format(url .. "/v1", working, url .. "/v1", done, working, working))
+  h.truthy(got.ghost > 0, "ghost text in the reopened buffer: " .. vim.inspect(got))
+  h.eq(got.pending, "completed", "the pending proposal")
+  h.eq(got.resumed, "completed", "the interrupted agent ran again: " .. tostring(got.error) .. "\n" .. got.probe .. "\n" .. #vim.split(h.read(log) or "", "\n"))
+end)
+
+h.test("after Neovim is killed, the next one takes over its agents at once", function()
+  local root = h.project({ ["b.py"] = "def g():\n    return 1\n" })
+  local url, log = h.fake_llm({ { hang = true }, { text = (program(1):gsub("a%.py", "b.py")) } })
+  local setup = ([[
+require("chimera").setup({
+  llm = { provider = "openai", url = %q, model = "fake-model", max_retries = 0, timeout_ms = 10000 },
+  ui = { progress = false },
+})
+]]):format(url .. "/v1")
+  -- The first Neovim starts an agent and is killed while it waits on the model.
+  in_new_neovim(root, setup .. ([[
+vim.cmd.edit("b.py")
+local id = require("chimera").spawn("return the next number")
+report({ id = id })
+vim.wait(10000, function()
+  local f = io.open(%q)
+  local n = f and #vim.split(f:read("*a"), "\n", { trimempty = true }) or 0
+  if f then f:close() end
+  return n == 1
+end, 20)
+vim.uv.kill(vim.uv.os_getpid(), "sigkill")
+]]):format(log))
+  local started = vim.uv.now()
+  local got = in_new_neovim(root, setup .. [[
+vim.cmd.edit("b.py")
+local state = require("chimera.state")
+vim.wait(8000, function()
+  for _, a in pairs(state.agents) do
+    if a.state == "completed" then
+      return true
+    end
+  end
+  return false
+end, 20)
+local states = {}
+for id, a in pairs(state.agents) do
+  states[id] = a.state
+end
+report(states)
+]])
+  h.eq(vim.tbl_values(got), { "completed" }, "the killed instance's agent ran again")
+  h.truthy(vim.uv.now() - started < 10000, "without waiting for its heartbeat to go stale")
+end)
+
+h.finish()
