@@ -187,12 +187,20 @@ pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
     })
 }
 
+/// A loaded buffer an accept changes: from the text the editor sent to
+/// the accepted text.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BufferChange {
+    pub path: String,
+    pub base: String,
+    pub wanted: String,
+}
+
 /// What the editor must do after an accept: edit these loaded buffers
 /// (as one undoable change each).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Accepted {
-    /// `(project path, start, end, lines)`: replace lines `[start, end)`.
-    pub buffer_edits: Vec<(String, usize, usize, Vec<String>)>,
+    pub buffer_edits: Vec<BufferChange>,
     pub files: Vec<String>,
     /// Nothing of the proposal remains (the agent is `accepted`).
     pub done: bool,
@@ -324,9 +332,11 @@ pub fn accept_some(
                         now_ms() * 1_000_000,
                     )?;
                     if let Some(buf) = buffers.get(&f.path) {
-                        let (start, end, lines) =
-                            diff::minimal_edit(buf, &String::from_utf8_lossy(&data));
-                        out.buffer_edits.push((f.path.clone(), start, end, lines));
+                        out.buffer_edits.push(BufferChange {
+                            path: f.path.clone(),
+                            base: buf.clone(),
+                            wanted: String::from_utf8_lossy(&data).into_owned(),
+                        });
                     } else {
                         disk.push(rootfs::Write {
                             path: f.path.clone(),

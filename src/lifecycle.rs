@@ -66,6 +66,23 @@ pub struct BufferEdit {
     pub start: usize,
     pub end: usize,
     pub lines: Vec<String>,
+    /// The buffer's text the edit was computed for.
+    pub base: String,
+}
+
+impl BufferEdit {
+    /// The edit that turns `base` (a buffer's text) into `wanted`.
+    fn between(agent: &str, path: &str, base: &str, wanted: &str) -> Self {
+        let (start, end, lines) = crate::diff::minimal_edit(base, wanted);
+        Self {
+            agent: agent.to_owned(),
+            path: path.to_owned(),
+            start,
+            end,
+            lines,
+            base: base.to_owned(),
+        }
+    }
 }
 
 /// Everything one transition changed, in the order it must be announced.
@@ -402,13 +419,7 @@ impl Lifecycle {
         out.buffer_edits = done
             .buffer_edits
             .into_iter()
-            .map(|(path, start, end, lines)| BufferEdit {
-                agent: id.to_owned(),
-                path,
-                start,
-                end,
-                lines,
-            })
+            .map(|e| BufferEdit::between(id, &e.path, &e.base, &e.wanted))
             .collect();
         out.changed_paths = done.files.clone();
         out.verdicts.push((
@@ -434,6 +445,26 @@ impl Lifecycle {
             Level::Warn,
             format!("Chimera: {path} changed on disk just before the accept of {id}; nothing was written. The proposal now includes that change: review it and accept again"),
         ));
+        out
+    }
+
+    /// A buffer edit of `id` (an accept or a rollback) found the buffer
+    /// changed: it was to turn `base` into `wanted`, the buffer holds `now`.
+    /// The two are merged and the edit sent again for `now`; when the human
+    /// typed into the same lines, their text wins and they are told.
+    pub fn buffer_moved(&self, id: &str, path: &ProjectPath, base: &str, wanted: &str, now: &str) -> Outcome {
+        let merged = crate::diff::merge3(base, now, wanted);
+        let text = merged.as_deref().unwrap_or(now);
+        let mut out = self.buffer_text(path, text);
+        match merged {
+            Some(m) => out
+                .buffer_edits
+                .push(BufferEdit::between(id, path.as_str(), now, &m)),
+            None => out.notices.push((
+                Level::Warn,
+                format!("Chimera: you changed {path} in the same lines while {id} was being applied; your text was kept and the change was not applied. :Chimera history has the snapshot taken before it"),
+            )),
+        }
         out
     }
 
@@ -592,14 +623,8 @@ impl Lifecycle {
         let mut out = Outcome::default();
         for (path, text) in &applied.buffers {
             let now = buffers.get(path).map_or("", String::as_str);
-            let (start, end, lines) = crate::diff::minimal_edit(now, text);
-            out.buffer_edits.push(BufferEdit {
-                agent: format!("rollback-{id}"),
-                path: path.clone(),
-                start,
-                end,
-                lines,
-            });
+            out.buffer_edits
+                .push(BufferEdit::between(&format!("rollback-{id}"), path, now, text));
         }
         for p in plan.restore.iter().chain(&plan.delete) {
             out = out.then(self.stable_changed(p));

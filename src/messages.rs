@@ -43,6 +43,16 @@ pub enum ToCore {
     BufferText(BufferText),
     /// A buffer was unloaded: its file on disk is the ground truth again.
     BufferClosed { path: String },
+    /// An [`ToEditor::EditBuffer`] of `id` found the buffer changed: it was
+    /// computed for `base` to become `wanted`, the buffer now holds `now`.
+    /// The core merges and sends the edit again (or says why it cannot).
+    BufferMoved {
+        id: String,
+        path: String,
+        base: String,
+        wanted: String,
+        now: String,
+    },
     /// Check that the LLM server answers and has the configured model.
     CheckLlm,
     /// `:Chimera remora enable`: index the project; with inline IDs, ask
@@ -112,13 +122,16 @@ pub enum ToEditor {
         cleared: bool,
     },
     /// Apply an accepted change to a loaded buffer as one undoable change:
-    /// replace lines `[start, end)` with `lines`.
+    /// replace lines `[start, end)` with `lines` — only if the buffer's text
+    /// is still `expect` (what the edit was computed against). If the human
+    /// typed meanwhile, the editor answers [`ToCore::BufferMoved`] instead.
     EditBuffer {
         id: String,
         path: String,
         start: usize,
         end: usize,
         lines: Vec<String>,
+        expect: String,
     },
     /// The outcome of an accept or reject, for `User ChimeraAccepted`/`ChimeraRejected`.
     Resolved {

@@ -550,6 +550,19 @@ fn route(core: &Arc<Core>, msg: ToCore) {
                 core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_closed(&p)));
             }
         }
+        ToCore::BufferMoved {
+            id,
+            path,
+            base,
+            wanted,
+            now,
+        } => {
+            if let Some(p) = core.rel(&path) {
+                core.on_lifecycle(move |c| {
+                    c.publish(c.lifecycle.buffer_moved(&id, &p, &base, &wanted, &now))
+                });
+            }
+        }
         ToCore::Snapshot { id, message } => {
             core.on_lifecycle(move |c| c.publish(c.lifecycle.snapshot(Some(&id), &message)))
         }

@@ -344,3 +344,33 @@ fn memory_bombs_end_the_agent_failed_and_never_the_process() {
         assert!(error.contains("memory"), "{id}: {error}");
     }
 }
+
+#[test]
+fn another_neovims_unsaved_text_never_reaches_the_disk() {
+    let dir = project();
+    let docstring = "src = read_file('app.py')\nwrite_file('app.py', src.replace('def f():', 'def f():\\n    \"\"\"One.\"\"\"'))\nsubmit_result('docstring', ['app.py'])";
+    // Instance A has app.py open with an unsaved line.
+    let a = start(dir.path(), vec![], |_| {});
+    let unsaved = "def f():\n    return 1\n\nUNSAVED_IN_A = True\n";
+    a.send(ToCore::BufferText(chimera::messages::BufferText {
+        path: a.root.join("app.py").to_string_lossy().into_owned(),
+        text: unsaved.into(),
+    }));
+    std::thread::sleep(Duration::from_millis(300));
+    // Instance B (app.py not open there) runs an agent and accepts.
+    let mut b = start(dir.path(), vec![program(docstring), program(docstring)], |_| {});
+    b.spawn("b1", "add a docstring");
+    assert_eq!(b.settled("b1").state, AgentState::Completed);
+    for _ in 0..2 {
+        accept(&b, "b1");
+        b.wait(|m| match m {
+            ToEditor::Resolved { .. } | ToEditor::Notify { .. } => Some(()),
+            _ => None,
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let disk = std::fs::read_to_string(b.root.join("app.py")).unwrap();
+        assert!(!disk.contains("UNSAVED_IN_A"), "A's unsaved text was written: {disk}");
+    }
+    let disk = std::fs::read_to_string(b.root.join("app.py")).unwrap();
+    assert!(disk.contains("\"\"\"One.\"\"\""), "B's accept landed on the disk's text: {disk}");
+}

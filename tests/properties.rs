@@ -200,9 +200,10 @@ proptest! {
                                 let e = store.stable_entry("f.py").unwrap().unwrap();
                                 let result = String::from_utf8(store.blob(&e.hash).unwrap()).unwrap();
                                 // Apply the editor's buffer edit as Neovim would.
-                                if let Some((_, start, end, lines)) = out.buffer_edits.first() {
+                                if let Some(change) = out.buffer_edits.first() {
+                                    let (start, end, lines) = chimera::diff::minimal_edit(&change.base, &change.wanted);
                                     let mut b: Vec<String> = human.lines().map(str::to_owned).collect();
-                                    b.splice(*start..*end, lines.iter().cloned());
+                                    b.splice(start..end, lines);
                                     human = b.join("\n") + "\n";
                                 }
                                 prop_assert_eq!(&human, &result, "buffer and stable agree after accept");

@@ -70,16 +70,39 @@ function handlers.agent(msg)
   end
 end
 
+--- `text` with lines [start, end) replaced by `lines` (0-based, end
+--- exclusive), line endings and the final newline kept.
+local function replaced(text, start, end_, lines)
+  local eol = text:find("\r\n", 1, true) and "\r\n" or "\n"
+  local final = text == "" or text:sub(-#eol) == eol
+  local body = text:sub(-#eol) == eol and text:sub(1, -#eol - 1) or text
+  local old = body == "" and {} or vim.split(body, eol, { plain = true })
+  local out = {}
+  for i = 1, start do
+    table.insert(out, old[i])
+  end
+  vim.list_extend(out, lines)
+  for i = end_ + 1, #old do
+    table.insert(out, old[i])
+  end
+  return table.concat(out, eol) .. ((final and #out > 0) and eol or "")
+end
+
+--- An accepted change (or a rollback) for a loaded buffer: applied as one
+--- undoable change only if the buffer still holds the text it was computed
+--- for; if the human typed meanwhile, the core merges and sends it again.
 function handlers.edit_buffer(msg)
-  local buf = require("chimera.buffers").find(msg.path)
+  local buffers = require("chimera.buffers")
+  local buf = buffers.find(msg.path)
   if not buf then
     -- The buffer went away between accept and now: write through the file instead.
     buf = vim.fn.bufadd(msg.path)
     vim.fn.bufload(buf)
   end
-  local count = vim.api.nvim_buf_line_count(buf)
-  if msg["end"] > count then
-    notify(("cannot apply proposal %s to %s: the buffer changed"):format(msg.id, msg.path), vim.log.levels.ERROR)
+  local now = buffers.text(buf)
+  if now ~= msg.expect then
+    local wanted = replaced(msg.expect, msg.start, msg["end"], msg.lines)
+    require("chimera.loader").require().buffer_moved(msg.id, msg.path, msg.expect, wanted, now)
     return
   end
   -- Close the current undo block so `u` undoes exactly this accept.

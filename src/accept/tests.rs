@@ -110,7 +110,11 @@ fn loaded_buffers_get_one_minimal_edit_instead_of_a_disk_write() {
     let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
     assert_eq!(
         out.buffer_edits,
-        vec![("a.py".to_owned(), 1, 2, vec!["B".to_owned()])]
+        vec![BufferChange {
+            path: "a.py".into(),
+            base: "a\nb\nc\n".into(),
+            wanted: "a\nB\nc\n".into()
+        }]
     );
     assert_eq!(
         disk(&f, "a.py").unwrap(),
@@ -130,7 +134,11 @@ fn human_edits_elsewhere_are_merged_and_overlaps_conflict() {
     let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
     assert_eq!(
         out.buffer_edits,
-        vec![("a.py".to_owned(), 4, 5, vec!["FIVE".to_owned()])]
+        vec![BufferChange {
+            path: "a.py".into(),
+            base: "ONE\n2\n3\n4\n5\n".into(),
+            wanted: "ONE\n2\n3\n4\nFIVE\n".into()
+        }]
     );
     assert_eq!(stable(&f, "a.py").unwrap(), "ONE\n2\n3\n4\nFIVE\n");
 

@@ -30,6 +30,7 @@ pub fn announce(out: &Outcome, root: &Path) -> Vec<ToEditor> {
             start: e.start,
             end: e.end,
             lines: e.lines.clone(),
+            expect: e.base.clone(),
         });
     }
     for c in &out.changes {

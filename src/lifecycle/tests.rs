@@ -132,3 +132,24 @@ fn a_failed_accept_keeps_the_proposal_and_says_why() {
     assert!(kinds.last().unwrap().contains("changed on disk"), "{kinds:?}");
     assert_eq!(lc.store.agent("ag").unwrap().state, AgentState::Completed);
 }
+
+#[test]
+fn a_buffer_that_moved_under_an_accept_gets_the_edit_again_for_its_new_text() {
+    let (_dir, lc) = lifecycle(&[("a.py", "def f():\n    return 1\n\n\ndef g():\n    pass\n")]);
+    let p = ProjectPath::parse("a.py").unwrap();
+    let base = "def f():\n    return 1\n\n\ndef g():\n    pass\n";
+    let wanted = "def f():\n    return 1\n\n\ndef g():\n    \"\"\"G.\"\"\"\n    pass\n";
+    // A formatter added a line at the top between the accept and its edit.
+    let now = format!("import os\n{base}");
+    let out = lc.buffer_moved("ag", &p, base, wanted, &now);
+    assert_eq!(out.buffer_edits.len(), 1);
+    let e = &out.buffer_edits[0];
+    assert_eq!((e.start, e.end, e.lines.clone(), e.base.as_str()), (6, 6, vec!["    \"\"\"G.\"\"\"".to_owned()], now.as_str()));
+    let stable = lc.store.blob(&lc.store.stable_entry("a.py").unwrap().unwrap().hash).unwrap();
+    assert_eq!(String::from_utf8(stable).unwrap(), format!("import os\n{wanted}"));
+    // Typed into the same lines: the human's text wins, and they are told.
+    let clash = base.replace("    pass", "    return 0");
+    let out = lc.buffer_moved("ag", &p, base, wanted, &clash);
+    assert!(out.buffer_edits.is_empty());
+    assert!(out.notices[0].1.contains("your text was kept"), "{:?}", out.notices);
+}

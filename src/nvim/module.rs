@@ -200,6 +200,21 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "buffer_moved",
+        lua.create_function(
+            |_, (id, path, base, wanted, now): (String, String, mlua::String, mlua::String, mlua::String)| {
+                let text = |s: mlua::String| String::from_utf8_lossy(&s.as_bytes()).into_owned();
+                send(ToCore::BufferMoved {
+                    id,
+                    path,
+                    base: text(base),
+                    wanted: text(wanted),
+                    now: text(now),
+                })
+            },
+        )?,
+    )?;
+    t.set(
         "reject_hunk",
         lua.create_function(|_, (id, hunk): (String, usize)| {
             send(ToCore::RejectHunk { id, hunk })

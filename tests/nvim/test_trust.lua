@@ -42,6 +42,29 @@ h.test("'completed' means the proposal is there: accept at once, every time", fu
   end
 end)
 
+h.test("an accept lands where the text now is, whatever was typed before it arrived", function()
+  local src = "def f():\n    return 1\n\n\ndef g():\n    pass\n"
+  local doc = "```python\nwrite_file('a.py', read_file('a.py').replace('def g():\\n', 'def g():\\n    \"\"\"G.\"\"\"\\n'))\nsubmit_result('doc', ['a.py'])\n```"
+  h.project({ ["a.py"] = src })
+  h.setup((h.fake_llm({ { text = doc } })))
+  vim.cmd.edit("a.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("document g")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  chimera.accept(id)
+  -- Before the core's answer arrives, a formatter adds an import on top.
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "import os" })
+  h.wait_for("accepted", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.wait_for("the docstring in g", function()
+    return vim.tbl_contains(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '    """G."""')
+  end)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    { "import os", "def f():", "    return 1", "", "", "def g():", '    """G."""', "    pass" },
+    "the typed line and the accepted one, each where it belongs")
+end)
+
 --- Runs `body` (Lua) in a second, fresh Neovim in `dir`, as a person
 --- starting Neovim again; returns what it wrote with `report(value)`.
 local function in_new_neovim(dir, body)
