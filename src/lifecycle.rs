@@ -630,6 +630,14 @@ impl Lifecycle {
             out = out.then(self.stable_changed(p));
         }
         out.snapshots = self.store.snapshots().ok();
+        let written: Vec<String> = plan
+            .restore
+            .iter()
+            .chain(&plan.delete)
+            .filter(|p| !buffers.contains_key(*p))
+            .map(|p| self.root.join(p).to_string_lossy().into_owned())
+            .collect();
+        out.replies.push(ToEditor::FilesWritten { paths: written });
         let undo = applied
             .before
             .map(|s| format!("\n(:Chimera rollback {} undoes it.)", s.id))

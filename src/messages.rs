@@ -140,6 +140,9 @@ pub enum ToEditor {
         files: Vec<String>,
         hunk: Option<usize>,
     },
+    /// The core wrote these files on disk (absolute paths): a buffer that
+    /// shows one unmodified is reloaded, so it is never left stale.
+    FilesWritten { paths: Vec<String> },
     /// Text streamed from the LLM for an agent (progress display).
     Progress { id: String, message: String },
     /// Answer to [`ToCore::CheckLlm`].

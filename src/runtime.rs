@@ -586,7 +586,13 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
     match msg {
         ToCore::History => send_snapshots(core),
         ToCore::RemoraEnable { confirmed } => match &core.remora {
-            Some(w) => w.send(remora::Job::Enable { confirmed }),
+            // Through the lifecycle thread: behind the initial import, so
+            // an enable typed right after start sees the whole project.
+            Some(_) => core.on_lifecycle(move |c| {
+                if let Some(w) = &c.remora {
+                    w.send(remora::Job::Enable { confirmed })
+                }
+            }),
             None => core.notify(
                 Level::Warn,
                 "Chimera: Remora needs `remora.index = true` in setup{}",

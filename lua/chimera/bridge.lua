@@ -110,12 +110,28 @@ function handlers.edit_buffer(msg)
   vim.api.nvim_buf_set_lines(buf, msg.start, msg["end"], false, msg.lines)
 end
 
+--- Reloads the loaded, unmodified buffers of `paths` (files the core wrote
+--- on disk), without a prompt; a modified buffer is left to the human.
+function M.reload(paths)
+  for _, path in ipairs(paths or {}) do
+    local buf = vim.fn.bufnr(path)
+    if buf > 0 and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
+      vim.api.nvim_buf_call(buf, function()
+        vim.cmd("silent! edit")
+      end)
+    end
+  end
+end
+
 function handlers.resolved(msg)
   emit(msg.accepted and "ChimeraAccepted" or "ChimeraRejected", { id = msg.id, files = msg.files, hunk = msg.hunk })
-  -- Files written on disk: reload buffers that show them unmodified.
   if msg.accepted then
-    vim.cmd("checktime")
+    M.reload(msg.files)
   end
+end
+
+function handlers.files_written(msg)
+  M.reload(msg.paths)
 end
 
 function handlers.progress(msg)

@@ -36,6 +36,15 @@ local function push(buf)
   end
 end
 
+-- bufnr -> pushes made so far: a debounced push scheduled before a flush
+-- is dropped, so it can never arrive after (and undo) what followed it.
+local pushes = {}
+
+local function push_now(buf)
+  pushes[buf] = (pushes[buf] or 0) + 1
+  push(buf)
+end
+
 local function schedule_push(buf)
   local delay = state.config and state.config.sync.debounce_ms or 100
   local timer = timers[buf]
@@ -44,9 +53,12 @@ local function schedule_push(buf)
     timers[buf] = timer
   end
   timer:stop()
+  local seen = pushes[buf]
   timer:start(delay, 0, function()
     vim.schedule(function()
-      push(buf)
+      if pushes[buf] == seen then
+        push_now(buf)
+      end
     end)
   end)
 end
@@ -82,6 +94,7 @@ end
 function M.detach(buf)
   local path = attached[buf]
   attached[buf] = nil
+  pushes[buf] = nil
   if timers[buf] then
     timers[buf]:stop()
     timers[buf]:close()
@@ -95,12 +108,13 @@ function M.detach(buf)
   end
 end
 
---- Pushes `buf` now (on write, and before an accept).
+--- Pushes `buf` now (on write, and before an accept or a rollback, which
+--- carry the same text: a debounced push of it must not arrive after them).
 function M.flush(buf)
   if timers[buf] then
     timers[buf]:stop()
   end
-  push(buf)
+  push_now(buf)
 end
 
 --- The loaded buffer showing `path`, if any.

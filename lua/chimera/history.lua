@@ -33,6 +33,9 @@ local function buffer_texts()
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     local name = vim.api.nvim_buf_get_name(buf)
     if vim.api.nvim_buf_is_loaded(buf) and state.root and vim.startswith(name, state.root .. "/") then
+      if buffers.find(name) == buf then
+        buffers.flush(buf)
+      end
       table.insert(texts, { path = name, text = buffers.text(buf) })
     end
   end
@@ -88,10 +91,8 @@ function M.rollback_done(msg)
   if msg.dry_run then
     vim.api.nvim_echo({ { msg.message } }, true, {})
   else
+    -- The files it wrote on disk were reloaded (files_written).
     notify(msg.message, msg.ok and vim.log.levels.INFO or vim.log.levels.ERROR)
-    if msg.ok then
-      vim.cmd("checktime")
-    end
   end
   vim.api.nvim_exec_autocmds("User", {
     pattern = "ChimeraRollback",

@@ -296,6 +296,7 @@ function M.accept(id, opts)
   for _, f in ipairs(state.proposals[id] or {}) do
     local buf = buffers.find(f.path)
     if buf then
+      buffers.flush(buf)
       table.insert(texts, { path = f.path, text = buffers.text(buf) })
     end
   end

@@ -258,7 +258,11 @@ fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, String> {
         expect: crate::rootfs::Expect::Content(crate::store::hash_bytes(text.as_bytes())),
     };
     match crate::rootfs::write_all(&ctx.root, &[write]) {
-        Ok(()) => {}
+        // A buffer Neovim loaded just before the write (the core had not
+        // heard of it yet) would be left stale: the editor reloads it.
+        Ok(()) => ctx.sink.send(ToEditor::FilesWritten {
+            paths: vec![ctx.root.join(path).to_string_lossy().into_owned()],
+        }),
         Err(crate::rootfs::DiskError::Changed(_)) => return Ok(false),
         Err(e) => return Err(e.to_string()),
     }

@@ -157,4 +157,43 @@ h.test("chat with a node, review its proposal in the panel, history survives a r
   end, 10000)
 end)
 
+h.test("remora enable, then a file opened at once: the buffer is never left stale", function()
+  for round = 1, 4 do
+    local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL, ["loader.py"] = "def load_all():\n    return []\n" })
+    h.setup("http://127.0.0.1:9", { remora = { ids = "inline" } })
+    chimera.start()
+    -- As a person types it: enable, then open a file, no waiting between.
+    vim.cmd("Chimera remora enable --yes")
+    if round % 2 == 1 then
+      vim.cmd.edit("loader.py")
+    else
+      -- The core hears of the buffer only after it wrote the file: what a
+      -- busy editor sees when its push comes late.
+      vim.o.eventignore = "all"
+      vim.cmd.edit("loader.py")
+      vim.o.eventignore = ""
+    end
+    local buf = vim.api.nvim_get_current_buf()
+    h.wait_for("round " .. round .. ": IDs in loader.py", function()
+      local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+      return (h.read(root .. "/loader.py") or ""):find("# rm_", 1, true) ~= nil or text:find("# rm_", 1, true) ~= nil
+    end, 10000)
+    vim.wait(500)
+    local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n"
+    local disk = h.read(root .. "/loader.py")
+    h.truthy(text:find("# rm_", 1, true), "round " .. round .. ": IDs in the buffer: " .. text)
+    if disk:find("# rm_", 1, true) then
+      -- Written on disk before the buffer was known: the buffer shows it.
+      h.eq(text, disk, "round " .. round .. ": the buffer shows the file as it is")
+      h.eq(vim.bo[buf].modified, false, "round " .. round .. ": nothing to write")
+    else
+      -- Given to the buffer: the file is as the buffer read it, so :write
+      -- never says it changed since reading.
+      h.eq(disk, "def load_all():\n    return []\n", "round " .. round .. ": the file untouched")
+    end
+    chimera.stop()
+    vim.cmd("silent! %bwipeout!")
+  end
+end)
+
 h.finish()

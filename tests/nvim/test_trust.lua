@@ -28,8 +28,12 @@ h.test("'completed' means the proposal is there: accept at once, every time", fu
     local id = chimera.spawn("return the next number")
     local st = chimera.wait(id, 20000)
     if st ~= "completed" then
-      local reqs = vim.split(h.read(log) or "", "\n", { trimempty = true })
-      error(("round %d: %s; the model saw: %s"):format(i, st, reqs[i] and vim.json.decode(reqs[i]).messages[2].content or "?"))
+      local seen = {}
+      for _, r in ipairs(vim.split(h.read(log) or "", "\n", { trimempty = true })) do
+        local msgs = vim.json.decode(r).messages
+        table.insert(seen, (msgs[#msgs].content:match("return %d+") or "?") .. " (" .. #msgs .. " messages)")
+      end
+      error(("round %d: %s; the model saw, request by request: %s"):format(i, st, table.concat(seen, ", ")))
     end
     -- No waiting for ghost text: the person sees "completed" and accepts.
     h.eq(#chimera.proposals({ bufnr = buf }), 1, "round " .. i .. ": the proposal with its state")
