@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NVIM ?= $(shell scripts/install-nvim.sh)
 DEBUG_LIB := $(CURDIR)/target/debug/libchimera.so
 
-.PHONY: all lib test test-core test-lua test-scripts debug-lib demo bench eval crash-test clean
+.PHONY: all lib test test-core test-lua test-scripts debug-lib demo bench eval crash-test sim clean
 
 all: lib
 
@@ -36,6 +36,12 @@ test-scripts: debug-lib
 crash-test: debug-lib
 	CHIMERA_CRASH_CYCLES=500 cargo test --no-default-features --test crash -- --nocapture sigkill
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 500
+
+## The lifecycle simulation, 1,000,000 steps (make test runs 10,000);
+## SIM_STEPS and SIM_SEED choose another run.
+sim:
+	CHIMERA_SIM_STEPS=$${SIM_STEPS:-1000000} $${SIM_SEED:+CHIMERA_SIM_SEED=$$SIM_SEED} \
+	  cargo test --release --no-default-features --test simulation -- --nocapture
 
 demo:
 	scripts/demo.sh

@@ -421,7 +421,10 @@ impl Lifecycle {
             .into_iter()
             .map(|e| BufferEdit::between(id, &e.path, &e.base, &e.wanted))
             .collect();
-        out.changed_paths = done.files.clone();
+        // Other proposals on these files now stand on the accepted text.
+        for path in &done.files {
+            out = out.then(self.stable_changed(path));
+        }
         out.verdicts.push((
             id.to_owned(),
             Verdict::Accepted {

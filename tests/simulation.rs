@@ -1,0 +1,595 @@
+//! Deterministic simulation of the lifecycle, the way Turso and FoundationDB
+//! test: a seeded random interleaving of what people and agents do — typing
+//! in buffers and on disk (with the watcher late or on time), opening,
+//! saving and closing files, agents writing and finishing, accepts (whole
+//! and by hunk, with the human typing before the edit arrives), rejects with
+//! and without feedback, cancels, restarts, purges, snapshots and rollbacks
+//! — driven through the real lifecycle, store and file system, and checked
+//! after every step against a simple model:
+//!
+//! - no line the human typed is lost (until they roll back);
+//! - no temporary file is left, nothing is written outside the root;
+//! - no agent is `running` without a task;
+//! - every snapshot can be restored (every file it names is stored);
+//! - every proposal shown is based on the human's current text, or marked
+//!   conflicted; the store's view equals the buffers and the disk.
+//!
+//! `CHIMERA_SIM_STEPS` (default 10,000, split over several seeds) and
+//! `CHIMERA_SIM_SEED` (one seed) choose the run; a failure prints the seed
+//! and step to replay it. `make sim` runs 1,000,000 steps.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chimera::lifecycle::{BufferEdit, Lifecycle, Outcome};
+use chimera::overlay::Overlay;
+use chimera::paths::ProjectPath;
+use chimera::store::{AgentRecord, AgentState, Store};
+use chimera::sync::OpenBuffers;
+
+/// splitmix64: small, fast, and the same everywhere.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        (!items.is_empty()).then(|| &items[self.below(items.len())])
+    }
+}
+
+const FILES: usize = 4;
+
+fn original(i: usize) -> String {
+    (0..8).map(|k| format!("f{i} line {k}\n")).collect()
+}
+
+fn pp(p: &str) -> ProjectPath {
+    ProjectPath::parse(p).unwrap()
+}
+
+/// `text` with lines `[start, end)` replaced, as Neovim's set_lines does.
+fn set_lines(text: &str, start: usize, end: usize, lines: &[String]) -> String {
+    let mut all: Vec<String> = text.lines().map(str::to_owned).collect();
+    all.splice(start..end.min(all.len()), lines.iter().cloned());
+    if all.is_empty() {
+        String::new()
+    } else {
+        all.join("\n") + "\n"
+    }
+}
+
+struct Sim {
+    rng: Rng,
+    seed: u64,
+    step: usize,
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    outside: tempfile::TempDir,
+    store: Arc<Store>,
+    lc: Lifecycle,
+    restarts: usize,
+    /// What the editor shows: open buffers by project path.
+    buffers: BTreeMap<String, String>,
+    /// Disk changes the watcher has not reported yet.
+    unreported: BTreeSet<String>,
+    /// Agents with a task (the model's idea of "running").
+    working: BTreeSet<String>,
+    /// Lines the human typed since the last rollback, and their file.
+    typed: BTreeMap<String, String>,
+    counter: usize,
+    stats: BTreeMap<&'static str, usize>,
+    /// The last steps, for the failure message.
+    recent: std::collections::VecDeque<&'static str>,
+}
+
+impl Sim {
+    fn new(seed: u64) -> Self {
+        // On a RAM disk when there is one: the fsyncs of accepts would
+        // otherwise be most of the time.
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            tempfile::tempdir_in(shm).unwrap()
+        } else {
+            tempfile::tempdir().unwrap()
+        };
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        for i in 0..FILES {
+            std::fs::write(root.join(format!("f{i}.py")), original(i)).unwrap();
+        }
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        let store = Arc::new(Store::open(&root).unwrap());
+        let buffers = OpenBuffers::default();
+        chimera::sync::import(&store, &root, 1 << 20, &buffers).unwrap();
+        let lc = Self::lifecycle(&store, &root, buffers, 0);
+        Self {
+            rng: Rng(seed),
+            seed,
+            step: 0,
+            _dir: dir,
+            root,
+            outside,
+            store,
+            lc,
+            restarts: 0,
+            buffers: BTreeMap::new(),
+            unreported: BTreeSet::new(),
+            working: BTreeSet::new(),
+            typed: BTreeMap::new(),
+            counter: 0,
+            stats: BTreeMap::new(),
+            recent: Default::default(),
+        }
+    }
+
+    fn lifecycle(store: &Arc<Store>, root: &Path, buffers: OpenBuffers, generation: usize) -> Lifecycle {
+        Lifecycle {
+            store: store.clone(),
+            root: root.to_path_buf(),
+            buffers,
+            max_file_bytes: 1 << 20,
+            feedback_rounds: 2,
+            owner: format!("sim-{generation}"),
+        }
+    }
+
+    fn fresh(&mut self) -> usize {
+        self.counter += 1;
+        self.counter
+    }
+
+    fn human_files(&self) -> Vec<String> {
+        (0..FILES).map(|i| format!("f{i}.py")).collect()
+    }
+
+    fn disk(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.join(path)).ok()
+    }
+
+    /// The human's text of `path`: the buffer if open, else the disk.
+    fn truth(&self, path: &str) -> Option<String> {
+        self.buffers.get(path).cloned().or_else(|| self.disk(path))
+    }
+
+    fn agents_in(&self, state: AgentState) -> Vec<String> {
+        self.store
+            .agents()
+            .unwrap()
+            .into_iter()
+            .filter(|a| a.state == state)
+            .map(|a| a.id)
+            .collect()
+    }
+
+    fn buffer_map(&self) -> HashMap<String, String> {
+        self.buffers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    // ---- the editor's side of an outcome ---------------------------------
+
+    fn apply(&mut self, out: Outcome) {
+        for e in out.buffer_edits.clone() {
+            self.edit_buffer(e, 0);
+        }
+        for rec in out.run {
+            self.work(&rec.id);
+        }
+    }
+
+    /// The editor receives an edit for a loaded buffer: applied if the text
+    /// is what it was made for, else sent back to be merged.
+    fn edit_buffer(&mut self, e: BufferEdit, depth: usize) {
+        let Some(now) = self.buffers.get(&e.path).cloned() else {
+            return;
+        };
+        // Sometimes the human types before the edit arrives (and their
+        // keystrokes may be pushed first, or not yet).
+        let now = if depth == 0 && self.rng.chance(15) {
+            let typed = self.type_into(&e.path, &now);
+            if self.rng.chance(50) {
+                let out = self.lc.buffer_text(&pp(&e.path), &typed);
+                self.apply(out);
+            }
+            typed
+        } else {
+            now
+        };
+        if now == e.base {
+            let text = set_lines(&now, e.start, e.end, &e.lines);
+            self.buffers.insert(e.path.clone(), text.clone());
+            let out = self.lc.buffer_text(&pp(&e.path), &text);
+            self.apply(out);
+        } else {
+            assert!(depth < 5, "buffer edits never settle");
+            let wanted = set_lines(&e.base, e.start, e.end, &e.lines);
+            *self.stats.entry("buffer moved").or_default() += 1;
+            let out = self
+                .lc
+                .buffer_moved(&e.agent, &pp(&e.path), &e.base, &wanted, &now);
+            for e2 in out.buffer_edits.clone() {
+                self.edit_buffer(e2, depth + 1);
+            }
+        }
+    }
+
+    /// `text` with a new human line at a random place; remembered.
+    fn type_into(&mut self, path: &str, text: &str) -> String {
+        let n = self.fresh();
+        let marker = format!("# human {n}");
+        let lines = text.lines().count();
+        let at = self.rng.below(lines + 1);
+        let typed = set_lines(text, at, at, std::slice::from_ref(&marker));
+        self.buffers.insert(path.to_owned(), typed.clone());
+        self.typed.insert(marker, path.to_owned());
+        typed
+    }
+
+    // ---- an agent's work ------------------------------------------------
+
+    /// `id` runs: it writes into its overlay (or is left working).
+    fn work(&mut self, id: &str) {
+        let out = self.lc.start(id);
+        self.apply(out);
+        self.working.insert(id.to_owned());
+        let store = self.store.clone();
+        let ov = Overlay::new(&store, id, 1 << 20);
+        for _ in 0..1 + self.rng.below(2) {
+            match self.rng.below(10) {
+                0 => {
+                    // Through the link out of the project: never to land.
+                    let p = pp(&format!("out/escape_{id}.py"));
+                    ov.write(&p, b"escaped\n").unwrap();
+                }
+                1 | 2 => {
+                    let p = pp(&format!("new_{}.py", self.fresh()));
+                    ov.write(&p, format!("made by {id}\n").as_bytes()).unwrap();
+                }
+                3 => {
+                    let news: Vec<String> = ov
+                        .files()
+                        .unwrap()
+                        .into_iter()
+                        .filter(|f| f.starts_with("new_"))
+                        .collect();
+                    if let Some(f) = self.rng.pick(&news).cloned() {
+                        ov.delete(&pp(&f)).unwrap();
+                    }
+                }
+                _ => {
+                    let files = self.human_files();
+                    let f = self.rng.pick(&files).unwrap().clone();
+                    let Ok(text) = ov.read_text(&pp(&f)) else { continue };
+                    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                    // Agents change their own and the original lines, never
+                    // the human's: a human line may only go by a conflict.
+                    let theirs: Vec<usize> = (0..lines.len())
+                        .filter(|&k| !lines[k].starts_with("# human"))
+                        .collect();
+                    if self.rng.chance(50) || theirs.is_empty() {
+                        let at = self.rng.below(lines.len() + 1);
+                        lines.insert(at, format!("{id} added {}", self.fresh()));
+                    } else {
+                        let k = *self.rng.pick(&theirs).unwrap();
+                        lines[k] = format!("{} / {id}", lines[k]);
+                    }
+                    let new = lines.join("\n") + "\n";
+                    ov.write(&pp(&f), new.as_bytes()).unwrap();
+                }
+            }
+        }
+        if self.rng.chance(70) {
+            self.finish(id);
+        }
+    }
+
+    fn finish(&mut self, id: &str) {
+        self.working.remove(id);
+        let out = if self.rng.chance(10) {
+            self.lc.fail(id, "the model gave up")
+        } else {
+            self.lc.complete(id, "done", 1)
+        };
+        self.apply(out);
+    }
+
+    // ---- one random step ------------------------------------------------
+
+    fn step(&mut self) {
+        let choice = self.rng.below(100);
+        let name = match choice {
+            0..=11 => {
+                let open: Vec<String> = self.buffers.keys().cloned().collect();
+                let Some(path) = self.rng.pick(&open).cloned() else { return };
+                let text = self.buffers[&path].clone();
+                let typed = self.type_into(&path, &text);
+                let out = self.lc.buffer_text(&pp(&path), &typed);
+                self.apply(out);
+                "type in a buffer"
+            }
+            12..=19 => {
+                let closed: Vec<String> = self
+                    .human_files()
+                    .into_iter()
+                    .filter(|f| !self.buffers.contains_key(f))
+                    .collect();
+                let Some(path) = self.rng.pick(&closed).cloned() else { return };
+                let text = self.disk(&path).unwrap_or_default();
+                let typed = self.type_into(&path, &text);
+                self.buffers.remove(&path);
+                std::fs::write(self.root.join(&path), typed).unwrap();
+                if self.rng.chance(50) {
+                    let out = self.lc.disk_changed(&pp(&path));
+                    self.apply(out);
+                } else {
+                    self.unreported.insert(path);
+                }
+                "type on disk"
+            }
+            20..=24 => {
+                let late: Vec<String> = self.unreported.iter().cloned().collect();
+                let Some(path) = self.rng.pick(&late).cloned() else { return };
+                self.unreported.remove(&path);
+                let out = self.lc.disk_changed(&pp(&path));
+                self.apply(out);
+                "the watcher reports"
+            }
+            25..=29 => {
+                let closed: Vec<String> = self
+                    .human_files()
+                    .into_iter()
+                    .filter(|f| !self.buffers.contains_key(f) && !self.unreported.contains(f))
+                    .collect();
+                let Some(path) = self.rng.pick(&closed).cloned() else { return };
+                let text = self.disk(&path).unwrap_or_default();
+                self.buffers.insert(path.clone(), text.clone());
+                let out = self.lc.buffer_text(&pp(&path), &text);
+                self.apply(out);
+                "open a file"
+            }
+            30..=33 => {
+                let open: Vec<String> = self.buffers.keys().cloned().collect();
+                let Some(path) = self.rng.pick(&open).cloned() else { return };
+                // :wq — the buffer is saved, then closed.
+                let text = self.buffers.remove(&path).unwrap();
+                std::fs::write(self.root.join(&path), text).unwrap();
+                let out = self.lc.buffer_closed(&pp(&path));
+                self.apply(out);
+                "save and close"
+            }
+            34..=45 => {
+                let id = format!("a{}", self.fresh());
+                let out = self.lc.spawn(AgentRecord {
+                    owner: self.lc.owner.clone(),
+                    ..AgentRecord::new(id.clone(), "sim")
+                });
+                self.apply(out);
+                self.work(&id);
+                "spawn an agent"
+            }
+            46..=52 => {
+                let w: Vec<String> = self.working.iter().cloned().collect();
+                let Some(id) = self.rng.pick(&w).cloned() else { return };
+                self.finish(&id);
+                "an agent finishes"
+            }
+            53..=67 => {
+                let done = self.agents_in(AgentState::Completed);
+                let Some(id) = self.rng.pick(&done).cloned() else { return };
+                let hunk = self.rng.chance(30).then(|| 1 + self.rng.below(3));
+                let out = self.lc.accept(&id, self.buffer_map(), hunk);
+                self.apply(out);
+                "accept"
+            }
+            68..=75 => {
+                let done = self.agents_in(AgentState::Completed);
+                let Some(id) = self.rng.pick(&done).cloned() else { return };
+                let out = if self.rng.chance(30) {
+                    self.lc.reject_hunk(&id, 1 + self.rng.below(2))
+                } else if self.rng.chance(50) {
+                    self.lc.reject(&id, Some("try again"))
+                } else {
+                    self.lc.reject(&id, None)
+                };
+                self.apply(out);
+                "reject"
+            }
+            76..=78 => {
+                let w: Vec<String> = self.working.iter().cloned().collect();
+                let Some(id) = self.rng.pick(&w).cloned() else { return };
+                self.working.remove(&id);
+                let out = self.lc.cancel(&id);
+                self.apply(out);
+                "cancel"
+            }
+            79..=85 => {
+                let out = self.lc.snapshot(None, "sim");
+                self.apply(out);
+                "snapshot"
+            }
+            86..=90 => {
+                let snaps = self.store.snapshots().unwrap();
+                let Some(s) = self.rng.pick(&snaps).cloned() else { return };
+                // Every late disk change is in: a rollback is a deliberate act.
+                for p in std::mem::take(&mut self.unreported) {
+                    let out = self.lc.disk_changed(&pp(&p));
+                    self.apply(out);
+                }
+                let out = self.lc.rollback(&s.id, false, &self.buffer_map());
+                let ok = out
+                    .replies
+                    .iter()
+                    .any(|r| matches!(r, chimera::messages::ToEditor::Rollback { ok: true, .. }));
+                assert!(ok, "rollback to {} failed: {:?}", s.id, out.replies);
+                self.apply(out);
+                // Going back is the human's choice: their later lines may go.
+                self.typed.clear();
+                "rollback"
+            }
+            91..=94 => {
+                // Neovim quits and starts again: the working agents are
+                // recovered and run again; buffers are pushed again.
+                self.restarts += 1;
+                let buffers = OpenBuffers::default();
+                self.lc = Self::lifecycle(&self.store, &self.root, buffers, self.restarts);
+                self.working.clear();
+                for p in std::mem::take(&mut self.unreported) {
+                    let out = self.lc.disk_changed(&pp(&p));
+                    self.apply(out);
+                }
+                let out = self.lc.recover(i64::MAX / 4, 0);
+                self.apply(out);
+                for (path, text) in self.buffers.clone() {
+                    let out = self.lc.buffer_text(&pp(&path), &text);
+                    self.apply(out);
+                }
+                "restart"
+            }
+            _ => {
+                let out = self.lc.purge(0);
+                self.apply(out);
+                "purge"
+            }
+        };
+        *self.stats.entry(name).or_default() += 1;
+        self.recent.push_back(name);
+        if self.recent.len() > 8 {
+            self.recent.pop_front();
+        }
+    }
+
+    // ---- what must hold after every step ----------------------------------
+
+    fn check(&self) {
+        let at = format!("seed {} step {} (after {:?})", self.seed, self.step, self.recent);
+        for (marker, path) in &self.typed {
+            let text = self.truth(path).unwrap_or_default();
+            assert!(
+                text.lines().any(|l| l == marker),
+                "{at}: the human's line {marker:?} is gone from {path}:\n{text}"
+            );
+        }
+        for e in walk(&self.root) {
+            let name = e.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.contains(".chimera-"), "{at}: a temporary file was left: {}", e.display());
+        }
+        let outside: Vec<_> = std::fs::read_dir(self.outside.path()).unwrap().collect();
+        assert!(outside.is_empty(), "{at}: something was written outside the root");
+        for a in self.store.agents().unwrap() {
+            if a.state == AgentState::Running {
+                assert!(self.working.contains(&a.id), "{at}: {} is running without a task", a.id);
+            }
+        }
+        // Only a purge deletes stored contents (a restart purges too).
+        if matches!(self.recent.back(), Some(&("purge" | "restart"))) {
+            for s in self.store.snapshots().unwrap() {
+                for e in self.store.snapshot_manifest(&s.id).unwrap() {
+                    if !e.too_large {
+                        assert!(self.store.blob(&e.hash).is_ok(), "{at}: snapshot {} lost {}", s.id, e.path);
+                    }
+                }
+            }
+        }
+        for path in self.human_files() {
+            if self.unreported.contains(&path) {
+                continue;
+            }
+            let stable = self
+                .store
+                .stable_entry(&path)
+                .unwrap()
+                .map(|e| String::from_utf8(self.store.blob(&e.hash).unwrap()).unwrap());
+            assert_eq!(stable, self.truth(&path), "{at}: the store's {path} is not the human's");
+        }
+        for a in self.store.agents().unwrap() {
+            if a.state != AgentState::Completed {
+                continue;
+            }
+            let diffs = chimera::accept::proposal_diffs(&self.store, &a.id);
+            assert!(diffs.is_ok(), "{at}: proposal {} cannot be shown: {:?}", a.id, diffs.err());
+            if a.conflicted {
+                continue;
+            }
+            for f in self.store.proposal_files(&a.id).unwrap() {
+                if self.unreported.contains(&f.path) {
+                    continue;
+                }
+                let current = self.store.stable_entry(&f.path).unwrap().map(|e| e.hash);
+                assert_eq!(current, f.base_hash, "{at}: proposal {} on {} is stale", a.id, f.path);
+            }
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name == ".chimera" || name == ".git" {
+            continue;
+        }
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+fn run(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
+    let mut sim = Sim::new(seed);
+    for step in 0..steps {
+        sim.step = step;
+        sim.step();
+        sim.check();
+    }
+    sim.stats
+}
+
+#[test]
+fn the_lifecycle_holds_its_promises_under_random_interleavings() {
+    let steps: usize = std::env::var("CHIMERA_SIM_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
+    // Many short histories rather than a few long ones: each explores its
+    // own interleaving, and the checks stay as cheap at step 1,000,000.
+    const PER_SEED: usize = 1_000;
+    let seeds: Vec<u64> = match std::env::var("CHIMERA_SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(seed) => vec![seed],
+        None => (1..=steps.div_ceil(PER_SEED) as u64).collect(),
+    };
+    let per_seed = if seeds.len() == 1 { steps } else { PER_SEED };
+    let started = std::time::Instant::now();
+    let mut total: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for seed in &seeds {
+        for (k, v) in run(*seed, per_seed) {
+            *total.entry(k).or_default() += v;
+        }
+    }
+    println!(
+        "simulation: {} steps over {} seeds in {:.1} s: {total:?}",
+        per_seed * seeds.len(),
+        seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    // Every kind of step happened, so the run tested what it claims.
+    for kind in ["accept", "reject", "rollback", "restart", "buffer moved", "the watcher reports"] {
+        assert!(total.get(kind).copied().unwrap_or(0) > 0, "no {kind:?} step: {total:?}");
+    }
+}
