@@ -189,21 +189,38 @@ impl Lifecycle {
         }
     }
 
-    /// A new agent, `queued`.
-    pub fn spawn(&self, rec: AgentRecord) -> Outcome {
+    /// A new agent, `queued`. One the store cannot record (a read-only
+    /// project, a broken database) is announced `failed` with the reason
+    /// at once — the editor already shows it queued — and `created` is false.
+    pub fn spawn(&self, rec: AgentRecord) -> (Outcome, bool) {
         let id = rec.id.clone();
         match self.store.agent_insert(&rec) {
-            Ok(()) => Outcome {
-                changes: vec![Change {
-                    agent: rec,
-                    shown: Shown::Unchanged,
-                }],
-                ..Outcome::default()
-            },
-            Err(e) => Outcome::notice(
-                Level::Error,
-                format!("Chimera: cannot create agent {id}: {e}"),
+            Ok(()) => (
+                Outcome {
+                    changes: vec![Change {
+                        agent: rec,
+                        shown: Shown::Unchanged,
+                    }],
+                    ..Outcome::default()
+                },
+                true,
             ),
+            Err(e) => {
+                let reason = format!("cannot record the agent: {e}");
+                let mut out = Outcome::notice(
+                    Level::Error,
+                    format!("Chimera: cannot create agent {id}: {e}"),
+                );
+                out.changes.push(Change {
+                    agent: AgentRecord {
+                        state: AgentState::Failed,
+                        error: Some(reason),
+                        ..rec
+                    },
+                    shown: Shown::Unchanged,
+                });
+                (out, false)
+            }
         }
     }
 

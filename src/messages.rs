@@ -69,7 +69,10 @@ pub enum ToCore {
         buffers: Vec<BufferText>,
     },
     /// Send the effects after `since` (of `kind`) ([`ToEditor::Effects`]).
-    Effects { since: i64, kind: Option<String> },
+    Effects {
+        since: EffectsSince,
+        kind: Option<String>,
+    },
     /// Start agent `id` on `task` with the project as in snapshot `snapshot`.
     Fork {
         id: String,
@@ -93,6 +96,15 @@ pub enum ToCore {
     NodeHistory { node_id: String },
     /// Stop everything; Neovim is quitting.
     Shutdown,
+}
+
+/// Where a list of effects starts (seed 004: `effects --since <snapshot>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EffectsSince {
+    /// After this sequence number (0: all).
+    Seq(i64),
+    /// After this snapshot was taken.
+    Snapshot(String),
 }
 
 /// The full text of a loaded buffer.

@@ -125,6 +125,36 @@ pub fn find_root(start: &Path) -> PathBuf {
     }
 }
 
+/// Why a folder cannot be a project root.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RootError {
+    #[error("the project root `{0}` does not exist; fix the `root` option (or remove it to use the nearest folder with .git)")]
+    Missing(String),
+    #[error("the project root `{0}` is a file, not a folder; fix the `root` option")]
+    NotAFolder(String),
+    #[error("refusing to make `{0}` a project: Chimera would import and watch every file under it. Start Neovim inside a project (a folder with .git), or set the `root` option")]
+    TooWide(String),
+}
+
+/// Refuses a root no one means: one that does not exist or is a file, the
+/// file system's root, or the home folder when it is not a git project.
+pub fn check_root(root: &Path) -> Result<(), RootError> {
+    let shown = root.display().to_string();
+    match std::fs::metadata(root) {
+        Err(_) => return Err(RootError::Missing(shown)),
+        Ok(m) if !m.is_dir() => return Err(RootError::NotAFolder(shown)),
+        Ok(_) => {}
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let is_home = home
+        .and_then(|h| h.canonicalize().ok())
+        .is_some_and(|h| h == root);
+    if root.parent().is_none() || (is_home && !root.join(".git").exists()) {
+        return Err(RootError::TooWide(shown));
+    }
+    Ok(())
+}
+
 /// The project root: `configured` (relative to `cwd`) if set, else the
 /// nearest ancestor of `cwd` holding `.git`; symlinks resolved.
 pub fn project_root(configured: Option<&Path>, cwd: &Path) -> PathBuf {
@@ -189,6 +219,22 @@ mod tests {
         ));
         let inside = ProjectPath::parse("src/new.py").unwrap();
         assert!(inside.resolve(root.path()).is_ok());
+    }
+
+    #[test]
+    fn roots_no_one_means_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        assert_eq!(check_root(&root), Ok(()));
+        assert!(matches!(check_root(&root.join("typo")), Err(RootError::Missing(_))));
+        std::fs::write(root.join("file"), "x").unwrap();
+        assert!(matches!(check_root(&root.join("file")), Err(RootError::NotAFolder(_))));
+        assert!(matches!(check_root(Path::new("/")), Err(RootError::TooWide(_))));
+        if let Some(home) = std::env::var_os("HOME").and_then(|h| PathBuf::from(h).canonicalize().ok()) {
+            if !home.join(".git").exists() {
+                assert!(matches!(check_root(&home), Err(RootError::TooWide(_))));
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::agent::{self, Job};
 use crate::config::Config;
 use crate::lifecycle::{self, Lifecycle, Outcome, Verdict};
 use crate::llm::LlmClient;
-use crate::messages::{BufferText, Level, ToCore, ToEditor};
+use crate::messages::{BufferText, EffectsSince, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
 use crate::store::{now_ms, AgentRecord, Store};
 use crate::sync::{self, OpenBuffers};
@@ -288,16 +288,25 @@ async fn without_store(
             root.join(".chimera").display()
         ),
     });
+    let reason = format!("the project's database cannot be opened ({error}); see :checkhealth chimera");
     while let Some(msg) = rx.recv().await {
         match msg {
             ToCore::Shutdown => return,
-            ToCore::Spawn { .. } | ToCore::Accept { .. } | ToCore::Reject { .. } => {
-                sink.send(ToEditor::Notify {
-                    level: Level::Error,
-                    message: "Chimera: the database could not be opened; see :checkhealth chimera"
-                        .into(),
-                })
-            }
+            // The editor shows the new agent as queued: it ends at once,
+            // failed with the reason, rather than waiting forever.
+            ToCore::Spawn { id, task, .. } => sink.send(ToEditor::Agent {
+                agent: AgentRecord {
+                    state: crate::store::AgentState::Failed,
+                    error: Some(reason.clone()),
+                    ..AgentRecord::new(id, task)
+                },
+                proposal: None,
+                cleared: false,
+            }),
+            ToCore::Accept { .. } | ToCore::Reject { .. } => sink.send(ToEditor::Notify {
+                level: Level::Error,
+                message: format!("Chimera: {reason}"),
+            }),
             _ => {}
         }
     }
@@ -598,13 +607,22 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
                 "Chimera: Remora needs `remora.index = true` in setup{}",
             ),
         },
-        ToCore::Effects { since, kind } => match core.store.effects(since, kind.as_deref()) {
-            Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
-            Err(e) => core.notify(
-                Level::Warn,
-                format!("Chimera: cannot read the effect log: {e}"),
-            ),
-        },
+        ToCore::Effects { since, kind } => {
+            let effects = match since {
+                EffectsSince::Seq(seq) => core.store.effects(seq, kind.as_deref()),
+                EffectsSince::Snapshot(id) => core
+                    .store
+                    .snapshot_effect_seq(&id)
+                    .and_then(|seq| core.store.effects(seq, kind.as_deref())),
+            };
+            match effects {
+                Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
+                Err(e) => core.notify(
+                    Level::Warn,
+                    format!("Chimera: cannot read the effect log: {e}"),
+                ),
+            }
+        }
         ToCore::NodeChat { node_id, message } => nodes::chat(core, &node_id, message),
         ToCore::Chat {
             id,
@@ -648,8 +666,7 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         ..AgentRecord::new(job.id.clone(), job.task.clone())
     };
     core.on_lifecycle(move |c| {
-        let out = c.lifecycle.spawn(rec);
-        let created = !out.changes.is_empty();
+        let (out, created) = c.lifecycle.spawn(rec);
         c.publish(out);
         if created {
             start_agent(c, job);
@@ -675,7 +692,16 @@ fn start_agent(core: &Arc<Core>, job: Job) {
             let i = id.clone();
             core.on_lifecycle_done(move |c| c.publish(c.lifecycle.start(&i)))
                 .await;
-            let outcome = run_agent(&core, &job, &cancel).await;
+            // A bug that panics in an agent ends that agent, `failed` with
+            // the panic's message, never leaving it `running`.
+            let run = std::panic::AssertUnwindSafe(run_agent(&core, &job, &cancel));
+            let outcome = match futures_util::FutureExt::catch_unwind(run).await {
+                Ok(outcome) => outcome,
+                Err(panic) => Err(agent::AgentError::Internal(format!(
+                    "the agent crashed ({}); this is a bug in Chimera, please report it",
+                    panic_message(panic.as_ref())
+                ))),
+            };
             finish_agent(&core, &id, outcome, &cancel).await;
             if let Some(node_job) = &job.node {
                 nodes::after_run(&core, &id, node_job);
@@ -688,12 +714,25 @@ fn start_agent(core: &Arc<Core>, job: Job) {
     });
 }
 
+/// The text a panic carried.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
 /// One run of `job`'s brain, stopped by a cancel or `agents.timeout_ms`.
 async fn run_agent(
     core: &Arc<Core>,
     job: &Job,
     cancel: &CancellationToken,
 ) -> Result<agent::Done, agent::AgentError> {
+    #[cfg(test)]
+    if job.task == tests::PANIC_TASK {
+        panic!("a panic the tests asked for");
+    }
     let llm = core
         .llm
         .as_ref()

@@ -372,7 +372,7 @@ impl Sim {
             }
             34..=45 => {
                 let id = format!("a{}", self.fresh());
-                let out = self.lc.spawn(AgentRecord {
+                let (out, _) = self.lc.spawn(AgentRecord {
                     owner: self.lc.owner.clone(),
                     ..AgentRecord::new(id.clone(), "sim")
                 });

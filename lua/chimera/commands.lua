@@ -185,12 +185,12 @@ M.subcommands = {
     end,
   },
   effects = {
-    desc = "list the effects no rollback undoes: :Chimera effects [--since seq] [--kind llm|command|network|mcp]",
+    desc = "list the effects no rollback undoes: :Chimera effects [--since seq|snapshot] [--kind llm|command|network|mcp]",
     run = function(args)
       local opts = {}
       for i, a in ipairs(args) do
         if a == "--since" then
-          opts.since = tonumber(args[i + 1])
+          opts.since = tonumber(args[i + 1]) or args[i + 1]
         elseif a == "--kind" then
           opts.kind = args[i + 1]
         end

@@ -304,6 +304,10 @@ local function check(path, value, default)
     return ("chimera: option `%s` must be one of %s, got %q"):format(path, table.concat(names, ", "), value)
   end
   if type(value) == "number" then
+    -- NaN, infinities and numbers past 2^53 cannot reach the core intact.
+    if value ~= value or value == math.huge or value == -math.huge or math.abs(value) > 2 ^ 53 then
+      return ("chimera: option `%s` must be a finite number no larger than 2^53, got %s"):format(path, tostring(value))
+    end
     if value < 0 or (positive[path] and value <= 0) or value ~= math.floor(value) and path ~= "llm.temperature" then
       return ("chimera: option `%s` must be a %s number, got %s"):format(
         path,

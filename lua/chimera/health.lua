@@ -44,7 +44,14 @@ function M.check()
   h.start("Chimera: database")
   if state.root then
     local db = state.root .. "/.chimera/chimera.db"
-    if vim.uv.fs_stat(db) then
+    local lib = require("chimera.loader").load()
+    local broken = vim.uv.fs_stat(db) and lib and lib.check_database(state.root)
+    if broken then
+      h.error("the database cannot be used: " .. broken, {
+        "agents cannot start in this project until it is fixed",
+        "move " .. state.root .. "/.chimera away to start afresh (proposals and snapshots in it are lost)",
+      })
+    elseif vim.uv.fs_stat(db) then
       h.ok("database " .. db .. (state.ready and " (project imported)" or " (import in progress)"))
     else
       h.error("no database at " .. db, { "check that " .. state.root .. " is writable" })

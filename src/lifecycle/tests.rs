@@ -21,7 +21,7 @@ fn lifecycle(files: &[(&str, &str)]) -> (tempfile::TempDir, Lifecycle) {
 
 /// An agent that ran and wrote `writes` into its overlay.
 fn ran(lc: &Lifecycle, id: &str, writes: &[(&str, &str)]) {
-    lc.spawn(AgentRecord::new(id, "t"));
+    let _ = lc.spawn(AgentRecord::new(id, "t"));
     lc.start(id);
     let ov = Overlay::new(&lc.store, id, 1 << 20);
     for (path, text) in writes {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use nvim_oxi::mlua::{self, Lua, Table};
 
 use crate::config::Config;
-use crate::messages::{BufferText, ToCore};
+use crate::messages::{BufferText, EffectsSince, ToCore};
 use crate::paths;
 use crate::runtime::{self, CoreHandle};
 
@@ -135,10 +135,19 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                 mlua::Error::external(format!("Chimera: cannot create the event bridge: {e}"))
             })?;
             let root = paths::project_root(config.root.as_deref(), Path::new(&cwd));
+            paths::check_root(&root)
+                .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
             let core = runtime::start(config, root.clone(), Arc::new(sink))
                 .map_err(|e| mlua::Error::external(e.to_string()))?;
             CORE.with(|c| *c.borrow_mut() = Some(core));
             Ok(root.to_string_lossy().into_owned())
+        })?,
+    )?;
+    // check_database(root) -> nil when sound, else the reason (:checkhealth).
+    t.set(
+        "check_database",
+        lua.create_function(|_, root: String| {
+            Ok(crate::store::Store::check_file(Path::new(&root)).err())
         })?,
     )?;
     t.set(
@@ -306,11 +315,29 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "effects",
-        lua.create_function(|_, (since, kind): (Option<i64>, Option<String>)| {
-            send(ToCore::Effects {
-                since: since.unwrap_or(0),
-                kind,
-            })
+        lua.create_function(|_, (since, kind): (Option<mlua::Value>, Option<String>)| {
+            // A sequence number, or a snapshot ID (seed 004's `--since <snapshot>`).
+            let since = match since {
+                None | Some(mlua::Value::Nil) => EffectsSince::Seq(0),
+                Some(mlua::Value::Integer(n)) => EffectsSince::Seq(n),
+                Some(mlua::Value::Number(n)) if n.fract() == 0.0 && n >= 0.0 => {
+                    EffectsSince::Seq(n as i64)
+                }
+                Some(mlua::Value::String(s)) => {
+                    let s = s.to_str()?.to_string();
+                    match s.parse::<i64>() {
+                        Ok(n) => EffectsSince::Seq(n),
+                        Err(_) => EffectsSince::Snapshot(s),
+                    }
+                }
+                Some(other) => {
+                    return Err(mlua::Error::external(format!(
+                        "Chimera: effects since: give a sequence number or a snapshot ID, not a {}",
+                        other.type_name()
+                    )))
+                }
+            };
+            send(ToCore::Effects { since, kind })
         })?,
     )?;
     t.set(

@@ -702,7 +702,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     let changed = std::fs::read_to_string(root.join("app.py")).unwrap();
     assert!(changed.contains("Parse."));
     core.send(ToCore::Effects {
-        since: 0,
+        since: crate::messages::EffectsSince::Seq(0),
         kind: Some("llm".into()),
     })
     .unwrap();
@@ -713,6 +713,20 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     assert_eq!(effects.len(), 1);
     assert_eq!(effects[0].agent_id.as_deref(), Some("ag1"));
     assert_eq!(effects[0].snapshot_id.as_deref(), Some("snap0001"));
+    // Seed 004's `effects --since <snapshot>`: after snap0001, the LLM call;
+    // after the snapshot the accept took, nothing.
+    for (since, want) in [("snap0001", 1), (snapshots[0].id.as_str(), 0)] {
+        core.send(ToCore::Effects {
+            since: crate::messages::EffectsSince::Snapshot(since.into()),
+            kind: None,
+        })
+        .unwrap();
+        let effects = wait_for(&mut rx, &rt, |m| match m {
+            ToEditor::Effects { effects } => Some(effects.clone()),
+            _ => None,
+        });
+        assert_eq!(effects.len(), want, "since {since}");
+    }
     // A dry run says what would change and which effects stay; nothing moves.
     core.send(ToCore::Rollback {
         id: "snap0001".into(),
@@ -952,5 +966,53 @@ fn a_chat_request_to_a_tiny_model_runs_in_code_mode_and_says_what_it_did() {
         "code mode, not the tool protocol: {}",
         requests[0]
     );
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
+fn a_broken_database_fails_a_new_agent_at_once_with_the_reason() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join(".chimera")).unwrap();
+    std::fs::write(dir.path().join(".chimera/chimera.db"), vec![0x5a; 8192]).unwrap();
+    let (core, mut rx) = start_core(config("http://127.0.0.1:9"), dir.path().to_path_buf());
+    core.send(spawn("a1", "add a docstring")).unwrap();
+    let rec = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent, .. } if agent.id == "a1" => Some(agent.clone()),
+        _ => None,
+    });
+    assert_eq!(rec.state, AgentState::Failed);
+    let error = rec.error.unwrap_or_default();
+    assert!(error.contains("database") && error.contains("checkhealth"), "{error}");
+    core.shutdown(Duration::from_secs(2));
+}
+
+/// A task that makes the agent panic (see `run_agent`).
+pub(super) const PANIC_TASK: &str = "panic, for the test of a crashing agent";
+
+#[test]
+fn an_agent_that_panics_ends_failed_and_frees_its_place() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
+    let dir = project();
+    let mut cfg = config(&server.url);
+    cfg.agents.max_concurrent = 1;
+    let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
+    core.send(spawn("boom", PANIC_TASK)).unwrap();
+    let rec = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent, .. }
+            if agent.id == "boom" && !agent.state.is_active() =>
+        {
+            Some(agent.clone())
+        }
+        _ => None,
+    });
+    assert_eq!(rec.state, AgentState::Failed);
+    assert!(rec.error.unwrap_or_default().contains("crashed"));
+    // The only slot is free again.
+    core.send(spawn("next", "add a docstring")).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent, .. } if agent.id == "next" && agent.state == AgentState::Completed).then_some(())
+    });
     core.shutdown(Duration::from_secs(2));
 }

@@ -228,14 +228,19 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Effects that happened after snapshot `id` was taken.
-    pub fn effects_after_snapshot(&self, id: &str) -> Result<Vec<Effect>> {
+    /// The last effect's sequence number when snapshot `id` was taken.
+    pub fn snapshot_effect_seq(&self, id: &str) -> Result<i64> {
         let after: Option<i64> = self
             .conn()
             .prepare_cached("SELECT effect_seq FROM snapshots WHERE id = ?1")?
             .query_row([id], |r| r.get(0))
             .optional()?;
-        let after = after.ok_or_else(|| StoreError::NoSnapshot(id.to_owned()))?;
+        after.ok_or_else(|| StoreError::NoSnapshot(id.to_owned()))
+    }
+
+    /// Effects that happened after snapshot `id` was taken.
+    pub fn effects_after_snapshot(&self, id: &str) -> Result<Vec<Effect>> {
+        let after = self.snapshot_effect_seq(id)?;
         self.effects(after, None)
     }
 }

@@ -790,6 +790,23 @@ impl Store {
         Ok((agents, blobs))
     }
 
+    /// Whether the database of the project at `root` can be read and is
+    /// sound (`PRAGMA quick_check`), opened read-only beside a running
+    /// core; the reason when not. For `:checkhealth`.
+    pub fn check_file(root: &Path) -> std::result::Result<(), String> {
+        let path = root.join(".chimera").join("chimera.db");
+        let conn = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let verdict: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if verdict == "ok" {
+            Ok(())
+        } else {
+            Err(format!("{}: {verdict}", path.display()))
+        }
+    }
+
     /// `PRAGMA integrity_check`, "ok" when the file is sound.
     pub fn integrity_check(&self) -> Result<String> {
         Ok(self

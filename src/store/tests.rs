@@ -362,3 +362,13 @@ fn a_dead_process_with_a_fresh_heartbeat_is_taken_over_at_once() {
         .collect();
     assert_eq!(taken, ["d"]);
 }
+
+#[test]
+fn a_broken_database_file_is_reported_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(dir.path()).unwrap());
+    assert_eq!(Store::check_file(dir.path()), Ok(()));
+    std::fs::write(dir.path().join(".chimera/chimera.db"), vec![0x5a; 8192]).unwrap();
+    let err = Store::check_file(dir.path()).unwrap_err();
+    assert!(err.contains("chimera.db") && err.contains("not a database"), "{err}");
+}

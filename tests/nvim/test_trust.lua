@@ -69,6 +69,31 @@ h.test("an accept lands where the text now is, whatever was typed before it arri
     "the typed line and the accepted one, each where it belongs")
 end)
 
+h.test("options the core cannot take and roots no one means are refused with the reason", function()
+  for _, case in ipairs({
+    { { agents = { timeout_ms = 0 / 0 } }, "finite" },
+    { { agents = { max_concurrent = 1e300 } }, "finite" },
+    { { llm = { temperature = math.huge } }, "finite" },
+  }) do
+    local ok, err = require("chimera.config").resolve(case[1])
+    h.eq(ok, nil, vim.inspect(case[1]))
+    h.truthy(err:find(case[2], 1, true), err)
+  end
+  local root = h.project({ ["a.py"] = SRC })
+  for _, case in ipairs({
+    { root .. "/typo", "does not exist" },
+    { root .. "/a.py", "is a file" },
+    { "/", "refusing" },
+  }) do
+    h.setup("http://127.0.0.1:9", { root = case[1] })
+    local ok, err = pcall(chimera.spawn, "return two")
+    h.eq(ok, false, case[1])
+    h.truthy(tostring(err):find(case[2], 1, true), tostring(err))
+    h.eq(require("chimera.state").root, nil, "not started")
+  end
+  h.eq(vim.uv.fs_stat(root .. "/typo"), nil, "a mistyped root is never created")
+end)
+
 --- Runs `body` (Lua) in a second, fresh Neovim in `dir`, as a person
 --- starting Neovim again; returns what it wrote with `report(value)`.
 local function in_new_neovim(dir, body)
