@@ -24,6 +24,8 @@ pub enum Reply {
     Truncated(String),
     /// Any status with a body.
     Status(u16, String),
+    /// A web page with status 200 (a wrong URL: a web UI, a proxy's page).
+    Html(String),
     /// Accept the request and never answer.
     Hang,
 }
@@ -179,6 +181,7 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
             (200, "text/event-stream", format!("data: {v}\n\n"), true)
         }
         Reply::Status(code, body) => (code, "text/plain", body, false),
+        Reply::Html(body) => (200, "text/html; charset=utf-8", body, false),
         Reply::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return Ok(());

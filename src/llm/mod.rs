@@ -117,6 +117,8 @@ pub enum LlmError {
     Empty,
     #[error("the LLM stream ended before the reply was complete")]
     Truncated,
+    #[error("{url} answered with a web page (\"{title}\"), not the LLM API: check `llm.url` (llama.cpp, vLLM, LM Studio: http://host:port/v1; Ollama: http://host:11434) and `llm.provider`")]
+    NotTheApi { url: String, title: String },
     #[error("environment variable `{0}` (llm.api_key_env) is not set")]
     MissingKey(String),
     #[error("cancelled")]
@@ -370,6 +372,33 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
+/// The response if it is a successful answer of the API: an error status
+/// becomes [`LlmError::Status`], a web page [`LlmError::NotTheApi`].
+async fn api_answer(
+    client: &LlmClient,
+    resp: reqwest::Response,
+) -> Result<reqwest::Response, LlmError> {
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    let html = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().starts_with("text/html"));
+    if !html {
+        return Ok(resp);
+    }
+    let url = resp.url().to_string();
+    let page = resp.text().await.map_err(|e| client.send_error(e))?;
+    let title = page
+        .split_once("<title>")
+        .and_then(|(_, rest)| rest.split_once("</title>"))
+        .map(|(t, _)| t.trim().chars().take(80).collect())
+        .unwrap_or_else(|| "no title".to_owned());
+    Err(LlmError::NotTheApi { url, title })
+}
+
 /// Reads an error response into [`LlmError::Status`], body capped.
 async fn status_error(resp: reqwest::Response) -> LlmError {
     let status = resp.status().as_u16();
@@ -384,9 +413,7 @@ async fn send_json(
     req: reqwest::RequestBuilder,
 ) -> Result<serde_json::Value, LlmError> {
     let resp = req.send().await.map_err(|e| client.send_error(e))?;
-    if !resp.status().is_success() {
-        return Err(status_error(resp).await);
-    }
+    let resp = api_answer(client, resp).await?;
     resp.json()
         .await
         .map_err(|e| LlmError::BadReply(e.to_string()))

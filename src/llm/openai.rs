@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{
-    for_each_line, names, send_json, status_error, ChatMessage, ChatOptions, LlmClient, LlmError,
+    for_each_line, names, send_json, api_answer, ChatMessage, ChatOptions, LlmClient, LlmError,
     Reply, ToolCall,
 };
 
@@ -38,9 +38,7 @@ pub(super) async fn chat(
         .send()
         .await
         .map_err(|e| client.send_error(e))?;
-    if !resp.status().is_success() {
-        return Err(status_error(resp).await);
-    }
+    let resp = api_answer(client, resp).await?;
     if !cfg.stream {
         let text = resp.text().await.map_err(|e| client.send_error(e))?;
         let v: Value = serde_json::from_str(&text)
