@@ -372,3 +372,14 @@ fn a_broken_database_file_is_reported_with_its_path() {
     let err = Store::check_file(dir.path()).unwrap_err();
     assert!(err.contains("chimera.db") && err.contains("not a database"), "{err}");
 }
+
+#[test]
+fn snapshots_of_the_same_text_in_the_same_millisecond_are_all_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    store.stable_put("a.py", b"x", 0o644, 0, 100).unwrap();
+    let ids: std::collections::HashSet<String> = (0..200)
+        .map(|_| store.snapshot_create("before rollback to s1").unwrap().id)
+        .collect();
+    assert_eq!(ids.len(), 200);
+}
