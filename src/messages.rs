@@ -171,7 +171,7 @@ pub enum ToEditor {
     /// change; each edit names the line it expects to find.
     InjectIds {
         path: String,
-        edits: Vec<crate::runtime::remora::IdEdit>,
+        edits: Vec<crate::remora::inject::IdEdit>,
     },
     /// Ask the user before ID comments are written into `files` files.
     RemoraConfirm { files: usize, nodes: usize },

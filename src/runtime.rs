@@ -152,6 +152,8 @@ const STALE_OWNER_MS: i64 = 15_000;
 const HEARTBEAT: Duration = Duration::from_secs(3);
 /// Heartbeats between two looks for agents of stopped instances.
 const TAKE_OVER_BEATS: u32 = 5;
+/// Heartbeats between two purges past `agents.retention_hours` (an hour).
+const PURGE_BEATS: u32 = 1_200;
 
 impl Core {
     fn notify(&self, level: Level, message: impl Into<String>) {
@@ -419,6 +421,12 @@ fn start_background(core: &Arc<Core>) {
                     // while this one runs: its agents are not left behind.
                     if beats.is_multiple_of(TAKE_OVER_BEATS) {
                         c.on_lifecycle(|c| c.publish(c.lifecycle.take_over(STALE_OWNER_MS)));
+                    }
+                    // Neovim may stay open for days: retention is not only
+                    // applied at start.
+                    if beats.is_multiple_of(PURGE_BEATS) {
+                        let retention = c.config.agents.retention_hours as i64 * 3_600_000;
+                        c.on_lifecycle(move |c| c.publish(c.lifecycle.purge(retention)));
                     }
                 }
             }

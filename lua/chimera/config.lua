@@ -56,8 +56,9 @@ M.defaults = {
     max_recursion = 200,
     -- Time an agent may take from start to proposal, ms; then it fails.
     timeout_ms = 300000,
-    -- Ended agents (accepted, rejected, failed, cancelled) and the content
-    -- only they referenced are purged after this many hours.
+    -- Ended agents (accepted, rejected, failed, cancelled), the content
+    -- only they referenced and older effect-log entries are purged after
+    -- this many hours (at start and every hour).
     retention_hours = 24,
     -- Times a proposal rejected with feedback is attempted again.
     feedback_rounds = 3,

@@ -26,6 +26,15 @@ pub struct BufferEdit {
     pub lines: Vec<String>,
 }
 
+/// An ID edit for a loaded buffer, with the line it expects to find there so
+/// an edit computed for an older text is never applied.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct IdEdit {
+    #[serde(flatten)]
+    pub edit: BufferEdit,
+    pub expect: String,
+}
+
 /// The edits that make `text` carry `ids` (parallel to `ex.nodes`), in order.
 pub fn id_edits(text: &str, ex: &Extracted, ids: &[String]) -> Vec<TextEdit> {
     let mut edits = Vec::new();

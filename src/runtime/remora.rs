@@ -8,13 +8,11 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use serde::Serialize;
-
 use super::EditorSink;
 use crate::config::{IdMode, RemoraConfig};
 use crate::messages::{Level, ToEditor};
 use crate::remora::index::Indexer;
-use crate::remora::inject::{self, BufferEdit};
+use crate::remora::inject::{self, IdEdit};
 use crate::remora::is_python;
 use crate::store::Store;
 use crate::sync::OpenBuffers;
@@ -45,15 +43,6 @@ pub enum Job {
     /// `:Chimera remora enable`: index everything; in inline mode, count
     /// the files that will get ID comments and, once confirmed, write them.
     Enable { confirmed: bool },
-}
-
-/// An ID edit for a loaded buffer, with the line it expects to find there so
-/// an edit computed for an older text is never applied.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct IdEdit {
-    #[serde(flatten)]
-    pub edit: BufferEdit,
-    pub expect: String,
 }
 
 /// Setting key: the user ran `:Chimera remora enable` in this project.

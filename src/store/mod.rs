@@ -741,7 +741,8 @@ impl Store {
     }
 
     /// Purges agents that ended more than `older_than_ms` ago (with their
-    /// overlays and proposals) and every blob nothing references any more.
+    /// overlays and proposals), effects logged before then, and every blob
+    /// nothing references any more.
     /// Anything still reviewable (completed) or working is kept. Idempotent.
     /// Returns `(agents, blobs)` removed.
     pub fn purge(&self, older_than_ms: i64) -> Result<(usize, usize)> {
@@ -752,6 +753,8 @@ impl Store {
             "DELETE FROM agents WHERE state IN ('accepted', 'rejected', 'failed', 'cancelled') AND updated_at < ?1",
             [cutoff],
         )?;
+        // The effect log keeps the same window of history.
+        tx.execute("DELETE FROM effects WHERE created_at < ?1", [cutoff])?;
         // A snapshot's contents are named inside its manifest blob, which
         // SQL cannot read: gather them first, so a rollback or a fork from
         // any snapshot still finds every file.

@@ -264,8 +264,17 @@ fn purge_removes_old_terminal_agents_and_unreferenced_blobs_only() {
     store
         .overlay_set("review", "a.py", Some(&in_overlay), None)
         .unwrap();
+    store.effect_record("llm", Some("done"), "old call", "x", 1).unwrap();
+    store
+        .conn()
+        .execute("UPDATE effects SET created_at = ?1", [now_ms() - 100_000])
+        .unwrap();
+    store.effect_record("llm", Some("review"), "new call", "y", 1).unwrap();
     let (agents, blobs) = store.purge(50_000).unwrap();
     assert_eq!((agents, blobs), (1, 1));
+    let effects = store.effects(0, None).unwrap();
+    assert_eq!(effects.len(), 1, "the effect log keeps the retention window");
+    assert_eq!(effects[0].input, "new call");
     assert!(matches!(
         store.blob(&orphan),
         Err(StoreError::MissingBlob(_))
