@@ -94,6 +94,40 @@ h.test("options the core cannot take and roots no one means are refused with the
   h.eq(vim.uv.fs_stat(root .. "/typo"), nil, "a mistyped root is never created")
 end)
 
+h.test("an edit made on disk just before an accept is kept, and the accept lands on it", function()
+  local root = h.project({ ["a.py"] = SRC, ["b.py"] = "x = 1\n" })
+  -- The watcher would report the edit only after 5 s: the accept comes first.
+  h.setup((h.fake_llm({ { text = program(1) } })), { sync = { debounce_ms = 5000 } })
+  vim.cmd.edit("b.py")
+  local id = chimera.spawn("return the next number", { file = root .. "/a.py" })
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  -- Another program appends a function to a.py, then the person accepts.
+  local appended = SRC .. "\n\ndef added_outside():\n    return 2\n"
+  local f = assert(io.open(root .. "/a.py", "w"))
+  f:write(appended)
+  f:close()
+  local messages = {}
+  local notify = vim.notify
+  vim.notify = function(msg, ...)
+    table.insert(messages, msg)
+    return notify(msg, ...)
+  end
+  vim.cmd("Chimera accept " .. id)
+  h.wait_for("the refusal", function()
+    return #vim.tbl_filter(function(m)
+      return m:find("changed on disk", 1, true) ~= nil
+    end, messages) > 0
+  end)
+  vim.notify = notify
+  h.eq(h.read(root .. "/a.py"), appended, "the outside edit is kept")
+  h.eq(chimera.agent(id).state, "completed", "still to review")
+  vim.cmd("Chimera accept " .. id)
+  h.wait_for("accepted", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.eq(h.read(root .. "/a.py"), (appended:gsub("return 1", "return 2", 1)), "both: the edit and the proposal")
+end)
+
 --- Runs `body` (Lua) in a second, fresh Neovim in `dir`, as a person
 --- starting Neovim again; returns what it wrote with `report(value)`.
 local function in_new_neovim(dir, body)
@@ -160,6 +194,40 @@ report({
   h.truthy(got.ghost > 0, "ghost text in the reopened buffer: " .. vim.inspect(got))
   h.eq(got.pending, "completed", "the pending proposal")
   h.eq(got.resumed, "completed", "the interrupted agent ran again: " .. tostring(got.error) .. "\n" .. got.probe .. "\n" .. #vim.split(h.read(log) or "", "\n"))
+end)
+
+h.test("another Neovim's accept never writes this one's unsaved text", function()
+  local root = h.project({ ["a.py"] = SRC })
+  local url = h.fake_llm({ { text = program(1) } })
+  h.setup(url)
+  vim.cmd.edit("a.py")
+  chimera.start()
+  local buf = vim.api.nvim_get_current_buf()
+  -- Typed here, not saved.
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { "", "UNSAVED_HERE = True" })
+  h.wait_for("the core to have the buffer", function()
+    return h.read(root .. "/.chimera/chimera.db") ~= nil
+  end)
+  vim.wait(300)
+  local got = in_new_neovim(root, ([[
+require("chimera").setup({
+  llm = { provider = "openai", url = %q, model = "fake-model", max_retries = 0, timeout_ms = 10000 },
+  ui = { progress = false },
+})
+local chimera = require("chimera")
+local id = chimera.spawn("return the next number", { file = %q })
+chimera.wait(id, 20000)
+for _ = 1, 2 do
+  pcall(chimera.accept, id)
+  vim.wait(3000, function() return chimera.agent(id).state == "accepted" end, 20)
+end
+report({ state = chimera.agent(id).state })
+]]):format(url .. "/v1", root .. "/a.py"))
+  local disk = h.read(root .. "/a.py")
+  h.truthy(not disk:find("UNSAVED_HERE", 1, true), "the other Neovim wrote this one's unsaved line: " .. disk)
+  h.eq(got.state, "accepted", "its own change landed")
+  h.truthy(disk:find("return 2", 1, true), disk)
+  h.truthy(vim.tbl_contains(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "UNSAVED_HERE = True"), "still in this buffer")
 end)
 
 h.test("after Neovim is killed, the next one takes over its agents at once", function()
