@@ -1,5 +1,5 @@
 --- `:Chimera agents`: a window listing every agent (state, task, age,
---- files, summary or error), live-updated, with keys to act on the agent
+--- files, summary or error, else the last line its program logged), live-updated, with keys to act on the agent
 --- under the cursor. A view of `state.agents`.
 local state = require("chimera.state")
 
@@ -9,7 +9,8 @@ local view -- { buf, win, ids = { line -> agent id } }
 
 local function line_for(a)
   local files = table.concat(a.changed_files or {}, ", ")
-  local detail = (a.error or a.summary or ""):gsub("\n.*", "")
+  local log = a.log or {}
+  local detail = (a.error or a.summary or (log[#log] and ("log: " .. log[#log])) or ""):gsub("\n.*", "")
   return ("%s  %-10s %4s  %s%s%s"):format(
     a.id,
     a.state .. (a.conflicted and "!" or ""),

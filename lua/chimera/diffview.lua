@@ -13,6 +13,11 @@ function M.lines(id)
     ("# %s"):format(agent.conflicted and "CONFLICT: your edits overlap the agent's; both sides below. Reject (with feedback) to redo it"
       or (agent.summary or "")),
   }
+  -- What its program said with log(), last lines first to last.
+  local log = agent.log or {}
+  for i = math.max(1, #log - 9), #log do
+    table.insert(out, "# log: " .. log[i])
+  end
   local n = 0
   for _, f in ipairs(state.proposals[id] or {}) do
     local rel = state.root and f.path:sub(#state.root + 2) or f.path

@@ -566,6 +566,10 @@ async fn run_program(
     let (result, host) = host
         .off_runtime(move |h| sandbox::run(&code, h, limits))
         .await?;
+    // What the program said stays with the agent, whatever became of it.
+    if !host.logs.is_empty() {
+        store.agent_log_append(&job.id, &host.logs)?;
+    }
     match result {
         Err(SandboxError::Cancelled) => return Err(AgentError::Cancelled),
         Err(e) => return Ok(Err(e.to_string())),

@@ -1016,3 +1016,32 @@ fn an_agent_that_panics_ends_failed_and_frees_its_place() {
     });
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn what_a_program_logs_stays_with_its_agent_even_when_it_fails() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let logs_then_works = "```python\nlog('looking at parse_config')\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse.\"\"\"\\n    return {}'))\nlog('wrote the docstring')\nsubmit_result('Added a docstring', ['app.py'])\n```";
+    let logs_then_fails = "```python\nlog('about to read a missing file')\nread_file('missing.py')\n```";
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiStream(logs_then_works.into()),
+        Reply::OpenaiStream(logs_then_fails.into()),
+    ]));
+    let dir = project();
+    let mut cfg = config(&server.url);
+    cfg.agents.repair_rounds = 0;
+    let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
+    for (id, want) in [
+        ("ok", vec!["looking at parse_config", "wrote the docstring"]),
+        ("bad", vec!["about to read a missing file"]),
+    ] {
+        core.send(spawn(id, "add a docstring")).unwrap();
+        let rec = wait_for(&mut rx, &rt, |m| match m {
+            ToEditor::Agent { agent, .. } if agent.id == id && !agent.state.is_active() => {
+                Some(agent.clone())
+            }
+            _ => None,
+        });
+        assert_eq!(rec.log, want, "{id}: {rec:?}");
+    }
+    core.shutdown(Duration::from_secs(2));
+}

@@ -46,6 +46,10 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// `log()` lines kept per agent, and bytes kept per line.
+pub const AGENT_LOG_LINES: usize = 200;
+pub const AGENT_LOG_LINE_BYTES: usize = 1_000;
+
 /// The content hash of a blob (blake3, hex).
 pub type Hash = String;
 
@@ -224,6 +228,10 @@ pub struct AgentRecord {
     /// The capabilities preset the task chose (default: the configured one).
     #[serde(default)]
     pub capabilities: Option<String>,
+    /// What its programs said with `log()`, oldest first (the last
+    /// [`AGENT_LOG_LINES`] lines).
+    #[serde(default)]
+    pub log: Vec<String>,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
@@ -251,6 +259,7 @@ impl AgentRecord {
             feedback: vec![],
             mode: None,
             capabilities: None,
+            log: vec![],
             owner_pid: std::process::id(),
             created_at: now,
             updated_at: now,
@@ -591,6 +600,30 @@ impl Store {
             "agent_created",
             &serde_json::json!({"task": rec.task}),
         )?;
+        Ok(())
+    }
+
+    /// Keeps what a program of agent `id` said with `log()`, the last
+    /// [`AGENT_LOG_LINES`] lines of at most [`AGENT_LOG_LINE_BYTES`] each.
+    pub fn agent_log_append(&self, id: &str, lines: &[String]) -> Result<()> {
+        let conn = self.conn();
+        let old: String = conn
+            .prepare_cached("SELECT log FROM agents WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| StoreError::NoAgent(id.to_owned()))?;
+        let mut log: Vec<String> = serde_json::from_str(&old).unwrap_or_default();
+        log.extend(lines.iter().map(|l| {
+            let mut end = l.len().min(AGENT_LOG_LINE_BYTES);
+            while !l.is_char_boundary(end) {
+                end -= 1;
+            }
+            l[..end].to_owned()
+        }));
+        let skip = log.len().saturating_sub(AGENT_LOG_LINES);
+        let log: Vec<String> = log.into_iter().skip(skip).collect();
+        conn.prepare_cached("UPDATE agents SET log = ?2 WHERE id = ?1")?
+            .execute(params![id, serde_json::to_string(&log)?])?;
         Ok(())
     }
 
@@ -937,7 +970,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line, feedback, mode, capabilities FROM agents";
+                                   cursor_line, feedback, mode, capabilities, log FROM agents";
 
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -964,6 +997,7 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
             .get::<_, Option<String>>(17)?
             .and_then(|m| crate::config::AgentMode::parse(&m)),
         capabilities: r.get(18)?,
+        log: serde_json::from_str(&r.get::<_, String>(19)?).unwrap_or_default(),
     })
 }
 

@@ -177,6 +177,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("events", "correlation_id", "TEXT"),
     ("agents", "mode", "TEXT"),
     ("agents", "capabilities", "TEXT"),
+    ("agents", "log", "TEXT NOT NULL DEFAULT '[]'"),
     // The machine an instance runs on: its pid means something only there.
     ("instances", "host", "TEXT NOT NULL DEFAULT ''"),
 ];

@@ -128,6 +128,17 @@ h.test("an edit made on disk just before an accept is kept, and the accept lands
   h.eq(h.read(root .. "/a.py"), (appended:gsub("return 1", "return 2", 1)), "both: the edit and the proposal")
 end)
 
+h.test("what an agent's program logs is shown with it", function()
+  h.project({ ["a.py"] = SRC })
+  local logging = "```python\nlog('found return 1')\nwrite_file('a.py', read_file('a.py').replace('return 1', 'return 2'))\nsubmit_result('next', ['a.py'])\n```"
+  h.setup((h.fake_llm({ { text = logging } })))
+  vim.cmd.edit("a.py")
+  local id = chimera.spawn("return the next number")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  h.eq(chimera.agent(id).log, { "found return 1" }, "the record")
+  h.truthy(vim.tbl_contains(require("chimera.diffview").lines(id), "# log: found return 1"), "the diff float")
+end)
+
 --- Runs `body` (Lua) in a second, fresh Neovim in `dir`, as a person
 --- starting Neovim again; returns what it wrote with `report(value)`.
 local function in_new_neovim(dir, body)
