@@ -464,14 +464,15 @@ fn start_watcher(core: &Arc<Core>) -> Option<sync::WatchHandle> {
     }
     let c = core.clone();
     let watched = sync::watch(
-        core.store.clone(),
         core.root.clone(),
-        core.config.sync.max_file_bytes,
         Duration::from_millis(core.config.sync.debounce_ms),
-        core.buffers.clone(),
-        move |p| {
-            let p = p.as_str().to_owned();
-            c.on_lifecycle(move |c| c.publish(c.lifecycle.stable_changed(&p)));
+        move |paths| {
+            c.on_lifecycle(move |c| {
+                let out = paths
+                    .iter()
+                    .fold(Outcome::default(), |out, p| out.then(c.lifecycle.disk_changed(p)));
+                c.publish(out);
+            })
         },
     );
     match watched {

@@ -233,18 +233,17 @@ impl Drop for WatchHandle {
     }
 }
 
-/// Watches `root` and applies changes to stable after `debounce` of quiet.
-/// `on_change` is told of each path whose stable content changed.
-/// The longest a burst of file-system events is gathered before it is applied.
+/// The longest a burst of file-system events is gathered before it is reported.
 const MAX_BURST: Duration = Duration::from_secs(1);
 
+/// Watches `root`: after `debounce` of quiet, `on_change` is told of the
+/// tracked project paths (`.gitignore` honoured) that changed on disk. The
+/// caller brings the stable layer in line ([`sync_from_disk`]) where its
+/// transitions run, so no write to it happens behind their back.
 pub fn watch(
-    store: Arc<Store>,
     root: PathBuf,
-    max_bytes: u64,
     debounce: Duration,
-    buffers: OpenBuffers,
-    on_change: impl Fn(&ProjectPath) + Send + 'static,
+    on_change: impl Fn(Vec<ProjectPath>) + Send + 'static,
 ) -> Result<WatchHandle, SyncError> {
     let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -293,29 +292,19 @@ pub fn watch(
             {
                 ignore = root_ignore(&root);
             }
-            let store = store.clone();
             let root2 = root.clone();
-            let buffers = buffers.clone();
             let ignore2 = ignore.clone();
+            // `is_tracked` looks at the disk: off the async threads.
             let changed = tokio::task::spawn_blocking(move || {
-                let mut changed = Vec::new();
-                for abs in pending.into_keys() {
-                    let Some(path) = is_tracked(&root2, &ignore2, &abs) else {
-                        continue;
-                    };
-                    if buffers.contains(path.as_str()) {
-                        continue;
-                    }
-                    if let Ok(true) = sync_from_disk(&store, &root2, &path, max_bytes) {
-                        changed.push(path);
-                    }
-                }
-                changed
+                pending
+                    .into_keys()
+                    .filter_map(|abs| is_tracked(&root2, &ignore2, &abs))
+                    .collect::<Vec<_>>()
             })
             .await
             .unwrap_or_default();
-            for path in &changed {
-                on_change(path);
+            if !changed.is_empty() {
+                on_change(changed);
             }
         }
     });
@@ -378,16 +367,14 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let _w = watch(
-            store.clone(),
-            root.clone(),
-            1 << 20,
-            Duration::from_millis(50),
-            OpenBuffers::default(),
-            move |p| {
-                let _ = tx.send(p.to_string());
-            },
-        )
+        let (store2, root2) = (store.clone(), root.clone());
+        let _w = watch(root.clone(), Duration::from_millis(50), move |paths| {
+            for p in paths {
+                if let Ok(true) = sync_from_disk(&store2, &root2, &p, 1 << 20) {
+                    let _ = tx.send(p.to_string());
+                }
+            }
+        })
         .unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         std::fs::write(root.join("src/a.py"), "a = 2\n").unwrap();

@@ -1045,3 +1045,38 @@ fn what_a_program_logs_stays_with_its_agent_even_when_it_fails() {
     }
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn the_watcher_rebases_a_proposal_onto_a_change_made_outside_neovim() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let mut cfg = config(&server.url);
+    cfg.sync.debounce_ms = 50;
+    let (core, mut rx) = start_core(cfg, root.clone());
+    core.send(spawn("a1", "add a docstring")).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1").then_some(())
+    });
+    let appended = "def parse_config(path):\n    return {}\n\n\ndef added_outside():\n    return 2\n";
+    std::fs::write(root.join("app.py"), appended).unwrap();
+    // The watcher reports it; the proposal is shown again, rebased.
+    let files = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "a1" => Some(files.clone()),
+        _ => None,
+    });
+    assert_eq!(files[0].hunks.len(), 1);
+    core.send(ToCore::Accept {
+        id: "a1".into(),
+        buffers: vec![],
+        hunk: None,
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(())
+    });
+    let now = std::fs::read_to_string(root.join("app.py")).unwrap();
+    assert!(now.contains("Parse.") && now.contains("added_outside"), "{now}");
+    core.shutdown(Duration::from_secs(2));
+}
