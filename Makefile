@@ -32,7 +32,8 @@ test-scripts: debug-lib
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 10
 
 ## SIGKILL during accept, 500 times: the core's accept in a child process,
-## then a real headless Neovim (make test runs shorter rounds of both).
+## then a real headless Neovim; and during rollback, purge and snapshot
+## (make test runs shorter rounds).
 crash-test: debug-lib
 	CHIMERA_CRASH_CYCLES=500 cargo test --no-default-features --test crash -- --nocapture sigkill
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 500

@@ -223,3 +223,117 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
          during it (some files new): {killed_during}, after it: {finished}"
     );
 }
+
+/// The project after an accepted change, with a snapshot before it (`old`)
+/// and ended agents for a purge to remove. Returns the old snapshot's ID.
+fn setup_history(root: &Path) -> String {
+    setup(root);
+    let store = Store::open(root).unwrap();
+    let before = store.snapshot_create("before the change").unwrap();
+    accept::accept(&store, root, "ag", &HashMap::new()).unwrap();
+    for k in 0..20 {
+        let id = format!("ended{k}");
+        store.agent_insert(&AgentRecord::new(id.clone(), "t")).unwrap();
+        let mut rec = store.agent(&id).unwrap();
+        rec.state = AgentState::Cancelled;
+        store.agent_update(&rec).unwrap();
+    }
+    before.id
+}
+
+/// The child of the history harness: waits for "go", then rolls back,
+/// purges or snapshots, over and over, until it is killed.
+#[test]
+fn crash_history_child() {
+    let (Ok(root), Ok(op), Ok(snapshot)) = (
+        std::env::var("CHIMERA_CRASH_HISTORY"),
+        std::env::var("CHIMERA_CRASH_OP"),
+        std::env::var("CHIMERA_CRASH_SNAPSHOT"),
+    ) else {
+        return;
+    };
+    let root = Path::new(&root);
+    let store = Store::open(root).unwrap();
+    println!("ready");
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let after = store.snapshots().unwrap()[0].id.clone();
+    for round in 0.. {
+        match op.as_str() {
+            "rollback" => {
+                // Back and forth between the two states.
+                let to = if round % 2 == 0 { &snapshot } else { &after };
+                let plan = chimera::rollback::plan(&store, to).unwrap();
+                chimera::rollback::apply(&store, root, &plan, &HashMap::new()).unwrap();
+            }
+            "purge" => {
+                store.purge(0).unwrap();
+            }
+            _ => {
+                store.snapshot_create("in a loop").unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_restorable() {
+    let cycles: usize = std::env::var("CHIMERA_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = Rng(now_ms() as u64 | 1);
+    let ops = ["rollback", "purge", "snapshot"];
+    for cycle in 0..cycles {
+        let op = ops[cycle % ops.len()];
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let before = setup_history(root);
+        let mut child = Command::new(&exe)
+            .args(["--exact", "crash_history_child", "--nocapture", "--test-threads=1"])
+            .env("CHIMERA_CRASH_HISTORY", root)
+            .env("CHIMERA_CRASH_OP", op)
+            .env("CHIMERA_CRASH_SNAPSHOT", &before)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("ready") {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "child died before it was ready");
+        }
+        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        std::thread::sleep(Duration::from_micros(rng.next() % 30_000));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+
+        // Every file is wholly in one state or the other.
+        for i in 0..FILES {
+            let text = std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap();
+            assert!(text == old(i) || text == new(i), "cycle {cycle} ({op}): m{i}.py is half-written");
+        }
+        let store = Store::open(root).unwrap();
+        assert_eq!(store.integrity_check().unwrap(), "ok", "cycle {cycle} ({op})");
+        // The restart: a purge, then the import.
+        store.purge(24 * 3_600_000).unwrap();
+        sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
+        // Every snapshot can still be restored, and restoring the first
+        // gives back the project as it was.
+        for s in store.snapshots().unwrap() {
+            for e in store.snapshot_manifest(&s.id).unwrap() {
+                assert!(store.blob(&e.hash).is_ok(), "cycle {cycle} ({op}): snapshot {} lost {}", s.id, e.path);
+            }
+        }
+        let plan = chimera::rollback::plan(&store, &before).unwrap();
+        chimera::rollback::apply(&store, root, &plan, &HashMap::new()).unwrap();
+        for i in 0..FILES {
+            assert_eq!(std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap(), old(i), "cycle {cycle} ({op})");
+        }
+    }
+    println!("history crash harness: {cycles} cycles (rollback, purge, snapshot in turn), 0 failures");
+}
