@@ -181,14 +181,17 @@ struct Target<'a> {
     old: Option<Vec<u8>>,
 }
 
+/// A temporary name beside `name`, unique in this process: two writers of
+/// one file (an accept and Remora's ID comments) never share one.
 fn temp_name(name: &str, tag: &str) -> String {
-    format!(".{name}.chimera-{}{tag}.tmp", std::process::id())
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".{name}.chimera-{}-{n}{tag}.tmp", std::process::id())
 }
 
 /// Writes `data` to a new synced temporary file in `dir`; returns its name.
 fn stage(dir: &OwnedFd, name: &str, path: &str, data: &[u8], mode: u32, tag: &str) -> Result<String, DiskError> {
     let temp = temp_name(name, tag);
-    let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
     let fd = rustix::fs::openat(
         dir,
         temp.as_str(),

@@ -142,3 +142,22 @@ fn writes_create_folders_and_deletes_remove_files_with_their_modes() {
     assert!(!root.path().join("old.py").exists());
     assert!(leftovers(root.path()).is_empty());
 }
+
+#[test]
+fn two_writers_of_one_file_never_swap_their_temporary_files() {
+    let root = tempfile::tempdir().unwrap();
+    let contents = ["a\n".repeat(5000), "b\n".repeat(5000)];
+    std::thread::scope(|scope| {
+        for text in &contents {
+            let root = root.path();
+            scope.spawn(move || {
+                for _ in 0..200 {
+                    write_all(root, &[put("f.py", text, Expect::Anything)]).unwrap();
+                    let now = std::fs::read_to_string(root.join("f.py")).unwrap();
+                    assert!(now == "a\n".repeat(5000) || now == "b\n".repeat(5000), "a mixed file");
+                }
+            });
+        }
+    });
+    assert!(leftovers(root.path()).is_empty(), "{:?}", leftovers(root.path()));
+}
