@@ -180,7 +180,13 @@ mod tests {
     fn commands_run_without_a_shell_with_a_time_limit_and_an_output_cap() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
-        let r = run(&argv(&["cat", "a.txt"]), dir.path(), Duration::from_secs(5), &never).unwrap();
+        let r = run(
+            &argv(&["cat", "a.txt"]),
+            dir.path(),
+            Duration::from_secs(5),
+            &never,
+        )
+        .unwrap();
         assert_eq!((r.status, r.stdout.as_str()), (Some(0), "hello\n"));
         // No shell: `;` is just an argument.
         let r = run(
@@ -225,8 +231,14 @@ mod tests {
     /// Whether process `pid` still runs (a zombie waiting to be reaped by
     /// a container's init does not).
     fn alive(pid: &str) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
     }
 
     #[test]
@@ -241,7 +253,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.status, None);
-        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
         let pid = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         assert!(!alive(pid.trim()), "the background child survived");
@@ -254,7 +270,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.status, Some(0));
-        assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{:?}",
+            started.elapsed()
+        );
         let pid = std::fs::read_to_string(dir.path().join("child2.pid")).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         assert!(!alive(pid.trim()));

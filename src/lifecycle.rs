@@ -411,7 +411,9 @@ impl Lifecycle {
         let accepted = accept::accept_some(&self.store, &self.root, id, &buffers, hunk);
         out = out.then(match accepted {
             Ok(done) => self.accepted(id, done, hunk),
-            Err(AcceptError::Disk(DiskError::Changed(path))) => self.changed_under_accept(id, &path),
+            Err(AcceptError::Disk(DiskError::Changed(path))) => {
+                self.changed_under_accept(id, &path)
+            }
             Err(e) => {
                 let shown = match e {
                     AcceptError::Conflict(_) => self.proposal(id).unwrap_or(Shown::Unchanged),
@@ -472,7 +474,14 @@ impl Lifecycle {
     /// changed: it was to turn `base` into `wanted`, the buffer holds `now`.
     /// The two are merged and the edit sent again for `now`; when the human
     /// typed into the same lines, their text wins and they are told.
-    pub fn buffer_moved(&self, id: &str, path: &ProjectPath, base: &str, wanted: &str, now: &str) -> Outcome {
+    pub fn buffer_moved(
+        &self,
+        id: &str,
+        path: &ProjectPath,
+        base: &str,
+        wanted: &str,
+        now: &str,
+    ) -> Outcome {
         let merged = crate::diff::merge3(base, now, wanted);
         let text = merged.as_deref().unwrap_or(now);
         let mut out = self.buffer_text(path, text);
@@ -539,7 +548,9 @@ impl Lifecycle {
                     out.run.extend(again);
                     out
                 }
-                Err(e) => Outcome::notice(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
+                Err(e) => {
+                    Outcome::notice(Level::Error, format!("Chimera: cannot reject {id}: {e}"))
+                }
             };
         }
         match accept::reject(&self.store, id, feedback) {
@@ -620,7 +631,10 @@ impl Lifecycle {
             Ok(p) => p,
             Err(e) => {
                 return Outcome {
-                    replies: vec![reply(false, format!("Chimera: cannot roll back to {id}: {e}"))],
+                    replies: vec![reply(
+                        false,
+                        format!("Chimera: cannot roll back to {id}: {e}"),
+                    )],
                     ..Outcome::default()
                 }
             }
@@ -635,7 +649,12 @@ impl Lifecycle {
             Ok(a) => a,
             Err(e) => {
                 return Outcome {
-                    replies: vec![reply(false, format!("Chimera: rollback to {id} failed, nothing was changed on disk: {e}"))],
+                    replies: vec![reply(
+                        false,
+                        format!(
+                            "Chimera: rollback to {id} failed, nothing was changed on disk: {e}"
+                        ),
+                    )],
                     ..Outcome::default()
                 }
             }
@@ -643,8 +662,12 @@ impl Lifecycle {
         let mut out = Outcome::default();
         for (path, text) in &applied.buffers {
             let now = buffers.get(path).map_or("", String::as_str);
-            out.buffer_edits
-                .push(BufferEdit::between(&format!("rollback-{id}"), path, now, text));
+            out.buffer_edits.push(BufferEdit::between(
+                &format!("rollback-{id}"),
+                path,
+                now,
+                text,
+            ));
         }
         for p in plan.restore.iter().chain(&plan.delete) {
             out = out.then(self.stable_changed(p));
@@ -662,7 +685,8 @@ impl Lifecycle {
             .before
             .map(|s| format!("\n(:Chimera rollback {} undoes it.)", s.id))
             .unwrap_or_default();
-        out.replies.push(reply(true, format!("{}{undo}", plan.describe())));
+        out.replies
+            .push(reply(true, format!("{}{undo}", plan.describe())));
         out
     }
 
@@ -679,8 +703,12 @@ impl Lifecycle {
                 in_snapshot.insert(e.path.clone());
                 let base = now.get(&e.path);
                 if base != Some(&e.hash) && !e.too_large {
-                    self.store
-                        .agent_base_set(&id, &e.path, Some(&e.hash), base.map(String::as_str))?;
+                    self.store.agent_base_set(
+                        &id,
+                        &e.path,
+                        Some(&e.hash),
+                        base.map(String::as_str),
+                    )?;
                 }
             }
             for (path, hash) in &now {
@@ -722,7 +750,10 @@ impl Lifecycle {
     pub fn purge(&self, retention_ms: i64) -> Outcome {
         match self.store.purge(retention_ms) {
             Ok(_) => Outcome::default(),
-            Err(e) => Outcome::notice(Level::Warn, format!("Chimera: cannot purge old agents: {e}")),
+            Err(e) => Outcome::notice(
+                Level::Warn,
+                format!("Chimera: cannot purge old agents: {e}"),
+            ),
         }
     }
 }

@@ -242,7 +242,10 @@ mod tests {
         a.write(&p("src/a.py"), b"changed").unwrap();
         a.write(&p("src/new.py"), b"new").unwrap();
         a.delete(&p("src/b.py")).unwrap();
-        assert_eq!(a.list_dir("src", |_| true).unwrap(), vec!["a.py", "new.py", "pkg/"]);
+        assert_eq!(
+            a.list_dir("src", |_| true).unwrap(),
+            vec!["a.py", "new.py", "pkg/"]
+        );
         assert_eq!(
             a.list_dir("", |p| p != "README.md").unwrap(),
             vec!["src/", "srcx.py"]

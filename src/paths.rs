@@ -226,11 +226,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         assert_eq!(check_root(&root), Ok(()));
-        assert!(matches!(check_root(&root.join("typo")), Err(RootError::Missing(_))));
+        assert!(matches!(
+            check_root(&root.join("typo")),
+            Err(RootError::Missing(_))
+        ));
         std::fs::write(root.join("file"), "x").unwrap();
-        assert!(matches!(check_root(&root.join("file")), Err(RootError::NotAFolder(_))));
-        assert!(matches!(check_root(Path::new("/")), Err(RootError::TooWide(_))));
-        if let Some(home) = std::env::var_os("HOME").and_then(|h| PathBuf::from(h).canonicalize().ok()) {
+        assert!(matches!(
+            check_root(&root.join("file")),
+            Err(RootError::NotAFolder(_))
+        ));
+        assert!(matches!(
+            check_root(Path::new("/")),
+            Err(RootError::TooWide(_))
+        ));
+        if let Some(home) =
+            std::env::var_os("HOME").and_then(|h| PathBuf::from(h).canonicalize().ok())
+        {
             if !home.join(".git").exists() {
                 assert!(matches!(check_root(&home), Err(RootError::TooWide(_))));
             }

@@ -76,7 +76,9 @@ fn classify(dir: &OwnedFd, name: &str, path: &str, errno: Errno) -> DiskError {
         Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
             DiskError::Symlink(path.to_owned())
         }
-        Ok(_) if matches!(errno, Errno::NOTDIR | Errno::ISDIR) => DiskError::NotAFile(path.to_owned()),
+        Ok(_) if matches!(errno, Errno::NOTDIR | Errno::ISDIR) => {
+            DiskError::NotAFile(path.to_owned())
+        }
         _ => io_err(path, errno),
     }
 }
@@ -190,7 +192,14 @@ fn temp_name(name: &str, tag: &str) -> String {
 }
 
 /// Writes `data` to a new synced temporary file in `dir`; returns its name.
-fn stage(dir: &OwnedFd, name: &str, path: &str, data: &[u8], mode: u32, tag: &str) -> Result<String, DiskError> {
+fn stage(
+    dir: &OwnedFd,
+    name: &str,
+    path: &str,
+    data: &[u8],
+    mode: u32,
+    tag: &str,
+) -> Result<String, DiskError> {
     let temp = temp_name(name, tag);
     let fd = rustix::fs::openat(
         dir,
@@ -276,7 +285,8 @@ fn restore(t: &Target<'_>) {
 pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
     let mut targets = Vec::with_capacity(writes.len());
     for w in writes {
-        let path = ProjectPath::parse(&w.path).map_err(|e| io_err(&w.path, std::io::Error::other(e)))?;
+        let path =
+            ProjectPath::parse(&w.path).map_err(|e| io_err(&w.path, std::io::Error::other(e)))?;
         match open_parent(root, &path, w.data.is_some())? {
             Some((dir, name)) => targets.push(Target {
                 write: w,

@@ -181,7 +181,10 @@ impl Core {
     /// one at a time, in the order they were asked for.
     fn on_lifecycle(&self, step: impl FnOnce(&Arc<Core>) + Send + 'static) {
         if self.steps.send(Box::new(step)).is_err() {
-            self.notify(Level::Error, "Chimera: the lifecycle thread has stopped; restart Neovim");
+            self.notify(
+                Level::Error,
+                "Chimera: the lifecycle thread has stopped; restart Neovim",
+            );
         }
     }
 
@@ -290,7 +293,8 @@ async fn without_store(
             root.join(".chimera").display()
         ),
     });
-    let reason = format!("the project's database cannot be opened ({error}); see :checkhealth chimera");
+    let reason =
+        format!("the project's database cannot be opened ({error}); see :checkhealth chimera");
     while let Some(msg) = rx.recv().await {
         match msg {
             ToCore::Shutdown => return,
@@ -468,9 +472,9 @@ fn start_watcher(core: &Arc<Core>) -> Option<sync::WatchHandle> {
         Duration::from_millis(core.config.sync.debounce_ms),
         move |paths| {
             c.on_lifecycle(move |c| {
-                let out = paths
-                    .iter()
-                    .fold(Outcome::default(), |out, p| out.then(c.lifecycle.disk_changed(p)));
+                let out = paths.iter().fold(Outcome::default(), |out, p| {
+                    out.then(c.lifecycle.disk_changed(p))
+                });
                 c.publish(out);
             })
         },
@@ -545,10 +549,7 @@ fn route(core: &Arc<Core>, msg: ToCore) {
             core.on_lifecycle(move |c| c.publish(c.lifecycle.reject_hunk(&id, hunk)))
         }
         ToCore::Reject { id, feedback } => {
-            let working = core
-                .store
-                .agent(&id)
-                .is_ok_and(|r| r.state.is_active());
+            let working = core.store.agent(&id).is_ok_and(|r| r.state.is_active());
             if working {
                 stop_task(core, &id);
             }
@@ -775,7 +776,9 @@ async fn run_agent(
     };
     match tokio::time::timeout(limit, run).await {
         Ok(outcome) => outcome,
-        Err(_) => Err(agent::AgentError::TimedOut(core.config.agents.timeout_ms / 1000)),
+        Err(_) => Err(agent::AgentError::TimedOut(
+            core.config.agents.timeout_ms / 1000,
+        )),
     }
 }
 

@@ -442,15 +442,28 @@ mod tests {
         f.set_len(4 << 30).unwrap();
         std::fs::write(dir.path().join("small.py"), "x = 1\n").unwrap();
         let started = std::time::Instant::now();
-        assert_eq!(import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap(), 2);
-        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert_eq!(
+            import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap(),
+            2
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
         let e = store.stable_entry("huge.bin").unwrap().unwrap();
         assert!(e.too_large);
         assert_eq!(e.size, 4 << 30);
         let pp = ProjectPath::parse("huge.bin").unwrap();
-        assert!(!sync_from_disk(&store, dir.path(), &pp, 1 << 20).unwrap(), "unchanged");
+        assert!(
+            !sync_from_disk(&store, dir.path(), &pp, 1 << 20).unwrap(),
+            "unchanged"
+        );
         f.set_len(5 << 30).unwrap();
-        assert!(sync_from_disk(&store, dir.path(), &pp, 1 << 20).unwrap(), "grown");
+        assert!(
+            sync_from_disk(&store, dir.path(), &pp, 1 << 20).unwrap(),
+            "grown"
+        );
         assert!(store.stable_entry("huge.bin").unwrap().unwrap().too_large);
     }
 }

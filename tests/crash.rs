@@ -233,7 +233,9 @@ fn setup_history(root: &Path) -> String {
     accept::accept(&store, root, "ag", &HashMap::new()).unwrap();
     for k in 0..20 {
         let id = format!("ended{k}");
-        store.agent_insert(&AgentRecord::new(id.clone(), "t")).unwrap();
+        store
+            .agent_insert(&AgentRecord::new(id.clone(), "t"))
+            .unwrap();
         let mut rec = store.agent(&id).unwrap();
         rec.state = AgentState::Cancelled;
         store.agent_update(&rec).unwrap();
@@ -292,7 +294,12 @@ fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_res
         let root = dir.path();
         let before = setup_history(root);
         let mut child = Command::new(&exe)
-            .args(["--exact", "crash_history_child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "crash_history_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("CHIMERA_CRASH_HISTORY", root)
             .env("CHIMERA_CRASH_OP", op)
             .env("CHIMERA_CRASH_SNAPSHOT", &before)
@@ -305,7 +312,10 @@ fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_res
         let mut line = String::new();
         while !line.contains("ready") {
             line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "child died before it was ready");
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "child died before it was ready"
+            );
         }
         child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
         std::thread::sleep(Duration::from_micros(rng.next() % 30_000));
@@ -315,10 +325,17 @@ fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_res
         // Every file is wholly in one state or the other.
         for i in 0..FILES {
             let text = std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap();
-            assert!(text == old(i) || text == new(i), "cycle {cycle} ({op}): m{i}.py is half-written");
+            assert!(
+                text == old(i) || text == new(i),
+                "cycle {cycle} ({op}): m{i}.py is half-written"
+            );
         }
         let store = Store::open(root).unwrap();
-        assert_eq!(store.integrity_check().unwrap(), "ok", "cycle {cycle} ({op})");
+        assert_eq!(
+            store.integrity_check().unwrap(),
+            "ok",
+            "cycle {cycle} ({op})"
+        );
         // The restart: a purge, then the import.
         store.purge(24 * 3_600_000).unwrap();
         sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
@@ -326,14 +343,25 @@ fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_res
         // gives back the project as it was.
         for s in store.snapshots().unwrap() {
             for e in store.snapshot_manifest(&s.id).unwrap() {
-                assert!(store.blob(&e.hash).is_ok(), "cycle {cycle} ({op}): snapshot {} lost {}", s.id, e.path);
+                assert!(
+                    store.blob(&e.hash).is_ok(),
+                    "cycle {cycle} ({op}): snapshot {} lost {}",
+                    s.id,
+                    e.path
+                );
             }
         }
         let plan = chimera::rollback::plan(&store, &before).unwrap();
         chimera::rollback::apply(&store, root, &plan, &HashMap::new()).unwrap();
         for i in 0..FILES {
-            assert_eq!(std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap(), old(i), "cycle {cycle} ({op})");
+            assert_eq!(
+                std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap(),
+                old(i),
+                "cycle {cycle} ({op})"
+            );
         }
     }
-    println!("history crash harness: {cycles} cycles (rollback, purge, snapshot in turn), 0 failures");
+    println!(
+        "history crash harness: {cycles} cycles (rollback, purge, snapshot in turn), 0 failures"
+    );
 }

@@ -134,7 +134,8 @@ fn a_write_through_a_linked_folder_never_becomes_a_proposal_or_a_file() {
     let outside = tempfile::tempdir().unwrap();
     let dir = project();
     std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
-    let code = "write_file('linkdir/secret.txt', 'pwned')\nsubmit_result('wrote', ['linkdir/secret.txt'])";
+    let code =
+        "write_file('linkdir/secret.txt', 'pwned')\nsubmit_result('wrote', ['linkdir/secret.txt'])";
     let mut run = start(dir.path(), vec![program(code)], |_| {});
     run.spawn("a1", "write a file");
     let rec = run.settled("a1");
@@ -203,7 +204,10 @@ fn an_edit_on_disk_just_before_the_accept_is_never_written_over() {
     accept(&run, "a1");
     run.wait(|m| matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(()));
     let now = std::fs::read_to_string(&app).unwrap();
-    assert!(now.contains("\"\"\"One.\"\"\"") && now.contains("added_outside"), "{now}");
+    assert!(
+        now.contains("\"\"\"One.\"\"\"") && now.contains("added_outside"),
+        "{now}"
+    );
 }
 
 #[test]
@@ -211,7 +215,9 @@ fn a_multi_file_accept_with_one_unwritable_file_changes_nothing() {
     let dir = project();
     std::fs::write(dir.path().join("b.py"), "b = 1\n").unwrap();
     let code = "write_file('app.py', 'def f():\\n    return 2\\n')\nwrite_file('b.py', 'b = 2\\n')\nsubmit_result('both', ['app.py', 'b.py'])";
-    let mut run = start(dir.path(), vec![program(code)], |c| c.sync.debounce_ms = 5_000);
+    let mut run = start(dir.path(), vec![program(code)], |c| {
+        c.sync.debounce_ms = 5_000
+    });
     run.spawn("a1", "change both");
     assert_eq!(run.settled("a1").state, AgentState::Completed);
     std::fs::remove_file(run.root.join("b.py")).unwrap();
@@ -234,7 +240,11 @@ fn a_multi_file_accept_with_one_unwritable_file_changes_nothing() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     let store = chimera::store::Store::open(&run.root).unwrap();
-    assert_eq!(store.agent("a1").unwrap().state, AgentState::Completed, "still reviewable");
+    assert_eq!(
+        store.agent("a1").unwrap().state,
+        AgentState::Completed,
+        "still reviewable"
+    );
 }
 
 #[test]
@@ -245,11 +255,15 @@ fn a_buffer_opened_through_a_link_never_reaches_the_model() {
     std::fs::write(dir.path().join(".env"), "ENV_SECRET=1\n").unwrap();
     std::os::unix::fs::symlink(".env", dir.path().join("notes.txt")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("creds"), dir.path().join("creds.txt")).unwrap();
-    let read = "print(read_file('notes.txt'))\nprint(read_file('creds.txt'))\nsubmit_result('read', [])";
+    let read =
+        "print(read_file('notes.txt'))\nprint(read_file('creds.txt'))\nsubmit_result('read', [])";
     let mut run = start(dir.path(), vec![program(read), program(read)], |_| {});
-    for (i, (name, text)) in [("notes.txt", "ENV_SECRET=1\n"), ("creds.txt", "OUTSIDE_SECRET=1\n")]
-        .into_iter()
-        .enumerate()
+    for (i, (name, text)) in [
+        ("notes.txt", "ENV_SECRET=1\n"),
+        ("creds.txt", "OUTSIDE_SECRET=1\n"),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let path = run.root.join(name).to_string_lossy().into_owned();
         // The person opens the link in Neovim and types a task at once.
@@ -269,7 +283,10 @@ fn a_buffer_opened_through_a_link_never_reaches_the_model() {
         run.settled(&format!("a{i}"));
     }
     let seen = run.model_saw();
-    assert!(seen.contains("summarise this file"), "the model was asked: {seen}");
+    assert!(
+        seen.contains("summarise this file"),
+        "the model was asked: {seen}"
+    );
     assert!(!seen.contains("ENV_SECRET"), "{seen}");
     assert!(!seen.contains("OUTSIDE_SECRET"), "{seen}");
 }
@@ -299,7 +316,11 @@ fn secret_files_are_invisible_whatever_their_case_and_never_copied_for_commands(
     });
     run.spawn("a1", "look around");
     let summary = run.wait(|m| match m {
-        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "a1" => Some(
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == "a1" => Some(
             files
                 .iter()
                 .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
@@ -330,11 +351,15 @@ fn memory_bombs_end_the_agent_failed_and_never_the_process() {
         "chunks = []\nwhile True:\n    chunks.append('y' * 1000000 + str(len(chunks)))",
         "n = 10 ** 10 ** 10",
     ];
-    let mut run = start(dir.path(), bombs.iter().map(|b| program(b)).collect(), |c| {
-        c.agents.sandbox_memory_mb = 64;
-        c.agents.sandbox_timeout_ms = 60_000;
-        c.agents.max_concurrent = 1;
-    });
+    let mut run = start(
+        dir.path(),
+        bombs.iter().map(|b| program(b)).collect(),
+        |c| {
+            c.agents.sandbox_memory_mb = 64;
+            c.agents.sandbox_timeout_ms = 60_000;
+            c.agents.max_concurrent = 1;
+        },
+    );
     for i in 0..bombs.len() {
         let id = format!("bomb{i}");
         run.spawn(&id, "allocate");
@@ -358,7 +383,11 @@ fn another_neovims_unsaved_text_never_reaches_the_disk() {
     }));
     std::thread::sleep(Duration::from_millis(300));
     // Instance B (app.py not open there) runs an agent and accepts.
-    let mut b = start(dir.path(), vec![program(docstring), program(docstring)], |_| {});
+    let mut b = start(
+        dir.path(),
+        vec![program(docstring), program(docstring)],
+        |_| {},
+    );
     b.spawn("b1", "add a docstring");
     assert_eq!(b.settled("b1").state, AgentState::Completed);
     for _ in 0..2 {
@@ -369,8 +398,14 @@ fn another_neovims_unsaved_text_never_reaches_the_disk() {
         });
         std::thread::sleep(Duration::from_millis(300));
         let disk = std::fs::read_to_string(b.root.join("app.py")).unwrap();
-        assert!(!disk.contains("UNSAVED_IN_A"), "A's unsaved text was written: {disk}");
+        assert!(
+            !disk.contains("UNSAVED_IN_A"),
+            "A's unsaved text was written: {disk}"
+        );
     }
     let disk = std::fs::read_to_string(b.root.join("app.py")).unwrap();
-    assert!(disk.contains("\"\"\"One.\"\"\""), "B's accept landed on the disk's text: {disk}");
+    assert!(
+        disk.contains("\"\"\"One.\"\"\""),
+        "B's accept landed on the disk's text: {disk}"
+    );
 }

@@ -136,7 +136,12 @@ impl Sim {
         }
     }
 
-    fn lifecycle(store: &Arc<Store>, root: &Path, buffers: OpenBuffers, generation: usize) -> Lifecycle {
+    fn lifecycle(
+        store: &Arc<Store>,
+        root: &Path,
+        buffers: OpenBuffers,
+        generation: usize,
+    ) -> Lifecycle {
         Lifecycle {
             store: store.clone(),
             root: root.to_path_buf(),
@@ -176,7 +181,10 @@ impl Sim {
     }
 
     fn buffer_map(&self) -> HashMap<String, String> {
-        self.buffers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.buffers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     // ---- the editor's side of an outcome ---------------------------------
@@ -272,7 +280,9 @@ impl Sim {
                 _ => {
                     let files = self.human_files();
                     let f = self.rng.pick(&files).unwrap().clone();
-                    let Ok(text) = ov.read_text(&pp(&f)) else { continue };
+                    let Ok(text) = ov.read_text(&pp(&f)) else {
+                        continue;
+                    };
                     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
                     // Agents change their own and the original lines, never
                     // the human's: a human line may only go by a conflict.
@@ -313,7 +323,9 @@ impl Sim {
         let name = match choice {
             0..=11 => {
                 let open: Vec<String> = self.buffers.keys().cloned().collect();
-                let Some(path) = self.rng.pick(&open).cloned() else { return };
+                let Some(path) = self.rng.pick(&open).cloned() else {
+                    return;
+                };
                 let text = self.buffers[&path].clone();
                 let typed = self.type_into(&path, &text);
                 let out = self.lc.buffer_text(&pp(&path), &typed);
@@ -326,7 +338,9 @@ impl Sim {
                     .into_iter()
                     .filter(|f| !self.buffers.contains_key(f))
                     .collect();
-                let Some(path) = self.rng.pick(&closed).cloned() else { return };
+                let Some(path) = self.rng.pick(&closed).cloned() else {
+                    return;
+                };
                 let text = self.disk(&path).unwrap_or_default();
                 let typed = self.type_into(&path, &text);
                 self.buffers.remove(&path);
@@ -341,7 +355,9 @@ impl Sim {
             }
             20..=24 => {
                 let late: Vec<String> = self.unreported.iter().cloned().collect();
-                let Some(path) = self.rng.pick(&late).cloned() else { return };
+                let Some(path) = self.rng.pick(&late).cloned() else {
+                    return;
+                };
                 self.unreported.remove(&path);
                 let out = self.lc.disk_changed(&pp(&path));
                 self.apply(out);
@@ -353,7 +369,9 @@ impl Sim {
                     .into_iter()
                     .filter(|f| !self.buffers.contains_key(f) && !self.unreported.contains(f))
                     .collect();
-                let Some(path) = self.rng.pick(&closed).cloned() else { return };
+                let Some(path) = self.rng.pick(&closed).cloned() else {
+                    return;
+                };
                 let text = self.disk(&path).unwrap_or_default();
                 self.buffers.insert(path.clone(), text.clone());
                 let out = self.lc.buffer_text(&pp(&path), &text);
@@ -362,7 +380,9 @@ impl Sim {
             }
             30..=33 => {
                 let open: Vec<String> = self.buffers.keys().cloned().collect();
-                let Some(path) = self.rng.pick(&open).cloned() else { return };
+                let Some(path) = self.rng.pick(&open).cloned() else {
+                    return;
+                };
                 // :wq — the buffer is saved, then closed.
                 let text = self.buffers.remove(&path).unwrap();
                 std::fs::write(self.root.join(&path), text).unwrap();
@@ -382,13 +402,17 @@ impl Sim {
             }
             46..=52 => {
                 let w: Vec<String> = self.working.iter().cloned().collect();
-                let Some(id) = self.rng.pick(&w).cloned() else { return };
+                let Some(id) = self.rng.pick(&w).cloned() else {
+                    return;
+                };
                 self.finish(&id);
                 "an agent finishes"
             }
             53..=67 => {
                 let done = self.agents_in(AgentState::Completed);
-                let Some(id) = self.rng.pick(&done).cloned() else { return };
+                let Some(id) = self.rng.pick(&done).cloned() else {
+                    return;
+                };
                 let hunk = self.rng.chance(30).then(|| 1 + self.rng.below(3));
                 let out = self.lc.accept(&id, self.buffer_map(), hunk);
                 self.apply(out);
@@ -396,7 +420,9 @@ impl Sim {
             }
             68..=75 => {
                 let done = self.agents_in(AgentState::Completed);
-                let Some(id) = self.rng.pick(&done).cloned() else { return };
+                let Some(id) = self.rng.pick(&done).cloned() else {
+                    return;
+                };
                 let out = if self.rng.chance(30) {
                     self.lc.reject_hunk(&id, 1 + self.rng.below(2))
                 } else if self.rng.chance(50) {
@@ -409,7 +435,9 @@ impl Sim {
             }
             76..=78 => {
                 let w: Vec<String> = self.working.iter().cloned().collect();
-                let Some(id) = self.rng.pick(&w).cloned() else { return };
+                let Some(id) = self.rng.pick(&w).cloned() else {
+                    return;
+                };
                 self.working.remove(&id);
                 let out = self.lc.cancel(&id);
                 self.apply(out);
@@ -422,7 +450,9 @@ impl Sim {
             }
             86..=90 => {
                 let snaps = self.store.snapshots().unwrap();
-                let Some(s) = self.rng.pick(&snaps).cloned() else { return };
+                let Some(s) = self.rng.pick(&snaps).cloned() else {
+                    return;
+                };
                 // Every late disk change is in: a rollback is a deliberate act.
                 for p in std::mem::take(&mut self.unreported) {
                     let out = self.lc.disk_changed(&pp(&p));
@@ -474,7 +504,10 @@ impl Sim {
     // ---- what must hold after every step ----------------------------------
 
     fn check(&self) {
-        let at = format!("seed {} step {} (after {:?})", self.seed, self.step, self.recent);
+        let at = format!(
+            "seed {} step {} (after {:?})",
+            self.seed, self.step, self.recent
+        );
         for (marker, path) in &self.typed {
             let text = self.truth(path).unwrap_or_default();
             assert!(
@@ -484,13 +517,24 @@ impl Sim {
         }
         for e in walk(&self.root) {
             let name = e.file_name().unwrap().to_string_lossy().into_owned();
-            assert!(!name.contains(".chimera-"), "{at}: a temporary file was left: {}", e.display());
+            assert!(
+                !name.contains(".chimera-"),
+                "{at}: a temporary file was left: {}",
+                e.display()
+            );
         }
         let outside: Vec<_> = std::fs::read_dir(self.outside.path()).unwrap().collect();
-        assert!(outside.is_empty(), "{at}: something was written outside the root");
+        assert!(
+            outside.is_empty(),
+            "{at}: something was written outside the root"
+        );
         for a in self.store.agents().unwrap() {
             if a.state == AgentState::Running {
-                assert!(self.working.contains(&a.id), "{at}: {} is running without a task", a.id);
+                assert!(
+                    self.working.contains(&a.id),
+                    "{at}: {} is running without a task",
+                    a.id
+                );
             }
         }
         // Only a purge deletes stored contents (a restart purges too).
@@ -498,7 +542,12 @@ impl Sim {
             for s in self.store.snapshots().unwrap() {
                 for e in self.store.snapshot_manifest(&s.id).unwrap() {
                     if !e.too_large {
-                        assert!(self.store.blob(&e.hash).is_ok(), "{at}: snapshot {} lost {}", s.id, e.path);
+                        assert!(
+                            self.store.blob(&e.hash).is_ok(),
+                            "{at}: snapshot {} lost {}",
+                            s.id,
+                            e.path
+                        );
                     }
                 }
             }
@@ -512,14 +561,23 @@ impl Sim {
                 .stable_entry(&path)
                 .unwrap()
                 .map(|e| String::from_utf8(self.store.blob(&e.hash).unwrap()).unwrap());
-            assert_eq!(stable, self.truth(&path), "{at}: the store's {path} is not the human's");
+            assert_eq!(
+                stable,
+                self.truth(&path),
+                "{at}: the store's {path} is not the human's"
+            );
         }
         for a in self.store.agents().unwrap() {
             if a.state != AgentState::Completed {
                 continue;
             }
             let diffs = chimera::accept::proposal_diffs(&self.store, &a.id);
-            assert!(diffs.is_ok(), "{at}: proposal {} cannot be shown: {:?}", a.id, diffs.err());
+            assert!(
+                diffs.is_ok(),
+                "{at}: proposal {} cannot be shown: {:?}",
+                a.id,
+                diffs.err()
+            );
             if a.conflicted {
                 continue;
             }
@@ -528,7 +586,11 @@ impl Sim {
                     continue;
                 }
                 let current = self.store.stable_entry(&f.path).unwrap().map(|e| e.hash);
-                assert_eq!(current, f.base_hash, "{at}: proposal {} on {} is stale", a.id, f.path);
+                assert_eq!(
+                    current, f.base_hash,
+                    "{at}: proposal {} on {} is stale",
+                    a.id, f.path
+                );
             }
         }
     }
@@ -570,7 +632,10 @@ fn the_lifecycle_holds_its_promises_under_random_interleavings() {
     // Many short histories rather than a few long ones: each explores its
     // own interleaving, and the checks stay as cheap at step 1,000,000.
     const PER_SEED: usize = 1_000;
-    let seeds: Vec<u64> = match std::env::var("CHIMERA_SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+    let seeds: Vec<u64> = match std::env::var("CHIMERA_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         Some(seed) => vec![seed],
         None => (1..=steps.div_ceil(PER_SEED) as u64).collect(),
     };
@@ -589,7 +654,17 @@ fn the_lifecycle_holds_its_promises_under_random_interleavings() {
         started.elapsed().as_secs_f64()
     );
     // Every kind of step happened, so the run tested what it claims.
-    for kind in ["accept", "reject", "rollback", "restart", "buffer moved", "the watcher reports"] {
-        assert!(total.get(kind).copied().unwrap_or(0) > 0, "no {kind:?} step: {total:?}");
+    for kind in [
+        "accept",
+        "reject",
+        "rollback",
+        "restart",
+        "buffer moved",
+        "the watcher reports",
+    ] {
+        assert!(
+            total.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind:?} step: {total:?}"
+        );
     }
 }

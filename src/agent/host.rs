@@ -362,9 +362,10 @@ impl Host for AgentHost {
                 crate::command::checkout(&self.overlay(), dir.path(), |f| self.caps.may_see(f))
                     .map_err(|e| format!("run_command(): cannot check out the project: {e}"))?;
                 let cancel = self.cancel.clone();
-                let ran = crate::command::run(&argv, dir.path(), self.command_timeout, &move || {
-                    cancel.is_cancelled()
-                })?;
+                let ran =
+                    crate::command::run(&argv, dir.path(), self.command_timeout, &move || {
+                        cancel.is_cancelled()
+                    })?;
                 let text = ran.describe();
                 let _ = self.store.effect_record(
                     "command",

@@ -129,7 +129,16 @@ fn mcp_patterns_decide_which_servers_start_and_which_tools_run() {
 #[test]
 fn secret_names_match_in_any_case() {
     let caps = Capabilities::new(&CapabilitiesConfig::default(), None).unwrap();
-    for secret in [".env", ".ENV", "config/.Env.local", "ID_RSA", "home/Id_Ed25519", "Server.PEM", "tls/KEY.Key", ".NETRC"] {
+    for secret in [
+        ".env",
+        ".ENV",
+        "config/.Env.local",
+        "ID_RSA",
+        "home/Id_Ed25519",
+        "Server.PEM",
+        "tls/KEY.Key",
+        ".NETRC",
+    ] {
         assert!(caps.is_secret(secret), "{secret}");
         assert!(!caps.may_see(secret), "{secret}");
     }

@@ -6,7 +6,9 @@ fn lifecycle(files: &[(&str, &str)]) -> (tempfile::TempDir, Lifecycle) {
     let store = Arc::new(Store::open(dir.path()).unwrap());
     for (path, text) in files {
         std::fs::write(dir.path().join(path), text).unwrap();
-        store.stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20).unwrap();
+        store
+            .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
+            .unwrap();
     }
     let lc = Lifecycle {
         store,
@@ -74,7 +76,10 @@ fn a_run_that_changed_nothing_ends_accepted_with_nothing_to_review() {
     ran(&lc, "ag", &[]);
     let out = lc.complete("ag", "an answer", 1);
     assert_eq!(kinds(&announce(&out, &lc.root)), ["agent accepted"]);
-    assert_eq!(lc.store.agent("ag").unwrap().summary.as_deref(), Some("an answer"));
+    assert_eq!(
+        lc.store.agent("ag").unwrap().summary.as_deref(),
+        Some("an answer")
+    );
 }
 
 #[test]
@@ -87,7 +92,12 @@ fn an_accept_announces_the_snapshot_the_edit_the_state_then_the_verdict() {
     let out = lc.accept("ag", buffers, None);
     assert_eq!(
         kinds(&announce(&out, &lc.root)),
-        ["snapshots", "edit", "agent accepted -proposal", "resolved true"]
+        [
+            "snapshots",
+            "edit",
+            "agent accepted -proposal",
+            "resolved true"
+        ]
     );
     assert_eq!(out.changed_paths, ["a.py"]);
 }
@@ -128,8 +138,14 @@ fn a_failed_accept_keeps_the_proposal_and_says_why() {
     std::fs::write(dir.path().join("a.py"), "x = 1\ny = 1\n").unwrap();
     let out = lc.accept("ag", HashMap::new(), None);
     let kinds = kinds(&announce(&out, &lc.root));
-    assert!(kinds.contains(&"agent completed +proposal".to_owned()), "{kinds:?}");
-    assert!(kinds.last().unwrap().contains("changed on disk"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"agent completed +proposal".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.last().unwrap().contains("changed on disk"),
+        "{kinds:?}"
+    );
     assert_eq!(lc.store.agent("ag").unwrap().state, AgentState::Completed);
 }
 
@@ -144,12 +160,25 @@ fn a_buffer_that_moved_under_an_accept_gets_the_edit_again_for_its_new_text() {
     let out = lc.buffer_moved("ag", &p, base, wanted, &now);
     assert_eq!(out.buffer_edits.len(), 1);
     let e = &out.buffer_edits[0];
-    assert_eq!((e.start, e.end, e.lines.clone(), e.base.as_str()), (6, 6, vec!["    \"\"\"G.\"\"\"".to_owned()], now.as_str()));
-    let stable = lc.store.blob(&lc.store.stable_entry("a.py").unwrap().unwrap().hash).unwrap();
-    assert_eq!(String::from_utf8(stable).unwrap(), format!("import os\n{wanted}"));
+    assert_eq!(
+        (e.start, e.end, e.lines.clone(), e.base.as_str()),
+        (6, 6, vec!["    \"\"\"G.\"\"\"".to_owned()], now.as_str())
+    );
+    let stable = lc
+        .store
+        .blob(&lc.store.stable_entry("a.py").unwrap().unwrap().hash)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(stable).unwrap(),
+        format!("import os\n{wanted}")
+    );
     // Typed into the same lines: the human's text wins, and they are told.
     let clash = base.replace("    pass", "    return 0");
     let out = lc.buffer_moved("ag", &p, base, wanted, &clash);
     assert!(out.buffer_edits.is_empty());
-    assert!(out.notices[0].1.contains("your text was kept"), "{:?}", out.notices);
+    assert!(
+        out.notices[0].1.contains("your text was kept"),
+        "{:?}",
+        out.notices
+    );
 }

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::openai::cap;
 use super::{
-    for_each_line, names, send_json, api_answer, ChatMessage, ChatOptions, LlmClient, LlmError,
+    api_answer, for_each_line, names, send_json, ChatMessage, ChatOptions, LlmClient, LlmError,
     Reply, ToolCall,
 };
 

@@ -111,13 +111,20 @@ async fn truncated_streams_invalid_json_and_empty_replies_fail() {
 #[tokio::test]
 async fn a_web_page_instead_of_the_api_says_to_check_the_url() {
     let page = "<!doctype html><html><head><title>Open WebUI</title></head><body>app</body></html>";
-    for (provider, stream) in [(Provider::Openai, true), (Provider::Openai, false), (Provider::Ollama, true)] {
+    for (provider, stream) in [
+        (Provider::Openai, true),
+        (Provider::Openai, false),
+        (Provider::Ollama, true),
+    ] {
         let server = FakeServer::start(vec![Reply::Html(page.into())]).await;
         let c = client(provider, &server.url, stream);
         let err = chat(&c).await.unwrap_err();
         assert!(matches!(err, LlmError::NotTheApi { .. }), "{err}");
         let text = err.to_string();
-        assert!(text.contains("Open WebUI") && text.contains("llm.url"), "{text}");
+        assert!(
+            text.contains("Open WebUI") && text.contains("llm.url"),
+            "{text}"
+        );
         assert_eq!(server.requests.lock().unwrap().len(), 1, "not retried");
     }
 }

@@ -135,8 +135,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                 mlua::Error::external(format!("Chimera: cannot create the event bridge: {e}"))
             })?;
             let root = paths::project_root(config.root.as_deref(), Path::new(&cwd));
-            paths::check_root(&root)
-                .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
+            paths::check_root(&root).map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
             let core = runtime::start(config, root.clone(), Arc::new(sink))
                 .map_err(|e| mlua::Error::external(e.to_string()))?;
             CORE.with(|c| *c.borrow_mut() = Some(core));
@@ -211,7 +210,14 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "buffer_moved",
         lua.create_function(
-            |_, (id, path, base, wanted, now): (String, String, mlua::String, mlua::String, mlua::String)| {
+            |_,
+             (id, path, base, wanted, now): (
+                String,
+                String,
+                mlua::String,
+                mlua::String,
+                mlua::String,
+            )| {
                 let text = |s: mlua::String| String::from_utf8_lossy(&s.as_bytes()).into_owned();
                 send(ToCore::BufferMoved {
                     id,

@@ -41,7 +41,11 @@ fn writes_through_a_linked_folder_are_refused_and_nothing_leaves_the_root() {
     let outside = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), root.path().join("linkdir")).unwrap();
-    let err = write_all(root.path(), &[put("linkdir/secret.txt", "x", Expect::Anything)]).unwrap_err();
+    let err = write_all(
+        root.path(),
+        &[put("linkdir/secret.txt", "x", Expect::Anything)],
+    )
+    .unwrap_err();
     assert!(matches!(err, DiskError::Symlink(_)), "{err}");
     assert!(!outside.path().join("secret.txt").exists());
     assert!(leftovers(outside.path()).is_empty());
@@ -53,7 +57,10 @@ fn writes_through_a_linked_folder_are_refused_and_nothing_leaves_the_root() {
         Err(DiskError::Symlink(_))
     ));
     assert!(!root.path().join("real/a").exists());
-    assert!(matches!(check_no_links(root.path(), &pp("linkdir/x")), Err(DiskError::Symlink(_))));
+    assert!(matches!(
+        check_no_links(root.path(), &pp("linkdir/x")),
+        Err(DiskError::Symlink(_))
+    ));
     assert!(check_no_links(root.path(), &pp("real/new/x.py")).is_ok());
 }
 
@@ -62,24 +69,52 @@ fn a_linked_file_is_neither_read_nor_replaced() {
     let outside = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("target.txt"), "outside\n").unwrap();
-    std::os::unix::fs::symlink(outside.path().join("target.txt"), root.path().join("link.txt")).unwrap();
-    assert!(matches!(read(root.path(), &pp("link.txt"), 1 << 20), Err(DiskError::Symlink(_))));
+    std::os::unix::fs::symlink(
+        outside.path().join("target.txt"),
+        root.path().join("link.txt"),
+    )
+    .unwrap();
+    assert!(matches!(
+        read(root.path(), &pp("link.txt"), 1 << 20),
+        Err(DiskError::Symlink(_))
+    ));
     let err = write_all(root.path(), &[put("link.txt", "new", Expect::Anything)]).unwrap_err();
     assert!(matches!(err, DiskError::Symlink(_)), "{err}");
-    assert_eq!(std::fs::read_to_string(outside.path().join("target.txt")).unwrap(), "outside\n");
-    assert!(std::fs::symlink_metadata(root.path().join("link.txt")).unwrap().file_type().is_symlink());
-    assert!(matches!(check_no_links(root.path(), &pp("link.txt")), Err(DiskError::Symlink(_))));
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+        "outside\n"
+    );
+    assert!(std::fs::symlink_metadata(root.path().join("link.txt"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(matches!(
+        check_no_links(root.path(), &pp("link.txt")),
+        Err(DiskError::Symlink(_))
+    ));
 }
 
 #[test]
 fn reads_stop_at_the_limit() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("big.bin"), vec![b'x'; 10_000]).unwrap();
-    assert!(matches!(read(root.path(), &pp("big.bin"), 9_999), Err(DiskError::TooLarge { .. })));
-    assert_eq!(read(root.path(), &pp("big.bin"), 10_000).unwrap().unwrap().len(), 10_000);
+    assert!(matches!(
+        read(root.path(), &pp("big.bin"), 9_999),
+        Err(DiskError::TooLarge { .. })
+    ));
+    assert_eq!(
+        read(root.path(), &pp("big.bin"), 10_000)
+            .unwrap()
+            .unwrap()
+            .len(),
+        10_000
+    );
     assert_eq!(read(root.path(), &pp("missing/x"), 10).unwrap(), None);
     std::fs::create_dir(root.path().join("d")).unwrap();
-    assert!(matches!(read(root.path(), &pp("d"), 10), Err(DiskError::NotAFile(_))));
+    assert!(matches!(
+        read(root.path(), &pp("d"), 10),
+        Err(DiskError::NotAFile(_))
+    ));
 }
 
 #[test]
@@ -93,10 +128,20 @@ fn a_batch_with_one_bad_target_changes_nothing() {
         put("new/c.py", "C\n", Expect::Absent),
     ];
     let err = write_all(root.path(), &writes).unwrap_err();
-    assert!(matches!(err, DiskError::NotAFile(ref p) if p == "b.py"), "{err}");
-    assert_eq!(std::fs::read_to_string(root.path().join("a.py")).unwrap(), "a\n");
+    assert!(
+        matches!(err, DiskError::NotAFile(ref p) if p == "b.py"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("a.py")).unwrap(),
+        "a\n"
+    );
     assert!(!root.path().join("new/c.py").exists());
-    assert!(leftovers(root.path()).is_empty(), "{:?}", leftovers(root.path()));
+    assert!(
+        leftovers(root.path()).is_empty(),
+        "{:?}",
+        leftovers(root.path())
+    );
 }
 
 #[test]
@@ -108,9 +153,16 @@ fn a_file_changed_since_it_was_read_fails_the_batch() {
         put("b.py", "B\n", Expect::Content(hash_bytes(b"b\n"))),
         put("a.py", "A\n", Expect::Content(hash_bytes(b"a\n"))),
     ];
-    assert!(matches!(write_all(root.path(), &writes), Err(DiskError::Changed(ref p)) if p == "a.py"));
-    assert_eq!(std::fs::read_to_string(root.path().join("b.py")).unwrap(), "b\n");
-    assert!(std::fs::read_to_string(root.path().join("a.py")).unwrap().contains("added"));
+    assert!(
+        matches!(write_all(root.path(), &writes), Err(DiskError::Changed(ref p)) if p == "a.py")
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("b.py")).unwrap(),
+        "b\n"
+    );
+    assert!(std::fs::read_to_string(root.path().join("a.py"))
+        .unwrap()
+        .contains("added"));
     // A file expected absent that appeared meanwhile is not overwritten.
     assert!(matches!(
         write_all(root.path(), &[put("b.py", "x", Expect::Absent)]),
@@ -154,10 +206,17 @@ fn two_writers_of_one_file_never_swap_their_temporary_files() {
                 for _ in 0..200 {
                     write_all(root, &[put("f.py", text, Expect::Anything)]).unwrap();
                     let now = std::fs::read_to_string(root.join("f.py")).unwrap();
-                    assert!(now == "a\n".repeat(5000) || now == "b\n".repeat(5000), "a mixed file");
+                    assert!(
+                        now == "a\n".repeat(5000) || now == "b\n".repeat(5000),
+                        "a mixed file"
+                    );
                 }
             });
         }
     });
-    assert!(leftovers(root.path()).is_empty(), "{:?}", leftovers(root.path()));
+    assert!(
+        leftovers(root.path()).is_empty(),
+        "{:?}",
+        leftovers(root.path())
+    );
 }

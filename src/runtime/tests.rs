@@ -1,7 +1,7 @@
 use super::*;
-use crate::store::AgentState;
 use crate::config::{LlmConfig, Provider};
 use crate::llm::fake::{FakeServer, Reply};
+use crate::store::AgentState;
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse.\"\"\"\\n    return {}'))\nsubmit_result('Added a docstring', ['app.py'])\n```";
 
@@ -94,7 +94,11 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     });
     core.send(spawn("a1", "add a docstring")).unwrap();
     let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "a1" => Some(files.clone()),
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == "a1" => Some(files.clone()),
         _ => None,
     });
     assert_eq!(files.len(), 1);
@@ -144,7 +148,8 @@ fn shutdown_with_an_agent_in_flight_is_prompt() {
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running)
+            .then_some(())
     });
     let start = std::time::Instant::now();
     core.shutdown(Duration::from_secs(2));
@@ -163,7 +168,8 @@ fn reject_of_a_running_agent_cancels_it() {
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running)
+            .then_some(())
     });
     core.send(ToCore::Reject {
         id: "a1".into(),
@@ -171,7 +177,8 @@ fn reject_of_a_running_agent_cancels_it() {
     })
     .unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Cancelled).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Cancelled)
+            .then_some(())
     });
     core.shutdown(Duration::from_secs(2));
 }
@@ -185,7 +192,8 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     let (core, mut rx) = start_core(config(&hang.url), root.clone());
     core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running)
+            .then_some(())
     });
     core.shutdown(Duration::from_secs(2));
 
@@ -207,7 +215,8 @@ fn an_agent_in_flight_when_neovim_quits_runs_again_at_the_next_start() {
     // A third start shows the pending proposal again, without running anything.
     let (core, mut rx) = start_core(config(&good.url), root);
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1").then_some(())
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1")
+            .then_some(())
     });
     core.shutdown(Duration::from_secs(2));
 }
@@ -302,7 +311,8 @@ fn reject_with_feedback_runs_the_agent_again_with_its_attempt_and_the_feedback()
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1").then_some(())
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1")
+            .then_some(())
     });
     core.send(ToCore::Reject {
         id: "a1".into(),
@@ -363,8 +373,12 @@ fn every_kind_of_llm_fault_fails_the_agent_with_its_reason_and_no_proposal() {
                     .expect(name)
                     .expect(name);
                 match m {
-                    ToEditor::Agent { proposal: Some(_), .. } => proposals += 1,
-                    ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => return agent,
+                    ToEditor::Agent {
+                        proposal: Some(_), ..
+                    } => proposals += 1,
+                    ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => {
+                        return agent
+                    }
                     _ => {}
                 }
             }
@@ -398,7 +412,8 @@ fn a_second_instance_never_takes_a_live_instances_agent() {
     let (a, mut rx_a) = start_core(config(&server.url), root.clone());
     a.send(spawn("a1", "t")).unwrap();
     wait_for(&mut rx_a, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running).then_some(())
+        matches!(m, ToEditor::Agent { agent, .. } if agent.state == AgentState::Running)
+            .then_some(())
     });
     let (b, mut rx_b) = start_core(config(&server.url), root.clone());
     // B shows A's agent but does not run it.
@@ -677,7 +692,8 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     core.send(spawn("ag1", "add a docstring to parse_config"))
         .unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "ag1").then_some(())
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "ag1")
+            .then_some(())
     });
     core.send(ToCore::Accept {
         id: "ag1".into(),
@@ -783,7 +799,11 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     })
     .unwrap();
     let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "fk1" => Some(files.clone()),
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == "fk1" => Some(files.clone()),
         _ => None,
     });
     let added: Vec<String> = files[0]
@@ -883,7 +903,11 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
     let store = Store::open(&root).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while store.agent("c1").unwrap().state != AgentState::Accepted {
-        assert!(std::time::Instant::now() < deadline, "the turn never ended: {:?}", store.agent("c1").unwrap());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turn never ended: {:?}",
+            store.agent("c1").unwrap()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(
@@ -983,7 +1007,10 @@ fn a_broken_database_fails_a_new_agent_at_once_with_the_reason() {
     });
     assert_eq!(rec.state, AgentState::Failed);
     let error = rec.error.unwrap_or_default();
-    assert!(error.contains("database") && error.contains("checkhealth"), "{error}");
+    assert!(
+        error.contains("database") && error.contains("checkhealth"),
+        "{error}"
+    );
     core.shutdown(Duration::from_secs(2));
 }
 
@@ -1000,9 +1027,7 @@ fn an_agent_that_panics_ends_failed_and_frees_its_place() {
     let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
     core.send(spawn("boom", PANIC_TASK)).unwrap();
     let rec = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent, .. }
-            if agent.id == "boom" && !agent.state.is_active() =>
-        {
+        ToEditor::Agent { agent, .. } if agent.id == "boom" && !agent.state.is_active() => {
             Some(agent.clone())
         }
         _ => None,
@@ -1021,7 +1046,8 @@ fn an_agent_that_panics_ends_failed_and_frees_its_place() {
 fn what_a_program_logs_stays_with_its_agent_even_when_it_fails() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let logs_then_works = "```python\nlog('looking at parse_config')\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse.\"\"\"\\n    return {}'))\nlog('wrote the docstring')\nsubmit_result('Added a docstring', ['app.py'])\n```";
-    let logs_then_fails = "```python\nlog('about to read a missing file')\nread_file('missing.py')\n```";
+    let logs_then_fails =
+        "```python\nlog('about to read a missing file')\nread_file('missing.py')\n```";
     let server = rt.block_on(FakeServer::start(vec![
         Reply::OpenaiStream(logs_then_works.into()),
         Reply::OpenaiStream(logs_then_fails.into()),
@@ -1057,13 +1083,19 @@ fn the_watcher_rebases_a_proposal_onto_a_change_made_outside_neovim() {
     let (core, mut rx) = start_core(cfg, root.clone());
     core.send(spawn("a1", "add a docstring")).unwrap();
     wait_for(&mut rx, &rt, |m| {
-        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1").then_some(())
+        matches!(m, ToEditor::Agent { agent, proposal: Some(_), .. } if agent.id == "a1")
+            .then_some(())
     });
-    let appended = "def parse_config(path):\n    return {}\n\n\ndef added_outside():\n    return 2\n";
+    let appended =
+        "def parse_config(path):\n    return {}\n\n\ndef added_outside():\n    return 2\n";
     std::fs::write(root.join("app.py"), appended).unwrap();
     // The watcher reports it; the proposal is shown again, rebased.
     let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent { agent, proposal: Some(files), .. } if agent.id == "a1" => Some(files.clone()),
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == "a1" => Some(files.clone()),
         _ => None,
     });
     assert_eq!(files[0].hunks.len(), 1);
@@ -1077,6 +1109,9 @@ fn the_watcher_rebases_a_proposal_onto_a_change_made_outside_neovim() {
         matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(())
     });
     let now = std::fs::read_to_string(root.join("app.py")).unwrap();
-    assert!(now.contains("Parse.") && now.contains("added_outside"), "{now}");
+    assert!(
+        now.contains("Parse.") && now.contains("added_outside"),
+        "{now}"
+    );
     core.shutdown(Duration::from_secs(2));
 }

@@ -123,7 +123,8 @@ impl Store {
                     // Two snapshots of the same text with the same message in
                     // the same millisecond (a rollback right after another)
                     // still get two IDs.
-                    static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                    static TAKEN: std::sync::atomic::AtomicU64 =
+                        std::sync::atomic::AtomicU64::new(0);
                     let n = TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let pid = std::process::id();
                     hash_bytes(format!("{blob}{created_at}{message}{pid}:{n}").as_bytes())[..12]

@@ -75,7 +75,10 @@ pub fn this_host() -> String {
 /// Whether process `pid` runs on this machine (a process we may not
 /// signal runs too).
 pub fn process_runs(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
     !matches!(
@@ -716,7 +719,11 @@ impl Store {
             let mut stmt =
                 tx.prepare("SELECT owner, pid, host FROM instances WHERE heartbeat >= ?1")?;
             let rows = stmt.query_map([now - stale_ms], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?, r.get::<_, String>(2)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })?;
             let rows: Vec<_> = rows.collect::<Result<_, _>>()?;
             // A fresh heartbeat of a process that is gone (killed, crashed)

@@ -264,16 +264,24 @@ fn purge_removes_old_terminal_agents_and_unreferenced_blobs_only() {
     store
         .overlay_set("review", "a.py", Some(&in_overlay), None)
         .unwrap();
-    store.effect_record("llm", Some("done"), "old call", "x", 1).unwrap();
+    store
+        .effect_record("llm", Some("done"), "old call", "x", 1)
+        .unwrap();
     store
         .conn()
         .execute("UPDATE effects SET created_at = ?1", [now_ms() - 100_000])
         .unwrap();
-    store.effect_record("llm", Some("review"), "new call", "y", 1).unwrap();
+    store
+        .effect_record("llm", Some("review"), "new call", "y", 1)
+        .unwrap();
     let (agents, blobs) = store.purge(50_000).unwrap();
     assert_eq!((agents, blobs), (1, 1));
     let effects = store.effects(0, None).unwrap();
-    assert_eq!(effects.len(), 1, "the effect log keeps the retention window");
+    assert_eq!(
+        effects.len(),
+        1,
+        "the effect log keeps the retention window"
+    );
     assert_eq!(effects[0].input, "new call");
     assert!(matches!(
         store.blob(&orphan),
@@ -379,7 +387,10 @@ fn a_broken_database_file_is_reported_with_its_path() {
     assert_eq!(Store::check_file(dir.path()), Ok(()));
     std::fs::write(dir.path().join(".chimera/chimera.db"), vec![0x5a; 8192]).unwrap();
     let err = Store::check_file(dir.path()).unwrap_err();
-    assert!(err.contains("chimera.db") && err.contains("not a database"), "{err}");
+    assert!(
+        err.contains("chimera.db") && err.contains("not a database"),
+        "{err}"
+    );
 }
 
 #[test]
