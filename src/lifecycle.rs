@@ -114,6 +114,28 @@ impl Outcome {
         }
     }
 
+    /// `agent` as the editor must see it now, with its proposal `shown`.
+    fn shows(agent: AgentRecord, shown: Shown) -> Self {
+        Self {
+            changes: vec![Change { agent, shown }],
+            ..Self::default()
+        }
+    }
+
+    /// An answer to the editor.
+    fn reply(msg: ToEditor) -> Self {
+        Self {
+            replies: vec![msg],
+            ..Self::default()
+        }
+    }
+
+    /// This outcome with the human's verdict on `id`.
+    fn verdict(mut self, id: &str, verdict: Verdict) -> Self {
+        self.verdicts.push((id.to_owned(), verdict));
+        self
+    }
+
     /// This outcome followed by `other`.
     pub fn then(mut self, other: Outcome) -> Self {
         self.buffer_edits.extend(other.buffer_edits);
@@ -143,10 +165,7 @@ pub struct Lifecycle {
 impl Lifecycle {
     fn change(&self, id: &str, shown: Shown) -> Outcome {
         match self.store.agent(id) {
-            Ok(agent) => Outcome {
-                changes: vec![Change { agent, shown }],
-                ..Outcome::default()
-            },
+            Ok(agent) => Outcome::shows(agent, shown),
             Err(e) => Outcome::notice(Level::Error, format!("Chimera: agent {id}: {e}")),
         }
     }
@@ -178,10 +197,7 @@ impl Lifecycle {
         f: impl FnOnce(&mut AgentRecord),
     ) -> Outcome {
         match self.set_state(id, state, f) {
-            Ok(agent) => Outcome {
-                changes: vec![Change { agent, shown }],
-                ..Outcome::default()
-            },
+            Ok(agent) => Outcome::shows(agent, shown),
             Err(e) => Outcome::notice(
                 Level::Error,
                 format!("Chimera: cannot record agent {id}: {e}"),
@@ -195,30 +211,17 @@ impl Lifecycle {
     pub fn spawn(&self, rec: AgentRecord) -> (Outcome, bool) {
         let id = rec.id.clone();
         match self.store.agent_insert(&rec) {
-            Ok(()) => (
-                Outcome {
-                    changes: vec![Change {
-                        agent: rec,
-                        shown: Shown::Unchanged,
-                    }],
-                    ..Outcome::default()
-                },
-                true,
-            ),
+            Ok(()) => (Outcome::shows(rec, Shown::Unchanged), true),
             Err(e) => {
-                let reason = format!("cannot record the agent: {e}");
-                let mut out = Outcome::notice(
+                let failed = AgentRecord {
+                    state: AgentState::Failed,
+                    error: Some(format!("cannot record the agent: {e}")),
+                    ..rec
+                };
+                let out = Outcome::shows(failed, Shown::Unchanged).then(Outcome::notice(
                     Level::Error,
                     format!("Chimera: cannot create agent {id}: {e}"),
-                );
-                out.changes.push(Change {
-                    agent: AgentRecord {
-                        state: AgentState::Failed,
-                        error: Some(reason),
-                        ..rec
-                    },
-                    shown: Shown::Unchanged,
-                });
+                ));
                 (out, false)
             }
         }
@@ -297,16 +300,14 @@ impl Lifecycle {
                     .agent(id)
                     .is_ok_and(|rec| rec.state == AgentState::Accepted);
                 if ended {
-                    let mut out = self.change(id, Shown::Cleared);
-                    out.verdicts.push((
-                        id.to_owned(),
+                    self.change(id, Shown::Cleared).verdict(
+                        id,
                         Verdict::Accepted {
                             files: vec![],
                             hunk: None,
                             done: true,
                         },
-                    ));
-                    out
+                    )
                 } else {
                     match self.proposal(id) {
                         Ok(shown) => self.change(id, shown),
@@ -444,15 +445,14 @@ impl Lifecycle {
         for path in &done.files {
             out = out.then(self.stable_changed(path));
         }
-        out.verdicts.push((
-            id.to_owned(),
+        out.verdict(
+            id,
             Verdict::Accepted {
                 files: done.files,
                 hunk,
                 done: done.done,
             },
-        ));
-        out
+        )
     }
 
     /// Someone changed `path` after the watcher last looked: their text is
@@ -506,16 +506,14 @@ impl Lifecycle {
                 } else {
                     self.proposal(id).unwrap_or(Shown::Unchanged)
                 };
-                let mut out = self.change(id, shown);
-                out.verdicts.push((
-                    id.to_owned(),
+                self.change(id, shown).verdict(
+                    id,
                     Verdict::Rejected {
                         hunk: Some(hunk),
                         feedback: None,
                         done,
                     },
-                ));
-                out
+                )
             }
             Err(e) => Outcome::notice(
                 Level::Error,
@@ -533,37 +531,24 @@ impl Lifecycle {
             .store
             .agent(id)
             .is_ok_and(|r| r.state == AgentState::Completed);
-        if let (Some(text), true) = (feedback, completed) {
-            return match accept::reject_with_feedback(&self.store, id, text, self.feedback_rounds) {
-                Ok(again) => {
-                    let mut out = self.change(id, Shown::Cleared);
-                    out.verdicts.push((
-                        id.to_owned(),
-                        Verdict::Rejected {
-                            hunk: None,
-                            feedback: Some(text.to_owned()),
-                            done: true,
-                        },
-                    ));
-                    out.run.extend(again);
-                    out
-                }
-                Err(e) => {
-                    Outcome::notice(Level::Error, format!("Chimera: cannot reject {id}: {e}"))
-                }
-            };
-        }
-        match accept::reject(&self.store, id, feedback) {
-            Ok(()) => {
-                let mut out = self.change(id, Shown::Cleared);
-                out.verdicts.push((
-                    id.to_owned(),
+        // With feedback, a proposal runs again (`again`); else it ends.
+        let again = match (feedback, completed) {
+            (Some(text), true) => {
+                accept::reject_with_feedback(&self.store, id, text, self.feedback_rounds)
+            }
+            _ => accept::reject(&self.store, id, feedback).map(|()| None),
+        };
+        match again {
+            Ok(again) => {
+                let mut out = self.change(id, Shown::Cleared).verdict(
+                    id,
                     Verdict::Rejected {
                         hunk: None,
                         feedback: feedback.map(str::to_owned),
                         done: true,
                     },
-                ));
+                );
+                out.run.extend(again);
                 out
             }
             Err(e) => Outcome::notice(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
@@ -589,15 +574,12 @@ impl Lifecycle {
     /// agents left queued or running by instances gone for `stale_ms`
     /// (returned in `run`), and show every agent and pending proposal.
     pub fn recover(&self, retention_ms: i64, stale_ms: i64) -> Outcome {
-        let mut out = self.purge(retention_ms);
-        match self.store.recover(&self.owner, stale_ms) {
-            Ok(runnable) => out.run = runnable,
-            Err(e) => out
-                .notices
-                .push((Level::Error, format!("Chimera: cannot recover agents: {e}"))),
-        }
+        let mut out = self.purge(retention_ms).then(self.take_over(stale_ms));
         for agent in self.store.agents().unwrap_or_default() {
             let id = agent.id.clone();
+            if out.run.iter().any(|r| r.id == id) {
+                continue; // announced by the take-over
+            }
             if agent.state != AgentState::Completed {
                 out.changes.push(Change {
                     agent,
@@ -630,33 +612,19 @@ impl Lifecycle {
         let plan = match crate::rollback::plan(&self.store, id) {
             Ok(p) => p,
             Err(e) => {
-                return Outcome {
-                    replies: vec![reply(
-                        false,
-                        format!("Chimera: cannot roll back to {id}: {e}"),
-                    )],
-                    ..Outcome::default()
-                }
+                let why = format!("Chimera: cannot roll back to {id}: {e}");
+                return Outcome::reply(reply(false, why));
             }
         };
         if dry_run {
-            return Outcome {
-                replies: vec![reply(true, plan.describe())],
-                ..Outcome::default()
-            };
+            return Outcome::reply(reply(true, plan.describe()));
         }
         let applied = match crate::rollback::apply(&self.store, &self.root, &plan, buffers) {
             Ok(a) => a,
             Err(e) => {
-                return Outcome {
-                    replies: vec![reply(
-                        false,
-                        format!(
-                            "Chimera: rollback to {id} failed, nothing was changed on disk: {e}"
-                        ),
-                    )],
-                    ..Outcome::default()
-                }
+                let why =
+                    format!("Chimera: rollback to {id} failed, nothing was changed on disk: {e}");
+                return Outcome::reply(reply(false, why));
             }
         };
         let mut out = Outcome::default();
@@ -731,17 +699,15 @@ impl Lifecycle {
     /// gone, or their heartbeat is older than `stale_ms`): they run here.
     pub fn take_over(&self, stale_ms: i64) -> Outcome {
         match self.store.recover(&self.owner, stale_ms) {
-            Ok(runnable) => Outcome {
-                changes: runnable
+            Ok(runnable) => {
+                let announced = runnable
                     .iter()
-                    .map(|agent| Change {
-                        agent: agent.clone(),
-                        shown: Shown::Unchanged,
-                    })
-                    .collect(),
-                run: runnable,
-                ..Outcome::default()
-            },
+                    .cloned()
+                    .map(|a| Outcome::shows(a, Shown::Unchanged));
+                let mut out = announced.fold(Outcome::default(), Outcome::then);
+                out.run = runnable;
+                out
+            }
             Err(e) => Outcome::notice(Level::Error, format!("Chimera: cannot recover agents: {e}")),
         }
     }

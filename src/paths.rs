@@ -1,6 +1,7 @@
 //! The project root and project-relative paths. Every path an agent names
-//! goes through [`ProjectPath::parse`], so no agent can read or write outside
-//! the root: `..`, absolute paths and symlinks pointing out are refused.
+//! goes through [`ProjectPath::parse`], which refuses `..`, absolute paths
+//! and `.git`/`.chimera`; [`crate::rootfs`] then reaches it on disk without
+//! following any symbolic link.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -15,8 +16,6 @@ pub enum PathError {
     Empty(String),
     #[error("path `{0}` is inside `.git` or `.chimera`, which agents may not touch")]
     Reserved(String),
-    #[error("path `{0}` goes through a symlink that points outside the project")]
-    SymlinkOut(String),
 }
 
 /// A normalised path relative to the project root, with `/` separators and
@@ -65,28 +64,6 @@ impl ProjectPath {
 
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-
-    /// The absolute path under `root`, refusing one that a symlink would
-    /// lead outside of the root.
-    pub fn resolve(&self, root: &Path) -> Result<PathBuf, PathError> {
-        let joined = root.join(&self.0);
-        // Walk up to the deepest existing ancestor and canonicalise it: a
-        // symlinked directory anywhere on the way must stay inside the root.
-        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        let mut probe = joined.clone();
-        loop {
-            if let Ok(real) = probe.canonicalize() {
-                if !real.starts_with(&canonical_root) {
-                    return Err(PathError::SymlinkOut(self.0.clone()));
-                }
-                break;
-            }
-            if !probe.pop() {
-                break;
-            }
-        }
-        Ok(joined)
     }
 
     /// The parent directory as a project path ("" for the root).
@@ -204,21 +181,6 @@ mod tests {
             Err(PathError::Reserved(_))
         ));
         assert!(matches!(ProjectPath::parse(""), Err(PathError::Empty(_))));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn refuses_symlinks_pointing_out() {
-        let outside = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
-        let p = ProjectPath::parse("link/secret.txt").unwrap();
-        assert!(matches!(
-            p.resolve(root.path()),
-            Err(PathError::SymlinkOut(_))
-        ));
-        let inside = ProjectPath::parse("src/new.py").unwrap();
-        assert!(inside.resolve(root.path()).is_ok());
     }
 
     #[test]

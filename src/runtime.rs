@@ -122,7 +122,6 @@ struct Core {
     root: PathBuf,
     store: Arc<Store>,
     sink: Arc<dyn EditorSink>,
-    buffers: OpenBuffers,
     /// Every agent and proposal transition; used only on the lifecycle
     /// thread (through [`Core::on_lifecycle`]).
     lifecycle: Lifecycle,
@@ -364,7 +363,7 @@ fn build_core(
         lifecycle: Lifecycle {
             store: store.clone(),
             root: root.clone(),
-            buffers: buffers.clone(),
+            buffers,
             max_file_bytes: config.sync.max_file_bytes,
             feedback_rounds: config.agents.feedback_rounds,
             owner: owner.clone(),
@@ -374,7 +373,6 @@ fn build_core(
         root,
         store,
         sink,
-        buffers,
         agents: Mutex::new(HashMap::new()),
         shutdown: CancellationToken::new(),
         owner,
@@ -439,7 +437,8 @@ fn start_background(core: &Arc<Core>) {
     // The editor is never kept waiting: what it asks meanwhile queues
     // behind the import on the lifecycle thread.
     core.on_lifecycle(|c| {
-        let imported = sync::import(&c.store, &c.root, c.config.sync.max_file_bytes, &c.buffers);
+        let (lc, max_bytes) = (&c.lifecycle, c.config.sync.max_file_bytes);
+        let imported = sync::import(&lc.store, &lc.root, max_bytes, &lc.buffers);
         match imported {
             Ok(files) => {
                 c.sink.send(ToEditor::Ready {

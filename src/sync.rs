@@ -121,7 +121,7 @@ pub fn import(
                 continue;
             }
         }
-        let Some(file) = read_file(root, &path, &meta, max_bytes) else {
+        let Ok(Some(file)) = read_file(root, &path, &meta, max_bytes) else {
             continue;
         };
         batch.push(file);
@@ -153,23 +153,22 @@ pub fn sync_from_disk(
         _ => return Ok(store.stable_delete(path.as_str())?),
     };
     match read_file(root, path, &meta, max_bytes) {
-        Some(f) => Ok(store.stable_store(&f, max_bytes)?),
-        None => match rootfs::check_no_links(root, path) {
-            Err(rootfs::DiskError::Symlink(_)) => Ok(store.stable_delete(path.as_str())?),
-            _ => Ok(false),
-        },
+        Ok(Some(f)) => Ok(store.stable_store(&f, max_bytes)?),
+        // Gone meanwhile, or reached through a linked folder.
+        Ok(None) | Err(rootfs::DiskError::Symlink(_)) => Ok(store.stable_delete(path.as_str())?),
+        Err(_) => Ok(false),
     }
 }
 
 /// Reads `path` for the stable layer, never more than `max_bytes` and never
 /// through a link: a larger file is recorded by its size alone. `None`
-/// when it cannot be read (gone, unreadable, a link on the way).
+/// when it is gone.
 fn read_file(
     root: &Path,
     path: &ProjectPath,
     meta: &std::fs::Metadata,
     max_bytes: u64,
-) -> Option<DiskFile> {
+) -> Result<Option<DiskFile>, rootfs::DiskError> {
     let (mode, mtime_ns) = file_meta(meta);
     let large = |size| DiskFile {
         path: path.as_str().to_owned(),
@@ -179,17 +178,17 @@ fn read_file(
         mtime_ns,
     };
     if meta.len() > max_bytes {
-        return Some(large(meta.len()));
+        return Ok(Some(large(meta.len())));
     }
     match rootfs::read(root, path, max_bytes) {
-        Ok(Some(data)) => Some(DiskFile {
+        Ok(data) => Ok(data.map(|data| DiskFile {
             size: data.len() as u64,
             data: Some(data),
             ..large(0)
-        }),
+        })),
         // It grew between the look and the read.
-        Err(rootfs::DiskError::TooLarge { .. }) => Some(large(max_bytes + 1)),
-        _ => None,
+        Err(rootfs::DiskError::TooLarge { .. }) => Ok(Some(large(max_bytes + 1))),
+        Err(e) => Err(e),
     }
 }
 
