@@ -50,8 +50,22 @@ python3 tests/fake_llm.py --script "$tmp/slow.json" --port-file "$tmp/slowport" 
 slow=$!
 trap 'kill $fake $slow 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do [ -f "$tmp/slowport" ] && break; sleep 0.1; done
+# A proposal that rewrites 480 files (a baseline of one file comes from the same server).
+python3 - "$tmp/big.json" <<'PY'
+import json, sys
+prog = ("```python\nnew = 'def g(x):\\n    return x\\n' * 120\n"
+        "for i in range(1, int(read_file('count.txt')) + 1):\n"
+        "    write_file('pkg/m' + str(i).zfill(3) + '.py', new)\n"
+        "submit_result('every module', [])\n```")
+json.dump([{"text": prog}], open(sys.argv[1], "w"))
+PY
+python3 tests/fake_llm.py --script "$tmp/big.json" --port-file "$tmp/bigport" &
+big=$!
+trap 'kill $fake $slow $big 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do [ -f "$tmp/bigport" ] && break; sleep 0.1; done
 CHIMERA_LIB="$lib" CHIMERA_REPO="$here" BENCH_LLM_URL="http://127.0.0.1:$(cat "$tmp/port")" BENCH_TIMING="$tmp/timing" \
-  BENCH_SLOW_URL="http://127.0.0.1:$(cat "$tmp/slowport")" "$nvim" --headless --clean -l benches/editor.lua
+  BENCH_SLOW_URL="http://127.0.0.1:$(cat "$tmp/slowport")" BENCH_BIG_URL="http://127.0.0.1:$(cat "$tmp/bigport")" \
+  "$nvim" --headless --clean -l benches/editor.lua
 
 if [ "${REAL_MODEL:-1}" = 1 ]; then
   echo "== real model: '${DEMO_TASK:-add a docstring to parse_config}' with Qwen2.5-Coder ${DEMO_MODEL:-0.5b}, command to ghost text"

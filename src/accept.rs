@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use crate::diff::{self, FileChange, FileDiff};
+use crate::diff::{self, FileChange, FileDiff, HunkRef};
 use crate::rootfs::{self, DiskError, Expect};
 use crate::store::{self, now_ms, AgentState, ProposalFile, Store, StoreError};
 
@@ -27,6 +27,8 @@ pub enum AcceptError {
     Conflict(String),
     #[error("proposal {id} has no hunk {n}; hunks are counted from 1 in file order")]
     NoHunk { id: String, n: usize },
+    #[error("hunk {key} of proposal {id} is no longer there (the proposal changed since it was drawn); look at it again")]
+    HunkGone { id: String, key: String },
     #[error(transparent)]
     Disk(#[from] DiskError),
 }
@@ -105,12 +107,12 @@ pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, Accep
             } else {
                 vec![]
             };
-            out.push(FileDiff {
-                path: f.path,
+            out.push(FileDiff::new(
+                f.path,
                 change,
-                hunks: diff::hunks(&old, &new),
+                diff::hunks(&old, &new),
                 human_hunks,
-            });
+            ));
         }
         Ok(out)
     })
@@ -220,22 +222,25 @@ pub fn accept(
     accept_some(store, root, agent, buffers, None)
 }
 
-/// The hunk numbered `n` (from 1, in file order across the proposal's
-/// files): its file's index and the hunk.
-fn find_hunk(diffs: &[FileDiff], n: usize) -> Option<(usize, diff::Hunk)> {
-    let mut k = 0;
-    for (i, d) in diffs.iter().enumerate() {
-        for h in &d.hunks {
-            k += 1;
-            if k == n {
-                return Some((i, h.clone()));
-            }
-        }
-    }
-    None
+/// The hunk `which` of `agent`'s proposal `diffs`, or the error that names it.
+fn find_hunk(
+    diffs: &[FileDiff],
+    agent: &str,
+    which: &HunkRef,
+) -> Result<(usize, diff::Hunk), AcceptError> {
+    diff::find_hunk(diffs, which).ok_or_else(|| match which {
+        HunkRef::Number(n) => AcceptError::NoHunk {
+            id: agent.to_owned(),
+            n: *n,
+        },
+        HunkRef::Key(key) => AcceptError::HunkGone {
+            id: agent.to_owned(),
+            key: key.clone(),
+        },
+    })
 }
 
-/// Accepts `agent`'s whole proposal, or only hunk `hunk` (numbered from 1
+/// Accepts `agent`'s whole proposal, or only hunk `hunk` (by number, from 1
 /// in file order). What remains of a partly accepted proposal stays
 /// reviewable; the agent is `accepted` once nothing remains.
 pub fn accept_some(
@@ -243,7 +248,7 @@ pub fn accept_some(
     root: &Path,
     agent: &str,
     buffers: &HashMap<String, String>,
-    hunk: Option<usize>,
+    hunk: Option<&HunkRef>,
 ) -> Result<Accepted, AcceptError> {
     // The buffers are the ground truth: bring stable up to date, then rebase.
     for (path, content) in buffers {
@@ -282,12 +287,9 @@ pub fn accept_some(
     // One hunk: that file only, with its content as base + that hunk.
     let (files, partial) = match hunk {
         None => (all_files.clone(), None),
-        Some(n) => {
+        Some(which) => {
             let diffs = proposal_diffs(store, agent)?;
-            let (i, h) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk {
-                id: agent.to_owned(),
-                n,
-            })?;
+            let (i, h) = find_hunk(&diffs, agent, which)?;
             let f = all_files[i].clone();
             let partial = if diffs[i].change == FileChange::Modified {
                 let base = String::from_utf8_lossy(
@@ -405,10 +407,10 @@ pub fn accept_some(
     })
 }
 
-/// Drops hunk `n` (from 1, in file order) from `agent`'s proposal; the
+/// Drops hunk `which` from `agent`'s proposal; the
 /// agent is `rejected` once nothing remains. Nothing the human sees changes.
 /// Returns whether the proposal is now empty.
-pub fn reject_hunk(store: &Store, agent: &str, n: usize) -> Result<bool, AcceptError> {
+pub fn reject_hunk(store: &Store, agent: &str, which: &HunkRef) -> Result<bool, AcceptError> {
     let rec = store.agent(agent)?;
     if rec.state != AgentState::Completed {
         return Err(AcceptError::NotReady {
@@ -418,10 +420,7 @@ pub fn reject_hunk(store: &Store, agent: &str, n: usize) -> Result<bool, AcceptE
         });
     }
     let diffs = proposal_diffs(store, agent)?;
-    let (i, dropped) = find_hunk(&diffs, n).ok_or(AcceptError::NoHunk {
-        id: agent.to_owned(),
-        n,
-    })?;
+    let (i, dropped) = find_hunk(&diffs, agent, which)?;
     let mut files = store.proposal_files(agent)?;
     let f = &files[i];
     let base = match &f.base_hash {
@@ -452,7 +451,12 @@ pub fn reject_hunk(store: &Store, agent: &str, n: usize) -> Result<bool, AcceptE
         }
         store::agent_update(tx, &rec)?;
         store::set_proposal_files(tx, agent, &files)?;
-        store::append_event(tx, Some(agent), "rejected", &serde_json::json!({"hunk": n}))?;
+        store::append_event(
+            tx,
+            Some(agent),
+            "rejected",
+            &serde_json::json!({"hunk": which}),
+        )?;
         Ok(files.is_empty())
     })
 }

@@ -33,6 +33,91 @@ pub struct FileDiff {
     /// conflict): their changes, base to current text — the other side.
     #[serde(default)]
     pub human_hunks: Vec<Hunk>,
+    /// The stable key of each hunk ([`hunk_keys`] of the project path):
+    /// computed once, so they do not change when the path is shown absolute.
+    #[serde(default)]
+    pub keys: Vec<String>,
+}
+
+impl FileDiff {
+    /// The diff of project file `path`, its hunks keyed.
+    pub fn new(path: String, change: FileChange, hunks: Vec<Hunk>, human_hunks: Vec<Hunk>) -> Self {
+        let keys = hunk_keys(&path, &hunks);
+        FileDiff {
+            path,
+            change,
+            hunks,
+            human_hunks,
+            keys,
+        }
+    }
+}
+
+/// Which hunk of a proposal an accept or reject means. A number (from 1, in
+/// file order across the proposal) is what a person types; a key is what the
+/// editor sends for the hunk it drew, and it still names the same change
+/// after a rebase moved it or a hunk before it went away.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HunkRef {
+    Number(usize),
+    Key(String),
+}
+
+impl std::fmt::Display for HunkRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HunkRef::Number(n) => write!(f, "{n}"),
+            HunkRef::Key(k) => write!(f, "{k}"),
+        }
+    }
+}
+
+/// The stable keys of one file's `hunks`: a hash of the path and of what the
+/// hunk changes, not of where, so a hunk keeps its key when lines above it
+/// are added or removed. Identical hunks of a file are told apart by their order.
+pub fn hunk_keys(path: &str, hunks: &[Hunk]) -> Vec<String> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    hunks
+        .iter()
+        .map(|h| {
+            let mut hasher = blake3::Hasher::new();
+            hasher.update(path.as_bytes());
+            for side in [&h.old_lines, &h.new_lines] {
+                hasher.update(&[0xff]);
+                for line in side {
+                    hasher.update(line.as_bytes());
+                    hasher.update(b"\n");
+                }
+            }
+            let key = hasher.finalize().to_hex()[..12].to_owned();
+            let n = seen.entry(key.clone()).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                key
+            } else {
+                format!("{key}-{n}")
+            }
+        })
+        .collect()
+}
+
+/// The hunk `which` of a proposal: its file's index and the hunk.
+pub fn find_hunk(diffs: &[FileDiff], which: &HunkRef) -> Option<(usize, Hunk)> {
+    let mut k = 0;
+    for (i, d) in diffs.iter().enumerate() {
+        for (j, h) in d.hunks.iter().enumerate() {
+            k += 1;
+            let hit = match which {
+                HunkRef::Number(n) => k == *n,
+                HunkRef::Key(key) => d.keys.get(j) == Some(key),
+            };
+            if hit {
+                return Some((i, h.clone()));
+            }
+        }
+    }
+    None
 }
 
 fn strip_eol(line: &str) -> String {
@@ -163,6 +248,43 @@ pub fn apply(old: &str, hunks: &[Hunk], eol: &str, final_newline: bool) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hunk_keeps_its_key_when_lines_above_it_come_and_go_and_twins_differ() {
+        let old = "a\nb\nc\nd\n";
+        let before = hunks(old, "a\nB\nc\nD\n");
+        let shifted = hunks("x\ny\na\nb\nc\nd\n", "x\ny\na\nb\nc\nD\n");
+        let k1 = hunk_keys("m.py", &before);
+        let k2 = hunk_keys("m.py", &shifted);
+        assert_eq!(k1.len(), 2);
+        assert_eq!(k1[1], k2[0], "d -> D keeps its key two lines lower");
+        assert_ne!(k1[0], k1[1]);
+        assert_ne!(
+            hunk_keys("n.py", &before)[0],
+            k1[0],
+            "the path is part of it"
+        );
+        let twins = hunks("p\nq\np\n", "p\nP\nq\np\nP\n");
+        let keys = hunk_keys("m.py", &twins);
+        assert_eq!(keys.len(), 2);
+        assert_ne!(keys[0], keys[1], "identical hunks are told apart");
+        let files = vec![FileDiff::new(
+            "m.py".into(),
+            FileChange::Modified,
+            twins.clone(),
+            vec![],
+        )];
+        assert_eq!(
+            find_hunk(&files, &HunkRef::Key(keys[1].clone())).map(|h| h.1),
+            Some(twins[1].clone())
+        );
+        assert_eq!(
+            find_hunk(&files, &HunkRef::Number(1)).map(|h| h.1),
+            Some(twins[0].clone())
+        );
+        assert_eq!(find_hunk(&files, &HunkRef::Number(3)), None);
+        assert_eq!(find_hunk(&files, &HunkRef::Key("nope".into())), None);
+    }
 
     #[test]
     fn insertion_replacement_and_deletion() {

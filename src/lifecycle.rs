@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::accept::{self, AcceptError};
-use crate::diff::FileDiff;
+use crate::diff::{FileDiff, HunkRef};
 use crate::messages::{Level, ToEditor};
 use crate::paths::ProjectPath;
 use crate::rootfs::DiskError;
@@ -45,12 +45,12 @@ pub enum Verdict {
     Accepted {
         /// Project paths written.
         files: Vec<String>,
-        hunk: Option<usize>,
+        hunk: Option<HunkRef>,
         /// Nothing of the proposal remains.
         done: bool,
     },
     Rejected {
-        hunk: Option<usize>,
+        hunk: Option<HunkRef>,
         feedback: Option<String>,
         /// Nothing of the proposal remains.
         done: bool,
@@ -390,7 +390,7 @@ impl Lifecycle {
         &self,
         id: &str,
         buffers: HashMap<String, String>,
-        hunk: Option<usize>,
+        hunk: Option<HunkRef>,
     ) -> Outcome {
         let mut out = self.snapshot(None, &format!("before accepting {id}"));
         let mut buffers = buffers;
@@ -409,7 +409,7 @@ impl Lifecycle {
                 }
             }
         }
-        let accepted = accept::accept_some(&self.store, &self.root, id, &buffers, hunk);
+        let accepted = accept::accept_some(&self.store, &self.root, id, &buffers, hunk.as_ref());
         out = out.then(match accepted {
             Ok(done) => self.accepted(id, done, hunk),
             Err(AcceptError::Disk(DiskError::Changed(path))) => {
@@ -429,7 +429,7 @@ impl Lifecycle {
         out
     }
 
-    fn accepted(&self, id: &str, done: accept::Accepted, hunk: Option<usize>) -> Outcome {
+    fn accepted(&self, id: &str, done: accept::Accepted, hunk: Option<HunkRef>) -> Outcome {
         let shown = if done.done {
             Shown::Cleared
         } else {
@@ -498,8 +498,8 @@ impl Lifecycle {
     }
 
     /// Drops hunk `hunk` of `id`'s proposal.
-    pub fn reject_hunk(&self, id: &str, hunk: usize) -> Outcome {
-        match accept::reject_hunk(&self.store, id, hunk) {
+    pub fn reject_hunk(&self, id: &str, hunk: HunkRef) -> Outcome {
+        match accept::reject_hunk(&self.store, id, &hunk) {
             Ok(done) => {
                 let shown = if done {
                     Shown::Cleared
@@ -517,7 +517,7 @@ impl Lifecycle {
             }
             Err(e) => Outcome::notice(
                 Level::Error,
-                format!("Chimera: cannot reject hunk {hunk} of {id}: {e}"),
+                format!("Chimera: cannot reject a hunk of {id}: {e}"),
             ),
         }
     }

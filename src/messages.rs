@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 
-use crate::diff::FileDiff;
-use crate::store::AgentRecord;
+use crate::diff::FileChange;
+use crate::diff::{FileDiff, HunkRef};
+use crate::store::{AgentRecord, AgentState};
 
 /// From the editor to the core.
 #[derive(Debug, Clone)]
@@ -23,14 +24,14 @@ pub enum ToCore {
     },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.
-    /// `hunk`: only that hunk (numbered from 1 in file order).
+    /// `hunk`: only that hunk.
     Accept {
         id: String,
         buffers: Vec<BufferText>,
-        hunk: Option<usize>,
+        hunk: Option<HunkRef>,
     },
-    /// Drop one hunk (numbered from 1 in file order) from a proposal.
-    RejectHunk { id: String, hunk: usize },
+    /// Drop one hunk from a proposal.
+    RejectHunk { id: String, hunk: HunkRef },
     /// Reject a proposal (or cancel a running agent).
     Reject {
         id: String,
@@ -127,7 +128,7 @@ pub enum ToEditor {
     /// gone (accepted, rejected, the agent restarted), neither when it
     /// stays as it was.
     Agent {
-        agent: AgentRecord,
+        agent: AgentView,
         #[serde(skip_serializing_if = "Option::is_none")]
         proposal: Option<Vec<FileDiff>>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -150,7 +151,7 @@ pub enum ToEditor {
         id: String,
         accepted: bool,
         files: Vec<String>,
-        hunk: Option<usize>,
+        hunk: Option<HunkRef>,
     },
     /// The core wrote these files on disk (absolute paths): a buffer that
     /// shows one unmodified is reloaded, so it is never left stale.
@@ -213,4 +214,138 @@ pub enum Level {
     Info,
     Warn,
     Error,
+}
+
+/// An agent as its clients see it: what it was asked, where it is, what it
+/// said. The store's row also holds its owner and the full text of earlier
+/// attempts; those stay in the core.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AgentView {
+    pub id: String,
+    pub state: AgentState,
+    pub task: String,
+    pub summary: Option<String>,
+    pub error: Option<String>,
+    /// Project paths the proposal changes.
+    pub changed_files: Vec<String>,
+    /// The proposal no longer applies cleanly to the human's files.
+    pub conflicted: bool,
+    /// Model round trips used (1 = no repair needed).
+    pub rounds: u32,
+    /// Times it was re-queued after its owner died.
+    pub recoveries: u32,
+    /// The project file the task concerns, and the cursor line in it.
+    pub file: Option<String>,
+    pub cursor_line: Option<usize>,
+    pub mode: Option<crate::config::AgentMode>,
+    pub capabilities: Option<String>,
+    /// The feedback given with each rejection, oldest first.
+    pub feedback: Vec<String>,
+    /// What its programs said with `log()` (the last lines).
+    pub log: Vec<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl From<&AgentRecord> for AgentView {
+    fn from(r: &AgentRecord) -> Self {
+        AgentView {
+            id: r.id.clone(),
+            state: r.state,
+            task: r.task.clone(),
+            summary: r.summary.clone(),
+            error: r.error.clone(),
+            changed_files: r.changed_files.clone(),
+            conflicted: r.conflicted,
+            rounds: r.rounds,
+            recoveries: r.recoveries,
+            file: r.file.clone(),
+            cursor_line: r.cursor_line,
+            mode: r.mode,
+            capabilities: r.capabilities.clone(),
+            feedback: r.feedback.iter().map(|f| f.feedback.clone()).collect(),
+            log: r.log.clone(),
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// One file of a proposal, counted rather than spelled out: what a client
+/// lists and numbers without drawing it. Its hunks are fetched when a
+/// buffer shows the file (a proposal of hundreds of files must not stall
+/// the editor's main thread).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProposedFile {
+    pub path: String,
+    pub change: FileChange,
+    /// Number of hunks; the first is numbered one more than the hunks of
+    /// the files before it.
+    pub hunk_count: usize,
+    /// Lines added and removed.
+    pub added: usize,
+    pub removed: usize,
+    /// The human changed this file since the proposal's base.
+    pub conflicted: bool,
+}
+
+impl From<&FileDiff> for ProposedFile {
+    fn from(f: &FileDiff) -> Self {
+        ProposedFile {
+            path: f.path.clone(),
+            change: f.change,
+            hunk_count: f.hunks.len(),
+            added: f.hunks.iter().map(|h| h.new_lines.len()).sum(),
+            removed: f.hunks.iter().map(|h| h.old_lines.len()).sum(),
+            conflicted: !f.human_hunks.is_empty(),
+        }
+    }
+}
+
+/// A hunk with its stable key, as a client draws it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HunkView {
+    /// What an accept or reject of this hunk names ([`HunkRef::Key`]).
+    pub key: String,
+    /// Its number in the proposal (from 1, in file order).
+    pub number: usize,
+    pub old_start: usize,
+    pub old_lines: Vec<String>,
+    pub new_lines: Vec<String>,
+}
+
+/// One file of a proposal spelled out: its hunks and, when the human
+/// changed it since, theirs.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FileView {
+    pub path: String,
+    pub change: FileChange,
+    pub hunks: Vec<HunkView>,
+    pub human_hunks: Vec<crate::diff::Hunk>,
+}
+
+impl FileView {
+    /// File `index` of `files` (a whole proposal, in order), numbered as in it.
+    pub fn of(files: &[FileDiff], index: usize) -> Option<FileView> {
+        let f = files.get(index)?;
+        let before: usize = files[..index].iter().map(|f| f.hunks.len()).sum();
+        Some(FileView {
+            path: f.path.clone(),
+            change: f.change,
+            hunks: f
+                .hunks
+                .iter()
+                .zip(&f.keys)
+                .enumerate()
+                .map(|(i, (h, key))| HunkView {
+                    key: key.clone(),
+                    number: before + i + 1,
+                    old_start: h.old_start,
+                    old_lines: h.old_lines.clone(),
+                    new_lines: h.new_lines.clone(),
+                })
+                .collect(),
+            human_hunks: f.human_hunks.clone(),
+        })
+    }
 }

@@ -15,7 +15,7 @@ use crate::agent::{self, Job};
 use crate::config::Config;
 use crate::lifecycle::{self, Lifecycle, Outcome, Verdict};
 use crate::llm::LlmClient;
-use crate::messages::{BufferText, EffectsSince, Level, ToCore, ToEditor};
+use crate::messages::{AgentView, BufferText, EffectsSince, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
 use crate::store::{now_ms, AgentRecord, Store};
 use crate::sync::{self, OpenBuffers};
@@ -300,11 +300,11 @@ async fn without_store(
             // The editor shows the new agent as queued: it ends at once,
             // failed with the reason, rather than waiting forever.
             ToCore::Spawn { id, task, .. } => sink.send(ToEditor::Agent {
-                agent: AgentRecord {
+                agent: AgentView::from(&AgentRecord {
                     state: crate::store::AgentState::Failed,
                     error: Some(reason.clone()),
                     ..AgentRecord::new(id, task)
-                },
+                }),
                 proposal: None,
                 cleared: false,
             }),

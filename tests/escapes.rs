@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use chimera::config::{Config, LlmConfig, Provider};
 use chimera::llm::fake::{FakeServer, Reply};
-use chimera::messages::{ToCore, ToEditor};
+use chimera::messages::{AgentView, ToCore, ToEditor};
 use chimera::runtime::{self, CoreHandle};
-use chimera::store::{AgentRecord, AgentState};
+use chimera::store::AgentState;
 use tokio::sync::mpsc;
 
 struct Run {
@@ -96,7 +96,7 @@ impl Run {
     }
 
     /// The agent's record once it reached a state it stays in.
-    fn settled(&mut self, id: &str) -> AgentRecord {
+    fn settled(&mut self, id: &str) -> AgentView {
         self.wait(|m| match m {
             ToEditor::Agent { agent, .. }
                 if agent.id == id

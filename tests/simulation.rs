@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use chimera::diff::{hunk_keys, HunkRef};
 use chimera::lifecycle::{BufferEdit, Lifecycle, Outcome};
 use chimera::overlay::Overlay;
 use chimera::paths::ProjectPath;
@@ -178,6 +179,21 @@ impl Sim {
             .filter(|a| a.state == state)
             .map(|a| a.id)
             .collect()
+    }
+
+    /// A hunk of `id`'s proposal as a person or the editor names it: a
+    /// number (maybe past the last) or the key of one of its hunks.
+    fn some_hunk(&mut self, id: &str) -> HunkRef {
+        let diffs = chimera::accept::proposal_diffs(&self.store, id).unwrap_or_default();
+        let keys: Vec<String> = diffs
+            .iter()
+            .flat_map(|d| hunk_keys(&d.path, &d.hunks))
+            .collect();
+        if self.rng.chance(50) || keys.is_empty() {
+            HunkRef::Number(1 + self.rng.below(3))
+        } else {
+            HunkRef::Key(self.rng.pick(&keys).cloned().unwrap_or_default())
+        }
     }
 
     fn buffer_map(&self) -> HashMap<String, String> {
@@ -413,7 +429,7 @@ impl Sim {
                 let Some(id) = self.rng.pick(&done).cloned() else {
                     return;
                 };
-                let hunk = self.rng.chance(30).then(|| 1 + self.rng.below(3));
+                let hunk = self.rng.chance(30).then(|| self.some_hunk(&id));
                 let out = self.lc.accept(&id, self.buffer_map(), hunk);
                 self.apply(out);
                 "accept"
@@ -424,7 +440,8 @@ impl Sim {
                     return;
                 };
                 let out = if self.rng.chance(30) {
-                    self.lc.reject_hunk(&id, 1 + self.rng.below(2))
+                    let hunk = self.some_hunk(&id);
+                    self.lc.reject_hunk(&id, hunk)
                 } else if self.rng.chance(50) {
                     self.lc.reject(&id, Some("try again"))
                 } else {

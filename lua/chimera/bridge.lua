@@ -29,9 +29,31 @@ local function paths_of(files, into)
   return into
 end
 
+--- A file of `id`'s proposal as the core counted it (path, change,
+--- hunk_count, added, removed, conflicted). Its `hunks` (each with `key`,
+--- `number`, `old_start`, `old_lines`, `new_lines`) and `human_hunks` are
+--- fetched from the library the first time they are read: a proposal of
+--- hundreds of files costs the main thread only the files it draws.
+local function lazy_file(id, file)
+  return setmetatable(file, {
+    __index = function(t, key)
+      if key ~= "hunks" and key ~= "human_hunks" then
+        return nil
+      end
+      local full = require("chimera.loader").require().proposal_file(id, t.path) or {}
+      rawset(t, "hunks", full.hunks or {})
+      rawset(t, "human_hunks", full.human_hunks or {})
+      return rawget(t, key)
+    end,
+  })
+end
+
 --- The proposal of `id` is now `files` (nil: gone). Returns the paths whose
 --- ghost text must be redrawn and whether the proposal is new.
 local function set_proposal(id, files)
+  for _, f in ipairs(files or {}) do
+    lazy_file(id, f)
+  end
   local old = state.proposals[id]
   -- An agent that changed nothing (a chat answer) proposes nothing.
   state.proposals[id] = files and #files > 0 and files or nil
@@ -113,9 +135,17 @@ end
 --- Reloads the loaded, unmodified buffers of `paths` (files the core wrote
 --- on disk), without a prompt; a modified buffer is left to the human.
 function M.reload(paths)
+  -- One pass over the buffers, not a lookup per path: an accept may write
+  -- hundreds of files, of which a few are loaded.
+  local loaded = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) then
+      loaded[vim.api.nvim_buf_get_name(buf)] = buf
+    end
+  end
   for _, path in ipairs(paths or {}) do
-    local buf = vim.fn.bufnr(path)
-    if buf > 0 and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
+    local buf = loaded[path]
+    if buf and not vim.bo[buf].modified then
       vim.api.nvim_buf_call(buf, function()
         vim.cmd("silent! edit")
       end)

@@ -42,7 +42,8 @@ end
 
 --- Proposals touching `path`: list of { id, file, offset }, where offset
 --- is the number of hunks of that proposal in files before this one (hunks
---- are numbered from 1 in file order across a proposal).
+--- are numbered from 1 in file order across a proposal). Only the files of
+--- `path` have their hunks fetched.
 function M.for_path(path)
   local out = {}
   for id, files in pairs(state.proposals) do
@@ -51,7 +52,7 @@ function M.for_path(path)
       if file.path == path then
         table.insert(out, { id = id, file = file, offset = offset })
       end
-      offset = offset + #(file.hunks or {})
+      offset = offset + (file.hunk_count or 0)
     end
   end
   table.sort(out, function(a, b)
@@ -114,7 +115,7 @@ function M.render(buf)
         -- `start_mark` sits on the hunk's first line, for jumping and "nearest".
         local first_row = math.max(0, math.min(start, line_count - 1))
         local _, start_mark = pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, first_row, 0, {})
-        table.insert(marks[buf], { mark = start_mark or mark, id = entry.id, hunk = entry.offset + i })
+        table.insert(marks[buf], { mark = start_mark or mark, id = entry.id, key = hunk.key, number = entry.offset + i })
       end
     end
   end
@@ -136,20 +137,24 @@ function M.render_paths(paths)
   end
 end
 
---- The proposal and hunk under or nearest the cursor in `buf`:
---- id, hunk number (nil, nil if the buffer shows none).
+--- The proposal and hunk under or nearest the cursor in `buf`: id, the
+--- hunk's key (what an accept or reject of it sends: it names the same
+--- change even if the proposal moved since it was drawn) and its number
+--- (nil if the buffer shows none).
 function M.nearest(buf, row)
-  local best, best_hunk, best_dist
+  local best, best_dist
   for _, m in ipairs(marks[buf] or {}) do
     local pos = vim.api.nvim_buf_get_extmark_by_id(buf, M.ns, m.mark, {})
     if pos[1] then
       local dist = math.abs(pos[1] - row)
       if not best_dist or dist < best_dist then
-        best, best_hunk, best_dist = m.id, m.hunk, dist
+        best, best_dist = m, dist
       end
     end
   end
-  return best, best_hunk
+  if best then
+    return best.id, best.key, best.number
+  end
 end
 
 --- Rows of every hunk shown in `buf`, sorted.

@@ -238,7 +238,8 @@ function M.agent(id)
 end
 
 --- Pending proposals, optionally only those touching buffer `opts.bufnr`:
---- list of { id, summary, conflicted, files = { {path, change, hunks} } }.
+--- list of { id, summary, conflicted, files = { {path, change, hunk_count,
+--- added, removed, hunks} } }; a file's `hunks` are fetched when first read.
 function M.proposals(opts)
   opts = opts or {}
   local path
@@ -263,7 +264,8 @@ function M.proposals(opts)
   return out
 end
 
---- The proposal (and hunk) under or nearest the cursor in the current buffer.
+--- The proposal under or nearest the cursor in the current buffer: its id,
+--- the key and the number of the hunk there.
 function M.current()
   local buf = vim.api.nvim_get_current_buf()
   return require("chimera.ghost").nearest(buf, vim.api.nvim_win_get_cursor(0)[1] - 1)
@@ -285,7 +287,8 @@ local function resolve_id(id, verb)
 end
 
 --- Accepts proposal `id` (default: the one under or nearest the cursor),
---- or only hunk `opts.hunk` of it (numbered from 1 in file order).
+--- or only hunk `opts.hunk` of it (a number, from 1 in file order, or a
+--- hunk's `key`).
 --- Loaded buffers change as one undoable change each; other files are
 --- written on disk. Fires `User ChimeraAccepted` when done.
 function M.accept(id, opts)

@@ -9,7 +9,9 @@ return {
   ready = false,
   --- id -> agent record (id, state, task, summary, error, changed_files, ...).
   agents = {},
-  --- id -> list of { path, change, hunks = { {old_start, old_lines, new_lines} } }.
+  --- id -> list of { path, change, hunk_count, added, removed, conflicted };
+  --- each file's `hunks` ({key, number, old_start, old_lines, new_lines})
+  --- are fetched from the library when first read (see bridge.lua).
   proposals = {},
   --- Last progress line per running agent.
   progress = {},

@@ -279,7 +279,14 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     );
     complete(&f, "ag");
     // Hunks in file order: a.py#1 (line 1), a.py#2 (line 5), b.py#1.
-    let out = accept_some(&f.store, f.dir.path(), "ag", &HashMap::new(), Some(2)).unwrap();
+    let out = accept_some(
+        &f.store,
+        f.dir.path(),
+        "ag",
+        &HashMap::new(),
+        Some(&HunkRef::Number(2)),
+    )
+    .unwrap();
     assert!(!out.done);
     assert_eq!(
         disk(&f, "a.py").unwrap(),
@@ -295,7 +302,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Completed);
 
     assert!(
-        !reject_hunk(&f.store, "ag", 1).unwrap(),
+        !reject_hunk(&f.store, "ag", &HunkRef::Number(1)).unwrap(),
         "a.py's first hunk dropped"
     );
     assert_eq!(
@@ -307,12 +314,25 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].path, "b.py");
 
-    let out = accept_some(&f.store, f.dir.path(), "ag", &HashMap::new(), Some(1)).unwrap();
+    let out = accept_some(
+        &f.store,
+        f.dir.path(),
+        "ag",
+        &HashMap::new(),
+        Some(&HunkRef::Number(1)),
+    )
+    .unwrap();
     assert!(out.done);
     assert_eq!(disk(&f, "b.py").unwrap(), "y\n");
     assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Accepted);
     assert!(matches!(
-        accept_some(&f.store, f.dir.path(), "ag", &HashMap::new(), Some(1)),
+        accept_some(
+            &f.store,
+            f.dir.path(),
+            "ag",
+            &HashMap::new(),
+            Some(&HunkRef::Number(1))
+        ),
         Err(AcceptError::NotReady { .. })
     ));
 }
@@ -323,12 +343,66 @@ fn rejecting_the_last_hunk_rejects_the_proposal_and_a_missing_hunk_is_an_error()
     agent(&f, "ag", &[("a.py", Some("2\n"))]);
     complete(&f, "ag");
     assert!(matches!(
-        reject_hunk(&f.store, "ag", 7),
+        reject_hunk(&f.store, "ag", &HunkRef::Number(7)),
         Err(AcceptError::NoHunk { n: 7, .. })
     ));
-    assert!(reject_hunk(&f.store, "ag", 1).unwrap());
+    assert!(reject_hunk(&f.store, "ag", &HunkRef::Number(1)).unwrap());
     assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Rejected);
     assert_eq!(disk(&f, "a.py").unwrap(), "1\n");
+}
+
+#[test]
+fn a_hunk_named_by_its_key_is_the_same_change_after_the_proposal_moved() {
+    let f = fixture(&[("a.py", "1\n2\n3\n4\n5\n")]);
+    agent(&f, "ag", &[("a.py", Some("ONE\n2\n3\n4\nFIVE\n"))]);
+    complete(&f, "ag");
+    let d = proposal_diffs(&f.store, "ag").unwrap();
+    let keys = diff::hunk_keys(&d[0].path, &d[0].hunks);
+    // The editor drew both hunks; the human drops the first, then accepts
+    // the second by what was drawn, before the editor redrew.
+    assert!(!reject_hunk(&f.store, "ag", &HunkRef::Key(keys[0].clone())).unwrap());
+    assert!(
+        matches!(
+            accept_some(
+                &f.store,
+                f.dir.path(),
+                "ag",
+                &HashMap::new(),
+                Some(&HunkRef::Number(2))
+            ),
+            Err(AcceptError::NoHunk { n: 2, .. })
+        ),
+        "the number counts the hunks as they are now"
+    );
+    let out = accept_some(
+        &f.store,
+        f.dir.path(),
+        "ag",
+        &HashMap::new(),
+        Some(&HunkRef::Key(keys[1].clone())),
+    )
+    .unwrap();
+    assert!(out.done);
+    assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n3\n4\nFIVE\n");
+}
+
+#[test]
+fn a_key_of_a_hunk_that_is_gone_is_refused_and_nothing_changes() {
+    let f = fixture(&[("a.py", "1\n2\n")]);
+    agent(&f, "ag", &[("a.py", Some("ONE\n2\n"))]);
+    complete(&f, "ag");
+    let err = accept_some(
+        &f.store,
+        f.dir.path(),
+        "ag",
+        &HashMap::new(),
+        Some(&HunkRef::Key("0123456789ab".into())),
+    )
+    .unwrap_err();
+    assert!(matches!(err, AcceptError::HunkGone { .. }), "{err}");
+    assert!(err.to_string().contains("look at it again"), "{err}");
+    assert_eq!(disk(&f, "a.py").unwrap(), "1\n2\n");
+    assert_eq!(f.store.agent("ag").unwrap().state, AgentState::Completed);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::{Outcome, Shown, Verdict};
 use crate::diff::FileDiff;
-use crate::messages::ToEditor;
+use crate::messages::{AgentView, ToEditor};
 
 fn abs(root: &Path, path: &str) -> String {
     root.join(path).to_string_lossy().into_owned()
@@ -51,17 +51,19 @@ pub fn announce(out: &Outcome, root: &Path) -> Vec<ToEditor> {
             ),
         };
         msgs.push(ToEditor::Agent {
-            agent: c.agent.clone(),
+            agent: AgentView::from(&c.agent),
             proposal,
             cleared,
         });
     }
     for (id, v) in &out.verdicts {
         let (accepted, files, hunk) = match v {
-            Verdict::Accepted { files, hunk, .. } => {
-                (true, files.iter().map(|f| abs(root, f)).collect(), *hunk)
-            }
-            Verdict::Rejected { hunk, .. } => (false, vec![], *hunk),
+            Verdict::Accepted { files, hunk, .. } => (
+                true,
+                files.iter().map(|f| abs(root, f)).collect(),
+                hunk.clone(),
+            ),
+            Verdict::Rejected { hunk, .. } => (false, vec![], hunk.clone()),
         };
         msgs.push(ToEditor::Resolved {
             id: id.clone(),

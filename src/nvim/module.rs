@@ -10,6 +10,7 @@ use std::time::Duration;
 use nvim_oxi::mlua::{self, Lua, Table};
 
 use crate::config::Config;
+use crate::diff::HunkRef;
 use crate::messages::{BufferText, EffectsSince, ToCore};
 use crate::paths;
 use crate::runtime::{self, CoreHandle};
@@ -44,6 +45,28 @@ type SpawnArgs = (
     Option<String>,
     Option<String>,
 );
+
+/// A hunk as Lua names it: a number (from 1, in file order) or a hunk's key.
+fn hunk_ref(v: mlua::Value) -> mlua::Result<Option<HunkRef>> {
+    let bad = || {
+        mlua::Error::runtime(
+            "chimera: a hunk is a number (counted from 1 in file order) or a hunk key",
+        )
+    };
+    match v {
+        mlua::Value::Nil => Ok(None),
+        mlua::Value::Integer(n) => usize::try_from(n)
+            .ok()
+            .filter(|n| *n > 0)
+            .map(|n| Some(HunkRef::Number(n)))
+            .ok_or_else(bad),
+        mlua::Value::Number(n) if n.fract() == 0.0 && (1.0..1e15).contains(&n) => {
+            Ok(Some(HunkRef::Number(n as usize)))
+        }
+        mlua::Value::String(s) => Ok(Some(HunkRef::Key(s.to_str()?.to_owned()))),
+        _ => Err(bad()),
+    }
+}
 
 /// `{ {path = …, text = …}, … }` from Lua.
 fn buffer_texts(buffers: Option<Table>) -> mlua::Result<Vec<BufferText>> {
@@ -185,11 +208,11 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "accept",
         lua.create_function(
-            |_, (id, buffers, hunk): (String, Option<Table>, Option<usize>)| {
+            |_, (id, buffers, hunk): (String, Option<Table>, mlua::Value)| {
                 send(ToCore::Accept {
                     id,
                     buffers: buffer_texts(buffers)?,
-                    hunk,
+                    hunk: hunk_ref(hunk)?,
                 })
             },
         )?,
@@ -231,9 +254,12 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "reject_hunk",
-        lua.create_function(|_, (id, hunk): (String, usize)| {
-            send(ToCore::RejectHunk { id, hunk })
-        })?,
+        lua.create_function(
+            |_, (id, hunk): (String, mlua::Value)| match hunk_ref(hunk)? {
+                Some(hunk) => send(ToCore::RejectHunk { id, hunk }),
+                None => Err(mlua::Error::runtime("chimera: reject_hunk needs a hunk")),
+            },
+        )?,
     )?;
     t.set(
         "cancel",
@@ -404,6 +430,31 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             with_remora(lua, |_, t| {
                 Some(t.callees(&id).into_iter().cloned().collect::<Vec<_>>())
             })
+        })?,
+    )?;
+    // Milliseconds each delivery of the core's messages held the main
+    // thread since the last call (the editor's budget is a few ms).
+    t.set(
+        "callback_times",
+        lua.create_function(|_, ()| {
+            Ok(super::bridge::take_callback_times()
+                .into_iter()
+                .map(|d| d.as_secs_f64() * 1000.0)
+                .collect::<Vec<f64>>())
+        })?,
+    )?;
+    // File `path` of agent `id`'s shown proposal with its hunks (nil: none).
+    t.set(
+        "proposal_file",
+        lua.create_function(|lua, (id, path): (String, String)| {
+            use mlua::LuaSerdeExt;
+            match super::bridge::proposal_file(&id, &path) {
+                Some(file) => lua.to_value_with(
+                    &file,
+                    mlua::SerializeOptions::new().serialize_none_to_null(false),
+                ),
+                None => Ok(mlua::Value::Nil),
+            }
         })?,
     )?;
     // Pure helper for the editor: hunks between two texts.

@@ -282,4 +282,83 @@ report(states)
   h.truthy(vim.uv.now() - started < 10000, "without waiting for its heartbeat to go stale")
 end)
 
+h.test("a proposal of 480 files arrives counted: the shown file is drawn, the others wait, the editor never stalls", function()
+  local n = 480
+  local body = {}
+  for i = 1, 120 do
+    body[i] = ("def f%d(x):\n    return x + %d\n"):format(i, i)
+  end
+  local files = {}
+  for i = 1, n do
+    files[("pkg/m%03d.py"):format(i)] = table.concat(body)
+  end
+  local dir = h.project(files)
+  local rewrite = ("```python\nnew = 'def g(x):\\n    return x\\n' * 120\nfor i in range(1, %d):\n    write_file('pkg/m' + str(i).zfill(3) + '.py', new)\nsubmit_result('every module', [])\n```"):format(n + 1)
+  h.setup((h.fake_llm({ { text = rewrite } })))
+  local lib = require("chimera.loader").require()
+  vim.cmd.edit("pkg/m001.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("rewrite every module")
+  lib.callback_times()
+  h.eq(chimera.wait(id, 120000), "completed", "state")
+  local p = chimera.proposals()[1]
+  h.eq(#p.files, n, "every file is listed")
+  local drawn = 0
+  for _, f in ipairs(p.files) do
+    h.eq(f.hunk_count, 1, f.path .. ": counted")
+    drawn = drawn + (rawget(f, "hunks") and 1 or 0)
+  end
+  h.eq(drawn, 1, "only the shown file's hunks reached Lua")
+  h.truthy(ghost_count(buf) > 0, "the shown file has ghost text")
+  local other = p.files[n]
+  h.eq(#other.hunks[1].new_lines, 240, "another file's hunks, fetched when asked for")
+  h.eq(type(other.hunks[1].key), "string", "with its key")
+  local function slowest()
+    local worst = 0
+    for _, ms in ipairs(lib.callback_times()) do
+      worst = math.max(worst, ms)
+    end
+    return worst
+  end
+  -- A debug build converting every hunk held the main thread ~300 ms;
+  -- counted, it takes a few (the release budget, 4 ms, is `make bench`'s).
+  local worst = slowest()
+  h.truthy(worst < 60, ("the longest delivery held the main thread %.1f ms"):format(worst))
+  chimera.accept(id)
+  h.wait_for("accepted", function()
+    return chimera.agent(id).state == "accepted"
+  end, 60000)
+  h.eq(h.read(dir .. ("/pkg/m%03d.py"):format(n)), ("def g(x):\n    return x\n"):rep(120), "a file no buffer showed")
+  h.wait_for("the open buffer", function()
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "def g(x):"
+  end)
+  worst = slowest()
+  h.truthy(worst < 60, ("accepting: the longest delivery held the main thread %.1f ms"):format(worst))
+end)
+
+h.test("the hunk under the cursor is the one accepted, even when the proposal changed before the accept arrived", function()
+  local src = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+  local both = "```python\nsrc = read_file('a.py')\nwrite_file('a.py', src.replace('return 1', 'return 10').replace('return 2', 'return 20'))\nsubmit_result('tens', ['a.py'])\n```"
+  h.project({ ["a.py"] = src })
+  h.setup((h.fake_llm({ { text = both } })))
+  vim.cmd.edit("a.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("make them tens")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  h.eq(#require("chimera.ghost").hunk_rows(buf), 2, "two hunks drawn")
+  -- The person drops the first hunk and, before the ghost text is redrawn,
+  -- accepts the one the cursor is on (it was drawn as hunk 2).
+  vim.api.nvim_win_set_cursor(0, { 6, 0 })
+  chimera.reject(id, { hunk = 1 })
+  chimera.accept_hunk()
+  h.wait_for("accepted", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.wait_for("g's change", function()
+    return vim.api.nvim_buf_get_lines(buf, 5, 6, false)[1] == "    return 20"
+  end)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    { "def f():", "    return 1", "", "", "def g():", "    return 20" }, "only the hunk under the cursor")
+end)
+
 h.finish()
