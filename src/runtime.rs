@@ -558,6 +558,32 @@ fn route(core: &Arc<Core>, msg: ToCore) {
             stop_task(core, &id);
             core.on_lifecycle(move |c| c.publish(c.lifecycle.cancel(&id)));
         }
+        msg
+        @ (ToCore::BufferText(_) | ToCore::BufferClosed { .. } | ToCore::BufferMoved { .. }) => {
+            route_buffer(core, msg)
+        }
+        ToCore::Snapshot { id, message } => {
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.snapshot(Some(&id), &message)))
+        }
+        ToCore::Rollback {
+            id,
+            dry_run,
+            buffers,
+        } => {
+            let buffers = buffer_map(core, buffers);
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.rollback(&id, dry_run, &buffers)));
+        }
+        ToCore::Fork { id, snapshot, task } => {
+            core.on_lifecycle(move |c| history::fork(c, id, &snapshot, task))
+        }
+        other => route_other(core, other),
+    }
+}
+
+/// What the human did to a buffer: typed (or loaded, or wrote), closed it,
+/// or typed under an accept being applied.
+fn route_buffer(core: &Arc<Core>, msg: ToCore) {
+    match msg {
         ToCore::BufferText(BufferText { path, text }) => {
             if let Some(p) = core.rel(&path) {
                 core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_text(&p, &text)));
@@ -581,21 +607,7 @@ fn route(core: &Arc<Core>, msg: ToCore) {
                 });
             }
         }
-        ToCore::Snapshot { id, message } => {
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.snapshot(Some(&id), &message)))
-        }
-        ToCore::Rollback {
-            id,
-            dry_run,
-            buffers,
-        } => {
-            let buffers = buffer_map(core, buffers);
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.rollback(&id, dry_run, &buffers)));
-        }
-        ToCore::Fork { id, snapshot, task } => {
-            core.on_lifecycle(move |c| history::fork(c, id, &snapshot, task))
-        }
-        other => route_other(core, other),
+        _ => {}
     }
 }
 

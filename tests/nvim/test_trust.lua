@@ -141,9 +141,13 @@ end)
 
 --- Runs `body` (Lua) in a second, fresh Neovim in `dir`, as a person
 --- starting Neovim again; returns what it wrote with `report(value)`.
-local function in_new_neovim(dir, body)
-  local out = vim.fn.tempname()
-  local script = vim.fn.tempname() .. ".lua"
+local function in_new_neovim(dir, body, opts)
+  opts = opts or {}
+  -- Another user's Neovim (`opts.user`) needs its files where it can reach them.
+  local scratch = assert(vim.uv.fs_mkdtemp(vim.uv.os_tmpdir() .. "/chimera-test-XXXXXX"))
+  vim.uv.fs_chmod(scratch, tonumber("777", 8))
+  local out = scratch .. "/report.json"
+  local script = scratch .. "/script.lua"
   local f = assert(io.open(script, "w"))
   f:write(([[
 vim.opt.rtp:prepend(%q)
@@ -159,7 +163,15 @@ vim.cmd("qall!")
 ]]):format(h.repo, dir, out, body))
   f:close()
   local nvim = vim.v.progpath
-  local res = vim.system({ nvim, "--headless", "--clean", "-l", script }, { env = { CHIMERA_LIB = vim.env.CHIMERA_LIB } }):wait(60000)
+  local cmd = { nvim, "--headless", "--clean", "-l", script }
+  local env = { CHIMERA_LIB = vim.env.CHIMERA_LIB }
+  if opts.user then
+    cmd = vim.list_extend({ "setpriv", "--reuid=" .. opts.user, "--regid=" .. opts.user, "--clear-groups" }, cmd)
+    for _, var in ipairs({ "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME" }) do
+      env[var] = scratch
+    end
+  end
+  local res = vim.system(cmd, { env = env }):wait(60000)
   local got = h.read(out)
   if body:find("sigkill", 1, true) then
     return res
@@ -359,6 +371,41 @@ h.test("the hunk under the cursor is the one accepted, even when the proposal ch
   end)
   h.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false),
     { "def f():", "    return 1", "", "", "def g():", "    return 20" }, "only the hunk under the cursor")
+end)
+
+h.test("a project that cannot be written fails the task at once and says why", function()
+  -- Where another user can reach it (Neovim's own temporary folder is private).
+  local root = assert(vim.uv.fs_mkdtemp(vim.uv.os_tmpdir() .. "/chimera-ro-XXXXXX"))
+  vim.fn.mkdir(root .. "/.git")
+  vim.fn.writefile(vim.split(SRC, "\n", { trimempty = true }), root .. "/a.py")
+  local url = h.fake_llm({ { text = program(1) } })
+  local setup = ([[
+require("chimera").setup({
+  llm = { provider = "openai", url = %q, model = "m", max_retries = 0 },
+  ui = { progress = false },
+})
+]]):format(url .. "/v1")
+  -- Read-only for its user: as root (who writes anywhere), Neovim runs as nobody.
+  local user = vim.uv.getuid() == 0 and "65534" or nil
+  for _, d in ipairs({ root, root .. "/.git" }) do
+    vim.uv.fs_chmod(d, tonumber("555", 8))
+  end
+  local started = vim.uv.now()
+  local got = in_new_neovim(root, setup .. [[
+vim.cmd.edit("a.py")
+local chimera = require("chimera")
+local id = chimera.spawn("return the next number")
+local st = chimera.wait(id, 8000)
+report({ state = st, error = chimera.agent(id).error, text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") })
+]], { user = user })
+  for _, d in ipairs({ root, root .. "/.git" }) do
+    vim.uv.fs_chmod(d, tonumber("755", 8))
+  end
+  h.eq(got.state, "failed", "the task")
+  h.truthy((got.error or ""):find("cannot be opened", 1, true), "the reason: " .. tostring(got.error))
+  h.truthy(vim.uv.now() - started < 8000, "at once, not after a time-out")
+  h.eq(got.text .. "\n", SRC, "the buffer is untouched")
+  h.eq(h.read(root .. "/a.py"), SRC, "the file is untouched")
 end)
 
 h.finish()
