@@ -60,6 +60,25 @@ function M.check()
     h.info("the core starts on first use (:Chimera task …); run :Chimera start to check the database now")
   end
 
+  h.start("Chimera: responsiveness")
+  local times = lib and lib.running() and lib.callback_times() or {}
+  if #times == 0 then
+    h.info("no messages from the core since the last check")
+  else
+    table.sort(times)
+    local worst = times[#times]
+    local line = ("the core's messages held the main thread at most %.1f ms (median %.2f ms) over %d deliveries since the last check"):format(
+      worst,
+      times[math.floor(#times / 2) + 1],
+      #times
+    )
+    if worst > 16 then
+      h.warn(line, { "longer than a frame: please report it with what Chimera was doing" })
+    else
+      h.ok(line)
+    end
+  end
+
   h.start("Chimera: Remora")
   if not (state.config and state.config.remora.index) then
     h.info("remora.index is off: no nodes are indexed")

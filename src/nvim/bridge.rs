@@ -1,15 +1,19 @@
 //! Carries [`ToEditor`] messages from the core's threads to Neovim's main
-//! loop. `AsyncHandle::send` calls coalesce, so the callback drains the
-//! whole queue; the Lua work then runs from `schedule`, where the Neovim
-//! API may be used. Nothing here may panic: a panic would take Neovim down.
+//! loop. `AsyncHandle::send` calls coalesce; the callback schedules one
+//! delivery, which runs where the Neovim API may be used and hands Lua the
+//! queued messages in order for at most [`SLICE`], then schedules itself
+//! again for the rest, so a flood (an accept of hundreds of files
+//! re-indexes each) never holds the editor. Nothing here may panic: a
+//! panic would take Neovim down.
 //!
 //! Proposals reach Lua counted, not spelled out: converting every hunk of
 //! a proposal of hundreds of files to Lua tables stalled the main thread
 //! for seconds. The full proposals stay here, on the main thread, updated
 //! in message order; Lua fetches a file's hunks when a buffer shows it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -49,8 +53,10 @@ thread_local! {
     /// The proposals the editor shows, by agent, as of the last message
     /// Lua received. Main thread only.
     static PROPOSALS: RefCell<HashMap<String, Vec<FileDiff>>> = RefCell::new(HashMap::new());
-    /// How long each delivery held the main thread, oldest first (the
-    /// last [`TIMES_KEPT`]), for `:checkhealth`, the benchmarks and tests.
+    /// The main thread's CPU time of each delivery, oldest first (the last
+    /// [`TIMES_KEPT`]), for `:checkhealth`, the benchmarks and tests. CPU
+    /// time, not wall time: what Chimera's work costs the editor, without
+    /// the moments the system ran another thread instead.
     static TIMES: RefCell<VecDeque<Duration>> = const { RefCell::new(VecDeque::new()) };
 }
 
@@ -66,7 +72,16 @@ fn record(took: Duration) {
     });
 }
 
-/// The main-thread time of each delivery since the last call, oldest first.
+/// This thread's CPU time so far.
+fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// The main-thread CPU time of each delivery since the last call, oldest first.
 pub fn take_callback_times() -> Vec<Duration> {
     TIMES.with(|t| t.borrow_mut().drain(..).collect())
 }
@@ -100,6 +115,22 @@ struct AgentMessage<'a> {
     cleared: bool,
 }
 
+/// Frees a proposal that is no longer shown. Freeing the lines of hundreds
+/// of files took the main thread ~8 ms; a large one is freed elsewhere.
+fn dispose(files: Vec<FileDiff>) {
+    let lines: usize = files
+        .iter()
+        .flat_map(|f| &f.hunks)
+        .map(|h| h.old_lines.len() + h.new_lines.len())
+        .sum();
+    if lines > 10_000 {
+        // Without a thread, the proposal is freed here after all.
+        let _ = std::thread::Builder::new()
+            .name("chimera-free".into())
+            .spawn(move || drop(files));
+    }
+}
+
 /// `msg` as a Lua value; an agent's proposal is kept here and sent counted.
 fn to_lua(
     lua: &mlua::Lua,
@@ -115,18 +146,17 @@ fn to_lua(
             let counted = proposal
                 .as_ref()
                 .map(|files| files.iter().map(ProposedFile::from).collect());
-            PROPOSALS.with(|p| {
+            let replaced = PROPOSALS.with(|p| {
                 let mut p = p.borrow_mut();
                 match proposal {
-                    Some(files) => {
-                        p.insert(agent.id.clone(), files);
-                    }
-                    None if cleared => {
-                        p.remove(&agent.id);
-                    }
-                    None => {}
+                    Some(files) => p.insert(agent.id.clone(), files),
+                    None if cleared => p.remove(&agent.id),
+                    None => None,
                 }
             });
+            if let Some(old) = replaced {
+                dispose(old);
+            }
             let msg = AgentMessage {
                 kind: "agent",
                 agent: &agent,
@@ -139,55 +169,95 @@ fn to_lua(
     }
 }
 
+/// How long one delivery may hand messages to Lua before it lets the
+/// editor run and schedules itself again.
+const SLICE: Duration = Duration::from_millis(3);
+
+/// The editor's end of the channel, on the main thread.
+struct Inbox {
+    rx: mpsc::Receiver<ToEditor>,
+    /// A delivery is scheduled and has not started yet.
+    scheduled: Cell<bool>,
+    /// The core generation these messages come from.
+    generation: u64,
+}
+
+impl Inbox {
+    fn current(&self) -> bool {
+        self.generation == GENERATION.load(Ordering::SeqCst)
+    }
+
+    fn schedule(self: &Rc<Self>) {
+        if !self.scheduled.replace(true) {
+            let inbox = Rc::clone(self);
+            nvim_oxi::schedule(move |()| inbox.deliver());
+        }
+    }
+
+    /// Hands queued messages to Lua, in order, for at most [`SLICE`].
+    fn deliver(self: Rc<Self>) {
+        self.scheduled.set(false);
+        if !self.current() {
+            while self.rx.try_recv().is_ok() {}
+            return;
+        }
+        let cpu = thread_cpu();
+        let more = dispatch(&self.rx, Instant::now() + SLICE);
+        record(thread_cpu().saturating_sub(cpu));
+        if more && self.current() {
+            self.schedule();
+        }
+    }
+}
+
 /// Creates the bridge; must be called on the main thread.
 pub fn new() -> Result<NvimSink, nvim_oxi::libuv::Error> {
     let (tx, rx) = mpsc::channel::<ToEditor>();
-    let generation = GENERATION.load(Ordering::SeqCst);
-    let handle = AsyncHandle::new(move || {
-        let batch: Vec<ToEditor> = rx.try_iter().collect();
-        if !batch.is_empty() && generation == GENERATION.load(Ordering::SeqCst) {
-            nvim_oxi::schedule(move |()| {
-                if generation == GENERATION.load(Ordering::SeqCst) {
-                    let started = Instant::now();
-                    dispatch(batch);
-                    record(started.elapsed());
-                }
-            });
-        }
-    })?;
+    let inbox = Rc::new(Inbox {
+        rx,
+        scheduled: Cell::new(false),
+        generation: GENERATION.load(Ordering::SeqCst),
+    });
+    let handle = AsyncHandle::new(move || inbox.schedule())?;
     Ok(NvimSink {
         tx: Mutex::new(tx),
         handle,
     })
 }
 
-/// Hands each message to `require("chimera.bridge").dispatch` as a Lua table.
-fn dispatch(batch: Vec<ToEditor>) {
-    let lua = mlua::lua();
-    let result = (|| -> mlua::Result<()> {
+/// Hands messages from `rx` to `require("chimera.bridge").dispatch` as Lua
+/// tables until none is left or `until` passed. Returns whether it stopped
+/// for the time.
+fn dispatch(rx: &mpsc::Receiver<ToEditor>, until: Instant) -> bool {
+    let lua = &super::main_lua();
+    let result = (|| -> mlua::Result<bool> {
         let require: mlua::Function = lua.globals().get("require")?;
         let bridge: mlua::Table = require.call("chimera.bridge")?;
         let dispatch: mlua::Function = bridge.get("dispatch")?;
         let opts = mlua::SerializeOptions::new()
             .serialize_none_to_null(false)
             .serialize_unit_to_null(false);
-        for msg in batch {
-            let value = to_lua(&lua, msg, opts)?;
+        while let Ok(msg) = rx.try_recv() {
+            let value = to_lua(lua, msg, opts)?;
             if let Err(e) = dispatch.call::<()>(value) {
                 report(
-                    &lua,
+                    lua,
                     &format!("Chimera: error while handling a message: {e}"),
                 );
             }
+            if Instant::now() >= until {
+                return Ok(true);
+            }
         }
-        Ok(())
+        Ok(false)
     })();
-    if let Err(e) = result {
+    result.unwrap_or_else(|e| {
         report(
-            &lua,
+            lua,
             &format!("Chimera: cannot deliver messages to Lua: {e}"),
         );
-    }
+        false
+    })
 }
 
 fn report(lua: &mlua::Lua, text: &str) {

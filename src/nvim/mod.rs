@@ -20,8 +20,20 @@ unsafe extern "C" fn luaopen_chimera_native(
     unsafe { nvim_oxi::entrypoint::entrypoint(state, open) }
 }
 
+/// Neovim's Lua state, for the main thread. `mlua::lua()` wraps the state
+/// anew each call, and dropping that wrapper runs a full garbage collection
+/// of Neovim's whole Lua heap (milliseconds, on every delivery of the
+/// core's messages): one wrapper lives as long as the process, and callers
+/// get clones, which do not collect when dropped.
+fn main_lua() -> mlua::Lua {
+    thread_local! {
+        static LUA: &'static mlua::Lua = Box::leak(Box::new(mlua::lua()));
+    }
+    LUA.with(|lua| (*lua).clone())
+}
+
 fn open() -> nvim_oxi::Result<()> {
-    let lua = mlua::lua();
+    let lua = main_lua();
     let table = module::build(&lua)?;
     let loaded: mlua::Table = lua.globals().get::<mlua::Table>("package")?.get("loaded")?;
     loaded.set("chimera_native", table)?;

@@ -160,6 +160,7 @@ h.test(":checkhealth chimera reports the library, database and LLM", function()
   h.truthy(not text:find("ERROR", 1, true), text)
   h.truthy(text:find("no MCP servers configured", 1, true), text)
   h.truthy(text:find("code-mode agents are asked for", 1, true) and text:find("from llm.edit_form", 1, true), text)
+  h.truthy(text:find("the core's messages held the main thread at most [%d.]+ ms %(median [%d.]+ ms%) over %d+ deliveries"), text)
 end)
 
 h.test(":checkhealth chimera says which MCP servers and searches agents can use", function()

@@ -408,4 +408,33 @@ report({ state = st, error = chimera.agent(id).error, text = table.concat(vim.ap
   h.eq(h.read(root .. "/a.py"), SRC, "the file is untouched")
 end)
 
+h.test("delivering the core's messages never runs a full garbage collection of Neovim's Lua heap", function()
+  h.project({ ["a.py"] = SRC })
+  h.setup((h.fake_llm({ { text = program(1) } })))
+  vim.cmd.edit("a.py")
+  chimera.start()
+  h.wait_for("the core", function()
+    return chimera.status().ready
+  end)
+  -- With the collector stopped, only an explicit full collection frees
+  -- memory: garbage made now must still be counted after the deliveries.
+  collectgarbage("stop")
+  local garbage = {}
+  for i = 1, 200000 do
+    garbage[i] = { i }
+  end
+  garbage = nil
+  local before = collectgarbage("count")
+  local lib = require("chimera.loader").require()
+  lib.callback_times()
+  local id = chimera.spawn("return the next number")
+  local st = chimera.wait(id, 20000)
+  local after = collectgarbage("count")
+  local deliveries = #lib.callback_times()
+  collectgarbage("restart")
+  h.eq(st, "completed", "state")
+  h.truthy(deliveries > 0, "messages were delivered")
+  h.truthy(after >= before - 1024, ("the heap went from %d KB to %d KB over %d deliveries"):format(before, after, deliveries))
+end)
+
 h.finish()
