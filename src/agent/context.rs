@@ -149,7 +149,9 @@ pub fn target_view(
             out.extend(text[f.start..f.end].chars().take(budget / 2));
             out.push_str("\n\n");
         }
-        out.push_str("# outline of the rest of the file (too long to show in full):\n");
+        // Comments, not signatures: an outline in the form of code invites
+        // small models to copy it back as the file, bodies gone.
+        out.push_str("# The rest of the file is too long to show. It also defines (leave these out of your answer; they stay as they are):\n");
         for d in defs
             .iter()
             .filter(|d| d.parent.is_none() || d.kind == DefKind::Method)
@@ -158,10 +160,10 @@ pub fn target_view(
                 continue;
             }
             let line = format!(
-                "{}{}  # line {}\n",
-                d.indent,
-                signature(text, d),
-                d.start_line + 1
+                "#   line {}: {}{}\n",
+                d.start_line + 1,
+                if d.kind == DefKind::Method { "  " } else { "" },
+                signature(text, d).trim_end_matches(':'),
             );
             if out.len() + line.len() > budget {
                 break;
@@ -232,9 +234,16 @@ mod tests {
             big.push_str(&format!("\n\ndef filler_{i}():\n    return {i}\n"));
         }
         let v = target_view("a.py", &big, "document parse_config", None, 1500);
-        assert!(v.shown.contains("outline"), "{}", v.shown);
-        assert!(v.shown.contains("def helper(x):  # line 1"), "{}", v.shown);
-        assert!(v.shown.contains("def filler_3():  # line"), "{}", v.shown);
+        assert!(v.shown.contains("too long to show"), "{}", v.shown);
+        assert!(
+            v.shown.contains("#   line 1: def helper(x)\n"),
+            "{}",
+            v.shown
+        );
+        assert!(v.shown.contains(": def filler_3()\n"), "{}", v.shown);
+        // Nothing of the outline is code a model could echo back as the file.
+        let outline = &v.shown[v.shown.find("# The rest").unwrap()..];
+        assert!(outline.lines().all(|l| l.starts_with('#')), "{outline}");
         assert!(v.shown.contains("return helper(path)"), "{}", v.shown);
         assert!(v.shown.len() <= 1500);
     }

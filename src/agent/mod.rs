@@ -9,6 +9,7 @@
 //! of repair rounds; then the agent fails with the reason.
 
 mod context;
+mod gate;
 mod host;
 pub mod node;
 pub mod prompt;
@@ -460,6 +461,10 @@ pub async fn run(
             },
             (None, ReplyForm::Nothing) => Err("Your reply has no Python code block with the change.".into()),
         };
+        // One gate for every form: what reaches the human parses and
+        // removes nothing the task did not name.
+        let task_words = job.node.is_none().then_some(job.task.as_str());
+        let attempt = attempt.and_then(|ok| gate::check(&store, &job.id, task_words).map(|()| ok));
         match attempt {
             Ok((summary, form_used)) => {
                 let changed: Vec<String> = store
@@ -510,11 +515,10 @@ fn default_summary(task: &str, changed: &[String]) -> String {
 
 type Attempt = Result<(Option<String>, &'static str), String>;
 
-/// What an answer that changes nothing is told.
-const UNCHANGED: &str =
-    "The change leaves the file exactly as it was. Change the code as the task asks.";
+use gate::UNCHANGED;
 
-/// Writes `new` for `path` into the overlay if it parses and changes something.
+/// Writes `new` for `path` into the overlay if it may and changes something
+/// (the gate checks the rest).
 #[allow(clippy::too_many_arguments)]
 fn write_checked(
     store: &Store,
@@ -529,11 +533,6 @@ fn write_checked(
     caps.check_write(path.as_str()).map_err(|d| d.to_string())?;
     if new == old {
         return Err(UNCHANGED.into());
-    }
-    if path.as_str().ends_with(".py") {
-        if let Some(problem) = python::syntax_problem(new) {
-            return Err(format!("The result does not parse.\n{problem}"));
-        }
     }
     Overlay::new(store, agent, max_bytes)
         .write(path, new.as_bytes())
@@ -609,31 +608,6 @@ async fn run_program(
         return Ok(Err(
             "The program called submit_result but changed no file: write the changed file with write_file(path, content)."
                 .into(),
-        ));
-    }
-    let ov = Overlay::new(store, &job.id, config.sync.max_file_bytes);
-    let mut unchanged = 0;
-    for (path, entry) in &entries {
-        if entry.hash.is_some() && entry.hash == entry.base_hash {
-            unchanged += 1;
-        }
-        if !path.ends_with(".py") || entry.hash.is_none() {
-            continue;
-        }
-        let Ok(p) = ProjectPath::parse(path) else {
-            continue;
-        };
-        if let Ok(text) = ov.read_text(&p) {
-            if let Some(problem) = python::syntax_problem(&text) {
-                return Ok(Err(format!(
-                    "The program wrote `{path}`, which does not parse.\n{problem}"
-                )));
-            }
-        }
-    }
-    if unchanged == entries.len() {
-        return Ok(Err(
-            "The program wrote the files back unchanged. Change the code as the task asks.".into(),
         ));
     }
     Ok(Ok((Some(summary), "program")))

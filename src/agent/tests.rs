@@ -1001,3 +1001,86 @@ async fn a_chat_question_to_a_small_model_is_answered_in_prose() {
     }
     assert_eq!(streamed, "An empty dict.");
 }
+
+/// A module too long to show whole: `mean` and 150 other functions.
+fn long_module() -> String {
+    let mut src = String::from("def mean(xs):\n    return sum(xs) / len(xs) + 1\n");
+    for i in 0..150 {
+        src.push_str(&format!(
+            "\n\ndef helper_{i}(value):\n    return value * {i} + {i}\n"
+        ));
+    }
+    src
+}
+
+async fn run_on_module(
+    script: Vec<Reply>,
+    task: &str,
+) -> (Result<Done, AgentError>, Setup, FakeServer) {
+    let server = FakeServer::start(script).await;
+    let s = setup(&server.url);
+    s.store
+        .stable_put("stats.py", long_module().as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let job = Job {
+        task: task.into(),
+        file: Some("stats.py".into()),
+        ..job()
+    };
+    let r = run_on(&s, &job).await;
+    (r, s, server)
+}
+
+fn stats_text(s: &Setup) -> String {
+    Overlay::new(&s.store, "ag", 1 << 20)
+        .read_text(&crate::paths::ProjectPath::parse("stats.py").unwrap())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outline_echoed_around_the_fix_changes_only_the_fix() {
+    // What Qwen2.5-Coder 1.5B answered on a real package: the signatures it
+    // was shown, and the one function it fixed.
+    let mut echo = String::from("```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n");
+    for i in 0..150 {
+        echo.push_str(&format!(
+            "\n\ndef helper_{i}(value):  # line {}\n",
+            4 + 4 * i
+        ));
+    }
+    echo.push_str("```");
+    let (r, s, _server) = run_on_module(
+        vec![Reply::OpenaiStream(echo)],
+        "fix mean in stats.py: it adds 1",
+    )
+    .await;
+    let done = r.unwrap();
+    assert_eq!(done.rounds, 1);
+    let want = long_module().replace("len(xs) + 1\n", "len(xs)\n");
+    assert_eq!(stats_text(&s), want, "only mean changed; every helper kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_file_that_drops_definitions_is_sent_back_never_proposed() {
+    // A program that writes the file with only the function it fixed.
+    let only_mean = "```python\nwrite_file('stats.py', 'def mean(xs):\\n    return sum(xs) / len(xs)\\n')\nsubmit_result('fixed mean', ['stats.py'])\n```";
+    let fixed = "```python\nsrc = read_file('stats.py')\nwrite_file('stats.py', src.replace('len(xs) + 1', 'len(xs)'))\nsubmit_result('fixed mean', ['stats.py'])\n```";
+    let (r, s, server) = run_on_module(
+        vec![
+            Reply::OpenaiStream(only_mean.into()),
+            Reply::OpenaiStream(fixed.into()),
+        ],
+        "fix mean in stats.py: it adds 1",
+    )
+    .await;
+    assert_eq!(r.unwrap().rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("removes `helper_0`, `helper_1`") && second.contains("and 145 more"),
+        "the model is told what it dropped: {second}"
+    );
+    assert_eq!(
+        stats_text(&s),
+        long_module().replace("len(xs) + 1\n", "len(xs)\n")
+    );
+}

@@ -774,20 +774,12 @@ pub async fn run(
                 ))));
                 continue;
             }
-            // Nothing that does not parse is proposed.
-            let ov = crate::overlay::Overlay::new(&store, &job.id, config.sync.max_file_bytes);
-            let broken = changed
-                .iter()
-                .filter(|p| p.ends_with(".py"))
-                .find_map(|path| {
-                    let p = crate::paths::ProjectPath::parse(path).ok()?;
-                    let problem = crate::python::syntax_problem(&ov.read_text(&p).ok()?)?;
-                    Some(format!(
-                        "submit_result: `{path}` does not parse; fix it first.\n{problem}"
-                    ))
-                });
-            if let Some(problem) = broken {
-                messages.push(answer(result_message(Err(problem))));
+            // The gate every form goes through: it parses, it removes
+            // nothing the task did not name.
+            if let Err(problem) = super::gate::check(&store, &job.id, Some(&job.task)) {
+                messages.push(answer(result_message(Err(format!(
+                    "submit_result: {problem}"
+                )))));
                 continue;
             }
             show(ChatEvent::Reply(summary.clone()));

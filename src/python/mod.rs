@@ -13,13 +13,22 @@ use tree_sitter::{Node, Parser, Tree};
 pub struct SyntaxProblem {
     /// 1-based line of the first error.
     pub line: usize,
+    /// What is wrong, when it is more than "a syntax error".
+    pub what: Option<String>,
     /// The lines around it, numbered.
     pub excerpt: String,
 }
 
 impl std::fmt::Display for SyntaxProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SyntaxError near line {}:\n{}", self.line, self.excerpt)
+        match &self.what {
+            Some(what) => write!(
+                f,
+                "SyntaxError on line {}: {what}:\n{}",
+                self.line, self.excerpt
+            ),
+            None => write!(f, "SyntaxError near line {}:\n{}", self.line, self.excerpt),
+        }
     }
 }
 
@@ -32,15 +41,22 @@ pub fn parse(text: &str) -> Option<Tree> {
     parser.parse(text, None)
 }
 
-/// The first syntax error of `text`, if any.
+/// The first syntax error of `text`, if any: what tree-sitter cannot parse,
+/// and what it accepts but Python does not — a `def`, `class`, `if`, … with
+/// no statement in its body (`def f(x):  # line 5` alone: an outline echoed
+/// back by a model).
 pub fn syntax_problem(text: &str) -> Option<SyntaxProblem> {
     let tree = parse(text)?;
     let root = tree.root_node();
-    if !root.has_error() {
-        return None;
-    }
-    let node = first_error(root).unwrap_or(root);
-    let line = node.start_position().row;
+    let error = root.has_error().then(|| {
+        let node = first_error(root).unwrap_or(root);
+        (node.start_position().row, None)
+    });
+    let empty = first_empty_body(root).map(|(row, what)| (row, Some(what)));
+    let (line, what) = match (error, empty) {
+        (Some(e), Some(m)) => std::cmp::min_by_key(m, e, |p| p.0),
+        (e, m) => e.or(m)?,
+    };
     let lines: Vec<&str> = text.lines().collect();
     let from = line.saturating_sub(3);
     let to = (line + 3).min(lines.len());
@@ -57,8 +73,39 @@ pub fn syntax_problem(text: &str) -> Option<SyntaxProblem> {
         .join("\n");
     Some(SyntaxProblem {
         line: line + 1,
+        what,
         excerpt,
     })
+}
+
+/// The first compound statement whose body holds no statement (comments
+/// are not statements): its row and what Python would say.
+fn first_empty_body(node: Node<'_>) -> Option<(usize, String)> {
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if child.kind() == "block" {
+            let mut c = child.walk();
+            let statements = child
+                .named_children(&mut c)
+                .filter(|n| n.kind() != "comment")
+                .count();
+            if statements == 0 {
+                let what = match node.kind() {
+                    "function_definition" => "a function definition",
+                    "class_definition" => "a class definition",
+                    _ => "this line",
+                };
+                return Some((
+                    node.start_position().row,
+                    format!("expected an indented block after {what}"),
+                ));
+            }
+        }
+        if let Some(found) = first_empty_body(child) {
+            return Some(found);
+        }
+    }
+    None
 }
 
 fn first_error(node: Node<'_>) -> Option<Node<'_>> {

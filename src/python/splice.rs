@@ -31,6 +31,8 @@ pub enum SpliceError {
     NoDefinitions,
     #[error("the reply is not valid Python: {0}")]
     Syntax(String),
+    #[error("the reply only repeats definitions without their bodies (the outline you were shown); give the complete new code of only the definitions you change")]
+    OnlyOutline,
 }
 
 const HOST_CALLS: &[&str] = &[
@@ -97,7 +99,9 @@ pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
     let most_defs =
         !target_top.is_empty() && covered * 10 >= target_top.len() * 7 && target_top.len() >= 2;
     let long_enough = code.trim().len() * 10 >= target.trim().len() * 6;
-    if most_defs && long_enough {
+    // Signatures without bodies (an outline echoed back) make it a partial answer.
+    let stubs = without_stubs(&code).1 > 0;
+    if most_defs && long_enough && !stubs {
         return ReplyForm::WholeFile(code);
     }
     let usable = items
@@ -404,6 +408,59 @@ fn first_param(def_text: &str) -> Option<String> {
     Some(rest[..end].trim().to_owned())
 }
 
+/// `code` without its definitions that have no statement in their body
+/// (`def f(x):  # line 12` alone), and how many there were. A class left
+/// with nothing but such methods goes too.
+fn without_stubs(code: &str) -> (String, usize) {
+    let mut code = code.to_owned();
+    let mut removed = 0;
+    // A class emptied by one pass is a stub in the next.
+    for _ in 0..3 {
+        let Some(tree) = parse(&code) else {
+            break;
+        };
+        let mut spans = Vec::new();
+        stub_spans(tree.root_node(), &mut spans);
+        if spans.is_empty() {
+            break;
+        }
+        removed += spans.len();
+        for (start, end) in spans.into_iter().rev() {
+            // Whole lines: from the start of the `def` line to the end of its last.
+            let start = code[..start].rfind('\n').map_or(0, |i| i + 1);
+            let end = code[end..].find('\n').map_or(code.len(), |i| end + i + 1);
+            code.replace_range(start..end, "");
+        }
+    }
+    (code, removed)
+}
+
+fn stub_spans(node: Node<'_>, out: &mut Vec<(usize, usize)>) {
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        let def = match child.kind() {
+            "decorated_definition" => child.child_by_field_name("definition"),
+            "function_definition" | "class_definition" => Some(child),
+            _ => None,
+        };
+        match def.and_then(|d| d.child_by_field_name("body").map(|b| (d, b))) {
+            Some((_, body)) if !has_statement(body) => {
+                out.push((child.start_byte(), child.end_byte()));
+            }
+            Some((_, body)) => stub_spans(body, out),
+            None => {}
+        }
+    }
+}
+
+fn has_statement(block: Node<'_>) -> bool {
+    let mut cursor = block.walk();
+    let found = block
+        .named_children(&mut cursor)
+        .any(|n| n.kind() != "comment");
+    found
+}
+
 /// Splices the definitions of `reply` into `target`. `focus_line` (0-based)
 /// is where the user's cursor was: it decides the class a lone method
 /// belongs to.
@@ -413,12 +470,19 @@ pub fn splice_definitions(
     focus_line: Option<usize>,
 ) -> Result<String, SpliceError> {
     let reply = dedent(reply);
+    // Signatures without bodies are an outline echoed back, not a change:
+    // the definitions they name stay as they are.
+    let (reply, stubs) = without_stubs(&reply);
     if let Some(problem) = super::syntax_problem(&reply) {
         return Err(SpliceError::Syntax(problem.to_string()));
     }
     let mut items = items(&reply);
     if items.is_empty() {
-        return Err(SpliceError::NoDefinitions);
+        return Err(if stubs > 0 {
+            SpliceError::OnlyOutline
+        } else {
+            SpliceError::NoDefinitions
+        });
     }
     // A definition given twice: the last one wins.
     let mut seen = HashSet::new();

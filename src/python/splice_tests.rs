@@ -185,3 +185,30 @@ fn a_docstring_with_a_real_body_or_over_a_stub_replaces_as_usual() {
     let reply = "def todo():\n    \"\"\"Later.\"\"\"\n";
     assert_eq!(splice_definitions(stub, reply, None).unwrap(), reply);
 }
+
+#[test]
+fn an_outline_echoed_back_around_the_change_splices_only_the_change() {
+    let target = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef median(lst):\n    s = sorted(lst)\n    return s[len(s) // 2]\n\n\nclass Stats:\n    def spread(self, xs):\n        return max(xs) - min(xs)\n\n    def size(self, xs):\n        return len(xs)\n";
+    // What a small model answers after seeing an outline: every signature
+    // with its `# line N`, and the one it fixed in full.
+    let reply = "def mean(xs):  # line 1\n\n\ndef median(lst):\n    s = sorted(lst)\n    n = len(s)\n    return (s[(n - 1) // 2] + s[n // 2]) / 2\n\n\nclass Stats:  # line 10\n    def spread(self, xs):  # line 11\n    def size(self, xs):  # line 14\n";
+    assert!(
+        matches!(classify(reply, Some(target)), ReplyForm::Definitions(_)),
+        "an outline around a change is not a whole file"
+    );
+    let out = splice_definitions(target, reply, None).unwrap();
+    assert!(out.contains("return sum(xs) / len(xs)"), "{out}");
+    assert!(out.contains("return max(xs) - min(xs)"), "{out}");
+    assert!(out.contains("return len(xs)"), "{out}");
+    assert!(out.contains("(s[(n - 1) // 2] + s[n // 2]) / 2"), "{out}");
+    assert!(!out.contains("# line"), "{out}");
+    assert!(crate::python::syntax_problem(&out).is_none(), "{out}");
+    assert_eq!(
+        splice_definitions(
+            target,
+            "def mean(xs):  # line 1\ndef median(lst):  # line 5\n",
+            None
+        ),
+        Err(SpliceError::OnlyOutline)
+    );
+}

@@ -49,3 +49,28 @@ fn syntax_problems_point_at_the_line() {
     let unterminated = "def f():\n    \"\"\"Doc with \"\"\" inside\"\"\"\n    pass\n";
     assert!(syntax_problem(unterminated).is_some());
 }
+
+#[test]
+fn a_body_of_only_a_comment_is_a_syntax_error_as_in_python() {
+    // An outline echoed back: tree-sitter accepts it, Python does not.
+    let outline = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef median(lst):  # line 5\ndef mode(lst):  # line 9\n";
+    let p = syntax_problem(outline).expect("an empty body is an error");
+    assert_eq!(p.line, 5, "{p}");
+    assert!(
+        p.to_string()
+            .contains("expected an indented block after a function definition"),
+        "{p}"
+    );
+    let class = "class A:\n    # nothing yet\n\nx = 1\n";
+    assert_eq!(syntax_problem(class).map(|p| p.line), Some(1));
+    let nested = "def f(x):\n    if x:\n        # todo\n    return x\n";
+    assert!(syntax_problem(nested).is_some());
+    for fine in [
+        "def f(x):\n    ...\n",
+        "def f(x): return x\n",
+        "class A:\n    \"\"\"Doc.\"\"\"\n",
+        "def f(x):\n    # a comment, then code\n    return x\n",
+    ] {
+        assert!(syntax_problem(fine).is_none(), "{fine:?}");
+    }
+}

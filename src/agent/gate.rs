@@ -1,0 +1,157 @@
+//! The last check before an agent's overlay becomes a proposal, whatever
+//! produced it (a program, definitions, a whole file, tool calls): every
+//! changed Python file parses, something changed, and nothing the task did
+//! not name was removed — a reply that echoes an outline or answers with
+//! one function must never be proposed as the deletion of the rest.
+
+use std::collections::BTreeSet;
+
+use crate::python::{self, DefKind};
+use crate::store::Store;
+
+/// What a change that writes every file back as it was is told.
+pub const UNCHANGED: &str =
+    "The change leaves the file exactly as it was. Change the code as the task asks.";
+
+/// Checks `agent`'s overlay. `task`: the words that may name what is
+/// removed (`None`: removals are not checked, as for a node agent, which
+/// can only rewrite itself). The error is said to the model.
+pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), String> {
+    let entries = store.overlay_entries(agent).map_err(|e| e.to_string())?;
+    if !entries.is_empty() && entries.iter().all(|(_, e)| e.hash == e.base_hash) {
+        return Err(UNCHANGED.into());
+    }
+    let text = |hash: &Option<String>| -> Result<Option<String>, String> {
+        hash.as_deref()
+            .map(|h| {
+                store
+                    .blob(h)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .map_err(|e| e.to_string())
+            })
+            .transpose()
+    };
+    for (path, entry) in &entries {
+        if entry.hash == entry.base_hash {
+            continue;
+        }
+        let (old, new) = (text(&entry.base_hash)?, text(&entry.hash)?);
+        if let (Some(task), Some(_), None) = (task, &old, &new) {
+            if !names_file(task, path) {
+                return Err(format!(
+                    "The change deletes the file `{path}`, which the task does not ask to remove. Change only what the task asks."
+                ));
+            }
+        }
+        let Some(new) = new.filter(|_| path.ends_with(".py")) else {
+            continue;
+        };
+        if let Some(problem) = python::syntax_problem(&new) {
+            return Err(format!(
+                "`{path}` does not parse after your change.\n{problem}"
+            ));
+        }
+        if let (Some(task), Some(old)) = (task, old) {
+            let gone = removed_definitions(&old, &new, task);
+            if !gone.is_empty() {
+                return Err(removal_message(path, &gone));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn removal_message(path: &str, gone: &[String]) -> String {
+    let shown: Vec<String> = gone.iter().take(5).map(|n| format!("`{n}`")).collect();
+    let more = match gone.len().saturating_sub(5) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!(
+        "The change removes {}{more} from `{path}`, which the task does not ask to remove. Answer with only the definitions you change, each complete; everything you leave out stays as it is.",
+        shown.join(", ")
+    )
+}
+
+/// Whether `task` names `path` (its path or its file name).
+fn names_file(task: &str, path: &str) -> bool {
+    let task = task.to_lowercase();
+    let path = path.to_lowercase();
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    task.contains(&path) || task.contains(name)
+}
+
+/// Definitions of `old` missing from `new` (as `name` or `Class.name`)
+/// that the task does not name.
+pub fn removed_definitions(old: &str, new: &str, task: &str) -> Vec<String> {
+    let key = |d: &python::Definition| match (&d.parent, d.kind) {
+        (Some(p), DefKind::Method) => format!("{p}.{}", d.name),
+        _ => d.name.clone(),
+    };
+    let kept: BTreeSet<String> = python::definitions(new).iter().map(key).collect();
+    let named: BTreeSet<String> = task
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut gone = Vec::new();
+    for d in python::definitions(old) {
+        let k = key(&d);
+        let parent_named = d
+            .parent
+            .as_ref()
+            .is_some_and(|p| named.contains(&p.to_lowercase()));
+        if !kept.contains(&k) && !named.contains(&d.name.to_lowercase()) && !parent_named {
+            gone.push(k);
+        }
+    }
+    gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OLD: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef legacy_helper():\n    return 1\n\n\nclass Inventory:\n    def add(self, x):\n        pass\n\n    def remove(self, x):\n        pass\n";
+
+    #[test]
+    fn removing_what_the_task_does_not_name_is_caught_and_named() {
+        let only_mean = "def mean(xs):\n    \"\"\"Mean.\"\"\"\n    return sum(xs) / len(xs)\n";
+        assert_eq!(
+            removed_definitions(OLD, only_mean, "add a docstring to mean in mathx.py"),
+            // `add` is a word of the task: the class is what gets caught.
+            ["legacy_helper", "Inventory", "Inventory.remove"]
+        );
+        let without_helper = OLD.replace("def legacy_helper():\n    return 1\n\n\n", "");
+        assert!(removed_definitions(
+            OLD,
+            &without_helper,
+            "delete the unused function legacy_helper"
+        )
+        .is_empty());
+        let without_class = &OLD[..OLD.find("class").unwrap()];
+        assert!(
+            removed_definitions(OLD, without_class, "remove the Inventory class").is_empty(),
+            "a named class goes with its methods"
+        );
+        let renamed = OLD.replace("def mean(", "def average(");
+        assert!(removed_definitions(OLD, &renamed, "rename mean to average").is_empty());
+        assert_eq!(removed_definitions(OLD, &renamed, "tidy up"), ["mean"]);
+        let msg = removal_message("m.py", &removed_definitions(OLD, only_mean, "x"));
+        assert!(
+            msg.contains("`legacy_helper`, `Inventory`")
+                && msg.contains("only the definitions you change"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_file_is_named_by_its_path_or_its_name() {
+        assert!(names_file("delete pkg/old.py", "pkg/old.py"));
+        assert!(names_file("remove OLD.PY, it is unused", "pkg/old.py"));
+        assert!(!names_file(
+            "delete the unused function f from mathx.py",
+            "old.py"
+        ));
+    }
+}
