@@ -1,53 +1,11 @@
-//! Chooses what the model sees: the file the task is about (found from the
-//! editor, or from names in the task), the definition in focus (named in
-//! the task, else under the cursor), its callers and callees in the file,
-//! all trimmed to the model's context window.
+//! Chooses what the model sees of the file the task is about (found by
+//! [`super::locate`]): the definition in focus (named in the task, else
+//! under the cursor), its callers and callees in the file, all trimmed to
+//! the model's context window.
 
-use crate::overlay::Overlay;
-use crate::paths::ProjectPath;
 use crate::python::{self, DefKind, Definition};
 
 use super::prompt::TargetView;
-
-/// Identifiers in `task`, longest first (so `parse_config` beats `parse`).
-fn words(task: &str) -> Vec<&str> {
-    let mut w: Vec<&str> = task
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
-        .flat_map(|t| t.split('.'))
-        .filter(|t| {
-            t.len() > 1
-                && t.chars()
-                    .next()
-                    .is_some_and(|c| c.is_alphabetic() || c == '_')
-        })
-        .collect();
-    w.sort_by_key(|t| std::cmp::Reverse(t.len()));
-    w.dedup();
-    w
-}
-
-/// The project file the task is about when the editor gave none: the first
-/// Python file defining a name the task mentions.
-pub fn locate(ov: &Overlay<'_>, files: &[String], task: &str) -> Option<String> {
-    let names = words(task);
-    if names.is_empty() {
-        return None;
-    }
-    for f in files.iter().filter(|f| f.ends_with(".py")).take(5000) {
-        let Ok(p) = ProjectPath::parse(f) else {
-            continue;
-        };
-        let Ok(text) = ov.read_text(&p) else { continue };
-        if !names.iter().any(|n| text.contains(n)) {
-            continue;
-        }
-        let defs = python::definitions(&text);
-        if defs.iter().any(|d| names.contains(&d.name.as_str())) {
-            return Some(f.clone());
-        }
-    }
-    None
-}
 
 fn describe(d: &Definition) -> String {
     let kind = match d.kind {
@@ -86,11 +44,14 @@ pub fn focus<'a>(
     task: &str,
     cursor_line: Option<usize>,
 ) -> Option<&'a Definition> {
-    let names = words(task);
-    names
-        .iter()
-        .find_map(|n| defs.iter().find(|d| d.name == *n))
-        .or_else(|| cursor_line.and_then(|l| python::definition_at(defs, l)))
+    let mentions = super::locate::mentions(task);
+    let named = mentions.names().find_map(|n| {
+        defs.iter().find(|d| match n.split_once('.') {
+            Some((class, name)) => d.name == name && d.parent.as_deref() == Some(class),
+            None => d.name == n,
+        })
+    });
+    named.or_else(|| cursor_line.and_then(|l| python::definition_at(defs, l)))
 }
 
 /// Builds the view of `text` (at `path`) for the prompt, within `budget` characters.

@@ -11,6 +11,7 @@
 mod context;
 mod gate;
 mod host;
+pub mod locate;
 pub mod node;
 pub mod prompt;
 pub mod tools;
@@ -280,7 +281,7 @@ pub async fn run(
         return tools::run(store, config, llm, services, job, cancel, progress).await;
     }
     let max_bytes = config.sync.max_file_bytes;
-    let (tree, target) = {
+    let (tree, target, place) = {
         let ov = Overlay::new(&store, &job.id, max_bytes);
         let mut tree = ov
             .files()
@@ -292,9 +293,16 @@ pub async fn run(
             .as_ref()
             .and_then(|n| n.view.node.as_ref())
             .map(|n| n.file_path.clone());
-        let path = node_file
-            .or_else(|| job.file.clone())
-            .or_else(|| context::locate(&ov, &tree, &job.task));
+        // The task's own words decide; the buffer it was typed in is evidence.
+        let place = match node_file {
+            Some(file) => Some(locate::Place { file, also: vec![] }),
+            None => locate::locate(&job.task, &tree, job.file.as_deref(), |f| {
+                ProjectPath::parse(f)
+                    .ok()
+                    .and_then(|p| ov.read_text(&p).ok())
+            }),
+        };
+        let path = place.as_ref().map(|p| p.file.clone());
         // A file the agent may not read never reaches the model.
         if let Some(p) = &path {
             if let Err(denied) = caps.check_read(p) {
@@ -305,7 +313,7 @@ pub async fn run(
             let pp = ProjectPath::parse(&p).ok()?;
             ov.read_text(&pp).ok().map(|t| (pp, t))
         });
-        (tree, target)
+        (tree, target, place)
     };
     // A node agent answers with its new source (its rewrite_self) or a
     // program calling its tools.
@@ -475,6 +483,17 @@ pub async fn run(
                 let summary = said
                     .or(summary)
                     .unwrap_or_else(|| default_summary(&job.task, &changed));
+                // Where the task could have meant another file too, say which was chosen.
+                let summary = match &place {
+                    Some(p) if !p.also.is_empty() => {
+                        format!(
+                            "{summary} [in {}; {} fit the task too]",
+                            p.file,
+                            p.also.join(", ")
+                        )
+                    }
+                    _ => summary,
+                };
                 let summary = if asked_anew {
                     format!("{summary} [written anew without the old code: review what it dropped]")
                 } else {

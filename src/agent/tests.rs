@@ -559,7 +559,9 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
     s.store
         .stable_put(".env", b"TOKEN=TOP_SECRET\n", 0o600, 0, 1 << 20)
         .unwrap();
+    // Typed in the secret's buffer, about nothing else: the buffer is the place.
     let on_secret = Job {
+        task: "add a comment on top".into(),
         file: Some(".env".into()),
         ..job()
     };

@@ -1,0 +1,415 @@
+//! Finds the file a task is about the way a person reads the task: a file
+//! the task names wins; then names that look like code (`snake_case`,
+//! `CamelCase`, `Class.method`, `name()`, a word after "function"), then
+//! other words, matched against the definitions in the project and
+//! weighted by how rare they are. The buffer the task was typed in is
+//! evidence, not an override: a task naming another file goes there.
+
+use std::collections::BTreeMap;
+
+use crate::python::{self, DefKind};
+
+/// Extensions that make a word a file name (`mathx.py`), not `Class.method`.
+const FILE_EXTENSIONS: &[&str] = &[
+    "py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "lua", "md", "rst", "txt",
+    "toml", "json", "yaml", "yml", "cfg", "ini", "sh", "c", "h", "cc", "cpp", "hpp", "java", "rb",
+    "html", "css", "sql",
+];
+
+/// Words that never name code on their own: English function words and
+/// what tasks say about code.
+const NOT_NAMES: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "to",
+    "of",
+    "in",
+    "on",
+    "for",
+    "from",
+    "with",
+    "and",
+    "or",
+    "it",
+    "its",
+    "this",
+    "that",
+    "these",
+    "those",
+    "is",
+    "are",
+    "be",
+    "by",
+    "as",
+    "at",
+    "into",
+    "so",
+    "all",
+    "any",
+    "each",
+    "every",
+    "when",
+    "if",
+    "not",
+    "no",
+    "but",
+    "then",
+    "than",
+    "there",
+    "which",
+    "what",
+    "so",
+    "too",
+    "also",
+    "only",
+    "should",
+    "must",
+    "can",
+    "does",
+    "do",
+    "make",
+    "sure",
+    "function",
+    "functions",
+    "method",
+    "methods",
+    "class",
+    "classes",
+    "file",
+    "files",
+    "module",
+    "docstring",
+    "docstrings",
+    "comment",
+    "comments",
+    "code",
+    "line",
+    "lines",
+    "parameter",
+    "parameters",
+    "argument",
+    "arguments",
+    "type",
+    "types",
+    "hint",
+    "hints",
+    "test",
+    "tests",
+    "unused",
+    "new",
+    "bug",
+    "error",
+    "errors",
+    "value",
+    "values",
+    "list",
+    "string",
+    "number",
+    "name",
+    "names",
+    "called",
+    "named",
+    "one",
+    "two",
+    "it's",
+    "fails",
+    "failing",
+    "wrong",
+];
+
+/// What a task mentions, in the order it says it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Mentions {
+    /// Words that are file names or paths (`mathx.py`, `pkg/io.py`).
+    pub files: Vec<String>,
+    /// Names that look like code, as written (`parse_config`, `Store.add`).
+    pub code: Vec<String>,
+    /// Other words that may still be a definition's name (`mean`).
+    pub words: Vec<String>,
+}
+
+impl Mentions {
+    /// Every name the task may mean, code-like first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.code.iter().chain(&self.words).map(String::as_str)
+    }
+}
+
+fn looks_like_code(word: &str) -> bool {
+    let inner_upper =
+        word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase);
+    word.contains('_') || word.contains('.') || inner_upper
+}
+
+/// Reads what `task` mentions.
+pub fn mentions(task: &str) -> Mentions {
+    let mut out = Mentions::default();
+    let tokens: Vec<&str> = task.split_whitespace().collect();
+    for (i, raw) in tokens.iter().enumerate() {
+        let called = raw.contains("()") || raw.starts_with('`');
+        let word = raw.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        let word = word.strip_suffix("()").unwrap_or(word);
+        if word.len() < 2
+            || !word
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+        {
+            continue;
+        }
+        let ext = word.rsplit_once('.').map(|(_, e)| e.to_lowercase());
+        if word.contains('/') || ext.is_some_and(|e| FILE_EXTENSIONS.contains(&e.as_str())) {
+            push_new(&mut out.files, word);
+            continue;
+        }
+        let after_kind = i > 0
+            && matches!(
+                tokens[i - 1].to_lowercase().as_str(),
+                "function" | "method" | "class" | "def"
+            );
+        if called || after_kind || looks_like_code(word) {
+            push_new(&mut out.code, word);
+        } else if i > 0 && !NOT_NAMES.contains(&word.to_lowercase().as_str()) {
+            // The first word of a task is what to do ("add", "fix").
+            push_new(&mut out.words, word);
+        }
+    }
+    out
+}
+
+fn push_new(list: &mut Vec<String>, word: &str) {
+    if !list.iter().any(|w| w == word) {
+        list.push(word.to_owned());
+    }
+}
+
+/// The project files a task names: `token` as a path, else files whose
+/// path ends with it, case-insensitively (`Mathx.py` finds `pkg/mathx.py`).
+pub fn named_files(m: &Mentions, files: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for token in &m.files {
+        let t = token.trim_start_matches("./").to_lowercase();
+        let exact = files.iter().find(|f| f.to_lowercase() == t);
+        let found: Vec<&String> = match exact {
+            Some(f) => vec![f],
+            None => files
+                .iter()
+                .filter(|f| f.to_lowercase().ends_with(&format!("/{t}")))
+                .collect(),
+        };
+        for f in found {
+            push_new(&mut out, f);
+        }
+    }
+    out
+}
+
+/// Where a task goes, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    /// Other files that fit as well (the summary names them).
+    pub also: Vec<String>,
+}
+
+/// The file `task` is about among the project's `files`. `current`: the
+/// file of the buffer it was typed in. `read` gives a file's text.
+pub fn locate(
+    task: &str,
+    files: &[String],
+    current: Option<&str>,
+    read: impl Fn(&str) -> Option<String>,
+) -> Option<Place> {
+    let m = mentions(task);
+    let named = named_files(&m, files);
+    if let Some((first, rest)) = named.split_first() {
+        return Some(Place {
+            file: first.clone(),
+            also: rest.to_vec(),
+        });
+    }
+    let names: Vec<&str> = m.names().collect();
+    // Which files define each name (a `Class.method` name: that method).
+    let mut defining: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    if !names.is_empty() {
+        for f in files.iter().filter(|f| f.ends_with(".py")).take(5000) {
+            let Some(text) = read(f) else { continue };
+            if !names
+                .iter()
+                .any(|n| text.contains(n.rsplit('.').next().unwrap_or(n)))
+            {
+                continue;
+            }
+            let defs = python::definitions(&text);
+            for n in &names {
+                let hit = defs.iter().any(|d| match n.split_once('.') {
+                    Some((class, method)) => {
+                        d.kind == DefKind::Method
+                            && d.name == method
+                            && d.parent.as_deref() == Some(class)
+                    }
+                    None => d.name == *n,
+                });
+                if hit {
+                    defining.entry(n).or_default().push(f);
+                }
+            }
+        }
+    }
+    let mut score: BTreeMap<&String, f64> = BTreeMap::new();
+    for (name, in_files) in &defining {
+        let weight = if m.code.iter().any(|c| c == name) {
+            3.0
+        } else {
+            1.0
+        };
+        for f in in_files {
+            *score.entry(f).or_default() += weight / in_files.len() as f64;
+        }
+    }
+    // The buffer the task was typed in wins a tie.
+    if let Some(cur) = current {
+        if let Some(s) = score.iter_mut().find(|(f, _)| f.as_str() == cur) {
+            *s.1 += 0.01;
+        }
+    }
+    let best = score.values().cloned().fold(0.0, f64::max);
+    if best <= 0.0 {
+        return current.map(|c| Place {
+            file: c.to_owned(),
+            also: vec![],
+        });
+    }
+    let mut ranked: Vec<(&String, f64)> = score.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let file = ranked[0].0.clone();
+    let also = ranked[1..]
+        .iter()
+        .filter(|(_, s)| *s >= best * 0.75 - 0.02)
+        .map(|(f, _)| (*f).clone())
+        .collect();
+    Some(Place { file, also })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> Vec<(String, String)> {
+        vec![
+            (
+                "mathx.py".into(),
+                "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef median(lst):\n    return sorted(lst)[len(lst) // 2]\n\n\ndef legacy_helper():\n    return 1\n".into(),
+            ),
+            (
+                "inventory.py".into(),
+                "class Inventory:\n    def add(self, item):\n        pass\n\n    def remove(self, item):\n        pass\n\n    def mean(self):\n        return 0\n".into(),
+            ),
+            (
+                "textutils.py".into(),
+                "def slugify(text):\n    return text.lower()\n\n\ndef title_case(text):\n    return text.title()\n".into(),
+            ),
+            ("pkg/io.py".into(), "def load(path):\n    return open(path).read()\n".into()),
+        ]
+    }
+
+    fn find(task: &str, current: Option<&str>) -> Option<Place> {
+        let p = project();
+        let files: Vec<String> = p.iter().map(|(f, _)| f.clone()).collect();
+        locate(task, &files, current, |f| {
+            p.iter().find(|(n, _)| n == f).map(|(_, t)| t.clone())
+        })
+    }
+
+    fn file(task: &str, current: Option<&str>) -> Option<String> {
+        find(task, current).map(|p| p.file)
+    }
+
+    #[test]
+    fn a_file_the_task_names_wins_over_the_buffer_and_over_every_word() {
+        assert_eq!(
+            file("add a docstring to mean in mathx.py", Some("inventory.py")).as_deref(),
+            Some("mathx.py")
+        );
+        assert_eq!(
+            file("fix load in io.py", None).as_deref(),
+            Some("pkg/io.py")
+        );
+        assert_eq!(
+            file("Fix slugify in `TextUtils.py`.", None).as_deref(),
+            Some("textutils.py")
+        );
+        let both = find("move median from mathx.py to textutils.py", None).unwrap();
+        assert_eq!(
+            (both.file.as_str(), both.also.as_slice()),
+            ("mathx.py", &["textutils.py".to_owned()][..])
+        );
+    }
+
+    #[test]
+    fn names_that_look_like_code_find_their_file_and_english_words_do_not() {
+        // `add` is a method of Inventory, and the first word of the task.
+        assert_eq!(
+            file("add a docstring to median", None).as_deref(),
+            Some("mathx.py")
+        );
+        assert_eq!(
+            file("add a docstring to median", Some("textutils.py")).as_deref(),
+            Some("mathx.py")
+        );
+        assert_eq!(
+            file("make title_case keep acronyms", Some("mathx.py")).as_deref(),
+            Some("textutils.py")
+        );
+        assert_eq!(
+            file("document Inventory.remove", None).as_deref(),
+            Some("inventory.py")
+        );
+        assert_eq!(
+            file("the function slugify() drops dashes", None).as_deref(),
+            Some("textutils.py")
+        );
+    }
+
+    #[test]
+    fn a_name_in_two_files_goes_by_the_rarer_evidence_then_the_buffer() {
+        // `mean` is in mathx.py and in Inventory: a tie, which the buffer breaks.
+        let p = find("add a docstring to mean", Some("inventory.py")).unwrap();
+        assert_eq!(
+            (p.file.as_str(), p.also.as_slice()),
+            ("inventory.py", &["mathx.py".to_owned()][..])
+        );
+        assert_eq!(
+            file("add a docstring to mean", Some("mathx.py")).as_deref(),
+            Some("mathx.py")
+        );
+        // A second name breaks it without the buffer.
+        assert_eq!(
+            file("make mean use median", Some("inventory.py")).as_deref(),
+            Some("mathx.py")
+        );
+    }
+
+    #[test]
+    fn with_nothing_to_go_on_the_buffer_is_the_place() {
+        assert_eq!(
+            file("add type hints", Some("textutils.py")).as_deref(),
+            Some("textutils.py")
+        );
+        assert_eq!(file("add type hints", None), None);
+    }
+
+    #[test]
+    fn mentions_read_files_code_and_words() {
+        let m = mentions(
+            "Fix `Store.add` and parse_config() in pkg/app.py: it returns None for HTTPServer",
+        );
+        assert_eq!(m.files, ["pkg/app.py"]);
+        assert_eq!(m.code, ["Store.add", "parse_config", "HTTPServer"]);
+        assert!(
+            m.words.contains(&"None".to_owned()) && !m.words.contains(&"it".to_owned()),
+            "{m:?}"
+        );
+    }
+}
