@@ -141,6 +141,8 @@ pub fn target_view(
         focus_function: focus
             .filter(|f| f.kind == DefKind::Function && f.parent.is_none())
             .map(|f| signature(text, f).trim_end_matches(':').to_owned()),
+        new: false,
+        references: vec![],
     }
 }
 

@@ -148,19 +148,23 @@ pub fn mentions(task: &str) -> Mentions {
     let tokens: Vec<&str> = task.split_whitespace().collect();
     for (i, raw) in tokens.iter().enumerate() {
         let called = raw.contains("()") || raw.starts_with('`');
-        let word = raw.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        // Quotes and punctuation around a word; a path keeps its `./` or `../`.
+        let word = raw
+            .trim_matches(|c: char| "`'\"()[]{},;:!?".contains(c))
+            .trim_end_matches('.');
         let word = word.strip_suffix("()").unwrap_or(word);
+        let ext = word.rsplit_once('.').map(|(_, e)| e.to_lowercase());
+        if word.contains('/') || ext.is_some_and(|e| FILE_EXTENSIONS.contains(&e.as_str())) {
+            push_new(&mut out.files, word);
+            continue;
+        }
+        let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
         if word.len() < 2
             || !word
                 .chars()
                 .next()
                 .is_some_and(|c| c.is_alphabetic() || c == '_')
         {
-            continue;
-        }
-        let ext = word.rsplit_once('.').map(|(_, e)| e.to_lowercase());
-        if word.contains('/') || ext.is_some_and(|e| FILE_EXTENSIONS.contains(&e.as_str())) {
-            push_new(&mut out.files, word);
             continue;
         }
         let after_kind = i > 0
@@ -209,8 +213,36 @@ pub fn named_files(m: &Mentions, files: &[String]) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
     pub file: String,
-    /// Other files that fit as well (the summary names them).
+    /// `file` does not exist yet: the task creates it.
+    pub new: bool,
+    /// Other files the task names (shown to the model with the file), or
+    /// that fit as well (the summary names them).
     pub also: Vec<String>,
+}
+
+impl Place {
+    fn existing(file: String, also: Vec<String>) -> Self {
+        Place {
+            file,
+            new: false,
+            also,
+        }
+    }
+}
+
+/// Paths the task names that are no file of the project: files to create.
+fn new_files(m: &Mentions, files: &[String]) -> Vec<String> {
+    m.files
+        .iter()
+        .map(|t| t.trim_start_matches("./").to_owned())
+        .filter(|t| {
+            let lower = t.to_lowercase();
+            !files.iter().any(|f| {
+                let f = f.to_lowercase();
+                f == lower || f.ends_with(&format!("/{lower}"))
+            }) && crate::paths::ProjectPath::parse(t).is_ok()
+        })
+        .collect()
 }
 
 /// The file `task` is about among the project's `files`. `current`: the
@@ -223,11 +255,17 @@ pub fn locate(
 ) -> Option<Place> {
     let m = mentions(task);
     let named = named_files(&m, files);
-    if let Some((first, rest)) = named.split_first() {
+    // A path that is no file yet can only be named to be created; the
+    // files the task names beside it are what it is made from.
+    if let Some(new) = new_files(&m, files).into_iter().next() {
         return Some(Place {
-            file: first.clone(),
-            also: rest.to_vec(),
+            file: new,
+            new: true,
+            also: named,
         });
+    }
+    if let Some((first, rest)) = named.split_first() {
+        return Some(Place::existing(first.clone(), rest.to_vec()));
     }
     let names: Vec<&str> = m.names().collect();
     // Which files define each name (a `Class.method` name: that method).
@@ -276,10 +314,7 @@ pub fn locate(
     }
     let best = score.values().cloned().fold(0.0, f64::max);
     if best <= 0.0 {
-        return current.map(|c| Place {
-            file: c.to_owned(),
-            also: vec![],
-        });
+        return current.map(|c| Place::existing(c.to_owned(), vec![]));
     }
     let mut ranked: Vec<(&String, f64)> = score.into_iter().collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
@@ -289,7 +324,7 @@ pub fn locate(
         .filter(|(_, s)| *s >= best * 0.75 - 0.02)
         .map(|(f, _)| (*f).clone())
         .collect();
-    Some(Place { file, also })
+    Some(Place::existing(file, also))
 }
 
 #[cfg(test)]
@@ -389,6 +424,26 @@ mod tests {
             file("make mean use median", Some("inventory.py")).as_deref(),
             Some("mathx.py")
         );
+    }
+
+    #[test]
+    fn a_path_that_is_no_file_yet_is_the_file_to_create_from_the_files_named_beside_it() {
+        let p = find(
+            "create tests/test_textutils.py with tests for slugify in textutils.py",
+            Some("mathx.py"),
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            Place {
+                file: "tests/test_textutils.py".into(),
+                new: true,
+                also: vec!["textutils.py".into()]
+            }
+        );
+        let p = find("add a module stats.py with a function variance", None).unwrap();
+        assert!(p.new && p.file == "stats.py", "{p:?}");
+        assert_eq!(find("create ../outside.py", None).map(|p| p.file), None);
     }
 
     #[test]

@@ -281,7 +281,7 @@ pub async fn run(
         return tools::run(store, config, llm, services, job, cancel, progress).await;
     }
     let max_bytes = config.sync.max_file_bytes;
-    let (tree, target, place) = {
+    let (tree, target, place, references) = {
         let ov = Overlay::new(&store, &job.id, max_bytes);
         let mut tree = ov
             .files()
@@ -295,7 +295,11 @@ pub async fn run(
             .map(|n| n.file_path.clone());
         // The task's own words decide; the buffer it was typed in is evidence.
         let place = match node_file {
-            Some(file) => Some(locate::Place { file, also: vec![] }),
+            Some(file) => Some(locate::Place {
+                file,
+                new: false,
+                also: vec![],
+            }),
             None => locate::locate(&job.task, &tree, job.file.as_deref(), |f| {
                 ProjectPath::parse(f)
                     .ok()
@@ -309,11 +313,27 @@ pub async fn run(
                 return Err(AgentError::Denied(denied.to_string()));
             }
         }
+        let creating = place.as_ref().is_some_and(|p| p.new);
         let target = path.and_then(|p| {
             let pp = ProjectPath::parse(&p).ok()?;
-            ov.read_text(&pp).ok().map(|t| (pp, t))
+            match ov.read_text(&pp) {
+                Ok(t) => Some((pp, t)),
+                // A file the task creates starts empty.
+                Err(_) if creating => Some((pp, String::new())),
+                Err(_) => None,
+            }
         });
-        (tree, target, place)
+        // The other files the task names, for the model to read.
+        let references: Vec<(String, String)> = place
+            .iter()
+            .flat_map(|p| &p.also)
+            .filter(|f| caps.check_read(f).is_ok())
+            .filter_map(|f| {
+                let text = ov.read_text(&ProjectPath::parse(f).ok()?).ok()?;
+                Some((f.clone(), text))
+            })
+            .collect();
+        (tree, target, place, references)
     };
     // A node agent answers with its new source (its rewrite_self) or a
     // program calling its tools.
@@ -336,7 +356,18 @@ pub async fn run(
         } else {
             None
         };
-        context::target_view(p.as_str(), t, &job.task, cursor, budget)
+        let mut v = context::target_view(p.as_str(), t, &job.task, cursor, budget);
+        v.new = place
+            .as_ref()
+            .is_some_and(|pl| pl.new && pl.file == p.as_str());
+        // The files named beside it share the window with it.
+        let mut room = budget.saturating_sub(v.shown.len()) / 2;
+        for (path, text) in &references {
+            let shown: String = text.chars().take(room).collect();
+            room = room.saturating_sub(shown.len());
+            v.references.push((path.clone(), shown));
+        }
+        v
     });
     let mut system = match &job.node {
         Some(n) => node::system_prompt(&n.view),

@@ -71,6 +71,10 @@ pub struct TargetView {
     /// `def name(args)` when the focus is a top-level function: what a
     /// last repair round may ask the model to write anew.
     pub focus_function: Option<String>,
+    /// The file does not exist yet: the task creates it.
+    pub new: bool,
+    /// Other files the task names, as (path, text shown), for reference.
+    pub references: Vec<(String, String)>,
 }
 
 /// The first user message: the task, the selection, the target file and
@@ -84,11 +88,24 @@ pub fn task_message(
 ) -> ChatMessage {
     let mut msg = String::new();
     if let Some(t) = target {
-        msg.push_str(&format!(
-            "File `{}`:\n```python\n{}\n```\n",
-            t.path,
-            t.shown.trim_end()
-        ));
+        for (path, text) in &t.references {
+            msg.push_str(&format!(
+                "File `{path}` (for reference):\n```python\n{}\n```\n\n",
+                text.trim_end()
+            ));
+        }
+        if t.new {
+            msg.push_str(&format!(
+                "File `{}` does not exist yet: the task creates it. Write its whole content.\n",
+                t.path
+            ));
+        } else {
+            msg.push_str(&format!(
+                "File `{}`:\n```python\n{}\n```\n",
+                t.path,
+                t.shown.trim_end()
+            ));
+        }
         if let Some(focus) = &t.focus {
             msg.push_str(&format!("\nThe cursor is in {focus}.\n"));
         }
@@ -207,6 +224,8 @@ mod tests {
             focus: Some("function `f` (lines 1-1)".into()),
             focus_function: Some("def f()".into()),
             related: vec!["g: def g(): return f()".into()],
+            new: false,
+            references: vec![("b.py".into(), "def g(): return f()\n".into())],
         };
         let m = task_message(
             EditForm::Program,
@@ -222,6 +241,7 @@ mod tests {
             "cursor is in function `f`",
             "def g()",
             "Project files",
+            "File `b.py` (for reference)",
         ] {
             assert!(m.content.contains(want), "{want}: {}", m.content);
         }

@@ -476,6 +476,10 @@ pub fn splice_definitions(
     if let Some(problem) = super::syntax_problem(&reply) {
         return Err(SpliceError::Syntax(problem.to_string()));
     }
+    // A file with nothing in it yet (a new one): the reply is its content.
+    if target.trim().is_empty() && !reply.trim().is_empty() {
+        return Ok(format!("{}\n", reply.trim_end()));
+    }
     let mut items = items(&reply);
     if items.is_empty() {
         return Err(if stubs > 0 {

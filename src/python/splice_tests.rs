@@ -212,3 +212,14 @@ fn an_outline_echoed_back_around_the_change_splices_only_the_change() {
         Err(SpliceError::OnlyOutline)
     );
 }
+
+#[test]
+fn definitions_for_a_file_that_does_not_exist_yet_become_the_file() {
+    let reply = "import pytest\n\nfrom textutils import slugify\n\n\ndef test_slugify():\n    assert slugify(\"A B\") == \"a-b\"\n";
+    assert!(matches!(
+        classify(reply, Some("")),
+        ReplyForm::Definitions(_) | ReplyForm::WholeFile(_)
+    ));
+    let out = splice_definitions("", reply, None).unwrap();
+    assert_eq!(out, reply);
+}

@@ -51,4 +51,26 @@ h.test("a task naming only a function finds its file from a buffer of no file", 
   h.eq(proposed_paths(id), { "mathx.py" }, "the proposal")
 end)
 
+h.test("a task naming a file that does not exist yet creates it, with the files it names to read", function()
+  local root = h.project({ ["mathx.py"] = MATHX, ["inventory.py"] = INVENTORY })
+  local test = '```python\nfrom mathx import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n```'
+  local url, log = h.fake_llm({ { text = test } })
+  h.setup(url)
+  vim.cmd.edit("inventory.py")
+  local id = chimera.spawn("create tests/test_mathx.py with a test for mean in mathx.py")
+  h.eq(chimera.wait(id, 20000), "completed", "state")
+  local files = chimera.proposals()[1].files
+  h.eq(#files, 1, "one file")
+  h.eq({ files[1].path, files[1].change }, { root .. "/tests/test_mathx.py", "added" }, "the new file")
+  local prompt = h.read(log)
+  h.truthy(prompt:find("does not exist yet", 1, true), "the model is told it creates the file")
+  h.truthy(prompt:find("return sum(xs) / len(xs)", 1, true), "with mathx.py to read")
+  chimera.accept(id)
+  h.wait_for("accepted", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.eq(h.read(root .. "/tests/test_mathx.py"), "from mathx import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n", "on disk")
+  h.eq(h.read(root .. "/mathx.py"), MATHX, "mathx.py untouched")
+end)
+
 h.finish()
