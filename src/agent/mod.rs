@@ -14,6 +14,7 @@ mod host;
 pub mod locate;
 pub mod node;
 pub mod prompt;
+mod scope;
 pub mod tools;
 pub mod world;
 
@@ -502,8 +503,16 @@ pub async fn run(
         };
         // One gate for every form: what reaches the human parses and
         // removes nothing the task did not name.
+        // Changes outside what the task names are put back first.
         let task_words = job.node.is_none().then_some(job.task.as_str());
-        let attempt = attempt.and_then(|ok| gate::check(&store, &job.id, task_words).map(|()| ok));
+        let mut left_out = Vec::new();
+        let attempt = attempt.and_then(|ok| {
+            if let Some(task) = task_words {
+                left_out = scope::trim_overlay(&store, &job.id, task, max_bytes)
+                    .map_err(|e| e.to_string())?;
+            }
+            gate::check(&store, &job.id, task_words).map(|()| ok)
+        });
         match attempt {
             Ok((summary, form_used)) => {
                 let changed: Vec<String> = store
@@ -513,7 +522,15 @@ pub async fn run(
                     .collect();
                 let summary = said
                     .or(summary)
-                    .unwrap_or_else(|| default_summary(&job.task, &changed));
+                    .map_or_else(|| scope::summarize(&store, &job.id), Ok)?;
+                let summary = if left_out.is_empty() {
+                    summary
+                } else {
+                    format!(
+                        "{summary} [left out changes the task did not ask for: {}]",
+                        left_out.join("; ")
+                    )
+                };
                 // Where the task could have meant another file too, say which was chosen.
                 let summary = match &place {
                     Some(p) if !p.also.is_empty() => {
@@ -553,14 +570,6 @@ pub async fn run(
         rounds: max_rounds - 1,
         last: last_problem,
     })
-}
-
-fn default_summary(task: &str, changed: &[String]) -> String {
-    let mut t: String = task.trim().chars().take(80).collect();
-    if let Some(first) = t.get(..1) {
-        t = first.to_uppercase() + &t[1..];
-    }
-    format!("{t} ({})", changed.join(", "))
 }
 
 type Attempt = Result<(Option<String>, &'static str), String>;

@@ -1086,3 +1086,29 @@ async fn a_whole_file_that_drops_definitions_is_sent_back_never_proposed() {
         long_module().replace("len(xs) + 1\n", "len(xs)\n")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_the_task_did_not_ask_for_is_left_out_and_the_summary_says_so() {
+    let both = "```python\ndef parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n\n\ndef greet(name):\n    return f\"Hello, {name}!\"\n```";
+    let server = FakeServer::start(vec![Reply::OpenaiStream(both.into())]).await;
+    let s = setup(&server.url);
+    let src = "def parse_config(path):\n    return {}\n\n\ndef greet(name):\n    return 'Hello, ' + name\n";
+    s.store
+        .stable_put("app.py", src.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let done = run_on(&s, &job()).await.unwrap();
+    assert_eq!(
+        overlay_text(&s).unwrap(),
+        src.replace(
+            "def parse_config(path):\n",
+            "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n"
+        ),
+        "greet as it was"
+    );
+    assert!(
+        done.summary
+            .contains("left out changes the task did not ask for: app.py: greet"),
+        "{}",
+        done.summary
+    );
+}

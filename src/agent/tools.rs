@@ -774,14 +774,24 @@ pub async fn run(
                 ))));
                 continue;
             }
-            // The gate every form goes through: it parses, it removes
-            // nothing the task did not name.
+            // What every form goes through: changes outside the task put
+            // back, then the gate (it parses, it removes nothing unnamed).
+            let left_out =
+                super::scope::trim_overlay(&store, &job.id, &job.task, config.sync.max_file_bytes)?;
             if let Err(problem) = super::gate::check(&store, &job.id, Some(&job.task)) {
                 messages.push(answer(result_message(Err(format!(
                     "submit_result: {problem}"
                 )))));
                 continue;
             }
+            let summary = if left_out.is_empty() {
+                summary
+            } else {
+                format!(
+                    "{summary} [left out changes the task did not ask for: {}]",
+                    left_out.join("; ")
+                )
+            };
             show(ChatEvent::Reply(summary.clone()));
             return Ok(Done {
                 summary,

@@ -1,0 +1,255 @@
+//! Keeps a proposal to what its task asked, and says what it changed. When the task names
+//! definitions, a change the model made to another function or method —
+//! one that does not even mention what the task names — is put back as it
+//! was before the human sees the proposal, and the summary says so. (Asked
+//! to document `parse_config`, small models also "improve" `greet`.)
+
+use crate::overlay::Overlay;
+use crate::paths::ProjectPath;
+use crate::python::{self, DefKind, Definition};
+use crate::store::{Store, StoreError};
+
+use super::locate;
+
+/// A function or method: what a change is in or out of the task by.
+fn unit_key(d: &Definition) -> Option<String> {
+    match (d.kind, &d.parent) {
+        (DefKind::Method, Some(class)) => Some(format!("{class}.{}", d.name)),
+        (DefKind::Function, None) => Some(d.name.clone()),
+        _ => None,
+    }
+}
+
+fn is_word_in(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !ident(before) && !ident(after)
+    })
+}
+
+/// `new` with every changed function or method that `names` does not
+/// cover put back as in `old`, and the keys of those put back. `names`:
+/// what the task names (`mean`, `Store.add`, `Store`). Nothing is put back
+/// when the task names no definition of `old`, or when the result would
+/// not parse.
+pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String>) {
+    let old_defs = python::definitions(old);
+    let covers = |d: &Definition| {
+        names.iter().any(|n| match n.split_once('.') {
+            Some((class, name)) => d.name == name && d.parent.as_deref() == Some(class),
+            None => d.name == *n || d.parent.as_deref() == Some(*n),
+        })
+    };
+    if !old_defs.iter().any(&covers) {
+        return (new.to_owned(), vec![]);
+    }
+    let new_defs = python::definitions(new);
+    let mut put_back: Vec<(usize, usize, &str, String)> = Vec::new();
+    for nd in &new_defs {
+        let Some(key) = unit_key(nd) else { continue };
+        let Some(od) = old_defs
+            .iter()
+            .find(|d| unit_key(d).as_deref() == Some(&key))
+        else {
+            continue; // new: added for the task
+        };
+        let (was, now) = (&old[od.start..od.end], &new[nd.start..nd.end]);
+        // A change that mentions a named thing is part of the task (a
+        // caller updated for a rename).
+        let mentions_task = names
+            .iter()
+            .any(|n| is_word_in(now, n.rsplit('.').next().unwrap_or(n)));
+        if was != now && !covers(nd) && !mentions_task {
+            put_back.push((nd.start, nd.end, was, key));
+        }
+    }
+    if put_back.is_empty() {
+        return (new.to_owned(), vec![]);
+    }
+    // From the end, so the spans before stay where they are.
+    put_back.sort_by_key(|p| std::cmp::Reverse(p.0));
+    let mut out = new.to_owned();
+    for (start, end, was, _) in &put_back {
+        out.replace_range(*start..*end, was);
+    }
+    if python::syntax_problem(&out).is_some() {
+        return (new.to_owned(), vec![]);
+    }
+    let mut keys: Vec<String> = put_back.into_iter().map(|p| p.3).collect();
+    keys.reverse();
+    (out, keys)
+}
+
+/// Puts back, in `agent`'s overlay, the changes outside what `task` names
+/// (see [`keep_to_task`]). Returns what was put back, as `path: names`.
+pub fn trim_overlay(
+    store: &Store,
+    agent: &str,
+    task: &str,
+    max_bytes: u64,
+) -> Result<Vec<String>, StoreError> {
+    let m = locate::mentions(task);
+    let names: Vec<&str> = m.names().collect();
+    if names.is_empty() {
+        return Ok(vec![]);
+    }
+    let ov = Overlay::new(store, agent, max_bytes);
+    let mut said = Vec::new();
+    for (path, entry) in store.overlay_entries(agent)? {
+        let (Some(base), Some(_)) = (&entry.base_hash, &entry.hash) else {
+            continue;
+        };
+        let Ok(p) = ProjectPath::parse(&path) else {
+            continue;
+        };
+        if !path.ends_with(".py") {
+            continue;
+        }
+        let old = String::from_utf8_lossy(&store.blob(base)?).into_owned();
+        let Ok(new) = ov.read_text(&p) else { continue };
+        let (kept, put_back) = keep_to_task(&old, &new, &names);
+        if !put_back.is_empty() {
+            if ov.write(&p, kept.as_bytes()).is_err() {
+                continue;
+            }
+            said.push(format!("{path}: {}", put_back.join(", ")));
+        }
+    }
+    Ok(said)
+}
+
+/// What a change did to one Python file, by definition: "changed
+/// `parse_config`, added `helper`".
+pub fn describe(old: &str, new: &str) -> String {
+    let keyed = |text: &str| -> Vec<(String, String)> {
+        python::definitions(text)
+            .iter()
+            .filter_map(|d| unit_key(d).map(|k| (k, text[d.start..d.end].to_owned())))
+            .collect()
+    };
+    let (before, after) = (keyed(old), keyed(new));
+    let names = |list: Vec<&String>| {
+        list.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let changed: Vec<&String> = after
+        .iter()
+        .filter(|(k, t)| before.iter().any(|(bk, bt)| bk == k && bt != t))
+        .map(|(k, _)| k)
+        .collect();
+    let added: Vec<&String> = after
+        .iter()
+        .filter(|(k, _)| !before.iter().any(|(bk, _)| bk == k))
+        .map(|(k, _)| k)
+        .collect();
+    let removed: Vec<&String> = before
+        .iter()
+        .filter(|(k, _)| !after.iter().any(|(ak, _)| ak == k))
+        .map(|(k, _)| k)
+        .collect();
+    let mut parts = Vec::new();
+    for (verb, list) in [("changed", changed), ("added", added), ("removed", removed)] {
+        if !list.is_empty() {
+            parts.push(format!("{verb} {}", names(list)));
+        }
+    }
+    if parts.is_empty() {
+        "changed code outside functions".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// What `agent`'s overlay changes, file by file, in words.
+pub fn summarize(store: &Store, agent: &str) -> Result<String, StoreError> {
+    let text = |h: &Option<String>| -> Result<String, StoreError> {
+        Ok(match h {
+            Some(h) => String::from_utf8_lossy(&store.blob(h)?).into_owned(),
+            None => String::new(),
+        })
+    };
+    let mut parts = Vec::new();
+    for (path, e) in store.overlay_entries(agent)? {
+        let what = match (&e.base_hash, &e.hash) {
+            (None, Some(_)) => "new file".to_owned(),
+            (Some(_), None) => "deleted".to_owned(),
+            _ if path.ends_with(".py") => describe(&text(&e.base_hash)?, &text(&e.hash)?),
+            _ => "changed".to_owned(),
+        };
+        parts.push(format!("{path}: {what}"));
+    }
+    Ok(parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OLD: &str = "def greet(name):\n    return 'hi ' + name\n\n\ndef parse_config(path):\n    return {}\n\n\ndef main():\n    return parse_config('a')\n\n\nclass Store:\n    def add(self, x):\n        return x\n\n    def size(self):\n        return 0\n";
+
+    #[test]
+    fn a_change_to_a_function_the_task_did_not_name_is_put_back() {
+        let new = OLD
+            .replace(
+                "def parse_config(path):\n",
+                "def parse_config(path):\n    \"\"\"Parse.\"\"\"\n",
+            )
+            .replace("return 'hi ' + name", "return f'hi {name}'");
+        let (kept, back) = keep_to_task(OLD, &new, &["parse_config"]);
+        assert_eq!(back, ["greet"]);
+        assert!(
+            kept.contains("return 'hi ' + name") && kept.contains("\"\"\"Parse.\"\"\""),
+            "{kept}"
+        );
+    }
+
+    #[test]
+    fn callers_changed_for_the_named_thing_and_new_functions_stay() {
+        let new = OLD
+            .replace("def parse_config(path):", "def load_config(path):")
+            .replace("return parse_config('a')", "return load_config('a')")
+            .replace("return 0\n", "return 0\n\n\ndef helper():\n    return 1\n");
+        let (kept, back) = keep_to_task(OLD, &new, &["parse_config", "load_config"]);
+        assert!(back.is_empty(), "{back:?}");
+        assert_eq!(kept, new);
+    }
+
+    #[test]
+    fn methods_are_in_or_out_by_their_class_and_name() {
+        let new = OLD
+            .replace("return x\n", "return x + 1\n")
+            .replace("return 0\n", "return 1\n");
+        assert_eq!(keep_to_task(OLD, &new, &["Store.add"]).1, ["Store.size"]);
+        assert!(
+            keep_to_task(OLD, &new, &["Store"]).1.is_empty(),
+            "the whole class was named"
+        );
+    }
+
+    #[test]
+    fn a_change_is_described_by_the_definitions_it_touches() {
+        let new = OLD
+            .replace("return 'hi ' + name", "return f'hi {name}'")
+            .replace("def main():\n    return parse_config('a')\n\n\n", "")
+            .replace("return 0\n", "return 0\n\n\ndef helper():\n    return 1\n");
+        assert_eq!(
+            describe(OLD, &new),
+            "changed `greet`, added `helper`, removed `main`"
+        );
+        assert_eq!(
+            describe("x = 1\n", "x = 2\n"),
+            "changed code outside functions"
+        );
+    }
+
+    #[test]
+    fn a_task_that_names_nothing_in_the_file_keeps_everything() {
+        let new = OLD.replace("return 'hi ' + name", "return f'hi {name}'");
+        assert!(keep_to_task(OLD, &new, &["docstring"]).1.is_empty());
+        assert!(keep_to_task(OLD, &new, &[]).1.is_empty());
+    }
+}
