@@ -59,7 +59,12 @@ pub fn checkout(
     let mut n = 0;
     for f in files.into_iter().filter(|f| visible(f)) {
         let p = ProjectPath::parse(&f).map_err(|e| e.to_string())?;
-        if let Some(data) = overlay.read(&p).map_err(|e| e.to_string())? {
+        // A file too large for agents is left out of their copy too.
+        let data = match overlay.read(&p) {
+            Err(crate::overlay::OverlayError::TooLarge { .. }) => continue,
+            other => other.map_err(|e| e.to_string())?,
+        };
+        if let Some(data) = data {
             let target = dir.join(p.as_str());
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| format!("{f}: {e}"))?;

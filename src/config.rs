@@ -18,7 +18,44 @@ pub struct Config {
     pub remora: RemoraConfig,
     pub capabilities: crate::capabilities::CapabilitiesConfig,
     pub tools: ToolsConfig,
+    pub tests: TestsConfig,
     pub mcp: crate::mcp::McpConfig,
+}
+
+/// The project's tests, run on an agent's change before it is proposed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TestsConfig {
+    pub command: TestCommand,
+    /// Time limit of one run, ms.
+    pub timeout_ms: u64,
+}
+
+impl Default for TestsConfig {
+    fn default() -> Self {
+        Self {
+            command: TestCommand::Named(TestsMode::Auto),
+            timeout_ms: 60_000,
+        }
+    }
+}
+
+/// `tests.command`: a mode or a command of the user's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum TestCommand {
+    Named(TestsMode),
+    /// Run as given, in the project's scratch copy.
+    Argv(Vec<String>),
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TestsMode {
+    /// The test files that import a changed module, with pytest if it is
+    /// installed, else unittest.
+    Auto,
+    Off,
 }
 
 /// Tools beyond the project: the web search endpoint.

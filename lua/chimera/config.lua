@@ -84,6 +84,18 @@ M.defaults = {
     -- Results web_search returns.
     web_search_results = 5,
   },
+  -- The project's tests, run on an agent's change before it is proposed
+  -- (in a scratch copy: the human's files are never touched). A failure
+  -- the change brought in goes back to the model as a repair round; the
+  -- proposal's summary says how the tests went.
+  tests = {
+    -- "auto": the test files that import a changed module, with pytest
+    -- when it is installed, else unittest. "off": never. Or a command,
+    -- run as given in the project's copy: { "make", "test" }.
+    command = "auto",
+    -- Time limit of one run, ms.
+    timeout_ms = 60000,
+  },
   -- MCP servers. Their tools are offered to tool-mode agents as
   -- "server.tool", only where capabilities.mcp allows them. Each server:
   --   name = { command = { "prog", "arg" }, env = { KEY = "value" } }  (stdio)
@@ -170,6 +182,7 @@ local positive = {
   ["agents.command_timeout_ms"] = true,
   ["tools.web_search_results"] = true,
   ["mcp.timeout_ms"] = true,
+  ["tests.timeout_ms"] = true,
 }
 
 -- Keys whose default is nil, with the type they take.
@@ -262,8 +275,22 @@ local function check_edit_forms(forms)
   end
 end
 
+-- `tests.command`: "auto", "off", or a command as a list of strings.
+local function check_test_command(command)
+  if command == "auto" or command == "off" then
+    return nil
+  end
+  if type(command) == "table" and vim.islist(command) and #command > 0 and is_string_list(command) then
+    return nil
+  end
+  return ('chimera: option `tests.command` must be "auto", "off" or a command as a list of strings (e.g. { "pytest", "-q" }), got %s'):format(
+    vim.inspect(command)
+  )
+end
+
 -- Options that are tables keyed by the user's own names, checked whole.
 local maps = {
+  ["tests.command"] = check_test_command,
   ["mcp.servers"] = check_servers,
   ["llm.edit_forms"] = check_edit_forms,
 }
@@ -388,6 +415,7 @@ function M.to_json(config)
     remora = config.remora,
     capabilities = config.capabilities,
     tools = config.tools,
+    tests = config.tests,
     mcp = { servers = servers_json(config.mcp.servers), timeout_ms = config.mcp.timeout_ms },
   })
 end

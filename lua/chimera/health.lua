@@ -132,6 +132,17 @@ function M.check_tools(h, config)
     return
   end
   local caps = config.capabilities
+  local tests = config.tests.command
+  if tests == "off" then
+    h.info("the project's tests are not run on agents' changes (tests.command = \"off\")")
+  elseif tests == "auto" then
+    local pytest = vim.system({ "python3", "-c", "import pytest" }):wait(5000).code == 0
+    h.ok(("agents' changes are tested with %s, by the test files that import what changed (tests.command)"):format(
+      pytest and "pytest" or "unittest (pytest is not importable by python3)"
+    ))
+  else
+    h.ok("agents' changes are tested with `" .. table.concat(tests, " ") .. "` (tests.command)")
+  end
   h.ok(("agents run as %q (%s mode, tool calls %s)"):format(caps.preset, config.agents.mode, config.agents.tool_calls))
   if caps.preset == "developer" and #caps.commands == 0 then
     h.warn("the developer preset allows capabilities.commands, which is empty: run_command runs nothing")

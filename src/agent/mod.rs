@@ -8,6 +8,7 @@
 //! nothing goes back to the model with the exact error for a bounded number
 //! of repair rounds; then the agent fails with the reason.
 
+mod checks;
 mod context;
 mod gate;
 mod host;
@@ -513,6 +514,22 @@ pub async fn run(
             }
             gate::check(&store, &job.id, task_words).map(|()| ok)
         });
+        // Then the project's tests: a failure the change brought in is a
+        // repair round, until the last round, whose proposal says so.
+        let mut tested = checks::Verdict::NotRun;
+        let attempt = match attempt {
+            Ok(ok) if job.node.is_none() => {
+                progress("running the project's tests".into());
+                tested = run_checks(&store, config, &job.id, &caps, cancel).await;
+                match &tested {
+                    checks::Verdict::Broke { said, output } if round < max_rounds => Err(format!(
+                        "The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass."
+                    )),
+                    _ => Ok(ok),
+                }
+            }
+            other => other,
+        };
         match attempt {
             Ok((summary, form_used)) => {
                 let changed: Vec<String> = store
@@ -530,6 +547,10 @@ pub async fn run(
                         "{summary} [left out changes the task did not ask for: {}]",
                         left_out.join("; ")
                     )
+                };
+                let summary = match tested.note() {
+                    Some(note) => format!("{summary} [{note}]"),
+                    None => summary,
                 };
                 // Where the task could have meant another file too, say which was chosen.
                 let summary = match &place {
@@ -575,6 +596,32 @@ pub async fn run(
 type Attempt = Result<(Option<String>, &'static str), String>;
 
 use gate::UNCHANGED;
+
+/// Runs the project's tests on `agent`'s change, off the async runtime.
+async fn run_checks(
+    store: &Arc<Store>,
+    config: &Config,
+    agent: &str,
+    caps: &crate::capabilities::Capabilities,
+    cancel: &CancellationToken,
+) -> checks::Verdict {
+    let (store, tests, caps, cancel) = (
+        store.clone(),
+        config.tests.clone(),
+        caps.clone(),
+        cancel.clone(),
+    );
+    let (agent, max_bytes) = (agent.to_owned(), config.sync.max_file_bytes);
+    tokio::task::spawn_blocking(move || {
+        checks::check(&store, &agent, &tests, &caps, max_bytes, &|| {
+            cancel.is_cancelled()
+        })
+    })
+    .await
+    .unwrap_or(checks::Verdict::Unavailable {
+        said: "the test run stopped unexpectedly".into(),
+    })
+}
 
 /// Writes `new` for `path` into the overlay if it may and changes something
 /// (the gate checks the rest).

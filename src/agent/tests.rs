@@ -1112,3 +1112,90 @@ async fn a_change_the_task_did_not_ask_for_is_left_out_and_the_summary_says_so()
         done.summary
     );
 }
+
+const MEAN: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+const MEAN_TEST: &str = "import unittest\n\nfrom mathx import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_breaks_the_projects_tests_goes_back_with_the_failure() {
+    let broken =
+        "```python\ndef mean(xs):\n    \"\"\"The mean of xs.\"\"\"\n    return sum(xs)\n```";
+    let good = "```python\ndef mean(xs):\n    \"\"\"The mean of xs.\"\"\"\n    return sum(xs) / len(xs)\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(broken.into()),
+        Reply::OpenaiStream(good.into()),
+    ])
+    .await;
+    let s = setup(&server.url);
+    s.store
+        .stable_put("mathx.py", MEAN.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    s.store
+        .stable_put(
+            "tests/test_mathx.py",
+            MEAN_TEST.as_bytes(),
+            0o644,
+            0,
+            1 << 20,
+        )
+        .unwrap();
+    let job = Job {
+        task: "add a docstring to mean in mathx.py".into(),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("tests fail with your change") && second.contains("test_mean"),
+        "the failure goes back: {second}"
+    );
+    assert!(
+        done.summary.contains("tests passed: Ran 1 test"),
+        "{}",
+        done.summary
+    );
+    // What the human has is untouched: the tests ran in a copy.
+    assert_eq!(
+        String::from_utf8(
+            s.store
+                .blob(&s.store.stable_entry("mathx.py").unwrap().unwrap().hash)
+                .unwrap()
+        )
+        .unwrap(),
+        MEAN
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tests_that_already_failed_are_not_held_against_the_change_and_off_means_off() {
+    let doc = "```python\ndef mean(xs):\n    \"\"\"The mean of xs.\"\"\"\n    return sum(xs) / len(xs)\n```";
+    let server = FakeServer::start(vec![Reply::OpenaiStream(doc.into()); 2]).await;
+    let mut s = setup(&server.url);
+    s.store
+        .stable_put("mathx.py", MEAN.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let failing = MEAN_TEST.replace("), 2)", "), 3)");
+    s.store
+        .stable_put("tests/test_mathx.py", failing.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let job = Job {
+        task: "add a docstring to mean in mathx.py".into(),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(
+        done.rounds, 1,
+        "no repair for a failure the change did not bring"
+    );
+    assert!(
+        done.summary
+            .contains("tests fail with and without this change"),
+        "{}",
+        done.summary
+    );
+    s.config.tests.command = crate::config::TestCommand::Named(crate::config::TestsMode::Off);
+    s.store.overlay_clear("ag").unwrap();
+    let done = run_on(&s, &job).await.unwrap();
+    assert!(!done.summary.contains("tests"), "{}", done.summary);
+}

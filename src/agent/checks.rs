@@ -1,0 +1,345 @@
+//! Runs the project's tests on an agent's change before it is proposed: the
+//! test files that import a changed module (or the user's own command), in
+//! a scratch copy of the agent's view of the project — the human's files
+//! are never touched. When they fail, the same tests run on the project
+//! without the change, so only a failure the change brought in is held
+//! against it.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::capabilities::Capabilities;
+use crate::command;
+use crate::config::{TestCommand, TestsConfig, TestsMode};
+use crate::overlay::Overlay;
+use crate::paths::ProjectPath;
+use crate::store::Store;
+
+/// How the tests went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Tests are off, or none covers the change.
+    NotRun,
+    Passed {
+        said: String,
+    },
+    /// Tests that pass without the change fail with it.
+    Broke {
+        said: String,
+        output: String,
+    },
+    /// The tests fail with and without the change.
+    AlreadyFailing {
+        said: String,
+    },
+    /// They could not be run (no scratch copy, no program).
+    Unavailable {
+        said: String,
+    },
+}
+
+impl Verdict {
+    /// What the proposal's summary says of the tests.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Verdict::NotRun => None,
+            Verdict::Passed { said } => Some(format!("tests passed: {said}")),
+            Verdict::Broke { said, .. } => Some(format!("TESTS FAIL with this change: {said}")),
+            Verdict::AlreadyFailing { said } => {
+                Some(format!("tests fail with and without this change: {said}"))
+            }
+            Verdict::Unavailable { said } => Some(format!("tests not run: {said}")),
+        }
+    }
+}
+
+/// Whether `path` is a test file by the usual names.
+fn is_test_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if !name.ends_with(".py") || name == "__init__.py" || name == "conftest.py" {
+        return false;
+    }
+    name.starts_with("test_")
+        || name.ends_with("_test.py")
+        || path.split('/').any(|dir| dir == "tests" || dir == "test") && name.starts_with("test")
+}
+
+/// The module name a test would import `path` by (`pkg/io.py` → `io`,
+/// `pkg/__init__.py` → `pkg`).
+fn module_name(path: &str) -> Option<&str> {
+    let stem = path.strip_suffix(".py")?;
+    let mut parts = stem.rsplit('/');
+    match parts.next()? {
+        "__init__" => parts.next(),
+        name => Some(name),
+    }
+}
+
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !ident(text[..i].chars().next_back()) && !ident(text[i + word.len()..].chars().next())
+    })
+}
+
+/// The test files among `files` that exercise `changed`: changed test
+/// files, and those that name a changed module.
+pub fn relevant_tests(
+    files: &[String],
+    changed: &[String],
+    read: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let modules: Vec<&str> = changed
+        .iter()
+        .filter(|c| !is_test_file(c))
+        .filter_map(|c| module_name(c))
+        .collect();
+    files
+        .iter()
+        .filter(|f| is_test_file(f))
+        .filter(|f| {
+            changed.contains(f)
+                || read(f).is_some_and(|text| modules.iter().any(|m| has_word(&text, m)))
+        })
+        .cloned()
+        .collect()
+}
+
+fn pytest_installed() -> bool {
+    static INSTALLED: OnceLock<bool> = OnceLock::new();
+    *INSTALLED.get_or_init(|| {
+        std::process::Command::new("python3")
+            .args(["-c", "import pytest"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// The command to run for `tests`, or `None` when tests are off.
+fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
+    let mut argv: Vec<String> = match &config.command {
+        TestCommand::Named(TestsMode::Off) => return None,
+        TestCommand::Argv(argv) => return Some(argv.clone()),
+        TestCommand::Named(TestsMode::Auto) if pytest_installed() => {
+            ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+                .map(String::from)
+                .to_vec()
+        }
+        TestCommand::Named(TestsMode::Auto) => {
+            ["python3", "-m", "unittest"].map(String::from).to_vec()
+        }
+    };
+    argv.extend(tests.iter().cloned());
+    Some(argv)
+}
+
+/// The lines of a test run's output that name a failing test.
+fn failures(ran: &command::Ran) -> Vec<String> {
+    let mut out: Vec<String> = format!("{}\n{}", ran.stdout, ran.stderr)
+        .lines()
+        .filter(|l| {
+            (l.starts_with("FAILED ") && !l.starts_with("FAILED ("))
+                || l.starts_with("ERROR ")
+                || l.starts_with("FAIL: ")
+                || l.starts_with("ERROR: ")
+        })
+        .map(|l| l.split(" - ").next().unwrap_or(l).trim().to_owned())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The last lines of a run's output: where test runners put the summary.
+fn tail(ran: &command::Ran, chars: usize) -> String {
+    let all = format!("{}\n{}", ran.stdout.trim_end(), ran.stderr.trim_end());
+    let all = all.trim();
+    let start = all.char_indices().rev().nth(chars).map_or(0, |(i, _)| i);
+    all[start..].to_owned()
+}
+
+/// The one-line result a test runner printed last ("3 passed in 0.1s",
+/// "Ran 4 tests … OK").
+fn summary_line(ran: &command::Ran) -> String {
+    let text = format!("{}\n{}", ran.stdout, ran.stderr);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let ran_line = lines.iter().rev().find(|l| l.starts_with("Ran "));
+    let last = lines.last().copied().unwrap_or("");
+    match ran_line {
+        Some(r) if *r != last => format!("{r}, {last}"),
+        _ => last.to_owned(),
+    }
+}
+
+/// Runs `argv` in a scratch copy of `view`.
+fn run_in_copy(
+    view: &Overlay<'_>,
+    caps: &Capabilities,
+    argv: &[String],
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<command::Ran, String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("no scratch folder: {e}"))?;
+    command::checkout(view, dir.path(), |f| caps.may_see(f))?;
+    command::run(argv, dir.path(), limit, cancelled)
+}
+
+/// Tests `agent`'s change (see the module's comment).
+pub fn check(
+    store: &Store,
+    agent: &str,
+    config: &TestsConfig,
+    caps: &Capabilities,
+    max_bytes: u64,
+    cancelled: &dyn Fn() -> bool,
+) -> Verdict {
+    let Ok(entries) = store.overlay_entries(agent) else {
+        return Verdict::NotRun;
+    };
+    let changed: Vec<String> = entries
+        .into_iter()
+        .filter(|(p, e)| p.ends_with(".py") && e.hash != e.base_hash)
+        .map(|(p, _)| p)
+        .collect();
+    let after = Overlay::new(store, agent, max_bytes);
+    let Ok(files) = after.files() else {
+        return Verdict::NotRun;
+    };
+    let read = |f: &str| {
+        ProjectPath::parse(f)
+            .ok()
+            .and_then(|p| after.read_text(&p).ok())
+    };
+    let tests = match &config.command {
+        TestCommand::Argv(_) => vec![],
+        TestCommand::Named(_) => {
+            let tests = relevant_tests(&files, &changed, read);
+            if tests.is_empty() {
+                return Verdict::NotRun;
+            }
+            tests
+        }
+    };
+    let Some(argv) = command_for(config, &tests) else {
+        return Verdict::NotRun;
+    };
+    let limit = Duration::from_millis(config.timeout_ms);
+    let with = match run_in_copy(&after, caps, &argv, limit, cancelled) {
+        Ok(ran) => ran,
+        Err(e) => return Verdict::Unavailable { said: e },
+    };
+    if with.status == Some(0) {
+        return Verdict::Passed {
+            said: summary_line(&with),
+        };
+    }
+    // An agent ID no overlay has: the project as the human has it.
+    let before = Overlay::new(store, "\u{0}project", max_bytes);
+    let without = run_in_copy(&before, caps, &argv, limit, cancelled);
+    let output = tail(&with, 3000);
+    let said = match with.status {
+        None => format!("killed at the time limit ({} s)", limit.as_secs()),
+        Some(_) => summary_line(&with),
+    };
+    match without {
+        Ok(w) if w.status != Some(0) => {
+            let new: Vec<String> = failures(&with)
+                .into_iter()
+                .filter(|f| !failures(&w).contains(f))
+                .collect();
+            if new.is_empty() {
+                Verdict::AlreadyFailing { said }
+            } else {
+                Verdict::Broke { said, output }
+            }
+        }
+        _ => Verdict::Broke { said, output },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_files_that_name_a_changed_module_are_the_relevant_ones() {
+        let files: Vec<String> = [
+            "mathx.py",
+            "pkg/__init__.py",
+            "pkg/io.py",
+            "tests/test_mathx.py",
+            "tests/test_io.py",
+            "tests/test_other.py",
+            "tests/conftest.py",
+            "util_test.py",
+        ]
+        .map(String::from)
+        .to_vec();
+        let text = |f: &str| match f {
+            "tests/test_mathx.py" => Some("from mathx import mean\n".to_owned()),
+            "tests/test_io.py" => Some("import pkg.io as io\n".to_owned()),
+            "tests/test_other.py" => Some("import mathxtra\n".to_owned()),
+            _ => Some(String::new()),
+        };
+        assert_eq!(
+            relevant_tests(&files, &["mathx.py".into()], text),
+            ["tests/test_mathx.py"]
+        );
+        assert_eq!(
+            relevant_tests(&files, &["pkg/io.py".into()], text),
+            ["tests/test_io.py"]
+        );
+        assert_eq!(
+            relevant_tests(&files, &["util_test.py".into()], text),
+            ["util_test.py"],
+            "a changed test file runs itself"
+        );
+        assert!(relevant_tests(&files, &["nothing.py".into()], text).is_empty());
+    }
+
+    #[test]
+    fn a_users_command_runs_as_given_and_off_runs_nothing() {
+        let own = TestsConfig {
+            command: TestCommand::Argv(vec!["make".into(), "test".into()]),
+            ..TestsConfig::default()
+        };
+        assert_eq!(
+            command_for(&own, &["t.py".into()]),
+            Some(vec!["make".into(), "test".into()])
+        );
+        let off = TestsConfig {
+            command: TestCommand::Named(TestsMode::Off),
+            ..TestsConfig::default()
+        };
+        assert_eq!(command_for(&off, &["t.py".into()]), None);
+        let auto = command_for(&TestsConfig::default(), &["tests/test_a.py".into()]).unwrap();
+        assert_eq!(auto.last().map(String::as_str), Some("tests/test_a.py"));
+    }
+
+    #[test]
+    fn failures_are_read_from_pytest_and_unittest_output() {
+        let ran = command::Ran {
+            status: Some(1),
+            stdout: "FAILED tests/test_a.py::test_mean - assert 3 == 2\n1 failed in 0.1s\n".into(),
+            stderr: "FAIL: test_median (test_b.T.test_median)\n----\nRan 2 tests in 0.001s\n\nFAILED (failures=1)\n".into(),
+            duration: Duration::ZERO,
+        };
+        assert_eq!(
+            failures(&ran),
+            [
+                "FAIL: test_median (test_b.T.test_median)",
+                "FAILED tests/test_a.py::test_mean"
+            ]
+        );
+        assert_eq!(
+            summary_line(&ran),
+            "Ran 2 tests in 0.001s, FAILED (failures=1)"
+        );
+    }
+}
