@@ -19,8 +19,22 @@ if vim.env.EVAL_JSON == "1" then
   llm.json_output = true
 end
 assert(chimera.setup({ llm = llm, ui = { progress = false } }))
-vim.cmd.edit(task.file)
-pcall(vim.api.nvim_win_set_cursor, 0, { task.line or 1, 0 })
+-- Where the person types the task: in its file at its line, in a buffer
+-- of no file, or in another file of the project.
+local from = vim.env.EVAL_FROM or "file"
+if from == "file" then
+  vim.cmd.edit(task.file)
+  pcall(vim.api.nvim_win_set_cursor, 0, { task.line or 1, 0 })
+elseif from == "other" then
+  local others = vim.tbl_filter(function(f)
+    return f ~= task.file and not f:find("__init__", 1, true)
+  end, vim.fn.glob("**/*.py", false, true))
+  table.sort(others)
+  vim.cmd.edit(others[1])
+  pcall(vim.api.nvim_win_set_cursor, 0, { 3, 0 })
+else
+  vim.cmd.enew()
+end
 local t0 = vim.uv.hrtime()
 local id = chimera.spawn(task.task)
 local state = chimera.wait(id, 400000)

@@ -8,7 +8,13 @@ FAILS there; spawn the agent in a headless Neovim, wait, accept, save;
 run the check again: the task passes if it now succeeds.
 
   scripts/eval.py [--models 0.5b,1.5b] [--tasks id,id] [--edit-form program|definitions]
-                  [--json] [--url URL --model-name NAME] [--repo DIR --lib FILE]
+                  [--from file|none|other] [--json] [--url URL --model-name NAME]
+                  [--repo DIR --lib FILE]
+
+--from says where the task is typed: `file` (the task's file open, the
+cursor on its line), `none` (a buffer of no file) or `other` (another
+file of the project open). Every run also counts the tasks whose accepted
+change touched a file other than the task's own ("wrong file").
 """
 import argparse
 import json
@@ -49,6 +55,19 @@ def start_server(size, port):
     raise SystemExit("eval: the model server did not start; see " + log.name)
 
 
+def snapshot(project):
+    out = {}
+    for dirpath, dirnames, files in os.walk(project):
+        dirnames[:] = [d for d in dirnames if d not in (".git", ".chimera", "__pycache__")]
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if name.endswith(".json") and name.startswith(".task"):
+                continue
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, project)] = f.read()
+    return out
+
+
 def run_tasks(args, tasks, url, model_name, label):
     nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
     results = []
@@ -61,18 +80,26 @@ def run_tasks(args, tasks, url, model_name, label):
             print(f"  {t['id']:<26} TASK BROKEN: its check passes before any edit")
             results.append({"id": t["id"], "broken": True})
             continue
+        before = snapshot(project)
         task_file = os.path.join(project, ".task.json")
         with open(task_file, "w") as f:
             json.dump(t, f)
         env = dict(os.environ, EVAL_TASK=task_file, EVAL_URL=url, EVAL_MODEL=model_name,
                    CHIMERA_REPO=args.repo, CHIMERA_LIB=args.lib,
-                   EVAL_EDIT_FORM=args.edit_form or "", EVAL_JSON="1" if args.json else "0")
+                   EVAL_EDIT_FORM=args.edit_form or "", EVAL_JSON="1" if args.json else "0",
+                   EVAL_FROM=args.from_where)
         r = sh([nvim, "--headless", "--clean", "-l", os.path.join(REPO, "eval/run_task.lua")],
                cwd=project, env=env, timeout=900)
         line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
         out = json.loads(line) if line else {"state": "crashed", "error": r.stderr[-300:]}
         passed, why = check(project, t["check"]) if out.get("accepted") else (False, [])
-        out.update(id=t["id"], passed=passed)
+        after = snapshot(project)
+        touched = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+        allowed = {t["file"]} | set(t.get("files", []))
+        wrong = [p for p in touched if p not in allowed]
+        out.update(id=t["id"], passed=passed, wrong_file=bool(wrong))
+        if wrong:
+            why = [f"changed {', '.join(wrong)}"] + list(why)
         results.append(out)
         detail = out.get("summary") if passed else (why[0] if why else (out.get("error") or "")[:120].replace("\n", " "))
         print(f"  {t['id']:<26} {'PASS' if passed else 'fail'}  {out.get('state'):<9} "
@@ -86,7 +113,9 @@ def run_tasks(args, tasks, url, model_name, label):
         if r.get("state") == "completed":
             rounds[r.get("rounds")] = rounds.get(r.get("rounds"), 0) + 1
     med = f"{statistics.median(proposed):.1f} s" if proposed else "n/a"
-    summary = (f"{label}: {passed}/{len(real)} passed ({100 * passed / max(1, len(real)):.0f} %); "
+    wrong = sum(1 for r in real if r.get("wrong_file"))
+    summary = (f"{label}, typed from {args.from_where}: {passed}/{len(real)} passed ({100 * passed / max(1, len(real)):.0f} %); "
+               f"wrong file edited: {wrong}; "
                f"{len(proposed)} reached a proposal, median time to proposal {med}; "
                f"rounds used (1 = no repair): {dict(sorted(rounds.items(), key=lambda kv: kv[0] or 0))}")
     print(summary, flush=True)
@@ -99,6 +128,7 @@ def main():
     ap.add_argument("--tasks", default="")
     ap.add_argument("--edit-form", default="")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--from", dest="from_where", default="file", choices=["file", "none", "other"])
     ap.add_argument("--url", default="")
     ap.add_argument("--model-name", default="qwen2.5-coder")
     ap.add_argument("--repo", default=REPO)

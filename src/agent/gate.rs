@@ -1,17 +1,82 @@
-//! The last check before an agent's overlay becomes a proposal, whatever
-//! produced it (a program, definitions, a whole file, tool calls): every
-//! changed Python file parses, something changed, and nothing the task did
-//! not name was removed — a reply that echoes an outline or answers with
-//! one function must never be proposed as the deletion of the rest.
+//! The last step before an agent's overlay becomes a proposal, whatever
+//! produced it (a program, definitions, a whole file, tool calls): changes
+//! outside the task are put back ([`super::scope`]), every changed Python
+//! file parses, something changed, nothing the task did not name was
+//! removed — a reply that echoes an outline or answers with one function
+//! must never be proposed as the deletion of the rest — and the project's
+//! tests pass ([`super::checks`]).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
+use super::{checks, scope, Job};
+use crate::capabilities::Capabilities;
+use crate::config::Config;
 use crate::python::{self, DefKind};
 use crate::store::Store;
 
 /// What a change that writes every file back as it was is told.
 pub const UNCHANGED: &str =
     "The change leaves the file exactly as it was. Change the code as the task asks.";
+
+/// Brings `job`'s overlay to what may be proposed, or says what is wrong
+/// (the repair message). On the `last` round a change that breaks tests is
+/// still proposed, marked. Returns notes for the proposal's summary.
+pub async fn finish(
+    store: &Arc<Store>,
+    config: &Config,
+    job: &Job,
+    caps: &Capabilities,
+    cancel: &CancellationToken,
+    last: bool,
+    progress: &(dyn Fn(String) + Send + Sync),
+) -> Result<Vec<String>, String> {
+    // A node agent can only rewrite itself (checked when it does).
+    if job.node.is_some() {
+        return check(store, &job.id, None).map(|()| vec![]);
+    }
+    let max_bytes = config.sync.max_file_bytes;
+    let left_out =
+        scope::trim_overlay(store, &job.id, &job.task, max_bytes).map_err(|e| e.to_string())?;
+    check(store, &job.id, Some(&job.task))?;
+    let mut notes = Vec::new();
+    if !left_out.is_empty() {
+        notes.push(format!(
+            "left out changes the task did not ask for: {}",
+            left_out.join("; ")
+        ));
+    }
+    progress("running the project's tests".into());
+    let tested = {
+        let (store, tests, caps, cancel) = (
+            store.clone(),
+            config.tests.clone(),
+            caps.clone(),
+            cancel.clone(),
+        );
+        let agent = job.id.clone();
+        tokio::task::spawn_blocking(move || {
+            checks::check(&store, &agent, &tests, &caps, max_bytes, &|| {
+                cancel.is_cancelled()
+            })
+        })
+        .await
+        .unwrap_or(checks::Verdict::Unavailable {
+            said: "the test run stopped unexpectedly".into(),
+        })
+    };
+    if let checks::Verdict::Broke { said, output } = &tested {
+        if !last {
+            return Err(format!(
+                "The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass."
+            ));
+        }
+    }
+    notes.extend(tested.note());
+    Ok(notes)
+}
 
 /// Checks `agent`'s overlay. `task`: the words that may name what is
 /// removed (`None`: removals are not checked, as for a node agent, which

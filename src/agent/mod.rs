@@ -502,36 +502,19 @@ pub async fn run(
             },
             (None, ReplyForm::Nothing) => Err("Your reply has no Python code block with the change.".into()),
         };
-        // One gate for every form: what reaches the human parses and
-        // removes nothing the task did not name.
-        // Changes outside what the task names are put back first.
-        let task_words = job.node.is_none().then_some(job.task.as_str());
-        let mut left_out = Vec::new();
-        let attempt = attempt.and_then(|ok| {
-            if let Some(task) = task_words {
-                left_out = scope::trim_overlay(&store, &job.id, task, max_bytes)
-                    .map_err(|e| e.to_string())?;
-            }
-            gate::check(&store, &job.id, task_words).map(|()| ok)
-        });
-        // Then the project's tests: a failure the change brought in is a
-        // repair round, until the last round, whose proposal says so.
-        let mut tested = checks::Verdict::NotRun;
+        // The one step every form ends in: what reaches the human is
+        // kept to the task, parses, removes nothing unnamed, passes the tests.
         let attempt = match attempt {
-            Ok(ok) if job.node.is_none() => {
-                progress("running the project's tests".into());
-                tested = run_checks(&store, config, &job.id, &caps, cancel).await;
-                match &tested {
-                    checks::Verdict::Broke { said, output } if round < max_rounds => Err(format!(
-                        "The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass."
-                    )),
-                    _ => Ok(ok),
-                }
+            Ok(ok) => {
+                let last = round == max_rounds;
+                gate::finish(&store, config, job, &caps, cancel, last, progress)
+                    .await
+                    .map(|notes| (ok, notes))
             }
-            other => other,
+            Err(problem) => Err(problem),
         };
         match attempt {
-            Ok((summary, form_used)) => {
+            Ok(((summary, form_used), notes)) => {
                 let changed: Vec<String> = store
                     .overlay_entries(&job.id)?
                     .into_iter()
@@ -540,18 +523,9 @@ pub async fn run(
                 let summary = said
                     .or(summary)
                     .map_or_else(|| scope::summarize(&store, &job.id), Ok)?;
-                let summary = if left_out.is_empty() {
-                    summary
-                } else {
-                    format!(
-                        "{summary} [left out changes the task did not ask for: {}]",
-                        left_out.join("; ")
-                    )
-                };
-                let summary = match tested.note() {
-                    Some(note) => format!("{summary} [{note}]"),
-                    None => summary,
-                };
+                let summary = notes
+                    .iter()
+                    .fold(summary, |s, note| format!("{s} [{note}]"));
                 // Where the task could have meant another file too, say which was chosen.
                 let summary = match &place {
                     Some(p) if !p.also.is_empty() => {
@@ -596,32 +570,6 @@ pub async fn run(
 type Attempt = Result<(Option<String>, &'static str), String>;
 
 use gate::UNCHANGED;
-
-/// Runs the project's tests on `agent`'s change, off the async runtime.
-async fn run_checks(
-    store: &Arc<Store>,
-    config: &Config,
-    agent: &str,
-    caps: &crate::capabilities::Capabilities,
-    cancel: &CancellationToken,
-) -> checks::Verdict {
-    let (store, tests, caps, cancel) = (
-        store.clone(),
-        config.tests.clone(),
-        caps.clone(),
-        cancel.clone(),
-    );
-    let (agent, max_bytes) = (agent.to_owned(), config.sync.max_file_bytes);
-    tokio::task::spawn_blocking(move || {
-        checks::check(&store, &agent, &tests, &caps, max_bytes, &|| {
-            cancel.is_cancelled()
-        })
-    })
-    .await
-    .unwrap_or(checks::Verdict::Unavailable {
-        said: "the test run stopped unexpectedly".into(),
-    })
-}
 
 /// Writes `new` for `path` into the overlay if it may and changes something
 /// (the gate checks the rest).

@@ -631,7 +631,7 @@ pub async fn run(
         .saturating_sub(config.llm.max_tokens as usize)
         .max(1000)
         * 3;
-    let mut host = AgentHost::new(&store, config, llm, services, job, cancel, caps);
+    let mut host = AgentHost::new(&store, config, llm, services, job, cancel, caps.clone());
     host.mcp_tools = mcp_tools;
     store.overlay_clear(&job.id)?;
     let show = |e: ChatEvent| {
@@ -774,24 +774,23 @@ pub async fn run(
                 ))));
                 continue;
             }
-            // What every form goes through: changes outside the task put
-            // back, then the gate (it parses, it removes nothing unnamed).
-            let left_out =
-                super::scope::trim_overlay(&store, &job.id, &job.task, config.sync.max_file_bytes)?;
-            if let Err(problem) = super::gate::check(&store, &job.id, Some(&job.task)) {
-                messages.push(answer(result_message(Err(format!(
-                    "submit_result: {problem}"
-                )))));
-                continue;
-            }
-            let summary = if left_out.is_empty() {
-                summary
-            } else {
-                format!(
-                    "{summary} [left out changes the task did not ask for: {}]",
-                    left_out.join("; ")
-                )
-            };
+            // The step every form ends in (kept to the task, parses,
+            // removes nothing unnamed, passes the tests).
+            let last = step >= limit;
+            let notes =
+                match super::gate::finish(&store, config, job, &caps, cancel, last, progress).await
+                {
+                    Ok(notes) => notes,
+                    Err(problem) => {
+                        messages.push(answer(result_message(Err(format!(
+                            "submit_result: {problem}"
+                        )))));
+                        continue;
+                    }
+                };
+            let summary = notes
+                .iter()
+                .fold(summary, |s, note| format!("{s} [{note}]"));
             show(ChatEvent::Reply(summary.clone()));
             return Ok(Done {
                 summary,
