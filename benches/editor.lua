@@ -158,7 +158,11 @@ do
     local dir = vim.fn.tempname()
     vim.fn.mkdir(dir .. "/.git", "p")
     vim.fn.mkdir(dir .. "/pkg", "p")
-    local body = ("def f(x):\n    return x + 1\n"):rep(120)
+    local defs = {}
+    for i = 1, 120 do
+      defs[i] = ("def f%d(x):\n    return x + %d\n"):format(i, i)
+    end
+    local body = table.concat(defs)
     for i = 1, n do
       local f = assert(io.open(("%s/pkg/m%03d.py"):format(dir, i), "w"))
       f:write(body)

@@ -53,7 +53,7 @@ for _ in $(seq 1 50); do [ -f "$tmp/slowport" ] && break; sleep 0.1; done
 # A proposal that rewrites 480 files (a baseline of one file comes from the same server).
 python3 - "$tmp/big.json" <<'PY'
 import json, sys
-prog = ("```python\nnew = 'def g(x):\\n    return x\\n' * 120\n"
+prog = ("```python\nnew = ''.join([f'def f{i}(y):\\n    return y - {i}\\n' for i in range(1, 121)])\n"
         "for i in range(1, int(read_file('count.txt')) + 1):\n"
         "    write_file('pkg/m' + str(i).zfill(3) + '.py', new)\n"
         "submit_result('every module', [])\n```")

@@ -282,67 +282,13 @@ pub async fn run(
     {
         return tools::run(store, config, llm, services, job, cancel, progress).await;
     }
-    let max_bytes = config.sync.max_file_bytes;
-    let (tree, target, place, references) = {
-        let ov = Overlay::new(&store, &job.id, max_bytes);
-        let mut tree = ov
-            .files()
-            .map_err(|e| AgentError::Internal(e.to_string()))?;
-        // Names of files the agent may not read are not shown either.
-        tree.retain(|f| caps.may_see(f));
-        let node_file = job
-            .node
-            .as_ref()
-            .and_then(|n| n.view.node.as_ref())
-            .map(|n| n.file_path.clone());
-        // The task's own words decide; the buffer it was typed in is evidence.
-        let place = match node_file {
-            Some(file) => Some(locate::Place {
-                file,
-                new: false,
-                also: vec![],
-            }),
-            None => locate::locate(&job.task, &tree, job.file.as_deref(), |f| {
-                ProjectPath::parse(f)
-                    .ok()
-                    .and_then(|p| ov.read_text(&p).ok())
-            }),
-        };
-        let path = place.as_ref().map(|p| p.file.clone());
-        // A file the agent may not read never reaches the model.
-        if let Some(p) = &path {
-            if let Err(denied) = caps.check_read(p) {
-                return Err(AgentError::Denied(denied.to_string()));
-            }
-        }
-        let creating = place.as_ref().is_some_and(|p| p.new);
-        let target = path.and_then(|p| {
-            let pp = ProjectPath::parse(&p).ok()?;
-            match ov.read_text(&pp) {
-                Ok(t) => Some((pp, t)),
-                // A file the task creates starts empty.
-                Err(_) if creating => Some((pp, String::new())),
-                Err(_) => None,
-            }
-        });
-        // The other files the task names, for the model to read.
-        let references: Vec<(String, String)> = place
-            .iter()
-            .flat_map(|p| &p.also)
-            .filter(|f| caps.check_read(f).is_ok())
-            .filter_map(|f| {
-                let text = ov.read_text(&ProjectPath::parse(f).ok()?).ok()?;
-                Some((f.clone(), text))
-            })
-            .collect();
-        (tree, target, place, references)
-    };
+    let scene = Scene::find(&store, &caps, job, config.sync.max_file_bytes)?;
     // A node agent answers with its new source (its rewrite_self) or a
     // program calling its tools.
     let form = if job.node.is_some() {
         EditForm::Definitions
     } else {
-        choose_form(config, target.is_some())
+        choose_form(config, scene.target.is_some())
     };
     let json = config.llm.json_output && form == EditForm::Definitions;
     let window = llm.context_window().await as usize;
@@ -352,50 +298,22 @@ pub async fn run(
         .saturating_sub(config.llm.max_tokens as usize + 700)
         .max(500)
         * 3;
-    let view = target.as_ref().map(|(p, t)| {
-        let cursor = if job.file.as_deref() == Some(p.as_str()) {
-            job.cursor_line
-        } else {
-            None
-        };
-        let mut v = context::target_view(p.as_str(), t, &job.task, cursor, budget);
-        v.new = place
-            .as_ref()
-            .is_some_and(|pl| pl.new && pl.file == p.as_str());
-        // The files named beside it share the window with it.
-        let mut room = budget.saturating_sub(v.shown.len()) / 2;
-        for (path, text) in &references {
-            let shown: String = text.chars().take(room).collect();
-            room = room.saturating_sub(shown.len());
-            v.references.push((path.clone(), shown));
-        }
-        v
-    });
-    let mut system = match &job.node {
-        Some(n) => node::system_prompt(&n.view),
-        None => prompt::system(form).to_owned(),
-    };
-    if json {
-        system.push_str("\nAnswer as JSON: {\"summary\": one line saying what you changed, \"code\": the Python code}.");
-    }
-    let task_message = match &job.node {
-        Some(_) => ChatMessage::user(format!("# Request\n{}", job.task.trim())),
-        None => prompt::task_message(
-            form,
-            &job.task,
-            job.context.as_deref(),
-            view.as_ref(),
-            &tree,
-        ),
-    };
-    let system = ChatMessage::system(system);
-    let mut messages = vec![system.clone(), task_message];
-    if !job.feedback.is_empty() {
-        messages.push(prompt::feedback_message(&job.feedback));
-    }
+    let view = scene.view(job, budget);
+    let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json);
     let mut opts = ChatOptions {
         json_schema: json.then(reply_schema),
         ..Default::default()
+    };
+    let turn = Turn {
+        store: &store,
+        config,
+        llm,
+        services,
+        job,
+        caps: &caps,
+        cancel,
+        progress,
+        scene: &scene,
     };
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();
@@ -436,115 +354,53 @@ pub async fn run(
             .await
             .map_err(llm_error)?;
         let (code, said) = read_reply(&reply, json);
-        messages.push(ChatMessage::assistant(reply));
+        messages.push(ChatMessage::assistant(reply.clone()));
         store.overlay_clear(&job.id)?;
-        let node = job.node.as_ref().and_then(|n| n.view.node.as_ref());
-        // Small models wrap their new source in a rewrite_self call, often
-        // with triple quotes inside it: take the source out of the call.
-        let code = match node {
-            Some(n) => {
-                let code = node::unwrap_rewrite_call(&code).unwrap_or(code);
-                node::own_definition(&code, n).unwrap_or(code)
-            }
-            None => code,
-        };
-        // A tool call as JSON (`{"tool": …, "args": {…}}`) runs that tool.
-        let tool_call = job.node.as_ref().and_then(|j| {
-            node::parse_tool_call(messages.last().map_or("", |m| m.content.as_str()))
-                .map(|c| (j, c))
-        });
-        let attempt = match (tool_call, python::classify(&code, target.as_ref().map(|(_, t)| t.as_str()))) {
-            (Some((j, (tool, args))), _) => {
-                let ov = Overlay::new(&store, &job.id, max_bytes);
-                match j.call(&ov, &tool, &[], &args) {
-                    Some(Ok(sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok((Some(s), "message")),
-                    Some(Ok(_)) if !store.overlay_entries(&job.id)?.is_empty() => Ok((None, "tool call")),
-                    Some(Ok(v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).")),
-                    Some(Err(e)) => Err(e),
-                    None => Err(format!("There is no tool `{tool}`; the tools are: {}.", node::TOOLS.join(", "))),
-                }
-            }
-            (None, ReplyForm::Program(code)) => {
-                progress("running the program".into());
-                run_program(&store, config, llm, services, job, cancel, code).await?
-            }
-            (None, ReplyForm::Definitions(code) | ReplyForm::WholeFile(code)) if node.is_some() => {
-                match (&target, node) {
-                    (Some((path, text)), Some(n)) => match node::apply_reply(text, n, job.node.as_ref().map(|j| &j.bus), &code) {
-                        Ok(new) => write_checked(&store, &caps, &job.id, max_bytes, path, text, &new, "rewrite_self"),
-                        // A node may not edit another: what it wrote for a
-                        // neighbour goes to that neighbour as a request.
-                        Err(e) => match job.node.as_ref().and_then(|j| {
-                            j.redirect(&job.task, &code)
-                                .or_else(|| e.contains(node::UNCHANGED).then(|| j.forward(&job.task)).flatten())
-                        }) {
-                            Some(Ok(sent)) => Ok((Some(sent), "message")),
-                            Some(Err(refused)) => Err(refused),
-                            None => Err(e),
-                        },
-                    },
-                    _ => Err("Your node's file is gone.".into()),
-                }
-            }
-            (None, ReplyForm::Definitions(code)) => match &target {
-                Some((path, text)) => {
-                    let focus_line = if job.file.as_deref() == Some(path.as_str()) { job.cursor_line } else { None };
-                    match python::splice_definitions(text, &code, focus_line) {
-                        Ok(new) => write_checked(&store, &caps, &job.id, max_bytes, path, text, &new, "definitions"),
-                        Err(e) => Err(e.to_string()),
-                    }
-                }
-                None => Err("It is not clear which file to change: name the file and write a program that calls write_file(path, content).".into()),
-            },
-            (None, ReplyForm::WholeFile(code)) => match &target {
-                Some((path, text)) => write_checked(&store, &caps, &job.id, max_bytes, path, text, &code, "whole file"),
-                None => Err("It is not clear which file this is: write a program that calls write_file(path, content).".into()),
-            },
-            (None, ReplyForm::Nothing) => Err("Your reply has no Python code block with the change.".into()),
+        let attempt = match job.node.as_ref() {
+            Some(_) => turn.node_attempt(&reply, code).await?,
+            None => turn.code_attempt(code).await?,
         };
         // The one step every form ends in: what reaches the human is
         // kept to the task, parses, removes nothing unnamed, passes the tests.
         let attempt = match attempt {
-            Ok(ok) => {
-                let last = round == max_rounds;
-                gate::finish(&store, config, job, &caps, cancel, last, progress)
-                    .await
-                    .map(|notes| (ok, notes))
-            }
+            Ok(ok) => gate::finish(
+                &store,
+                config,
+                job,
+                &caps,
+                cancel,
+                round == max_rounds,
+                progress,
+            )
+            .await
+            .map(|notes| (ok, notes)),
             Err(problem) => Err(problem),
         };
         match attempt {
             Ok(((summary, form_used), notes)) => {
-                let changed: Vec<String> = store
-                    .overlay_entries(&job.id)?
-                    .into_iter()
-                    .map(|(p, _)| p)
-                    .collect();
-                let summary = said
-                    .or(summary)
-                    .map_or_else(|| scope::summarize(&store, &job.id), Ok)?;
-                let summary = notes
-                    .iter()
-                    .fold(summary, |s, note| format!("{s} [{note}]"));
+                let summary = match said.or(summary) {
+                    Some(s) => s,
+                    None => scope::summarize(&store, &job.id)?,
+                };
+                let mut notes = notes;
                 // Where the task could have meant another file too, say which was chosen.
-                let summary = match &place {
-                    Some(p) if !p.also.is_empty() => {
-                        format!(
-                            "{summary} [in {}; {} fit the task too]",
-                            p.file,
-                            p.also.join(", ")
-                        )
-                    }
-                    _ => summary,
-                };
-                let summary = if asked_anew {
-                    format!("{summary} [written anew without the old code: review what it dropped]")
-                } else {
-                    summary
-                };
+                if let Some(p) = scene.place.as_ref().filter(|p| !p.also.is_empty()) {
+                    notes.push(format!(
+                        "in {}; {} fit the task too",
+                        p.file,
+                        p.also.join(", ")
+                    ));
+                }
+                if asked_anew {
+                    notes.push("written anew without the old code: review what it dropped".into());
+                }
                 return Ok(Done {
-                    summary,
-                    changed_files: changed,
+                    summary: notes.iter().fold(summary, |s, n| format!("{s} [{n}]")),
+                    changed_files: store
+                        .overlay_entries(&job.id)?
+                        .into_iter()
+                        .map(|(p, _)| p)
+                        .collect(),
                     rounds: round,
                     form: form_used,
                 });
@@ -565,6 +421,250 @@ pub async fn run(
         rounds: max_rounds - 1,
         last: last_problem,
     })
+}
+
+/// What a code-mode agent works on: the file its task is about (found by
+/// [`locate`]), the other files the task names, and the project's files.
+struct Scene {
+    tree: Vec<String>,
+    target: Option<(ProjectPath, String)>,
+    place: Option<locate::Place>,
+    /// The other files the task names, for the model to read.
+    references: Vec<(String, String)>,
+}
+
+impl Scene {
+    fn find(
+        store: &Store,
+        caps: &crate::capabilities::Capabilities,
+        job: &Job,
+        max_bytes: u64,
+    ) -> Result<Scene, AgentError> {
+        let ov = Overlay::new(store, &job.id, max_bytes);
+        let mut tree = ov
+            .files()
+            .map_err(|e| AgentError::Internal(e.to_string()))?;
+        // Names of files the agent may not read are not shown either.
+        tree.retain(|f| caps.may_see(f));
+        let node_file = job
+            .node
+            .as_ref()
+            .and_then(|n| n.view.node.as_ref())
+            .map(|n| n.file_path.clone());
+        // The task's own words decide; the buffer it was typed in is evidence.
+        let place = match node_file {
+            Some(file) => Some(locate::Place {
+                file,
+                new: false,
+                also: vec![],
+            }),
+            None => locate::locate(&job.task, &tree, job.file.as_deref(), |f| {
+                ProjectPath::parse(f)
+                    .ok()
+                    .and_then(|p| ov.read_text(&p).ok())
+            }),
+        };
+        // A file the agent may not read never reaches the model.
+        if let Some(p) = &place {
+            if let Err(denied) = caps.check_read(&p.file) {
+                return Err(AgentError::Denied(denied.to_string()));
+            }
+        }
+        let target = place.as_ref().and_then(|p| {
+            let pp = ProjectPath::parse(&p.file).ok()?;
+            match ov.read_text(&pp) {
+                Ok(t) => Some((pp, t)),
+                // A file the task creates starts empty.
+                Err(_) if p.new => Some((pp, String::new())),
+                Err(_) => None,
+            }
+        });
+        let references = place
+            .iter()
+            .flat_map(|p| &p.also)
+            .filter(|f| caps.check_read(f).is_ok())
+            .filter_map(|f| {
+                let text = ov.read_text(&ProjectPath::parse(f).ok()?).ok()?;
+                Some((f.clone(), text))
+            })
+            .collect();
+        Ok(Scene {
+            tree,
+            target,
+            place,
+            references,
+        })
+    }
+
+    /// The target as the model sees it, within `budget` characters shared
+    /// with the files named beside it.
+    fn view(&self, job: &Job, budget: usize) -> Option<prompt::TargetView> {
+        let (p, t) = self.target.as_ref()?;
+        let cursor = if job.file.as_deref() == Some(p.as_str()) {
+            job.cursor_line
+        } else {
+            None
+        };
+        let mut v = context::target_view(p.as_str(), t, &job.task, cursor, budget);
+        v.new = self
+            .place
+            .as_ref()
+            .is_some_and(|pl| pl.new && pl.file == p.as_str());
+        let mut room = budget.saturating_sub(v.shown.len()) / 2;
+        for (path, text) in &self.references {
+            let shown: String = text.chars().take(room).collect();
+            room = room.saturating_sub(shown.len());
+            v.references.push((path.clone(), shown));
+        }
+        Some(v)
+    }
+}
+
+/// The system prompt and the first messages of a code-mode conversation.
+fn opening(
+    job: &Job,
+    scene: &Scene,
+    view: Option<&prompt::TargetView>,
+    form: EditForm,
+    json: bool,
+) -> (ChatMessage, Vec<ChatMessage>) {
+    let mut system = match &job.node {
+        Some(n) => node::system_prompt(&n.view),
+        None => prompt::system(form).to_owned(),
+    };
+    if json {
+        system.push_str("\nAnswer as JSON: {\"summary\": one line saying what you changed, \"code\": the Python code}.");
+    }
+    let task_message = match &job.node {
+        Some(_) => ChatMessage::user(format!("# Request\n{}", job.task.trim())),
+        None => prompt::task_message(form, &job.task, job.context.as_deref(), view, &scene.tree),
+    };
+    let system = ChatMessage::system(system);
+    let mut messages = vec![system.clone(), task_message];
+    if !job.feedback.is_empty() {
+        messages.push(prompt::feedback_message(&job.feedback));
+    }
+    (system, messages)
+}
+
+/// One reply turned into a change in the overlay: a node agent's (its own
+/// source, a tool call, a message to a neighbour) or a code-mode agent's
+/// (a program, definitions, a whole file).
+struct Turn<'a> {
+    store: &'a Arc<Store>,
+    config: &'a Config,
+    llm: &'a LlmClient,
+    services: &'a Services,
+    job: &'a Job,
+    caps: &'a crate::capabilities::Capabilities,
+    cancel: &'a CancellationToken,
+    progress: &'a (dyn Fn(String) + Send + Sync),
+    scene: &'a Scene,
+}
+
+impl Turn<'_> {
+    fn target_text(&self) -> Option<&str> {
+        self.scene.target.as_ref().map(|(_, t)| t.as_str())
+    }
+
+    fn write(&self, path: &ProjectPath, old: &str, new: &str, form: &'static str) -> Attempt {
+        let max_bytes = self.config.sync.max_file_bytes;
+        write_checked(
+            self.store,
+            self.caps,
+            &self.job.id,
+            max_bytes,
+            path,
+            old,
+            new,
+            form,
+        )
+    }
+
+    async fn code_attempt(&self, code: String) -> Result<Attempt, AgentError> {
+        self.attempt_form(python::classify(&code, self.target_text()))
+            .await
+    }
+
+    async fn attempt_form(&self, form: ReplyForm) -> Result<Attempt, AgentError> {
+        let job = self.job;
+        let target = &self.scene.target;
+        Ok(match form {
+            ReplyForm::Program(code) => {
+                (self.progress)("running the program".into());
+                run_program(self.store, self.config, self.llm, self.services, job, self.cancel, code)
+                    .await?
+            }
+            ReplyForm::Definitions(code) => match target {
+                Some((path, text)) => {
+                    let focus_line = if job.file.as_deref() == Some(path.as_str()) {
+                        job.cursor_line
+                    } else {
+                        None
+                    };
+                    match python::splice_definitions(text, &code, focus_line) {
+                        Ok(new) => self.write(path, text, &new, "definitions"),
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+                None => Err("It is not clear which file to change: name the file and write a program that calls write_file(path, content).".into()),
+            },
+            ReplyForm::WholeFile(code) => match target {
+                Some((path, text)) => self.write(path, text, &code, "whole file"),
+                None => Err("It is not clear which file this is: write a program that calls write_file(path, content).".into()),
+            },
+            ReplyForm::Nothing => Err("Your reply has no Python code block with the change.".into()),
+        })
+    }
+
+    async fn node_attempt(&self, reply: &str, code: String) -> Result<Attempt, AgentError> {
+        let (job, store) = (self.job, self.store);
+        let Some(j) = job.node.as_ref() else {
+            return self.code_attempt(code).await;
+        };
+        let node = j.view.node.as_ref();
+        // Small models wrap their new source in a rewrite_self call, often
+        // with triple quotes inside it: take the source out of the call.
+        let code = match node {
+            Some(n) => {
+                let code = node::unwrap_rewrite_call(&code).unwrap_or(code);
+                node::own_definition(&code, n).unwrap_or(code)
+            }
+            None => code,
+        };
+        // A tool call as JSON (`{"tool": …, "args": {…}}`) runs that tool.
+        if let Some((tool, args)) = node::parse_tool_call(reply) {
+            let ov = Overlay::new(store, &job.id, self.config.sync.max_file_bytes);
+            return Ok(match j.call(&ov, &tool, &[], &args) {
+                Some(Ok(sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok((Some(s), "message")),
+                Some(Ok(_)) if !store.overlay_entries(&job.id)?.is_empty() => Ok((None, "tool call")),
+                Some(Ok(v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).")),
+                Some(Err(e)) => Err(e),
+                None => Err(format!("There is no tool `{tool}`; the tools are: {}.", node::TOOLS.join(", "))),
+            });
+        }
+        let (code, n) = match (python::classify(&code, self.target_text()), node) {
+            (ReplyForm::Definitions(code) | ReplyForm::WholeFile(code), Some(n)) => (code, n),
+            (form, _) => return self.attempt_form(form).await,
+        };
+        Ok(match &self.scene.target {
+            Some((path, text)) => match node::apply_reply(text, n, Some(&j.bus), &code) {
+                Ok(new) => self.write(path, text, &new, "rewrite_self"),
+                // A node may not edit another: what it wrote for a
+                // neighbour goes to that neighbour as a request.
+                Err(e) => match j.redirect(&job.task, &code).or_else(|| {
+                    e.contains(node::UNCHANGED)
+                        .then(|| j.forward(&job.task))
+                        .flatten()
+                }) {
+                    Some(Ok(sent)) => Ok((Some(sent), "message")),
+                    Some(Err(refused)) => Err(refused),
+                    None => Err(e),
+                },
+            },
+            _ => Err("Your node's file is gone.".into()),
+        })
+    }
 }
 
 type Attempt = Result<(Option<String>, &'static str), String>;

@@ -305,7 +305,8 @@ h.test("a proposal of 480 files arrives counted: the shown file is drawn, the ot
     files[("pkg/m%03d.py"):format(i)] = table.concat(body)
   end
   local dir = h.project(files)
-  local rewrite = ("```python\nnew = 'def g(x):\\n    return x\\n' * 120\nfor i in range(1, %d):\n    write_file('pkg/m' + str(i).zfill(3) + '.py', new)\nsubmit_result('every module', [])\n```"):format(n + 1)
+  -- Every line of every module changes (one hunk each); every function stays.
+  local rewrite = ("```python\nnew = ''.join([f'def f{i}(y):\\n    return y - {i}\\n' for i in range(1, 121)])\nfor i in range(1, %d):\n    write_file('pkg/m' + str(i).zfill(3) + '.py', new)\nsubmit_result('every module', [])\n```"):format(n + 1)
   h.setup((h.fake_llm({ { text = rewrite } })))
   local lib = require("chimera.loader").require()
   vim.cmd.edit("pkg/m001.py")
@@ -340,9 +341,13 @@ h.test("a proposal of 480 files arrives counted: the shown file is drawn, the ot
   h.wait_for("accepted", function()
     return chimera.agent(id).state == "accepted"
   end, 60000)
-  h.eq(h.read(dir .. ("/pkg/m%03d.py"):format(n)), ("def g(x):\n    return x\n"):rep(120), "a file no buffer showed")
+  local want = {}
+  for i = 1, 120 do
+    want[i] = ("def f%d(y):\n    return y - %d\n"):format(i, i)
+  end
+  h.eq(h.read(dir .. ("/pkg/m%03d.py"):format(n)), table.concat(want), "a file no buffer showed")
   h.wait_for("the open buffer", function()
-    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "def g(x):"
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "def f1(y):"
   end)
   worst = slowest()
   h.truthy(worst < 60, ("accepting: the longest delivery held the main thread %.1f ms"):format(worst))
