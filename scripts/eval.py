@@ -11,9 +11,10 @@ run the check again: the task passes if it now succeeds.
                   [--from file|none|other] [--json] [--url URL --model-name NAME]
                   [--repo DIR --lib FILE]
 
---from says where the task is typed: `file` (the task's file open, the
+--from says where every task is typed: `file` (the task's file open, the
 cursor on its line), `none` (a buffer of no file) or `other` (another
-file of the project open). Every run also counts the tasks whose accepted
+file of the project open); without it, each task's own `from` (default
+`file`). Every run also counts the tasks whose accepted
 change touched a file other than the task's own ("wrong file").
 """
 import argparse
@@ -87,7 +88,7 @@ def run_tasks(args, tasks, url, model_name, label):
         env = dict(os.environ, EVAL_TASK=task_file, EVAL_URL=url, EVAL_MODEL=model_name,
                    CHIMERA_REPO=args.repo, CHIMERA_LIB=args.lib,
                    EVAL_EDIT_FORM=args.edit_form or "", EVAL_JSON="1" if args.json else "0",
-                   EVAL_FROM=args.from_where)
+                   EVAL_FROM=args.from_where or t.get("from", "file"))
         r = sh([nvim, "--headless", "--clean", "-l", os.path.join(REPO, "eval/run_task.lua")],
                cwd=project, env=env, timeout=900)
         line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
@@ -114,8 +115,10 @@ def run_tasks(args, tasks, url, model_name, label):
             rounds[r.get("rounds")] = rounds.get(r.get("rounds"), 0) + 1
     med = f"{statistics.median(proposed):.1f} s" if proposed else "n/a"
     wrong = sum(1 for r in real if r.get("wrong_file"))
-    summary = (f"{label}, typed from {args.from_where}: {passed}/{len(real)} passed ({100 * passed / max(1, len(real)):.0f} %); "
-               f"wrong file edited: {wrong}; "
+    left_out = sum(1 for r in real if "left out changes" in (r.get("summary") or ""))
+    where = args.from_where or "each task's own place"
+    summary = (f"{label}, typed from {where}: {passed}/{len(real)} passed ({100 * passed / max(1, len(real)):.0f} %); "
+               f"wrong file edited: {wrong}; out-of-scope changes put back: {left_out}; "
                f"{len(proposed)} reached a proposal, median time to proposal {med}; "
                f"rounds used (1 = no repair): {dict(sorted(rounds.items(), key=lambda kv: kv[0] or 0))}")
     print(summary, flush=True)
@@ -128,7 +131,7 @@ def main():
     ap.add_argument("--tasks", default="")
     ap.add_argument("--edit-form", default="")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--from", dest="from_where", default="file", choices=["file", "none", "other"])
+    ap.add_argument("--from", dest="from_where", default=None, choices=["file", "none", "other"])
     ap.add_argument("--url", default="")
     ap.add_argument("--model-name", default="qwen2.5-coder")
     ap.add_argument("--repo", default=REPO)

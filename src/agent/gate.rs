@@ -101,8 +101,13 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
             continue;
         }
         let (old, new) = (text(&entry.base_hash)?, text(&entry.hash)?);
-        if let (Some(task), Some(_), None) = (task, &old, &new) {
-            if !names_file(task, path) {
+        if let (Some(task), Some(old), None) = (task, &old, &new) {
+            // A file goes only when the task names it, and names nothing
+            // in it: "delete legacy_helper from mathx.py" is about a
+            // function, not the file.
+            let about_a_definition = path.ends_with(".py")
+                && removed_definitions(old, "", task).len() < python::definitions(old).len();
+            if !names_file(task, path) || about_a_definition {
                 return Err(format!(
                     "The change deletes the file `{path}`, which the task does not ask to remove. Change only what the task asks."
                 ));
@@ -207,6 +212,33 @@ mod tests {
             msg.contains("`legacy_helper`, `Inventory`")
                 && msg.contains("only the definitions you change"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_file_is_deleted_only_when_the_task_names_it_and_nothing_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .stable_put("mathx.py", OLD.as_bytes(), 0o644, 0, 1 << 20)
+            .unwrap();
+        store
+            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+            .unwrap();
+        let ov = crate::overlay::Overlay::new(&store, "ag", 1 << 20);
+        ov.delete(&crate::paths::ProjectPath::parse("mathx.py").unwrap())
+            .unwrap();
+        let err = check(
+            &store,
+            "ag",
+            Some("delete the unused function legacy_helper from mathx.py"),
+        )
+        .unwrap_err();
+        assert!(err.contains("deletes the file `mathx.py`"), "{err}");
+        assert!(check(&store, "ag", Some("tidy up")).is_err());
+        assert_eq!(
+            check(&store, "ag", Some("delete mathx.py, nothing uses it")),
+            Ok(())
         );
     }
 
