@@ -139,7 +139,12 @@ impl Mentions {
 fn looks_like_code(word: &str) -> bool {
     let inner_upper =
         word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase);
-    word.contains('_') || word.contains('.') || inner_upper
+    // `VERSION`, `MAX_SIZE`: a constant.
+    let constant = word.len() > 2
+        && word
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    word.contains('_') || word.contains('.') || inner_upper || constant
 }
 
 /// Reads what `task` mentions.
@@ -218,16 +223,48 @@ pub struct Place {
     /// Other files the task names (shown to the model with the file), or
     /// that fit as well (the summary names them).
     pub also: Vec<String>,
+    /// Only the buffer the task was typed in points here.
+    pub only_the_buffer: bool,
 }
 
 impl Place {
-    fn existing(file: String, also: Vec<String>) -> Self {
+    pub fn existing(file: String, also: Vec<String>) -> Self {
         Place {
             file,
             new: false,
             also,
+            only_the_buffer: false,
         }
     }
+}
+
+/// Whether the model should be asked where `task` goes: nothing in the
+/// project fits it (`place`), and either it names code that does not exist
+/// yet (`add a function variance(xs)`, typed in config.py) or there is no
+/// buffer to go by. A task that names nothing ("add type hints") is about
+/// the buffer it was typed in.
+pub fn ask_where(task: &str, place: Option<&Place>) -> bool {
+    match place {
+        None => true,
+        Some(p) => p.only_the_buffer && !mentions(task).code.is_empty(),
+    }
+}
+
+/// The project file (or new file) an answer to "which file?" names.
+pub fn file_in_answer(answer: &str, files: &[String]) -> Option<Place> {
+    let m = mentions(answer);
+    if let Some(f) = named_files(&m, files).into_iter().next() {
+        return Some(Place::existing(f, vec![]));
+    }
+    new_files(&m, files)
+        .into_iter()
+        .find(|f| f.ends_with(".py"))
+        .map(|file| Place {
+            file,
+            new: true,
+            also: vec![],
+            only_the_buffer: false,
+        })
 }
 
 /// Paths the task names that are no file of the project: files to create.
@@ -262,6 +299,7 @@ pub fn locate(
             file: new,
             new: true,
             also: named,
+            only_the_buffer: false,
         });
     }
     if let Some((first, rest)) = named.split_first() {
@@ -314,7 +352,10 @@ pub fn locate(
     }
     let best = score.values().cloned().fold(0.0, f64::max);
     if best <= 0.0 {
-        return current.map(|c| Place::existing(c.to_owned(), vec![]));
+        return current.map(|c| Place {
+            only_the_buffer: true,
+            ..Place::existing(c.to_owned(), vec![])
+        });
     }
     let mut ranked: Vec<(&String, f64)> = score.into_iter().collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
@@ -438,7 +479,8 @@ mod tests {
             Place {
                 file: "tests/test_textutils.py".into(),
                 new: true,
-                also: vec!["textutils.py".into()]
+                also: vec!["textutils.py".into()],
+                only_the_buffer: false
             }
         );
         let p = find("add a module stats.py with a function variance", None).unwrap();
@@ -453,6 +495,35 @@ mod tests {
             Some("textutils.py")
         );
         assert_eq!(file("add type hints", None), None);
+        assert!(!ask_where(
+            "add type hints",
+            find("add type hints", Some("textutils.py")).as_ref()
+        ));
+    }
+
+    #[test]
+    fn new_code_with_no_place_to_go_asks_the_model_and_reads_its_answer() {
+        let task = "add a function variance(xs) returning the population variance";
+        let p = find(task, Some("textutils.py"));
+        assert!(p.as_ref().is_some_and(|p| p.only_the_buffer), "{p:?}");
+        assert!(ask_where(task, p.as_ref()));
+        assert!(ask_where("add a module-level constant VERSION = 1", None));
+        let files: Vec<String> = project().into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            file_in_answer("`mathx.py`", &files)
+                .map(|p| p.file)
+                .as_deref(),
+            Some("mathx.py")
+        );
+        assert_eq!(
+            file_in_answer("It belongs in pkg/io.py.", &files)
+                .map(|p| p.file)
+                .as_deref(),
+            Some("pkg/io.py")
+        );
+        let new = file_in_answer("stats.py", &files).unwrap();
+        assert!(new.new && new.file == "stats.py");
+        assert_eq!(file_in_answer("I do not know", &files), None);
     }
 
     #[test]

@@ -282,7 +282,24 @@ pub async fn run(
     {
         return tools::run(store, config, llm, services, job, cancel, progress).await;
     }
-    let scene = Scene::find(&store, &caps, job, config.sync.max_file_bytes)?;
+    let max_bytes = config.sync.max_file_bytes;
+    let (tree, mut place) = Scene::find(&store, &caps, job, max_bytes)?;
+    // Nothing in the project fits new code the task names: ask the model
+    // where it goes rather than guess.
+    if job.node.is_none() && locate::ask_where(&job.task, place.as_ref()) {
+        let python: Vec<&String> = tree.iter().filter(|f| f.ends_with(".py")).collect();
+        if let [only] = python.as_slice() {
+            place = Some(locate::Place::existing((*only).clone(), vec![]));
+        } else if python.len() > 1 {
+            progress("asking the model which file this goes in".into());
+            if let Some(answer) =
+                ask_for_file(&store, config, llm, job, &tree, max_bytes, cancel).await?
+            {
+                place = Some(answer);
+            }
+        }
+    }
+    let scene = Scene::at(&store, &caps, job, max_bytes, tree, place)?;
     // A node agent answers with its new source (its rewrite_self) or a
     // program calling its tools.
     let form = if job.node.is_some() {
@@ -434,12 +451,14 @@ struct Scene {
 }
 
 impl Scene {
+    /// The project's files the agent may see, and the place its task is
+    /// about by the task's words (see [`locate`]).
     fn find(
         store: &Store,
         caps: &crate::capabilities::Capabilities,
         job: &Job,
         max_bytes: u64,
-    ) -> Result<Scene, AgentError> {
+    ) -> Result<(Vec<String>, Option<locate::Place>), AgentError> {
         let ov = Overlay::new(store, &job.id, max_bytes);
         let mut tree = ov
             .files()
@@ -457,6 +476,7 @@ impl Scene {
                 file,
                 new: false,
                 also: vec![],
+                only_the_buffer: false,
             }),
             None => locate::locate(&job.task, &tree, job.file.as_deref(), |f| {
                 ProjectPath::parse(f)
@@ -464,6 +484,19 @@ impl Scene {
                     .and_then(|p| ov.read_text(&p).ok())
             }),
         };
+        Ok((tree, place))
+    }
+
+    /// The scene at `place` (see [`Scene::find`]).
+    fn at(
+        store: &Store,
+        caps: &crate::capabilities::Capabilities,
+        job: &Job,
+        max_bytes: u64,
+        tree: Vec<String>,
+        place: Option<locate::Place>,
+    ) -> Result<Scene, AgentError> {
+        let ov = Overlay::new(store, &job.id, max_bytes);
         // A file the agent may not read never reaches the model.
         if let Some(p) = &place {
             if let Err(denied) = caps.check_read(&p.file) {
@@ -518,6 +551,64 @@ impl Scene {
         }
         Some(v)
     }
+}
+
+/// Asks the model which file `job`'s task belongs in, showing it the
+/// project's Python files with what they define.
+async fn ask_for_file(
+    store: &Arc<Store>,
+    config: &Config,
+    llm: &LlmClient,
+    job: &Job,
+    tree: &[String],
+    max_bytes: u64,
+    cancel: &CancellationToken,
+) -> Result<Option<locate::Place>, AgentError> {
+    let ov = Overlay::new(store, &job.id, max_bytes);
+    let listing: Vec<String> = tree
+        .iter()
+        .filter(|f| f.ends_with(".py"))
+        .take(60)
+        .map(|f| {
+            let text = ProjectPath::parse(f)
+                .ok()
+                .and_then(|p| ov.read_text(&p).ok())
+                .unwrap_or_default();
+            let names: Vec<String> = python::definitions(&text)
+                .into_iter()
+                .filter(|d| d.parent.is_none())
+                .take(10)
+                .map(|d| d.name)
+                .collect();
+            format!("- {f}: {}", names.join(", "))
+        })
+        .collect();
+    if listing.is_empty() {
+        return Ok(None);
+    }
+    let messages = vec![
+        ChatMessage::system(
+            "You choose the file of a Python project where a change belongs. Answer with the file's path only.",
+        ),
+        ChatMessage::user(format!(
+            "The project's files and what they define:\n{}\n\nChange: {}\n\nWhich file should it go in? If none fits, give the path of a new file.",
+            listing.join("\n"),
+            job.task.trim()
+        )),
+    ];
+    let opts = ChatOptions {
+        temperature: Some(0.0),
+        ..Default::default()
+    };
+    let label = format!(
+        "{} {}: which file",
+        config.llm.provider_name(),
+        config.llm.model
+    );
+    let answer = logged_chat(store, &job.id, &label, llm, &messages, &opts, cancel)
+        .await
+        .map_err(llm_error)?;
+    Ok(locate::file_in_answer(&answer, tree))
 }
 
 /// The system prompt and the first messages of a code-mode conversation.

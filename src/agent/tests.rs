@@ -1199,3 +1199,35 @@ async fn tests_that_already_failed_are_not_held_against_the_change_and_off_means
     let done = run_on(&s, &job).await.unwrap();
     assert!(!done.summary.contains("tests"), "{}", done.summary);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_code_the_project_has_no_place_for_goes_where_the_model_says() {
+    let variance = "```python\ndef variance(xs):\n    m = mean(xs)\n    return sum((x - m) ** 2 for x in xs) / len(xs)\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream("mathx.py".into()),
+        Reply::OpenaiStream(variance.into()),
+    ])
+    .await;
+    let s = setup(&server.url);
+    s.store
+        .stable_put("mathx.py", MEAN.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    // Typed in app.py, which has nothing to do with it.
+    let job = Job {
+        task: "add a function variance(xs) returning the population variance".into(),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    let first = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        first.contains("Which file should it go in") && first.contains("- mathx.py: mean"),
+        "{first}"
+    );
+    let entries = s.store.overlay_entries("ag").unwrap();
+    assert_eq!(
+        entries.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        ["mathx.py"],
+        "{}",
+        done.summary
+    );
+}
