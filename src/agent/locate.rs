@@ -238,16 +238,13 @@ impl Place {
     }
 }
 
-/// Whether the model should be asked where `task` goes: nothing in the
-/// project fits it (`place`), and either it names code that does not exist
-/// yet (`add a function variance(xs)`, typed in config.py) or there is no
-/// buffer to go by. A task that names nothing ("add type hints") is about
-/// the buffer it was typed in.
+/// Whether the model should be asked where `task` goes: it names code
+/// that exists nowhere yet (`add a function variance(xs)`) and nothing but
+/// the buffer it was typed in, if anything, points to a file. A task that
+/// names nothing ("add type hints") is about its buffer, or, typed in no
+/// file, left to a program that finds its files itself.
 pub fn ask_where(task: &str, place: Option<&Place>) -> bool {
-    match place {
-        None => true,
-        Some(p) => p.only_the_buffer && !mentions(task).code.is_empty(),
-    }
+    place.is_none_or(|p| p.only_the_buffer) && !mentions(task).code.is_empty()
 }
 
 /// The project file (or new file) an answer to "which file?" names.
@@ -508,6 +505,10 @@ mod tests {
         assert!(p.as_ref().is_some_and(|p| p.only_the_buffer), "{p:?}");
         assert!(ask_where(task, p.as_ref()));
         assert!(ask_where("add a module-level constant VERSION = 1", None));
+        assert!(
+            !ask_where("add logging", None),
+            "names no code: a program finds its files"
+        );
         let files: Vec<String> = project().into_iter().map(|(f, _)| f).collect();
         assert_eq!(
             file_in_answer("`mathx.py`", &files)
