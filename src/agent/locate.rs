@@ -239,12 +239,13 @@ impl Place {
 }
 
 /// Whether the model should be asked where `task` goes: it names code
-/// that exists nowhere yet (`add a function variance(xs)`) and nothing but
-/// the buffer it was typed in, if anything, points to a file. A task that
-/// names nothing ("add type hints") is about its buffer, or, typed in no
-/// file, left to a program that finds its files itself.
+/// that exists nowhere yet (`add a function variance(xs)`), nothing points
+/// to a file, and it was typed in no file's buffer. Typed in a buffer, the
+/// buffer is where a person means new code to go (asked instead, a model
+/// put `VERSION` into config.py for a task typed in `__init__.py`). A task
+/// that names no code is left to a program that finds its files itself.
 pub fn ask_where(task: &str, place: Option<&Place>) -> bool {
-    place.is_none_or(|p| p.only_the_buffer) && !mentions(task).code.is_empty()
+    place.is_none() && !mentions(task).code.is_empty()
 }
 
 /// The project file (or new file) an answer to "which file?" names.
@@ -503,7 +504,11 @@ mod tests {
         let task = "add a function variance(xs) returning the population variance";
         let p = find(task, Some("textutils.py"));
         assert!(p.as_ref().is_some_and(|p| p.only_the_buffer), "{p:?}");
-        assert!(ask_where(task, p.as_ref()));
+        assert!(
+            !ask_where(task, p.as_ref()),
+            "typed in a buffer: it goes there"
+        );
+        assert!(ask_where(task, find(task, None).as_ref()));
         assert!(ask_where("add a module-level constant VERSION = 1", None));
         assert!(
             !ask_where("add logging", None),

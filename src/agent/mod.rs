@@ -408,6 +408,17 @@ pub async fn run(
                         p.also.join(", ")
                     ));
                 }
+                // New code that only the buffer pointed to: say where it went.
+                if let Some(p) = scene
+                    .place
+                    .as_ref()
+                    .filter(|p| p.only_the_buffer && !locate::mentions(&job.task).code.is_empty())
+                {
+                    notes.push(format!(
+                        "put in {}, the file it was asked in: nothing in the task names a place",
+                        p.file
+                    ));
+                }
                 if asked_anew {
                     notes.push("written anew without the old code: review what it dropped".into());
                 }

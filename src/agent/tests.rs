@@ -1212,9 +1212,10 @@ async fn new_code_the_project_has_no_place_for_goes_where_the_model_says() {
     s.store
         .stable_put("mathx.py", MEAN.as_bytes(), 0o644, 0, 1 << 20)
         .unwrap();
-    // Typed in app.py, which has nothing to do with it.
+    // Typed in a buffer of no file.
     let job = Job {
         task: "add a function variance(xs) returning the population variance".into(),
+        file: None,
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
