@@ -118,6 +118,15 @@ const NOT_NAMES: &[&str] = &[
     "wrong",
 ];
 
+/// Words that name what a task asks for: as a definition's name
+/// (`Store.remove`) they are weak evidence of where the task goes.
+const ACTIONS: &[&str] = &[
+    "add", "remove", "delete", "rename", "move", "update", "change", "return", "raise", "use",
+    "keep", "accept", "replace", "skip", "ignore", "include", "append", "match", "fix", "get",
+    "set", "sort", "count", "clear", "load", "save", "read", "write", "print", "check", "parse",
+    "find", "collapse", "strip", "split", "join", "format", "convert", "merge", "swap",
+];
+
 /// What a task mentions, in the order it says it.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Mentions {
@@ -333,11 +342,18 @@ pub fn locate(
     }
     let mut score: BTreeMap<&String, f64> = BTreeMap::new();
     for (name, in_files) in &defining {
-        let weight = if m.code.iter().any(|c| c == name) {
+        // Code-like names weigh most; a word that is also what tasks ask
+        // for ("remove", "add") least; and what the task mentions first
+        // a little more than what follows ("make slugify remove dots").
+        let kind = if m.code.iter().any(|c| c == name) {
             3.0
+        } else if ACTIONS.contains(&name.to_lowercase().as_str()) {
+            0.3
         } else {
             1.0
         };
+        let order = names.iter().position(|n| n == name).unwrap_or(0);
+        let weight = kind / (1.0 + 0.05 * order as f64);
         for f in in_files {
             *score.entry(f).or_default() += weight / in_files.len() as f64;
         }
@@ -443,6 +459,19 @@ mod tests {
         assert_eq!(
             file("the function slugify() drops dashes", None).as_deref(),
             Some("textutils.py")
+        );
+    }
+
+    #[test]
+    fn a_word_that_is_also_an_action_weighs_less_than_the_name_it_acts_on() {
+        // `remove` is a method of Inventory; the task is about slugify.
+        assert_eq!(
+            file("make slugify remove dashes", None).as_deref(),
+            Some("textutils.py")
+        );
+        assert_eq!(
+            file("make Inventory.remove raise KeyError", None).as_deref(),
+            Some("inventory.py")
         );
     }
 
