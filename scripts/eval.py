@@ -8,7 +8,8 @@ FAILS there; spawn the agent in a headless Neovim, wait, accept, save;
 run the check again: the task passes if it now succeeds.
 
   scripts/eval.py [--models 0.5b,1.5b] [--tasks id,id] [--edit-form program|definitions]
-                  [--from file|none|other] [--json] [--url URL --model-name NAME]
+                  [--from file|none|other] [--mode code|tools] [--json]
+                  [--url URL --model-name NAME]
                   [--repo DIR --lib FILE]
 
 --from says where every task is typed: `file` (the task's file open, the
@@ -88,7 +89,7 @@ def run_tasks(args, tasks, url, model_name, label):
         env = dict(os.environ, EVAL_TASK=task_file, EVAL_URL=url, EVAL_MODEL=model_name,
                    CHIMERA_REPO=args.repo, CHIMERA_LIB=args.lib,
                    EVAL_EDIT_FORM=args.edit_form or "", EVAL_JSON="1" if args.json else "0",
-                   EVAL_FROM=args.from_where or t.get("from", "file"))
+                   EVAL_FROM=args.from_where or t.get("from", "file"), EVAL_MODE=args.mode)
         r = sh([nvim, "--headless", "--clean", "-l", os.path.join(REPO, "eval/run_task.lua")],
                cwd=project, env=env, timeout=900)
         line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
@@ -131,6 +132,7 @@ def main():
     ap.add_argument("--tasks", default="")
     ap.add_argument("--edit-form", default="")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--mode", default="code", choices=["code", "tools"])
     ap.add_argument("--from", dest="from_where", default=None, choices=["file", "none", "other"])
     ap.add_argument("--url", default="")
     ap.add_argument("--model-name", default="qwen2.5-coder")
@@ -153,7 +155,7 @@ def main():
             server = start_server(size, args.port)
             try:
                 name = f"qwen2.5-coder-{size}-instruct"
-                label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "")
+                label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "") + (" tool mode" if args.mode == "tools" else "")
                 print(f"== {label}: {len(tasks)} tasks", flush=True)
                 summaries.append(run_tasks(args, tasks, f"http://127.0.0.1:{args.port}/v1", name, label)[0])
             finally:
