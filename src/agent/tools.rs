@@ -408,7 +408,7 @@ fn system_prompt(tools: &[ToolSpec], native: bool, chat: bool) -> String {
     s.push_str(if chat {
         "\nExample reply: {\"tool\": \"reply\", \"args\": {\"text\": \"<your answer>\"}}\n"
     } else {
-        "\nExample reply: {\"tool\": \"read_file\", \"args\": {\"path\": \"app.py\"}}\n"
+        "\nExample reply: {\"tool\": \"read_file\", \"args\": {\"path\": \"path/of/the/file.py\"}}\n"
     });
     s.push_str("Argument values are plain strings (or a list of strings), never objects.\n");
     s
@@ -580,6 +580,31 @@ async fn use_native(config: &Config, llm: &LlmClient) -> bool {
     }
 }
 
+/// The file `job`'s task is about (see [`super::locate`]) and its text,
+/// cut to a third of the model's window, if the agent may read it.
+fn the_file(
+    store: &Store,
+    config: &Config,
+    job: &Job,
+    caps: &crate::capabilities::Capabilities,
+) -> Option<(String, String)> {
+    let ov = crate::overlay::Overlay::new(store, &job.id, config.sync.max_file_bytes);
+    let mut tree = ov.files().ok()?;
+    tree.retain(|f| caps.may_see(f));
+    let read = |f: &str| {
+        crate::paths::ProjectPath::parse(f)
+            .ok()
+            .and_then(|p| ov.read_text(&p).ok())
+    };
+    let place = super::locate::locate(&job.task, &tree, job.file.as_deref(), read)?;
+    if place.new || caps.check_read(&place.file).is_err() {
+        return None;
+    }
+    let text = read(&place.file)?;
+    let limit = (config.llm.context_tokens as usize).max(2048);
+    Some((place.file, text.chars().take(limit).collect()))
+}
+
 /// Runs `job` in tool mode; on success the agent's overlay holds its changes.
 pub async fn run(
     store: Arc<Store>,
@@ -597,8 +622,17 @@ pub async fn run(
     }
     let native = use_native(config, llm).await;
     let mut task = job.task.clone();
-    if let Some(file) = &job.file {
-        task.push_str(&format!("\n(The human is in {file}.)"));
+    // The file the task is about, found as for code mode, is given with
+    // the task: small models otherwise read a path from the example.
+    match the_file(&store, config, job, &caps) {
+        Some((path, text)) => task.push_str(&format!(
+            "\n\nThe file this task is about is `{path}`:\n```python\n{text}\n```"
+        )),
+        None => {
+            if let Some(file) = &job.file {
+                task.push_str(&format!("\n(The human is in {file}.)"));
+            }
+        }
     }
     if let Some(ctx) = &job.context {
         task.push_str(&format!("\nSelected text:\n{ctx}"));
