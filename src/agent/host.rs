@@ -386,6 +386,13 @@ impl Host for AgentHost {
                     .map_err(|e| format!("write_definitions(): {e}"))?;
                 let new = crate::python::splice_definitions(&old, &code, None)
                     .map_err(|e| format!("write_definitions(): {e}"))?;
+                // Said now, not at submit_result: small models otherwise
+                // write the file back as it was and submit it again and again.
+                if new == old {
+                    return Err(format!(
+                        "write_definitions(): `{p}` would stay exactly as it was. Write the new version of the function you change, with the change made."
+                    ));
+                }
                 if let Some(problem) = crate::python::syntax_problem(&new) {
                     return Err(format!(
                         "write_definitions(): the result does not parse.\n{problem}"

@@ -596,6 +596,29 @@ async fn tool_mode_can_replace_one_definition() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_written_back_unchanged_is_said_at_once_not_at_submit() {
+    let (r, s, server) = run_tools(
+        vec![
+            call(
+                "write_definitions",
+                serde_json::json!({"path": "app.py", "code": "def parse_config(path):\n    return {}\n"}),
+            ),
+            call(
+                "write_definitions",
+                serde_json::json!({"path": "app.py", "code": "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n"}),
+            ),
+            call("submit_result", serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]})),
+        ],
+        10,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(second.contains("would stay exactly as it was"), "{second}");
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_command_sees_the_agents_change_only_when_allowed() {
     let program = "```python\nwrite_file('app.py', 'def parse_config(path):\\n    \"\"\"Parse.\"\"\"\\n    return {}\\n')\nout = run_command(['cat', 'app.py'])\nif 'Parse.' not in out:\n    raise Exception('not seen: ' + out)\nsubmit_result('checked', ['app.py'])\n```";
     let server = FakeServer::start(vec![
