@@ -292,10 +292,7 @@ pub fn accept_some(
             let (i, h) = find_hunk(&diffs, agent, which)?;
             let f = all_files[i].clone();
             let partial = if diffs[i].change == FileChange::Modified {
-                let base = String::from_utf8_lossy(
-                    &store.blob(f.base_hash.as_deref().unwrap_or_default())?,
-                )
-                .into_owned();
+                let base = store.blob_text(f.base_hash.as_deref().unwrap_or_default())?;
                 let (eol, final_nl) = diff::line_style(&base);
                 let text = diff::apply(&base, &[h], eol, final_nl)
                     .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
@@ -424,7 +421,7 @@ pub fn reject_hunk(store: &Store, agent: &str, which: &HunkRef) -> Result<bool, 
     let mut files = store.proposal_files(agent)?;
     let f = &files[i];
     let base = match &f.base_hash {
-        Some(h) => String::from_utf8_lossy(&store.blob(h)?).into_owned(),
+        Some(h) => store.blob_text(h)?,
         None => String::new(),
     };
     let keep: Vec<diff::Hunk> = diffs[i]

@@ -75,13 +75,6 @@ fn module_name(path: &str) -> Option<&str> {
     }
 }
 
-fn has_word(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(i, _)| {
-        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-        !ident(text[..i].chars().next_back()) && !ident(text[i + word.len()..].chars().next())
-    })
-}
-
 /// The test files among `files` that exercise `changed`: changed test
 /// files, and those that name a changed module.
 pub fn relevant_tests(
@@ -99,7 +92,11 @@ pub fn relevant_tests(
         .filter(|f| is_test_file(f))
         .filter(|f| {
             changed.contains(f)
-                || read(f).is_some_and(|text| modules.iter().any(|m| has_word(&text, m)))
+                || read(f).is_some_and(|text| {
+                    modules
+                        .iter()
+                        .any(|m| crate::python::has_identifier(&text, m))
+                })
         })
         .cloned()
         .collect()

@@ -13,10 +13,7 @@ fn describe(d: &Definition) -> String {
         DefKind::Class => "class",
         DefKind::Method => "method",
     };
-    let name = match (&d.parent, d.kind) {
-        (Some(p), DefKind::Method) => format!("{p}.{}", d.name),
-        _ => d.name.clone(),
-    };
+    let name = d.qualified_name();
     format!(
         "{kind} `{name}` (lines {}-{})",
         d.start_line + 1,
@@ -45,12 +42,9 @@ pub fn focus<'a>(
     cursor_line: Option<usize>,
 ) -> Option<&'a Definition> {
     let mentions = super::locate::mentions(task);
-    let named = mentions.names().find_map(|n| {
-        defs.iter().find(|d| match n.split_once('.') {
-            Some((class, name)) => d.name == name && d.parent.as_deref() == Some(class),
-            None => d.name == n,
-        })
-    });
+    let named = mentions
+        .names()
+        .find_map(|n| defs.iter().find(|d| d.is_named(n)));
     named.or_else(|| cursor_line.and_then(|l| python::definition_at(defs, l)))
 }
 

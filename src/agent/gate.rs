@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{checks, scope, Job};
 use crate::capabilities::Capabilities;
 use crate::config::Config;
-use crate::python::{self, DefKind};
+use crate::python;
 use crate::store::Store;
 
 /// What a change that writes every file back as it was is told.
@@ -88,12 +88,7 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
     }
     let text = |hash: &Option<String>| -> Result<Option<String>, String> {
         hash.as_deref()
-            .map(|h| {
-                store
-                    .blob(h)
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .map_err(|e| e.to_string())
-            })
+            .map(|h| store.blob_text(h).map_err(|e| e.to_string()))
             .transpose()
     };
     for (path, entry) in &entries {
@@ -154,11 +149,10 @@ fn names_file(task: &str, path: &str) -> bool {
 /// Definitions of `old` missing from `new` (as `name` or `Class.name`)
 /// that the task does not name.
 pub fn removed_definitions(old: &str, new: &str, task: &str) -> Vec<String> {
-    let key = |d: &python::Definition| match (&d.parent, d.kind) {
-        (Some(p), DefKind::Method) => format!("{p}.{}", d.name),
-        _ => d.name.clone(),
-    };
-    let kept: BTreeSet<String> = python::definitions(new).iter().map(key).collect();
+    let kept: BTreeSet<String> = python::definitions(new)
+        .iter()
+        .map(python::Definition::qualified_name)
+        .collect();
     let named: BTreeSet<String> = task
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
@@ -166,7 +160,7 @@ pub fn removed_definitions(old: &str, new: &str, task: &str) -> Vec<String> {
         .collect();
     let mut gone = Vec::new();
     for d in python::definitions(old) {
-        let k = key(&d);
+        let k = d.qualified_name();
         let parent_named = d
             .parent
             .as_ref()

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::python::{self, DefKind};
+use crate::python;
 
 /// Extensions that make a word a file name (`mathx.py`), not `Class.method`.
 const FILE_EXTENSIONS: &[&str] = &[
@@ -240,15 +240,7 @@ pub fn locate(
             }
             let defs = python::definitions(&text);
             for n in &names {
-                let hit = defs.iter().any(|d| match n.split_once('.') {
-                    Some((class, method)) => {
-                        d.kind == DefKind::Method
-                            && d.name == method
-                            && d.parent.as_deref() == Some(class)
-                    }
-                    None => d.name == *n,
-                });
-                if hit {
+                if defs.iter().any(|d| d.is_named(n)) {
                     defining.entry(n).or_default().push(f);
                 }
             }

@@ -14,19 +14,9 @@ use super::locate;
 /// A function or method: what a change is in or out of the task by.
 fn unit_key(d: &Definition) -> Option<String> {
     match (d.kind, &d.parent) {
-        (DefKind::Method, Some(class)) => Some(format!("{class}.{}", d.name)),
-        (DefKind::Function, None) => Some(d.name.clone()),
+        (DefKind::Method, Some(_)) | (DefKind::Function, None) => Some(d.qualified_name()),
         _ => None,
     }
-}
-
-fn is_word_in(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + word.len()..].chars().next();
-        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-        !ident(before) && !ident(after)
-    })
 }
 
 /// `new` with every changed function or method that `names` does not
@@ -36,11 +26,11 @@ fn is_word_in(text: &str, word: &str) -> bool {
 /// not parse.
 pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String>) {
     let old_defs = python::definitions(old);
+    // A named class covers its methods.
     let covers = |d: &Definition| {
-        names.iter().any(|n| match n.split_once('.') {
-            Some((class, name)) => d.name == name && d.parent.as_deref() == Some(class),
-            None => d.name == *n || d.parent.as_deref() == Some(*n),
-        })
+        names
+            .iter()
+            .any(|n| d.is_named(n) || d.parent.as_deref() == Some(*n))
     };
     if !old_defs.iter().any(&covers) {
         return (new.to_owned(), vec![]);
@@ -60,7 +50,7 @@ pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String
         // caller updated for a rename).
         let mentions_task = names
             .iter()
-            .any(|n| is_word_in(now, n.rsplit('.').next().unwrap_or(n)));
+            .any(|n| python::has_identifier(now, n.rsplit('.').next().unwrap_or(n)));
         if was != now && !covers(nd) && !mentions_task {
             put_back.push((nd.start, nd.end, was, key));
         }
@@ -107,7 +97,7 @@ pub fn trim_overlay(
         if !path.ends_with(".py") {
             continue;
         }
-        let old = String::from_utf8_lossy(&store.blob(base)?).into_owned();
+        let old = store.blob_text(base)?;
         let Ok(new) = ov.read_text(&p) else { continue };
         let (kept, put_back) = keep_to_task(&old, &new, &names);
         if !put_back.is_empty() {
@@ -167,10 +157,8 @@ pub fn describe(old: &str, new: &str) -> String {
 /// What `agent`'s overlay changes, file by file, in words.
 pub fn summarize(store: &Store, agent: &str) -> Result<String, StoreError> {
     let text = |h: &Option<String>| -> Result<String, StoreError> {
-        Ok(match h {
-            Some(h) => String::from_utf8_lossy(&store.blob(h)?).into_owned(),
-            None => String::new(),
-        })
+        h.as_deref()
+            .map_or(Ok(String::new()), |h| store.blob_text(h))
     };
     let mut parts = Vec::new();
     for (path, e) in store.overlay_entries(agent)? {

@@ -147,6 +147,33 @@ pub struct Definition {
     pub indent: String,
 }
 
+impl Definition {
+    /// `Class.method` for a method, else the name.
+    pub fn qualified_name(&self) -> String {
+        match (&self.parent, self.kind) {
+            (Some(class), DefKind::Method) => format!("{class}.{}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+
+    /// Whether `name`, as a task writes it (`mean`, `Store.add`), is this.
+    pub fn is_named(&self, name: &str) -> bool {
+        match name.split_once('.') {
+            Some((class, own)) => self.name == own && self.parent.as_deref() == Some(class),
+            None => self.name == name,
+        }
+    }
+}
+
+/// Whether `word` occurs in `text` as a whole identifier (not inside a
+/// longer one: `mathx` is not in `mathxtra`).
+pub fn has_identifier(text: &str, word: &str) -> bool {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(i, _)| {
+        !ident(text[..i].chars().next_back()) && !ident(text[i + word.len()..].chars().next())
+    })
+}
+
 /// Every function, class and method of `text`, outermost first, in order.
 pub fn definitions(text: &str) -> Vec<Definition> {
     let Some(tree) = parse(text) else {

@@ -388,6 +388,11 @@ impl Store {
         put_blob(&self.conn(), data)
     }
 
+    /// A blob as text (not UTF-8: with replacement characters).
+    pub fn blob_text(&self, hash: &str) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.blob(hash)?).into_owned())
+    }
+
     pub fn blob(&self, hash: &str) -> Result<Vec<u8>> {
         blob(&self.conn(), hash)
     }
