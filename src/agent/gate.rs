@@ -140,10 +140,7 @@ fn removal_message(path: &str, gone: &[String]) -> String {
 
 /// Whether `task` names `path` (its path or its file name).
 fn names_file(task: &str, path: &str) -> bool {
-    let task = task.to_lowercase();
-    let path = path.to_lowercase();
-    let name = path.rsplit('/').next().unwrap_or(&path);
-    task.contains(&path) || task.contains(name)
+    !super::locate::named_files(&super::locate::mentions(task), &[path.to_owned()]).is_empty()
 }
 
 /// Definitions of `old` missing from `new` (as `name` or `Class.name`)
@@ -240,6 +237,10 @@ mod tests {
     fn a_file_is_named_by_its_path_or_its_name() {
         assert!(names_file("delete pkg/old.py", "pkg/old.py"));
         assert!(names_file("remove OLD.PY, it is unused", "pkg/old.py"));
+        assert!(
+            !names_file("delete bold.py", "old.py"),
+            "a name inside another is not it"
+        );
         assert!(!names_file(
             "delete the unused function f from mathx.py",
             "old.py"

@@ -588,21 +588,15 @@ fn the_file(
     job: &Job,
     caps: &crate::capabilities::Capabilities,
 ) -> Option<(String, String)> {
-    let ov = crate::overlay::Overlay::new(store, &job.id, config.sync.max_file_bytes);
-    let mut tree = ov.files().ok()?;
-    tree.retain(|f| caps.may_see(f));
-    let read = |f: &str| {
-        crate::paths::ProjectPath::parse(f)
-            .ok()
-            .and_then(|p| ov.read_text(&p).ok())
-    };
-    let place = super::locate::locate(&job.task, &tree, job.file.as_deref(), read)?;
-    if place.new || caps.check_read(&place.file).is_err() {
-        return None;
-    }
-    let text = read(&place.file)?;
+    let max_bytes = config.sync.max_file_bytes;
+    let (tree, place) = super::Scene::find(store, caps, job, max_bytes).ok()?;
+    // A file it may not read, or one still to create: nothing to show.
+    let scene = super::Scene::at(store, caps, job, max_bytes, tree, place).ok()?;
+    let (path, text) = scene
+        .target
+        .filter(|_| !scene.place.is_some_and(|p| p.new))?;
     let limit = (config.llm.context_tokens as usize).max(2048);
-    Some((place.file, text.chars().take(limit).collect()))
+    Some((path.to_string(), text.chars().take(limit).collect()))
 }
 
 /// Runs `job` in tool mode; on success the agent's overlay holds its changes.
