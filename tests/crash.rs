@@ -85,44 +85,65 @@ impl Rng {
     }
 }
 
-#[test]
-fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store() {
-    let cycles: usize = std::env::var("CHIMERA_CRASH_CYCLES")
+/// Cycles to run: `CHIMERA_CRASH_CYCLES` (make crash-test: 500), else 40.
+fn cycles() -> usize {
+    std::env::var("CHIMERA_CRASH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
-    let exe = std::env::current_exe().unwrap();
+        .unwrap_or(40)
+}
+
+/// Starts this test binary's `child` test with `env`, waits until it says
+/// "ready", tells it to go, and SIGKILLs it within `max_micros` µs at random.
+fn kill_child_at_random(
+    child: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+    rng: &mut Rng,
+    max_micros: u64,
+) {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.args(["--exact", child, "--nocapture", "--test-threads=1"]);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("ready") {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child died before it was ready"
+        );
+    }
+    child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    std::thread::sleep(Duration::from_micros(rng.next() % max_micros));
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+}
+
+#[test]
+fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store() {
     let mut rng = Rng(now_ms() as u64 | 1);
     let (mut killed_before, mut killed_during, mut finished) = (0, 0, 0);
+    let cycles = cycles();
     for cycle in 0..cycles {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         setup(root);
-        let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-            .env("CHIMERA_CRASH_CHILD", root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        while !line.contains("ready") {
-            line.clear();
-            assert!(
-                out.read_line(&mut line).unwrap() > 0,
-                "child died before it was ready"
-            );
-        }
-        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
         // An accept of 10 files takes a few milliseconds: kill somewhere in
         // [0, 12 ms) so that most kills land before, during or after it.
-        std::thread::sleep(Duration::from_micros(rng.next() % 12_000));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
-        let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut rest);
+        kill_child_at_random(
+            "crash_child",
+            &[("CHIMERA_CRASH_CHILD", root.as_os_str())],
+            &mut rng,
+            12_000,
+        );
 
         // Every file on disk is wholly old or wholly new.
         let mut new_on_disk = Vec::new();
@@ -281,46 +302,24 @@ fn crash_history_child() {
 
 #[test]
 fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_restorable() {
-    let cycles: usize = std::env::var("CHIMERA_CRASH_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
-    let exe = std::env::current_exe().unwrap();
     let mut rng = Rng(now_ms() as u64 | 1);
     let ops = ["rollback", "purge", "snapshot"];
+    let cycles = cycles();
     for cycle in 0..cycles {
         let op = ops[cycle % ops.len()];
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let before = setup_history(root);
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "crash_history_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("CHIMERA_CRASH_HISTORY", root)
-            .env("CHIMERA_CRASH_OP", op)
-            .env("CHIMERA_CRASH_SNAPSHOT", &before)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        while !line.contains("ready") {
-            line.clear();
-            assert!(
-                out.read_line(&mut line).unwrap() > 0,
-                "child died before it was ready"
-            );
-        }
-        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
-        std::thread::sleep(Duration::from_micros(rng.next() % 30_000));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
+        kill_child_at_random(
+            "crash_history_child",
+            &[
+                ("CHIMERA_CRASH_HISTORY", root.as_os_str()),
+                ("CHIMERA_CRASH_OP", op.as_ref()),
+                ("CHIMERA_CRASH_SNAPSHOT", before.as_ref()),
+            ],
+            &mut rng,
+            30_000,
+        );
 
         // Every file is wholly in one state or the other.
         for i in 0..FILES {

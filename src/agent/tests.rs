@@ -580,25 +580,9 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_mode_can_replace_one_definition() {
-    let (r, s, _server) = run_tools(
-        vec![
-            call(
-                "write_definitions",
-                serde_json::json!({"path": "app.py", "code": "def parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n"}),
-            ),
-            call("submit_result", serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]})),
-        ],
-        10,
-    )
-    .await;
-    assert_eq!(r.unwrap().summary, "docstring");
-    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_definition_written_back_unchanged_is_said_at_once_not_at_submit() {
     let (r, s, server) = run_tools(
         vec![
+            // Written back unchanged: said at once, not at submit_result.
             call(
                 "write_definitions",
                 serde_json::json!({"path": "app.py", "code": "def parse_config(path):\n    return {}\n"}),
