@@ -145,6 +145,50 @@ fn a_write_through_a_linked_folder_never_becomes_a_proposal_or_a_file() {
 }
 
 #[test]
+fn a_file_a_task_names_to_create_never_lands_through_a_link_on_a_secret_or_outside() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = project();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
+    // A small model's answer for a file the task creates: its content.
+    let definitions = Reply::OpenaiStream("```python\ndef pwn():\n    return 1\n```".into());
+    let mut run = start(dir.path(), vec![definitions; 4], |c| {
+        c.llm.model = "qwen2.5-coder-0.5b-instruct".into()
+    });
+    for (id, task, why) in [
+        (
+            "link",
+            "create linkdir/evil.py with a function pwn",
+            "symbolic link",
+        ),
+        (
+            "secret",
+            "create keys/Server.PEM with a function pwn",
+            "secret",
+        ),
+        ("up", "create ../evil.py with a function pwn", ""),
+    ] {
+        run.spawn(id, task);
+        let rec = run.settled(id);
+        let error = rec.error.clone().unwrap_or_default();
+        assert!(
+            rec.state != AgentState::Completed
+                || !rec
+                    .changed_files
+                    .iter()
+                    .any(|f| f.contains("evil") || f.contains("PEM")),
+            "{id}: proposed {rec:?}"
+        );
+        assert!(error.contains(why), "{id}: {error}");
+    }
+    assert!(!outside.path().join("evil.py").exists());
+    assert!(!dir.path().parent().unwrap().join("evil.py").exists());
+    // A task naming a path thousands of folders deep is read, not a crash.
+    let deep = format!("create {}x.py with a function pwn", "a/".repeat(5_000));
+    run.spawn("deep", &deep);
+    assert!(!run.settled("deep").state.is_active());
+}
+
+#[test]
 fn an_accept_never_writes_through_a_link_made_after_the_proposal() {
     let outside = tempfile::tempdir().unwrap();
     let dir = project();
