@@ -8,7 +8,7 @@ FAILS there; spawn the agent in a headless Neovim, wait, accept, save;
 run the check again: the task passes if it now succeeds.
 
   scripts/eval.py [--models 0.5b,1.5b] [--tasks id,id] [--edit-form program|definitions]
-                  [--from file|none|other] [--mode code|tools] [--json]
+                  [--from file|none|other] [--mode code|tools] [--json] [--set small|real]
                   [--url URL --model-name NAME]
                   [--repo DIR --lib FILE]
 
@@ -17,8 +17,17 @@ cursor on its line), `none` (a buffer of no file) or `other` (another
 file of the project open); without it, each task's own `from` (default
 `file`). Every run also counts the tasks whose accepted
 change touched a file other than the task's own ("wrong file").
+
+--set real runs the real-project set instead (eval/real/inflection.json):
+a package from PyPI, installed from its sdist into a temp dir, broken one
+function at a time in a way its own test suite detects. Each task is
+"fix <function> in <file>: <the first failing test>", typed from a buffer
+of no file unless --from says otherwise; it passes when the whole suite
+passes after the accept. Every run also counts accepted changes that
+deleted a definition the task did not name.
 """
 import argparse
+import ast
 import json
 import os
 import shutil
@@ -70,14 +79,111 @@ def snapshot(project):
     return out
 
 
-def run_tasks(args, tasks, url, model_name, label):
-    nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
-    results = []
-    for t in tasks:
+class SmallSet:
+    """The task set of eval/tasks.json on eval/project, each with its check."""
+
+    def __init__(self, wanted):
+        with open(os.path.join(REPO, "eval/tasks.json")) as f:
+            self.tasks = [t for t in json.load(f) if not wanted or t["id"] in wanted]
+
+    def prepare(self, t):
         project = tempfile.mkdtemp()
         shutil.copytree(os.path.join(REPO, "eval/project"), project, dirs_exist_ok=True)
         os.makedirs(os.path.join(project, ".git"))
-        ok_before, _ = check(project, t["check"])
+        return project, t
+
+    def check(self, project, t):
+        return check(project, t["check"])
+
+
+def top_level_names(source):
+    """The functions and classes a module defines (methods as Class.name)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                names.update(f"{node.name}.{n.name}" for n in node.body
+                             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return names
+
+
+class RealSet:
+    """A real package from PyPI, one mutation per task, judged by its own tests."""
+
+    def __init__(self, wanted):
+        with open(os.path.join(REPO, "eval/real/inflection.json")) as f:
+            self.spec = json.load(f)
+        self.tasks = [dict(m, file=self.spec["file"]) for m in self.spec["mutations"]
+                      if not wanted or m["id"] in wanted]
+        self.pristine = self.unpack()
+        deps = os.path.join(REPO, ".deps/pytest")
+        if sh([sys.executable, "-c", "import pytest"], env=self.env()).returncode != 0:
+            sh([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                "--target", deps, "pytest"], check=True)
+        # The agent runs the project's tests too: it must find the same pytest.
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")]))
+
+    def env(self):
+        deps = os.path.join(REPO, ".deps/pytest")
+        return dict(os.environ, COLUMNS="1000",
+                    PYTHONPATH=os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")])))
+
+    def unpack(self):
+        cache = os.path.join(REPO, ".deps/eval-real")
+        os.makedirs(cache, exist_ok=True)
+        name, version = self.spec["package"].split("==")
+        archive = os.path.join(cache, f"{name}-{version}.tar.gz")
+        if not os.path.exists(archive):
+            sh([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                "-d", cache, self.spec["package"]], check=True)
+        out = tempfile.mkdtemp()
+        shutil.unpack_archive(archive, out)
+        return os.path.join(out, f"{name}-{version}")
+
+    def run_suite(self, project):
+        return sh([sys.executable] + self.spec["test_command"], cwd=project, env=self.env(), timeout=300)
+
+    def prepare(self, m):
+        project = tempfile.mkdtemp()
+        shutil.copytree(self.pristine, project, dirs_exist_ok=True)
+        os.makedirs(os.path.join(project, ".git"))
+        path = os.path.join(project, m["file"])
+        with open(path) as f:
+            source = f.read()
+        if source.count(m["old"]) != 1:
+            raise SystemExit(f"eval: mutation {m['id']} does not match {m['file']} exactly once")
+        with open(path, "w") as f:
+            f.write(source.replace(m["old"], m["new"]))
+        lines = self.run_suite(project).stdout.splitlines()
+        failed = [l[len("FAILED "):] for l in lines if l.startswith("FAILED ")]
+        # The failure a person would quote: one of the function's own tests.
+        quoted = next((l for l in failed if f"::test_{m['function']}" in l), failed[0] if failed else "")
+        count = f"{len(failed)} tests fail" if len(failed) > 1 else "a test fails"
+        line = next((i + 1 for i, l in enumerate(source.splitlines())
+                     if l.startswith(f"def {m['function']}(")), 1)
+        task = dict(m, line=line, task=f"fix {m['function']} in {m['file']}: {count}, "
+                    f"e.g. {quoted}", before_names=top_level_names(source))
+        task["from"] = "none"
+        return project, task
+
+    def check(self, project, t):
+        r = self.run_suite(project)
+        if r.returncode == 0:
+            return True, []
+        return False, (r.stdout.strip().splitlines() or ["the test suite did not run"])[-1:]
+
+
+def run_tasks(args, task_set, url, model_name, label):
+    nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
+    results = []
+    for t in task_set.tasks:
+        project, t = task_set.prepare(t)
+        ok_before, _ = task_set.check(project, t)
         if ok_before:
             print(f"  {t['id']:<26} TASK BROKEN: its check passes before any edit")
             results.append({"id": t["id"], "broken": True})
@@ -85,7 +191,7 @@ def run_tasks(args, tasks, url, model_name, label):
         before = snapshot(project)
         task_file = os.path.join(project, ".task.json")
         with open(task_file, "w") as f:
-            json.dump(t, f)
+            json.dump({k: v for k, v in t.items() if k != "before_names"}, f)
         env = dict(os.environ, EVAL_TASK=task_file, EVAL_URL=url, EVAL_MODEL=model_name,
                    CHIMERA_REPO=args.repo, CHIMERA_LIB=args.lib,
                    EVAL_EDIT_FORM=args.edit_form or "", EVAL_JSON="1" if args.json else "0",
@@ -94,8 +200,15 @@ def run_tasks(args, tasks, url, model_name, label):
                cwd=project, env=env, timeout=900)
         line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
         out = json.loads(line) if line else {"state": "crashed", "error": r.stderr[-300:]}
-        passed, why = check(project, t["check"]) if out.get("accepted") else (False, [])
+        passed, why = task_set.check(project, t) if out.get("accepted") else (False, [])
         after = snapshot(project)
+        if t.get("before_names") is not None and out.get("accepted"):
+            with open(os.path.join(project, t["file"])) as f:
+                now = top_level_names(f.read()) or set()
+            gone = sorted(n for n in t["before_names"] - now if n != t.get("function"))
+            out["deleted"] = gone
+            if gone:
+                why = [f"deleted {', '.join(gone)}"] + list(why)
         touched = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
         allowed = {t["file"]} | set(t.get("files", []))
         wrong = [p for p in touched if p not in allowed]
@@ -117,10 +230,12 @@ def run_tasks(args, tasks, url, model_name, label):
     med = f"{statistics.median(proposed):.1f} s" if proposed else "n/a"
     wrong = sum(1 for r in real if r.get("wrong_file"))
     left_out = sum(1 for r in real if "left out changes" in (r.get("summary") or ""))
+    deleted = sum(1 for r in real if r.get("deleted"))
     where = args.from_where or "each task's own place"
     summary = (f"{label}, typed from {where}: {passed}/{len(real)} passed ({100 * passed / max(1, len(real)):.0f} %); "
                f"wrong file edited: {wrong}; out-of-scope changes put back: {left_out}; "
-               f"{len(proposed)} reached a proposal, median time to proposal {med}; "
+               + (f"deleted definitions the task did not name: {deleted}; " if isinstance(task_set, RealSet) else "")
+               + f"{len(proposed)} reached a proposal, median time to proposal {med}; "
                f"rounds used (1 = no repair): {dict(sorted(rounds.items(), key=lambda kv: kv[0] or 0))}")
     print(summary, flush=True)
     return summary, results
@@ -139,12 +254,10 @@ def main():
     ap.add_argument("--repo", default=REPO)
     ap.add_argument("--lib", default=os.path.join(REPO, "target/release/libchimera.so"))
     ap.add_argument("--port", type=int, default=8095)
+    ap.add_argument("--set", dest="task_set", default="small", choices=["small", "real"])
     args = ap.parse_args()
-    with open(os.path.join(REPO, "eval/tasks.json")) as f:
-        tasks = json.load(f)
-    if args.tasks:
-        wanted = set(args.tasks.split(","))
-        tasks = [t for t in tasks if t["id"] in wanted]
+    wanted = set(filter(None, args.tasks.split(",")))
+    tasks = RealSet(wanted) if args.task_set == "real" else SmallSet(wanted)
     if not os.path.exists(args.lib):
         raise SystemExit(f"eval: no library at {args.lib}; run `make lib` (or cargo build --release)")
     summaries = []
@@ -156,7 +269,7 @@ def main():
             try:
                 name = f"qwen2.5-coder-{size}-instruct"
                 label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "") + (" tool mode" if args.mode == "tools" else "")
-                print(f"== {label}: {len(tasks)} tasks", flush=True)
+                print(f"== {label}: {len(tasks.tasks)} tasks ({args.task_set} set)", flush=True)
                 summaries.append(run_tasks(args, tasks, f"http://127.0.0.1:{args.port}/v1", name, label)[0])
             finally:
                 server.kill()

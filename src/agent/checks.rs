@@ -31,6 +31,7 @@ pub enum Verdict {
     /// The tests fail with and without the change.
     AlreadyFailing {
         said: String,
+        output: String,
     },
     /// They could not be run (no scratch copy, no program).
     Unavailable {
@@ -45,13 +46,74 @@ impl Verdict {
             Verdict::NotRun => None,
             Verdict::Passed { said } => Some(format!("tests passed: {said}")),
             Verdict::Broke { said, .. } => Some(format!("TESTS FAIL with this change: {said}")),
-            Verdict::AlreadyFailing { said } => {
+            Verdict::AlreadyFailing { said, .. } => {
                 Some(format!("tests fail with and without this change: {said}"))
             }
             Verdict::Unavailable { said } => Some(format!("tests not run: {said}")),
         }
     }
 }
+
+/// Whether `task` asks to mend something that does not work — then the
+/// tests failing now are what the model starts from, and a change after
+/// which they still fail is not done.
+pub fn asks_to_fix(task: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "fix", "fixes", "bug", "bugs", "buggy", "broken", "fail", "fails", "failing", "failure",
+        "crash", "crashes", "wrong", "repair", "mend",
+    ];
+    task.split(|c: char| !c.is_alphanumeric())
+        .any(|w| WORDS.iter().any(|k| k.eq_ignore_ascii_case(w)))
+}
+
+/// The tests a task to fix `file` starts from: their failing output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failing {
+    /// The runner's last line ("2 failed, 40 passed in 0.3s").
+    pub said: String,
+    /// The end of the output, where runners put the failures.
+    pub output: String,
+}
+
+/// Runs the tests of `file` on the project as the human has it; `Some`
+/// with their output when they fail.
+pub fn failing_now(
+    store: &Store,
+    config: &TestsConfig,
+    caps: &Capabilities,
+    max_bytes: u64,
+    file: &str,
+    cancelled: &dyn Fn() -> bool,
+) -> Option<Failing> {
+    let project = Overlay::new(store, PROJECT_AS_IS, max_bytes);
+    let tests = match &config.command {
+        TestCommand::Argv(_) => vec![],
+        TestCommand::Named(_) => {
+            let files = project.files().ok()?;
+            let read = |f: &str| {
+                ProjectPath::parse(f)
+                    .ok()
+                    .and_then(|p| project.read_text(&p).ok())
+            };
+            let tests = relevant_tests(&files, &[file.to_owned()], read);
+            if tests.is_empty() {
+                return None;
+            }
+            tests
+        }
+    };
+    let argv = command_for(config, &tests)?;
+    let limit = Duration::from_millis(config.timeout_ms);
+    let ran = run_in_copy(&project, caps, &argv, limit, cancelled).ok()?;
+    (ran.status != Some(0)).then(|| Failing {
+        said: summary_line(&ran),
+        output: tail(&ran, 2000),
+    })
+}
+
+/// An agent ID no overlay has: an overlay of it reads the project as the
+/// human has it.
+const PROJECT_AS_IS: &str = "\u{0}project";
 
 /// Whether `path` is a test file by the usual names.
 fn is_test_file(path: &str) -> bool {
@@ -236,8 +298,7 @@ pub fn check(
             said: summary_line(&with),
         };
     }
-    // An agent ID no overlay has: the project as the human has it.
-    let before = Overlay::new(store, "\u{0}project", max_bytes);
+    let before = Overlay::new(store, PROJECT_AS_IS, max_bytes);
     let without = run_in_copy(&before, caps, &argv, limit, cancelled);
     let output = tail(&with, 3000);
     let said = match with.status {
@@ -251,7 +312,7 @@ pub fn check(
                 .filter(|f| !failures(&w).contains(f))
                 .collect();
             if new.is_empty() {
-                Verdict::AlreadyFailing { said }
+                Verdict::AlreadyFailing { said, output }
             } else {
                 Verdict::Broke { said, output }
             }

@@ -48,13 +48,23 @@ pub fn focus<'a>(
     named.or_else(|| cursor_line.and_then(|l| python::definition_at(defs, l)))
 }
 
-/// Builds the view of `text` (at `path`) for the prompt, within `budget` characters.
+/// The most of a file shown whole when an answer is definitions and
+/// the task has a focus: beyond it the model sees the focus in full and the
+/// rest as an outline. On a 2-core machine a small model reads about 60
+/// tokens a second, so a whole 12 KB module costs a minute before the
+/// first word of the answer; the definitions it changes are what it needs.
+pub const FOCUSED_VIEW_CHARS: usize = 6_000;
+
+/// Builds the view of `text` (at `path`) for the prompt, within `budget`
+/// characters; `focused`: the answer is definitions, so a focus and an
+/// outline of the rest are enough for a long file.
 pub fn target_view(
     path: &str,
     text: &str,
     task: &str,
     cursor_line: Option<usize>,
     budget: usize,
+    focused: bool,
 ) -> TargetView {
     let defs = if path.ends_with(".py") {
         python::definitions(text)
@@ -62,6 +72,10 @@ pub fn target_view(
         vec![]
     };
     let focus = focus(&defs, task, cursor_line);
+    let budget = match focus {
+        Some(_) if focused => budget.min(FOCUSED_VIEW_CHARS),
+        _ => budget,
+    };
     let mut related = Vec::new();
     if let Some(f) = focus {
         let body = &text[f.start..f.end];
@@ -137,6 +151,7 @@ pub fn target_view(
             .map(|f| signature(text, f).trim_end_matches(':').to_owned()),
         new: false,
         references: vec![],
+        failing_tests: None,
     }
 }
 
@@ -164,7 +179,7 @@ mod tests {
 
     #[test]
     fn view_names_focus_callers_and_callees() {
-        let v = target_view("a.py", SRC, "document parse_config", None, 10_000);
+        let v = target_view("a.py", SRC, "document parse_config", None, 10_000, true);
         assert_eq!(
             v.focus.as_deref(),
             Some("function `parse_config` (lines 5-6)")
@@ -185,12 +200,31 @@ mod tests {
     }
 
     #[test]
+    fn a_long_file_answered_with_definitions_shows_the_focus_and_an_outline() {
+        let mut long = SRC.to_owned();
+        while long.len() <= FOCUSED_VIEW_CHARS {
+            long.push_str(&format!("\n\ndef filler_{}():\n    return 1\n", long.len()));
+        }
+        let window = 100_000;
+        let v = target_view("a.py", &long, "document parse_config", None, window, true);
+        assert!(v.shown.len() <= FOCUSED_VIEW_CHARS, "{}", v.shown.len());
+        assert!(v
+            .shown
+            .starts_with("# the part the task is about (lines 5-6):\ndef parse_config(path):"));
+        // A whole-file answer needs the whole file; so does a task with no focus.
+        let whole = target_view("a.py", &long, "document parse_config", None, window, false);
+        assert_eq!(whole.shown, long);
+        let unfocused = target_view("a.py", &long, "tidy this up", None, window, true);
+        assert_eq!(unfocused.shown, long);
+    }
+
+    #[test]
     fn a_file_too_big_becomes_an_outline_with_the_focus() {
         let mut big = SRC.to_owned();
         for i in 0..50 {
             big.push_str(&format!("\n\ndef filler_{i}():\n    return {i}\n"));
         }
-        let v = target_view("a.py", &big, "document parse_config", None, 1500);
+        let v = target_view("a.py", &big, "document parse_config", None, 1500, false);
         assert!(v.shown.contains("too long to show"), "{}", v.shown);
         assert!(
             v.shown.contains("#   line 1: def helper(x)\n"),

@@ -67,11 +67,20 @@ pub async fn finish(
             said: "the test run stopped unexpectedly".into(),
         })
     };
-    if let checks::Verdict::Broke { said, output } = &tested {
-        if !last {
-            return Err(format!(
-                "The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass."
-            ));
+    if !last {
+        match &tested {
+            checks::Verdict::Broke { said, output } => {
+                return Err(format!(
+                    "The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass."
+                ));
+            }
+            // Asked to fix what fails: failing as before is not done.
+            checks::Verdict::AlreadyFailing { said, output } if checks::asks_to_fix(&job.task) => {
+                return Err(format!(
+                    "The tests still fail with your change ({said}):\n{output}\nFix the code so that they pass."
+                ));
+            }
+            _ => {}
         }
     }
     notes.extend(tested.note());

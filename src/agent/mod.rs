@@ -8,7 +8,7 @@
 //! nothing goes back to the model with the exact error for a bounded number
 //! of repair rounds; then the agent fails with the reason.
 
-mod checks;
+pub mod checks;
 mod context;
 mod gate;
 mod host;
@@ -315,7 +315,29 @@ pub async fn run(
         .saturating_sub(config.llm.max_tokens as usize + 700)
         .max(500)
         * 3;
-    let view = scene.view(job, budget);
+    let mut view = scene.view(job, budget, form);
+    // A task to fix something starts from what fails, as a person would.
+    if let Some(v) = view
+        .as_mut()
+        .filter(|v| !v.new && checks::asks_to_fix(&job.task))
+    {
+        progress("running the project's tests".into());
+        let (store, tests, caps, cancel) = (
+            store.clone(),
+            config.tests.clone(),
+            caps.clone(),
+            cancel.clone(),
+        );
+        let file = v.path.clone();
+        v.failing_tests = tokio::task::spawn_blocking(move || {
+            checks::failing_now(&store, &tests, &caps, max_bytes, &file, &|| {
+                cancel.is_cancelled()
+            })
+        })
+        .await
+        .ok()
+        .flatten();
+    }
     let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json);
     let mut opts = ChatOptions {
         json_schema: json.then(reply_schema),
@@ -542,14 +564,15 @@ impl Scene {
 
     /// The target as the model sees it, within `budget` characters shared
     /// with the files named beside it.
-    fn view(&self, job: &Job, budget: usize) -> Option<prompt::TargetView> {
+    fn view(&self, job: &Job, budget: usize, form: EditForm) -> Option<prompt::TargetView> {
         let (p, t) = self.target.as_ref()?;
         let cursor = if job.file.as_deref() == Some(p.as_str()) {
             job.cursor_line
         } else {
             None
         };
-        let mut v = context::target_view(p.as_str(), t, &job.task, cursor, budget);
+        let focused = form == EditForm::Definitions;
+        let mut v = context::target_view(p.as_str(), t, &job.task, cursor, budget, focused);
         v.new = self
             .place
             .as_ref()

@@ -75,6 +75,8 @@ pub struct TargetView {
     pub new: bool,
     /// Other files the task names, as (path, text shown), for reference.
     pub references: Vec<(String, String)>,
+    /// The project's tests of this file fail now (a task to fix it).
+    pub failing_tests: Option<super::checks::Failing>,
 }
 
 /// The first user message: the task, the selection, the target file and
@@ -111,6 +113,13 @@ pub fn task_message(
         }
         if !t.related.is_empty() {
             msg.push_str(&format!("\nRelated code:\n{}\n", t.related.join("\n")));
+        }
+        if let Some(f) = &t.failing_tests {
+            msg.push_str(&format!(
+                "\nThe project's tests fail now ({}):\n```\n{}\n```\n",
+                f.said,
+                f.output.trim_end()
+            ));
         }
     }
     if let Some(sel) = selection {
@@ -226,6 +235,10 @@ mod tests {
             related: vec!["g: def g(): return f()".into()],
             new: false,
             references: vec![("b.py".into(), "def g(): return f()\n".into())],
+            failing_tests: Some(crate::agent::checks::Failing {
+                said: "1 failed".into(),
+                output: "FAILED test_a.py::test_f - assert 1 == 2".into(),
+            }),
         };
         let m = task_message(
             EditForm::Program,
@@ -242,6 +255,8 @@ mod tests {
             "def g()",
             "Project files",
             "File `b.py` (for reference)",
+            "tests fail now (1 failed)",
+            "test_a.py::test_f - assert 1 == 2",
         ] {
             assert!(m.content.contains(want), "{want}: {}", m.content);
         }

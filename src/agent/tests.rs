@@ -920,6 +920,51 @@ async fn a_tool_whose_same_call_is_repeated_leaves_the_grammar() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_empty_submit_the_next_step_can_only_write() {
+    let unchanged = "def parse_config(path):\n    return {}\n";
+    let (r, s, server) = run_tools(
+        vec![
+            // What 1.5B did: the file written back as it was, then submitted.
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": unchanged}),
+            ),
+            submit("done"),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            submit("done"),
+        ],
+        10,
+    )
+    .await;
+    assert!(r.unwrap().summary.starts_with("done"));
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
+    let requests = server.requests.lock().unwrap().clone();
+    let offers = |i: usize, tool: &str| requests[i].contains(&format!("\"const\":\"{tool}\""));
+    assert!(offers(1, "submit_result"));
+    assert!(
+        requests[2].contains("no file is changed yet"),
+        "{}",
+        requests[2]
+    );
+    assert!(
+        offers(2, "write_file") && offers(2, "write_definitions"),
+        "{}",
+        requests[2]
+    );
+    assert!(
+        !offers(2, "submit_result") && !offers(2, "read_file"),
+        "after a refused submit only a write may follow"
+    );
+    assert!(
+        offers(3, "submit_result"),
+        "a write that changed something frees it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_request_acts_before_it_may_reply_and_an_echo_is_no_answer() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let job = Job {
@@ -1205,6 +1250,87 @@ async fn tests_that_already_failed_are_not_held_against_the_change_and_off_means
     s.store.overlay_clear("ag").unwrap();
     let done = run_on(&s, &job).await.unwrap();
     assert!(!done.summary.contains("tests"), "{}", done.summary);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_to_fix_starts_from_the_failing_tests_and_is_not_done_while_they_fail() {
+    let buggy = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n";
+    let still = "```python\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / (len(xs) + 1)\n```";
+    let fixed = "```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(still.into()),
+        Reply::OpenaiStream(fixed.into()),
+    ])
+    .await;
+    let s = setup(&server.url);
+    s.store
+        .stable_put("mathx.py", buggy.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    s.store
+        .stable_put(
+            "tests/test_mathx.py",
+            MEAN_TEST.as_bytes(),
+            0o644,
+            0,
+            1 << 20,
+        )
+        .unwrap();
+    // Typed from a buffer of no file, as a person pastes a failure.
+    let fix = Job {
+        task: "fix mean in mathx.py: test_mean fails".into(),
+        file: None,
+        ..job()
+    };
+    let done = run_on(&s, &fix).await.unwrap();
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[0].contains("tests fail now") && requests[0].contains("test_mean"),
+        "the first question shows what fails: {}",
+        requests[0]
+    );
+    assert!(
+        requests[1].contains("tests still fail with your change"),
+        "{}",
+        requests[1]
+    );
+    assert_eq!(done.rounds, 2);
+    let proposed = Overlay::new(&s.store, "ag", 1 << 20)
+        .read_text(&crate::paths::ProjectPath::parse("mathx.py").unwrap())
+        .unwrap();
+    assert_eq!(proposed, MEAN);
+    assert!(done.summary.contains("tests passed"), "{}", done.summary);
+    // A task that fixes nothing is not shown the failures.
+    let doc = Job {
+        task: "add a docstring to mean in mathx.py".into(),
+        ..job()
+    };
+    let server2 = FakeServer::start(vec![Reply::OpenaiStream(still.into())]).await;
+    let s2 = setup(&server2.url);
+    s2.store
+        .stable_put("mathx.py", buggy.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    s2.store
+        .stable_put(
+            "tests/test_mathx.py",
+            MEAN_TEST.as_bytes(),
+            0o644,
+            0,
+            1 << 20,
+        )
+        .unwrap();
+    let done = run_on(&s2, &doc).await.unwrap();
+    assert_eq!(done.rounds, 1);
+    assert!(!server2.requests.lock().unwrap()[0].contains("tests fail now"));
+}
+
+#[test]
+fn fix_words_are_whole_words() {
+    use super::checks::asks_to_fix;
+    assert!(asks_to_fix("fix mean in mathx.py"));
+    assert!(asks_to_fix("median is broken for even lists"));
+    assert!(asks_to_fix("test_slugify FAILS: expected 'a-b'"));
+    assert!(!asks_to_fix("add a docstring to prefix_sum"));
+    assert!(!asks_to_fix("rename fixture to setup"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -203,6 +203,10 @@ pub fn chat_path(config: &Config, said: &str) -> ChatPath {
     }
 }
 
+/// The tools that change files: after a write that changed nothing or a
+/// refused submit_result, the next step may only call one of them.
+const WRITE_TOOLS: &[&str] = &["write_definitions", "write_file"];
+
 /// The tools a question's first step may call.
 const QUESTION_TOOLS: &[&str] = &[
     "reply",
@@ -671,6 +675,10 @@ pub async fn run(
     let mut calls_made: Vec<String> = Vec::new();
     // Tools whose same call the model repeated: no longer offered.
     let mut worn: Vec<String> = Vec::new();
+    // A write changed nothing or submit_result was refused: small models
+    // then submit the same nothing again until the step limit, so the next
+    // step can only write.
+    let mut must_write = false;
     let limit = config.agents.max_iterations.max(1);
     for step in 1..=limit {
         progress(format!("tool step {step}"));
@@ -682,13 +690,23 @@ pub async fn run(
             // The grammar: a tool whose same call the model repeated is left
             // out; a question's first step reads or answers; a request's
             // first step acts (small models otherwise "reply" with it).
-            let allowed: Vec<ToolSpec> = tools
-                .iter()
-                .filter(|t| !worn.contains(&t.name))
-                .filter(|t| !(question && step == 1) || QUESTION_TOOLS.contains(&t.name.as_str()))
-                .filter(|t| question || step > 1 || t.name != "reply")
-                .cloned()
-                .collect();
+            let allowed: Vec<ToolSpec> = if must_write {
+                tools
+                    .iter()
+                    .filter(|t| WRITE_TOOLS.contains(&t.name.as_str()))
+                    .cloned()
+                    .collect()
+            } else {
+                tools
+                    .iter()
+                    .filter(|t| !worn.contains(&t.name))
+                    .filter(|t| {
+                        !(question && step == 1) || QUESTION_TOOLS.contains(&t.name.as_str())
+                    })
+                    .filter(|t| question || step > 1 || t.name != "reply")
+                    .cloned()
+                    .collect()
+            };
             opts.json_schema = Some(reply_schema(&allowed));
         }
         let label = format!(
@@ -800,6 +818,7 @@ pub async fn run(
                 messages.push(answer(result_message(Err(
                     "submit_result: no file is changed yet; write the changed file with write_file first (its whole new content)".into(),
                 ))));
+                must_write = true;
                 continue;
             }
             // The step every form ends in (kept to the task, parses,
@@ -813,6 +832,7 @@ pub async fn run(
                         messages.push(answer(result_message(Err(format!(
                             "submit_result: {problem}"
                         )))));
+                        must_write = true;
                         continue;
                     }
                 };
@@ -826,6 +846,12 @@ pub async fn run(
                 rounds: step as u32,
                 form: "tools",
             });
+        }
+        if let Some((tool, _)) = &called {
+            if WRITE_TOOLS.contains(&tool.as_str()) {
+                // Only a write that changed something lets the model move on.
+                must_write = result.is_err();
+            }
         }
         let mut text = result_message(result);
         if let Some((_, canonical)) = &called {
