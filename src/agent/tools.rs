@@ -431,6 +431,15 @@ fn next_step(tool: &str, repeated: bool, chat: bool) -> Option<&'static str> {
     })
 }
 
+/// What a model is told when its next reply is asked as a code block.
+fn ask_for_block(path: &str) -> String {
+    format!(
+        "\nNow reply with the new version of each function you change, with the change made, \
+         in one ```python block and nothing else (not JSON): it is written to `{path}` with \
+         write_definitions."
+    )
+}
+
 /// The result of a tool as the model sees it (capped).
 fn result_message(result: Result<Value, String>) -> String {
     const CAP: usize = 6000;
@@ -622,7 +631,8 @@ pub async fn run(
     let mut task = job.task.clone();
     // The file the task is about, found as for code mode, is given with
     // the task: small models otherwise read a path from the example.
-    match the_file(&store, config, job, &caps) {
+    let located = the_file(&store, config, job, &caps);
+    match &located {
         Some((path, text)) => task.push_str(&format!(
             "\n\nThe file this task is about is `{path}`:\n```python\n{text}\n```"
         )),
@@ -679,6 +689,12 @@ pub async fn run(
     // then submit the same nothing again until the step limit, so the next
     // step can only write.
     let mut must_write = false;
+    // Under the JSON grammar small models copy the code they were shown
+    // into a write unchanged, again and again; in a ```python block they
+    // make the change (the definitions form of code mode). After a write
+    // that failed, the next reply is asked as a block and written to this
+    // path with write_definitions.
+    let mut block_for: Option<String> = None;
     let limit = config.agents.max_iterations.max(1);
     for step in 1..=limit {
         progress(format!("tool step {step}"));
@@ -707,7 +723,10 @@ pub async fn run(
                     .cloned()
                     .collect()
             };
-            opts.json_schema = Some(reply_schema(&allowed));
+            opts.json_schema = match block_for {
+                Some(_) => None,
+                None => Some(reply_schema(&allowed)),
+            };
         }
         let label = format!(
             "{} {} (tools, step {step})",
@@ -731,11 +750,25 @@ pub async fn run(
                 (call, Some(native_call.id))
             }
             None => {
-                let call = parse_call(&reply.text);
+                let call = match block_for.take().filter(|_| !native) {
+                    Some(path) => {
+                        let code = super::prompt::extract_code(&reply.text);
+                        let mut args = serde_json::Map::new();
+                        args.insert("path".into(), Json::String(path));
+                        args.insert("code".into(), Json::String(code));
+                        Ok(("write_definitions".to_owned(), args))
+                    }
+                    None => parse_call(&reply.text),
+                };
                 messages.push(ChatMessage::assistant(reply.text));
                 (call, None)
             }
         };
+        let write_path = call
+            .as_ref()
+            .ok()
+            .filter(|(tool, _)| WRITE_TOOLS.contains(&tool.as_str()))
+            .and_then(|(_, args)| args.get("path")?.as_str().map(str::to_owned));
         let answer = |text: String| match &answer_id {
             Some(id) => ChatMessage::tool_result(id, text),
             None => ChatMessage::user(text),
@@ -815,10 +848,15 @@ pub async fn run(
                 });
             }
             if changed.is_empty() && host.messages_sent.is_empty() {
-                messages.push(answer(result_message(Err(
+                let mut said = result_message(Err(
                     "submit_result: no file is changed yet; write the changed file with write_file first (its whole new content)".into(),
-                ))));
+                ));
                 must_write = true;
+                if let Some((path, _)) = located.as_ref().filter(|_| !native) {
+                    said.push_str(&ask_for_block(path));
+                    block_for = Some(path.clone());
+                }
+                messages.push(answer(said));
                 continue;
             }
             // The step every form ends in (kept to the task, parses,
@@ -853,7 +891,15 @@ pub async fn run(
                 must_write = result.is_err();
             }
         }
+        // Only a write refused for changing nothing: other errors (a bad
+        // path, a wrong argument) are the call's, answered as such.
+        let unchanged = matches!(&result, Err(e) if e.contains("exactly as it was"));
+        let failed_write = write_path.filter(|_| unchanged && !native);
         let mut text = result_message(result);
+        if let Some(path) = failed_write {
+            text.push_str(&ask_for_block(&path));
+            block_for = Some(path);
+        }
         if let Some((_, canonical)) = &called {
             show(ChatEvent::Step {
                 call: canonical.clone(),
@@ -863,7 +909,11 @@ pub async fn run(
         if let Some((tool, canonical)) = called {
             let repeated = calls_made.contains(&canonical);
             calls_made.push(canonical);
-            if let Some(hint) = next_step(&tool, repeated, job.chat.is_some()) {
+            // After a failed write the error says what to do, not "submit".
+            let failed_write = must_write && WRITE_TOOLS.contains(&tool.as_str());
+            let hint = next_step(&tool, repeated, job.chat.is_some())
+                .filter(|_| block_for.is_none() && !failed_write);
+            if let Some(hint) = hint {
                 text.push('\n');
                 text.push_str(hint);
             }
