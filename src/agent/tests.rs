@@ -595,7 +595,10 @@ async fn tool_mode_can_replace_one_definition() {
     assert_eq!(r.unwrap().summary, "docstring");
     let second = server.requests.lock().unwrap()[1].clone();
     assert!(second.contains("would stay exactly as it was"), "{second}");
-    assert!(second.contains("```python block"), "{second}");
+    assert!(
+        second.contains("```python block") && second.contains("The task: add a docstring"),
+        "{second}"
+    );
     assert!(
         !second.contains("response_format"),
         "no JSON grammar: {second}"

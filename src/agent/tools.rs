@@ -431,12 +431,14 @@ fn next_step(tool: &str, repeated: bool, chat: bool) -> Option<&'static str> {
     })
 }
 
-/// What a model is told when its next reply is asked as a code block.
-fn ask_for_block(path: &str) -> String {
+/// What a model is told when its next reply is asked as a code block:
+/// the task again, last, where a small model reads it (several steps in,
+/// it otherwise changes something else).
+fn ask_for_block(path: &str, task: &str) -> String {
     format!(
-        "\nNow reply with the new version of each function you change, with the change made, \
-         in one ```python block and nothing else (not JSON): it is written to `{path}` with \
-         write_definitions."
+        "\nThe task: {task}\nNow reply with the new version of each function you change, with \
+         the change made, in one ```python block and nothing else (not JSON): it is written to \
+         `{path}` with write_definitions."
     )
 }
 
@@ -853,7 +855,7 @@ pub async fn run(
                 ));
                 must_write = true;
                 if let Some((path, _)) = located.as_ref().filter(|_| !native) {
-                    said.push_str(&ask_for_block(path));
+                    said.push_str(&ask_for_block(path, &job.task));
                     block_for = Some(path.clone());
                 }
                 messages.push(answer(said));
@@ -897,7 +899,7 @@ pub async fn run(
         let failed_write = write_path.filter(|_| unchanged && !native);
         let mut text = result_message(result);
         if let Some(path) = failed_write {
-            text.push_str(&ask_for_block(&path));
+            text.push_str(&ask_for_block(&path, &job.task));
             block_for = Some(path);
         }
         if let Some((_, canonical)) = &called {
