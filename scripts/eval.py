@@ -121,17 +121,13 @@ class RealSet:
         self.tasks = [dict(m, file=self.spec["file"]) for m in self.spec["mutations"]
                       if not wanted or m["id"] in wanted]
         self.pristine = self.unpack()
+        # The suite needs pytest, and the agent in Neovim runs the same
+        # tests: both find it through the inherited PYTHONPATH.
         deps = os.path.join(REPO, ".deps/pytest")
-        if sh([sys.executable, "-c", "import pytest"], env=self.env()).returncode != 0:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")]))
+        if sh([sys.executable, "-c", "import pytest"]).returncode != 0:
             sh([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                 "--target", deps, "pytest"], check=True)
-        # The agent runs the project's tests too: it must find the same pytest.
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")]))
-
-    def env(self):
-        deps = os.path.join(REPO, ".deps/pytest")
-        return dict(os.environ, COLUMNS="1000",
-                    PYTHONPATH=os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")])))
 
     def unpack(self):
         cache = os.path.join(REPO, ".deps/eval-real")
@@ -146,7 +142,9 @@ class RealSet:
         return os.path.join(out, f"{name}-{version}")
 
     def run_suite(self, project):
-        return sh([sys.executable] + self.spec["test_command"], cwd=project, env=self.env(), timeout=300)
+        # Wide enough that pytest does not cut the failure lines quoted in tasks.
+        return sh([sys.executable] + self.spec["test_command"], cwd=project,
+                  env=dict(os.environ, COLUMNS="1000"), timeout=300)
 
     def prepare(self, m):
         project = tempfile.mkdtemp()
@@ -167,8 +165,7 @@ class RealSet:
         line = next((i + 1 for i, l in enumerate(source.splitlines())
                      if l.startswith(f"def {m['function']}(")), 1)
         task = dict(m, line=line, task=f"fix {m['function']} in {m['file']}: {count}, "
-                    f"e.g. {quoted}", before_names=top_level_names(source))
-        task["from"] = "none"
+                    f"e.g. {quoted}", before_names=top_level_names(source), **{"from": "none"})
         return project, task
 
     def check(self, project, t):

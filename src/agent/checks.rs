@@ -5,8 +5,10 @@
 //! without the change, so only a failure the change brought in is held
 //! against it.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::capabilities::Capabilities;
 use crate::command;
@@ -86,29 +88,30 @@ pub fn failing_now(
     cancelled: &dyn Fn() -> bool,
 ) -> Option<Failing> {
     let project = Overlay::new(store, PROJECT_AS_IS, max_bytes);
-    let tests = match &config.command {
-        TestCommand::Argv(_) => vec![],
-        TestCommand::Named(_) => {
-            let files = project.files().ok()?;
-            let read = |f: &str| {
-                ProjectPath::parse(f)
-                    .ok()
-                    .and_then(|p| project.read_text(&p).ok())
-            };
-            let tests = relevant_tests(&files, &[file.to_owned()], read);
-            if tests.is_empty() {
-                return None;
-            }
-            tests
-        }
-    };
-    let argv = command_for(config, &tests)?;
+    let argv = argv_for(config, &project, &[file.to_owned()])?;
     let limit = Duration::from_millis(config.timeout_ms);
     let ran = run_in_copy(&project, caps, &argv, limit, cancelled).ok()?;
     (ran.status != Some(0)).then(|| Failing {
         said: summary_line(&ran),
         output: tail(&ran, 2000),
     })
+}
+
+/// Runs a test run (`check`, `failing_now`) on a blocking thread, as the
+/// runtime's workers must not wait on a child process; it stops when
+/// `cancel` fires. `None` if the thread died.
+pub async fn off_runtime<T: Send + 'static>(
+    store: &Arc<Store>,
+    config: &TestsConfig,
+    caps: &Capabilities,
+    cancel: &CancellationToken,
+    run: impl FnOnce(&Store, &TestsConfig, &Capabilities, &dyn Fn() -> bool) -> T + Send + 'static,
+) -> Option<T> {
+    let (store, config, caps, cancel) =
+        (store.clone(), config.clone(), caps.clone(), cancel.clone());
+    tokio::task::spawn_blocking(move || run(&store, &config, &caps, &|| cancel.is_cancelled()))
+        .await
+        .ok()
 }
 
 /// An agent ID no overlay has: an overlay of it reads the project as the
@@ -194,6 +197,28 @@ fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
     Some(argv)
 }
 
+/// The command that tests `changed` as `view` has it: the user's own, or
+/// the test files that exercise it; `None` when tests are off or none does.
+fn argv_for(config: &TestsConfig, view: &Overlay<'_>, changed: &[String]) -> Option<Vec<String>> {
+    let tests = match &config.command {
+        TestCommand::Argv(_) => vec![],
+        TestCommand::Named(_) => {
+            let files = view.files().ok()?;
+            let read = |f: &str| {
+                ProjectPath::parse(f)
+                    .ok()
+                    .and_then(|p| view.read_text(&p).ok())
+            };
+            let tests = relevant_tests(&files, changed, read);
+            if tests.is_empty() {
+                return None;
+            }
+            tests
+        }
+    };
+    command_for(config, &tests)
+}
+
 /// The lines of a test run's output that name a failing test.
 fn failures(ran: &command::Ran) -> Vec<String> {
     let mut out: Vec<String> = format!("{}\n{}", ran.stdout, ran.stderr)
@@ -267,25 +292,7 @@ pub fn check(
         .map(|(p, _)| p)
         .collect();
     let after = Overlay::new(store, agent, max_bytes);
-    let Ok(files) = after.files() else {
-        return Verdict::NotRun;
-    };
-    let read = |f: &str| {
-        ProjectPath::parse(f)
-            .ok()
-            .and_then(|p| after.read_text(&p).ok())
-    };
-    let tests = match &config.command {
-        TestCommand::Argv(_) => vec![],
-        TestCommand::Named(_) => {
-            let tests = relevant_tests(&files, &changed, read);
-            if tests.is_empty() {
-                return Verdict::NotRun;
-            }
-            tests
-        }
-    };
-    let Some(argv) = command_for(config, &tests) else {
+    let Some(argv) = argv_for(config, &after, &changed) else {
         return Verdict::NotRun;
     };
     let limit = Duration::from_millis(config.timeout_ms);

@@ -49,24 +49,14 @@ pub async fn finish(
         ));
     }
     progress("running the project's tests".into());
-    let tested = {
-        let (store, tests, caps, cancel) = (
-            store.clone(),
-            config.tests.clone(),
-            caps.clone(),
-            cancel.clone(),
-        );
-        let agent = job.id.clone();
-        tokio::task::spawn_blocking(move || {
-            checks::check(&store, &agent, &tests, &caps, max_bytes, &|| {
-                cancel.is_cancelled()
-            })
-        })
-        .await
-        .unwrap_or(checks::Verdict::Unavailable {
-            said: "the test run stopped unexpectedly".into(),
-        })
-    };
+    let agent = job.id.clone();
+    let tested = checks::off_runtime(store, &config.tests, caps, cancel, move |s, t, c, stop| {
+        checks::check(s, &agent, t, c, max_bytes, stop)
+    })
+    .await
+    .unwrap_or(checks::Verdict::Unavailable {
+        said: "the test run stopped unexpectedly".into(),
+    });
     if !last {
         match &tested {
             checks::Verdict::Broke { said, output } => {

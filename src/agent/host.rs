@@ -13,6 +13,10 @@ use crate::paths::{parse_dir, ProjectPath};
 use crate::sandbox::{args, Host, Value};
 use crate::store::Store;
 
+/// What a write that would change nothing is refused with; tool mode
+/// then asks the next reply as a code block.
+pub(super) const STAYS_AS_IT_WAS: &str = "would stay exactly as it was";
+
 /// Everything a program's host calls need.
 pub struct AgentHost {
     pub store: Arc<Store>,
@@ -390,7 +394,7 @@ impl Host for AgentHost {
                 // write the file back as it was and submit it again and again.
                 if new == old {
                     return Err(format!(
-                        "write_definitions(): `{p}` would stay exactly as it was. Write the new version of the function you change, with the change made."
+                        "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
                     ));
                 }
                 if let Some(problem) = crate::python::syntax_problem(&new) {

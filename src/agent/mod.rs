@@ -322,20 +322,15 @@ pub async fn run(
         .filter(|v| !v.new && checks::asks_to_fix(&job.task))
     {
         progress("running the project's tests".into());
-        let (store, tests, caps, cancel) = (
-            store.clone(),
-            config.tests.clone(),
-            caps.clone(),
-            cancel.clone(),
-        );
         let file = v.path.clone();
-        v.failing_tests = tokio::task::spawn_blocking(move || {
-            checks::failing_now(&store, &tests, &caps, max_bytes, &file, &|| {
-                cancel.is_cancelled()
-            })
-        })
+        v.failing_tests = checks::off_runtime(
+            &store,
+            &config.tests,
+            &caps,
+            cancel,
+            move |s, t, c, stop| checks::failing_now(s, t, c, max_bytes, &file, stop),
+        )
         .await
-        .ok()
         .flatten();
     }
     let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json);

@@ -1166,6 +1166,15 @@ async fn a_change_the_task_did_not_ask_for_is_left_out_and_the_summary_says_so()
 const MEAN: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n";
 const MEAN_TEST: &str = "import unittest\n\nfrom mathx import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n";
 
+/// A project of `mathx.py` and the unittest file that tests it.
+fn put_mean_project(s: &Setup, mathx: &str, test: &str) {
+    for (path, text) in [("mathx.py", mathx), ("tests/test_mathx.py", test)] {
+        s.store
+            .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
+            .unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_that_breaks_the_projects_tests_goes_back_with_the_failure() {
     let broken =
@@ -1177,18 +1186,7 @@ async fn a_change_that_breaks_the_projects_tests_goes_back_with_the_failure() {
     ])
     .await;
     let s = setup(&server.url);
-    s.store
-        .stable_put("mathx.py", MEAN.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
-    s.store
-        .stable_put(
-            "tests/test_mathx.py",
-            MEAN_TEST.as_bytes(),
-            0o644,
-            0,
-            1 << 20,
-        )
-        .unwrap();
+    put_mean_project(&s, MEAN, MEAN_TEST);
     let job = Job {
         task: "add a docstring to mean in mathx.py".into(),
         ..job()
@@ -1218,13 +1216,7 @@ async fn tests_that_already_failed_are_not_held_against_the_change_and_off_means
     let doc = "```python\ndef mean(xs):\n    \"\"\"The mean of xs.\"\"\"\n    return sum(xs) / len(xs)\n```";
     let server = FakeServer::start(vec![Reply::OpenaiStream(doc.into()); 2]).await;
     let mut s = setup(&server.url);
-    s.store
-        .stable_put("mathx.py", MEAN.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
-    let failing = MEAN_TEST.replace("), 2)", "), 3)");
-    s.store
-        .stable_put("tests/test_mathx.py", failing.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
+    put_mean_project(&s, MEAN, &MEAN_TEST.replace("), 2)", "), 3)"));
     let job = Job {
         task: "add a docstring to mean in mathx.py".into(),
         ..job()
@@ -1257,18 +1249,7 @@ async fn a_task_to_fix_starts_from_the_failing_tests_and_is_not_done_while_they_
     ])
     .await;
     let s = setup(&server.url);
-    s.store
-        .stable_put("mathx.py", buggy.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
-    s.store
-        .stable_put(
-            "tests/test_mathx.py",
-            MEAN_TEST.as_bytes(),
-            0o644,
-            0,
-            1 << 20,
-        )
-        .unwrap();
+    put_mean_project(&s, buggy, MEAN_TEST);
     // Typed from a buffer of no file, as a person pastes a failure.
     let fix = Job {
         task: "fix mean in mathx.py: test_mean fails".into(),
@@ -1300,18 +1281,7 @@ async fn a_task_to_fix_starts_from_the_failing_tests_and_is_not_done_while_they_
     };
     let server2 = FakeServer::start(vec![Reply::OpenaiStream(still.into())]).await;
     let s2 = setup(&server2.url);
-    s2.store
-        .stable_put("mathx.py", buggy.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
-    s2.store
-        .stable_put(
-            "tests/test_mathx.py",
-            MEAN_TEST.as_bytes(),
-            0o644,
-            0,
-            1 << 20,
-        )
-        .unwrap();
+    put_mean_project(&s2, buggy, MEAN_TEST);
     let done = run_on(&s2, &doc).await.unwrap();
     assert_eq!(done.rounds, 1);
     assert!(!server2.requests.lock().unwrap()[0].contains("tests fail now"));
@@ -1323,18 +1293,7 @@ async fn a_fix_the_tests_ask_for_is_never_asked_for_anew_without_the_old_code() 
     let echo = format!("```python\n{buggy}```");
     let server = FakeServer::start(vec![Reply::OpenaiStream(echo); 3]).await;
     let s = setup(&server.url);
-    s.store
-        .stable_put("mathx.py", buggy.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
-    s.store
-        .stable_put(
-            "tests/test_mathx.py",
-            MEAN_TEST.as_bytes(),
-            0o644,
-            0,
-            1 << 20,
-        )
-        .unwrap();
+    put_mean_project(&s, buggy, MEAN_TEST);
     let fix = Job {
         task: "fix mean in mathx.py".into(),
         ..job()

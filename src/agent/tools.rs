@@ -887,18 +887,19 @@ pub async fn run(
                 form: "tools",
             });
         }
-        if let Some((tool, _)) = &called {
-            if WRITE_TOOLS.contains(&tool.as_str()) {
-                // Only a write that changed something lets the model move on.
-                must_write = result.is_err();
-            }
+        let was_write = called
+            .as_ref()
+            .is_some_and(|(tool, _)| WRITE_TOOLS.contains(&tool.as_str()));
+        if was_write {
+            // Only a write that changed something lets the model move on.
+            must_write = result.is_err();
         }
         // Only a write refused for changing nothing: other errors (a bad
         // path, a wrong argument) are the call's, answered as such.
-        let unchanged = matches!(&result, Err(e) if e.contains("exactly as it was"));
-        let failed_write = write_path.filter(|_| unchanged && !native);
+        let unchanged = matches!(&result, Err(e) if e.contains(super::host::STAYS_AS_IT_WAS));
+        let block_path = write_path.filter(|_| unchanged && !native);
         let mut text = result_message(result);
-        if let Some(path) = failed_write {
+        if let Some(path) = block_path {
             text.push_str(&ask_for_block(&path, &job.task));
             block_for = Some(path);
         }
@@ -912,9 +913,8 @@ pub async fn run(
             let repeated = calls_made.contains(&canonical);
             calls_made.push(canonical);
             // After a failed write the error says what to do, not "submit".
-            let failed_write = must_write && WRITE_TOOLS.contains(&tool.as_str());
             let hint = next_step(&tool, repeated, job.chat.is_some())
-                .filter(|_| block_for.is_none() && !failed_write);
+                .filter(|_| block_for.is_none() && !(was_write && must_write));
             if let Some(hint) = hint {
                 text.push('\n');
                 text.push_str(hint);
