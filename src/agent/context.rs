@@ -151,6 +151,7 @@ pub fn target_view(
             .map(|f| signature(text, f).trim_end_matches(':').to_owned()),
         new: false,
         references: vec![],
+        editable: vec![],
         failing_tests: None,
     }
 }

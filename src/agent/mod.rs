@@ -15,6 +15,7 @@ mod host;
 pub mod locate;
 pub mod node;
 pub mod prompt;
+mod refactor;
 mod scope;
 pub mod tools;
 pub mod world;
@@ -348,6 +349,7 @@ pub async fn run(
         cancel,
         progress,
         scene: &scene,
+        finished: Default::default(),
     };
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();
@@ -398,6 +400,7 @@ pub async fn run(
         store.overlay_clear(&job.id)?;
         let attempt = match job.node.as_ref() {
             Some(_) => turn.node_attempt(&reply, code).await?,
+            None if scene.several() => turn.files_attempt(&reply, code).await?,
             None => turn.code_attempt(code).await?,
         };
         // The one step every form ends in: what reaches the human is
@@ -423,6 +426,12 @@ pub async fn run(
                     None => scope::summarize(&store, &job.id)?,
                 };
                 let mut notes = notes;
+                notes.extend(
+                    turn.finished
+                        .lock()
+                        .map(|mut f| std::mem::take(&mut *f))
+                        .unwrap_or_default(),
+                );
                 // Where the task could have meant another file too, say which was chosen.
                 if let Some(p) = scene.place.as_ref().filter(|p| !p.also.is_empty()) {
                     notes.push(format!(
@@ -480,8 +489,13 @@ struct Scene {
     tree: Vec<String>,
     target: Option<(ProjectPath, String)>,
     place: Option<locate::Place>,
-    /// The other files the task names, for the model to read.
+    /// Files that fit the task as well as the target, for the model to read.
     references: Vec<(String, String)>,
+    /// Other files the answer may change: the ones the task names, and
+    /// for a rename or a move the files that use the name.
+    editable: Vec<(ProjectPath, String)>,
+    /// The rename or move the task asks for, finished after the model's edit.
+    intent: Option<refactor::Intent>,
 }
 
 impl Scene {
@@ -546,21 +560,46 @@ impl Scene {
                 Err(_) => None,
             }
         });
+        let intent = refactor::intent(&job.task, &tree).filter(|_| job.node.is_none());
+        let may_change = others_to_change(
+            job,
+            &tree,
+            place.as_ref(),
+            intent.as_ref(),
+            |f| caps.check_read(f).is_ok() && caps.check_write(f).is_ok(),
+            |f| ov.read_text(&ProjectPath::parse(f).ok()?).ok(),
+        );
+        let read = |f: &String| {
+            let p = ProjectPath::parse(f).ok()?;
+            let text = match ov.read_text(&p) {
+                Ok(t) => t,
+                // A move's destination may be a file the task creates.
+                Err(_) if !tree.contains(f) => String::new(),
+                Err(_) => return None,
+            };
+            Some((p, text))
+        };
+        let editable: Vec<(ProjectPath, String)> = may_change.iter().filter_map(read).collect();
         let references = place
             .iter()
             .flat_map(|p| &p.also)
-            .filter(|f| caps.check_read(f).is_ok())
-            .filter_map(|f| {
-                let text = ov.read_text(&ProjectPath::parse(f).ok()?).ok()?;
-                Some((f.clone(), text))
-            })
+            .filter(|f| !may_change.contains(f) && caps.check_read(f).is_ok())
+            .filter_map(|f| read(f).map(|(_, t)| (f.clone(), t)))
             .collect();
         Ok(Scene {
             tree,
             target,
             place,
             references,
+            editable,
+            intent,
         })
+    }
+
+    /// Whether an answer may change more than the target, or finishes a
+    /// rename or a move.
+    fn several(&self) -> bool {
+        !self.editable.is_empty() || self.intent.is_some()
     }
 
     /// The target as the model sees it, within `budget` characters shared
@@ -579,14 +618,60 @@ impl Scene {
             .as_ref()
             .is_some_and(|pl| pl.new && pl.file == p.as_str());
         let mut room = budget.saturating_sub(v.shown.len()) / 2;
-        for (path, text) in &self.references {
+        let editable = self.editable.iter().map(|(p, t)| (p.as_str(), t, true));
+        let read_only = self.references.iter().map(|(p, t)| (p.as_str(), t, false));
+        for (path, text, may_change) in editable.chain(read_only) {
             let shown: String = text.chars().take(room).collect();
             room = room.saturating_sub(shown.len());
-            v.references.push((path.clone(), shown));
+            match may_change {
+                true => v.editable.push((path.to_owned(), shown)),
+                false => v.references.push((path.to_owned(), shown)),
+            }
         }
         Some(v)
     }
 }
+
+/// The files besides the target that `job`'s answer may change (see
+/// [`Scene::editable`]), at most [`MAX_EDITABLE`]. `allowed`: the agent may
+/// read and write it; `read`: a file's text.
+fn others_to_change(
+    job: &Job,
+    tree: &[String],
+    place: Option<&locate::Place>,
+    intent: Option<&refactor::Intent>,
+    allowed: impl Fn(&str) -> bool,
+    read: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let Some(place) = place.filter(|_| job.node.is_none()) else {
+        return vec![];
+    };
+    let mut out: Vec<String> = Vec::new();
+    // A file being created is written from the files named beside it,
+    // which stay as they are, unless the task moves code out of them.
+    if !place.new || intent.is_some() {
+        out.extend(locate::named_files(&locate::mentions(&job.task), tree));
+    }
+    if let Some(intent) = intent {
+        if let refactor::Intent::Move { to, .. } = intent {
+            out.push(to.clone());
+        }
+        let name = intent.name();
+        for f in tree.iter().filter(|f| f.ends_with(".py")).take(5000) {
+            if read(f).is_some_and(|t| python::has_identifier(&t, name)) {
+                out.push(f.clone());
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|f| f != &place.file && seen.insert(f.clone()) && allowed(f));
+    out.truncate(MAX_EDITABLE);
+    out
+}
+
+/// The most files besides the target one answer may change: each is shown
+/// to the model, which reads about 60 tokens a second on 2 cores.
+const MAX_EDITABLE: usize = 6;
 
 /// Asks the model which file `job`'s task belongs in, showing it the
 /// project's Python files with what they define.
@@ -686,6 +771,9 @@ struct Turn<'a> {
     cancel: &'a CancellationToken,
     progress: &'a (dyn Fn(String) + Send + Sync),
     scene: &'a Scene,
+    /// What the last attempt did beyond the model's edit (a rename or a
+    /// move finished), for the summary.
+    finished: std::sync::Mutex<Vec<String>>,
 }
 
 impl Turn<'_> {
@@ -741,6 +829,90 @@ impl Turn<'_> {
             },
             ReplyForm::Nothing => Err("Your reply has no Python code block with the change.".into()),
         })
+    }
+
+    /// A reply that may change several files: each block goes to the file
+    /// it names (the target when it names none), as definitions or the
+    /// whole file; then the rename or move the task asks for is finished.
+    async fn files_attempt(&self, reply: &str, code: String) -> Result<Attempt, AgentError> {
+        if let Ok(mut f) = self.finished.lock() {
+            f.clear();
+        }
+        let Some((target_path, target_text)) = &self.scene.target else {
+            return self.code_attempt(code).await;
+        };
+        let mut edits: Vec<refactor::FileEdit> = std::iter::once((target_path, target_text))
+            .chain(self.scene.editable.iter().map(|(p, t)| (p, t)))
+            .map(|(p, t)| refactor::FileEdit {
+                path: p.as_str().to_owned(),
+                old: t.clone(),
+                new: t.clone(),
+            })
+            .collect();
+        let paths: Vec<String> = edits.iter().map(|e| e.path.clone()).collect();
+        let mut blocks = prompt::file_blocks(reply, &paths);
+        if blocks.is_empty() && !code.trim().is_empty() {
+            // A JSON answer: its code is one block.
+            blocks.push((None, code));
+        }
+        // One block for the target may be a program, as in a one-file task.
+        if let [(None, only)] = blocks.as_slice() {
+            if let form @ (ReplyForm::Program(_) | ReplyForm::Nothing) =
+                python::classify(only, Some(target_text))
+            {
+                return self.attempt_form(form).await;
+            }
+        }
+        if blocks.is_empty() {
+            return Ok(Err(
+                "Your reply has no Python code block with the change.".into()
+            ));
+        }
+        for (file, code) in blocks {
+            let path = file.unwrap_or_else(|| target_path.as_str().to_owned());
+            let Some(e) = edits.iter_mut().find(|e| e.path == path) else {
+                return Ok(Err(format!(
+                    "`{path}` is not one of the files this task changes ({}). Give each block the `# file:` line of one of them.",
+                    paths.join(", ")
+                )));
+            };
+            let focus_line = match self.job.file.as_deref() == Some(path.as_str()) {
+                true => self.job.cursor_line,
+                false => None,
+            };
+            e.new = match python::classify(&code, Some(&e.new)) {
+                ReplyForm::WholeFile(whole) => whole,
+                ReplyForm::Definitions(defs) => {
+                    match python::splice_definitions(&e.new, &defs, focus_line) {
+                        Ok(new) => new,
+                        Err(err) => return Ok(Err(format!("`{path}`: {err}"))),
+                    }
+                }
+                ReplyForm::Program(_) | ReplyForm::Nothing => {
+                    return Ok(Err(format!(
+                        "The block for `{path}` holds no definitions. Give each file's changed functions and classes in full."
+                    )))
+                }
+            };
+        }
+        let notes = match &self.scene.intent {
+            Some(intent) => refactor::finish(intent, &mut edits),
+            None => vec![],
+        };
+        if edits.iter().all(|e| e.new == e.old) {
+            return Ok(Err(UNCHANGED.into()));
+        }
+        for e in edits.iter().filter(|e| e.new != e.old) {
+            let path =
+                ProjectPath::parse(&e.path).map_err(|err| AgentError::Internal(err.to_string()))?;
+            if let Err(problem) = self.write(&path, &e.old, &e.new, "definitions") {
+                return Ok(Err(problem));
+            }
+        }
+        if let Ok(mut f) = self.finished.lock() {
+            *f = notes;
+        }
+        Ok(Ok((None, "definitions")))
     }
 
     async fn node_attempt(&self, reply: &str, code: String) -> Result<Attempt, AgentError> {

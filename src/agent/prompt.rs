@@ -73,8 +73,10 @@ pub struct TargetView {
     pub focus_function: Option<String>,
     /// The file does not exist yet: the task creates it.
     pub new: bool,
-    /// Other files the task names, as (path, text shown), for reference.
+    /// Files that fit the task too, as (path, text shown), for reference.
     pub references: Vec<(String, String)>,
+    /// Other files the answer may change, as (path, text shown).
+    pub editable: Vec<(String, String)>,
     /// The project's tests of this file fail now (a task to fix it).
     pub failing_tests: Option<super::checks::Failing>,
 }
@@ -93,6 +95,12 @@ pub fn task_message(
         for (path, text) in &t.references {
             msg.push_str(&format!(
                 "File `{path}` (for reference):\n```python\n{}\n```\n\n",
+                text.trim_end()
+            ));
+        }
+        for (path, text) in &t.editable {
+            msg.push_str(&format!(
+                "File `{path}`:\n```python\n{}\n```\n\n",
                 text.trim_end()
             ));
         }
@@ -138,8 +146,10 @@ pub fn task_message(
         }
     }
     msg.push_str(&format!("\nTask: {task}\n"));
+    let several = target.is_some_and(|t| !t.editable.is_empty());
     msg.push_str(match form {
         EditForm::Program => "\nWrite the Python program now.",
+        EditForm::Definitions if several => "\nSeveral files may change: reply with one ```python block per file you change, each starting with the line `# file: <its path>`, holding that file's changed definitions.",
         EditForm::Definitions => "\nReply with the changed definitions in one ```python block.",
     });
     ChatMessage::user(msg)
@@ -205,6 +215,70 @@ pub fn extract_code(reply: &str) -> String {
     best.unwrap_or_else(|| reply.trim().to_owned())
 }
 
+/// The code blocks of a reply that may change several files, each with
+/// the file it is for: named by a `# file: path` comment line (which may
+/// also start a new file inside one block), else by the line before the
+/// block ("File `b.py`:"). `None`: the block names no file. A name that is
+/// none of `files` is kept as written, to be refused by name.
+pub fn file_blocks(reply: &str, files: &[String]) -> Vec<(Option<String>, String)> {
+    let file_named = |line: &str| -> Option<String> {
+        let m = super::locate::mentions(line);
+        let token = m.files.first()?;
+        Some(
+            super::locate::named_files(&m, files)
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| token.trim_start_matches("./").to_owned()),
+        )
+    };
+    // `# file: a.py`, `# a.py`, `# File a.py`: a comment that is a path.
+    let marker = |line: &str| -> Option<String> {
+        let c = line.trim().strip_prefix('#')?.trim();
+        let c = c
+            .strip_prefix("file:")
+            .or_else(|| c.strip_prefix("File:"))
+            .or_else(|| c.strip_prefix("file "))
+            .or_else(|| c.strip_prefix("File "))
+            .unwrap_or(c)
+            .trim();
+        (!c.contains(' ')).then(|| file_named(c)).flatten()
+    };
+    let mut out: Vec<(Option<String>, String)> = Vec::new();
+    let mut rest = reply;
+    while let Some(start) = rest.find("```") {
+        let before = rest[..start].lines().rev().find(|l| !l.trim().is_empty());
+        let after = &rest[start + 3..];
+        let (lang, body) = after.split_once('\n').unwrap_or((after, ""));
+        let end = body.find("```").unwrap_or(body.len());
+        let code = &body[..end];
+        rest = &body[(end + 3).min(body.len())..];
+        if !matches!(
+            lang.trim().to_lowercase().as_str(),
+            "python" | "py" | "python3" | ""
+        ) {
+            continue;
+        }
+        let mut file = before.and_then(file_named);
+        let mut part = String::new();
+        for line in code.lines() {
+            if let Some(named) = marker(line) {
+                if !part.trim().is_empty() {
+                    out.push((file.take(), std::mem::take(&mut part)));
+                }
+                part.clear();
+                file = Some(named);
+                continue;
+            }
+            part.push_str(line);
+            part.push('\n');
+        }
+        if !part.trim().is_empty() {
+            out.push((file, part));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +309,7 @@ mod tests {
             related: vec!["g: def g(): return f()".into()],
             new: false,
             references: vec![("b.py".into(), "def g(): return f()\n".into())],
+            editable: vec![],
             failing_tests: Some(crate::agent::checks::Failing {
                 said: "1 failed".into(),
                 output: "FAILED test_a.py::test_f - assert 1 == 2".into(),
@@ -268,5 +343,34 @@ mod tests {
             &["a.py".into()],
         );
         assert!(!m.content.contains("Project files"));
+    }
+
+    #[test]
+    fn blocks_of_several_files_are_told_apart_by_their_markers() {
+        let files = vec![
+            "inventory/items.py".to_owned(),
+            "inventory/report.py".to_owned(),
+        ];
+        let reply = "Here is the change.\n\n```python\n# file: inventory/report.py\ndef f():\n    pass\n```\n\nFile `items.py`:\n```python\ndef g():\n    pass\n```\n```python\ndef h():\n    pass\n# file: new.py\nX = 1\n```\n```text\nnot code\n```";
+        let blocks = file_blocks(reply, &files);
+        assert_eq!(
+            blocks,
+            vec![
+                (
+                    Some("inventory/report.py".into()),
+                    "def f():\n    pass\n".into()
+                ),
+                (
+                    Some("inventory/items.py".into()),
+                    "def g():\n    pass\n".into()
+                ),
+                (None, "def h():\n    pass\n".into()),
+                (Some("new.py".into()), "X = 1\n".into()),
+            ]
+        );
+        assert_eq!(file_blocks("no code here", &files), vec![]);
+        // A comment that is prose is code, not a marker.
+        let one = file_blocks("```python\n# fix the loop\nx = 1\n```", &files);
+        assert_eq!(one, vec![(None, "# fix the loop\nx = 1\n".into())]);
     }
 }

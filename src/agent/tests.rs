@@ -1353,3 +1353,147 @@ async fn new_code_the_project_has_no_place_for_goes_where_the_model_says() {
         done.summary
     );
 }
+
+/// The files the agent's overlay changes.
+fn changed(s: &Setup) -> Vec<String> {
+    s.store
+        .overlay_entries("ag")
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// The text of `path` as the agent sees it.
+fn overlay_file(s: &Setup, path: &str) -> Option<String> {
+    Overlay::new(&s.store, "ag", 1 << 20)
+        .read_text(&crate::paths::ProjectPath::parse(path).unwrap())
+        .ok()
+}
+
+const SPREAD: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - mean(xs)\n";
+const REPORT_PY: &str =
+    "from mathx import mean\n\n\ndef average_price(prices):\n    return mean(prices)\n";
+
+/// mathx.py (`mean`, and `spread` which uses it), report.py which imports
+/// `mean`, stats.py, and a unittest file for `mean`.
+fn put_three_files(s: &mut Setup) {
+    s.config.llm.model = "qwen2.5-coder:1.5b".into();
+    put_mean_project(s, SPREAD, MEAN_TEST);
+    for (path, text) in [
+        ("report.py", REPORT_PY),
+        ("stats.py", "def total(xs):\n    return sum(xs)\n"),
+    ] {
+        s.store
+            .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_changes_both_files_and_the_imports_that_named_the_old_place() {
+    // The model writes `mean` into stats.py and nothing else, as 1.5B does.
+    let reply = "```python\n# file: stats.py\ndef mean(xs):\n    return sum(xs) / len(xs)\n```";
+    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
+    let mut s = setup(&server.url);
+    put_three_files(&mut s);
+    let job = Job {
+        task: "move mean from mathx.py to stats.py".into(),
+        file: None,
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    let first = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        first.contains("File `stats.py`:")
+            && first.contains("File `report.py`:")
+            && first.contains("`# file: <its path>`"),
+        "every file it may change is shown, with how to name them: {first}"
+    );
+    let mathx = overlay_file(&s, "mathx.py").unwrap();
+    assert!(
+        mathx.starts_with("from stats import mean\n") && !mathx.contains("def mean"),
+        "{mathx}"
+    );
+    assert!(overlay_file(&s, "stats.py")
+        .unwrap()
+        .contains("def mean(xs):"));
+    assert!(
+        overlay_file(&s, "report.py")
+            .unwrap()
+            .starts_with("from stats import mean\n"),
+        "report.py imports it from its new place"
+    );
+    assert!(
+        done.summary.contains("taken out of mathx.py") && done.summary.contains("tests passed"),
+        "{}",
+        done.summary
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_reaches_every_file_that_uses_the_name_and_the_tests_pass() {
+    // The model renames the definition only, with no file named.
+    let reply = "```python\ndef average(xs):\n    return sum(xs) / len(xs)\n```";
+    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
+    let mut s = setup(&server.url);
+    put_three_files(&mut s);
+    let job = Job {
+        task: "rename mean to average everywhere".into(),
+        file: Some("report.py".into()),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(
+        overlay_file(&s, "mathx.py").unwrap(),
+        SPREAD.replace("mean", "average"),
+        "in its old place, its use in spread too"
+    );
+    assert_eq!(
+        overlay_file(&s, "report.py").unwrap(),
+        REPORT_PY
+            .replace("mean(", "average(")
+            .replace("import mean", "import average")
+    );
+    let test = overlay_file(&s, "tests/test_mathx.py").unwrap();
+    assert!(test.contains("from mathx import average") && test.contains("average([1, 2, 3])"));
+    assert!(done.summary.contains("tests passed"), "{}", done.summary);
+    assert_eq!(
+        changed(&s),
+        ["mathx.py", "report.py", "tests/test_mathx.py"],
+        "a file without the name is untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_naming_two_files_changes_both_and_a_block_for_a_third_goes_back() {
+    let wrong = "```python\n# file: stats.py\ndef total(xs):\n    \"\"\"Sum.\"\"\"\n    return sum(xs)\n```";
+    let good = "File `mathx.py`:\n```python\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n```\n\n```python\n# file: report.py\ndef average_price(prices):\n    \"\"\"The average price.\"\"\"\n    return mean(prices)\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(wrong.into()),
+        Reply::OpenaiStream(good.into()),
+    ])
+    .await;
+    let mut s = setup(&server.url);
+    put_three_files(&mut s);
+    let job = Job {
+        task: "add docstrings to mean in mathx.py and to average_price in report.py".into(),
+        file: None,
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second
+            .contains("`stats.py` is not one of the files this task changes (mathx.py, report.py)"),
+        "{second}"
+    );
+    assert!(overlay_file(&s, "mathx.py")
+        .unwrap()
+        .contains("\"\"\"The mean.\"\"\""));
+    assert!(overlay_file(&s, "report.py")
+        .unwrap()
+        .contains("\"\"\"The average price.\"\"\""));
+    assert_eq!(changed(&s), ["mathx.py", "report.py"]);
+}

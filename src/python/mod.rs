@@ -2,6 +2,7 @@
 //! syntax checks that point at the broken line, and the definitions
 //! (functions, classes, methods) of a file with their spans.
 
+pub mod refactor;
 mod splice;
 
 pub use splice::{classify, dedent, reindent, splice_definitions, ReplyForm, SpliceError};

@@ -1,0 +1,380 @@
+//! Renames and moves a task asks for ("rename mean to average", "move
+//! total_value from items.py to report.py"), finished after the model's
+//! edit the way a person expects them done: the definition keeps its place
+//! under its new name, every use and import in the files the agent may
+//! change follows, and a moved definition leaves its old file. The model
+//! writes what the task adds; these steps are exact (see
+//! [`crate::python::refactor`]).
+
+use crate::python::{self, refactor as tree};
+
+use super::locate;
+
+/// A refactoring the task asks for, by its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Intent {
+    /// A top-level function or class gets a new name.
+    Rename { from: String, to: String },
+    /// A top-level definition moves to the file `to`.
+    Move { name: String, to: String },
+}
+
+/// Words between the verb and the name ("rename the function mean").
+const FILLER: &[&str] = &[
+    "the", "function", "class", "def", "method", "constant", "helper",
+];
+
+/// The name a token spells, without quotes, backticks or `()`.
+fn name_in(token: &str) -> Option<String> {
+    let t = token
+        .trim_matches(|c: char| "`'\"(),;:.!?".contains(c))
+        .trim_end_matches("()");
+    let ok = t
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && t.chars().all(|c| c.is_alphanumeric() || c == '_');
+    ok.then(|| t.to_owned())
+}
+
+/// The refactoring `task` asks for, if it is one; `files`: the project's
+/// files (a move's destination is one of them, or a new path).
+pub fn intent(task: &str, files: &[String]) -> Option<Intent> {
+    let tokens: Vec<&str> = task.split_whitespace().collect();
+    let lower: Vec<String> = tokens.iter().map(|t| t.to_lowercase()).collect();
+    let verb = lower.iter().position(|t| t == "rename" || t == "move")?;
+    let mut i = verb + 1;
+    while i < tokens.len() && FILLER.contains(&lower[i].as_str()) {
+        i += 1;
+    }
+    let name = name_in(tokens.get(i)?)?;
+    let after = |words: &[&str]| {
+        (i + 1..tokens.len()).find(|&j| words.contains(&lower[j].trim_end_matches(':')))
+    };
+    if lower[verb] == "rename" {
+        let to = after(&["to", "as", "into"])?;
+        let new = name_in(tokens.get(to + 1)?)?;
+        return (new != name).then_some(Intent::Rename {
+            from: name,
+            to: new,
+        });
+    }
+    let to = after(&["to", "into"])?;
+    let rest = tokens[to + 1..].join(" ");
+    let m = locate::mentions(&rest);
+    let dest = locate::named_files(&m, files)
+        .into_iter()
+        .next()
+        .or_else(|| {
+            m.files
+                .first()
+                .map(|f| f.trim_start_matches("./").to_owned())
+                .filter(|f| f.ends_with(".py") && crate::paths::ProjectPath::parse(f).is_ok())
+        })?;
+    Some(Intent::Move { name, to: dest })
+}
+
+impl Intent {
+    /// The name whose uses decide which files the change reaches.
+    pub fn name(&self) -> &str {
+        match self {
+            Intent::Rename { from, .. } => from,
+            Intent::Move { name, .. } => name,
+        }
+    }
+}
+
+/// One file the agent may change: its text before and after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEdit {
+    pub path: String,
+    pub old: String,
+    pub new: String,
+}
+
+fn defines(text: &str, name: &str) -> bool {
+    python::definitions(text)
+        .iter()
+        .any(|d| d.parent.is_none() && d.name == name)
+}
+
+/// Finishes `intent` on `edits`; says what it did beyond the model's edit.
+pub fn finish(intent: &Intent, edits: &mut [FileEdit]) -> Vec<String> {
+    match intent {
+        Intent::Rename { from, to } => finish_rename(from, to, edits),
+        Intent::Move { name, to } => finish_move(name, to, edits),
+    }
+}
+
+fn finish_rename(from: &str, to: &str, edits: &mut [FileEdit]) -> Vec<String> {
+    let Some(home) = edits.iter().position(|e| defines(&e.old, from)) else {
+        return vec![];
+    };
+    let module = tree::module_of(&edits[home].path);
+    // The model wrote the definition anew under its new name, beside the
+    // old one: the new one takes the old one's place.
+    let e = &mut edits[home];
+    if defines(&e.new, from) && defines(&e.new, to) && !defines(&e.old, to) {
+        let new_def = python::definitions(&e.new)
+            .into_iter()
+            .find(|d| d.parent.is_none() && d.name == to);
+        if let Some(text) = new_def.map(|d| e.new[d.start..d.end].to_owned()) {
+            if let Some(without) = tree::remove_definition(&e.new, to) {
+                if let Some(old_def) = python::definitions(&without)
+                    .into_iter()
+                    .find(|d| d.parent.is_none() && d.name == from)
+                {
+                    let mut out = without.clone();
+                    out.replace_range(old_def.start..old_def.end, &text);
+                    e.new = out;
+                }
+            }
+        }
+    }
+    let mut touched = Vec::new();
+    for (i, e) in edits.iter_mut().enumerate() {
+        let reaches = i == home
+            || module
+                .as_deref()
+                .is_some_and(|m| tree::imports_from(&e.new, m, from));
+        if reaches && tree::uses_name(&e.new, from) {
+            e.new = tree::rename_identifier(&e.new, from, to);
+            touched.push(e.path.clone());
+        }
+    }
+    if touched.is_empty() {
+        return vec![];
+    }
+    vec![format!(
+        "`{from}` renamed to `{to}` in {}",
+        touched.join(", ")
+    )]
+}
+
+fn finish_move(name: &str, to: &str, edits: &mut [FileEdit]) -> Vec<String> {
+    let Some(dst) = edits.iter().position(|e| e.path == to) else {
+        return vec![];
+    };
+    let Some(src) = edits
+        .iter()
+        .position(|e| e.path != to && defines(&e.old, name))
+    else {
+        return vec![];
+    };
+    let (Some(src_mod), Some(dst_mod)) = (
+        tree::module_of(&edits[src].path),
+        tree::module_of(&edits[dst].path),
+    ) else {
+        return vec![];
+    };
+    let mut notes = Vec::new();
+    // The definition as the model left it, else as it was.
+    let def_text = [&edits[src].new, &edits[src].old]
+        .into_iter()
+        .find_map(|t| {
+            python::definitions(t)
+                .into_iter()
+                .find(|d| d.parent.is_none() && d.name == name)
+                .map(|d| t[d.start..d.end].to_owned())
+        });
+    if !defines(&edits[dst].new, name) {
+        let Some(def_text) = &def_text else {
+            return vec![];
+        };
+        let Ok(moved) = python::splice_definitions(&edits[dst].new, def_text, None) else {
+            return vec![];
+        };
+        edits[dst].new = moved;
+        notes.push(format!("`{name}` written into {to}"));
+    }
+    if let Some(without) = tree::remove_definition(&edits[src].new, name) {
+        edits[src].new = without;
+        notes.push(format!("`{name}` taken out of {}", edits[src].path));
+    }
+    // What the moved code uses from its old module comes along as imports.
+    let needs: Vec<String> = python::definitions(&edits[src].new)
+        .into_iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name)
+        .filter(|n| {
+            def_text.as_deref().is_some_and(|t| tree::uses_name(t, n))
+                && !defines(&edits[dst].new, n)
+        })
+        .collect();
+    let d = &mut edits[dst];
+    d.new = tree::drop_import(&d.new, &src_mod, name);
+    for n in &needs {
+        d.new = tree::add_import(&d.new, &src_mod, n);
+    }
+    for (i, e) in edits.iter_mut().enumerate() {
+        if i == dst {
+            continue;
+        }
+        let imported = tree::imports_from(&e.new, &src_mod, name);
+        if imported {
+            e.new = tree::drop_import(&e.new, &src_mod, name);
+        }
+        if imported || (i == src && tree::uses_name(&e.new, name)) {
+            e.new = tree::add_import(&e.new, &dst_mod, name);
+            if i != src {
+                notes.push(format!("{} imports it from {dst_mod}", e.path));
+            }
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files() -> Vec<String> {
+        [
+            "inventory/items.py",
+            "inventory/report.py",
+            "inventory/mathutil.py",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    #[test]
+    fn renames_and_moves_are_read_from_the_task() {
+        let f = files();
+        assert_eq!(
+            intent("rename mean to average everywhere", &f),
+            Some(Intent::Rename {
+                from: "mean".into(),
+                to: "average".into()
+            })
+        );
+        assert_eq!(
+            intent("Rename the function `find_item()` as lookup", &f),
+            Some(Intent::Rename {
+                from: "find_item".into(),
+                to: "lookup".into()
+            })
+        );
+        assert_eq!(
+            intent("move total_value from items.py to report.py", &f),
+            Some(Intent::Move {
+                name: "total_value".into(),
+                to: "inventory/report.py".into()
+            })
+        );
+        assert_eq!(
+            intent("move the function clamp into inventory/bounds.py", &f),
+            Some(Intent::Move {
+                name: "clamp".into(),
+                to: "inventory/bounds.py".into()
+            })
+        );
+        assert_eq!(intent("add a docstring to mean", &f), None);
+        assert_eq!(intent("rename mean", &f), None);
+        assert_eq!(intent("move fast and break things", &f), None);
+    }
+
+    fn edit(path: &str, text: &str) -> FileEdit {
+        FileEdit {
+            path: path.into(),
+            old: text.into(),
+            new: text.into(),
+        }
+    }
+
+    const MATH: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - mean(xs)\n";
+    const REPORT: &str = "from inventory.mathutil import mean\n\n\ndef average_price(items):\n    return mean([i.price for i in items])\n";
+
+    #[test]
+    fn a_rename_puts_the_new_definition_in_the_old_place_and_every_use_follows() {
+        // The model added `average` at the end and left `mean` and its uses.
+        let mut edits = vec![
+            edit("inventory/mathutil.py", MATH),
+            edit("inventory/report.py", REPORT),
+        ];
+        edits[0].new = format!(
+            "{MATH}\n\ndef average(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n"
+        );
+        let notes = finish(
+            &Intent::Rename {
+                from: "mean".into(),
+                to: "average".into(),
+            },
+            &mut edits,
+        );
+        assert_eq!(
+            edits[0].new,
+            "def average(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - average(xs)\n"
+        );
+        assert_eq!(edits[1].new, REPORT.replace("mean", "average"));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+    }
+
+    #[test]
+    fn a_move_takes_the_definition_out_and_brings_imports_along() {
+        let mut edits = vec![
+            edit("inventory/mathutil.py", MATH),
+            edit("inventory/report.py", REPORT),
+            edit(
+                "inventory/other.py",
+                "from inventory.mathutil import mean, spread\n\nx = mean([1])\n",
+            ),
+        ];
+        // The model wrote `mean` into report.py and touched nothing else.
+        edits[1].new = format!("{REPORT}\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n");
+        finish(
+            &Intent::Move {
+                name: "mean".into(),
+                to: "inventory/report.py".into(),
+            },
+            &mut edits,
+        );
+        assert!(!defines(&edits[0].new, "mean"), "{}", edits[0].new);
+        assert!(
+            edits[0]
+                .new
+                .starts_with("from inventory.report import mean\n"),
+            "spread still uses it: {}",
+            edits[0].new
+        );
+        assert!(
+            !edits[1].new.contains("import mean") && defines(&edits[1].new, "mean"),
+            "{}",
+            edits[1].new
+        );
+        assert!(
+            edits[2]
+                .new
+                .contains("from inventory.mathutil import spread")
+                && edits[2].new.contains("from inventory.report import mean"),
+            "{}",
+            edits[2].new
+        );
+        for e in &edits {
+            assert_eq!(python::syntax_problem(&e.new), None, "{}", e.new);
+        }
+    }
+
+    #[test]
+    fn a_move_the_model_did_not_write_is_done_from_the_old_definition() {
+        let mut edits = vec![
+            edit("inventory/mathutil.py", MATH),
+            edit("inventory/stats.py", ""),
+        ];
+        finish(
+            &Intent::Move {
+                name: "spread".into(),
+                to: "inventory/stats.py".into(),
+            },
+            &mut edits,
+        );
+        assert_eq!(
+            edits[0].new,
+            "def mean(xs):\n    return sum(xs) / len(xs)\n"
+        );
+        assert_eq!(
+            edits[1].new,
+            "from inventory.mathutil import mean\n\n\ndef spread(xs):\n    return max(xs) - mean(xs)\n"
+        );
+    }
+}
