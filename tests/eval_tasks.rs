@@ -43,7 +43,7 @@ fn every_task_check_fails_before_and_passes_after_a_correct_answer() {
     let solutions: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("solutions.json")).unwrap())
             .unwrap();
-    assert!(tasks.len() >= 30, "the task set has at least 30 tasks");
+    assert!(tasks.len() >= 72, "the task set has at least 72 tasks");
     let mut failures = Vec::new();
     for t in &tasks {
         let id = t["id"].as_str().unwrap();
@@ -54,37 +54,56 @@ fn every_task_check_fails_before_and_passes_after_a_correct_answer() {
             failures.push(format!("{id}: the check passes before the edit"));
             continue;
         }
-        let file = dir.path().join(t["file"].as_str().unwrap());
-        // A task may create its file.
-        let before = std::fs::read_to_string(&file).unwrap_or_default();
-        let answer = solutions[id]
-            .as_str()
-            .unwrap_or_else(|| panic!("no solution for {id}"));
-        let focus = t["line"].as_u64().map(|l| l as usize - 1);
-        let after = match python::classify(answer, Some(&before)) {
-            ReplyForm::Definitions(code) => {
-                python::splice_definitions(&before, &code, focus).map_err(|e| e.to_string())
-            }
-            ReplyForm::WholeFile(code) => Ok(code),
-            other => Err(format!("classified as {other:?}")),
+        // One answer for the task's file, or one per file it changes: a
+        // reply to splice, or `{"whole": text}` for a file written whole
+        // (a move takes a definition out, which splicing never does).
+        let answers: Vec<(String, serde_json::Value)> = match &solutions[id] {
+            serde_json::Value::Object(per_file) => per_file
+                .iter()
+                .map(|(f, a)| (f.clone(), a.clone()))
+                .collect(),
+            serde_json::Value::Null => panic!("no solution for {id}"),
+            one => vec![(t["file"].as_str().unwrap().to_owned(), one.clone())],
         };
-        let after = match after {
-            Ok(a) => a,
-            Err(e) => {
-                failures.push(format!("{id}: {e}"));
-                continue;
+        let mut broken = None;
+        for (path, answer) in answers {
+            let file = dir.path().join(&path);
+            // A task may create its file.
+            let before = std::fs::read_to_string(&file).unwrap_or_default();
+            let focus = (path == t["file"].as_str().unwrap())
+                .then(|| t["line"].as_u64().map(|l| l as usize - 1))
+                .flatten();
+            let after = match (&answer["whole"], answer.as_str()) {
+                (serde_json::Value::String(whole), _) => Ok(whole.clone()),
+                (_, Some(answer)) => match python::classify(answer, Some(&before)) {
+                    ReplyForm::Definitions(code) => {
+                        python::splice_definitions(&before, &code, focus).map_err(|e| e.to_string())
+                    }
+                    ReplyForm::WholeFile(code) => Ok(code),
+                    other => Err(format!("classified as {other:?}")),
+                },
+                _ => Err(format!(
+                    "a solution for {path} is a string or {{\"whole\": …}}"
+                )),
+            };
+            match after {
+                Ok(after) => {
+                    assert!(
+                        python::syntax_problem(&after).is_none(),
+                        "{id}: spliced {path} does not parse:\n{after}"
+                    );
+                    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                    std::fs::write(&file, &after).unwrap();
+                }
+                Err(e) => broken = Some(format!("{id}: {path}: {e}")),
             }
-        };
-        assert!(
-            python::syntax_problem(&after).is_none(),
-            "{id}: spliced file does not parse:\n{after}"
-        );
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, &after).unwrap();
+        }
+        if let Some(b) = broken {
+            failures.push(b);
+            continue;
+        }
         if let Err(e) = check(dir.path(), code) {
-            failures.push(format!(
-                "{id}: check fails after the edit:\n{e}\n--- file ---\n{after}"
-            ));
+            failures.push(format!("{id}: check fails after the edit:\n{e}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

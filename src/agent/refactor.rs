@@ -24,6 +24,21 @@ const FILLER: &[&str] = &[
     "the", "function", "class", "def", "method", "constant", "helper",
 ];
 
+/// Words after the verb that say the renamed thing is no definition.
+const NOT_DEFINITIONS: &[&str] = &[
+    "parameter",
+    "parameters",
+    "argument",
+    "arguments",
+    "variable",
+    "variables",
+    "attribute",
+    "field",
+    "key",
+    "file",
+    "module",
+];
+
 /// The name a token spells, without quotes, backticks or `()`.
 fn name_in(token: &str) -> Option<String> {
     let t = token
@@ -46,6 +61,10 @@ pub fn intent(task: &str, files: &[String]) -> Option<Intent> {
     let mut i = verb + 1;
     while i < tokens.len() && FILLER.contains(&lower[i].as_str()) {
         i += 1;
+    }
+    // "rename the parameter lst of median": not a definition's name.
+    if NOT_DEFINITIONS.contains(&lower.get(i)?.as_str()) {
+        return None;
     }
     let name = name_in(tokens.get(i)?)?;
     let after = |words: &[&str]| {
@@ -271,6 +290,10 @@ mod tests {
         );
         assert_eq!(intent("add a docstring to mean", &f), None);
         assert_eq!(intent("rename mean", &f), None);
+        assert_eq!(
+            intent("rename the parameter lst of median to values", &f),
+            None
+        );
         assert_eq!(intent("move fast and break things", &f), None);
     }
 
