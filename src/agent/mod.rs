@@ -351,6 +351,16 @@ pub async fn run(
         scene: &scene,
         finished: Default::default(),
     };
+    if let Some(intent) = scene.intent.as_ref().filter(|i| i.alone) {
+        progress(format!("{} on the syntax tree", intent.verb()));
+        if let Ok(ok) = turn.refactor_alone(intent)? {
+            match gate::finish(&store, config, job, &caps, cancel, false, progress).await {
+                Ok(notes) => return turn.done(ok.0, notes, 0, ok.1),
+                // Not done alone (the tests say so): the model tries.
+                Err(_) => store.overlay_clear(&job.id)?,
+            }
+        }
+    }
     let max_rounds = config.agents.repair_rounds + 1;
     let mut last_problem = String::new();
     let mut only_unchanged = true;
@@ -421,49 +431,11 @@ pub async fn run(
         };
         match attempt {
             Ok(((summary, form_used), notes)) => {
-                let summary = match said.or(summary) {
-                    Some(s) => s,
-                    None => scope::summarize(&store, &job.id)?,
-                };
                 let mut notes = notes;
-                notes.extend(
-                    turn.finished
-                        .lock()
-                        .map(|mut f| std::mem::take(&mut *f))
-                        .unwrap_or_default(),
-                );
-                // Where the task could have meant another file too, say which was chosen.
-                if let Some(p) = scene.place.as_ref().filter(|p| !p.also.is_empty()) {
-                    notes.push(format!(
-                        "in {}; {} fit the task too",
-                        p.file,
-                        p.also.join(", ")
-                    ));
-                }
-                // New code that only the buffer pointed to: say where it went.
-                if let Some(p) = scene
-                    .place
-                    .as_ref()
-                    .filter(|p| p.only_the_buffer && !locate::mentions(&job.task).code.is_empty())
-                {
-                    notes.push(format!(
-                        "put in {}, the file it was asked in: nothing in the task names a place",
-                        p.file
-                    ));
-                }
                 if asked_anew {
                     notes.push("written anew without the old code: review what it dropped".into());
                 }
-                return Ok(Done {
-                    summary: notes.iter().fold(summary, |s, n| format!("{s} [{n}]")),
-                    changed_files: store
-                        .overlay_entries(&job.id)?
-                        .into_iter()
-                        .map(|(p, _)| p)
-                        .collect(),
-                    rounds: round,
-                    form: form_used,
-                });
+                return turn.done(said.or(summary), notes, round, form_used);
             }
             Err(problem) => {
                 if cancel.is_cancelled() {
@@ -653,7 +625,7 @@ fn others_to_change(
         out.extend(locate::named_files(&locate::mentions(&job.task), tree));
     }
     if let Some(intent) = intent {
-        if let refactor::Intent::Move { to, .. } = intent {
+        if let refactor::Change::Move { to, .. } = &intent.change {
             out.push(to.clone());
         }
         let name = intent.name();
@@ -824,10 +796,68 @@ impl Turn<'_> {
                 None => Err("It is not clear which file to change: name the file and write a program that calls write_file(path, content).".into()),
             },
             ReplyForm::WholeFile(code) => match target {
-                Some((path, text)) => self.write(path, text, &code, "whole file"),
+                Some((path, text)) => {
+                    let code = python::refactor::keep_imports(text, &code);
+                    self.write(path, text, &code, "whole file")
+                }
                 None => Err("It is not clear which file this is: write a program that calls write_file(path, content).".into()),
             },
             ReplyForm::Nothing => Err("Your reply has no Python code block with the change.".into()),
+        })
+    }
+
+    /// The proposal of a change that passed the gate: its summary (what
+    /// the model said, else what the diff does) with `notes`.
+    fn done(
+        &self,
+        summary: Option<String>,
+        mut notes: Vec<String>,
+        rounds: u32,
+        form: &'static str,
+    ) -> Result<Done, AgentError> {
+        let (store, job, scene) = (self.store, self.job, self.scene);
+        let summary = match summary {
+            Some(s) => s,
+            None => scope::summarize(store, &job.id)?,
+        };
+        let finished = self.finished.lock().map(|mut f| std::mem::take(&mut *f));
+        notes.splice(0..0, finished.unwrap_or_default());
+        // Where the task could have meant another file too, say which was chosen.
+        let editable: Vec<&str> = scene.editable.iter().map(|(p, _)| p.as_str()).collect();
+        let also: Vec<&str> = scene
+            .place
+            .iter()
+            .flat_map(|p| &p.also)
+            .map(String::as_str)
+            .filter(|f| !editable.contains(f))
+            .collect();
+        if let (Some(p), false) = (&scene.place, also.is_empty()) {
+            notes.push(format!(
+                "in {}; {} fit the task too",
+                p.file,
+                also.join(", ")
+            ));
+        }
+        // New code that only the buffer pointed to: say where it went.
+        if let Some(p) = scene
+            .place
+            .as_ref()
+            .filter(|p| p.only_the_buffer && !locate::mentions(&job.task).code.is_empty())
+        {
+            notes.push(format!(
+                "put in {}, the file it was asked in: nothing in the task names a place",
+                p.file
+            ));
+        }
+        Ok(Done {
+            summary: notes.iter().fold(summary, |s, n| format!("{s} [{n}]")),
+            changed_files: store
+                .overlay_entries(&job.id)?
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect(),
+            rounds,
+            form,
         })
     }
 
@@ -841,14 +871,7 @@ impl Turn<'_> {
         let Some((target_path, target_text)) = &self.scene.target else {
             return self.code_attempt(code).await;
         };
-        let mut edits: Vec<refactor::FileEdit> = std::iter::once((target_path, target_text))
-            .chain(self.scene.editable.iter().map(|(p, t)| (p, t)))
-            .map(|(p, t)| refactor::FileEdit {
-                path: p.as_str().to_owned(),
-                old: t.clone(),
-                new: t.clone(),
-            })
-            .collect();
+        let mut edits = self.edits();
         let paths: Vec<String> = edits.iter().map(|e| e.path.clone()).collect();
         let mut blocks = prompt::file_blocks(reply, &paths);
         if blocks.is_empty() && !code.trim().is_empty() {
@@ -881,7 +904,7 @@ impl Turn<'_> {
                 false => None,
             };
             e.new = match python::classify(&code, Some(&e.new)) {
-                ReplyForm::WholeFile(whole) => whole,
+                ReplyForm::WholeFile(whole) => python::refactor::keep_imports(&e.new, &whole),
                 ReplyForm::Definitions(defs) => {
                     match python::splice_definitions(&e.new, &defs, focus_line) {
                         Ok(new) => new,
@@ -899,20 +922,53 @@ impl Turn<'_> {
             Some(intent) => refactor::finish(intent, &mut edits),
             None => vec![],
         };
+        self.write_edits(&edits, notes, "definitions")
+    }
+
+    /// The files this task may change, each as it is now.
+    fn edits(&self) -> Vec<refactor::FileEdit> {
+        self.scene
+            .target
+            .iter()
+            .chain(&self.scene.editable)
+            .map(|(p, t)| refactor::FileEdit {
+                path: p.as_str().to_owned(),
+                old: t.clone(),
+                new: t.clone(),
+            })
+            .collect()
+    }
+
+    /// Writes the changed `edits` into the overlay; `notes` say what was
+    /// done beyond the model's edit.
+    fn write_edits(
+        &self,
+        edits: &[refactor::FileEdit],
+        notes: Vec<String>,
+        form: &'static str,
+    ) -> Result<Attempt, AgentError> {
         if edits.iter().all(|e| e.new == e.old) {
             return Ok(Err(UNCHANGED.into()));
         }
         for e in edits.iter().filter(|e| e.new != e.old) {
             let path =
                 ProjectPath::parse(&e.path).map_err(|err| AgentError::Internal(err.to_string()))?;
-            if let Err(problem) = self.write(&path, &e.old, &e.new, "definitions") {
+            if let Err(problem) = self.write(&path, &e.old, &e.new, form) {
                 return Ok(Err(problem));
             }
         }
         if let Ok(mut f) = self.finished.lock() {
             *f = notes;
         }
-        Ok(Ok((None, "definitions")))
+        Ok(Ok((None, form)))
+    }
+
+    /// A task that only renames or moves is done on the syntax tree,
+    /// without the model: exact, and in a blink.
+    fn refactor_alone(&self, intent: &refactor::Intent) -> Result<Attempt, AgentError> {
+        let mut edits = self.edits();
+        let notes = refactor::finish(intent, &mut edits);
+        self.write_edits(&edits, notes, intent.verb())
     }
 
     async fn node_attempt(&self, reply: &str, code: String) -> Result<Attempt, AgentError> {

@@ -196,6 +196,19 @@ pub fn anew_message(task: &str, signature: &str) -> ChatMessage {
 /// The program in a reply: the first ```python (or ```py, or bare ```)
 /// fenced block, else the whole reply.
 pub fn extract_code(reply: &str) -> String {
+    // An odd number of fences after code with no opening fence (1.5B
+    // sometimes starts its answer inside the block): the first one closes it.
+    if let Some(first) = reply.find("```") {
+        let head = &reply[..first];
+        let code_like = head.lines().any(|l| {
+            ["def ", "class ", "async def ", "import ", "from ", "@"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        });
+        if code_like && reply.matches("```").count() % 2 == 1 {
+            return head.to_owned();
+        }
+    }
     let mut best: Option<String> = None;
     let mut rest = reply;
     while let Some(start) = rest.find("```") {
@@ -245,6 +258,14 @@ pub fn file_blocks(reply: &str, files: &[String]) -> Vec<(Option<String>, String
     };
     let mut out: Vec<(Option<String>, String)> = Vec::new();
     let mut rest = reply;
+    // A reply that starts with `# file:` and no opening fence (1.5B does
+    // this): the text up to the first fence, which closes it, is a block.
+    let head_end = reply.find("```").unwrap_or(reply.len());
+    if let Some(first) = reply[..head_end].lines().position(|l| marker(l).is_some()) {
+        let head: Vec<&str> = reply[..head_end].lines().skip(first).collect();
+        split_at_markers(&head.join("\n"), None, &marker, &mut out);
+        rest = reply.get(head_end + 3..).unwrap_or("");
+    }
     while let Some(start) = rest.find("```") {
         let before = rest[..start].lines().rev().find(|l| !l.trim().is_empty());
         let after = &rest[start + 3..];
@@ -258,25 +279,35 @@ pub fn file_blocks(reply: &str, files: &[String]) -> Vec<(Option<String>, String
         ) {
             continue;
         }
-        let mut file = before.and_then(file_named);
-        let mut part = String::new();
-        for line in code.lines() {
-            if let Some(named) = marker(line) {
-                if !part.trim().is_empty() {
-                    out.push((file.take(), std::mem::take(&mut part)));
-                }
-                part.clear();
-                file = Some(named);
-                continue;
-            }
-            part.push_str(line);
-            part.push('\n');
-        }
-        if !part.trim().is_empty() {
-            out.push((file, part));
-        }
+        split_at_markers(code, before.and_then(file_named), &marker, &mut out);
     }
     out
+}
+
+/// Pushes the parts of `code` onto `out`, each with its file: `file` until
+/// the first line `marker` reads as a file name, then that file.
+fn split_at_markers(
+    code: &str,
+    mut file: Option<String>,
+    marker: &dyn Fn(&str) -> Option<String>,
+    out: &mut Vec<(Option<String>, String)>,
+) {
+    let mut part = String::new();
+    for line in code.lines() {
+        if let Some(named) = marker(line) {
+            if !part.trim().is_empty() {
+                out.push((file.take(), std::mem::take(&mut part)));
+            }
+            part.clear();
+            file = Some(named);
+            continue;
+        }
+        part.push_str(line);
+        part.push('\n');
+    }
+    if !part.trim().is_empty() {
+        out.push((file, part));
+    }
 }
 
 #[cfg(test)]
@@ -293,6 +324,10 @@ mod tests {
     fn falls_back_to_a_bare_block_then_the_whole_reply() {
         assert_eq!(extract_code("```\nprint(1)\n```"), "print(1)\n");
         assert_eq!(extract_code("print(2)"), "print(2)");
+        assert_eq!(
+            extract_code("def f():\n    return 1\n```\n\nThe cursor is in `f`."),
+            "def f():\n    return 1\n"
+        );
         assert_eq!(
             extract_code("```python\nunterminated = 1\n"),
             "unterminated = 1\n"
@@ -369,6 +404,21 @@ mod tests {
             ]
         );
         assert_eq!(file_blocks("no code here", &files), vec![]);
+        // No opening fence: the first fence closes what the markers began.
+        let unopened = "# file: inventory/items.py\ndef g():\n    pass\n\n# file: inventory/report.py\ndef f():\n    pass\n```\n\nThe cursor is now in `f`.";
+        assert_eq!(
+            file_blocks(unopened, &files),
+            vec![
+                (
+                    Some("inventory/items.py".into()),
+                    "def g():\n    pass\n\n".into()
+                ),
+                (
+                    Some("inventory/report.py".into()),
+                    "def f():\n    pass\n".into()
+                ),
+            ]
+        );
         // A comment that is prose is code, not a marker.
         let one = file_blocks("```python\n# fix the loop\nx = 1\n```", &files);
         assert_eq!(one, vec![(None, "# fix the loop\nx = 1\n".into())]);

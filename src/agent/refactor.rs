@@ -12,7 +12,16 @@ use super::locate;
 
 /// A refactoring the task asks for, by its words.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Intent {
+pub struct Intent {
+    pub change: Change,
+    /// The task asks for nothing else ("rename mean to average
+    /// everywhere"): it is done without the model.
+    pub alone: bool,
+}
+
+/// What a refactoring changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
     /// A top-level function or class gets a new name.
     Rename { from: String, to: String },
     /// A top-level definition moves to the file `to`.
@@ -73,9 +82,13 @@ pub fn intent(task: &str, files: &[String]) -> Option<Intent> {
     if lower[verb] == "rename" {
         let to = after(&["to", "as", "into"])?;
         let new = name_in(tokens.get(to + 1)?)?;
-        return (new != name).then_some(Intent::Rename {
-            from: name,
-            to: new,
+        let alone = nothing_else(&lower, &[&name, &new]);
+        return (new != name).then_some(Intent {
+            change: Change::Rename {
+                from: name,
+                to: new,
+            },
+            alone,
         });
     }
     let to = after(&["to", "into"])?;
@@ -90,15 +103,51 @@ pub fn intent(task: &str, files: &[String]) -> Option<Intent> {
                 .map(|f| f.trim_start_matches("./").to_owned())
                 .filter(|f| f.ends_with(".py") && crate::paths::ProjectPath::parse(f).is_ok())
         })?;
-    Some(Intent::Move { name, to: dest })
+    let alone = nothing_else(&lower, &[&name]);
+    Some(Intent {
+        change: Change::Move { name, to: dest },
+        alone,
+    })
+}
+
+/// Words a task that only renames or moves may have besides its names
+/// and paths.
+#[rustfmt::skip]
+const REFACTOR_WORDS: &[&str] = &[
+    "rename", "move", "to", "as", "into", "from", "in", "everywhere", "a", "new", "module",
+    "file", "the", "project", "all", "its", "uses", "callers", "and", "across", "code", "please",
+    "package", "it", "of", "whole",
+];
+
+/// Whether `words` (the task, lowercased) say nothing but the refactoring
+/// of `names`.
+fn nothing_else(words: &[String], names: &[&str]) -> bool {
+    words.iter().all(|w| {
+        let w = w.trim_matches(|c: char| "`'\"(),;:.!?".contains(c));
+        let w = w.trim_end_matches("()");
+        w.is_empty()
+            || REFACTOR_WORDS.contains(&w)
+            || FILLER.contains(&w)
+            || names.iter().any(|n| n.to_lowercase() == w)
+            || w.contains('/')
+            || w.ends_with(".py")
+    })
 }
 
 impl Intent {
     /// The name whose uses decide which files the change reaches.
     pub fn name(&self) -> &str {
-        match self {
-            Intent::Rename { from, .. } => from,
-            Intent::Move { name, .. } => name,
+        match &self.change {
+            Change::Rename { from, .. } => from,
+            Change::Move { name, .. } => name,
+        }
+    }
+
+    /// "rename" or "move", as a proposal's form.
+    pub fn verb(&self) -> &'static str {
+        match self.change {
+            Change::Rename { .. } => "rename",
+            Change::Move { .. } => "move",
         }
     }
 }
@@ -119,9 +168,9 @@ fn defines(text: &str, name: &str) -> bool {
 
 /// Finishes `intent` on `edits`; says what it did beyond the model's edit.
 pub fn finish(intent: &Intent, edits: &mut [FileEdit]) -> Vec<String> {
-    match intent {
-        Intent::Rename { from, to } => finish_rename(from, to, edits),
-        Intent::Move { name, to } => finish_move(name, to, edits),
+    match &intent.change {
+        Change::Rename { from, to } => finish_rename(from, to, edits),
+        Change::Move { name, to } => finish_move(name, to, edits),
     }
 }
 
@@ -152,10 +201,11 @@ fn finish_rename(from: &str, to: &str, edits: &mut [FileEdit]) -> Vec<String> {
     }
     let mut touched = Vec::new();
     for (i, e) in edits.iter_mut().enumerate() {
+        // The old text too: a whole-file answer may have dropped the import.
         let reaches = i == home
-            || module
-                .as_deref()
-                .is_some_and(|m| tree::imports_from(&e.new, m, from));
+            || module.as_deref().is_some_and(|m| {
+                tree::imports_from(&e.new, m, from) || tree::imports_from(&e.old, m, from)
+            });
         if reaches && tree::uses_name(&e.new, from) {
             e.new = tree::rename_identifier(&e.new, from, to);
             touched.push(e.path.clone());
@@ -260,33 +310,39 @@ mod tests {
     #[test]
     fn renames_and_moves_are_read_from_the_task() {
         let f = files();
+        let rename = |from: &str, to: &str, alone| Intent {
+            change: Change::Rename {
+                from: from.into(),
+                to: to.into(),
+            },
+            alone,
+        };
+        let moved = |name: &str, to: &str, alone| Intent {
+            change: Change::Move {
+                name: name.into(),
+                to: to.into(),
+            },
+            alone,
+        };
         assert_eq!(
             intent("rename mean to average everywhere", &f),
-            Some(Intent::Rename {
-                from: "mean".into(),
-                to: "average".into()
-            })
+            Some(rename("mean", "average", true))
         );
         assert_eq!(
             intent("Rename the function `find_item()` as lookup", &f),
-            Some(Intent::Rename {
-                from: "find_item".into(),
-                to: "lookup".into()
-            })
+            Some(rename("find_item", "lookup", true))
+        );
+        assert_eq!(
+            intent("rename mean to average and make it skip None", &f),
+            Some(rename("mean", "average", false))
         );
         assert_eq!(
             intent("move total_value from items.py to report.py", &f),
-            Some(Intent::Move {
-                name: "total_value".into(),
-                to: "inventory/report.py".into()
-            })
+            Some(moved("total_value", "inventory/report.py", true))
         );
         assert_eq!(
             intent("move the function clamp into inventory/bounds.py", &f),
-            Some(Intent::Move {
-                name: "clamp".into(),
-                to: "inventory/bounds.py".into()
-            })
+            Some(moved("clamp", "inventory/bounds.py", true))
         );
         assert_eq!(intent("add a docstring to mean", &f), None);
         assert_eq!(intent("rename mean", &f), None);
@@ -319,9 +375,12 @@ mod tests {
             "{MATH}\n\ndef average(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n"
         );
         let notes = finish(
-            &Intent::Rename {
-                from: "mean".into(),
-                to: "average".into(),
+            &Intent {
+                change: Change::Rename {
+                    from: "mean".into(),
+                    to: "average".into(),
+                },
+                alone: false,
             },
             &mut edits,
         );
@@ -346,9 +405,12 @@ mod tests {
         // The model wrote `mean` into report.py and touched nothing else.
         edits[1].new = format!("{REPORT}\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n");
         finish(
-            &Intent::Move {
-                name: "mean".into(),
-                to: "inventory/report.py".into(),
+            &Intent {
+                change: Change::Move {
+                    name: "mean".into(),
+                    to: "inventory/report.py".into(),
+                },
+                alone: false,
             },
             &mut edits,
         );
@@ -385,9 +447,12 @@ mod tests {
             edit("inventory/stats.py", ""),
         ];
         finish(
-            &Intent::Move {
-                name: "spread".into(),
-                to: "inventory/stats.py".into(),
+            &Intent {
+                change: Change::Move {
+                    name: "spread".into(),
+                    to: "inventory/stats.py".into(),
+                },
+                alone: false,
             },
             &mut edits,
         );

@@ -1393,12 +1393,12 @@ fn put_three_files(s: &mut Setup) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_changes_both_files_and_the_imports_that_named_the_old_place() {
     // The model writes `mean` into stats.py and nothing else, as 1.5B does.
-    let reply = "```python\n# file: stats.py\ndef mean(xs):\n    return sum(xs) / len(xs)\n```";
+    let reply = "```python\n# file: stats.py\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n```";
     let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
     let mut s = setup(&server.url);
     put_three_files(&mut s);
     let job = Job {
-        task: "move mean from mathx.py to stats.py".into(),
+        task: "move mean from mathx.py to stats.py and give it a docstring".into(),
         file: None,
         ..job()
     };
@@ -1417,7 +1417,7 @@ async fn a_move_changes_both_files_and_the_imports_that_named_the_old_place() {
     );
     assert!(overlay_file(&s, "stats.py")
         .unwrap()
-        .contains("def mean(xs):"));
+        .contains("def mean(xs):\n    \"\"\"The mean.\"\"\""));
     assert!(
         overlay_file(&s, "report.py")
             .unwrap()
@@ -1432,10 +1432,8 @@ async fn a_move_changes_both_files_and_the_imports_that_named_the_old_place() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rename_reaches_every_file_that_uses_the_name_and_the_tests_pass() {
-    // The model renames the definition only, with no file named.
-    let reply = "```python\ndef average(xs):\n    return sum(xs) / len(xs)\n```";
-    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
+async fn a_rename_alone_is_done_without_the_model_in_every_file_that_uses_the_name() {
+    let server = FakeServer::start(vec![]).await;
     let mut s = setup(&server.url);
     put_three_files(&mut s);
     let job = Job {
@@ -1458,6 +1456,8 @@ async fn a_rename_reaches_every_file_that_uses_the_name_and_the_tests_pass() {
     let test = overlay_file(&s, "tests/test_mathx.py").unwrap();
     assert!(test.contains("from mathx import average") && test.contains("average([1, 2, 3])"));
     assert!(done.summary.contains("tests passed"), "{}", done.summary);
+    assert_eq!((done.rounds, done.form), (0, "rename"));
+    assert!(server.requests.lock().unwrap().is_empty(), "no model asked");
     assert_eq!(
         changed(&s),
         ["mathx.py", "report.py", "tests/test_mathx.py"],
@@ -1496,4 +1496,33 @@ async fn a_task_naming_two_files_changes_both_and_a_block_for_a_third_goes_back(
         .unwrap()
         .contains("\"\"\"The average price.\"\"\""));
     assert_eq!(changed(&s), ["mathx.py", "report.py"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_with_more_to_do_asks_the_model_and_finishes_the_rename_after_it() {
+    // The model writes `average` with its change, beside `mean`, and
+    // gives report.py back as it was: the rename reaches it all the same.
+    let reply = "```python\n# file: mathx.py\ndef average(xs):\n    xs = [x for x in xs if x is not None]\n    return sum(xs) / len(xs)\n\n# file: report.py\ndef average_price(prices):\n    return mean(prices)\n```";
+    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
+    let mut s = setup(&server.url);
+    put_three_files(&mut s);
+    let job = Job {
+        task: "rename mean to average and make it skip None".into(),
+        file: None,
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.rounds, 1);
+    let mathx = overlay_file(&s, "mathx.py").unwrap();
+    assert!(
+        mathx.starts_with("def average(xs):\n    xs = [x for x in xs if x is not None]")
+            && mathx.contains("max(xs) - average(xs)")
+            && !mathx.contains("mean"),
+        "{mathx}"
+    );
+    assert_eq!(
+        overlay_file(&s, "report.py").unwrap(),
+        REPORT_PY.replace("mean", "average"),
+        "its import kept and renamed"
+    );
 }

@@ -176,6 +176,66 @@ pub fn add_import(text: &str, module: &str, name: &str) -> String {
         .unwrap_or_else(|_| text.to_owned())
 }
 
+/// The top-level imports of `text`: each statement with the names it binds.
+fn imports(text: &str) -> Vec<(String, Vec<String>)> {
+    let Some(tree) = parse(text) else {
+        return vec![];
+    };
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    let mut out = Vec::new();
+    for stmt in root.children(&mut cursor) {
+        let names: Vec<String> = match stmt.kind() {
+            "import_statement" | "import_from_statement" => {
+                let mut c = stmt.walk();
+                stmt.children_by_field_name("name", &mut c)
+                    .map(|n| match n.kind() {
+                        "aliased_import" => n
+                            .child_by_field_name("alias")
+                            .map_or("", |a| node_text(a, text))
+                            .to_owned(),
+                        // `import a.b` binds `a`.
+                        _ => node_text(n, text)
+                            .split('.')
+                            .next()
+                            .unwrap_or("")
+                            .to_owned(),
+                    })
+                    .filter(|n| !n.is_empty())
+                    .collect()
+            }
+            _ => continue,
+        };
+        out.push((node_text(stmt, text).to_owned(), names));
+    }
+    out
+}
+
+/// `new` with the imports of `old` it dropped but still needs put back: a
+/// whole file written anew by a small model often leaves its imports out.
+pub fn keep_imports(old: &str, new: &str) -> String {
+    let bound: Vec<String> = imports(new)
+        .into_iter()
+        .flat_map(|(_, names)| names)
+        .chain(
+            definitions(new)
+                .into_iter()
+                .filter(|d| d.parent.is_none())
+                .map(|d| d.name),
+        )
+        .collect();
+    let mut out = new.to_owned();
+    for (stmt, names) in imports(old) {
+        let needed = names
+            .iter()
+            .any(|n| !bound.contains(n) && uses_name(new, n));
+        if needed {
+            out = splice_definitions(&out, &format!("{stmt}\n"), None).unwrap_or(out);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,6 +274,22 @@ mod tests {
             "def a():\n    return 1\n\n\ndef b():\n    return 2\n"
         );
         assert_eq!(remove_definition(text, "zz"), None);
+    }
+
+    #[test]
+    fn a_whole_file_that_dropped_imports_it_still_needs_gets_them_back() {
+        let old = "import json\nimport os.path\nfrom m import mean, median as med\n\n\ndef f():\n    return mean(json.loads('1'))\n";
+        let new = "def f():\n    \"\"\"F.\"\"\"\n    return mean(json.loads('1'))\n";
+        assert_eq!(
+            keep_imports(old, new),
+            format!("import json\nfrom m import mean, median as med\n\n\n{new}")
+        );
+        assert_eq!(keep_imports(old, old), old, "nothing dropped");
+        let own = "def mean(xs):\n    return 0\n\n\ndef f():\n    return mean(json.loads('1'))\n";
+        assert!(
+            !keep_imports(old, own).contains("from m import"),
+            "a name the file now defines needs no import"
+        );
     }
 
     #[test]
