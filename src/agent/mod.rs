@@ -831,7 +831,8 @@ impl Turn<'_> {
             .map(String::as_str)
             .filter(|f| !editable.contains(f))
             .collect();
-        if let (Some(p), false) = (&scene.place, also.is_empty()) {
+        // (A file being created is written from the files named beside it.)
+        if let (Some(p), false) = (scene.place.as_ref().filter(|p| !p.new), also.is_empty()) {
             notes.push(format!(
                 "in {}; {} fit the task too",
                 p.file,
@@ -918,10 +919,15 @@ impl Turn<'_> {
                 }
             };
         }
-        let notes = match &self.scene.intent {
+        let mut notes = match &self.scene.intent {
             Some(intent) => refactor::finish(intent, &mut edits),
             None => vec![],
         };
+        let moved = match self.scene.intent.as_ref().map(|i| &i.change) {
+            Some(refactor::Change::Move { name, .. }) => Some(name.as_str()),
+            _ => None,
+        };
+        notes.extend(refactor::tidy(&mut edits, moved));
         self.write_edits(&edits, notes, "definitions")
     }
 

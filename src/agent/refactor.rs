@@ -293,6 +293,57 @@ fn finish_move(name: &str, to: &str, edits: &mut [FileEdit]) -> Vec<String> {
     notes
 }
 
+/// Ties the files of a change together the way a person would: a
+/// definition the model copied from another file it was shown becomes an
+/// import of the original, and a call to a function another of the files
+/// defines, which the file neither defines nor imports, gets its import.
+/// `keep`: a name the change moves (its copy is the point).
+pub fn tidy(edits: &mut [FileEdit], keep: Option<&str>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let defs_of = |text: &str| -> Vec<(String, String)> {
+        python::definitions(text)
+            .into_iter()
+            .filter(|d| d.parent.is_none())
+            .map(|d| (d.name.clone(), text[d.start..d.end].trim().to_owned()))
+            .collect()
+    };
+    let originals: Vec<(String, Vec<(String, String)>)> = edits
+        .iter()
+        .filter_map(|e| Some((tree::module_of(&e.path)?, defs_of(&e.old))))
+        .collect();
+    for e in edits.iter_mut() {
+        let own = tree::module_of(&e.path);
+        let before: Vec<String> = defs_of(&e.old).into_iter().map(|(n, _)| n).collect();
+        for (module, defs) in originals.iter().filter(|(m, _)| Some(m) != own.as_ref()) {
+            for (name, text) in defs {
+                if Some(name.as_str()) == keep {
+                    continue;
+                }
+                let copied = !before.contains(name)
+                    && defs_of(&e.new).iter().any(|(n, t)| n == name && t == text);
+                if copied {
+                    if let Some(without) = tree::remove_definition(&e.new, name) {
+                        e.new = tree::add_import(&without, module, name);
+                        notes.push(format!(
+                            "{}: imports `{name}` from {module} instead of a copy",
+                            e.path
+                        ));
+                    }
+                    continue;
+                }
+                let calls = |t: &str| t.contains(&format!("{name}(")) && tree::uses_name(t, name);
+                let bound =
+                    defs_of(&e.new).iter().any(|(n, _)| n == name) || tree::binds(&e.new, name);
+                if calls(&e.new) && !calls(&e.old) && !bound {
+                    e.new = tree::add_import(&e.new, module, name);
+                    notes.push(format!("{}: imports `{name}` from {module}", e.path));
+                }
+            }
+        }
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,6 +489,42 @@ mod tests {
         for e in &edits {
             assert_eq!(python::syntax_problem(&e.new), None, "{}", e.new);
         }
+    }
+
+    #[test]
+    fn copies_become_imports_and_calls_get_theirs() {
+        let store = "class Store:\n    def __init__(self):\n        self.items = {}\n";
+        let mut edits = vec![
+            edit("inventory/mathutil.py", MATH),
+            edit("inventory/report.py", REPORT),
+            edit("inventory/store.py", store),
+        ];
+        // report.py got a copy of `spread`; store.py calls `mean` unimported.
+        edits[1].new = format!("{REPORT}\n\ndef spread(xs):\n    return max(xs) - mean(xs)\n\n\ndef rng(xs):\n    return spread(xs)\n");
+        edits[2].new = format!(
+            "{store}\n    def avg(self):\n        return mean(list(self.items.values()))\n"
+        );
+        let notes = tidy(&mut edits, None);
+        assert_eq!(
+            edits[1].new,
+            "from inventory.mathutil import mean\nfrom inventory.mathutil import spread\n\n\ndef average_price(items):\n    return mean([i.price for i in items])\n\n\ndef rng(xs):\n    return spread(xs)\n"
+        );
+        assert!(
+            edits[2]
+                .new
+                .starts_with("from inventory.mathutil import mean\n"),
+            "{}",
+            edits[2].new
+        );
+        assert_eq!(edits[0].new, MATH);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        // A moved definition is the point of its move.
+        let mut moved = vec![
+            edit("inventory/mathutil.py", MATH),
+            edit("inventory/stats.py", ""),
+        ];
+        moved[1].new = "def mean(xs):\n    return sum(xs) / len(xs)\n".into();
+        assert!(tidy(&mut moved, Some("mean")).is_empty());
     }
 
     #[test]

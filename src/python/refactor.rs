@@ -142,6 +142,22 @@ fn imports_of(text: &str, module: &str, name: &str) -> Vec<(usize, usize, Vec<St
     out
 }
 
+/// Whether `text` binds `name` at its top level by an import or an
+/// assignment (definitions aside).
+pub fn binds(text: &str, name: &str) -> bool {
+    imports(text)
+        .iter()
+        .any(|(_, names)| names.iter().any(|n| n == name))
+        || text
+            .lines()
+            .filter(|l| !l.starts_with([' ', '\t']))
+            .any(|l| {
+                l.strip_prefix(name).is_some_and(|rest| {
+                    rest.trim_start().starts_with('=') && !rest.trim_start().starts_with("==")
+                })
+            })
+}
+
 /// Whether `text` imports `name` from `module`.
 pub fn imports_from(text: &str, module: &str, name: &str) -> bool {
     !imports_of(text, module, name).is_empty()
