@@ -43,7 +43,31 @@ pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String
             .iter()
             .find(|d| unit_key(d).as_deref() == Some(&key))
         else {
-            continue; // new: added for the task
+            // New: added for the task, unless it is a copy of another
+            // definition under its name the task does not name (asked for
+            // `Item.__eq__`, 1.5B also put `total_value` into the class).
+            let copy = old_defs
+                .iter()
+                .any(|d| d.name == nd.name && unit_key(d).is_some());
+            if copy && !covers(nd) {
+                // Its lines and the blank lines after it go.
+                let mut end = new[nd.end..]
+                    .find('\n')
+                    .map_or(new.len(), |i| nd.end + i + 1);
+                while let Some(next) = new[end..].find('\n') {
+                    if !new[end..end + next].trim().is_empty() {
+                        break;
+                    }
+                    end += next + 1;
+                }
+                // Last in the file: the blank lines before it go instead.
+                let start = match end >= new.len() {
+                    true => new[..nd.start].trim_end().len() + 1,
+                    false => nd.start,
+                };
+                put_back.push((start.min(nd.start), end, "", key));
+            }
+            continue;
         };
         let (was, now) = (&old[od.start..od.end], &new[nd.start..nd.end]);
         // A change that mentions a named thing is part of the task (a
@@ -232,6 +256,25 @@ mod tests {
             describe("x = 1\n", "x = 2\n"),
             "changed code outside functions"
         );
+    }
+
+    #[test]
+    fn a_copy_of_another_definition_the_task_did_not_ask_for_goes() {
+        // Asked for `Store.size`, the model also copied `greet` into Store.
+        let new = OLD.replace(
+            "        return 0\n",
+            "        return len(self.items)\n\n    def greet(self, name):\n        return 'hi ' + name\n",
+        );
+        let (kept, back) = keep_to_task(OLD, &new, &["Store.size"]);
+        assert_eq!(back, ["Store.greet"]);
+        assert_eq!(
+            kept,
+            OLD.replace("        return 0\n", "        return len(self.items)\n")
+        );
+        // Named, it stays: "add a method greet to Store".
+        assert!(keep_to_task(OLD, &new, &["Store.size", "greet"])
+            .1
+            .is_empty());
     }
 
     #[test]
