@@ -117,6 +117,14 @@ pub struct Job {
     pub chat: Option<tools::ChatTurn>,
 }
 
+impl Job {
+    /// The cursor's line when the task was typed in `path`'s buffer.
+    fn cursor_in(&self, path: &str) -> Option<usize> {
+        self.cursor_line
+            .filter(|_| self.file.as_deref() == Some(path))
+    }
+}
+
 impl From<crate::store::AgentRecord> for Job {
     /// The job of a stored agent, to run it (again).
     fn from(rec: crate::store::AgentRecord) -> Self {
@@ -349,13 +357,12 @@ pub async fn run(
         cancel,
         progress,
         scene: &scene,
-        finished: Default::default(),
     };
     if let Some(intent) = scene.intent.as_ref().filter(|i| i.alone) {
         progress(format!("{} on the syntax tree", intent.verb()));
-        if let Ok(ok) = turn.refactor_alone(intent)? {
+        if let Ok(made) = turn.refactor_alone(intent)? {
             match gate::finish(&store, config, job, &caps, cancel, false, progress).await {
-                Ok(notes) => return turn.done(ok.0, notes, 0, ok.1),
+                Ok(notes) => return turn.done(made, notes, 0),
                 // Not done alone (the tests say so): the model tries.
                 Err(_) => store.overlay_clear(&job.id)?,
             }
@@ -430,12 +437,13 @@ pub async fn run(
             Err(problem) => Err(problem),
         };
         match attempt {
-            Ok(((summary, form_used), notes)) => {
+            Ok((made, notes)) => {
                 let mut notes = notes;
                 if asked_anew {
                     notes.push("written anew without the old code: review what it dropped".into());
                 }
-                return turn.done(said.or(summary), notes, round, form_used);
+                let summary = said.or(made.summary);
+                return turn.done(Made { summary, ..made }, notes, round);
             }
             Err(problem) => {
                 if cancel.is_cancelled() {
@@ -578,11 +586,7 @@ impl Scene {
     /// with the files named beside it.
     fn view(&self, job: &Job, budget: usize, form: EditForm) -> Option<prompt::TargetView> {
         let (p, t) = self.target.as_ref()?;
-        let cursor = if job.file.as_deref() == Some(p.as_str()) {
-            job.cursor_line
-        } else {
-            None
-        };
+        let cursor = job.cursor_in(p.as_str());
         let focused = form == EditForm::Definitions;
         let mut v = context::target_view(p.as_str(), t, &job.task, cursor, budget, focused);
         v.new = self
@@ -743,9 +747,6 @@ struct Turn<'a> {
     cancel: &'a CancellationToken,
     progress: &'a (dyn Fn(String) + Send + Sync),
     scene: &'a Scene,
-    /// What the last attempt did beyond the model's edit (a rename or a
-    /// move finished), for the summary.
-    finished: std::sync::Mutex<Vec<String>>,
 }
 
 impl Turn<'_> {
@@ -783,12 +784,7 @@ impl Turn<'_> {
             }
             ReplyForm::Definitions(code) => match target {
                 Some((path, text)) => {
-                    let focus_line = if job.file.as_deref() == Some(path.as_str()) {
-                        job.cursor_line
-                    } else {
-                        None
-                    };
-                    match python::splice_definitions(text, &code, focus_line) {
+                    match python::splice_definitions(text, &code, job.cursor_in(path.as_str())) {
                         Ok(new) => self.write(path, text, &new, "definitions"),
                         Err(e) => Err(e.to_string()),
                     }
@@ -806,22 +802,17 @@ impl Turn<'_> {
         })
     }
 
-    /// The proposal of a change that passed the gate: its summary (what
-    /// the model said, else what the diff does) with `notes`.
-    fn done(
-        &self,
-        summary: Option<String>,
-        mut notes: Vec<String>,
-        rounds: u32,
-        form: &'static str,
-    ) -> Result<Done, AgentError> {
+    /// The proposal of `made`, which passed the gate: its summary (what
+    /// the model said, else what the diff does) with its notes and the
+    /// gate's `checked`.
+    fn done(&self, made: Made, checked: Vec<String>, rounds: u32) -> Result<Done, AgentError> {
         let (store, job, scene) = (self.store, self.job, self.scene);
-        let summary = match summary {
+        let summary = match made.summary {
             Some(s) => s,
             None => scope::summarize(store, &job.id)?,
         };
-        let finished = self.finished.lock().map(|mut f| std::mem::take(&mut *f));
-        notes.splice(0..0, finished.unwrap_or_default());
+        let mut notes = made.notes;
+        notes.extend(checked);
         // Where the task could have meant another file too, say which was chosen.
         let editable: Vec<&str> = scene.editable.iter().map(|(p, _)| p.as_str()).collect();
         let also: Vec<&str> = scene
@@ -858,7 +849,7 @@ impl Turn<'_> {
                 .map(|(p, _)| p)
                 .collect(),
             rounds,
-            form,
+            form: made.form,
         })
     }
 
@@ -866,9 +857,6 @@ impl Turn<'_> {
     /// it names (the target when it names none), as definitions or the
     /// whole file; then the rename or move the task asks for is finished.
     async fn files_attempt(&self, reply: &str, code: String) -> Result<Attempt, AgentError> {
-        if let Ok(mut f) = self.finished.lock() {
-            f.clear();
-        }
         let Some((target_path, target_text)) = &self.scene.target else {
             return self.code_attempt(code).await;
         };
@@ -900,10 +888,7 @@ impl Turn<'_> {
                     paths.join(", ")
                 )));
             };
-            let focus_line = match self.job.file.as_deref() == Some(path.as_str()) {
-                true => self.job.cursor_line,
-                false => None,
-            };
+            let focus_line = self.job.cursor_in(&path);
             e.new = match python::classify(&code, Some(&e.new)) {
                 ReplyForm::WholeFile(whole) => python::refactor::keep_imports(&e.new, &whole),
                 ReplyForm::Definitions(defs) => {
@@ -963,10 +948,11 @@ impl Turn<'_> {
                 return Ok(Err(problem));
             }
         }
-        if let Ok(mut f) = self.finished.lock() {
-            *f = notes;
-        }
-        Ok(Ok((None, form)))
+        Ok(Ok(Made {
+            summary: None,
+            form,
+            notes,
+        }))
     }
 
     /// A task that only renames or moves is done on the syntax tree,
@@ -996,8 +982,8 @@ impl Turn<'_> {
         if let Some((tool, args)) = node::parse_tool_call(reply) {
             let ov = Overlay::new(store, &job.id, self.config.sync.max_file_bytes);
             return Ok(match j.call(&ov, &tool, &[], &args) {
-                Some(Ok(sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok((Some(s), "message")),
-                Some(Ok(_)) if !store.overlay_entries(&job.id)?.is_empty() => Ok((None, "tool call")),
+                Some(Ok(sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok(Made::new(Some(s), "message")),
+                Some(Ok(_)) if !store.overlay_entries(&job.id)?.is_empty() => Ok(Made::new(None, "tool call")),
                 Some(Ok(v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).")),
                 Some(Err(e)) => Err(e),
                 None => Err(format!("There is no tool `{tool}`; the tools are: {}.", node::TOOLS.join(", "))),
@@ -1017,7 +1003,7 @@ impl Turn<'_> {
                         .then(|| j.forward(&job.task))
                         .flatten()
                 }) {
-                    Some(Ok(sent)) => Ok((Some(sent), "message")),
+                    Some(Ok(sent)) => Ok(Made::new(Some(sent), "message")),
                     Some(Err(refused)) => Err(refused),
                     None => Err(e),
                 },
@@ -1027,7 +1013,29 @@ impl Turn<'_> {
     }
 }
 
-type Attempt = Result<(Option<String>, &'static str), String>;
+/// A change an attempt left in the overlay, before the gate.
+struct Made {
+    /// What the model said it did, if it did.
+    summary: Option<String>,
+    /// The reply form that produced it.
+    form: &'static str,
+    /// What was done beyond the model's edit (a rename finished), for the
+    /// summary.
+    notes: Vec<String>,
+}
+
+impl Made {
+    fn new(summary: Option<String>, form: &'static str) -> Self {
+        Made {
+            summary,
+            form,
+            notes: vec![],
+        }
+    }
+}
+
+/// A change made, or what to tell the model about why none was.
+type Attempt = Result<Made, String>;
 
 use gate::UNCHANGED;
 
@@ -1051,7 +1059,7 @@ fn write_checked(
     Overlay::new(store, agent, max_bytes)
         .write(path, new.as_bytes())
         .map_err(|e| e.to_string())?;
-    Ok((None, form))
+    Ok(Made::new(None, form))
 }
 
 /// Runs a program reply in the sandbox; checks what it wrote.
@@ -1096,7 +1104,10 @@ async fn run_program(
     // A node agent's program may only have asked other nodes for changes.
     if host.node.is_some() && host.submitted.is_none() {
         if entries.is_empty() && !host.messages_sent.is_empty() {
-            return Ok(Ok((Some(host.messages_sent.join("; ")), "message")));
+            return Ok(Ok(Made::new(
+                Some(host.messages_sent.join("; ")),
+                "message",
+            )));
         }
         if entries.is_empty() {
             let name = host
@@ -1124,7 +1135,7 @@ async fn run_program(
                 .into(),
         ));
     }
-    Ok(Ok((Some(summary), "program")))
+    Ok(Ok(Made::new(Some(summary), "program")))
 }
 
 #[cfg(test)]

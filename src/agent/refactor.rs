@@ -311,17 +311,14 @@ pub fn tidy(edits: &mut [FileEdit], keep: Option<&str>) -> Vec<String> {
         .iter()
         .filter_map(|e| Some((tree::module_of(&e.path)?, defs_of(&e.old))))
         .collect();
-    for e in edits.iter_mut() {
+    // A file the model left as it was has neither copies nor new calls.
+    for e in edits.iter_mut().filter(|e| e.new != e.old) {
         let own = tree::module_of(&e.path);
         let before: Vec<String> = defs_of(&e.old).into_iter().map(|(n, _)| n).collect();
         for (module, defs) in originals.iter().filter(|(m, _)| Some(m) != own.as_ref()) {
-            for (name, text) in defs {
-                if Some(name.as_str()) == keep {
-                    continue;
-                }
-                let copied = !before.contains(name)
-                    && defs_of(&e.new).iter().any(|(n, t)| n == name && t == text);
-                if copied {
+            for (name, text) in defs.iter().filter(|(n, _)| Some(n.as_str()) != keep) {
+                let now = defs_of(&e.new);
+                if !before.contains(name) && now.iter().any(|(n, t)| n == name && t == text) {
                     if let Some(without) = tree::remove_definition(&e.new, name) {
                         e.new = tree::add_import(&without, module, name);
                         notes.push(format!(
@@ -332,8 +329,7 @@ pub fn tidy(edits: &mut [FileEdit], keep: Option<&str>) -> Vec<String> {
                     continue;
                 }
                 let calls = |t: &str| t.contains(&format!("{name}(")) && tree::uses_name(t, name);
-                let bound =
-                    defs_of(&e.new).iter().any(|(n, _)| n == name) || tree::binds(&e.new, name);
+                let bound = now.iter().any(|(n, _)| n == name) || tree::binds(&e.new, name);
                 if calls(&e.new) && !calls(&e.old) && !bound {
                     e.new = tree::add_import(&e.new, module, name);
                     notes.push(format!("{}: imports `{name}` from {module}", e.path));
@@ -358,23 +354,29 @@ mod tests {
         .to_vec()
     }
 
-    #[test]
-    fn renames_and_moves_are_read_from_the_task() {
-        let f = files();
-        let rename = |from: &str, to: &str, alone| Intent {
+    fn rename(from: &str, to: &str, alone: bool) -> Intent {
+        Intent {
             change: Change::Rename {
                 from: from.into(),
                 to: to.into(),
             },
             alone,
-        };
-        let moved = |name: &str, to: &str, alone| Intent {
+        }
+    }
+
+    fn moved(name: &str, to: &str, alone: bool) -> Intent {
+        Intent {
             change: Change::Move {
                 name: name.into(),
                 to: to.into(),
             },
             alone,
-        };
+        }
+    }
+
+    #[test]
+    fn renames_and_moves_are_read_from_the_task() {
+        let f = files();
         assert_eq!(
             intent("rename mean to average everywhere", &f),
             Some(rename("mean", "average", true))
@@ -402,6 +404,16 @@ mod tests {
             None
         );
         assert_eq!(intent("move fast and break things", &f), None);
+        // A destination outside the project is no destination.
+        for outside in ["../outside.py", "/tmp/outside.py", "inventory/../../x.py"] {
+            assert_eq!(
+                intent(&format!("move mean into {outside}"), &f),
+                None,
+                "{outside}"
+            );
+        }
+        let huge = format!("rename mean to average {}", "and more ".repeat(100_000));
+        assert_eq!(intent(&huge, &f), Some(rename("mean", "average", false)));
     }
 
     fn edit(path: &str, text: &str) -> FileEdit {
@@ -425,16 +437,7 @@ mod tests {
         edits[0].new = format!(
             "{MATH}\n\ndef average(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n"
         );
-        let notes = finish(
-            &Intent {
-                change: Change::Rename {
-                    from: "mean".into(),
-                    to: "average".into(),
-                },
-                alone: false,
-            },
-            &mut edits,
-        );
+        let notes = finish(&rename("mean", "average", false), &mut edits);
         assert_eq!(
             edits[0].new,
             "def average(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - average(xs)\n"
@@ -455,16 +458,7 @@ mod tests {
         ];
         // The model wrote `mean` into report.py and touched nothing else.
         edits[1].new = format!("{REPORT}\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n");
-        finish(
-            &Intent {
-                change: Change::Move {
-                    name: "mean".into(),
-                    to: "inventory/report.py".into(),
-                },
-                alone: false,
-            },
-            &mut edits,
-        );
+        finish(&moved("mean", "inventory/report.py", false), &mut edits);
         assert!(!defines(&edits[0].new, "mean"), "{}", edits[0].new);
         assert!(
             edits[0]
@@ -533,16 +527,7 @@ mod tests {
             edit("inventory/mathutil.py", MATH),
             edit("inventory/stats.py", ""),
         ];
-        finish(
-            &Intent {
-                change: Change::Move {
-                    name: "spread".into(),
-                    to: "inventory/stats.py".into(),
-                },
-                alone: false,
-            },
-            &mut edits,
-        );
+        finish(&moved("spread", "inventory/stats.py", false), &mut edits);
         assert_eq!(
             edits[0].new,
             "def mean(xs):\n    return sum(xs) / len(xs)\n"

@@ -50,22 +50,8 @@ pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String
                 .iter()
                 .any(|d| d.name == nd.name && unit_key(d).is_some());
             if copy && !covers(nd) {
-                // Its lines and the blank lines after it go.
-                let mut end = new[nd.end..]
-                    .find('\n')
-                    .map_or(new.len(), |i| nd.end + i + 1);
-                while let Some(next) = new[end..].find('\n') {
-                    if !new[end..end + next].trim().is_empty() {
-                        break;
-                    }
-                    end += next + 1;
-                }
-                // Last in the file: the blank lines before it go instead.
-                let start = match end >= new.len() {
-                    true => new[..nd.start].trim_end().len() + 1,
-                    false => nd.start,
-                };
-                put_back.push((start.min(nd.start), end, "", key));
+                let cut = python::refactor::removal_span(new, nd);
+                put_back.push((cut.start, cut.end, "", key));
             }
             continue;
         };

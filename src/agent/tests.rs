@@ -376,9 +376,7 @@ async fn run_job(
 }
 
 fn overlay_text(s: &Setup) -> Option<String> {
-    Overlay::new(&s.store, "ag", 1 << 20)
-        .read_text(&crate::paths::ProjectPath::parse("app.py").unwrap())
-        .ok()
+    overlay_file(s, "app.py")
 }
 
 const DOCSTRING: &str =
@@ -1390,19 +1388,35 @@ fn put_three_files(s: &mut Setup) {
     }
 }
 
+/// Runs `task`, typed in `file`'s buffer, on the three-file project
+/// ([`put_three_files`]) with a model answering `replies`.
+async fn on_three_files(
+    replies: &[&str],
+    task: &str,
+    file: Option<&str>,
+) -> (Done, Setup, FakeServer) {
+    let script = replies
+        .iter()
+        .map(|r| Reply::OpenaiStream((*r).into()))
+        .collect();
+    let server = FakeServer::start(script).await;
+    let mut s = setup(&server.url);
+    put_three_files(&mut s);
+    let job = Job {
+        task: task.into(),
+        file: file.map(str::to_owned),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    (done, s, server)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_changes_both_files_and_the_imports_that_named_the_old_place() {
     // The model writes `mean` into stats.py and nothing else, as 1.5B does.
     let reply = "```python\n# file: stats.py\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n```";
-    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
-    let mut s = setup(&server.url);
-    put_three_files(&mut s);
-    let job = Job {
-        task: "move mean from mathx.py to stats.py and give it a docstring".into(),
-        file: None,
-        ..job()
-    };
-    let done = run_on(&s, &job).await.unwrap();
+    let task = "move mean from mathx.py to stats.py and give it a docstring";
+    let (done, s, server) = on_three_files(&[reply], task, None).await;
     let first = server.requests.lock().unwrap()[0].clone();
     assert!(
         first.contains("File `stats.py`:")
@@ -1433,15 +1447,8 @@ async fn a_move_changes_both_files_and_the_imports_that_named_the_old_place() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_alone_is_done_without_the_model_in_every_file_that_uses_the_name() {
-    let server = FakeServer::start(vec![]).await;
-    let mut s = setup(&server.url);
-    put_three_files(&mut s);
-    let job = Job {
-        task: "rename mean to average everywhere".into(),
-        file: Some("report.py".into()),
-        ..job()
-    };
-    let done = run_on(&s, &job).await.unwrap();
+    let task = "rename mean to average everywhere";
+    let (done, s, server) = on_three_files(&[], task, Some("report.py")).await;
     assert_eq!(
         overlay_file(&s, "mathx.py").unwrap(),
         SPREAD.replace("mean", "average"),
@@ -1469,19 +1476,8 @@ async fn a_rename_alone_is_done_without_the_model_in_every_file_that_uses_the_na
 async fn a_task_naming_two_files_changes_both_and_a_block_for_a_third_goes_back() {
     let wrong = "```python\n# file: stats.py\ndef total(xs):\n    \"\"\"Sum.\"\"\"\n    return sum(xs)\n```";
     let good = "File `mathx.py`:\n```python\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n```\n\n```python\n# file: report.py\ndef average_price(prices):\n    \"\"\"The average price.\"\"\"\n    return mean(prices)\n```";
-    let server = FakeServer::start(vec![
-        Reply::OpenaiStream(wrong.into()),
-        Reply::OpenaiStream(good.into()),
-    ])
-    .await;
-    let mut s = setup(&server.url);
-    put_three_files(&mut s);
-    let job = Job {
-        task: "add docstrings to mean in mathx.py and to average_price in report.py".into(),
-        file: None,
-        ..job()
-    };
-    let done = run_on(&s, &job).await.unwrap();
+    let task = "add docstrings to mean in mathx.py and to average_price in report.py";
+    let (done, s, server) = on_three_files(&[wrong, good], task, None).await;
     assert_eq!(done.rounds, 2);
     let second = server.requests.lock().unwrap()[1].clone();
     assert!(
@@ -1503,15 +1499,8 @@ async fn a_rename_with_more_to_do_asks_the_model_and_finishes_the_rename_after_i
     // The model writes `average` with its change, beside `mean`, and
     // gives report.py back as it was: the rename reaches it all the same.
     let reply = "```python\n# file: mathx.py\ndef average(xs):\n    xs = [x for x in xs if x is not None]\n    return sum(xs) / len(xs)\n\n# file: report.py\ndef average_price(prices):\n    return mean(prices)\n```";
-    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
-    let mut s = setup(&server.url);
-    put_three_files(&mut s);
-    let job = Job {
-        task: "rename mean to average and make it skip None".into(),
-        file: None,
-        ..job()
-    };
-    let done = run_on(&s, &job).await.unwrap();
+    let task = "rename mean to average and make it skip None";
+    let (done, s, _server) = on_three_files(&[reply], task, None).await;
     assert_eq!(done.rounds, 1);
     let mathx = overlay_file(&s, "mathx.py").unwrap();
     assert!(
@@ -1525,4 +1514,20 @@ async fn a_rename_with_more_to_do_asks_the_model_and_finishes_the_rename_after_i
         REPORT_PY.replace("mean", "average"),
         "its import kept and renamed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_naming_a_path_outside_the_project_is_refused_and_nothing_lands_there() {
+    let escape = "```python\n# file: ../outside.py\nX = 1\n```\n```python\n# file: /etc/passwd.py\nY = 2\n```";
+    let good = "```python\n# file: mathx.py\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n```";
+    let task = "add a docstring to mean in mathx.py, using report.py";
+    let (done, s, server) = on_three_files(&[escape, good], task, None).await;
+    assert_eq!(done.rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("`../outside.py` is not one of the files"),
+        "{second}"
+    );
+    assert_eq!(changed(&s), ["mathx.py"]);
+    assert!(!s._dir.path().parent().unwrap().join("outside.py").exists());
 }

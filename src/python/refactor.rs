@@ -3,9 +3,10 @@
 //! moves to another module. A small model writes the new definition well
 //! and forgets a caller or an import; these steps never forget.
 
-use tree_sitter::Node;
+use std::ops::Range;
 
-use super::{definitions, parse, splice_definitions, DefKind};
+use super::splice::{assigned_names, node_text};
+use super::{definitions, parse, splice_definitions, DefKind, Definition};
 
 /// The module a project path imports as: `pkg/io.py` → `pkg.io`,
 /// `pkg/__init__.py` → `pkg`. `None` for a file that is not Python.
@@ -18,10 +19,6 @@ pub fn module_of(path: &str) -> Option<String> {
         .unwrap_or(stem)
         .trim_start_matches("./");
     (!stem.is_empty() && stem != "__init__").then(|| stem.replace('/', "."))
-}
-
-fn node_text<'a>(node: Node<'_>, text: &'a str) -> &'a str {
-    &text[node.byte_range()]
 }
 
 /// Byte spans of the identifiers of `text` spelled `name` that refer to a
@@ -70,34 +67,66 @@ pub fn uses_name(text: &str, name: &str) -> bool {
     !identifier_spans(text, name).is_empty()
 }
 
-/// `text` without its top-level definition `name` and the blank lines
-/// after it; `None` when there is none.
-pub fn remove_definition(text: &str, name: &str) -> Option<String> {
-    let d = definitions(text)
-        .into_iter()
-        .find(|d| d.parent.is_none() && d.name == name && d.kind != DefKind::Method)?;
-    let mut end = d.end;
-    // The rest of its last line, then the blank lines that separated it.
-    end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+/// The span `d` takes in `text` with the blank lines that part it from
+/// what follows, or, for the last definition of the file, from what comes
+/// before: what to cut so that the rest stays laid out as it was.
+pub fn removal_span(text: &str, d: &Definition) -> Range<usize> {
+    // The rest of its last line, then the blank lines after it.
+    let mut end = text[d.end..]
+        .find('\n')
+        .map_or(text.len(), |i| d.end + i + 1);
     while let Some(next) = text[end..].find('\n') {
         if !text[end..end + next].trim().is_empty() {
             break;
         }
         end += next + 1;
     }
-    let mut out = format!("{}{}", &text[..d.start], &text[end..]);
-    // Removing the last definition leaves the blank lines before it.
-    if end >= text.len() {
-        let kept = out.trim_end().len();
-        out.truncate(kept);
-        out.push('\n');
-    }
-    Some(out)
+    let start = match end >= text.len() {
+        true => (text[..d.start].trim_end().len() + 1).min(d.start),
+        false => d.start,
+    };
+    start..end
 }
 
-/// The `from … import …` statements of `text` that import `name` from
-/// `module`: (statement span, the other names it imports, as written).
-fn imports_of(text: &str, module: &str, name: &str) -> Vec<(usize, usize, Vec<String>)> {
+/// `text` without its top-level definition `name` (see [`removal_span`]);
+/// `None` when there is none.
+pub fn remove_definition(text: &str, name: &str) -> Option<String> {
+    let d = definitions(text)
+        .into_iter()
+        .find(|d| d.parent.is_none() && d.name == name && d.kind != DefKind::Method)?;
+    let cut = removal_span(text, &d);
+    Some(format!("{}{}", &text[..cut.start], &text[cut.end..]))
+}
+
+/// One top-level import statement.
+struct Import<'a> {
+    span: Range<usize>,
+    /// `m` of `from m import …` as written (`.m` when relative); `None`
+    /// for `import m`.
+    from: Option<&'a str>,
+    /// Each name: what it imports, the name it binds, and as written
+    /// (`median as med`: `median`, `med`; `import a.b`: `a.b`, `a`).
+    names: Vec<(&'a str, &'a str, &'a str)>,
+}
+
+impl Import<'_> {
+    fn binds(&self, name: &str) -> bool {
+        self.names.iter().any(|(_, bound, _)| *bound == name)
+    }
+
+    /// Whether it is `from <module> import …`; a relative import
+    /// (`.mathutil`) names the module by its last part.
+    fn is_from(&self, module: &str) -> bool {
+        self.from.is_some_and(|from| {
+            from == module
+                || (from.starts_with('.')
+                    && module.rsplit('.').next() == Some(from.trim_start_matches('.')))
+        })
+    }
+}
+
+/// The top-level imports of `text`.
+fn imports(text: &str) -> Vec<Import<'_>> {
     let Some(tree) = parse(text) else {
         return vec![];
     };
@@ -105,57 +134,63 @@ fn imports_of(text: &str, module: &str, name: &str) -> Vec<(usize, usize, Vec<St
     let mut cursor = root.walk();
     let mut out = Vec::new();
     for stmt in root.children(&mut cursor) {
-        if stmt.kind() != "import_from_statement" {
-            continue;
-        }
-        let Some(from) = stmt.child_by_field_name("module_name") else {
-            continue;
+        let from = match stmt.kind() {
+            "import_statement" => None,
+            "import_from_statement" => match stmt.child_by_field_name("module_name") {
+                Some(m) => Some(node_text(m, text)),
+                None => continue,
+            },
+            _ => continue,
         };
-        let from = node_text(from, text);
-        // A relative import (`.mathutil`) names the module by its last part.
-        let same = from == module
-            || (from.starts_with('.')
-                && module.rsplit('.').next() == Some(from.trim_start_matches('.')));
-        if !same {
-            continue;
-        }
-        let mut names = Vec::new();
-        let mut found = false;
         let mut c = stmt.walk();
-        for n in stmt.children_by_field_name("name", &mut c) {
-            let imported = match n.kind() {
-                "aliased_import" => n
-                    .child_by_field_name("name")
-                    .map_or("", |x| node_text(x, text)),
-                _ => node_text(n, text),
-            };
-            if imported == name {
-                found = true;
-            } else {
-                names.push(node_text(n, text).to_owned());
-            }
-        }
-        if found {
-            out.push((stmt.start_byte(), stmt.end_byte(), names));
-        }
+        let names = stmt
+            .children_by_field_name("name", &mut c)
+            .map(|n| {
+                let written = node_text(n, text);
+                match n.kind() {
+                    "aliased_import" => {
+                        let field = |f| n.child_by_field_name(f).map_or("", |x| node_text(x, text));
+                        (field("name"), field("alias"), written)
+                    }
+                    // `import a.b` binds `a`; `from m import a` binds `a`.
+                    _ => (
+                        written,
+                        written.split('.').next().unwrap_or(written),
+                        written,
+                    ),
+                }
+            })
+            .collect();
+        out.push(Import {
+            span: stmt.byte_range(),
+            from,
+            names,
+        });
     }
     out
+}
+
+/// The `from <module> import …` statements of `text` importing `name`:
+/// each span, with the other names it imports as written.
+fn imports_of<'a>(text: &'a str, module: &str, name: &str) -> Vec<(Range<usize>, Vec<&'a str>)> {
+    imports(text)
+        .into_iter()
+        .filter(|i| i.is_from(module) && i.names.iter().any(|(n, _, _)| *n == name))
+        .map(|i| {
+            let rest = i
+                .names
+                .iter()
+                .filter(|(n, _, _)| *n != name)
+                .map(|(_, _, w)| *w);
+            (i.span.clone(), rest.collect())
+        })
+        .collect()
 }
 
 /// Whether `text` binds `name` at its top level by an import or an
 /// assignment (definitions aside).
 pub fn binds(text: &str, name: &str) -> bool {
-    imports(text)
-        .iter()
-        .any(|(_, names)| names.iter().any(|n| n == name))
-        || text
-            .lines()
-            .filter(|l| !l.starts_with([' ', '\t']))
-            .any(|l| {
-                l.strip_prefix(name).is_some_and(|rest| {
-                    rest.trim_start().starts_with('=') && !rest.trim_start().starts_with("==")
-                })
-            })
+    imports(text).iter().any(|i| i.binds(name)) || assigned_names(text).iter().any(|n| n == name)
 }
 
 /// Whether `text` imports `name` from `module`.
@@ -167,14 +202,16 @@ pub fn imports_from(text: &str, module: &str, name: &str) -> bool {
 /// importing nothing goes, with its line).
 pub fn drop_import(text: &str, module: &str, name: &str) -> String {
     let mut out = text.to_owned();
-    for (s, e, rest) in imports_of(text, module, name).into_iter().rev() {
+    for (span, rest) in imports_of(text, module, name).into_iter().rev() {
         if rest.is_empty() {
-            let e = out[e..].find('\n').map_or(out.len(), |i| e + i + 1);
-            out.replace_range(s..e, "");
+            let end = out[span.end..]
+                .find('\n')
+                .map_or(out.len(), |i| span.end + i + 1);
+            out.replace_range(span.start..end, "");
         } else {
-            let from = &text[s..e];
-            let head = &from[..from.find(" import ").map_or(0, |i| i + 8)];
-            out.replace_range(s..e, &format!("{head}{}", rest.join(", ")));
+            let stmt = &text[span.clone()];
+            let head = &stmt[..stmt.find(" import ").map_or(0, |i| i + 8)];
+            out.replace_range(span, &format!("{head}{}", rest.join(", ")));
         }
     }
     // The blank lines that separated a removed first import stay at the top.
@@ -192,61 +229,25 @@ pub fn add_import(text: &str, module: &str, name: &str) -> String {
         .unwrap_or_else(|_| text.to_owned())
 }
 
-/// The top-level imports of `text`: each statement with the names it binds.
-fn imports(text: &str) -> Vec<(String, Vec<String>)> {
-    let Some(tree) = parse(text) else {
-        return vec![];
-    };
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    let mut out = Vec::new();
-    for stmt in root.children(&mut cursor) {
-        let names: Vec<String> = match stmt.kind() {
-            "import_statement" | "import_from_statement" => {
-                let mut c = stmt.walk();
-                stmt.children_by_field_name("name", &mut c)
-                    .map(|n| match n.kind() {
-                        "aliased_import" => n
-                            .child_by_field_name("alias")
-                            .map_or("", |a| node_text(a, text))
-                            .to_owned(),
-                        // `import a.b` binds `a`.
-                        _ => node_text(n, text)
-                            .split('.')
-                            .next()
-                            .unwrap_or("")
-                            .to_owned(),
-                    })
-                    .filter(|n| !n.is_empty())
-                    .collect()
-            }
-            _ => continue,
-        };
-        out.push((node_text(stmt, text).to_owned(), names));
-    }
-    out
-}
-
 /// `new` with the imports of `old` it dropped but still needs put back: a
 /// whole file written anew by a small model often leaves its imports out.
 pub fn keep_imports(old: &str, new: &str) -> String {
-    let bound: Vec<String> = imports(new)
+    let defined: Vec<String> = definitions(new)
         .into_iter()
-        .flat_map(|(_, names)| names)
-        .chain(
-            definitions(new)
-                .into_iter()
-                .filter(|d| d.parent.is_none())
-                .map(|d| d.name),
-        )
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name)
         .collect();
+    let new_imports = imports(new);
+    let bound = |n: &str| new_imports.iter().any(|i| i.binds(n)) || defined.iter().any(|d| d == n);
     let mut out = new.to_owned();
-    for (stmt, names) in imports(old) {
-        let needed = names
+    for import in imports(old) {
+        let needed = import
+            .names
             .iter()
-            .any(|n| !bound.contains(n) && uses_name(new, n));
+            .any(|(_, n, _)| !bound(n) && uses_name(new, n));
         if needed {
-            out = splice_definitions(&out, &format!("{stmt}\n"), None).unwrap_or(out);
+            out =
+                splice_definitions(&out, &format!("{}\n", &old[import.span]), None).unwrap_or(out);
         }
     }
     out

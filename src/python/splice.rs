@@ -185,7 +185,7 @@ enum Item {
     },
 }
 
-fn node_text<'a>(n: Node<'_>, src: &'a str) -> &'a str {
+pub(super) fn node_text<'a>(n: Node<'_>, src: &'a str) -> &'a str {
     &src[n.start_byte()..n.end_byte()]
 }
 
@@ -252,6 +252,15 @@ struct Layout {
     main_guard: Option<usize>,
     /// Top-level assignments: (name, start, end).
     assigns: Vec<(String, usize, usize)>,
+}
+
+/// The names `text` assigns at its top level (`VERSION = "1.0"`).
+pub(super) fn assigned_names(text: &str) -> Vec<String> {
+    layout(text)
+        .assigns
+        .into_iter()
+        .map(|(name, _, _)| name)
+        .collect()
 }
 
 fn layout(text: &str) -> Layout {
