@@ -10,7 +10,7 @@ run the check again: the task passes if it now succeeds.
   scripts/eval.py [--models 0.5b,1.5b] [--tasks id,id] [--edit-form program|definitions]
                   [--from file|none|other] [--mode code|tools] [--json] [--set small|real]
                   [--url URL --model-name NAME]
-                  [--repo DIR --lib FILE]
+                  [--repo DIR --lib FILE] [--keep DIR]
 
 --from says where every task is typed: `file` (the task's file open, the
 cursor on its line), `none` (a buffer of no file) or `other` (another
@@ -25,6 +25,9 @@ function at a time in a way its own test suite detects. Each task is
 of no file unless --from says otherwise; it passes when the whole suite
 passes after the accept. Every run also counts accepted changes that
 deleted a definition the task did not name.
+
+--keep DIR copies each task's store to DIR/<task id>.db: the prompts and
+replies are in its `effects` table (kind 'llm').
 """
 import argparse
 import ast
@@ -216,6 +219,14 @@ def run_tasks(args, task_set, url, model_name, label):
         detail = out.get("summary") if passed else (why[0] if why else (out.get("error") or "")[:120].replace("\n", " "))
         print(f"  {t['id']:<26} {'PASS' if passed else 'fail'}  {out.get('state'):<9} "
               f"{out.get('ms', 0) / 1000:5.1f} s  rounds {out.get('rounds') or '-'}  {detail}", flush=True)
+        if args.keep:
+            # The agent's store (its prompts and replies in `effects`), to read afterwards.
+            db = os.path.join(project, ".chimera/chimera.db")
+            if os.path.exists(db):
+                os.makedirs(args.keep, exist_ok=True)
+                for end in ("", "-wal", "-shm"):
+                    if os.path.exists(db + end):
+                        shutil.copy(db + end, os.path.join(args.keep, f"{t['id']}.db{end}"))
         shutil.rmtree(project, ignore_errors=True)
     real = [r for r in results if not r.get("broken")]
     passed = sum(r["passed"] for r in real)
@@ -251,6 +262,7 @@ def main():
     ap.add_argument("--repo", default=REPO)
     ap.add_argument("--lib", default=os.path.join(REPO, "target/release/libchimera.so"))
     ap.add_argument("--port", type=int, default=8095)
+    ap.add_argument("--keep", default="", help="copy each task's .chimera/chimera.db here")
     ap.add_argument("--set", dest="task_set", default="small", choices=["small", "real"])
     args = ap.parse_args()
     wanted = set(filter(None, args.tasks.split(",")))

@@ -93,7 +93,7 @@ pub fn failing_now(
     let ran = run_in_copy(&project, caps, &argv, limit, cancelled).ok()?;
     (ran.status != Some(0)).then(|| Failing {
         said: summary_line(&ran),
-        output: tail(&ran, 2000),
+        output: digest(&ran, 2000),
     })
 }
 
@@ -185,9 +185,18 @@ fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
         TestCommand::Named(TestsMode::Off) => return None,
         TestCommand::Argv(argv) => return Some(argv.clone()),
         TestCommand::Named(TestsMode::Auto) if pytest_installed() => {
-            ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-                .map(String::from)
-                .to_vec()
+            // Short tracebacks: what [`digest`] reads.
+            [
+                "python3",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--tb=short",
+            ]
+            .map(String::from)
+            .to_vec()
         }
         TestCommand::Named(TestsMode::Auto) => {
             ["python3", "-m", "unittest"].map(String::from).to_vec()
@@ -233,6 +242,64 @@ fn failures(ran: &command::Ran) -> Vec<String> {
         .collect();
     out.sort();
     out.dedup();
+    out
+}
+
+/// The most failing tests a [`digest`] describes.
+const DIGEST_TESTS: usize = 3;
+
+/// A test run's failures for a model to read: from pytest, each failing
+/// test's name, the line that failed and its error, for the first
+/// [`DIGEST_TESTS`]; from any other runner, the output's last `chars`.
+/// Shown pytest's full tracebacks (diff markers, the same test ten times
+/// with other parameters), Qwen2.5-Coder 1.5B lost the point of the
+/// failure, and read 2,000 characters for it.
+fn digest(ran: &command::Ran, chars: usize) -> String {
+    let text = format!("{}\n{}", ran.stdout, ran.stderr);
+    let header = |l: &str| {
+        let t = l.trim();
+        t.starts_with("___") && t.ends_with("___") && !t.trim_matches('_').trim().is_empty()
+    };
+    let mut tests = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if !header(line) {
+            continue;
+        }
+        let name = line.trim().trim_matches('_').trim();
+        let mut body = Vec::new();
+        while let Some(l) = lines.next_if(|l| !header(l) && !l.starts_with("====")) {
+            body.push(l);
+        }
+        let first_error = body.iter().position(|l| l.starts_with("E "));
+        let before = &body[..first_error.unwrap_or(body.len())];
+        // Long tracebacks mark the failing line with `>`; short ones end
+        // with it, indented, right above the error.
+        let failed = before
+            .iter()
+            .rev()
+            .find(|l| l.starts_with('>'))
+            .map(|l| &l[1..])
+            .or_else(|| before.iter().rev().find(|l| l.starts_with("    ")).copied())
+            .map(str::trim);
+        let error = first_error.map(|i| body[i][1..].trim());
+        tests.push(
+            std::iter::once(name)
+                .chain(failed)
+                .chain(error)
+                .collect::<Vec<_>>()
+                .join("\n    "),
+        );
+    }
+    if tests.is_empty() {
+        return tail(ran, chars);
+    }
+    let more = tests.len().saturating_sub(DIGEST_TESTS);
+    tests.truncate(DIGEST_TESTS);
+    let mut out = tests.join("\n\n");
+    if more > 0 {
+        out.push_str(&format!("\n\n(and {more} more failing tests)"));
+    }
     out
 }
 
@@ -307,7 +374,7 @@ pub fn check(
     }
     let before = Overlay::new(store, PROJECT_AS_IS, max_bytes);
     let without = run_in_copy(&before, caps, &argv, limit, cancelled);
-    let output = tail(&with, 3000);
+    let output = digest(&with, 3000);
     let said = match with.status {
         None => format!("killed at the time limit ({} s)", limit.as_secs()),
         Some(_) => summary_line(&with),
@@ -385,6 +452,49 @@ mod tests {
         assert_eq!(command_for(&off, &["t.py".into()]), None);
         let auto = command_for(&TestsConfig::default(), &["tests/test_a.py".into()]).unwrap();
         assert_eq!(auto.last().map(String::as_str), Some("tests/test_a.py"));
+    }
+
+    #[test]
+    fn a_digest_names_each_failing_test_its_line_and_its_error() {
+        let block = |name: &str, want: &str| {
+            format!("____________ {name} ____________\ntest_x.py:3: in {name}\n    assert camelize('a_b') == 'AB'\nE   AssertionError: assert {want} == 'AB'\nE     \nE     - ab\n")
+        };
+        let mut stdout = String::from("FF.\n================= FAILURES =================\n");
+        for i in 0..5 {
+            stdout.push_str(&block(&format!("test_c[{i}]"), "'ab'"));
+        }
+        stdout.push_str("========== short test summary info ==========\nFAILED test_x.py::test_c[0] - Asser...\n5 failed, 1 passed in 0.1s\n");
+        let ran = command::Ran {
+            status: Some(1),
+            stdout,
+            stderr: String::new(),
+            duration: Duration::ZERO,
+        };
+        let d = digest(&ran, 2000);
+        assert_eq!(
+            d.split("\n\n").next().unwrap(),
+            "test_c[0]\n    assert camelize('a_b') == 'AB'\n    AssertionError: assert 'ab' == 'AB'"
+        );
+        assert_eq!(d.matches("AssertionError").count(), DIGEST_TESTS);
+        assert!(d.ends_with("(and 2 more failing tests)"), "{d}");
+        // A long traceback marks the failing line with `>`.
+        let long = command::Ran {
+            stdout: "___ test_m ___\n\n    def test_m():\n>       assert mean([1]) == 1\nE       assert 0.5 == 1\n\ntest_m.py:4: AssertionError\n".into(),
+            ..ran.clone()
+        };
+        assert_eq!(
+            digest(&long, 2000),
+            "test_m\n    assert mean([1]) == 1\n    assert 0.5 == 1"
+        );
+        // Another runner's output is kept as it ends.
+        let other = command::Ran {
+            stdout: "FAIL: test_median (t.T)\nAssertionError: 2 != 3\n".into(),
+            ..ran
+        };
+        assert_eq!(
+            digest(&other, 2000),
+            "FAIL: test_median (t.T)\nAssertionError: 2 != 3"
+        );
     }
 
     #[test]

@@ -103,24 +103,19 @@ pub fn target_view(
         }
         related.truncate(12);
     }
+    let mut outline = Vec::new();
     let shown = if text.len() <= budget {
         text.to_owned()
     } else {
-        // Too big for the window: an outline, with the focus in full.
-        // The focus comes first so that the outline, not the focus, is cut.
-        let mut out = String::new();
-        if let Some(f) = focus {
-            out.push_str(&format!(
-                "# the part the task is about (lines {}-{}):\n",
-                f.start_line + 1,
-                f.end_line + 1
-            ));
-            out.extend(text[f.start..f.end].chars().take(budget / 2));
-            out.push_str("\n\n");
-        }
-        // Comments, not signatures: an outline in the form of code invites
-        // small models to copy it back as the file, bodies gone.
-        out.push_str("# The rest of the file is too long to show. It also defines (leave these out of your answer; they stay as they are):\n");
+        // Too big for the window: the focus in full, and the rest as a
+        // list of what it defines. The list is prose outside the code
+        // block: as code (or comments) in the block, small models copied it
+        // back into their answer — on a real package, 300 tokens of outline
+        // a reply, half a minute each on 2 cores.
+        let shown: String = focus
+            .map(|f| text[f.start..f.end].chars().take(budget / 2).collect())
+            .unwrap_or_default();
+        let mut room = budget.saturating_sub(shown.len());
         for d in defs
             .iter()
             .filter(|d| d.parent.is_none() || d.kind == DefKind::Method)
@@ -129,21 +124,23 @@ pub fn target_view(
                 continue;
             }
             let line = format!(
-                "#   line {}: {}{}\n",
+                "line {}: {}{}",
                 d.start_line + 1,
                 if d.kind == DefKind::Method { "  " } else { "" },
                 signature(text, d).trim_end_matches(':'),
             );
-            if out.len() + line.len() > budget {
+            if line.len() + 3 > room {
                 break;
             }
-            out.push_str(&line);
+            room -= line.len() + 3;
+            outline.push(line);
         }
-        out
+        shown
     };
     TargetView {
         path: path.to_owned(),
         shown,
+        outline,
         focus: focus.map(describe),
         related,
         focus_function: focus
@@ -209,9 +206,12 @@ mod tests {
         let window = 100_000;
         let v = target_view("a.py", &long, "document parse_config", None, window, true);
         assert!(v.shown.len() <= FOCUSED_VIEW_CHARS, "{}", v.shown.len());
-        assert!(v
-            .shown
-            .starts_with("# the part the task is about (lines 5-6):\ndef parse_config(path):"));
+        assert_eq!(v.shown, "def parse_config(path):\n    return helper(path)");
+        assert!(
+            v.outline.iter().any(|l| l == "line 1: def helper(x)"),
+            "{:?}",
+            v.outline
+        );
         // A whole-file answer needs the whole file; so does a task with no focus.
         let whole = target_view("a.py", &long, "document parse_config", None, window, false);
         assert_eq!(whole.shown, long);
@@ -226,17 +226,19 @@ mod tests {
             big.push_str(&format!("\n\ndef filler_{i}():\n    return {i}\n"));
         }
         let v = target_view("a.py", &big, "document parse_config", None, 1500, false);
-        assert!(v.shown.contains("too long to show"), "{}", v.shown);
+        // Nothing of the outline is in the code a model could echo back.
+        assert_eq!(v.shown, "def parse_config(path):\n    return helper(path)");
         assert!(
-            v.shown.contains("#   line 1: def helper(x)\n"),
-            "{}",
-            v.shown
+            v.outline.iter().any(|l| l == "line 1: def helper(x)"),
+            "{:?}",
+            v.outline
         );
-        assert!(v.shown.contains(": def filler_3()\n"), "{}", v.shown);
-        // Nothing of the outline is code a model could echo back as the file.
-        let outline = &v.shown[v.shown.find("# The rest").unwrap()..];
-        assert!(outline.lines().all(|l| l.starts_with('#')), "{outline}");
-        assert!(v.shown.contains("return helper(path)"), "{}", v.shown);
-        assert!(v.shown.len() <= 1500);
+        assert!(
+            v.outline.iter().any(|l| l.ends_with(": def filler_3()")),
+            "{:?}",
+            v.outline
+        );
+        let shown = v.shown.len() + v.outline.iter().map(|l| l.len() + 3).sum::<usize>();
+        assert!(shown <= 1500, "{shown}");
     }
 }

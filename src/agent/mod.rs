@@ -343,10 +343,24 @@ pub async fn run(
         .flatten();
     }
     let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json);
+    // A task to fix what the tests show failing is tried afresh each
+    // round, the tests judging every try, rather than repaired in
+    // conversation: shown its failed answer, Qwen2.5-Coder 1.5B gave it
+    // back nearly word for word. On 25 real bugs, independent tries
+    // fixed 5 where three conversation rounds fixed 2.
+    let fresh_tries = view.as_ref().is_some_and(|v| v.failing_tests.is_some());
+    let question = messages.clone();
+    // A fix is about as long as the code it mends: a reply much longer is
+    // the model writing on (1.5B went on from the fixed function to write
+    // its callers anew, a minute and a half of tokens on 2 cores).
     let mut opts = ChatOptions {
         json_schema: json.then(reply_schema),
         ..Default::default()
     };
+    if let Some(v) = view.as_ref().filter(|_| fresh_tries) {
+        let shown_tokens = (v.shown.len() / 3) as u32;
+        opts.max_tokens = Some(shown_tokens + 256);
+    }
     let turn = Turn {
         store: &store,
         config,
@@ -394,10 +408,10 @@ pub async fn run(
             messages = vec![system.clone(), prompt::anew_message(&job.task, signature)];
             asked_anew = true;
         }
-        progress(if round == 1 {
-            "asking the model".into()
-        } else {
-            format!("repair round {}", round - 1)
+        progress(match round {
+            1 => "asking the model".into(),
+            _ if fresh_tries => format!("try {round}: the tests failed, asking afresh"),
+            _ => format!("repair round {}", round - 1),
         });
         // Small models tend to repeat a failed answer word for word: each
         // repair round samples a little more freely.
@@ -413,6 +427,16 @@ pub async fn run(
             .await
             .map_err(llm_error)?;
         let (code, said) = read_reply(&reply, json);
+        // Cut off at the token limit inside a definition: the ones before it
+        // are an answer.
+        let code = match python::without_cut_tail(&code) {
+            Some(head)
+                if form == EditForm::Definitions && reply.matches("```").count() % 2 == 1 =>
+            {
+                head.to_owned()
+            }
+            _ => code,
+        };
         messages.push(ChatMessage::assistant(reply.clone()));
         store.overlay_clear(&job.id)?;
         let attempt = match job.node.as_ref() {
@@ -452,7 +476,11 @@ pub async fn run(
                 store.overlay_clear(&job.id)?;
                 only_unchanged &= problem == UNCHANGED;
                 last_problem = problem.clone();
-                messages.push(prompt::repair_message(form, &problem));
+                if fresh_tries {
+                    messages = question.clone();
+                } else {
+                    messages.push(prompt::repair_message(form, &problem));
+                }
             }
         }
     }

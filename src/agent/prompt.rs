@@ -61,9 +61,12 @@ pub fn system(form: EditForm) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct TargetView {
     pub path: String,
-    /// The file's text, or an outline of it with the focus in full when the
-    /// file does not fit the model's context.
+    /// The file's text, or only the focus when the file does not fit (the
+    /// rest is then in `outline`).
     pub shown: String,
+    /// What the part of the file not shown defines, one per line
+    /// ("line 91: def name(args)"); empty when the whole file is shown.
+    pub outline: Vec<String>,
     /// "function `parse_config` (lines 4-10)" when the cursor is in one.
     pub focus: Option<String>,
     /// Callers and callees of the focus, one per line (`name: signature`).
@@ -109,11 +112,25 @@ pub fn task_message(
                 "File `{}` does not exist yet: the task creates it. Write its whole content.\n",
                 t.path
             ));
-        } else {
+        } else if t.outline.is_empty() {
             msg.push_str(&format!(
                 "File `{}`:\n```python\n{}\n```\n",
                 t.path,
                 t.shown.trim_end()
+            ));
+        } else {
+            if !t.shown.is_empty() {
+                let part = t.focus.as_deref().unwrap_or("the part the task is about");
+                msg.push_str(&format!(
+                    "File `{}`, {part}:\n```python\n{}\n```\n",
+                    t.path,
+                    t.shown.trim_end()
+                ));
+            }
+            msg.push_str(&format!(
+                "\nThe rest of `{}` is too long to show. It also defines (leave these out of your answer; they stay as they are):\n{}\n",
+                t.path,
+                t.outline.iter().map(|l| format!("- {l}")).collect::<Vec<_>>().join("\n")
             ));
         }
         if let Some(focus) = &t.focus {
@@ -339,6 +356,7 @@ mod tests {
         let target = TargetView {
             path: "a.py".into(),
             shown: "def f(): pass\n".into(),
+            outline: vec![],
             focus: Some("function `f` (lines 1-1)".into()),
             focus_function: Some("def f()".into()),
             related: vec!["g: def g(): return f()".into()],

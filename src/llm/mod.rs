@@ -159,6 +159,8 @@ pub struct ChatOptions {
     /// Tools offered through the provider's native tool calling, in
     /// OpenAI's shape (`[{"type": "function", "function": {…}}]`).
     pub tools: Option<serde_json::Value>,
+    /// Fewer reply tokens than `llm.max_tokens` (never more).
+    pub max_tokens: Option<u32>,
 }
 
 /// A plain HTTP client (MCP, web search), with the crypto provider its

@@ -166,6 +166,21 @@ impl Definition {
     }
 }
 
+/// `code` without a last top-level definition the reply was cut off in
+/// (at the model's token limit), when what comes before it parses and
+/// defines something; `None` when `code` parses or no such cut helps.
+pub fn without_cut_tail(code: &str) -> Option<&str> {
+    syntax_problem(code)?;
+    let mut starts = code.match_indices('\n').map(|(i, _)| i + 1).filter(|&i| {
+        ["def ", "async def ", "class ", "@"]
+            .iter()
+            .any(|k| code[i..].starts_with(k))
+    });
+    let last = starts.next_back()?;
+    let head = &code[..last];
+    (syntax_problem(head).is_none() && !definitions(head).is_empty()).then_some(head)
+}
+
 /// Whether `word` occurs in `text` as a whole identifier (not inside a
 /// longer one: `mathx` is not in `mathxtra`).
 pub fn has_identifier(text: &str, word: &str) -> bool {

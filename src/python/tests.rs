@@ -3,6 +3,20 @@ use super::*;
 const SRC: &str = "import os\n\n@cache\ndef load(path):\n    return 1\n\n\nclass Store:\n    \"\"\"A store.\"\"\"\n\n    def add(self, x):\n        pass\n\n    @property\n    def size(self):\n        return 0\n\n    async def fetch(self):\n        def inner():\n            pass\n\n\nasync def main():\n    pass\n";
 
 #[test]
+fn a_definition_cut_off_at_the_end_is_dropped_and_the_rest_kept() {
+    let cut =
+        "def camelize(s):\n    return s.title()\n\ndef underscore(word):\n    \"\"\"Convert\n";
+    assert_eq!(
+        super::without_cut_tail(cut),
+        Some("def camelize(s):\n    return s.title()\n\n")
+    );
+    // Whole code, or nothing complete before the cut: nothing to drop.
+    assert_eq!(super::without_cut_tail("def f():\n    return 1\n"), None);
+    assert_eq!(super::without_cut_tail("def f(:\n    return 1\n"), None);
+    assert_eq!(super::without_cut_tail("x = (\ndef g():\n    pass\n"), None);
+}
+
+#[test]
 fn finds_functions_classes_methods_with_decorators_and_nesting() {
     let defs = definitions(SRC);
     let summary: Vec<(&str, DefKind, Option<&str>)> = defs
