@@ -41,6 +41,7 @@ pub mod capabilities;
 pub mod command;
 pub mod config;
 pub mod diff;
+pub mod lang;
 pub mod lifecycle;
 pub mod llm;
 pub mod mcp;

@@ -7,163 +7,22 @@ mod splice;
 
 pub use splice::{classify, dedent, reindent, splice_definitions, ReplyForm, SpliceError};
 
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::Tree;
 
-/// A syntax error in Python text, for the model to fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyntaxProblem {
-    /// 1-based line of the first error.
-    pub line: usize,
-    /// What is wrong, when it is more than "a syntax error".
-    pub what: Option<String>,
-    /// The lines around it, numbered.
-    pub excerpt: String,
-}
+use crate::lang;
 
-impl std::fmt::Display for SyntaxProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.what {
-            Some(what) => write!(
-                f,
-                "SyntaxError on line {}: {what}:\n{}",
-                self.line, self.excerpt
-            ),
-            None => write!(f, "SyntaxError near line {}:\n{}", self.line, self.excerpt),
-        }
-    }
-}
+pub use crate::lang::{DefKind, Definition, SyntaxProblem};
 
-/// Parses `text`; `None` only if tree-sitter itself fails (it never should).
+/// Parses `text` as Python; `None` only if tree-sitter itself fails.
 pub fn parse(text: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .ok()?;
-    parser.parse(text, None)
+    lang::PYTHON.parse(text)
 }
 
-/// The first syntax error of `text`, if any: what tree-sitter cannot parse,
-/// and what it accepts but Python does not — a `def`, `class`, `if`, … with
-/// no statement in its body (`def f(x):  # line 5` alone: an outline echoed
-/// back by a model).
+/// The first syntax error of `text` as Python, if any: what tree-sitter
+/// cannot parse, and what it accepts but Python does not — a `def`,
+/// `class`, `if`, … with no statement in its body.
 pub fn syntax_problem(text: &str) -> Option<SyntaxProblem> {
-    let tree = parse(text)?;
-    let root = tree.root_node();
-    let error = root.has_error().then(|| {
-        let node = first_error(root).unwrap_or(root);
-        (node.start_position().row, None)
-    });
-    let empty = first_empty_body(root).map(|(row, what)| (row, Some(what)));
-    let (line, what) = match (error, empty) {
-        (Some(e), Some(m)) => std::cmp::min_by_key(m, e, |p| p.0),
-        (e, m) => e.or(m)?,
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    let from = line.saturating_sub(3);
-    let to = (line + 3).min(lines.len());
-    let excerpt = (from..to)
-        .map(|i| {
-            format!(
-                "{}{:>4} | {}",
-                if i == line { ">" } else { " " },
-                i + 1,
-                lines[i]
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    Some(SyntaxProblem {
-        line: line + 1,
-        what,
-        excerpt,
-    })
-}
-
-/// The first compound statement whose body holds no statement (comments
-/// are not statements): its row and what Python would say.
-fn first_empty_body(node: Node<'_>) -> Option<(usize, String)> {
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        if child.kind() == "block" {
-            let mut c = child.walk();
-            let statements = child
-                .named_children(&mut c)
-                .filter(|n| n.kind() != "comment")
-                .count();
-            if statements == 0 {
-                let what = match node.kind() {
-                    "function_definition" => "a function definition",
-                    "class_definition" => "a class definition",
-                    _ => "this line",
-                };
-                return Some((
-                    node.start_position().row,
-                    format!("expected an indented block after {what}"),
-                ));
-            }
-        }
-        if let Some(found) = first_empty_body(child) {
-            return Some(found);
-        }
-    }
-    None
-}
-
-fn first_error(node: Node<'_>) -> Option<Node<'_>> {
-    if node.is_error() || node.is_missing() {
-        return Some(node);
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        if child.has_error() {
-            return first_error(child).or(Some(child));
-        }
-    }
-    None
-}
-
-/// What a definition is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DefKind {
-    Function,
-    Class,
-    /// A function defined directly in a class body.
-    Method,
-}
-
-/// One definition in a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Definition {
-    pub name: String,
-    pub kind: DefKind,
-    /// The enclosing class or function, if any.
-    pub parent: Option<String>,
-    /// Byte span, decorators included, from the start of its first line.
-    pub start: usize,
-    pub end: usize,
-    /// 0-based first and last line.
-    pub start_line: usize,
-    pub end_line: usize,
-    /// The indentation of its first line.
-    pub indent: String,
-}
-
-impl Definition {
-    /// `Class.method` for a method, else the name.
-    pub fn qualified_name(&self) -> String {
-        match (&self.parent, self.kind) {
-            (Some(class), DefKind::Method) => format!("{class}.{}", self.name),
-            _ => self.name.clone(),
-        }
-    }
-
-    /// Whether `name`, as a task writes it (`mean`, `Store.add`), is this.
-    pub fn is_named(&self, name: &str) -> bool {
-        match name.split_once('.') {
-            Some((class, own)) => self.name == own && self.parent.as_deref() == Some(class),
-            None => self.name == name,
-        }
-    }
+    lang::syntax_problem(&lang::PYTHON, text)
 }
 
 /// `code` without a last top-level definition the reply was cut off in
@@ -192,68 +51,7 @@ pub fn has_identifier(text: &str, word: &str) -> bool {
 
 /// Every function, class and method of `text`, outermost first, in order.
 pub fn definitions(text: &str) -> Vec<Definition> {
-    let Some(tree) = parse(text) else {
-        return vec![];
-    };
-    let mut out = Vec::new();
-    collect(tree.root_node(), text, None, false, &mut out);
-    out
-}
-
-fn collect(
-    node: Node<'_>,
-    text: &str,
-    parent: Option<&str>,
-    in_class: bool,
-    out: &mut Vec<Definition>,
-) {
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        let (outer, def) = match child.kind() {
-            "decorated_definition" => match child.child_by_field_name("definition") {
-                Some(d) => (child, d),
-                None => continue,
-            },
-            "function_definition" | "class_definition" => (child, child),
-            "block" | "module" => {
-                collect(child, text, parent, in_class, out);
-                continue;
-            }
-            _ => continue,
-        };
-        let Some(name) = def
-            .child_by_field_name("name")
-            .and_then(|n| n.utf8_text(text.as_bytes()).ok())
-        else {
-            continue;
-        };
-        let is_class = def.kind() == "class_definition";
-        let kind = match (is_class, in_class) {
-            (true, _) => DefKind::Class,
-            (false, true) => DefKind::Method,
-            (false, false) => DefKind::Function,
-        };
-        let line_start = text[..outer.start_byte()].rfind('\n').map_or(0, |i| i + 1);
-        let indent: String = text[line_start..outer.start_byte()]
-            .chars()
-            .take_while(|c| c.is_whitespace())
-            .collect();
-        // Extend to the end of the last line (trailing comments stay outside).
-        let end = outer.end_byte();
-        out.push(Definition {
-            name: name.to_owned(),
-            kind,
-            parent: parent.map(str::to_owned),
-            start: line_start,
-            end,
-            start_line: outer.start_position().row,
-            end_line: outer.end_position().row,
-            indent,
-        });
-        if let Some(body) = def.child_by_field_name("body") {
-            collect(body, text, Some(name), is_class, out);
-        }
-    }
+    lang::definitions(&lang::PYTHON, text)
 }
 
 /// The innermost definition containing 0-based `line`.

@@ -1,0 +1,271 @@
+//! The languages Chimera reads: one row per language (grammar, file
+//! extensions, comment syntax, queries), so that adding a language is a
+//! grammar crate, a row here and its `.scm` files under `queries/`.
+//!
+//! Queries are compiled the first time a file of their language is read,
+//! so `setup{}` pays nothing for languages a project does not use.
+
+mod definitions;
+mod syntax;
+
+use std::sync::OnceLock;
+
+use tree_sitter::{Parser, Query, Tree};
+
+pub use definitions::{definitions, definitions_in, DefKind, Definition};
+pub use syntax::{syntax_problem, SyntaxProblem};
+
+/// One language Chimera understands.
+pub struct Language {
+    /// Stable identifier, also the directory of its queries: `python`.
+    pub id: &'static str,
+    /// What people call it: `Python`.
+    pub name: &'static str,
+    /// File name endings, lower case, without the dot.
+    pub extensions: &'static [&'static str],
+    /// What starts a line comment (where Remora writes node IDs).
+    pub line_comment: &'static str,
+    /// The fence tag models use for it in Markdown: `python`.
+    pub fence: &'static str,
+    /// Node kinds that belong to the definition right after them when no
+    /// blank line separates them (doc comments, Rust attributes).
+    pub attached: &'static [&'static str],
+    /// A rule of the language the grammar does not enforce: the row of the
+    /// first breach and what the language would say.
+    own_rule: Option<OwnRule>,
+    grammar: tree_sitter_language::LanguageFn,
+    sources: Sources,
+    compiled: OnceLock<Result<Queries, QueryError>>,
+}
+
+/// A check of a syntax tree: the row of the first breach and what the
+/// language would say of it.
+type OwnRule = fn(tree_sitter::Node<'_>) -> Option<(usize, String)>;
+
+/// The text of a language's query files, as written under `queries/`.
+#[derive(Clone, Copy)]
+struct Sources {
+    definitions: &'static str,
+    calls: &'static str,
+    imports: &'static str,
+}
+
+/// A language's compiled queries.
+pub struct Queries {
+    pub definitions: Query,
+    pub calls: Query,
+    pub imports: Query,
+}
+
+/// A query file that does not compile against its grammar.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("queries/{language}/{file}.scm does not compile: {message}")]
+pub struct QueryError {
+    pub language: &'static str,
+    pub file: &'static str,
+    pub message: String,
+}
+
+macro_rules! sources {
+    ($dir:literal) => {
+        Sources {
+            definitions: include_str!(concat!("../../queries/", $dir, "/definitions.scm")),
+            calls: include_str!(concat!("../../queries/", $dir, "/calls.scm")),
+            imports: include_str!(concat!("../../queries/", $dir, "/imports.scm")),
+        }
+    };
+}
+
+/// Query files only inherited by others (`; inherits: ecma`).
+const INHERITED: &[(&str, Sources)] = &[("ecma", sources!("ecma"))];
+
+pub static PYTHON: Language = Language {
+    id: "python",
+    name: "Python",
+    extensions: &["py", "pyi"],
+    line_comment: "#",
+    fence: "python",
+    attached: &[],
+    own_rule: Some(syntax::python_empty_body),
+    grammar: tree_sitter_python::LANGUAGE,
+    sources: sources!("python"),
+    compiled: OnceLock::new(),
+};
+
+pub static JAVASCRIPT: Language = Language {
+    id: "javascript",
+    name: "JavaScript",
+    extensions: &["js", "mjs", "cjs", "jsx"],
+    line_comment: "//",
+    fence: "javascript",
+    attached: &["comment"],
+    own_rule: None,
+    grammar: tree_sitter_javascript::LANGUAGE,
+    sources: sources!("javascript"),
+    compiled: OnceLock::new(),
+};
+
+pub static TYPESCRIPT: Language = Language {
+    id: "typescript",
+    name: "TypeScript",
+    extensions: &["ts", "mts", "cts"],
+    line_comment: "//",
+    fence: "typescript",
+    attached: &["comment"],
+    own_rule: None,
+    grammar: tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
+    sources: sources!("typescript"),
+    compiled: OnceLock::new(),
+};
+
+pub static TSX: Language = Language {
+    id: "tsx",
+    name: "TSX",
+    extensions: &["tsx"],
+    line_comment: "//",
+    fence: "tsx",
+    attached: &["comment"],
+    own_rule: None,
+    grammar: tree_sitter_typescript::LANGUAGE_TSX,
+    sources: sources!("typescript"),
+    compiled: OnceLock::new(),
+};
+
+pub static GO: Language = Language {
+    id: "go",
+    name: "Go",
+    extensions: &["go"],
+    line_comment: "//",
+    fence: "go",
+    attached: &["comment"],
+    own_rule: None,
+    grammar: tree_sitter_go::LANGUAGE,
+    sources: sources!("go"),
+    compiled: OnceLock::new(),
+};
+
+pub static RUST: Language = Language {
+    id: "rust",
+    name: "Rust",
+    extensions: &["rs"],
+    line_comment: "//",
+    fence: "rust",
+    attached: &["line_comment", "block_comment", "attribute_item"],
+    own_rule: None,
+    grammar: tree_sitter_rust::LANGUAGE,
+    sources: sources!("rust"),
+    compiled: OnceLock::new(),
+};
+
+pub static LUA: Language = Language {
+    id: "lua",
+    name: "Lua",
+    extensions: &["lua"],
+    line_comment: "--",
+    fence: "lua",
+    attached: &["comment"],
+    own_rule: None,
+    grammar: tree_sitter_lua::LANGUAGE,
+    sources: sources!("lua"),
+    compiled: OnceLock::new(),
+};
+
+/// Every language, in the order `:checkhealth` lists them.
+pub static LANGUAGES: [&Language; 7] = [&PYTHON, &JAVASCRIPT, &TYPESCRIPT, &TSX, &GO, &RUST, &LUA];
+
+/// The language of a project path, by its extension (any case: `A.PY` is
+/// Python on the file systems that would open it as `a.py`).
+pub fn for_path(path: &str) -> Option<&'static Language> {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let (_, ext) = name.rsplit_once('.')?;
+    let ext = ext.to_ascii_lowercase();
+    LANGUAGES
+        .iter()
+        .copied()
+        .find(|l| l.extensions.contains(&ext.as_str()))
+}
+
+/// The language with this id or fence tag (`python`, `py`, `ts`, …).
+pub fn by_name(name: &str) -> Option<&'static Language> {
+    let name = name.to_ascii_lowercase();
+    LANGUAGES
+        .iter()
+        .copied()
+        .find(|l| l.id == name || l.fence == name || l.extensions.contains(&name.as_str()))
+}
+
+impl std::fmt::Debug for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id)
+    }
+}
+
+impl PartialEq for Language {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Language {}
+
+impl Language {
+    pub fn grammar(&self) -> tree_sitter::Language {
+        self.grammar.into()
+    }
+
+    /// Parses `text`; `None` only if tree-sitter itself fails (it never should).
+    pub fn parse(&self, text: &str) -> Option<Tree> {
+        let mut parser = Parser::new();
+        parser.set_language(&self.grammar()).ok()?;
+        parser.parse(text, None)
+    }
+
+    /// The compiled queries, compiling them on first use.
+    pub fn queries(&self) -> Result<&Queries, &QueryError> {
+        self.compiled.get_or_init(|| self.compile()).as_ref()
+    }
+
+    fn compile(&self) -> Result<Queries, QueryError> {
+        let grammar = self.grammar();
+        let one = |file: &'static str, pick: fn(&Sources) -> &'static str| {
+            let error = |message| QueryError {
+                language: self.id,
+                file,
+                message,
+            };
+            let source = with_inherited(pick(&self.sources), pick).map_err(error)?;
+            // Rows count from the start of the inherited text.
+            Query::new(&grammar, &source)
+                .map_err(|e| error(format!("row {}: {}", e.row + 1, e.message)))
+        };
+        Ok(Queries {
+            definitions: one("definitions", |s| s.definitions)?,
+            calls: one("calls", |s| s.calls)?,
+            imports: one("imports", |s| s.imports)?,
+        })
+    }
+}
+
+/// `source` after the files its `; inherits: a, b` first line names.
+fn with_inherited(source: &str, pick: fn(&Sources) -> &'static str) -> Result<String, String> {
+    let first = source.lines().next().unwrap_or("");
+    let Some(names) = first.trim().strip_prefix("; inherits:") else {
+        return Ok(source.to_owned());
+    };
+    let mut out = String::new();
+    for name in names.split(',').map(str::trim) {
+        let inherited = INHERITED
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| pick(s))
+            .or_else(|| by_name(name).map(|l| pick(&l.sources)))
+            .ok_or_else(|| format!("it inherits `{name}`, which is no language"))?;
+        out.push_str(&with_inherited(inherited, pick)?);
+        out.push('\n');
+    }
+    out.push_str(source);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
