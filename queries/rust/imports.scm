@@ -11,4 +11,5 @@
 (use_declaration
   argument: (use_as_clause path: (scoped_identifier path: (_) @import.module name: (identifier) @import.name)))
 
-(mod_item name: (identifier) @import.module !body)
+; `mod x;`: a module in a file of its own
+(mod_item name: (identifier) @import.submodule !body)

@@ -1,7 +1,7 @@
 //! The last step before an agent's overlay becomes a proposal, whatever
 //! produced it (a program, definitions, a whole file, tool calls): changes
-//! outside the task are put back ([`super::scope`]), every changed Python
-//! file parses, something changed, nothing the task did not name was
+//! outside the task are put back ([`super::scope`]), every changed file
+//! in a language Chimera knows ([`crate::lang`]) parses, something changed, nothing the task did not name was
 //! removed — a reply that echoes an outline or answers with one function
 //! must never be proposed as the deletion of the rest — and the project's
 //! tests pass ([`super::checks`]).
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{checks, scope, Job};
 use crate::capabilities::Capabilities;
 use crate::config::Config;
-use crate::python;
+use crate::lang::{self, Language};
 use crate::store::Store;
 
 /// What a change that writes every file back as it was is told.
@@ -95,28 +95,30 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
             continue;
         }
         let (old, new) = (text(&entry.base_hash)?, text(&entry.hash)?);
+        let language = lang::for_path(path);
         if let (Some(task), Some(old), None) = (task, &old, &new) {
             // A file goes only when the task names it, and names nothing
             // in it: "delete legacy_helper from mathx.py" is about a
             // function, not the file.
-            let about_a_definition = path.ends_with(".py")
-                && removed_definitions(old, "", task).len() < python::definitions(old).len();
+            let about_a_definition = language.is_some_and(|l| {
+                removed_definitions(l, old, "", task).len() < lang::definitions(l, old).len()
+            });
             if !names_file(task, path) || about_a_definition {
                 return Err(format!(
                     "The change deletes the file `{path}`, which the task does not ask to remove. Change only what the task asks."
                 ));
             }
         }
-        let Some(new) = new.filter(|_| path.ends_with(".py")) else {
+        let (Some(language), Some(new)) = (language, new) else {
             continue;
         };
-        if let Some(problem) = python::syntax_problem(&new) {
+        if let Some(problem) = lang::syntax_problem(language, &new) {
             return Err(format!(
                 "`{path}` does not parse after your change.\n{problem}"
             ));
         }
         if let (Some(task), Some(old)) = (task, old) {
-            let gone = removed_definitions(&old, &new, task);
+            let gone = removed_definitions(language, &old, &new, task);
             if !gone.is_empty() {
                 return Err(removal_message(path, &gone));
             }
@@ -144,10 +146,10 @@ fn names_file(task: &str, path: &str) -> bool {
 
 /// Definitions of `old` missing from `new` (as `name` or `Class.name`)
 /// that the task does not name.
-pub fn removed_definitions(old: &str, new: &str, task: &str) -> Vec<String> {
-    let kept: BTreeSet<String> = python::definitions(new)
+pub fn removed_definitions(language: &Language, old: &str, new: &str, task: &str) -> Vec<String> {
+    let kept: BTreeSet<String> = lang::definitions(language, new)
         .iter()
-        .map(python::Definition::qualified_name)
+        .map(lang::Definition::qualified_name)
         .collect();
     let named: BTreeSet<String> = task
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -155,7 +157,7 @@ pub fn removed_definitions(old: &str, new: &str, task: &str) -> Vec<String> {
         .map(str::to_lowercase)
         .collect();
     let mut gone = Vec::new();
-    for d in python::definitions(old) {
+    for d in lang::definitions(language, old) {
         let k = d.qualified_name();
         let parent_named = d
             .parent
@@ -178,12 +180,18 @@ mod tests {
     fn removing_what_the_task_does_not_name_is_caught_and_named() {
         let only_mean = "def mean(xs):\n    \"\"\"Mean.\"\"\"\n    return sum(xs) / len(xs)\n";
         assert_eq!(
-            removed_definitions(OLD, only_mean, "add a docstring to mean in mathx.py"),
+            removed_definitions(
+                &lang::PYTHON,
+                OLD,
+                only_mean,
+                "add a docstring to mean in mathx.py"
+            ),
             // `add` is a word of the task: the class is what gets caught.
             ["legacy_helper", "Inventory", "Inventory.remove"]
         );
         let without_helper = OLD.replace("def legacy_helper():\n    return 1\n\n\n", "");
         assert!(removed_definitions(
+            &lang::PYTHON,
             OLD,
             &without_helper,
             "delete the unused function legacy_helper"
@@ -191,13 +199,27 @@ mod tests {
         .is_empty());
         let without_class = &OLD[..OLD.find("class").unwrap()];
         assert!(
-            removed_definitions(OLD, without_class, "remove the Inventory class").is_empty(),
+            removed_definitions(
+                &lang::PYTHON,
+                OLD,
+                without_class,
+                "remove the Inventory class"
+            )
+            .is_empty(),
             "a named class goes with its methods"
         );
         let renamed = OLD.replace("def mean(", "def average(");
-        assert!(removed_definitions(OLD, &renamed, "rename mean to average").is_empty());
-        assert_eq!(removed_definitions(OLD, &renamed, "tidy up"), ["mean"]);
-        let msg = removal_message("m.py", &removed_definitions(OLD, only_mean, "x"));
+        assert!(
+            removed_definitions(&lang::PYTHON, OLD, &renamed, "rename mean to average").is_empty()
+        );
+        assert_eq!(
+            removed_definitions(&lang::PYTHON, OLD, &renamed, "tidy up"),
+            ["mean"]
+        );
+        let msg = removal_message(
+            "m.py",
+            &removed_definitions(&lang::PYTHON, OLD, only_mean, "x"),
+        );
         assert!(
             msg.contains("`legacy_helper`, `Inventory`")
                 && msg.contains("only the definitions you change"),
@@ -230,6 +252,50 @@ mod tests {
             check(&store, "ag", Some("delete mathx.py, nothing uses it")),
             Ok(())
         );
+    }
+
+    #[test]
+    fn every_known_language_is_parsed_and_kept_whole_before_it_is_proposed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let go = "package store\n\nfunc Add(a, b int) int { return a + b }\n\nfunc Sub(a, b int) int { return a - b }\n";
+        store
+            .stable_put("store/store.go", go.as_bytes(), 0o644, 0, 1 << 20)
+            .unwrap();
+        store
+            .stable_put("notes.txt", b"anything\n", 0o644, 0, 1 << 20)
+            .unwrap();
+        for agent in ["broken", "dropped", "text"] {
+            store
+                .agent_insert(&crate::store::AgentRecord::new(agent, "t"))
+                .unwrap();
+        }
+        let path = |p: &str| crate::paths::ProjectPath::parse(p).unwrap();
+        let broken = crate::overlay::Overlay::new(&store, "broken", 1 << 20);
+        broken
+            .write(
+                &path("store/store.go"),
+                go.replace("a + b }", "a + }").as_bytes(),
+            )
+            .unwrap();
+        let err = check(&store, "broken", Some("fix Add in store/store.go")).unwrap_err();
+        assert!(
+            err.contains("Go syntax error") && err.contains("line 3"),
+            "{err}"
+        );
+
+        let dropped = crate::overlay::Overlay::new(&store, "dropped", 1 << 20);
+        let only_add = "package store\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n";
+        dropped
+            .write(&path("store/store.go"), only_add.as_bytes())
+            .unwrap();
+        let err = check(&store, "dropped", Some("document Add")).unwrap_err();
+        assert!(err.contains("removes `Sub`"), "{err}");
+
+        // A file of no known language is not parsed.
+        let text = crate::overlay::Overlay::new(&store, "text", 1 << 20);
+        text.write(&path("notes.txt"), b"func ( {\n").unwrap();
+        assert_eq!(check(&store, "text", Some("edit notes.txt")), Ok(()));
     }
 
     #[test]

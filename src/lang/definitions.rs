@@ -36,6 +36,9 @@ pub struct Definition {
     pub end_line: usize,
     /// The indentation of its first line.
     pub indent: String,
+    /// Byte span of its name.
+    pub name_start: usize,
+    pub name_end: usize,
 }
 
 impl Definition {
@@ -70,6 +73,7 @@ struct Found<'t> {
     pattern: usize,
     kind: DefKind,
     name: String,
+    name_span: (usize, usize),
     parent: Option<String>,
     /// The widest node captured as the definition.
     node: Node<'t>,
@@ -118,6 +122,7 @@ pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definitio
                 pattern: m.pattern_index,
                 kind,
                 name: name_text,
+                name_span: (name.start_byte(), name.end_byte()),
                 parent: parent.clone(),
                 node,
             });
@@ -164,6 +169,8 @@ pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definitio
             start_line: first.start_position().row,
             end_line: f.node.end_position().row,
             indent,
+            name_start: f.name_span.0,
+            name_end: f.name_span.1,
         });
         around.push(out.len() - 1);
     }

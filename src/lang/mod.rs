@@ -6,6 +6,7 @@
 //! so `setup{}` pays nothing for languages a project does not use.
 
 mod definitions;
+mod modules;
 mod syntax;
 
 use std::sync::OnceLock;
@@ -13,6 +14,7 @@ use std::sync::OnceLock;
 use tree_sitter::{Parser, Query, Tree};
 
 pub use definitions::{definitions, definitions_in, DefKind, Definition};
+pub use modules::ModuleStyle;
 pub use syntax::{syntax_problem, SyntaxProblem};
 
 /// One language Chimera understands.
@@ -33,6 +35,8 @@ pub struct Language {
     /// A rule of the language the grammar does not enforce: the row of the
     /// first breach and what the language would say.
     own_rule: Option<OwnRule>,
+    /// How its imports name the project's files.
+    pub modules: ModuleStyle,
     grammar: tree_sitter_language::LanguageFn,
     sources: Sources,
     compiled: OnceLock<Result<Queries, QueryError>>,
@@ -87,6 +91,7 @@ pub static PYTHON: Language = Language {
     fence: "python",
     attached: &[],
     own_rule: Some(syntax::python_empty_body),
+    modules: ModuleStyle::Python,
     grammar: tree_sitter_python::LANGUAGE,
     sources: sources!("python"),
     compiled: OnceLock::new(),
@@ -100,6 +105,7 @@ pub static JAVASCRIPT: Language = Language {
     fence: "javascript",
     attached: &["comment"],
     own_rule: None,
+    modules: ModuleStyle::Ecma,
     grammar: tree_sitter_javascript::LANGUAGE,
     sources: sources!("javascript"),
     compiled: OnceLock::new(),
@@ -113,6 +119,7 @@ pub static TYPESCRIPT: Language = Language {
     fence: "typescript",
     attached: &["comment"],
     own_rule: None,
+    modules: ModuleStyle::Ecma,
     grammar: tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
     sources: sources!("typescript"),
     compiled: OnceLock::new(),
@@ -126,6 +133,7 @@ pub static TSX: Language = Language {
     fence: "tsx",
     attached: &["comment"],
     own_rule: None,
+    modules: ModuleStyle::Ecma,
     grammar: tree_sitter_typescript::LANGUAGE_TSX,
     sources: sources!("typescript"),
     compiled: OnceLock::new(),
@@ -139,6 +147,7 @@ pub static GO: Language = Language {
     fence: "go",
     attached: &["comment"],
     own_rule: None,
+    modules: ModuleStyle::Go,
     grammar: tree_sitter_go::LANGUAGE,
     sources: sources!("go"),
     compiled: OnceLock::new(),
@@ -152,6 +161,7 @@ pub static RUST: Language = Language {
     fence: "rust",
     attached: &["line_comment", "block_comment", "attribute_item"],
     own_rule: None,
+    modules: ModuleStyle::Rust,
     grammar: tree_sitter_rust::LANGUAGE,
     sources: sources!("rust"),
     compiled: OnceLock::new(),
@@ -165,6 +175,7 @@ pub static LUA: Language = Language {
     fence: "lua",
     attached: &["comment"],
     own_rule: None,
+    modules: ModuleStyle::Lua,
     grammar: tree_sitter_lua::LANGUAGE,
     sources: sources!("lua"),
     compiled: OnceLock::new(),
@@ -207,6 +218,14 @@ impl PartialEq for Language {
 }
 
 impl Eq for Language {}
+
+/// The key of the module the project file at `path` is (see
+/// [`ModuleStyle`]); Python's dotted name for a file of no known language.
+pub fn module_key(path: &str) -> String {
+    for_path(path)
+        .map_or(ModuleStyle::Python, |l| l.modules)
+        .key_of_file(path)
+}
 
 impl Language {
     pub fn grammar(&self) -> tree_sitter::Language {

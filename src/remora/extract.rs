@@ -43,8 +43,10 @@ pub struct RawNode {
     pub id_insert_at: Option<usize>,
     /// blake3 of the node's text without its own ID comment.
     pub source_hash: String,
-    header_row: usize,
-    colon_end: usize,
+    /// 0-based row of the header line, and where in it the ID comment is
+    /// looked for from (Python: after the header's `:`; else the name).
+    pub(super) header_row: usize,
+    pub(super) colon_end: usize,
 }
 
 /// What a reference points at, as far as one file can tell.
@@ -84,8 +86,13 @@ pub struct Extracted {
     pub file_comment: Option<IdSpan>,
     /// Where a file comment line goes: after a shebang and an encoding line.
     pub file_comment_at: usize,
+    /// A blank line must follow an inserted file comment (so that it does
+    /// not join the comment or code below it).
+    pub file_comment_gap: bool,
     /// The file's line ending, kept by anything written into it.
     pub newline: &'static str,
+    /// What starts a line comment in the file's language (`#`, `//`, `--`).
+    pub comment: &'static str,
 }
 
 #[derive(Debug, Clone)]
@@ -154,6 +161,9 @@ fn kinds() -> &'static Kinds {
 
 /// Extracts the nodes and references of the file at project path `path`.
 pub fn extract(path: &str, text: &str) -> Extracted {
+    if let Some(lang) = crate::lang::for_path(path).filter(|l| l.id != "python") {
+        return super::by_query::extract(lang, path, text);
+    }
     match crate::python::parse(text) {
         Some(tree) => extract_tree(path, text, &tree),
         None => extract_parts(path, text, None, None),
@@ -228,26 +238,8 @@ fn extract_parts(
     tree: Option<&tree_sitter::Tree>,
     cache: Option<&mut ChunkCache>,
 ) -> Extracted {
-    let newline = match text.find('\n') {
-        Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
-        _ => "\n",
-    };
-    let line_count = text.lines().count().max(1);
-    let file = RawNode {
-        node_type: NodeType::File,
-        name: path.to_owned(),
-        qualname: path.to_owned(),
-        parent: None,
-        start_line: 1,
-        end_line: line_count,
-        start_byte: 0,
-        end_byte: text.len(),
-        id_comment: None,
-        id_insert_at: None,
-        source_hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
-        header_row: 0,
-        colon_end: 0,
-    };
+    let newline = newline_of(text);
+    let file = file_node(path, text);
     let (file_comment, file_comment_at) = file_header(text);
     let mut walker = Walker {
         text,
@@ -281,7 +273,36 @@ fn extract_parts(
         has_error,
         file_comment,
         file_comment_at,
+        file_comment_gap: false,
         newline,
+        comment: "#",
+    }
+}
+
+/// The file's line ending: the first line's.
+pub(super) fn newline_of(text: &str) -> &'static str {
+    match text.find('\n') {
+        Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
+        _ => "\n",
+    }
+}
+
+/// The node of the file itself.
+pub(super) fn file_node(path: &str, text: &str) -> RawNode {
+    RawNode {
+        node_type: NodeType::File,
+        name: path.to_owned(),
+        qualname: path.to_owned(),
+        parent: None,
+        start_line: 1,
+        end_line: text.lines().count().max(1),
+        start_byte: 0,
+        end_byte: text.len(),
+        id_comment: None,
+        id_insert_at: None,
+        source_hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
+        header_row: 0,
+        colon_end: 0,
     }
 }
 
@@ -292,7 +313,7 @@ fn file_header(text: &str) -> (Option<IdSpan>, usize) {
     let mut offset = 0;
     for (i, line) in text.split_inclusive('\n').take(3).enumerate() {
         if found.is_none() {
-            if let Some((s, e)) = ids::file_comment_id(line) {
+            if let Some((s, e)) = ids::file_comment_id(line, "#") {
                 found = Some(IdSpan {
                     id: line[s..e].to_owned(),
                     start: offset + s,
@@ -718,7 +739,7 @@ impl<'a> Walker<'a> {
                 .get(at)
                 .filter(|c| c.0 == row)
                 .and_then(|&(_, s, e)| {
-                    let (is, ie) = ids::trailing_id(&self.text[s..e])?;
+                    let (is, ie) = ids::trailing_id(&self.text[s..e], "#")?;
                     Some(IdSpan {
                         id: self.text[s + is..s + ie].to_owned(),
                         start: s + is,

@@ -1,6 +1,7 @@
 //! Node IDs: `rm_` followed by 8 characters from `[a-z0-9]`, and the comments
 //! that carry them in source (`# rm_…` at the end of a definition line,
-//! `# remora-file: rm_…` near the top of a file).
+//! `# remora-file: rm_…` near the top of a file; `//` or `--` instead of `#`
+//! in languages that comment so).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -52,22 +53,24 @@ pub fn fresh_unused(mut taken: impl FnMut(&str) -> bool) -> String {
 }
 
 /// The ID a definition-line comment ends with, and its byte range inside
-/// `comment`: `# rm_a1b2c3d4` and `# noqa    # rm_a1b2c3d4` both carry one.
-pub fn trailing_id(comment: &str) -> Option<(usize, usize)> {
+/// `comment`: `# rm_a1b2c3d4` and `# noqa    # rm_a1b2c3d4` both carry one
+/// (`marker`: the language's line comment, `#` here).
+pub fn trailing_id(comment: &str, marker: &str) -> Option<(usize, usize)> {
     let trimmed = comment.trim_end();
     let start = trimmed.len().checked_sub(PREFIX.len() + BODY_LEN)?;
     let candidate = trimmed.get(start..)?;
     if !is_id(candidate) {
         return None;
     }
-    // The ID must be a comment of its own: `#` then optional spaces before it.
+    // The ID must be a comment of its own: the marker then optional spaces.
     let before = trimmed[..start].trim_end();
-    before.ends_with('#').then_some((start, trimmed.len()))
+    before.ends_with(marker).then_some((start, trimmed.len()))
 }
 
-/// The ID of a file comment (`# remora-file: rm_…`), with its byte range.
-pub fn file_comment_id(line: &str) -> Option<(usize, usize)> {
-    let body = line.trim_start().strip_prefix('#')?.trim_start();
+/// The ID of a file comment (`# remora-file: rm_…` with `marker` `#`),
+/// with its byte range.
+pub fn file_comment_id(line: &str, marker: &str) -> Option<(usize, usize)> {
+    let body = line.trim_start().strip_prefix(marker)?.trim_start();
     let rest = body.strip_prefix(FILE_MARKER)?.trim();
     if !is_id(rest) {
         return None;
@@ -101,24 +104,37 @@ mod tests {
 
     #[test]
     fn trailing_ids_are_found_after_a_hash_only() {
-        assert_eq!(trailing_id("# rm_a1b2c3d4"), Some((2, 13)));
-        assert_eq!(trailing_id("# noqa    # rm_a1b2c3d4  "), Some((12, 23)));
-        assert_eq!(trailing_id("#rm_a1b2c3d4"), Some((1, 12)));
-        assert_eq!(trailing_id("# see rm_a1b2c3d4"), None);
-        assert_eq!(trailing_id("# rm_a1b2c3d"), None);
+        assert_eq!(trailing_id("# rm_a1b2c3d4", "#"), Some((2, 13)));
+        assert_eq!(
+            trailing_id("# noqa    # rm_a1b2c3d4  ", "#"),
+            Some((12, 23))
+        );
+        assert_eq!(trailing_id("#rm_a1b2c3d4", "#"), Some((1, 12)));
+        assert_eq!(trailing_id("# see rm_a1b2c3d4", "#"), None);
+        assert_eq!(trailing_id("# rm_a1b2c3d", "#"), None);
+        assert_eq!(
+            trailing_id("// why    // rm_a1b2c3d4", "//"),
+            Some((13, 24))
+        );
+        assert_eq!(trailing_id("-- rm_a1b2c3d4", "--"), Some((3, 14)));
+        assert_eq!(trailing_id("// rm_a1b2c3d4", "#"), None);
     }
 
     #[test]
     fn file_comments_carry_an_id() {
         assert_eq!(
-            file_comment_id("# remora-file: rm_abcdefgh"),
+            file_comment_id("# remora-file: rm_abcdefgh", "#"),
             Some((15, 26))
         );
         assert_eq!(
-            file_comment_id("#remora-file:rm_abcdefgh\r"),
+            file_comment_id("#remora-file:rm_abcdefgh\r", "#"),
             Some((13, 24))
         );
-        assert_eq!(file_comment_id("# remora-file: nope"), None);
-        assert_eq!(file_comment_id("x = 1"), None);
+        assert_eq!(
+            file_comment_id("// remora-file: rm_abcdefgh", "//"),
+            Some((16, 27))
+        );
+        assert_eq!(file_comment_id("# remora-file: nope", "#"), None);
+        assert_eq!(file_comment_id("x = 1", "#"), None);
     }
 }

@@ -11,7 +11,7 @@ use tree_sitter::{InputEdit, Parser, Point, Tree};
 
 use super::extract::{extract, extract_cached, ChunkCache, Extracted};
 use super::inject::{self, TextEdit};
-use super::is_python;
+use super::is_indexed;
 use super::topology::{FileChange, Topology};
 use crate::store::{hash_bytes, Result, Store};
 
@@ -105,6 +105,11 @@ impl Indexer {
     /// Parses and extracts `text`, incrementally from the file's last
     /// parse when there is one.
     fn parse_extract(&mut self, path: &str, text: &str) -> Extracted {
+        // Only Python is re-parsed incrementally: the others are parsed
+        // whole, from their queries.
+        if crate::lang::for_path(path).is_none_or(|l| l.id != "python") {
+            return extract(path, text);
+        }
         let old = self
             .trees
             .iter()
@@ -219,7 +224,7 @@ impl Indexer {
         let wanted: HashSet<&str> = files
             .iter()
             .map(|(p, _)| p.as_str())
-            .filter(|p| is_python(p))
+            .filter(|p| is_indexed(p))
             .collect();
         let known = self.known_hashes();
         let gone: Vec<String> = known
@@ -229,7 +234,7 @@ impl Indexer {
             .collect();
         let mut todo: Vec<&str> = Vec::new();
         for (path, hash) in files {
-            if !is_python(path) {
+            if !is_indexed(path) {
                 continue;
             }
             match (hash, known.get(path)) {

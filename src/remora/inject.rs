@@ -1,5 +1,6 @@
-//! Writing node IDs into Python source as comments: `    # rm_…` at the end
-//! of each definition's header line and `# remora-file: rm_…` near the top.
+//! Writing node IDs into source as comments: `    # rm_…` at the end of each
+//! definition's header line and `# remora-file: rm_…` near the top (with
+//! the language's own comment marker: `//`, `--`).
 //! Only those bytes change: line endings, a missing final newline, tabs,
 //! continuations and the rest of the file stay exactly as they were.
 
@@ -48,11 +49,14 @@ pub fn id_edits(text: &str, ex: &Extracted, ids: &[String]) -> Vec<TextEdit> {
             }),
             None => {
                 let at = ex.file_comment_at;
-                let line = format!("# {} {file_id}", super::ids::FILE_MARKER);
+                let nl = ex.newline;
+                let line = format!("{} {} {file_id}", ex.comment, super::ids::FILE_MARKER);
                 let text = if at == text.len() && !text.is_empty() && !text.ends_with('\n') {
-                    format!("{}{line}", ex.newline)
+                    format!("{nl}{line}")
+                } else if ex.file_comment_gap {
+                    format!("{line}{nl}{nl}")
                 } else {
-                    format!("{line}{}", ex.newline)
+                    format!("{line}{nl}")
                 };
                 edits.push(TextEdit {
                     start: at,
@@ -73,7 +77,7 @@ pub fn id_edits(text: &str, ex: &Extracted, ids: &[String]) -> Vec<TextEdit> {
             (None, Some(at)) => edits.push(TextEdit {
                 start: at,
                 end: at,
-                text: format!("    # {id}"),
+                text: format!("    {} {id}", ex.comment),
             }),
             (None, None) => {}
         }

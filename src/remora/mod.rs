@@ -1,10 +1,12 @@
-//! Remora: every Python file, class, function and method is a node with a
+//! Remora: every file, class, function and method in a language Chimera
+//! reads ([`crate::lang`]) is a node with a
 //! stable ID (`rm_` + 8 characters), a place in the topology (containment,
 //! calls, imports, inheritance) and, later, an agent of its own.
 //!
 //! - [`ids`]: the ID format, fresh IDs, and the ID comments in source.
 //! - [`extract`]: one tree-sitter pass over a file: its nodes, the names it
-//!   references, and the ID comments already there.
+//!   references, and the ID comments already there (Python's own walker;
+//!   [`by_query`] for the other languages, from their queries).
 //! - [`inject`]: writing IDs into source as trailing comments, byte-exactly.
 //! - [`topology`]: the in-memory graph (petgraph), ID matching across edits,
 //!   and reference resolution between files.
@@ -13,6 +15,7 @@
 //! - [`chain`]: activation chains: cycle, depth and cooldown checks.
 //! - [`extensions`]: extension nodes: prompts, workspaces and tools by match.
 
+pub mod by_query;
 pub mod chain;
 pub mod events;
 pub mod extensions;
@@ -139,21 +142,19 @@ pub struct Edge {
     pub kind: EdgeKind,
 }
 
-/// Whether `path` is a file Remora indexes.
-pub fn is_python(path: &str) -> bool {
-    path.ends_with(".py") || path.ends_with(".pyi")
+/// Whether `path` is a file Remora indexes: one in a language it reads.
+pub fn is_indexed(path: &str) -> bool {
+    crate::lang::for_path(path).is_some()
 }
 
-/// The dotted module name of a project file: `pkg/mod.py` → `pkg.mod`,
-/// `pkg/__init__.py` → `pkg`.
+/// The key imports name a project file by: `pkg/mod.py` → `pkg.mod`,
+/// `pkg/__init__.py` → `pkg`; `src/a.rs` → `rs:crate::a` (see
+/// [`crate::lang::ModuleStyle`]).
 pub fn module_name(path: &str) -> String {
-    let stem = path
-        .strip_suffix(".pyi")
-        .or_else(|| path.strip_suffix(".py"))
-        .unwrap_or(path);
-    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
-    stem.replace('/', ".")
+    crate::lang::module_key(path)
 }
 
+#[cfg(test)]
+mod by_query_tests;
 #[cfg(test)]
 mod tests;

@@ -155,7 +155,7 @@ fn injected_comments_have_the_seed_format() {
     let out = injected(&ix, "a.py", src);
     let lines: Vec<&str> = out.split('\n').collect();
     assert!(lines[0].starts_with("#!"));
-    assert!(ids::file_comment_id(lines[1]).is_some(), "{out}");
+    assert!(ids::file_comment_id(lines[1], "#").is_some(), "{out}");
     assert!(lines[2].starts_with("class A:    # rm_"), "{out}");
     assert!(lines[2].ends_with('\r'), "CRLF kept: {out:?}");
     assert!(

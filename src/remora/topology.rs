@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{Extracted, Target};
 use super::{ids, module_name, Edge, EdgeKind, Node, NodeStatus, NodeType};
+use crate::lang::ModuleStyle;
 
 /// A reference from one node, as stored with its file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -480,11 +481,27 @@ impl Topology {
     }
 
     fn target_modules(target: &Target) -> Vec<String> {
-        match target {
-            Target::InModule { module, name } => vec![module.clone(), format!("{module}.{name}")],
+        let mut keys = match target {
+            Target::InModule { module, name } => {
+                vec![module.clone(), ModuleStyle::child(module, name)]
+            }
             Target::Module { module } => vec![module.clone()],
             _ => vec![],
-        }
+        };
+        let tails: Vec<String> = keys
+            .iter()
+            .flat_map(|k| ModuleStyle::fallbacks(k))
+            .collect();
+        keys.extend(tails);
+        keys
+    }
+
+    /// The file of the module `key` names, trying its shorter forms (a Go
+    /// import's path) when the project has no file under the whole key.
+    fn module_path(&self, key: &str) -> Option<&String> {
+        self.modules
+            .get(key)
+            .or_else(|| ModuleStyle::fallbacks(key).find_map(|k| self.modules.get(&k)))
     }
 
     fn remember_refs(&mut self, path: &str, refs: &[Ref]) {
@@ -582,18 +599,30 @@ impl Topology {
             self.files.get(p).and_then(|f| f.qual.get(qual)).cloned()
         };
         let file_node = |m: &str| -> Option<String> {
-            let p = self.modules.get(m)?;
+            let p = self.module_path(m)?;
             self.files.get(p).and_then(|f| f.ids.first()).cloned()
         };
         match (&r.target, r.kind) {
             (Target::Local { name }, _) => in_file(path, name),
             (Target::Method { class, name }, _) => in_file(path, &format!("{class}.{name}")),
             (Target::InModule { module, name }, EdgeKind::Imports) => {
-                file_node(&format!("{module}.{name}")).or_else(|| file_node(module))
+                file_node(&ModuleStyle::child(module, name)).or_else(|| file_node(module))
             }
             (Target::InModule { module, name }, _) => {
-                let p = self.modules.get(module)?;
-                in_file(p, name)
+                let p = self.module_path(module)?;
+                // A Lua or JavaScript module is often a table or object of
+                // functions (`M.bound`): its name there is one level down.
+                in_file(p, name).or_else(|| {
+                    // (Python's keys have no family: `m.f` is `f` in `m`.)
+                    let f = self.files.get(p).filter(|_| module.contains(':'))?;
+                    let suffix = format!(".{name}");
+                    let mut found = f
+                        .qual
+                        .iter()
+                        .filter(|(q, _)| q.strip_suffix(&suffix).is_some_and(|t| !t.contains('.')));
+                    let (_, id) = found.next()?;
+                    found.next().is_none().then(|| id.clone())
+                })
             }
             (Target::Module { module }, _) => file_node(module),
         }

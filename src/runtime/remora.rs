@@ -13,7 +13,7 @@ use crate::config::{IdMode, RemoraConfig};
 use crate::messages::{Level, ToEditor};
 use crate::remora::index::Indexer;
 use crate::remora::inject::{self, IdEdit};
-use crate::remora::is_python;
+use crate::remora::is_indexed;
 use crate::store::Store;
 use crate::sync::OpenBuffers;
 
@@ -131,7 +131,7 @@ fn index_all(ctx: &Context) -> Result<(), String> {
         .stable_hashes()
         .map_err(|e| e.to_string())?
         .into_iter()
-        .filter(|(p, _)| is_python(p))
+        .filter(|(p, _)| is_indexed(p))
         .map(|(p, h)| (p, Some(h)))
         .collect();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -151,7 +151,7 @@ fn inline_enabled(ctx: &Context) -> bool {
 }
 
 fn changed_file(ctx: &Context, path: &str) -> Result<(), String> {
-    if !is_python(path) {
+    if !is_indexed(path) {
         return Ok(());
     }
     let Some(text) = stable_text(&ctx.store, path) else {
