@@ -52,3 +52,31 @@
       name: (identifier) @name
       value: [(arrow_function) (function_expression) (generator_function)])
     .)) @definition.function
+
+; exports.f = function () {…}, M.f = () => …: a function of a module object.
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: (identifier) @parent
+      property: (property_identifier) @name)
+    right: [(arrow_function) (function_expression) (generator_function)])) @definition.method
+
+; Foo.prototype.bar = function () {…}: a method of Foo.
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: (member_expression
+        object: (identifier) @parent
+        property: (property_identifier) @_prototype)
+      property: (property_identifier) @name)
+    right: [(arrow_function) (function_expression) (generator_function)])
+  (#eq? @_prototype "prototype")) @definition.method
+
+; { name: () => … }, { name() {…} } in an object: a function of it, named by
+; its key (a grammar's rules, a table of handlers).
+(pair
+  key: (property_identifier) @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+
+(object
+  (method_definition name: (property_identifier) @name) @definition.function)
