@@ -26,6 +26,20 @@ function M.check()
     h.error("Neovim 0.11 or newer is required, this is " .. tostring(vim.version()))
   end
 
+  if lib then
+    h.start("Chimera: languages")
+    for _, l in ipairs(lib.languages()) do
+      local exts = l.extensions:gsub("(%S+)", ".%1")
+      if l.error then
+        h.error(("%s (%s): %s"):format(l.name, exts, l.error), {
+          "nodes and edit forms in these files do not work; please report it",
+        })
+      else
+        h.ok(("%s (%s): queries compiled, IDs as `%s rm_…`"):format(l.name, exts, l.comment))
+      end
+    end
+  end
+
   h.start("Chimera: configuration")
   if state.config then
     h.ok("setup() was called")
@@ -85,7 +99,7 @@ function M.check()
   elseif lib and state.root then
     local ok, stats = pcall(lib.remora_stats)
     if ok and stats then
-      h.ok(("Remora index: %d nodes in %d Python files, %d edges; IDs %s"):format(
+      h.ok(("Remora index: %d nodes in %d files, %d edges; IDs %s"):format(
         stats.nodes,
         stats.files,
         stats.edges,

@@ -28,7 +28,7 @@ local function render()
   local n = node_id and remora.node(node_id)
   if not n then
     add(lines, hl, "No Remora node at the cursor.", "Comment")
-    add(lines, hl, "Move into a Python file of the project.", "Comment")
+    add(lines, hl, "Move into a file of the project in a language Chimera reads (:checkhealth chimera lists them).", "Comment")
   else
     add(lines, hl, n.id, "Title")
     add(lines, hl, n.node_type .. " " .. n.name)

@@ -32,7 +32,7 @@ function M.node(id)
 end
 
 --- The innermost node around the cursor (the file's node outside any
---- definition), or nil when the buffer is not an indexed Python file.
+--- definition), or nil when the buffer is not an indexed file.
 function M.node_at_cursor()
   local name = vim.api.nvim_buf_get_name(0)
   if name == "" then
@@ -76,7 +76,7 @@ function M.show()
   local n = M.node_at_cursor()
   if not n then
     vim.notify(
-      "Chimera: no Remora node here (is this a Python file under the project root, and is it indexed yet?)",
+      "Chimera: no Remora node here (is this a file under the project root in a language Chimera reads, and is it indexed yet?)",
       vim.log.levels.WARN,
       { title = "Chimera" }
     )

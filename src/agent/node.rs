@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::lang::{self, Language};
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::python;
@@ -175,9 +176,9 @@ fn line_end(text: &str, byte: usize) -> usize {
 }
 
 /// Removes a ```python fence and the common indentation.
-fn clean_source(src: &str) -> String {
+fn clean_source(language: &Language, src: &str) -> String {
     let src = if src.contains("```") {
-        crate::agent::prompt::extract_code(src)
+        crate::agent::prompt::extract_code_as(src, language)
     } else {
         src.to_owned()
     };
@@ -191,23 +192,67 @@ fn clean_source(src: &str) -> String {
     }
 }
 
+/// The definitions no other one holds (a Go method is one, though its
+/// receiver type is its parent).
+fn outermost(defs: &[lang::Definition]) -> Vec<&lang::Definition> {
+    defs.iter()
+        .filter(|d| {
+            !defs.iter().any(|o| {
+                o.start <= d.start && d.end <= o.end && (o.start, o.end) != (d.start, d.end)
+            })
+        })
+        .collect()
+}
+
+/// The language of the project file at `path` (Python when Chimera reads
+/// no language there).
+fn language_of(path: &str) -> &'static Language {
+    lang::for_path(path).unwrap_or(&lang::PYTHON)
+}
+
 /// Checks that `src` (dedented) is one definition named `name` of the
-/// right kind, and parses.
-fn check_definition(fname: &str, src: &str, name: &str, kind: NodeType) -> Result<(), String> {
-    if let Some(problem) = python::syntax_problem(src) {
-        return Err(format!(
-            "{fname}(): the new source does not parse.\n{problem}"
-        ));
-    }
-    let defs = python::definitions(src);
-    let first = defs.iter().find(|d| d.parent.is_none());
-    let keyword = if kind == NodeType::Class {
-        "class"
-    } else {
-        "def"
+/// right kind, and parses as `language`.
+fn check_definition(
+    language: &Language,
+    fname: &str,
+    src: &str,
+    name: &str,
+    kind: NodeType,
+) -> Result<(), String> {
+    // A JavaScript or TypeScript method parses only inside a class body.
+    let wrapped = match (kind, language.modules) {
+        (NodeType::Method, lang::ModuleStyle::Ecma) => {
+            let inside = format!("class Chimera__ {{\n{src}\n}}\n");
+            let parses = lang::syntax_problem(language, &inside).is_none();
+            parses.then(|| {
+                let defs = lang::definitions(language, &inside);
+                defs.into_iter().skip(1).collect::<Vec<_>>()
+            })
+        }
+        _ => None,
+    };
+    let defs = match wrapped {
+        Some(defs) => defs,
+        None => {
+            if let Some(problem) = lang::syntax_problem(language, src) {
+                return Err(format!(
+                    "{fname}(): the new source does not parse.\n{problem}"
+                ));
+            }
+            lang::definitions(language, src)
+        }
+    };
+    // Outermost first: a Go method's receiver type is its parent, yet it
+    // is the definition written.
+    let first = defs.first();
+    let keyword = match (language.id, kind == NodeType::Class) {
+        ("python", true) => "class",
+        ("python", false) => "def",
+        (_, true) => "type",
+        (_, false) => "function",
     };
     match first {
-        Some(d) if d.name == name && (d.kind == python::DefKind::Class) == (kind == NodeType::Class) => Ok(()),
+        Some(d) if d.name == name && (d.kind == lang::DefKind::Class) == (kind == NodeType::Class) => Ok(()),
         Some(d) => Err(format!(
             "{fname}(): the new source must be `{keyword} {name}`, not `{}`; keep the name (a new name is a new node: use propose_new_node)",
             d.name
@@ -221,9 +266,10 @@ fn check_definition(fname: &str, src: &str, name: &str, kind: NodeType) -> Resul
 /// `text` (the node's file) with `node` replaced by `new_source`: exactly
 /// its span changes, re-indented to its place, its inline ID comment kept.
 pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String, String> {
+    let language = language_of(&node.file_path);
     let ex = extract(&node.file_path, text);
     let newline = ex.newline;
-    let src = clean_source(new_source);
+    let src = clean_source(language, new_source);
     if node.node_type == NodeType::File {
         let mut new = src.replace('\n', newline);
         if text.ends_with('\n') {
@@ -236,7 +282,7 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
                 new = format!("{}{new}", &text[..first]);
             }
         }
-        if let Some(problem) = python::syntax_problem(&new) {
+        if let Some(problem) = lang::syntax_problem(language, &new) {
             return Err(format!(
                 "rewrite_self(): the new file does not parse.\n{problem}"
             ));
@@ -249,7 +295,7 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
             node.name, node.file_path
         )
     })?;
-    check_definition("rewrite_self", &src, &node.name, node.node_type)?;
+    check_definition(language, "rewrite_self", &src, &node.name, node.node_type)?;
     let start = line_start(text, raw.start_byte);
     let indent: String = text[start..raw.start_byte]
         .chars()
@@ -267,11 +313,11 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
         if !src.contains(&c.id) {
             let nex = extract(&node.file_path, &new);
             if let Some(at) = locate(&new, node, &nex.nodes).and_then(|r| r.id_insert_at) {
-                new.insert_str(at, &format!("    # {}", c.id));
+                new.insert_str(at, &format!("    {} {}", ex.comment, c.id));
             }
         }
     }
-    if let Some(problem) = python::syntax_problem(&new) {
+    if let Some(problem) = lang::syntax_problem(language, &new) {
         return Err(format!(
             "rewrite_self(): the result does not parse.\n{problem}"
         ));
@@ -294,8 +340,9 @@ pub fn propose_new_node(
     name: &str,
     source: &str,
 ) -> Result<String, String> {
-    let src = clean_source(source);
-    check_definition("propose_new_node", &src, name, node_type)?;
+    let language = language_of(&parent.file_path);
+    let src = clean_source(language, source);
+    check_definition(language, "propose_new_node", &src, name, node_type)?;
     let ex = extract(&parent.file_path, text);
     if ex.nodes.iter().skip(1).any(|n| {
         n.name == name
@@ -307,8 +354,9 @@ pub fn propose_new_node(
         ));
     }
     let newline = ex.newline;
+    let python = language.id == "python";
     let (at, indent, blank) = match parent.node_type {
-        NodeType::File => (None, String::new(), 2),
+        NodeType::File => (None, String::new(), if python { 2 } else { 1 }),
         _ => {
             let p = locate(text, parent, &ex.nodes).ok_or_else(|| {
                 format!(
@@ -325,7 +373,14 @@ pub fn propose_new_node(
                 .chars()
                 .take_while(|c| c.is_whitespace())
                 .collect();
-            (Some(p.end_byte), indent, 1)
+            // A body in braces (or Lua's `end`) closes on its last line:
+            // the new definition goes before that line.
+            let end = if python {
+                p.end_byte
+            } else {
+                line_start(text, p.end_byte.saturating_sub(1)).saturating_sub(1)
+            };
+            (Some(end), indent, 1)
         }
     };
     let insert_at = match after {
@@ -351,7 +406,7 @@ pub fn propose_new_node(
     block.push_str(newline);
     let mut new = text.to_owned();
     new.insert_str(insert_at, &block);
-    if let Some(problem) = python::syntax_problem(&new) {
+    if let Some(problem) = lang::syntax_problem(language, &new) {
         return Err(format!(
             "propose_new_node(): the result does not parse.\n{problem}"
         ));
@@ -440,20 +495,17 @@ pub fn apply_reply(
     bus: Option<&Arc<dyn NodeBus>>,
     code: &str,
 ) -> Result<String, String> {
-    let code = clean_source(code);
+    let language = language_of(&node.file_path);
+    let code = clean_source(language, code);
     if node.node_type == NodeType::File {
         return rewrite_self(text, node, &code);
     }
-    let defs = python::definitions(&code);
-    let top: Vec<&python::Definition> = defs.iter().filter(|d| d.parent.is_none()).collect();
+    let defs = lang::definitions(language, &code);
+    let top = outermost(&defs);
     let Some(own) = top.iter().find(|d| d.name == node.name) else {
-        let keyword = if node.node_type == NodeType::Class {
-            "class"
-        } else {
-            "def"
-        };
+        let fence = language.fence;
         return Err(format!(
-            "Answer with your whole new source: one ```python block starting with `{keyword} {}`. To ask another node instead, answer with a one-line program such as `message_node(\"rm_...\", \"your request\")`, using a node ID from your Graph Context.",
+            "Answer with your whole new source: one ```{fence} block with the whole definition of `{}`. To ask another node instead, answer with a one-line program such as `message_node(\"rm_...\", \"your request\")`, using a node ID from your Graph Context.",
             node.name
         ));
     };
@@ -478,7 +530,7 @@ pub fn apply_reply(
                 continue;
             }
             let kind = match (d.kind, parent.node_type) {
-                (python::DefKind::Class, _) => NodeType::Class,
+                (lang::DefKind::Class, _) => NodeType::Class,
                 (_, NodeType::Class) => NodeType::Method,
                 _ => NodeType::Function,
             };
@@ -538,10 +590,10 @@ pub fn own_definition(code: &str, node: &Node) -> Option<String> {
     if node.node_type == NodeType::File {
         return None;
     }
-    let code = clean_source(code);
-    let def = python::definitions(&code)
-        .into_iter()
-        .find(|d| d.parent.is_none() && d.name == node.name)?;
+    let language = language_of(&node.file_path);
+    let code = clean_source(language, code);
+    let defs = lang::definitions(language, &code);
+    let def = outermost(&defs).into_iter().find(|d| d.name == node.name)?;
     let kept: Vec<&str> = code[def.start..def.end]
         .lines()
         .filter(|l| {
@@ -637,9 +689,10 @@ impl NodeJob {
     /// neighbour as a request: a node may not edit another, but it may ask.
     pub fn redirect(&self, task: &str, code: &str) -> Option<Result<String, String>> {
         let me = self.view.node.as_ref()?;
-        let code = clean_source(code);
-        let defs = python::definitions(&code);
-        let (def, target) = defs.iter().filter(|d| d.parent.is_none()).find_map(|d| {
+        let language = language_of(&me.file_path);
+        let code = clean_source(language, code);
+        let defs = lang::definitions(language, &code);
+        let (def, target) = outermost(&defs).into_iter().find_map(|d| {
             let n = self
                 .view
                 .callers
@@ -649,8 +702,9 @@ impl NodeJob {
             Some((d, n))
         })?;
         let request = format!(
-            "{}\nA suggested new version of you:\n```python\n{}\n```",
+            "{}\nA suggested new version of you:\n```{}\n{}\n```",
             task.trim(),
+            language.fence,
             code[def.start..def.end].trim_end()
         );
         Some(

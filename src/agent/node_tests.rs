@@ -327,3 +327,70 @@ fn extension_tools_run_in_the_sandbox_with_read_access() {
     assert!(err.contains("count_lines()"), "{err}");
     assert!(system_prompt(&job.view).contains("count_lines(path, extra) (Count lines.)"));
 }
+
+/// The node `qualname` of `text` indexed as the project file `path`.
+fn node_in(path: &str, text: &str, qualname: &str) -> Node {
+    let st = Store::open_in_memory(Path::new("/p")).unwrap();
+    let mut ix = Indexer::default();
+    ix.index_text(&st, path, text).unwrap();
+    ix.topology()
+        .nodes_in(path)
+        .into_iter()
+        .find(|n| n.qualname == qualname)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {qualname} in {path}"))
+}
+
+#[test]
+fn node_agents_rewrite_and_add_definitions_in_every_language() {
+    let go = "package store\n\ntype Store struct{ n int }\n\n// Add adds.\nfunc (s *Store) Add() { // rm_aaaa0001\n\ts.n++\n}\n";
+    let add = node_in("store.go", go, "Store.Add");
+    let new = rewrite_self(
+        go,
+        &add,
+        "```go\n// Add adds two.\nfunc (s *Store) Add() {\n\ts.n += 2\n}\n```",
+    )
+    .unwrap();
+    assert_eq!(
+        new,
+        "package store\n\ntype Store struct{ n int }\n\n// Add adds two.\nfunc (s *Store) Add() {    // rm_aaaa0001\n\ts.n += 2\n}\n"
+    );
+    let e = rewrite_self(go, &add, "func (s *Store) Add() {\n\ts.n +=\n}\n").unwrap_err();
+    assert!(e.contains("Go syntax error"), "{e}");
+    let e = rewrite_self(go, &add, "func (s *Store) Plus() {}\n").unwrap_err();
+    assert!(e.contains("must be `function Add`"), "{e}");
+
+    let rs = "pub struct S;\n\nimpl S {\n    pub fn get(&self) -> u8 {\n        1\n    }\n}\n";
+    let get = node_in("src/lib.rs", rs, "S.get");
+    let new = rewrite_self(rs, &get, "pub fn get(&self) -> u8 {\n    2\n}").unwrap();
+    assert!(
+        new.contains("    pub fn get(&self) -> u8 {    // rm_") || new.contains("        2\n"),
+        "{new}"
+    );
+    assert!(lang::syntax_problem(&lang::RUST, &new).is_none(), "{new}");
+    // A new method goes inside the class body, before its closing brace.
+    let ts = "export class Box {\n  get(): number {\n    return 1;\n  }\n}\n";
+    let class = node_in("box.ts", ts, "Box");
+    let new = propose_new_node(
+        ts,
+        &class,
+        None,
+        NodeType::Method,
+        "put",
+        "put(v: number): void {\n  this.v = v;\n}",
+    )
+    .unwrap();
+    assert_eq!(
+        new,
+        "export class Box {\n  get(): number {\n    return 1;\n  }\n\n  put(v: number): void {\n    this.v = v;\n  }\n}\n"
+    );
+
+    let lua = "local M = {}\n\nfunction M.add(x) -- rm_aaaa0002\n  return x + 1\nend\n\nreturn M\n";
+    let add = node_in("lua/m.lua", lua, "M.add");
+    let new = rewrite_self(lua, &add, "function M.add(x)\n  return x + 2\nend").unwrap();
+    assert_eq!(
+        new,
+        lua.replace("x + 1", "x + 2")
+            .replace("(x) -- rm", "(x)    -- rm")
+    );
+}

@@ -213,15 +213,22 @@ pub fn anew_message(task: &str, signature: &str) -> ChatMessage {
 /// The program in a reply: the first ```python (or ```py, or bare ```)
 /// fenced block, else the whole reply.
 pub fn extract_code(reply: &str) -> String {
+    extract_code_as(reply, &crate::lang::PYTHON)
+}
+
+/// [`extract_code`] for a reply in `language`: its fence (```go, ```rs, …)
+/// is the one taken.
+pub fn extract_code_as(reply: &str, language: &crate::lang::Language) -> String {
     // An odd number of fences after code with no opening fence (1.5B
     // sometimes starts its answer inside the block): the first one closes it.
     if let Some(first) = reply.find("```") {
         let head = &reply[..first];
-        let code_like = head.lines().any(|l| {
-            ["def ", "class ", "async def ", "import ", "from ", "@"]
-                .iter()
-                .any(|k| l.starts_with(k))
-        });
+        let code_like = language.id == "python"
+            && head.lines().any(|l| {
+                ["def ", "class ", "async def ", "import ", "from ", "@"]
+                    .iter()
+                    .any(|k| l.starts_with(k))
+            });
         if code_like && reply.matches("```").count() % 2 == 1 {
             return head.to_owned();
         }
@@ -234,7 +241,7 @@ pub fn extract_code(reply: &str) -> String {
         let lang = lang.trim().to_lowercase();
         let end = body.find("```").unwrap_or(body.len());
         let code = body[..end].to_owned();
-        if lang == "python" || lang == "py" || lang == "python3" {
+        if language.is_fence(&lang) {
             return code;
         }
         if best.is_none() && lang.is_empty() {

@@ -232,6 +232,21 @@ impl Language {
         self.grammar.into()
     }
 
+    /// Whether a Markdown fence tag (lower case) names this language:
+    /// its own tag, its extensions, and the names models also use.
+    pub fn is_fence(&self, tag: &str) -> bool {
+        let aliases: &[&str] = match self.id {
+            "python" => &["python3"],
+            "go" => &["golang"],
+            "typescript" | "tsx" => &["typescript", "ts"],
+            _ => &[],
+        };
+        tag == self.fence
+            || tag == self.id
+            || self.extensions.contains(&tag)
+            || aliases.contains(&tag)
+    }
+
     /// Parses `text`; `None` only if tree-sitter itself fails (it never should).
     pub fn parse(&self, text: &str) -> Option<Tree> {
         let mut parser = Parser::new();

@@ -133,6 +133,27 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, ()| Ok(crate::BUILD_COMMIT))?,
     )?;
 
+    // languages() -> { {name, extensions, comment, error?}, … }: the
+    // languages Remora and the edit forms read, each query compiled (for
+    // :checkhealth).
+    t.set(
+        "languages",
+        lua.create_function(|lua, ()| {
+            let out = lua.create_table()?;
+            for (i, l) in crate::lang::LANGUAGES.iter().enumerate() {
+                let row = lua.create_table()?;
+                row.set("name", l.name)?;
+                row.set("extensions", l.extensions.join(" "))?;
+                row.set("comment", l.line_comment)?;
+                if let Err(e) = l.queries() {
+                    row.set("error", e.to_string())?;
+                }
+                out.set(i + 1, row)?;
+            }
+            Ok(out)
+        })?,
+    )?;
+
     // edit_form(config_json) -> what the prompt asks the configured model
     // for, and which option decided it (for :checkhealth).
     t.set(

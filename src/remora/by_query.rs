@@ -92,14 +92,17 @@ fn nodes(
         let id_comment = id_comment(lang, text, root, d.name_end, eol);
         let first_on_row = rows_with_id.insert(header_row);
         let id_insert_at = (first_on_row && !runs_past(root, text, d.name_end, eol)).then_some(eol);
+        // From its first token, as Python's nodes (the indentation is not
+        // part of it).
+        let start = d.start + d.indent.len();
         let mut hasher = blake3::Hasher::new();
         match &id_comment {
-            Some(c) if c.start >= d.start && c.end <= d.end => {
-                hasher.update(&text.as_bytes()[d.start..c.start]);
+            Some(c) if c.start >= start && c.end <= d.end => {
+                hasher.update(&text.as_bytes()[start..c.start]);
                 hasher.update(&text.as_bytes()[c.end..d.end]);
             }
             _ => {
-                hasher.update(&text.as_bytes()[d.start..d.end]);
+                hasher.update(&text.as_bytes()[start..d.end]);
             }
         }
         out.push(RawNode {
@@ -109,7 +112,7 @@ fn nodes(
             parent: Some(parent.map_or(0, |j| j + 1)),
             start_line: d.start_line + 1,
             end_line: d.end_line + 1,
-            start_byte: d.start,
+            start_byte: start,
             end_byte: d.end,
             id_comment: id_comment.filter(|_| first_on_row),
             id_insert_at,

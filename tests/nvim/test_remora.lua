@@ -52,7 +52,7 @@ h.test("nodes, node_at_cursor, callers and callees follow the code", function()
   -- :checkhealth reports the index.
   vim.cmd("checkhealth chimera")
   local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
-  h.truthy(report:find("Remora index: %d+ nodes in 2 Python files"), report)
+  h.truthy(report:find("Remora index: %d+ nodes in 2 files"), report)
   vim.cmd("close")
   -- Shadow mode: the files are never touched.
   h.eq(h.read(root .. "/util.py"), UTIL, "util.py untouched")
