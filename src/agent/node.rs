@@ -193,13 +193,16 @@ fn clean_source(language: &Language, src: &str) -> String {
 }
 
 /// The definitions no other one holds (a Go method is one, though its
-/// receiver type is its parent).
+/// receiver type is its parent). `defs` come outermost first, in order.
 fn outermost(defs: &[lang::Definition]) -> Vec<&lang::Definition> {
+    let mut end = 0;
     defs.iter()
         .filter(|d| {
-            !defs.iter().any(|o| {
-                o.start <= d.start && d.end <= o.end && (o.start, o.end) != (d.start, d.end)
-            })
+            let out = d.name_start >= end;
+            if out {
+                end = d.end;
+            }
+            out
         })
         .collect()
 }
@@ -220,9 +223,9 @@ fn check_definition(
     kind: NodeType,
 ) -> Result<(), String> {
     // A JavaScript or TypeScript method parses only inside a class body.
-    let wrapped = match (kind, language.modules) {
-        (NodeType::Method, lang::ModuleStyle::Ecma) => {
-            let inside = format!("class Chimera__ {{\n{src}\n}}\n");
+    let wrapped = match (kind, language.method_context) {
+        (NodeType::Method, Some((before, after))) => {
+            let inside = format!("{before}{src}{after}");
             let parses = lang::syntax_problem(language, &inside).is_none();
             parses.then(|| {
                 let defs = lang::definitions(language, &inside);

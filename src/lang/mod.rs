@@ -29,6 +29,11 @@ pub struct Language {
     pub line_comment: &'static str,
     /// The fence tag models use for it in Markdown: `python`.
     pub fence: &'static str,
+    /// Other names models write it under (fence tags: `golang`).
+    pub also_called: &'static [&'static str],
+    /// What a method alone must sit in to parse (JavaScript's class body),
+    /// before and after it.
+    pub method_context: Option<(&'static str, &'static str)>,
     /// Node kinds that belong to the definition right after them when no
     /// blank line separates them (doc comments, Rust attributes).
     pub attached: &'static [&'static str],
@@ -89,6 +94,8 @@ pub static PYTHON: Language = Language {
     extensions: &["py", "pyi"],
     line_comment: "#",
     fence: "python",
+    also_called: &["python3"],
+    method_context: None,
     attached: &[],
     own_rule: Some(syntax::python_empty_body),
     modules: ModuleStyle::Python,
@@ -103,6 +110,8 @@ pub static JAVASCRIPT: Language = Language {
     extensions: &["js", "mjs", "cjs", "jsx"],
     line_comment: "//",
     fence: "javascript",
+    also_called: &[],
+    method_context: Some(("class Chimera__ {\n", "\n}\n")),
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
@@ -117,6 +126,8 @@ pub static TYPESCRIPT: Language = Language {
     extensions: &["ts", "mts", "cts"],
     line_comment: "//",
     fence: "typescript",
+    also_called: &[],
+    method_context: Some(("class Chimera__ {\n", "\n}\n")),
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
@@ -131,6 +142,8 @@ pub static TSX: Language = Language {
     extensions: &["tsx"],
     line_comment: "//",
     fence: "tsx",
+    also_called: &["typescript", "ts"],
+    method_context: Some(("class Chimera__ {\n", "\n}\n")),
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
@@ -145,6 +158,8 @@ pub static GO: Language = Language {
     extensions: &["go"],
     line_comment: "//",
     fence: "go",
+    also_called: &["golang"],
+    method_context: None,
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Go,
@@ -159,6 +174,8 @@ pub static RUST: Language = Language {
     extensions: &["rs"],
     line_comment: "//",
     fence: "rust",
+    also_called: &[],
+    method_context: None,
     attached: &["line_comment", "block_comment", "attribute_item"],
     own_rule: None,
     modules: ModuleStyle::Rust,
@@ -173,6 +190,8 @@ pub static LUA: Language = Language {
     extensions: &["lua"],
     line_comment: "--",
     fence: "lua",
+    also_called: &[],
+    method_context: None,
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Lua,
@@ -199,10 +218,7 @@ pub fn for_path(path: &str) -> Option<&'static Language> {
 /// The language with this id or fence tag (`python`, `py`, `ts`, …).
 pub fn by_name(name: &str) -> Option<&'static Language> {
     let name = name.to_ascii_lowercase();
-    LANGUAGES
-        .iter()
-        .copied()
-        .find(|l| l.id == name || l.fence == name || l.extensions.contains(&name.as_str()))
+    LANGUAGES.iter().copied().find(|l| l.is_fence(&name))
 }
 
 impl std::fmt::Debug for Language {
@@ -233,18 +249,12 @@ impl Language {
     }
 
     /// Whether a Markdown fence tag (lower case) names this language:
-    /// its own tag, its extensions, and the names models also use.
+    /// its id, its own tag, its extensions, or another name models use.
     pub fn is_fence(&self, tag: &str) -> bool {
-        let aliases: &[&str] = match self.id {
-            "python" => &["python3"],
-            "go" => &["golang"],
-            "typescript" | "tsx" => &["typescript", "ts"],
-            _ => &[],
-        };
-        tag == self.fence
-            || tag == self.id
+        tag == self.id
+            || tag == self.fence
             || self.extensions.contains(&tag)
-            || aliases.contains(&tag)
+            || self.also_called.contains(&tag)
     }
 
     /// Parses `text`; `None` only if tree-sitter itself fails (it never should).

@@ -163,6 +163,13 @@ pub struct ChatOptions {
     pub max_tokens: Option<u32>,
 }
 
+impl ChatOptions {
+    /// The reply's token limit under the configured `limit`.
+    fn reply_tokens(&self, limit: u32) -> u32 {
+        self.max_tokens.map_or(limit, |m| m.min(limit))
+    }
+}
+
 /// A plain HTTP client (MCP, web search), with the crypto provider its
 /// TLS needs.
 pub fn http_client() -> reqwest::Client {

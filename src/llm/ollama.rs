@@ -19,7 +19,7 @@ pub(super) async fn chat(
         "model": cfg.model,
         "messages": messages.iter().map(wire_message).collect::<Vec<_>>(),
         "stream": cfg.stream,
-        "options": { "temperature": opts.temperature.unwrap_or(cfg.temperature), "num_predict": opts.max_tokens.map_or(cfg.max_tokens, |m| m.min(cfg.max_tokens)) },
+        "options": { "temperature": opts.temperature.unwrap_or(cfg.temperature), "num_predict": opts.reply_tokens(cfg.max_tokens) },
     });
     if let Some(schema) = &opts.json_schema {
         body["format"] = schema.clone();

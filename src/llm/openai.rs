@@ -20,7 +20,7 @@ pub(super) async fn chat(
         "messages": messages,
         "stream": cfg.stream,
         "temperature": opts.temperature.unwrap_or(cfg.temperature),
-        "max_tokens": opts.max_tokens.map_or(cfg.max_tokens, |m| m.min(cfg.max_tokens)),
+        "max_tokens": opts.reply_tokens(cfg.max_tokens),
     });
     if let Some(schema) = &opts.json_schema {
         body["response_format"] = json!({

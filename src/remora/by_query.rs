@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tree_sitter::{Node as TsNode, QueryCursor, StreamingIterator, Tree};
+use tree_sitter::{Node as TsNode, QueryCursor, QueryMatch, StreamingIterator, Tree};
 
 use super::extract::{file_node, newline_of, Extracted, IdSpan, RawNode, RawRef, Target};
 use super::{ids, EdgeKind, NodeType};
@@ -32,8 +32,7 @@ pub fn extract(lang: &'static Language, path: &str, text: &str) -> Extracted {
     };
     ex.has_error = tree.root_node().has_error();
     let defs = lang::definitions_in(lang, &tree, text);
-    let enclosing = enclosing(&defs);
-    ex.nodes.extend(nodes(lang, text, &tree, &defs, &enclosing));
+    ex.nodes.extend(nodes(lang, text, &tree, &defs));
     let bindings = imports(lang, path, text, &tree, &mut ex.refs);
     calls(lang, text, &tree, &ex.nodes, &bindings, &mut ex.refs);
     let mut seen = HashSet::new();
@@ -41,47 +40,63 @@ pub fn extract(lang: &'static Language, path: &str, text: &str) -> Extracted {
     ex
 }
 
-/// For each definition, the innermost one whose span holds it.
-fn enclosing(defs: &[Definition]) -> Vec<Option<usize>> {
+/// For each definition, its parent: the innermost definition whose span
+/// holds it, or the type it names (a Go receiver, a Rust `impl`'s type)
+/// when that type is in this file.
+fn parents(defs: &[Definition]) -> Vec<Option<usize>> {
     let mut out = Vec::with_capacity(defs.len());
     let mut around: Vec<usize> = Vec::new();
-    for (i, d) in defs.iter().enumerate() {
+    for d in defs {
         while around
             .last()
             .is_some_and(|&j| !(defs[j].start <= d.start && d.end <= defs[j].end))
         {
             around.pop();
         }
-        out.push(around.last().copied());
-        around.push(i);
-    }
-    out
-}
-
-/// The definition nodes, after the file's (node `k` is `defs[k - 1]`).
-fn nodes(
-    lang: &Language,
-    text: &str,
-    tree: &Tree,
-    defs: &[Definition],
-    enclosing: &[Option<usize>],
-) -> Vec<RawNode> {
-    let root = tree.root_node();
-    let mut out: Vec<RawNode> = Vec::with_capacity(defs.len());
-    let mut rows_with_id: HashSet<usize> = HashSet::new();
-    for (i, d) in defs.iter().enumerate() {
-        // The parent: the definition around it, or the type it names
-        // (a Go receiver, a Rust impl's type) when that is in this file.
-        let around = enclosing[i];
-        let named = d.parent.as_deref().and_then(|p| match around {
+        let enclosing = around.last().copied();
+        let named = d.parent.as_deref().and_then(|p| match enclosing {
             Some(j) if defs[j].name == p => Some(j),
             _ => defs
                 .iter()
                 .position(|o| o.name == p && o.kind == DefKind::Class),
         });
-        let parent = named.or(around);
-        // A method of a type of another file is named by it all the same.
-        let qualname = qualname_of(defs, enclosing, i);
+        out.push(named.or(enclosing));
+        around.push(out.len() - 1);
+    }
+    out
+}
+
+/// `Parent.name` down from the file; a method of a type of another file
+/// is named by that type all the same (`Store.Len`).
+fn qualname(defs: &[Definition], parents: &[Option<usize>], i: usize) -> String {
+    let mut names = vec![defs[i].name.as_str()];
+    let mut at = i;
+    // A type found by name may itself be found by name: at most one step
+    // a definition, so no cycle can loop.
+    for _ in 0..defs.len() {
+        match (parents[at], &defs[at].parent) {
+            (Some(j), _) => {
+                names.push(&defs[j].name);
+                at = j;
+            }
+            (None, Some(p)) => {
+                names.push(p);
+                break;
+            }
+            (None, None) => break,
+        }
+    }
+    names.reverse();
+    names.join(".")
+}
+
+/// The definition nodes, after the file's (node `k` is `defs[k - 1]`).
+fn nodes(lang: &Language, text: &str, tree: &Tree, defs: &[Definition]) -> Vec<RawNode> {
+    let root = tree.root_node();
+    let parents = parents(defs);
+    let mut out: Vec<RawNode> = Vec::with_capacity(defs.len());
+    let mut rows_with_id: HashSet<usize> = HashSet::new();
+    for (i, d) in defs.iter().enumerate() {
         let node_type = match d.kind {
             DefKind::Function => NodeType::Function,
             DefKind::Class => NodeType::Class,
@@ -108,8 +123,8 @@ fn nodes(
         out.push(RawNode {
             node_type,
             name: d.name.clone(),
-            qualname,
-            parent: Some(parent.map_or(0, |j| j + 1)),
+            qualname: qualname(defs, &parents, i),
+            parent: Some(parents[i].map_or(0, |j| j + 1)),
             start_line: d.start_line + 1,
             end_line: d.end_line + 1,
             start_byte: start,
@@ -122,18 +137,6 @@ fn nodes(
         });
     }
     out
-}
-
-fn qualname_of(defs: &[Definition], enclosing: &[Option<usize>], i: usize) -> String {
-    let d = &defs[i];
-    match (&d.parent, enclosing[i]) {
-        (Some(p), Some(j)) if defs[j].name == *p => {
-            format!("{}.{}", qualname_of(defs, enclosing, j), d.name)
-        }
-        (Some(p), _) => format!("{p}.{}", d.name),
-        (None, Some(j)) => format!("{}.{}", qualname_of(defs, enclosing, j), d.name),
-        (None, None) => d.name.clone(),
-    }
 }
 
 /// The end of the line holding byte `at`, before its `\r\n` or `\n`.
@@ -169,9 +172,11 @@ fn id_comment(
 /// the next line, where a comment would change the code: a string, a block
 /// comment, JSX text.
 fn runs_past(root: TsNode<'_>, text: &str, from: usize, eol: usize) -> bool {
-    let last = text[from..eol].trim_end().len() + from;
-    let probe = last.saturating_sub(1).max(from.min(last));
-    let Some(mut node) = root.descendant_for_byte_range(probe, last.max(probe + 1)) else {
+    // The line's last character that is not blank.
+    let last = (from + text[from..eol].trim_end().len())
+        .saturating_sub(1)
+        .max(from);
+    let Some(mut node) = root.descendant_for_byte_range(last, last + 1) else {
         return true;
     };
     loop {
@@ -251,12 +256,7 @@ fn imports(
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
     while let Some(m) = matches.next() {
-        let get = |want| {
-            m.captures
-                .iter()
-                .find(|c| Some(c.index) == want)
-                .map(|c| src(c.node))
-        };
+        let get = |want| capture(m, want).map(src);
         if let Some(sub) = get(sub_ix) {
             let module = style.key_of_submodule(path, sub);
             refs.push(RawRef {
@@ -328,12 +328,7 @@ fn calls(
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
     while let Some(m) = matches.next() {
-        let get = |want| {
-            m.captures
-                .iter()
-                .find(|c| Some(c.index) == want)
-                .map(|c| c.node)
-        };
+        let get = |want| capture(m, want);
         let Some(name_node) = get(name_ix) else {
             continue;
         };
@@ -380,6 +375,14 @@ fn calls(
             target,
         });
     }
+}
+
+/// The node a match captured under the capture index `want`.
+fn capture<'t>(m: &QueryMatch<'_, 't>, want: Option<u32>) -> Option<TsNode<'t>> {
+    m.captures
+        .iter()
+        .find(|c| Some(c.index) == want)
+        .map(|c| c.node)
 }
 
 /// The innermost node whose span holds byte `at` (0: the file).

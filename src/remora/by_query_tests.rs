@@ -97,6 +97,17 @@ fn rust_impl_methods_hang_under_their_type() {
             s(Function, "inner.helper", "inner"),
         ]
     );
+    // A type inside a module: its methods are named down from the file,
+    // as it is.
+    let nested = "mod inner {\n    pub struct S;\n    impl S {\n        fn f(&self) {}\n    }\n}\n";
+    assert_eq!(
+        shape("src/n.rs", nested),
+        [
+            s(Class, "inner", "src/n.rs"),
+            s(Class, "inner.S", "inner"),
+            s(Method, "inner.S.f", "inner.S"),
+        ]
+    );
     let ex = extract("src/store.rs", RUST);
     assert_eq!(
         ex.nodes[1].start_line, 5,

@@ -243,7 +243,7 @@ fn extract_parts(
     let (file_comment, file_comment_at) = file_header(text);
     let mut walker = Walker {
         text,
-        module: super::module_name(path),
+        module: crate::lang::module_key(path),
         is_package: path.ends_with("__init__.py") || path.ends_with("__init__.pyi"),
         nodes: vec![file],
         exprs: Vec::new(),

@@ -147,13 +147,6 @@ pub fn is_indexed(path: &str) -> bool {
     crate::lang::for_path(path).is_some()
 }
 
-/// The key imports name a project file by: `pkg/mod.py` → `pkg.mod`,
-/// `pkg/__init__.py` → `pkg`; `src/a.rs` → `rs:crate::a` (see
-/// [`crate::lang::ModuleStyle`]).
-pub fn module_name(path: &str) -> String {
-    crate::lang::module_key(path)
-}
-
 #[cfg(test)]
 mod by_query_tests;
 #[cfg(test)]

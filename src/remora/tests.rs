@@ -459,9 +459,9 @@ fn buffer_edits_use_rows_and_byte_columns() {
 
 #[test]
 fn module_names_follow_packages() {
-    assert_eq!(module_name("pkg/mod.py"), "pkg.mod");
-    assert_eq!(module_name("pkg/__init__.py"), "pkg");
-    assert_eq!(module_name("top.py"), "top");
+    assert_eq!(crate::lang::module_key("pkg/mod.py"), "pkg.mod");
+    assert_eq!(crate::lang::module_key("pkg/__init__.py"), "pkg");
+    assert_eq!(crate::lang::module_key("top.py"), "top");
 }
 
 fn all_events() -> Vec<events::Event> {

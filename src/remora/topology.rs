@@ -11,8 +11,8 @@ use petgraph::Direction;
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Extracted, Target};
-use super::{ids, module_name, Edge, EdgeKind, Node, NodeStatus, NodeType};
-use crate::lang::ModuleStyle;
+use super::{ids, Edge, EdgeKind, Node, NodeStatus, NodeType};
+use crate::lang::{module_key, ModuleStyle};
 
 /// A reference from one node, as stored with its file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -470,7 +470,7 @@ impl Topology {
     }
 
     fn register_module(&mut self, path: &str) {
-        let module = module_name(path);
+        let module = module_key(path);
         // A `src/` layout imports `pkg.mod`, not `src.pkg.mod`.
         if let Some(stripped) = module.strip_prefix("src.") {
             self.modules
@@ -530,7 +530,7 @@ impl Topology {
 
     /// Files with references into the module(s) of `path`, `path` excluded.
     fn dependents_of(&self, path: &str) -> Vec<String> {
-        let module = module_name(path);
+        let module = module_key(path);
         let mut names = vec![module.clone()];
         if let Some(s) = module.strip_prefix("src.") {
             names.push(s.to_owned());
