@@ -3,7 +3,7 @@
 //! under the cursor), its callers and callees in the file, all trimmed to
 //! the model's context window.
 
-use crate::python::{self, DefKind, Definition};
+use crate::lang::{self, DefKind, Definition};
 
 use super::prompt::TargetView;
 
@@ -21,16 +21,17 @@ fn describe(d: &Definition) -> String {
     )
 }
 
+/// The line of `d` that names it (`def mean(xs):`, `func (s *Store)
+/// Add(n int) {`), without the colon or brace that opens its body.
 fn signature(text: &str, d: &Definition) -> String {
-    text[d.start..d.end]
-        .lines()
-        .find(|l| {
-            l.trim_start().starts_with("def ")
-                || l.trim_start().starts_with("class ")
-                || l.trim_start().starts_with("async def ")
-        })
-        .unwrap_or("")
+    let start = text[..d.name_start].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[d.name_start..]
+        .find('\n')
+        .map_or(text.len(), |i| d.name_start + i);
+    text[start..end]
         .trim()
+        .trim_end_matches(['{', ':'])
+        .trim_end()
         .to_owned()
 }
 
@@ -45,7 +46,7 @@ pub fn focus<'a>(
     let named = mentions
         .names()
         .find_map(|n| defs.iter().find(|d| d.is_named(n)));
-    named.or_else(|| cursor_line.and_then(|l| python::definition_at(defs, l)))
+    named.or_else(|| cursor_line.and_then(|l| crate::python::definition_at(defs, l)))
 }
 
 /// The most of a file shown whole when an answer is definitions and
@@ -66,10 +67,10 @@ pub fn target_view(
     budget: usize,
     focused: bool,
 ) -> TargetView {
-    let defs = if path.ends_with(".py") {
-        python::definitions(text)
-    } else {
-        vec![]
+    let language = lang::of_file(path);
+    let defs = match lang::is_source(path) {
+        true => lang::definitions(language, text),
+        false => vec![],
     };
     let focus = focus(&defs, task, cursor_line);
     let budget = match focus {
@@ -127,7 +128,7 @@ pub fn target_view(
                 "line {}: {}{}",
                 d.start_line + 1,
                 if d.kind == DefKind::Method { "  " } else { "" },
-                signature(text, d).trim_end_matches(':'),
+                signature(text, d),
             );
             if line.len() + 3 > room {
                 break;
@@ -139,13 +140,14 @@ pub fn target_view(
     };
     TargetView {
         path: path.to_owned(),
+        language,
         shown,
         outline,
         focus: focus.map(describe),
         related,
         focus_function: focus
             .filter(|f| f.kind == DefKind::Function && f.parent.is_none())
-            .map(|f| signature(text, f).trim_end_matches(':').to_owned()),
+            .map(|f| signature(text, f)),
         new: false,
         references: vec![],
         editable: vec![],
@@ -161,7 +163,7 @@ mod tests {
 
     #[test]
     fn focus_prefers_the_name_in_the_task_then_the_cursor() {
-        let defs = python::definitions(SRC);
+        let defs = crate::python::definitions(SRC);
         assert_eq!(
             focus(&defs, "add a docstring to parse_config", Some(0))
                 .unwrap()
@@ -190,11 +192,39 @@ mod tests {
         assert!(
             v.related
                 .iter()
-                .any(|r| r.contains("it calls: def helper(x):")),
+                .any(|r| r.contains("it calls: def helper(x) (line 1)")),
             "{:?}",
             v.related
         );
         assert_eq!(v.shown, SRC);
+    }
+
+    #[test]
+    fn a_go_file_has_its_focus_and_signatures_in_go() {
+        let src = "package m\n\nfunc helper(x int) int {\n\treturn x\n}\n\n// Parse parses.\nfunc (c *Config) Parse(path string) error {\n\treturn helper(1)\n}\n";
+        let v = target_view(
+            "m/config.go",
+            src,
+            "document Config.Parse",
+            None,
+            10_000,
+            true,
+        );
+        assert_eq!(v.language.id, "go");
+        assert_eq!(
+            v.focus.as_deref(),
+            Some("method `Config.Parse` (lines 7-10)")
+        );
+        assert_eq!(v.related, ["- it calls: func helper(x int) int (line 3)"]);
+        let v = target_view(
+            "m/config.go",
+            src,
+            "make helper double x",
+            None,
+            10_000,
+            true,
+        );
+        assert_eq!(v.focus_function.as_deref(), Some("func helper(x int) int"));
     }
 
     #[test]

@@ -388,7 +388,8 @@ impl Host for AgentHost {
                     .overlay()
                     .read_text(&p)
                     .map_err(|e| format!("write_definitions(): {e}"))?;
-                let new = crate::python::splice_definitions(&old, &code, None)
+                let language = crate::lang::of_file(p.as_str());
+                let new = crate::lang::splice::splice_definitions(language, &old, &code, None)
                     .map_err(|e| format!("write_definitions(): {e}"))?;
                 // Said now, not at submit_result: small models otherwise
                 // write the file back as it was and submit it again and again.
@@ -397,7 +398,7 @@ impl Host for AgentHost {
                         "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
                     ));
                 }
-                if let Some(problem) = crate::python::syntax_problem(&new) {
+                if let Some(problem) = crate::lang::syntax_problem(language, &new) {
                     return Err(format!(
                         "write_definitions(): the result does not parse.\n{problem}"
                     ));

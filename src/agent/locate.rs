@@ -7,8 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::python;
-
 /// Extensions that make a word a file name (`mathx.py`), not `Class.method`.
 const FILE_EXTENSIONS: &[&str] = &[
     "py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "lua", "md", "rst", "txt",
@@ -179,7 +177,7 @@ pub fn file_in_answer(answer: &str, files: &[String]) -> Option<Place> {
     }
     new_files(&m, files)
         .into_iter()
-        .find(|f| f.ends_with(".py"))
+        .find(|f| crate::lang::is_source(f))
         .map(|file| Place {
             file,
             new: true,
@@ -230,7 +228,11 @@ pub fn locate(
     // Which files define each name (a `Class.method` name: that method).
     let mut defining: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     if !names.is_empty() {
-        for f in files.iter().filter(|f| f.ends_with(".py")).take(5000) {
+        for f in files
+            .iter()
+            .filter(|f| crate::lang::is_source(f))
+            .take(5000)
+        {
             let Some(text) = read(f) else { continue };
             if !names
                 .iter()
@@ -238,7 +240,7 @@ pub fn locate(
             {
                 continue;
             }
-            let defs = python::definitions(&text);
+            let defs = crate::lang::definitions(crate::lang::of_file(f), &text);
             for n in &names {
                 if defs.iter().any(|d| d.is_named(n)) {
                     defining.entry(n).or_default().push(f);

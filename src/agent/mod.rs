@@ -29,10 +29,12 @@ pub use host::AgentHost;
 pub use prompt::EditForm;
 
 use crate::config::{Config, EditFormSetting};
+use crate::lang::splice::{self, ReplyForm};
+use crate::lang::{self, Language};
 use crate::llm::{ChatMessage, ChatOptions, LlmClient, LlmError};
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
-use crate::python::{self, ReplyForm};
+use crate::python;
 use crate::sandbox::{self, Limits, SandboxError};
 use crate::store::{Store, StoreError};
 
@@ -252,12 +254,12 @@ fn reply_schema() -> serde_json::Value {
 }
 
 /// The text of one model reply: its code and, when it said so, its summary.
-fn read_reply(reply: &str, json: bool) -> (String, Option<String>) {
+fn read_reply(reply: &str, json: bool, language: &Language) -> (String, Option<String>) {
     if json {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(reply.trim()) {
             if let Some(code) = v["code"].as_str() {
                 let code = if code.contains("```") {
-                    prompt::extract_code(code)
+                    prompt::extract_code_as(code, language)
                 } else {
                     code.to_owned()
                 };
@@ -271,7 +273,7 @@ fn read_reply(reply: &str, json: bool) -> (String, Option<String>) {
             }
         }
     }
-    (prompt::extract_code(reply), None)
+    (prompt::extract_code_as(reply, language), None)
 }
 
 /// Runs `job` to completion: on success the agent's overlay holds its
@@ -296,10 +298,10 @@ pub async fn run(
     // Nothing in the project fits new code the task names: ask the model
     // where it goes rather than guess.
     if job.node.is_none() && locate::ask_where(&job.task, place.as_ref()) {
-        let python: Vec<&String> = tree.iter().filter(|f| f.ends_with(".py")).collect();
-        if let [only] = python.as_slice() {
+        let sources: Vec<&String> = tree.iter().filter(|f| lang::is_source(f)).collect();
+        if let [only] = sources.as_slice() {
             place = Some(locate::Place::existing((*only).clone(), vec![]));
-        } else if python.len() > 1 {
+        } else if sources.len() > 1 {
             progress("asking the model which file this goes in".into());
             if let Some(answer) =
                 ask_for_file(&store, config, llm, job, &tree, max_bytes, cancel).await?
@@ -317,6 +319,7 @@ pub async fn run(
         choose_form(config, scene.target.is_some())
     };
     let json = config.llm.json_output && form == EditForm::Definitions;
+    let language = scene.language();
     let window = llm.context_window().await as usize;
     // Characters the file may take: the window minus the reply and the
     // instructions, at about 3 characters per token.
@@ -342,7 +345,7 @@ pub async fn run(
         .await
         .flatten();
     }
-    let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json);
+    let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json, language);
     // A task to fix what the tests show failing is tried afresh each
     // round, the tests judging every try, rather than repaired in
     // conversation: shown its failed answer, Qwen2.5-Coder 1.5B gave it
@@ -405,7 +408,10 @@ pub async fn run(
             _ => None,
         };
         if let Some(signature) = anew {
-            messages = vec![system.clone(), prompt::anew_message(&job.task, signature)];
+            messages = vec![
+                system.clone(),
+                prompt::anew_message(&job.task, signature, language),
+            ];
             asked_anew = true;
         }
         progress(match round {
@@ -426,10 +432,10 @@ pub async fn run(
         let reply = logged_chat(&store, &job.id, &label, llm, &messages, &opts, cancel)
             .await
             .map_err(llm_error)?;
-        let (code, said) = read_reply(&reply, json);
+        let (code, said) = read_reply(&reply, json, language);
         // Cut off at the token limit inside a definition: the ones before it
         // are an answer.
-        let code = match python::without_cut_tail(&code) {
+        let code = match splice::without_cut_tail(language, &code) {
             Some(head)
                 if form == EditForm::Definitions && reply.matches("```").count() % 2 == 1 =>
             {
@@ -479,7 +485,7 @@ pub async fn run(
                 if fresh_tries {
                     messages = question.clone();
                 } else {
-                    messages.push(prompt::repair_message(form, &problem));
+                    messages.push(prompt::repair_message(form, &problem, language));
                 }
             }
         }
@@ -568,7 +574,12 @@ impl Scene {
                 Err(_) => None,
             }
         });
-        let intent = refactor::intent(&job.task, &tree).filter(|_| job.node.is_none());
+        // Renames and moves on the syntax tree are Python's.
+        let python_target = target
+            .as_ref()
+            .is_none_or(|(p, _)| lang::of_file(p.as_str()) == &lang::PYTHON);
+        let intent =
+            refactor::intent(&job.task, &tree).filter(|_| job.node.is_none() && python_target);
         let may_change = others_to_change(
             job,
             &tree,
@@ -602,6 +613,13 @@ impl Scene {
             editable,
             intent,
         })
+    }
+
+    /// The language of the file the task is about (Python without one).
+    fn language(&self) -> &'static Language {
+        self.target
+            .as_ref()
+            .map_or(&lang::PYTHON, |(p, _)| lang::of_file(p.as_str()))
     }
 
     /// Whether an answer may change more than the target, or finishes a
@@ -678,7 +696,7 @@ fn others_to_change(
 const MAX_EDITABLE: usize = 6;
 
 /// Asks the model which file `job`'s task belongs in, showing it the
-/// project's Python files with what they define.
+/// project's source files with what they define.
 async fn ask_for_file(
     store: &Arc<Store>,
     config: &Config,
@@ -691,14 +709,14 @@ async fn ask_for_file(
     let ov = Overlay::new(store, &job.id, max_bytes);
     let listing: Vec<String> = tree
         .iter()
-        .filter(|f| f.ends_with(".py"))
+        .filter(|f| lang::is_source(f))
         .take(60)
         .map(|f| {
             let text = ProjectPath::parse(f)
                 .ok()
                 .and_then(|p| ov.read_text(&p).ok())
                 .unwrap_or_default();
-            let names: Vec<String> = python::definitions(&text)
+            let names: Vec<String> = lang::definitions(lang::of_file(f), &text)
                 .into_iter()
                 .filter(|d| d.parent.is_none())
                 .take(10)
@@ -712,7 +730,7 @@ async fn ask_for_file(
     }
     let messages = vec![
         ChatMessage::system(
-            "You choose the file of a Python project where a change belongs. Answer with the file's path only.",
+            "You choose the file of a software project where a change belongs. Answer with the file's path only.",
         ),
         ChatMessage::user(format!(
             "The project's files and what they define:\n{}\n\nChange: {}\n\nWhich file should it go in? If none fits, give the path of a new file.",
@@ -742,13 +760,18 @@ fn opening(
     view: Option<&prompt::TargetView>,
     form: EditForm,
     json: bool,
+    language: &Language,
 ) -> (ChatMessage, Vec<ChatMessage>) {
     let mut system = match &job.node {
         Some(n) => node::system_prompt(&n.view),
-        None => prompt::system(form).to_owned(),
+        None => prompt::system(form, language),
     };
     if json {
-        system.push_str("\nAnswer as JSON: {\"summary\": one line saying what you changed, \"code\": the Python code}.");
+        let code = match form {
+            EditForm::Program => "Python",
+            EditForm::Definitions => language.name,
+        };
+        system.push_str(&format!("\nAnswer as JSON: {{\"summary\": one line saying what you changed, \"code\": the {code} code}}."));
     }
     let task_message = match &job.node {
         Some(_) => ChatMessage::user(format!("# Request\n{}", job.task.trim())),
@@ -797,8 +820,16 @@ impl Turn<'_> {
     }
 
     async fn code_attempt(&self, code: String) -> Result<Attempt, AgentError> {
-        self.attempt_form(python::classify(&code, self.target_text()))
-            .await
+        let form = splice::classify(self.scene.language(), &code, self.target_text());
+        self.attempt_form(form).await
+    }
+
+    /// What a reply without usable code is told.
+    fn no_code(&self) -> String {
+        format!(
+            "Your reply has no {} code block with the change.",
+            self.scene.language().name
+        )
     }
 
     async fn attempt_form(&self, form: ReplyForm) -> Result<Attempt, AgentError> {
@@ -812,7 +843,8 @@ impl Turn<'_> {
             }
             ReplyForm::Definitions(code) => match target {
                 Some((path, text)) => {
-                    match python::splice_definitions(text, &code, job.cursor_in(path.as_str())) {
+                    let language = lang::of_file(path.as_str());
+                    match splice::splice_definitions(language, text, &code, job.cursor_in(path.as_str())) {
                         Ok(new) => self.write(path, text, &new, "definitions"),
                         Err(e) => Err(e.to_string()),
                     }
@@ -821,12 +853,12 @@ impl Turn<'_> {
             },
             ReplyForm::WholeFile(code) => match target {
                 Some((path, text)) => {
-                    let code = python::refactor::keep_imports(text, &code);
+                    let code = splice::keep_imports(lang::of_file(path.as_str()), text, &code);
                     self.write(path, text, &code, "whole file")
                 }
                 None => Err("It is not clear which file this is: write a program that calls write_file(path, content).".into()),
             },
-            ReplyForm::Nothing => Err("Your reply has no Python code block with the change.".into()),
+            ReplyForm::Nothing => Err(self.no_code()),
         })
     }
 
@@ -898,15 +930,13 @@ impl Turn<'_> {
         // One block for the target may be a program, as in a one-file task.
         if let [(None, only)] = blocks.as_slice() {
             if let form @ (ReplyForm::Program(_) | ReplyForm::Nothing) =
-                python::classify(only, Some(target_text))
+                splice::classify(self.scene.language(), only, Some(target_text))
             {
                 return self.attempt_form(form).await;
             }
         }
         if blocks.is_empty() {
-            return Ok(Err(
-                "Your reply has no Python code block with the change.".into()
-            ));
+            return Ok(Err(self.no_code()));
         }
         for (file, code) in blocks {
             let path = file.unwrap_or_else(|| target_path.as_str().to_owned());
@@ -917,10 +947,11 @@ impl Turn<'_> {
                 )));
             };
             let focus_line = self.job.cursor_in(&path);
-            e.new = match python::classify(&code, Some(&e.new)) {
-                ReplyForm::WholeFile(whole) => python::refactor::keep_imports(&e.new, &whole),
+            let language = lang::of_file(&path);
+            e.new = match splice::classify(language, &code, Some(&e.new)) {
+                ReplyForm::WholeFile(whole) => splice::keep_imports(language, &e.new, &whole),
                 ReplyForm::Definitions(defs) => {
-                    match python::splice_definitions(&e.new, &defs, focus_line) {
+                    match splice::splice_definitions(language, &e.new, &defs, focus_line) {
                         Ok(new) => new,
                         Err(err) => return Ok(Err(format!("`{path}`: {err}"))),
                     }
@@ -1017,7 +1048,8 @@ impl Turn<'_> {
                 None => Err(format!("There is no tool `{tool}`; the tools are: {}.", node::TOOLS.join(", "))),
             });
         }
-        let (code, n) = match (python::classify(&code, self.target_text()), node) {
+        let form = splice::classify(self.scene.language(), &code, self.target_text());
+        let (code, n) = match (form, node) {
             (ReplyForm::Definitions(code) | ReplyForm::WholeFile(code), Some(n)) => (code, n),
             (form, _) => return self.attempt_form(form).await,
         };
@@ -1144,7 +1176,8 @@ async fn run_program(
                 .and_then(|n| n.view.node.as_ref())
                 .map_or("yourself", |n| n.name.as_str());
             return Ok(Err(format!(
-                "The program changed nothing and sent no message. Answer with your complete new source in one ```python block starting with your own `{name}` definition, or with message_node(target_id, request)."
+                "The program changed nothing and sent no message. Answer with your complete new source in one ```{fence} block starting with your own `{name}` definition, or with message_node(target_id, request).",
+                fence = host.node.as_ref().and_then(|n| n.view.node.as_ref()).map_or("python", |n| lang::of_file(&n.file_path).fence)
             )));
         }
     }

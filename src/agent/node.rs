@@ -10,7 +10,6 @@ use serde::Serialize;
 use crate::lang::{self, Language};
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
-use crate::python;
 use crate::remora::extract::{extract, RawNode};
 use crate::remora::{Node, NodeType};
 use crate::sandbox::{args, Value};
@@ -48,6 +47,7 @@ pub fn system_prompt(view: &NodeView) -> String {
     let Some(n) = &view.node else {
         return String::new();
     };
+    let language = lang::of_file(&n.file_path);
     let tools = {
         let mut t = vec![
             "rewrite_self(new_source)",
@@ -78,7 +78,7 @@ pub fn system_prompt(view: &NodeView) -> String {
         t.join(", ")
     };
     format!(
-        "You are an autonomous AI agent embodying a Python {kind}: `{name}`
+        "You are an autonomous AI agent embodying a {language} {kind}: `{name}`
 
 # Identity
 - Node ID: {id}
@@ -86,7 +86,7 @@ pub fn system_prompt(view: &NodeView) -> String {
 - Parent: {parent}
 
 # Your Source Code
-```python
+```{fence}
 {source}
 ```
 
@@ -107,9 +107,9 @@ pub fn system_prompt(view: &NodeView) -> String {
 4. All edits are proposals until the human approves.
 
 # How to answer
-Answer with your complete new source in one ```python block, starting with
-your own `{keyword} {name}` line: that block is your `rewrite_self`. Keep
-your name. Do not write ID comments (`# rm_...`). Nothing else is needed.
+Answer with your complete new source in one ```{fence} block, starting with
+your own {first_line}: that block is your `rewrite_self`. Keep
+your name. Do not write ID comments (`{comment} rm_...`). Nothing else is needed.
 
 Only when the request is about ANOTHER node, answer instead with a short
 program in one ```python block calling message_node(target_id, request),
@@ -138,9 +138,13 @@ They run in a small Python subset: no imports, no open(), no % formatting.",
         } else {
             view.workspaces.trim()
         },
-        keyword = match n.node_type {
-            NodeType::Class => "class",
-            _ => "def",
+        language = language.name,
+        fence = language.fence,
+        comment = language.line_comment,
+        first_line = match (language.id, n.node_type) {
+            ("python", NodeType::Class) => format!("`class {}` line", n.name),
+            ("python", _) => format!("`def {}` line", n.name),
+            _ => format!("line defining `{}`", n.name),
         },
     )
 }
@@ -182,7 +186,7 @@ fn clean_source(language: &Language, src: &str) -> String {
     } else {
         src.to_owned()
     };
-    let src = python::dedent(&src);
+    let src = lang::splice::dedent(&src);
     let lines: Vec<&str> = src.lines().collect();
     let first = lines.iter().position(|l| !l.trim().is_empty());
     let last = lines.iter().rposition(|l| !l.trim().is_empty());
@@ -205,12 +209,6 @@ fn outermost(defs: &[lang::Definition]) -> Vec<&lang::Definition> {
             out
         })
         .collect()
-}
-
-/// The language of the project file at `path` (Python when Chimera reads
-/// no language there).
-fn language_of(path: &str) -> &'static Language {
-    lang::for_path(path).unwrap_or(&lang::PYTHON)
 }
 
 /// Checks that `src` (dedented) is one definition named `name` of the
@@ -269,7 +267,7 @@ fn check_definition(
 /// `text` (the node's file) with `node` replaced by `new_source`: exactly
 /// its span changes, re-indented to its place, its inline ID comment kept.
 pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String, String> {
-    let language = language_of(&node.file_path);
+    let language = lang::of_file(&node.file_path);
     let ex = extract(&node.file_path, text);
     let newline = ex.newline;
     let src = clean_source(language, new_source);
@@ -308,7 +306,7 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
     let mut new = format!(
         "{}{}{}",
         &text[..start],
-        python::reindent(&src, &indent, newline),
+        lang::splice::reindent(&src, &indent, newline),
         &text[end..]
     );
     // The ID comment stays on the header line.
@@ -343,7 +341,7 @@ pub fn propose_new_node(
     name: &str,
     source: &str,
 ) -> Result<String, String> {
-    let language = language_of(&parent.file_path);
+    let language = lang::of_file(&parent.file_path);
     let src = clean_source(language, source);
     check_definition(language, "propose_new_node", &src, name, node_type)?;
     let ex = extract(&parent.file_path, text);
@@ -405,7 +403,7 @@ pub fn propose_new_node(
     for _ in 0..blank {
         block.push_str(newline);
     }
-    block.push_str(&python::reindent(&src, &indent, newline));
+    block.push_str(&lang::splice::reindent(&src, &indent, newline));
     block.push_str(newline);
     let mut new = text.to_owned();
     new.insert_str(insert_at, &block);
@@ -498,7 +496,7 @@ pub fn apply_reply(
     bus: Option<&Arc<dyn NodeBus>>,
     code: &str,
 ) -> Result<String, String> {
-    let language = language_of(&node.file_path);
+    let language = lang::of_file(&node.file_path);
     let code = clean_source(language, code);
     if node.node_type == NodeType::File {
         return rewrite_self(text, node, &code);
@@ -593,7 +591,7 @@ pub fn own_definition(code: &str, node: &Node) -> Option<String> {
     if node.node_type == NodeType::File {
         return None;
     }
-    let language = language_of(&node.file_path);
+    let language = lang::of_file(&node.file_path);
     let code = clean_source(language, code);
     let defs = lang::definitions(language, &code);
     let def = outermost(&defs).into_iter().find(|d| d.name == node.name)?;
@@ -692,7 +690,7 @@ impl NodeJob {
     /// neighbour as a request: a node may not edit another, but it may ask.
     pub fn redirect(&self, task: &str, code: &str) -> Option<Result<String, String>> {
         let me = self.view.node.as_ref()?;
-        let language = language_of(&me.file_path);
+        let language = lang::of_file(&me.file_path);
         let code = clean_source(language, code);
         let defs = lang::definitions(language, &code);
         let (def, target) = outermost(&defs).into_iter().find_map(|d| {

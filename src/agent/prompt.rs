@@ -1,6 +1,7 @@
 //! The prompts of a code-mode agent: what the model may call, which Python
-//! it may use, and the task with its context.
+//! it may use, and the task with its context, in the language of the file.
 
+use crate::lang::{self, Language};
 use crate::llm::ChatMessage;
 
 pub const SYSTEM: &str = r#"You are a coding agent. You change a software project by writing ONE Python program that calls the host functions below. Reply with the program in a single ```python fenced block and nothing else.
@@ -43,17 +44,28 @@ pub enum EditForm {
     Definitions,
 }
 
-pub const SYSTEM_DEFINITIONS: &str = r#"You are an expert Python programmer editing a file of the user's project. Reply with the complete new version of each function, method or class you change or add, in ONE ```python code block, and nothing else.
-- Write every changed definition in full, with its `def` or `class` line, and keep its name.
+/// The system prompt of the definitions form for a file in `language`.
+pub fn system_definitions(language: &Language) -> String {
+    let (name, fence) = (language.name, language.fence);
+    let (what, head) = match language.id {
+        "python" => ("function, method or class", "its `def` or `class` line"),
+        _ => ("function, method or type", "its signature line"),
+    };
+    format!(
+        "You are an expert {name} programmer editing a file of the user's project. Reply with the complete new version of each {what} you change or add, in ONE ```{fence} code block, and nothing else.
+- Write every changed definition in full, with {head}, and keep its name.
 - Do not repeat definitions you do not change.
-- To change a method, you may write just that method (`def name(self, ...):`).
+- To change a method, you may write just that method ({}).
 - Put imports you add at the top of the block.
-- Keep the code valid Python: close every string and bracket."#;
+- Keep the code valid {name}: close every string and bracket.",
+        language.method_example.trim_matches('`').replace("`", ""),
+    )
+}
 
-pub fn system(form: EditForm) -> &'static str {
+pub fn system(form: EditForm, language: &Language) -> String {
     match form {
-        EditForm::Program => SYSTEM,
-        EditForm::Definitions => SYSTEM_DEFINITIONS,
+        EditForm::Program => SYSTEM.to_owned(),
+        EditForm::Definitions => system_definitions(language),
     }
 }
 
@@ -61,6 +73,8 @@ pub fn system(form: EditForm) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct TargetView {
     pub path: String,
+    /// The file's language (Python for a file of no known language).
+    pub language: &'static Language,
     /// The file's text, or only the focus when the file does not fit (the
     /// rest is then in `outline`).
     pub shown: String,
@@ -94,16 +108,19 @@ pub fn task_message(
     tree: &[String],
 ) -> ChatMessage {
     let mut msg = String::new();
+    let fence = target.map_or("python", |t| t.language.fence);
     if let Some(t) = target {
         for (path, text) in &t.references {
             msg.push_str(&format!(
-                "File `{path}` (for reference):\n```python\n{}\n```\n\n",
+                "File `{path}` (for reference):\n```{}\n{}\n```\n\n",
+                lang::of_file(path).fence,
                 text.trim_end()
             ));
         }
         for (path, text) in &t.editable {
             msg.push_str(&format!(
-                "File `{path}`:\n```python\n{}\n```\n\n",
+                "File `{path}`:\n```{}\n{}\n```\n\n",
+                lang::of_file(path).fence,
                 text.trim_end()
             ));
         }
@@ -114,7 +131,7 @@ pub fn task_message(
             ));
         } else if t.outline.is_empty() {
             msg.push_str(&format!(
-                "File `{}`:\n```python\n{}\n```\n",
+                "File `{}`:\n```{fence}\n{}\n```\n",
                 t.path,
                 t.shown.trim_end()
             ));
@@ -122,7 +139,7 @@ pub fn task_message(
             if !t.shown.is_empty() {
                 let part = t.focus.as_deref().unwrap_or("the part the task is about");
                 msg.push_str(&format!(
-                    "File `{}`, {part}:\n```python\n{}\n```\n",
+                    "File `{}`, {part}:\n```{fence}\n{}\n```\n",
                     t.path,
                     t.shown.trim_end()
                 ));
@@ -164,10 +181,11 @@ pub fn task_message(
     }
     msg.push_str(&format!("\nTask: {task}\n"));
     let several = target.is_some_and(|t| !t.editable.is_empty());
-    msg.push_str(match form {
-        EditForm::Program => "\nWrite the Python program now.",
-        EditForm::Definitions if several => "\nSeveral files may change: reply with one ```python block per file you change, each starting with the line `# file: <its path>`, holding that file's changed definitions.",
-        EditForm::Definitions => "\nReply with the changed definitions in one ```python block.",
+    let comment = target.map_or("#", |t| t.language.line_comment);
+    msg.push_str(&match form {
+        EditForm::Program => "\nWrite the Python program now.".to_owned(),
+        EditForm::Definitions if several => format!("\nSeveral files may change: reply with one ```{fence} block per file you change, each starting with the line `{comment} file: <its path>`, holding that file's changed definitions."),
+        EditForm::Definitions => format!("\nReply with the changed definitions in one ```{fence} block."),
     });
     ChatMessage::user(msg)
 }
@@ -189,13 +207,14 @@ pub fn feedback_message(feedback: &[crate::store::Feedback]) -> ChatMessage {
 }
 
 /// The message asking the model to fix its answer after `problem`.
-pub fn repair_message(form: EditForm, problem: &str) -> ChatMessage {
+pub fn repair_message(form: EditForm, problem: &str, language: &Language) -> ChatMessage {
+    let fence = language.fence;
     ChatMessage::user(match form {
         EditForm::Program => format!(
             "Your program did not work:\n```\n{problem}\n```\nFix it and reply with the complete corrected program in one ```python block. Remember to call submit_result at the end."
         ),
         EditForm::Definitions => format!(
-            "That did not work:\n```\n{problem}\n```\nReply again with the complete corrected definitions in one ```python block, and nothing else."
+            "That did not work:\n```\n{problem}\n```\nReply again with the complete corrected definitions in one ```{fence} block, and nothing else."
         ),
     })
 }
@@ -203,10 +222,11 @@ pub fn repair_message(form: EditForm, problem: &str) -> ChatMessage {
 /// A fresh request for the function `signature` alone, without its old
 /// code: small models shown a function tend to answer with it unchanged,
 /// round after round; asked for it anew they write the change.
-pub fn anew_message(task: &str, signature: &str) -> ChatMessage {
+pub fn anew_message(task: &str, signature: &str, language: &Language) -> ChatMessage {
     ChatMessage::user(format!(
-        "Task: {}\n\nWrite the function `{signature}` anew so that it does this. Reply with the complete function in one ```python block, and nothing else.",
-        task.trim()
+        "Task: {}\n\nWrite the function `{signature}` anew so that it does this. Reply with the complete function in one ```{} block, and nothing else.",
+        task.trim(),
+        language.fence
     ))
 }
 
@@ -237,14 +257,16 @@ pub fn extract_code_as(reply: &str, language: &crate::lang::Language) -> String 
     let mut rest = reply;
     while let Some(start) = rest.find("```") {
         let after = &rest[start + 3..];
-        let (lang, body) = after.split_once('\n').unwrap_or((after, ""));
-        let lang = lang.trim().to_lowercase();
+        let (tag, body) = after.split_once('\n').unwrap_or((after, ""));
+        let tag = tag.trim().to_lowercase();
         let end = body.find("```").unwrap_or(body.len());
         let code = body[..end].to_owned();
-        if language.is_fence(&lang) {
+        if language.is_fence(&tag) {
             return code;
         }
-        if best.is_none() && lang.is_empty() {
+        // A program is Python whatever the file's language.
+        let program = lang::PYTHON.is_fence(&tag) && crate::python::calls_host(&code);
+        if best.is_none() && (tag.is_empty() || program) {
             best = Some(code);
         }
         rest = &body[(end + 3).min(body.len())..];
@@ -268,9 +290,13 @@ pub fn file_blocks(reply: &str, files: &[String]) -> Vec<(Option<String>, String
                 .unwrap_or_else(|| token.trim_start_matches("./").to_owned()),
         )
     };
-    // `# file: a.py`, `# a.py`, `# File a.py`: a comment that is a path.
+    // `# file: a.py`, `// a.go`, `-- File a.lua`: a comment that is a path.
     let marker = |line: &str| -> Option<String> {
-        let c = line.trim().strip_prefix('#')?.trim();
+        let line = line.trim();
+        let c = ["#", "//", "--"]
+            .iter()
+            .find_map(|m| line.strip_prefix(m))?
+            .trim();
         let c = c
             .strip_prefix("file:")
             .or_else(|| c.strip_prefix("File:"))
@@ -293,14 +319,12 @@ pub fn file_blocks(reply: &str, files: &[String]) -> Vec<(Option<String>, String
     while let Some(start) = rest.find("```") {
         let before = rest[..start].lines().rev().find(|l| !l.trim().is_empty());
         let after = &rest[start + 3..];
-        let (lang, body) = after.split_once('\n').unwrap_or((after, ""));
+        let (tag, body) = after.split_once('\n').unwrap_or((after, ""));
         let end = body.find("```").unwrap_or(body.len());
         let code = &body[..end];
         rest = &body[(end + 3).min(body.len())..];
-        if !matches!(
-            lang.trim().to_lowercase().as_str(),
-            "python" | "py" | "python3" | ""
-        ) {
+        let tag = tag.trim().to_lowercase();
+        if !tag.is_empty() && lang::by_name(&tag).is_none() {
             continue;
         }
         split_at_markers(code, before.and_then(file_named), &marker, &mut out);
@@ -362,6 +386,7 @@ mod tests {
     fn task_message_carries_file_focus_selection_and_tree() {
         let target = TargetView {
             path: "a.py".into(),
+            language: &lang::PYTHON,
             shown: "def f(): pass\n".into(),
             outline: vec![],
             focus: Some("function `f` (lines 1-1)".into()),

@@ -4,9 +4,10 @@
 //! was before the human sees the proposal, and the summary says so. (Asked
 //! to document `parse_config`, small models also "improve" `greet`.)
 
+use crate::lang::{self, DefKind, Definition, Language};
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
-use crate::python::{self, DefKind, Definition};
+use crate::python;
 use crate::store::{Store, StoreError};
 
 use super::locate;
@@ -24,8 +25,13 @@ fn unit_key(d: &Definition) -> Option<String> {
 /// what the task names (`mean`, `Store.add`, `Store`). Nothing is put back
 /// when the task names no definition of `old`, or when the result would
 /// not parse.
-pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String>) {
-    let old_defs = python::definitions(old);
+pub fn keep_to_task(
+    language: &Language,
+    old: &str,
+    new: &str,
+    names: &[&str],
+) -> (String, Vec<String>) {
+    let old_defs = lang::definitions(language, old);
     // A named class covers its methods.
     let covers = |d: &Definition| {
         names
@@ -35,7 +41,7 @@ pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String
     if !old_defs.iter().any(&covers) {
         return (new.to_owned(), vec![]);
     }
-    let new_defs = python::definitions(new);
+    let new_defs = lang::definitions(language, new);
     let mut put_back: Vec<(usize, usize, &str, String)> = Vec::new();
     for nd in &new_defs {
         let Some(key) = unit_key(nd) else { continue };
@@ -74,7 +80,7 @@ pub fn keep_to_task(old: &str, new: &str, names: &[&str]) -> (String, Vec<String
     for (start, end, was, _) in &put_back {
         out.replace_range(*start..*end, was);
     }
-    if python::syntax_problem(&out).is_some() {
+    if lang::syntax_problem(language, &out).is_some() {
         return (new.to_owned(), vec![]);
     }
     let mut keys: Vec<String> = put_back.into_iter().map(|p| p.3).collect();
@@ -104,12 +110,12 @@ pub fn trim_overlay(
         let Ok(p) = ProjectPath::parse(&path) else {
             continue;
         };
-        if !path.ends_with(".py") {
+        let Some(language) = lang::for_path(&path) else {
             continue;
-        }
+        };
         let old = store.blob_text(base)?;
         let Ok(new) = ov.read_text(&p) else { continue };
-        let (kept, put_back) = keep_to_task(&old, &new, &names);
+        let (kept, put_back) = keep_to_task(language, &old, &new, &names);
         if !put_back.is_empty() {
             if ov.write(&p, kept.as_bytes()).is_err() {
                 continue;
@@ -120,11 +126,11 @@ pub fn trim_overlay(
     Ok(said)
 }
 
-/// What a change did to one Python file, by definition: "changed
+/// What a change did to one source file, by definition: "changed
 /// `parse_config`, added `helper`".
-pub fn describe(old: &str, new: &str) -> String {
+pub fn describe(language: &Language, old: &str, new: &str) -> String {
     let keyed = |text: &str| -> Vec<(String, String)> {
-        python::definitions(text)
+        lang::definitions(language, text)
             .iter()
             .filter_map(|d| unit_key(d).map(|k| (k, text[d.start..d.end].to_owned())))
             .collect()
@@ -175,8 +181,10 @@ pub fn summarize(store: &Store, agent: &str) -> Result<String, StoreError> {
         let what = match (&e.base_hash, &e.hash) {
             (None, Some(_)) => "new file".to_owned(),
             (Some(_), None) => "deleted".to_owned(),
-            _ if path.ends_with(".py") => describe(&text(&e.base_hash)?, &text(&e.hash)?),
-            _ => "changed".to_owned(),
+            _ => match lang::for_path(&path) {
+                Some(language) => describe(language, &text(&e.base_hash)?, &text(&e.hash)?),
+                None => "changed".to_owned(),
+            },
         };
         parts.push(format!("{path}: {what}"));
     }
@@ -197,7 +205,7 @@ mod tests {
                 "def parse_config(path):\n    \"\"\"Parse.\"\"\"\n",
             )
             .replace("return 'hi ' + name", "return f'hi {name}'");
-        let (kept, back) = keep_to_task(OLD, &new, &["parse_config"]);
+        let (kept, back) = keep_to_task(&lang::PYTHON, OLD, &new, &["parse_config"]);
         assert_eq!(back, ["greet"]);
         assert!(
             kept.contains("return 'hi ' + name") && kept.contains("\"\"\"Parse.\"\"\""),
@@ -211,7 +219,7 @@ mod tests {
             .replace("def parse_config(path):", "def load_config(path):")
             .replace("return parse_config('a')", "return load_config('a')")
             .replace("return 0\n", "return 0\n\n\ndef helper():\n    return 1\n");
-        let (kept, back) = keep_to_task(OLD, &new, &["parse_config", "load_config"]);
+        let (kept, back) = keep_to_task(&lang::PYTHON, OLD, &new, &["parse_config", "load_config"]);
         assert!(back.is_empty(), "{back:?}");
         assert_eq!(kept, new);
     }
@@ -221,9 +229,14 @@ mod tests {
         let new = OLD
             .replace("return x\n", "return x + 1\n")
             .replace("return 0\n", "return 1\n");
-        assert_eq!(keep_to_task(OLD, &new, &["Store.add"]).1, ["Store.size"]);
+        assert_eq!(
+            keep_to_task(&lang::PYTHON, OLD, &new, &["Store.add"]).1,
+            ["Store.size"]
+        );
         assert!(
-            keep_to_task(OLD, &new, &["Store"]).1.is_empty(),
+            keep_to_task(&lang::PYTHON, OLD, &new, &["Store"])
+                .1
+                .is_empty(),
             "the whole class was named"
         );
     }
@@ -235,11 +248,11 @@ mod tests {
             .replace("def main():\n    return parse_config('a')\n\n\n", "")
             .replace("return 0\n", "return 0\n\n\ndef helper():\n    return 1\n");
         assert_eq!(
-            describe(OLD, &new),
+            describe(&lang::PYTHON, OLD, &new),
             "changed `greet`, added `helper`, removed `main`"
         );
         assert_eq!(
-            describe("x = 1\n", "x = 2\n"),
+            describe(&lang::PYTHON, "x = 1\n", "x = 2\n"),
             "changed code outside functions"
         );
     }
@@ -251,22 +264,26 @@ mod tests {
             "        return 0\n",
             "        return len(self.items)\n\n    def greet(self, name):\n        return 'hi ' + name\n",
         );
-        let (kept, back) = keep_to_task(OLD, &new, &["Store.size"]);
+        let (kept, back) = keep_to_task(&lang::PYTHON, OLD, &new, &["Store.size"]);
         assert_eq!(back, ["Store.greet"]);
         assert_eq!(
             kept,
             OLD.replace("        return 0\n", "        return len(self.items)\n")
         );
         // Named, it stays: "add a method greet to Store".
-        assert!(keep_to_task(OLD, &new, &["Store.size", "greet"])
-            .1
-            .is_empty());
+        assert!(
+            keep_to_task(&lang::PYTHON, OLD, &new, &["Store.size", "greet"])
+                .1
+                .is_empty()
+        );
     }
 
     #[test]
     fn a_task_that_names_nothing_in_the_file_keeps_everything() {
         let new = OLD.replace("return 'hi ' + name", "return f'hi {name}'");
-        assert!(keep_to_task(OLD, &new, &["docstring"]).1.is_empty());
-        assert!(keep_to_task(OLD, &new, &[]).1.is_empty());
+        assert!(keep_to_task(&lang::PYTHON, OLD, &new, &["docstring"])
+            .1
+            .is_empty());
+        assert!(keep_to_task(&lang::PYTHON, OLD, &new, &[]).1.is_empty());
     }
 }

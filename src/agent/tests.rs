@@ -1535,3 +1535,90 @@ async fn a_block_naming_a_path_outside_the_project_is_refused_and_nothing_lands_
     assert_eq!(changed(&s), ["mathx.py"]);
     assert!(!s._dir.path().parent().unwrap().join("outside.py").exists());
 }
+
+const STACK_GO: &str = "package stack\n\n// Stack holds ints.\ntype Stack struct {\n\titems []int\n}\n\n// Push adds x on top.\nfunc (s *Stack) Push(x int) {\n\ts.items = append(s.items, x)\n}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_task_typed_from_anywhere_is_asked_and_spliced_in_go() {
+    let broken = "```go\nfunc (s *Stack) Pop() int {\n\tn := len(s.items\n\treturn n\n}\n```";
+    let good = "Here you go:\n```go\nfunc (s *Stack) Pop() int {\n\tx := s.items[len(s.items)-1]\n\ts.items = s.items[:len(s.items)-1]\n\treturn x\n}\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(broken.into()),
+        Reply::OpenaiStream(good.into()),
+    ])
+    .await;
+    let mut s = setup(&server.url);
+    s.config.llm.edit_form = crate::config::EditFormSetting::Definitions;
+    s.store
+        .stable_put("stack/stack.go", STACK_GO.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let job = Job {
+        task: "add a Pop method to Stack in stack.go".into(),
+        file: None,
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.changed_files, ["stack/stack.go"]);
+    assert_eq!(done.rounds, 2);
+    let ov = Overlay::new(&s.store, "ag", 1 << 20);
+    let text = ov
+        .read_text(&crate::paths::ProjectPath::parse("stack/stack.go").unwrap())
+        .unwrap();
+    assert_eq!(
+        text,
+        format!("{STACK_GO}\nfunc (s *Stack) Pop() int {{\n\tx := s.items[len(s.items)-1]\n\ts.items = s.items[:len(s.items)-1]\n\treturn x\n}}\n")
+    );
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[0].contains("expert Go programmer"),
+        "{}",
+        requests[0]
+    );
+    assert!(
+        requests[0].contains("```go\\npackage stack"),
+        "{}",
+        requests[0]
+    );
+    assert!(requests[0].contains("one ```go block"), "{}", requests[0]);
+    assert!(
+        requests[1].contains("not valid Go: Go syntax error") && requests[1].contains("line 2"),
+        "the repair names the language and the line: {}",
+        requests[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_typescript_method_lands_in_its_class_and_the_rest_stays() {
+    let ts = "export class Cart {\n  private items: number[] = [];\n\n  /** Adds a price. */\n  add(price: number): void {\n    this.items.push(price);\n  }\n\n  total(): number {\n    return 0;\n  }\n}\n";
+    let reply = "```typescript\ntotal(): number {\n  return this.items.reduce((a, b) => a + b, 0);\n}\n\nadd(price: number): void {\n  this.items.push(Math.abs(price));\n}\n```";
+    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
+    let mut s = setup(&server.url);
+    s.config.llm.edit_form = crate::config::EditFormSetting::Definitions;
+    s.store
+        .stable_put("src/cart.ts", ts.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let job = Job {
+        task: "make the total method return the sum".into(),
+        file: Some("src/cart.ts".into()),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    let ov = Overlay::new(&s.store, "ag", 1 << 20);
+    let text = ov
+        .read_text(&crate::paths::ProjectPath::parse("src/cart.ts").unwrap())
+        .unwrap();
+    // total is the task's; the change to add was not asked for and is put back.
+    assert_eq!(
+        text,
+        ts.replace(
+            "    return 0;",
+            "    return this.items.reduce((a, b) => a + b, 0);"
+        )
+    );
+    assert!(
+        done.summary
+            .contains("left out changes the task did not ask for: src/cart.ts: Cart.add"),
+        "{}",
+        done.summary
+    );
+}

@@ -437,8 +437,9 @@ fn next_step(tool: &str, repeated: bool, chat: bool) -> Option<&'static str> {
 fn ask_for_block(path: &str, task: &str) -> String {
     format!(
         "\nThe task: {task}\nNow reply with the new version of each function you change, with \
-         the change made, in one ```python block and nothing else (not JSON): it is written to \
-         `{path}` with write_definitions."
+         the change made, in one ```{} block and nothing else (not JSON): it is written to \
+         `{path}` with write_definitions.",
+        crate::lang::of_file(path).fence
     )
 }
 
@@ -636,7 +637,8 @@ pub async fn run(
     let located = the_file(&store, config, job, &caps);
     match &located {
         Some((path, text)) => task.push_str(&format!(
-            "\n\nThe file this task is about is `{path}`:\n```python\n{text}\n```"
+            "\n\nThe file this task is about is `{path}`:\n```{}\n{text}\n```",
+            crate::lang::of_file(path).fence
         )),
         None => {
             if let Some(file) = &job.file {
@@ -754,7 +756,8 @@ pub async fn run(
             None => {
                 let call = match block_for.take().filter(|_| !native) {
                     Some(path) => {
-                        let code = super::prompt::extract_code(&reply.text);
+                        let language = crate::lang::of_file(&path);
+                        let code = super::prompt::extract_code_as(&reply.text, language);
                         let mut args = serde_json::Map::new();
                         args.insert("path".into(), Json::String(path));
                         args.insert("code".into(), Json::String(code));

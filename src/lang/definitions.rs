@@ -31,6 +31,9 @@ pub struct Definition {
     /// the start of its first line.
     pub start: usize,
     pub end: usize,
+    /// Start of the line where the definition itself begins, after the
+    /// comments and attributes attached above it (`start` when it has none).
+    pub own_start: usize,
     /// 0-based first and last line.
     pub start_line: usize,
     pub end_line: usize,
@@ -160,12 +163,15 @@ pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definitio
         let parent = f
             .parent
             .or_else(|| around.last().map(|&i| out[i].name.clone()));
+        let own = f.node.start_byte();
+        let own_start = text[..own].rfind('\n').map_or(0, |i| i + 1).max(line_start);
         out.push(Definition {
             name: f.name,
             kind: f.kind,
             parent,
             start: line_start,
             end,
+            own_start,
             start_line: first.start_position().row,
             end_line: f.node.end_position().row,
             indent,

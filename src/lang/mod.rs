@@ -7,6 +7,7 @@
 
 mod definitions;
 mod modules;
+pub mod splice;
 mod syntax;
 
 use std::sync::OnceLock;
@@ -34,6 +35,9 @@ pub struct Language {
     /// What a method alone must sit in to parse (JavaScript's class body),
     /// before and after it.
     pub method_context: Option<(&'static str, &'static str)>,
+    /// How a method is written alone, for prompts that say a changed
+    /// method may come without its class.
+    pub method_example: &'static str,
     /// Node kinds that belong to the definition right after them when no
     /// blank line separates them (doc comments, Rust attributes).
     pub attached: &'static [&'static str],
@@ -96,6 +100,7 @@ pub static PYTHON: Language = Language {
     fence: "python",
     also_called: &["python3"],
     method_context: None,
+    method_example: "`def name(self, ...):`",
     attached: &[],
     own_rule: Some(syntax::python_empty_body),
     modules: ModuleStyle::Python,
@@ -112,6 +117,7 @@ pub static JAVASCRIPT: Language = Language {
     fence: "javascript",
     also_called: &[],
     method_context: Some(("class Chimera__ {\n", "\n}\n")),
+    method_example: "`name(args) { ... }`",
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
@@ -128,6 +134,7 @@ pub static TYPESCRIPT: Language = Language {
     fence: "typescript",
     also_called: &[],
     method_context: Some(("class Chimera__ {\n", "\n}\n")),
+    method_example: "`name(args): Type { ... }`",
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
@@ -144,6 +151,7 @@ pub static TSX: Language = Language {
     fence: "tsx",
     also_called: &["typescript", "ts"],
     method_context: Some(("class Chimera__ {\n", "\n}\n")),
+    method_example: "`name(args): Type { ... }`",
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
@@ -160,6 +168,7 @@ pub static GO: Language = Language {
     fence: "go",
     also_called: &["golang"],
     method_context: None,
+    method_example: "with its receiver: `func (s *Store) Name(...) { ... }`",
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Go,
@@ -176,6 +185,7 @@ pub static RUST: Language = Language {
     fence: "rust",
     also_called: &[],
     method_context: None,
+    method_example: "`fn name(&self, ...) { ... }`, or inside its `impl` block",
     attached: &["line_comment", "block_comment", "attribute_item"],
     own_rule: None,
     modules: ModuleStyle::Rust,
@@ -192,6 +202,7 @@ pub static LUA: Language = Language {
     fence: "lua",
     also_called: &[],
     method_context: None,
+    method_example: "`function M.name(...) ... end`",
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Lua,
@@ -213,6 +224,17 @@ pub fn for_path(path: &str) -> Option<&'static Language> {
         .iter()
         .copied()
         .find(|l| l.extensions.contains(&ext.as_str()))
+}
+
+/// The language of a project file, Python when Chimera reads no
+/// language there (what a task about a file of unknown kind is written as).
+pub fn of_file(path: &str) -> &'static Language {
+    for_path(path).unwrap_or(&PYTHON)
+}
+
+/// Whether `path` is source code in a language Chimera reads.
+pub fn is_source(path: &str) -> bool {
+    for_path(path).is_some()
 }
 
 /// The language with this id or fence tag (`python`, `py`, `ts`, …).

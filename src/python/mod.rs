@@ -5,7 +5,9 @@
 pub mod refactor;
 mod splice;
 
-pub use splice::{classify, dedent, reindent, splice_definitions, ReplyForm, SpliceError};
+pub use splice::{
+    calls_host, classify, dedent, reindent, splice_definitions, ReplyForm, SpliceError,
+};
 
 use tree_sitter::Tree;
 

@@ -10,30 +10,7 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::{definitions, parse, DefKind, Definition};
-
-/// The shape of a model's reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplyForm {
-    /// A program calling host functions, to run in the sandbox.
-    Program(String),
-    /// Definitions (and imports) to splice into the target file.
-    Definitions(String),
-    /// The complete new content of the target file.
-    WholeFile(String),
-    /// Nothing usable (prose, or code without definitions).
-    Nothing,
-}
-
-/// Why a reply could not be spliced.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SpliceError {
-    #[error("the reply has no function, class, import or assignment to put into the file")]
-    NoDefinitions,
-    #[error("the reply is not valid Python: {0}")]
-    Syntax(String),
-    #[error("the reply only repeats definitions without their bodies (the outline you were shown); give the complete new code of only the definitions you change")]
-    OnlyOutline,
-}
+pub use crate::lang::splice::{dedent, reindent, ReplyForm, SpliceError};
 
 const HOST_CALLS: &[&str] = &[
     "write_file(",
@@ -56,17 +33,21 @@ const HOST_CALLS: &[&str] = &[
     "get_my_callees(",
 ];
 
-/// Classifies the code of a reply against `target`, the text of the file
-/// the task is about (if known).
-pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
-    let calls_host = HOST_CALLS.iter().any(|c| {
+/// Whether `code` calls a host function: a program, not definitions.
+pub fn calls_host(code: &str) -> bool {
+    HOST_CALLS.iter().any(|c| {
         code.match_indices(c).any(|(i, _)| {
             let before = code[..i].chars().next_back();
             !before.is_some_and(|b| b.is_alphanumeric() || b == '_' || b == '.')
                 && !code[..i].trim_end().ends_with("def")
         })
-    });
-    if calls_host {
+    })
+}
+
+/// Classifies the code of a reply against `target`, the text of the file
+/// the task is about (if known).
+pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
+    if calls_host(code) {
         return ReplyForm::Program(code.to_owned());
     }
     let code = dedent(code);
@@ -124,50 +105,6 @@ pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
         // tells the model exactly what is missing.
         ReplyForm::Program(code)
     }
-}
-
-/// Removes the indentation common to every non-blank line.
-pub fn dedent(code: &str) -> String {
-    let common = code
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    if common == 0 {
-        return code.to_owned();
-    }
-    let mut out: Vec<&str> = Vec::new();
-    for l in code.lines() {
-        out.push(if l.len() >= common {
-            &l[common..]
-        } else {
-            l.trim_start()
-        });
-    }
-    let mut s = out.join("\n");
-    if code.ends_with('\n') {
-        s.push('\n');
-    }
-    s
-}
-
-/// `text` with `indent` before every non-blank line, lines joined with
-/// `newline`.
-pub fn reindent(text: &str, indent: &str, newline: &str) -> String {
-    if indent.is_empty() && newline == "\n" {
-        return text.to_owned();
-    }
-    text.lines()
-        .map(|l| {
-            if l.trim().is_empty() {
-                String::new()
-            } else {
-                format!("{indent}{l}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(newline)
 }
 
 /// One top-level statement of a reply that can go into a file.
@@ -483,7 +420,7 @@ pub fn splice_definitions(
     // the definitions they name stay as they are.
     let (reply, stubs) = without_stubs(&reply);
     if let Some(problem) = super::syntax_problem(&reply) {
-        return Err(SpliceError::Syntax(problem.to_string()));
+        return Err(SpliceError::Syntax(problem));
     }
     // A file with nothing in it yet (a new one): the reply is its content.
     if target.trim().is_empty() && !reply.trim().is_empty() {
