@@ -1116,9 +1116,18 @@ fn write_checked(
     if new == old {
         return Err(UNCHANGED.into());
     }
-    Overlay::new(store, agent, max_bytes)
-        .write(path, new.as_bytes())
-        .map_err(|e| e.to_string())?;
+    let ov = Overlay::new(store, agent, max_bytes);
+    // The file moved on while the model answered (the human typed, Remora
+    // wrote its IDs into the buffer): the change goes onto what is there
+    // now, or the proposal would undo what happened meanwhile.
+    let merged = match ov.read_text(path) {
+        Ok(now) if now != old => Some(crate::diff::merge3(old, &now, new).ok_or_else(|| {
+            format!("`{path}` changed while you answered, in the lines you changed; answer again for the file as it is now.")
+        })?),
+        _ => None,
+    };
+    let new = merged.as_deref().unwrap_or(new);
+    ov.write(path, new.as_bytes()).map_err(|e| e.to_string())?;
     Ok(Made::new(None, form))
 }
 

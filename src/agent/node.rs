@@ -297,10 +297,23 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
         )
     })?;
     check_definition(language, "rewrite_self", &src, &node.name, node.node_type)?;
-    let start = line_start(text, raw.start_byte);
-    let indent: String = text[start..raw.start_byte]
+    let mut start = line_start(text, raw.start_byte);
+    // Doc comments and attributes above the node stay when the new source
+    // comes without any (a model rewriting a body leaves them out).
+    let brings_its_own = reply_definitions(language, &src)
+        .first()
+        .is_some_and(|d| d.start < d.own_start);
+    if !brings_its_own {
+        if let Some(old) = lang::definitions(language, text)
+            .into_iter()
+            .find(|d| d.start == start && d.name == node.name)
+        {
+            start = old.own_start;
+        }
+    }
+    let indent: String = text[start..]
         .chars()
-        .take_while(|c| c.is_whitespace())
+        .take_while(|c| *c == ' ' || *c == '\t')
         .collect();
     let end = raw.end_byte;
     let mut new = format!(
@@ -501,7 +514,7 @@ pub fn apply_reply(
     if node.node_type == NodeType::File {
         return rewrite_self(text, node, &code);
     }
-    let defs = lang::definitions(language, &code);
+    let defs = reply_definitions(language, &code);
     let top = outermost(&defs);
     let Some(own) = top.iter().find(|d| d.name == node.name) else {
         let fence = language.fence;
@@ -584,6 +597,40 @@ impl std::fmt::Debug for NodeJob {
 /// Part of the error for a rewrite that changes nothing.
 pub const UNCHANGED: &str = "the new source is the same as the old";
 
+/// The definitions of a reply's `code`; methods alone (`total(): number
+/// {…}` in TypeScript) are read inside the language's class body, their
+/// spans still in `code`.
+fn reply_definitions(language: &Language, code: &str) -> Vec<lang::Definition> {
+    let defs = lang::definitions(language, code);
+    let Some((open, close)) = language.method_context else {
+        return defs;
+    };
+    if !defs.is_empty() && lang::syntax_problem(language, code).is_none() {
+        return defs;
+    }
+    let wrapped = format!("{open}{code}{close}");
+    let shift = open.len();
+    let inside = |d: &lang::Definition| d.start >= shift && d.end <= shift + code.len();
+    let methods: Vec<lang::Definition> = lang::definitions(language, &wrapped)
+        .into_iter()
+        .filter(|d| d.kind == lang::DefKind::Method && inside(d))
+        .map(|mut d| {
+            d.start -= shift;
+            d.end -= shift;
+            d.own_start -= shift;
+            d.name_start -= shift;
+            d.name_end -= shift;
+            d.parent = None;
+            d
+        })
+        .collect();
+    if methods.is_empty() {
+        defs
+    } else {
+        methods
+    }
+}
+
 /// In a reply that defines this node at top level, that definition alone,
 /// without lines that only call a tool (small models append
 /// `rewrite_self(...)` or `message_node(...)` lines inside their own body).
@@ -593,7 +640,7 @@ pub fn own_definition(code: &str, node: &Node) -> Option<String> {
     }
     let language = lang::of_file(&node.file_path);
     let code = clean_source(language, code);
-    let defs = lang::definitions(language, &code);
+    let defs = reply_definitions(language, &code);
     let def = outermost(&defs).into_iter().find(|d| d.name == node.name)?;
     let kept: Vec<&str> = code[def.start..def.end]
         .lines()

@@ -394,3 +394,30 @@ fn node_agents_rewrite_and_add_definitions_in_every_language() {
             .replace("(x) -- rm", "(x)    -- rm")
     );
 }
+
+#[test]
+fn a_rewrite_without_its_doc_comment_keeps_the_old_one() {
+    let text = "package stack\n\n// Len is the number of items.\nfunc (s *Stack) Len() int {    // rm_aaaaaaaa\n\treturn 0\n}\n";
+    let node = node_in("stack/stack.go", text, "Stack.Len");
+    let out = rewrite_self(
+        text,
+        &node,
+        "func (s *Stack) Len() int {\n\treturn len(s.items)\n}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        "package stack\n\n// Len is the number of items.\nfunc (s *Stack) Len() int {    // rm_aaaaaaaa\n\treturn len(s.items)\n}\n"
+    );
+    let out = rewrite_self(
+        text,
+        &node,
+        "// Len counts.\nfunc (s *Stack) Len() int {\n\treturn len(s.items)\n}\n",
+    )
+    .unwrap();
+    assert!(
+        out.contains("\n// Len counts.\nfunc (s *Stack) Len() int {    // rm_aaaaaaaa\n"),
+        "{out}"
+    );
+    assert!(!out.contains("number of items"), "{out}");
+}

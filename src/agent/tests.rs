@@ -1622,3 +1622,55 @@ async fn a_lone_typescript_method_lands_in_its_class_and_the_rest_stays() {
         done.summary
     );
 }
+
+#[test]
+fn a_change_written_after_the_file_moved_on_keeps_what_happened_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let read = "function f() {\n  return 1;\n}\n\nfunction g() {\n  return 2;\n}\n";
+    // While the model answered, Remora wrote IDs into the buffer.
+    let now = "// remora-file: rm_aaaaaaaa\n\nfunction f() {    // rm_bbbbbbbb\n  return 1;\n}\n\nfunction g() {    // rm_cccccccc\n  return 2;\n}\n";
+    store
+        .stable_put("a.js", now.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    store
+        .agent_insert(&AgentRecord::new("ag", "change g"))
+        .unwrap();
+    let caps = crate::capabilities::Capabilities::new(&Default::default(), None).unwrap();
+    let path = crate::paths::ProjectPath::parse("a.js").unwrap();
+    let answer = read.replace("return 2;", "return 3;");
+    if let Err(e) = write_checked(
+        &store,
+        &caps,
+        "ag",
+        1 << 20,
+        &path,
+        read,
+        &answer,
+        "definitions",
+    ) {
+        panic!("{e}");
+    }
+    let ov = Overlay::new(&store, "ag", 1 << 20);
+    assert_eq!(
+        ov.read_text(&path).unwrap(),
+        now.replace("return 2;", "return 3;")
+    );
+    // A change in the very lines that moved is refused, not written over them.
+    store.overlay_clear("ag").unwrap();
+    let clash = read.replace("function g() {", "function g(x) {");
+    let Err(err) = write_checked(
+        &store,
+        &caps,
+        "ag",
+        1 << 20,
+        &path,
+        read,
+        &clash,
+        "definitions",
+    ) else {
+        panic!("written over the moved lines");
+    };
+    assert!(err.contains("changed while you answered"), "{err}");
+    assert!(store.overlay_entries("ag").unwrap().is_empty());
+}
