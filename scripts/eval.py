@@ -223,9 +223,12 @@ class LangSet:
         elif self.lang == "rust":
             made = ["tests/check.rs", "Cargo.lock", "tests"]
             cmd = ["cargo", "test", "--offline", "-q", "--test", "check"]
-            env["CARGO_TARGET_DIR"] = os.path.join(self.tools, "rust-target")
+            # Its own build directory: cargo takes a shared one's build of
+            # an older copy of the project (same mtimes) for this one.
+            env["CARGO_TARGET_DIR"] = project.rstrip("/") + ".target"
         else:
             made, cmd = [".check.lua"], [self.nvim, "--clean", "-l", ".check.lua"]
+        os.makedirs(os.path.dirname(os.path.join(project, made[0])), exist_ok=True)
         with open(os.path.join(project, made[0]), "w") as f:
             f.write(t["check"])
         try:
@@ -237,8 +240,9 @@ class LangSet:
                     shutil.rmtree(p, ignore_errors=True)
                 elif os.path.exists(p):
                     os.remove(p)
-        why = [l for l in (r.stderr + r.stdout).strip().splitlines() if l.strip()]
-        return r.returncode == 0, why[-1:] if r.returncode else []
+        lines = [l.strip() for l in (r.stderr + r.stdout).splitlines() if l.strip()]
+        said = [l for l in lines if any(k in l for k in ("Error", "panicked", "error", "assert", ".go:"))]
+        return r.returncode == 0, (said or lines)[:1] if r.returncode else []
 
 
 def run_tasks(args, task_set, url, model_name, label):
@@ -289,8 +293,11 @@ def run_tasks(args, task_set, url, model_name, label):
                 os.makedirs(args.keep, exist_ok=True)
                 for end in ("", "-wal", "-shm"):
                     if os.path.exists(db + end):
-                        shutil.copy(db + end, os.path.join(args.keep, f"{t['id']}.db{end}"))
+                        prefix = getattr(task_set, "lang", "")
+                        name = f"{prefix}-{t['id']}" if prefix else t["id"]
+                        shutil.copy(db + end, os.path.join(args.keep, f"{name}.db{end}"))
         shutil.rmtree(project, ignore_errors=True)
+        shutil.rmtree(project.rstrip("/") + ".target", ignore_errors=True)
     real = [r for r in results if not r.get("broken")]
     passed = sum(r["passed"] for r in real)
     proposed = [r["ms"] / 1000 for r in real if r.get("state") == "completed"]
