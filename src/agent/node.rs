@@ -196,21 +196,6 @@ fn clean_source(language: &Language, src: &str) -> String {
     }
 }
 
-/// The definitions no other one holds (a Go method is one, though its
-/// receiver type is its parent). `defs` come outermost first, in order.
-fn outermost(defs: &[lang::Definition]) -> Vec<&lang::Definition> {
-    let mut end = 0;
-    defs.iter()
-        .filter(|d| {
-            let out = d.name_start >= end;
-            if out {
-                end = d.end;
-            }
-            out
-        })
-        .collect()
-}
-
 /// Checks that `src` (dedented) is one definition named `name` of the
 /// right kind, and parses as `language`.
 fn check_definition(
@@ -515,7 +500,7 @@ pub fn apply_reply(
         return rewrite_self(text, node, &code);
     }
     let defs = reply_definitions(language, &code);
-    let top = outermost(&defs);
+    let top = lang::outermost(&defs);
     let Some(own) = top.iter().find(|d| d.name == node.name) else {
         let fence = language.fence;
         return Err(format!(
@@ -597,37 +582,12 @@ impl std::fmt::Debug for NodeJob {
 /// Part of the error for a rewrite that changes nothing.
 pub const UNCHANGED: &str = "the new source is the same as the old";
 
-/// The definitions of a reply's `code`; methods alone (`total(): number
-/// {…}` in TypeScript) are read inside the language's class body, their
-/// spans still in `code`.
+/// The definitions of a reply's `code`, read as methods alone when that
+/// is what it is (`total(): number {…}` in TypeScript).
 fn reply_definitions(language: &Language, code: &str) -> Vec<lang::Definition> {
-    let defs = lang::definitions(language, code);
-    let Some((open, close)) = language.method_context else {
-        return defs;
-    };
-    if !defs.is_empty() && lang::syntax_problem(language, code).is_none() {
-        return defs;
-    }
-    let wrapped = format!("{open}{code}{close}");
-    let shift = open.len();
-    let inside = |d: &lang::Definition| d.start >= shift && d.end <= shift + code.len();
-    let methods: Vec<lang::Definition> = lang::definitions(language, &wrapped)
-        .into_iter()
-        .filter(|d| d.kind == lang::DefKind::Method && inside(d))
-        .map(|mut d| {
-            d.start -= shift;
-            d.end -= shift;
-            d.own_start -= shift;
-            d.name_start -= shift;
-            d.name_end -= shift;
-            d.parent = None;
-            d
-        })
-        .collect();
-    if methods.is_empty() {
-        defs
-    } else {
-        methods
+    match lang::lone_methods(language, code) {
+        Some(alone) => alone.methods,
+        None => lang::definitions(language, code),
     }
 }
 
@@ -641,7 +601,9 @@ pub fn own_definition(code: &str, node: &Node) -> Option<String> {
     let language = lang::of_file(&node.file_path);
     let code = clean_source(language, code);
     let defs = reply_definitions(language, &code);
-    let def = outermost(&defs).into_iter().find(|d| d.name == node.name)?;
+    let def = lang::outermost(&defs)
+        .into_iter()
+        .find(|d| d.name == node.name)?;
     let kept: Vec<&str> = code[def.start..def.end]
         .lines()
         .filter(|l| {
@@ -740,7 +702,7 @@ impl NodeJob {
         let language = lang::of_file(&me.file_path);
         let code = clean_source(language, code);
         let defs = lang::definitions(language, &code);
-        let (def, target) = outermost(&defs).into_iter().find_map(|d| {
+        let (def, target) = lang::outermost(&defs).into_iter().find_map(|d| {
             let n = self
                 .view
                 .callers

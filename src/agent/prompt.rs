@@ -58,7 +58,7 @@ pub fn system_definitions(language: &Language) -> String {
 - To change a method, you may write just that method ({}).
 - Put imports you add at the top of the block.
 - Keep the code valid {name}: close every string and bracket.",
-        language.method_example.trim_matches('`').replace("`", ""),
+        language.method_example,
     )
 }
 
@@ -361,6 +361,24 @@ fn split_at_markers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_definitions_prompt_names_the_files_language() {
+        // Python's is the prompt every Python eval was measured with.
+        assert_eq!(
+            system_definitions(&lang::PYTHON),
+            "You are an expert Python programmer editing a file of the user's project. Reply with the complete new version of each function, method or class you change or add, in ONE ```python code block, and nothing else.\n- Write every changed definition in full, with its `def` or `class` line, and keep its name.\n- Do not repeat definitions you do not change.\n- To change a method, you may write just that method (`def name(self, ...):`).\n- Put imports you add at the top of the block.\n- Keep the code valid Python: close every string and bracket."
+        );
+        let go = system_definitions(&lang::GO);
+        assert!(
+            go.contains("expert Go programmer") && go.contains("ONE ```go code block"),
+            "{go}"
+        );
+        assert!(
+            go.contains("(with its receiver: `func (s *Store) Name(...) { ... }`)"),
+            "{go}"
+        );
+    }
 
     #[test]
     fn takes_the_first_python_block() {

@@ -70,6 +70,60 @@ pub fn definitions(lang: &Language, text: &str) -> Vec<Definition> {
     }
 }
 
+/// The definitions no other one holds (a Go method is one, though its
+/// receiver type is its parent). `defs` come outermost first, in order.
+pub fn outermost(defs: &[Definition]) -> Vec<&Definition> {
+    let mut end = 0;
+    defs.iter()
+        .filter(|d| {
+            let out = d.name_start >= end;
+            if out {
+                end = d.end;
+            }
+            out
+        })
+        .collect()
+}
+
+/// A reply that is methods without their class (`total(): number {…}`
+/// in TypeScript), read inside the language's method context.
+pub struct LoneMethods {
+    /// The methods, their spans in the reply, with no parent.
+    pub methods: Vec<Definition>,
+    /// Whether they parse inside the context.
+    pub parse: bool,
+}
+
+/// `code` read as methods alone, when the language has a method context
+/// and `code` does not parse with definitions by itself.
+pub fn lone_methods(lang: &Language, code: &str) -> Option<LoneMethods> {
+    let (open, close) = lang.method_context?;
+    let alone = lang.parse(code)?;
+    if !alone.root_node().has_error() && !definitions_in(lang, &alone, code).is_empty() {
+        return None;
+    }
+    let wrapped = format!("{open}{code}{close}");
+    let tree = lang.parse(&wrapped)?;
+    let shift = open.len();
+    let methods: Vec<Definition> = definitions_in(lang, &tree, &wrapped)
+        .into_iter()
+        .filter(|d| d.kind == DefKind::Method && d.start >= shift && d.end <= shift + code.len())
+        .map(|mut d| {
+            d.start -= shift;
+            d.end -= shift;
+            d.own_start -= shift;
+            d.name_start -= shift;
+            d.name_end -= shift;
+            d.parent = None;
+            d
+        })
+        .collect();
+    (!methods.is_empty()).then(|| LoneMethods {
+        methods,
+        parse: !tree.root_node().has_error(),
+    })
+}
+
 /// What the patterns that captured one name node say about it.
 struct Found<'t> {
     /// The first pattern's index: its kind and parent win.

@@ -14,7 +14,9 @@ use std::sync::OnceLock;
 
 use tree_sitter::{Parser, Query, Tree};
 
-pub use definitions::{definitions, definitions_in, DefKind, Definition};
+pub use definitions::{
+    definitions, definitions_in, lone_methods, outermost, DefKind, Definition, LoneMethods,
+};
 pub use modules::ModuleStyle;
 pub use syntax::{syntax_problem, SyntaxProblem};
 

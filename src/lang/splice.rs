@@ -35,10 +35,6 @@ pub enum SpliceError {
     OnlyOutline,
 }
 
-/// The class of the language's method context (a JS class body), which a
-/// reply of methods alone is read inside.
-const CONTEXT_CLASS: &str = "Chimera__";
-
 /// Classifies the code of a reply in `lang` against `target`, the text of
 /// the file the task is about (if known).
 pub fn classify(lang: &Language, code: &str, target: Option<&str>) -> ReplyForm {
@@ -64,23 +60,39 @@ pub fn classify(lang: &Language, code: &str, target: Option<&str>) -> ReplyForm 
             false => ReplyForm::Definitions(code),
         };
     };
-    let target_top: Vec<String> = super::definitions(lang, target)
-        .into_iter()
-        .filter(|d| d.parent.is_none())
-        .map(|d| d.name)
-        .collect();
-    let covered = target_top
-        .iter()
-        .filter(|n| names.contains(n.as_str()))
-        .count();
-    let most_defs =
-        target_top.len() >= 2 && covered * 10 >= target_top.len() * 7 && !reply.lone_methods;
-    let long_enough = code.trim().len() * 10 >= target.trim().len() * 6;
-    if (most_defs && long_enough) || (target_top.is_empty() && names.is_empty()) {
+    let target_top = top_level_names(lang, target);
+    let whole = !reply.lone_methods && holds_most_of(&target_top, &names, &code, target);
+    if whole || (target_top.is_empty() && names.is_empty()) {
         ReplyForm::WholeFile(code)
     } else {
         ReplyForm::Definitions(code)
     }
+}
+
+/// The names of `text`'s definitions that belong to nothing.
+pub(crate) fn top_level_names(lang: &Language, text: &str) -> Vec<String> {
+    super::definitions(lang, text)
+        .into_iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name)
+        .collect()
+}
+
+/// Whether a reply `code` defining `names` is most of the file `target`,
+/// whose top-level definitions are `target_top`: then it is the whole new
+/// file rather than definitions to splice.
+pub(crate) fn holds_most_of(
+    target_top: &[String],
+    names: &HashSet<&str>,
+    code: &str,
+    target: &str,
+) -> bool {
+    let covered = target_top
+        .iter()
+        .filter(|n| names.contains(n.as_str()))
+        .count();
+    let most_defs = target_top.len() >= 2 && covered * 10 >= target_top.len() * 7;
+    most_defs && code.trim().len() * 10 >= target.trim().len() * 6
 }
 
 /// `code` without a last top-level definition the reply was cut off in
@@ -220,7 +232,7 @@ pub fn keep_imports(lang: &Language, old: &str, new: &str) -> String {
                 .iter()
                 .any(|b| !bound.contains(b) && crate::python::has_identifier(new, b))
         })
-        .map(|i| node_text_span(old, i.span).to_owned())
+        .map(|i| old[i.span.0..i.span.1].to_owned())
         .collect();
     if needed.is_empty() {
         return out;
@@ -237,8 +249,6 @@ pub fn keep_imports(lang: &Language, old: &str, new: &str) -> String {
 
 /// A parsed reply.
 struct Reply<'l> {
-    /// The code as parsed: the reply, or the reply inside the language's
-    /// method context when it is methods alone.
     code: String,
     tree: Tree,
     defs: Vec<Definition>,
@@ -249,69 +259,46 @@ struct Reply<'l> {
 
 impl<'l> Reply<'l> {
     fn read(lang: &'l Language, code: &str) -> Result<Reply<'l>, SyntaxProblem> {
-        let plain = |code: String| {
-            let tree = lang.parse(&code)?;
-            let defs = definitions_in(lang, &tree, &code);
-            Some(Reply {
-                code,
-                tree,
-                defs,
-                lone_methods: false,
-                lang,
-            })
-        };
         let problem = syntax_problem(lang, code);
-        let Some(reply) = plain(code.to_owned()) else {
+        let Some(tree) = lang.parse(code) else {
             return Err(problem.unwrap_or_else(|| unparsable(lang)));
         };
-        if problem.is_none() && !reply.defs.is_empty() {
-            return Ok(reply);
-        }
+        let mut reply = Reply {
+            code: code.to_owned(),
+            defs: definitions_in(lang, &tree, code),
+            tree,
+            lone_methods: false,
+            lang,
+        };
         // Methods alone (`add(x) { … }`) parse only inside a class body.
-        if let Some((open, close)) = lang.method_context {
-            let wrapped = format!("{open}{}{close}", reindent(code, "  ", "\n"));
-            if syntax_problem(lang, &wrapped).is_none() {
-                if let Some(mut r) = plain(wrapped) {
-                    if r.defs.iter().any(|d| d.kind == DefKind::Method) {
-                        r.lone_methods = true;
-                        return Ok(r);
-                    }
-                }
+        match super::lone_methods(lang, code) {
+            Some(alone) if alone.parse => {
+                reply.defs = alone.methods;
+                reply.lone_methods = true;
+                Ok(reply)
             }
-        }
-        match problem {
-            Some(p) => Err(p),
-            None => Ok(reply),
+            _ => match problem {
+                Some(p) => Err(p),
+                None => Ok(reply),
+            },
         }
     }
 
-    /// The definitions not inside another one (a lone method's class is
-    /// only the context it was read in).
+    /// The definitions not inside another one.
     fn outer(&self) -> impl Iterator<Item = &Definition> {
-        let mut end = 0;
-        self.defs.iter().filter(move |d| {
-            if d.name == CONTEXT_CLASS {
-                return false;
-            }
-            let out = d.name_start >= end;
-            if out {
-                end = d.end;
-            }
-            out
-        })
+        super::outermost(&self.defs).into_iter()
     }
 
-    /// `d`'s parent as the reply names it: none for a lone method.
-    fn parent_of<'d>(&self, d: &'d Definition) -> Option<&'d str> {
-        d.parent.as_deref().filter(|p| *p != CONTEXT_CLASS)
-    }
-
-    /// The top-level nodes that import something.
+    /// The top-level nodes that import something (none in methods alone,
+    /// whose tree is only their text misread at the top).
     fn import_nodes(&self) -> impl Iterator<Item = Node<'_>> {
-        let spans: Vec<(usize, usize)> = import_statements(self.lang, &self.tree, &self.code)
-            .into_iter()
-            .map(|i| i.span)
-            .collect();
+        let spans: Vec<(usize, usize)> = match self.lone_methods {
+            true => vec![],
+            false => import_statements(self.lang, &self.tree, &self.code)
+                .into_iter()
+                .map(|i| i.span)
+                .collect(),
+        };
         top_nodes(&self.tree)
             .into_iter()
             .filter(move |n| spans.contains(&(n.start_byte(), n.end_byte())))
@@ -409,17 +396,13 @@ fn node_text<'a>(n: Node<'_>, src: &'a str) -> &'a str {
     &src[n.start_byte()..n.end_byte()]
 }
 
-fn node_text_span(src: &str, (s, e): (usize, usize)) -> &str {
-    &src[s..e]
-}
-
 fn line_start(text: &str, at: usize) -> usize {
     text[..at].rfind('\n').map_or(0, |i| i + 1)
 }
 
 /// Text to replace or insert: (start, end, new text), byte offsets.
 #[derive(Default)]
-struct Edits(Vec<(usize, usize, String)>);
+pub(crate) struct Edits(pub(crate) Vec<(usize, usize, String)>);
 
 impl Edits {
     fn push(&mut self, start: usize, end: usize, text: String) {
@@ -428,8 +411,9 @@ impl Edits {
 
     /// `text` with the edits made, in file order; an edit starting inside
     /// an earlier one is dropped (the outer edit already carries it).
-    /// Insertions at one point keep their order.
-    fn apply(mut self, text: &str) -> String {
+    /// Insertions at one point keep their order, and come before a
+    /// replacement starting there.
+    pub(crate) fn apply(mut self, text: &str) -> String {
         self.0.sort_by_key(|(s, e, _)| (*s, *e));
         let mut kept: Vec<(usize, usize, String)> = Vec::new();
         for e in self.0 {
@@ -689,15 +673,14 @@ impl<'t> File<'t> {
         let outer: Vec<&Definition> = outer
             .into_iter()
             .rev()
-            .filter(|d| seen.insert((reply.parent_of(d), d.name.clone())))
+            .filter(|d| seen.insert((d.parent.clone(), d.name.clone())))
             .collect::<Vec<_>>()
             .into_iter()
             .rev()
             .collect();
         for d in outer {
-            let parent = reply.parent_of(d);
-            let lone = reply.lone_methods && d.parent.as_deref() == Some(CONTEXT_CLASS);
-            let method_like = lone || takes_self(&reply.code[d.name_end..d.end]);
+            let parent = d.parent.as_deref();
+            let method_like = reply.lone_methods || takes_self(&reply.code[d.name_end..d.end]);
             let attached = d.start < d.own_start;
             match self.counterpart(d, parent, method_like, focus) {
                 Some(old) if d.kind == DefKind::Class && old.kind == DefKind::Class => {
@@ -797,6 +780,9 @@ impl<'t> File<'t> {
     /// (`const LIMIT = 10`, `module.exports = {…}`, Lua's `return M`), and
     /// adds the new declarations after the imports.
     fn splice_statements(&self, reply: &Reply<'_>, edits: &mut Edits) {
+        if reply.lone_methods {
+            return;
+        }
         let defs_in = |defs: &[Definition], n: &Node<'_>| {
             defs.iter()
                 .any(|d| n.start_byte() <= d.name_start && d.name_end <= n.end_byte())
@@ -862,7 +848,7 @@ impl<'t> File<'t> {
         let have: Vec<String> = self
             .imports
             .iter()
-            .map(|i| squeeze(node_text_span(self.text, i.span)))
+            .map(|i| squeeze(&self.text[i.span.0..i.span.1]))
             .collect();
         let mut lines = Vec::new();
         for w in wanted {

@@ -11,6 +11,7 @@ use tree_sitter::Node;
 
 use super::{definitions, parse, DefKind, Definition};
 pub use crate::lang::splice::{dedent, reindent, ReplyForm, SpliceError};
+use crate::lang::splice::{holds_most_of, top_level_names, Edits};
 
 const HOST_CALLS: &[&str] = &[
     "write_file(",
@@ -68,21 +69,10 @@ pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
             ReplyForm::Nothing
         };
     };
-    let target_top: Vec<String> = definitions(target)
-        .into_iter()
-        .filter(|d| d.parent.is_none())
-        .map(|d| d.name)
-        .collect();
-    let covered = target_top
-        .iter()
-        .filter(|n| def_names.contains(n.as_str()))
-        .count();
-    let most_defs =
-        !target_top.is_empty() && covered * 10 >= target_top.len() * 7 && target_top.len() >= 2;
-    let long_enough = code.trim().len() * 10 >= target.trim().len() * 6;
+    let target_top = top_level_names(&crate::lang::PYTHON, target);
     // Signatures without bodies (an outline echoed back) make it a partial answer.
     let stubs = without_stubs(&code).1 > 0;
-    if most_defs && long_enough && !stubs {
+    if holds_most_of(&target_top, &def_names, &code, target) && !stubs {
         return ReplyForm::WholeFile(code);
     }
     let usable = items
@@ -601,21 +591,7 @@ pub fn splice_definitions(
     if edits.is_empty() {
         return Err(SpliceError::NoDefinitions);
     }
-    // In file order; an edit starting inside an earlier one is dropped (the
-    // outer edit already carries it). Insertions at one point keep their
-    // order, and come before a replacement starting there.
-    edits.sort_by_key(|(s, e, _)| (*s, *e));
-    let mut kept: Vec<(usize, usize, String)> = Vec::new();
-    for e in edits {
-        if kept.last().is_some_and(|last| e.0 < last.1) {
-            continue;
-        }
-        kept.push(e);
-    }
-    let mut out = target.to_owned();
-    for (s, e, text) in kept.into_iter().rev() {
-        out.replace_range(s..e, &text);
-    }
+    let mut out = Edits(edits).apply(target);
     if target.ends_with('\n') && !out.ends_with('\n') {
         out.push('\n');
     }

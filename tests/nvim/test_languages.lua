@@ -98,15 +98,11 @@ for _, case in ipairs(CASES) do
     h.eq(stripped, vim.tbl_filter(function(l)
       return l ~= ""
     end, original), "only ID comments were added")
-    -- The node under the cursor is the function.
+    -- As a person does: the cursor on the function, and chat at once.
     vim.api.nvim_win_set_cursor(0, { line, 2 })
-    local node
-    h.wait_for("the node at the cursor", function()
-      node = chimera.node_at_cursor()
-      return node and node.node_type ~= "file"
-    end, 15000)
     vim.cmd("Chimera chat fix this")
     local chat_buf = vim.api.nvim_get_current_buf()
+    local chat_name = vim.api.nvim_buf_get_name(chat_buf)
     local id
     h.wait_for("the proposal", function()
       local text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
@@ -117,6 +113,9 @@ for _, case in ipairs(CASES) do
     local asked = h.read(log) or ""
     h.truthy(asked:find("```" .. case.reply:match("^```(%w+)"), 1, true), "the node's source in its fence")
     vim.cmd("close")
+    vim.api.nvim_win_set_cursor(0, { line, 2 })
+    local node = h.truthy(chimera.node_at_cursor(), "the node at the cursor")
+    h.truthy(chat_name:find("chimera://chat/" .. node.id, 1, true), "the chat was the function's: " .. chat_name)
     chimera.accept(id)
     h.wait_for("the accepted rewrite", function()
       return vim.tbl_contains(vim.api.nvim_buf_get_lines(buf, 0, -1, false), case.added)
