@@ -17,6 +17,8 @@ if [ -z "$corpus" ]; then
 fi
 command -v ctags >/dev/null || echo "(install universal-ctags for the ctags baseline)"
 cargo bench --no-default-features --bench remora -- "$corpus" 2>/dev/null | grep -E "^remora"
+echo "== remora in every language: real code (scripts/setup-corpus.sh, the cargo registry, Neovim's Lua) vs a bare parse"
+cargo bench --no-default-features --bench languages 2>/dev/null
 cargo build --release 2>/dev/null
 lib="$here/target/release/libchimera.so"
 
