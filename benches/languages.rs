@@ -147,11 +147,14 @@ fn main() {
         if blanks.is_empty() {
             continue;
         }
+        // Each edit on the text the last one left, as a person types.
+        let comments: Vec<String> = (0..100)
+            .map(|k| format!("{} edit {k}", language.line_comment))
+            .collect();
+        let mut edited = lines.clone();
         let mut times = Vec::new();
-        for k in 0..100 {
-            let mut edited = lines.clone();
-            let comment = format!("{} edit {k}", language.line_comment);
-            edited[blanks[(k * 7) % blanks.len()]] = &comment;
+        for (k, comment) in comments.iter().enumerate() {
+            edited[blanks[(k * 7) % blanks.len()]] = comment;
             let new = edited.join("\n") + "\n";
             let t = Instant::now();
             ix.index_text(&store, path, &new).expect("reindex");

@@ -124,20 +124,37 @@ pub fn lone_methods(lang: &Language, code: &str) -> Option<LoneMethods> {
     })
 }
 
-/// What the patterns that captured one name node say about it.
-struct Found<'t> {
+/// What the patterns that captured one name node say about it: a
+/// definition before the file around it is read (its parent by position,
+/// its indentation). Positions are the text's own, so a kept `Found` can be
+/// moved along when lines above it change (see `remora::by_query`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
     /// The first pattern's index: its kind and parent win.
-    pattern: usize,
-    kind: DefKind,
-    name: String,
-    name_span: (usize, usize),
-    parent: Option<String>,
-    /// The widest node captured as the definition.
-    node: Node<'t>,
+    pub pattern: usize,
+    pub kind: DefKind,
+    pub name: String,
+    pub name_span: (usize, usize),
+    /// 0-based row of the name.
+    pub name_row: usize,
+    /// The parent the pattern captured (a receiver, an `impl`'s type).
+    pub parent: Option<String>,
+    /// The widest node captured as the definition: bytes and 0-based rows.
+    pub node: (usize, usize),
+    pub node_rows: (usize, usize),
+    /// Where its attached comments and attributes start: byte and row.
+    pub first: (usize, usize),
 }
 
-/// [`definitions`] of an already parsed `tree` of `text`.
-pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definition> {
+/// Every definition whose query match touches `range` (the whole file when
+/// `None`), in no particular order. A match is found whole even where it
+/// reaches outside the range (an `impl`'s type above its method).
+pub fn found_in(
+    lang: &Language,
+    tree: &Tree,
+    text: &str,
+    range: Option<std::ops::Range<usize>>,
+) -> Vec<Found> {
     let Ok(queries) = lang.queries() else {
         return vec![];
     };
@@ -152,8 +169,11 @@ pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definitio
     let source = text.as_bytes();
     let node_text = |n: Node<'_>| n.utf8_text(source).ok().map(str::to_owned);
 
-    let mut found: HashMap<(usize, usize), Found<'_>> = HashMap::new();
+    let mut found: HashMap<(usize, usize), (Found, Node<'_>)> = HashMap::new();
     let mut cursor = QueryCursor::new();
+    if let Some(range) = range {
+        cursor.set_byte_range(range);
+    }
     let mut matches = cursor.matches(query, tree.root_node(), source);
     while let Some(m) = matches.next() {
         let (mut name, mut parent, mut def) = (None, None, None);
@@ -173,61 +193,98 @@ pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definitio
         let Some(name_text) = node_text(name) else {
             continue;
         };
-        let f = found
+        let (f, widest) = found
             .entry((name.start_byte(), name.end_byte()))
-            .or_insert(Found {
-                pattern: m.pattern_index,
-                kind,
-                name: name_text,
-                name_span: (name.start_byte(), name.end_byte()),
-                parent: parent.clone(),
-                node,
+            .or_insert_with(|| {
+                let found = Found {
+                    pattern: m.pattern_index,
+                    kind,
+                    name: name_text,
+                    name_span: (name.start_byte(), name.end_byte()),
+                    name_row: name.start_position().row,
+                    parent: parent.clone(),
+                    node: (0, 0),
+                    node_rows: (0, 0),
+                    first: (0, 0),
+                };
+                (found, node)
             });
         if m.pattern_index < f.pattern {
             (f.pattern, f.kind, f.parent) = (m.pattern_index, kind, parent);
         }
-        if node.byte_range().len() > f.node.byte_range().len() {
-            f.node = node;
+        if node.byte_range().len() > widest.byte_range().len() {
+            *widest = node;
         }
     }
-
-    let mut spans: Vec<(Found<'_>, Node<'_>)> = found
+    // Each definition's siblings, read once per parent: asking a node for
+    // its previous sibling walks down from the root every time.
+    let mut siblings: HashMap<usize, Vec<Node<'_>>> = HashMap::new();
+    let mut cursor = tree.walk();
+    found
         .into_values()
-        .map(|f| {
-            let first = first_attached(lang, f.node);
-            (f, first)
+        .map(|(mut f, node)| {
+            let first = match node.parent() {
+                Some(parent) => {
+                    let around = siblings
+                        .entry(parent.id())
+                        .or_insert_with(|| parent.children(&mut cursor).collect());
+                    let at = around.partition_point(|n| n.start_byte() < node.start_byte());
+                    let at = (at..around.len())
+                        .find(|&i| around[i].id() == node.id())
+                        .unwrap_or(0);
+                    first_attached(lang, &around[..at], node)
+                }
+                None => node,
+            };
+            f.node = (node.start_byte(), node.end_byte());
+            f.node_rows = (node.start_position().row, node.end_position().row);
+            f.first = (first.start_byte(), first.start_position().row);
+            f
         })
-        .collect();
-    spans.sort_by_key(|(f, first)| (first.start_byte(), std::cmp::Reverse(f.node.end_byte())));
+        .collect()
+}
 
-    let mut out: Vec<Definition> = Vec::with_capacity(spans.len());
+/// The order [`assemble`] wants: outermost first, in order.
+pub fn sort_found(found: &mut [Found]) {
+    found.sort_by_key(|f| (f.first.0, std::cmp::Reverse(f.node.1), f.name_span.0));
+}
+
+/// The start of the line holding byte `at`.
+pub fn line_start(text: &str, at: usize) -> usize {
+    text[..at].rfind('\n').map_or(0, |i| i + 1)
+}
+
+/// The definitions `found` (sorted by [`sort_found`]) make in `text`, one
+/// per `Found`, in the same order: parents by position where the pattern
+/// named none.
+pub fn assemble(text: &str, found: &[Found]) -> Vec<Definition> {
+    let mut out: Vec<Definition> = Vec::with_capacity(found.len());
     // The definitions around the current one, innermost last.
     let mut around: Vec<usize> = Vec::new();
-    for (f, first) in spans {
-        let start_byte = first.start_byte();
-        let end = f.node.end_byte();
+    for f in found {
+        let (start_byte, end) = (f.first.0, f.node.1);
         while around.last().is_some_and(|&i| out[i].end < end) {
             around.pop();
         }
-        let line_start = text[..start_byte].rfind('\n').map_or(0, |i| i + 1);
+        let line_start = line_start(text, start_byte);
         let indent = text[line_start..start_byte]
             .chars()
             .take_while(|c| c.is_whitespace())
             .collect();
         let parent = f
             .parent
+            .clone()
             .or_else(|| around.last().map(|&i| out[i].name.clone()));
-        let own = f.node.start_byte();
-        let own_start = text[..own].rfind('\n').map_or(0, |i| i + 1).max(line_start);
+        let own_start = self::line_start(text, f.node.0).max(line_start);
         out.push(Definition {
-            name: f.name,
+            name: f.name.clone(),
             kind: f.kind,
             parent,
             start: line_start,
             end,
             own_start,
-            start_line: first.start_position().row,
-            end_line: f.node.end_position().row,
+            start_line: f.first.1,
+            end_line: f.node_rows.1,
             indent,
             name_start: f.name_span.0,
             name_end: f.name_span.1,
@@ -237,15 +294,21 @@ pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definitio
     out
 }
 
+/// [`definitions`] of an already parsed `tree` of `text`.
+pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definition> {
+    let mut found = found_in(lang, tree, text, None);
+    sort_found(&mut found);
+    assemble(text, &found)
+}
+
 /// The first of the comments and attributes right above `node` (no blank
-/// line between, none trailing code on its line), or `node` itself.
-fn first_attached<'t>(lang: &Language, node: Node<'t>) -> Node<'t> {
+/// line between, none trailing code on its line), or `node` itself;
+/// `before` are the siblings before it.
+fn first_attached<'t>(lang: &Language, before: &[Node<'t>], node: Node<'t>) -> Node<'t> {
     let mut first = node;
-    while let Some(prev) = first.prev_sibling() {
+    for (i, &prev) in before.iter().enumerate().rev() {
         let touching = last_row(prev) + 1 >= first.start_position().row;
-        let own_line = prev
-            .prev_sibling()
-            .is_none_or(|p| last_row(p) < prev.start_position().row);
+        let own_line = i == 0 || last_row(before[i - 1]) < prev.start_position().row;
         if !lang.attached.contains(&prev.kind()) || !touching || !own_line {
             break;
         }

@@ -5,36 +5,470 @@
 //! ([`super::extract`]), tuned for re-indexing while the human types.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 
-use tree_sitter::{Node as TsNode, QueryCursor, QueryMatch, StreamingIterator, Tree};
+use tree_sitter::{InputEdit, Node as TsNode, QueryCursor, QueryMatch, StreamingIterator, Tree};
 
 use super::extract::{file_node, newline_of, Extracted, IdSpan, RawNode, RawRef, Target};
 use super::{ids, EdgeKind, NodeType};
-use crate::lang::{self, DefKind, Definition, Language};
+use crate::lang::{self, DefKind, Language};
+
+/// What a file's queries matched, kept between edits of the file so that
+/// the next edit queries only the lines it touched (see [`extract_edited`]).
+/// Every position is the text's; each list is in the order
+/// [`Matched::sort`] gives.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Matched {
+    defs: Vec<Def>,
+    calls: Vec<Call>,
+    imports: Vec<Import>,
+}
+
+/// A definition and what the file around it says about its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Def {
+    found: lang::Found,
+    /// The ID comment ending its header line, if any.
+    id_comment: Option<IdSpan>,
+    /// The end of its header line, where an ID comment goes …
+    eol: usize,
+    /// … unless that line runs on into the next (a string, a comment).
+    runs_past: bool,
+    /// blake3 of its text (from its attached comments on) without its ID.
+    source_hash: String,
+    /// The bytes all of the above was read from: the line above its
+    /// attached comments (a comment typed there attaches) to the end of
+    /// its node or header line.
+    span: (usize, usize),
+}
+
+/// A call the calls query matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Call {
+    pattern: usize,
+    name: (usize, usize),
+    name_text: String,
+    scope: Option<String>,
+    /// From the first captured byte to the last.
+    span: (usize, usize),
+}
+
+/// An import the imports query matched: the text of each capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Import {
+    pattern: usize,
+    module: Option<String>,
+    name: Option<String>,
+    alias: Option<String>,
+    submodule: Option<String>,
+    span: (usize, usize),
+}
+
+impl Matched {
+    fn sort(&mut self) {
+        let mut found: Vec<lang::Found> = self.defs.iter().map(|d| d.found.clone()).collect();
+        lang::sort_found(&mut found);
+        let mut by_name: HashMap<(usize, usize), Def> = self
+            .defs
+            .drain(..)
+            .map(|d| (d.found.name_span, d))
+            .collect();
+        self.defs = found
+            .iter()
+            .filter_map(|f| by_name.remove(&f.name_span))
+            .collect();
+        self.calls.sort_by_key(|c| (c.name.0, c.pattern));
+        self.imports.sort_by_key(|i| (i.span.0, i.pattern));
+    }
+}
 
 /// Extracts the nodes and references of `text`, the file at project path
 /// `path`, written in `lang`.
 pub fn extract(lang: &'static Language, path: &str, text: &str) -> Extracted {
-    let newline = newline_of(text);
+    match lang.parse(text) {
+        Some(tree) => extract_tree(lang, path, text, &tree).0,
+        None => finish(lang, path, text, true, &Matched::default()),
+    }
+}
+
+/// [`extract`] from a tree already parsed from `text`; also returns what
+/// the queries matched, for [`extract_edited`].
+pub fn extract_tree(
+    lang: &'static Language,
+    path: &str,
+    text: &str,
+    tree: &Tree,
+) -> (Extracted, Matched) {
+    let mut matched = matches_in(lang, tree, text, None);
+    matched.sort();
+    let ex = finish(lang, path, text, tree.root_node().has_error(), &matched);
+    (ex, matched)
+}
+
+/// [`extract_tree`] after an edit, querying only what the edit can have
+/// changed: `old` is what the queries matched in the text before `edits`
+/// (in the order [`tree_sitter::Tree::edit`] takes them), `changed` the
+/// ranges whose syntax differs between the old tree and `tree`. A
+/// match that touches neither is moved along, not matched again.
+pub fn extract_edited(
+    lang: &'static Language,
+    path: &str,
+    text: &str,
+    tree: &Tree,
+    old: Matched,
+    edits: &[InputEdit],
+    changed: &[Range<usize>],
+) -> (Extracted, Matched) {
+    // Each edit's lines in the new text: the edits after it in the list
+    // are above it, and move it.
+    let mut again: Vec<Range<usize>> = changed.to_vec();
+    let mut above = 0isize;
+    for e in edits.iter().rev() {
+        again.push(
+            e.start_byte.saturating_add_signed(above)..e.new_end_byte.saturating_add_signed(above),
+        );
+        above += e.new_end_byte as isize - e.old_end_byte as isize;
+    }
+    let mut kept = Matched::default();
+    // Whether a span of the new text meets a range whose syntax changed.
+    let touches_changed = |(a, b): (usize, usize)| {
+        changed
+            .iter()
+            .any(|r| a < r.end.max(r.start + 1) && r.start < b)
+    };
+    let mut keep = |span: (usize, usize)| match moved(span, edits) {
+        Ok(by) if !touches_changed(by.span(span)) => Some(by),
+        Ok(by) => {
+            let (a, b) = by.span(span);
+            again.push(a..b);
+            None
+        }
+        Err((a, b)) => {
+            again.push(a..b);
+            None
+        }
+    };
+    for d in old.defs {
+        if let Some(by) = keep(d.span) {
+            kept.defs.push(by.def(d));
+        }
+    }
+    for c in old.calls {
+        if let Some(by) = keep(c.span) {
+            kept.calls.push(Call {
+                name: by.span(c.name),
+                span: by.span(c.span),
+                ..c
+            });
+        }
+    }
+    for i in old.imports {
+        if let Some(by) = keep(i.span) {
+            kept.imports.push(Import {
+                span: by.span(i.span),
+                ..i
+            });
+        }
+    }
+    for range in merged(again, text.len()) {
+        let fresh = matches_in(lang, tree, text, Some(range));
+        merge(&mut kept, fresh, lang, tree, text);
+    }
+    kept.sort();
+    let ex = finish(lang, path, text, tree.root_node().has_error(), &kept);
+    (ex, kept)
+}
+/// How far the edits before a span moved it, in bytes and rows.
+#[derive(Debug, Clone, Copy, Default)]
+struct Moved {
+    bytes: isize,
+    rows: isize,
+}
+
+impl Moved {
+    fn byte(self, at: usize) -> usize {
+        at.saturating_add_signed(self.bytes)
+    }
+
+    fn row(self, row: usize) -> usize {
+        row.saturating_add_signed(self.rows)
+    }
+
+    fn span(self, (a, b): (usize, usize)) -> (usize, usize) {
+        (self.byte(a), self.byte(b))
+    }
+
+    fn def(self, d: Def) -> Def {
+        let f = d.found;
+        Def {
+            found: lang::Found {
+                name_span: self.span(f.name_span),
+                name_row: self.row(f.name_row),
+                node: self.span(f.node),
+                node_rows: (self.row(f.node_rows.0), self.row(f.node_rows.1)),
+                first: (self.byte(f.first.0), self.row(f.first.1)),
+                ..f
+            },
+            id_comment: d.id_comment.map(|c| IdSpan {
+                start: self.byte(c.start),
+                end: self.byte(c.end),
+                id: c.id,
+            }),
+            eol: self.byte(d.eol),
+            span: self.span(d.span),
+            ..d
+        }
+    }
+}
+
+/// How `edits` (applied in their order, as [`Tree::edit`] takes them)
+/// move the span `[a, b)` of the old text; `Err` with the span's place in
+/// the new text, stretched over what replaced it, when an edit touches it.
+fn moved((a, b): (usize, usize), edits: &[InputEdit]) -> Result<Moved, (usize, usize)> {
+    let (mut a, mut b) = (a, b);
+    let mut by = Moved::default();
+    let mut touched = false;
+    for e in edits {
+        let (s, old_end, new_end) = (e.start_byte, e.old_end_byte, e.new_end_byte);
+        let bytes = new_end as isize - old_end as isize;
+        let rows = e.new_end_position.row as isize - e.old_end_position.row as isize;
+        // Lines put in right above a definition may attach to it: an
+        // insertion where a span starts meets it.
+        let meets = if s == old_end {
+            a <= s && s < b
+        } else {
+            a < old_end && s < b
+        };
+        if meets {
+            touched = true;
+            a = a.min(s);
+            b = if b >= old_end {
+                b.saturating_add_signed(bytes)
+            } else {
+                new_end
+            };
+            b = b.max(new_end);
+        } else if a >= old_end {
+            a = a.saturating_add_signed(bytes);
+            b = b.saturating_add_signed(bytes);
+            by.bytes += bytes;
+            by.rows += rows;
+        }
+    }
+    if touched {
+        Err((a, b))
+    } else {
+        Ok(by)
+    }
+}
+
+/// `ranges` sorted, joined where they meet, and kept inside the text.
+fn merged(mut ranges: Vec<Range<usize>>, len: usize) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for r in ranges {
+        let r = r.start.min(len)..r.end.min(len).max(r.start.min(len));
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    // An empty range (lines deleted) still holds the place where what
+    // followed them now starts.
+    for r in &mut out {
+        if r.start == r.end {
+            r.end = (r.end + 1).min(len);
+        }
+    }
+    out
+}
+
+/// Adds what was matched again to what was kept: a definition found both
+/// ways is one (its patterns merged), a call or import found again
+/// replaces the kept one.
+fn merge(kept: &mut Matched, fresh: Matched, lang: &Language, tree: &Tree, text: &str) {
+    let mut defs: HashMap<(usize, usize), usize> = kept
+        .defs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.found.name_span, i))
+        .collect();
+    for d in fresh.defs {
+        match defs.get(&d.found.name_span) {
+            Some(&i) => {
+                let old = &kept.defs[i].found;
+                let mut f = d.found.clone();
+                if old.pattern < f.pattern {
+                    (f.pattern, f.kind, f.parent) = (old.pattern, old.kind, old.parent.clone());
+                }
+                if old.node.1 - old.node.0 > f.node.1 - f.node.0 {
+                    (f.node, f.node_rows, f.first) = (old.node, old.node_rows, old.first);
+                }
+                kept.defs[i] = def(lang, tree.root_node(), text, f);
+            }
+            None => {
+                defs.insert(d.found.name_span, kept.defs.len());
+                kept.defs.push(d);
+            }
+        }
+    }
+    let calls: HashSet<(usize, usize)> =
+        fresh.calls.iter().map(|c| (c.name.0, c.pattern)).collect();
+    kept.calls
+        .retain(|c| !calls.contains(&(c.name.0, c.pattern)));
+    kept.calls.extend(fresh.calls);
+    let imports: HashSet<(usize, usize)> = fresh
+        .imports
+        .iter()
+        .map(|i| (i.span.0, i.pattern))
+        .collect();
+    kept.imports
+        .retain(|i| !imports.contains(&(i.span.0, i.pattern)));
+    kept.imports.extend(fresh.imports);
+}
+
+/// What the three queries match in `range` of the file (all of it when
+/// `None`), unsorted.
+fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usize>>) -> Matched {
+    let root = tree.root_node();
+    let defs = lang::found_in(lang, tree, text, range.clone())
+        .into_iter()
+        .map(|f| def(lang, root, text, f))
+        .collect();
+    let Ok(queries) = lang.queries() else {
+        return Matched {
+            defs,
+            ..Matched::default()
+        };
+    };
+    let src = |n: TsNode<'_>| text.get(n.byte_range()).unwrap_or("").to_owned();
+    let span = |m: &QueryMatch<'_, '_>| {
+        let a = m
+            .captures
+            .iter()
+            .map(|c| c.node.start_byte())
+            .min()
+            .unwrap_or(0);
+        let b = m
+            .captures
+            .iter()
+            .map(|c| c.node.end_byte())
+            .max()
+            .unwrap_or(a);
+        (a, b)
+    };
+    let mut cursor = QueryCursor::new();
+    if let Some(r) = &range {
+        cursor.set_byte_range(r.clone());
+    }
+
+    let query = &queries.calls;
+    let (name_ix, scope_ix) = (
+        query.capture_index_for_name("call.name"),
+        query.capture_index_for_name("call.scope"),
+    );
+    let mut calls = Vec::new();
+    let mut matches = cursor.matches(query, root, text.as_bytes());
+    while let Some(m) = matches.next() {
+        let Some(name) = capture(m, name_ix) else {
+            continue;
+        };
+        calls.push(Call {
+            pattern: m.pattern_index,
+            name: (name.start_byte(), name.end_byte()),
+            name_text: src(name),
+            scope: capture(m, scope_ix).map(src),
+            span: span(m),
+        });
+    }
+
+    let query = &queries.imports;
+    let ix = |n| query.capture_index_for_name(n);
+    let (module_ix, name_ix, alias_ix, sub_ix) = (
+        ix("import.module"),
+        ix("import.name"),
+        ix("import.alias"),
+        ix("import.submodule"),
+    );
+    let mut imports = Vec::new();
+    let mut matches = cursor.matches(query, root, text.as_bytes());
+    while let Some(m) = matches.next() {
+        let get = |want| capture(m, want).map(src);
+        imports.push(Import {
+            pattern: m.pattern_index,
+            module: get(module_ix),
+            name: get(name_ix),
+            alias: get(alias_ix),
+            submodule: get(sub_ix),
+            span: span(m),
+        });
+    }
+    Matched {
+        defs,
+        calls,
+        imports,
+    }
+}
+
+/// A definition with what the text around it says about its node.
+fn def(lang: &Language, root: TsNode<'_>, text: &str, found: lang::Found) -> Def {
+    let name_end = found.name_span.1;
+    let eol = line_end(text, name_end);
+    let id_comment = id_comment(lang, text, root, name_end, eol);
+    let runs_past = runs_past(root, text, name_end, eol);
+    // From its first token, as Python's nodes (the indentation is not
+    // part of it).
+    let line_start = lang::line_start(text, found.first.0);
+    let start = line_start
+        + text[line_start..found.first.0]
+            .chars()
+            .take_while(|c| c.is_whitespace())
+            .map(char::len_utf8)
+            .sum::<usize>();
+    let end = found.node.1;
+    let mut hasher = blake3::Hasher::new();
+    match &id_comment {
+        Some(c) if c.start >= start && c.end <= end => {
+            hasher.update(&text.as_bytes()[start..c.start]);
+            hasher.update(&text.as_bytes()[c.end..end]);
+        }
+        _ => {
+            hasher.update(&text.as_bytes()[start..end]);
+        }
+    }
+    let above = lang::line_start(text, line_start.saturating_sub(1));
+    Def {
+        span: (above, end.max(eol)),
+        found,
+        id_comment,
+        eol,
+        runs_past,
+        source_hash: hasher.finalize().to_hex().to_string(),
+    }
+}
+
+/// The file's nodes and references from what its queries matched.
+fn finish(
+    lang: &'static Language,
+    path: &str,
+    text: &str,
+    has_error: bool,
+    matched: &Matched,
+) -> Extracted {
     let (file_comment, file_comment_at, file_comment_gap) = file_header(lang, text);
     let mut ex = Extracted {
         nodes: vec![file_node(path, text)],
         refs: Vec::new(),
-        has_error: true,
+        has_error,
         file_comment,
         file_comment_at,
         file_comment_gap,
-        newline,
+        newline: newline_of(text),
         comment: lang.line_comment,
     };
-    let Some(tree) = lang.parse(text) else {
-        return ex;
-    };
-    ex.has_error = tree.root_node().has_error();
-    let defs = lang::definitions_in(lang, &tree, text);
-    ex.nodes.extend(nodes(lang, text, &tree, &defs));
-    let bindings = imports(lang, path, text, &tree, &mut ex.refs);
-    calls(lang, text, &tree, &ex.nodes, &bindings, &mut ex.refs);
+    ex.nodes.extend(nodes(text, &matched.defs));
+    let bindings = imports(lang, path, &matched.imports, &mut ex.refs);
+    calls(&matched.calls, &ex.nodes, &bindings, &mut ex.refs);
     let mut seen = HashSet::new();
     ex.refs.retain(|r| seen.insert(r.clone()));
     ex
@@ -43,9 +477,15 @@ pub fn extract(lang: &'static Language, path: &str, text: &str) -> Extracted {
 /// For each definition, its parent: the innermost definition whose span
 /// holds it, or the type it names (a Go receiver, a Rust `impl`'s type)
 /// when that type is in this file.
-fn parents(defs: &[Definition]) -> Vec<Option<usize>> {
+fn parents(defs: &[lang::Definition]) -> Vec<Option<usize>> {
     let mut out = Vec::with_capacity(defs.len());
     let mut around: Vec<usize> = Vec::new();
+    let mut classes: HashMap<&str, usize> = HashMap::new();
+    for (i, d) in defs.iter().enumerate().rev() {
+        if d.kind == DefKind::Class {
+            classes.insert(&d.name, i);
+        }
+    }
     for d in defs {
         while around
             .last()
@@ -56,9 +496,7 @@ fn parents(defs: &[Definition]) -> Vec<Option<usize>> {
         let enclosing = around.last().copied();
         let named = d.parent.as_deref().and_then(|p| match enclosing {
             Some(j) if defs[j].name == p => Some(j),
-            _ => defs
-                .iter()
-                .position(|o| o.name == p && o.kind == DefKind::Class),
+            _ => classes.get(p).copied(),
         });
         out.push(named.or(enclosing));
         around.push(out.len() - 1);
@@ -68,7 +506,7 @@ fn parents(defs: &[Definition]) -> Vec<Option<usize>> {
 
 /// `Parent.name` down from the file; a method of a type of another file
 /// is named by that type all the same (`Store.Len`).
-fn qualname(defs: &[Definition], parents: &[Option<usize>], i: usize) -> String {
+fn qualname(defs: &[lang::Definition], parents: &[Option<usize>], i: usize) -> String {
     let mut names = vec![defs[i].name.as_str()];
     let mut at = i;
     // A type found by name may itself be found by name: at most one step
@@ -91,47 +529,32 @@ fn qualname(defs: &[Definition], parents: &[Option<usize>], i: usize) -> String 
 }
 
 /// The definition nodes, after the file's (node `k` is `defs[k - 1]`).
-fn nodes(lang: &Language, text: &str, tree: &Tree, defs: &[Definition]) -> Vec<RawNode> {
-    let root = tree.root_node();
-    let parents = parents(defs);
+fn nodes(text: &str, matched: &[Def]) -> Vec<RawNode> {
+    let found: Vec<lang::Found> = matched.iter().map(|d| d.found.clone()).collect();
+    let defs = lang::assemble(text, &found);
+    let parents = parents(&defs);
     let mut out: Vec<RawNode> = Vec::with_capacity(defs.len());
     let mut rows_with_id: HashSet<usize> = HashSet::new();
-    for (i, d) in defs.iter().enumerate() {
+    for (i, (d, m)) in defs.iter().zip(matched).enumerate() {
         let node_type = match d.kind {
             DefKind::Function => NodeType::Function,
             DefKind::Class => NodeType::Class,
             DefKind::Method => NodeType::Method,
         };
-        let header_row = text[..d.name_start].matches('\n').count();
-        let eol = line_end(text, d.name_end);
-        let id_comment = id_comment(lang, text, root, d.name_end, eol);
+        let header_row = m.found.name_row;
         let first_on_row = rows_with_id.insert(header_row);
-        let id_insert_at = (first_on_row && !runs_past(root, text, d.name_end, eol)).then_some(eol);
-        // From its first token, as Python's nodes (the indentation is not
-        // part of it).
-        let start = d.start + d.indent.len();
-        let mut hasher = blake3::Hasher::new();
-        match &id_comment {
-            Some(c) if c.start >= start && c.end <= d.end => {
-                hasher.update(&text.as_bytes()[start..c.start]);
-                hasher.update(&text.as_bytes()[c.end..d.end]);
-            }
-            _ => {
-                hasher.update(&text.as_bytes()[start..d.end]);
-            }
-        }
         out.push(RawNode {
             node_type,
             name: d.name.clone(),
-            qualname: qualname(defs, &parents, i),
+            qualname: qualname(&defs, &parents, i),
             parent: Some(parents[i].map_or(0, |j| j + 1)),
             start_line: d.start_line + 1,
             end_line: d.end_line + 1,
-            start_byte: start,
+            start_byte: d.start + d.indent.len(),
             end_byte: d.end,
-            id_comment: id_comment.filter(|_| first_on_row),
-            id_insert_at,
-            source_hash: hasher.finalize().to_hex().to_string(),
+            id_comment: m.id_comment.clone().filter(|_| first_on_row),
+            id_insert_at: (first_on_row && !m.runs_past).then_some(m.eol),
+            source_hash: m.source_hash.clone(),
             header_row,
             colon_end: d.name_end,
         });
@@ -176,10 +599,11 @@ fn runs_past(root: TsNode<'_>, text: &str, from: usize, eol: usize) -> bool {
     let last = (from + text[from..eol].trim_end().len())
         .saturating_sub(1)
         .max(from);
-    let Some(mut node) = root.descendant_for_byte_range(last, last + 1) else {
-        return true;
-    };
+    // Down from the root through the nodes holding it (asking a node for
+    // its parent walks down from the root every time).
+    let mut cursor = root.walk();
     loop {
+        let node = cursor.node();
         let kind = node.kind();
         let fragile = kind.contains("string")
             || kind.contains("comment")
@@ -188,9 +612,8 @@ fn runs_past(root: TsNode<'_>, text: &str, from: usize, eol: usize) -> bool {
         if fragile && node.end_byte() > eol {
             return true;
         }
-        match node.parent() {
-            Some(p) => node = p,
-            None => return false,
+        if cursor.goto_first_child_for_byte(last).is_none() || cursor.node().start_byte() > last {
+            return false;
         }
     }
 }
@@ -235,29 +658,13 @@ enum Binding {
 fn imports(
     lang: &Language,
     path: &str,
-    text: &str,
-    tree: &Tree,
+    matched: &[Import],
     refs: &mut Vec<RawRef>,
 ) -> HashMap<String, Binding> {
     let mut bindings = HashMap::new();
-    let Ok(queries) = lang.queries() else {
-        return bindings;
-    };
-    let query = &queries.imports;
-    let ix = |n| query.capture_index_for_name(n);
-    let (module_ix, name_ix, alias_ix, sub_ix) = (
-        ix("import.module"),
-        ix("import.name"),
-        ix("import.alias"),
-        ix("import.submodule"),
-    );
     let style = lang.modules;
-    let src = |n: TsNode<'_>| text.get(n.byte_range()).unwrap_or("");
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
-    while let Some(m) = matches.next() {
-        let get = |want| capture(m, want).map(src);
-        if let Some(sub) = get(sub_ix) {
+    for import in matched {
+        if let Some(sub) = &import.submodule {
             let module = style.key_of_submodule(path, sub);
             refs.push(RawRef {
                 from: 0,
@@ -266,32 +673,31 @@ fn imports(
             });
             continue;
         }
-        let Some(spec) = get(module_ix) else { continue };
+        let Some(spec) = import.module.as_deref() else {
+            continue;
+        };
         let Some(module) = style.key_of_import(path, spec) else {
             continue;
         };
-        let target = match get(name_ix) {
+        let target = match &import.name {
             Some(name) => {
                 bindings.insert(
-                    name.to_owned(),
+                    name.clone(),
                     Binding::From {
                         module: module.clone(),
-                        name: name.to_owned(),
+                        name: name.clone(),
                     },
                 );
                 Target::InModule {
                     module: module.clone(),
-                    name: name.to_owned(),
+                    name: name.clone(),
                 }
             }
             None => Target::Module {
                 module: module.clone(),
             },
         };
-        if let Some(alias) = get(alias_ix)
-            .map(str::to_owned)
-            .or_else(|| style.default_alias(spec))
-        {
+        if let Some(alias) = import.alias.clone().or_else(|| style.default_alias(spec)) {
             bindings.insert(alias, Binding::Module(module));
         }
         refs.push(RawRef {
@@ -306,35 +712,21 @@ fn imports(
 /// Adds a `Calls` reference per call the file can resolve: to its own
 /// top-level definitions, its own types' methods, and names its imports bind.
 fn calls(
-    lang: &Language,
-    text: &str,
-    tree: &Tree,
+    matched: &[Call],
     nodes: &[RawNode],
     bindings: &HashMap<String, Binding>,
     refs: &mut Vec<RawRef>,
 ) {
-    let Ok(queries) = lang.queries() else { return };
-    let query = &queries.calls;
-    let (name_ix, scope_ix) = (
-        query.capture_index_for_name("call.name"),
-        query.capture_index_for_name("call.scope"),
-    );
     let top: HashMap<&str, NodeType> = nodes
         .iter()
         .filter(|n| n.parent == Some(0))
         .map(|n| (n.name.as_str(), n.node_type))
         .collect();
-    let src = |n: TsNode<'_>| text.get(n.byte_range()).unwrap_or("");
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
-    while let Some(m) = matches.next() {
-        let get = |want| capture(m, want);
-        let Some(name_node) = get(name_ix) else {
-            continue;
-        };
-        let name = src(name_node).to_owned();
-        let from = owner(nodes, name_node.start_byte());
-        let target = match get(scope_ix).map(src) {
+    let mut owners = Owners::new(nodes);
+    for call in matched {
+        let name = call.name_text.clone();
+        let from = owners.at(call.name.0);
+        let target = match call.scope.as_deref() {
             None => match (top.contains_key(name.as_str()), bindings.get(&name)) {
                 (true, _) => Target::Local { name },
                 (false, Some(Binding::From { module, name })) => Target::InModule {
@@ -385,15 +777,51 @@ fn capture<'t>(m: &QueryMatch<'_, 't>, want: Option<u32>) -> Option<TsNode<'t>> 
         .map(|c| c.node)
 }
 
-/// The innermost node whose span holds byte `at` (0: the file).
-fn owner(nodes: &[RawNode], at: usize) -> usize {
-    nodes
-        .iter()
-        .enumerate()
-        .skip(1)
-        .filter(|(_, n)| n.start_byte <= at && at < n.end_byte)
-        .min_by_key(|(_, n)| n.end_byte - n.start_byte)
-        .map_or(0, |(i, _)| i)
+/// The innermost node holding a byte, asked in increasing byte order: one
+/// sweep over the nodes (in source order) for all the calls of a file.
+struct Owners<'n> {
+    nodes: &'n [RawNode],
+    /// Node indices by start.
+    order: Vec<usize>,
+    next: usize,
+    /// The nodes open at the last byte asked, innermost last.
+    open: Vec<usize>,
+}
+
+impl<'n> Owners<'n> {
+    fn new(nodes: &'n [RawNode]) -> Self {
+        let mut order: Vec<usize> = (1..nodes.len()).collect();
+        order.sort_by_key(|&i| (nodes[i].start_byte, std::cmp::Reverse(nodes[i].end_byte)));
+        Self {
+            nodes,
+            order,
+            next: 0,
+            open: Vec::new(),
+        }
+    }
+
+    /// The innermost node whose span holds byte `at` (0: the file); `at`
+    /// never less than the last one asked.
+    fn at(&mut self, at: usize) -> usize {
+        let nodes = self.nodes;
+        while let Some(&i) = self
+            .order
+            .get(self.next)
+            .filter(|&&i| nodes[i].start_byte <= at)
+        {
+            self.open
+                .retain(|&j| nodes[j].end_byte > nodes[i].start_byte);
+            self.open.push(i);
+            self.next += 1;
+        }
+        self.open.retain(|&j| nodes[j].end_byte > at);
+        self.open
+            .iter()
+            .rev()
+            .copied()
+            .min_by_key(|&j| nodes[j].end_byte - nodes[j].start_byte)
+            .unwrap_or(0)
+    }
 }
 
 /// The qualified name of the type `self` means inside node `i`: the parent

@@ -9,6 +9,7 @@ use std::sync::mpsc;
 
 use tree_sitter::{InputEdit, Parser, Point, Tree};
 
+use super::by_query;
 use super::extract::{extract, extract_cached, ChunkCache, Extracted};
 use super::inject::{self, TextEdit};
 use super::is_indexed;
@@ -24,16 +25,25 @@ pub struct Indexer {
     unloaded: Option<HashMap<String, String>>,
     /// The last parse of recently edited files, for incremental re-parsing.
     trees: Vec<Recent>,
-    parser: Option<Parser>,
+    /// One parser per language, made on first use.
+    parsers: HashMap<&'static str, Parser>,
 }
 
-/// A recently indexed file: its text, tree and statements, so the next
-/// edit re-parses and re-walks only what changed.
+/// A recently indexed file: its text, tree and what was read from it, so
+/// the next edit re-parses and re-reads only what changed.
 struct Recent {
     path: String,
     text: String,
     tree: Tree,
-    chunks: ChunkCache,
+    read: Read,
+}
+
+/// What was read from a file's tree, kept for its next edit.
+enum Read {
+    /// Python: each top-level statement's nodes and references.
+    Statements(ChunkCache),
+    /// Other languages: what their queries matched.
+    Matches(by_query::Matched),
 }
 
 /// Trees kept for incremental parsing: the files being edited right now.
@@ -103,48 +113,70 @@ impl Indexer {
     }
 
     /// Parses and extracts `text`, incrementally from the file's last
-    /// parse when there is one.
+    /// parse when there is one: tree-sitter re-parses what the edit
+    /// touched, and only the statements (Python) or query matches (the
+    /// other languages) it can have changed are read again.
     fn parse_extract(&mut self, path: &str, text: &str) -> Extracted {
-        // Only Python is re-parsed incrementally: the others are parsed
-        // whole, from their queries.
-        if crate::lang::for_path(path).is_none_or(|l| l.id != "python") {
+        let Some(lang) = crate::lang::for_path(path) else {
             return extract(path, text);
-        }
+        };
         let old = self
             .trees
             .iter()
             .position(|r| r.path == path)
             .map(|i| self.trees.remove(i));
-        if self.parser.is_none() {
-            let mut p = Parser::new();
-            if p.set_language(&tree_sitter_python::LANGUAGE.into())
-                .is_err()
-            {
-                return extract(path, text);
+        let parser = match self.parsers.entry(lang.id) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut p = Parser::new();
+                if p.set_language(&lang.grammar()).is_err() {
+                    return extract(path, text);
+                }
+                e.insert(p)
             }
-            self.parser = Some(p);
-        }
-        let Some(parser) = self.parser.as_mut() else {
-            return extract(path, text);
         };
-        let (tree, mut chunks) = match old {
+        let (tree, edited) = match old {
             Some(Recent {
                 text: old_text,
                 tree: mut old_tree,
-                chunks,
+                read,
                 ..
             }) => {
-                for edit in input_edits(&old_text, text) {
-                    old_tree.edit(&edit);
+                let edits = input_edits(&old_text, text);
+                for edit in &edits {
+                    old_tree.edit(edit);
                 }
-                (parser.parse(text, Some(&old_tree)), chunks)
+                let tree = parser.parse(text, Some(&old_tree));
+                (tree, Some((old_tree, edits, read)))
             }
-            None => (parser.parse(text, None), ChunkCache::default()),
+            None => (parser.parse(text, None), None),
         };
         let Some(tree) = tree else {
             return extract(path, text);
         };
-        let ex = extract_cached(path, text, &tree, &mut chunks);
+        let (ex, read) = match (edited, lang.id) {
+            (edited, "python") => {
+                let mut chunks = match edited {
+                    Some((_, _, Read::Statements(chunks))) => chunks,
+                    _ => ChunkCache::default(),
+                };
+                let ex = extract_cached(path, text, &tree, &mut chunks);
+                (ex, Read::Statements(chunks))
+            }
+            (Some((old_tree, edits, Read::Matches(old))), _) => {
+                let changed: Vec<std::ops::Range<usize>> = old_tree
+                    .changed_ranges(&tree)
+                    .map(|r| r.start_byte..r.end_byte)
+                    .collect();
+                let (ex, matched) =
+                    by_query::extract_edited(lang, path, text, &tree, old, &edits, &changed);
+                (ex, Read::Matches(matched))
+            }
+            _ => {
+                let (ex, matched) = by_query::extract_tree(lang, path, text, &tree);
+                (ex, Read::Matches(matched))
+            }
+        };
         if self.trees.len() >= KEPT_TREES {
             self.trees.remove(0);
         }
@@ -152,7 +184,7 @@ impl Indexer {
             path: path.to_owned(),
             text: text.to_owned(),
             tree,
-            chunks,
+            read,
         });
         ex
     }
@@ -298,52 +330,74 @@ impl Indexer {
 /// applied). One edit spanning several top-level statements would make
 /// tree-sitter re-parse nearly the whole file; several small ones do not.
 fn input_edits(old: &str, new: &str) -> Vec<InputEdit> {
+    let (o, n) = (old.as_bytes(), new.as_bytes());
+    // Whole lines equal at both ends need no diffing (the common case: one
+    // edit): the texts are compared as bytes, the lines counted only up to
+    // the first difference.
+    let same = common_prefix(o, n);
+    let head = o[..same]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let same_end = common_prefix_rev(&o[head..], &n[head..]);
+    let (mut old_end, mut new_end) = (o.len() - same_end, n.len() - same_end);
+    // The equal tail starts at a line start in both texts.
+    let line_start = |text: &[u8], at: usize| at == head || text[at - 1] == b'\n';
+    while old_end < o.len() && !(line_start(o, old_end) && line_start(n, new_end)) {
+        old_end += 1;
+        new_end += 1;
+    }
+    let head_row = o[..head].iter().filter(|&&b| b == b'\n').count();
+    let (old_mid, new_mid) = (&old[head..old_end], &new[head..new_end]);
     let starts = |text: &str| -> Vec<usize> {
         std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect()
     };
-    let (old_starts, new_starts) = (starts(old), starts(new));
-    // Position of the start of line `line` (or of the end of the text).
-    let point = |text: &str, starts: &[usize], line: usize| -> (usize, Point) {
+    let (old_starts, new_starts) = (starts(old_mid), starts(new_mid));
+    // Where line `line` of a middle starts (or where the middle ends), in
+    // the whole text.
+    let point = |mid: &str, starts: &[usize], line: usize| -> (usize, Point) {
         match starts.get(line) {
-            Some(&b) => (b, Point::new(line, 0)),
+            Some(&b) => (head + b, Point::new(head_row + line, 0)),
             None => {
                 let last = starts.len() - 1;
-                (text.len(), Point::new(last, text.len() - starts[last]))
+                (
+                    head + mid.len(),
+                    Point::new(head_row + last, mid.len() - starts[last]),
+                )
             }
         }
     };
-    // Lines equal at both ends need no diffing (the common case: one edit).
-    let (ol, nl) = (old_starts.len(), new_starts.len());
-    fn line<'t>(text: &'t str, starts: &[usize], i: usize) -> &'t str {
-        &text[starts[i]..starts.get(i + 1).copied().unwrap_or(text.len())]
-    }
-    let head = (0..ol.min(nl))
-        .take_while(|&i| line(old, &old_starts, i) == line(new, &new_starts, i))
-        .count();
-    let tail = (0..(ol.min(nl) - head))
-        .take_while(|&i| line(old, &old_starts, ol - 1 - i) == line(new, &new_starts, nl - 1 - i))
-        .count();
-    let (old_mid, new_mid) = (
-        &old[point(old, &old_starts, head).0..point(old, &old_starts, ol - tail).0],
-        &new[point(new, &new_starts, head).0..point(new, &new_starts, nl - tail).0],
+    // similar's TextDiff compacts its ops, which can leave their indices
+    // out of order (2.7); the plain Myers ops are in order.
+    let (old_lines, new_lines): (Vec<&str>, Vec<&str>) = (
+        old_mid.split_inclusive('\n').collect(),
+        new_mid.split_inclusive('\n').collect(),
     );
-    let diff = similar::TextDiff::configure()
-        .timeout(std::time::Duration::from_millis(5))
-        .diff_lines(old_mid, new_mid);
-    let mut edits: Vec<InputEdit> = diff
-        .ops()
+    let mut ops = similar::algorithms::Replace::new(similar::algorithms::Capture::new());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(5);
+    // Capture's hook cannot fail.
+    let _ = similar::algorithms::myers::diff_deadline(
+        &mut ops,
+        &old_lines,
+        0..old_lines.len(),
+        &new_lines,
+        0..new_lines.len(),
+        Some(deadline),
+    );
+    let mut edits: Vec<InputEdit> = ops
+        .into_inner()
+        .into_ops()
         .iter()
         .filter(|op| op.tag() != similar::DiffTag::Equal)
         .map(|op| {
             let (o, n) = (op.old_range(), op.new_range());
-            let (o, n) = (o.start + head..o.end + head, n.start + head..n.end + head);
-            let (start_byte, start_position) = point(old, &old_starts, o.start);
-            let (old_end_byte, old_end_position) = point(old, &old_starts, o.end);
-            let (new_start, _) = point(new, &new_starts, n.start);
-            let (new_end, new_end_point) = point(new, &new_starts, n.end);
-            let rows = new_end_point.row - n.start;
+            let (start_byte, start_position) = point(old_mid, &old_starts, o.start);
+            let (old_end_byte, old_end_position) = point(old_mid, &old_starts, o.end);
+            let (new_start, new_start_point) = point(new_mid, &new_starts, n.start);
+            let (new_end, new_end_point) = point(new_mid, &new_starts, n.end);
+            let rows = new_end_point.row - new_start_point.row;
             InputEdit {
                 start_byte,
                 old_end_byte,
@@ -363,6 +417,40 @@ fn input_edits(old: &str, new: &str) -> Vec<InputEdit> {
         .collect();
     edits.reverse();
     edits
+}
+
+/// How many bytes `a` and `b` have in common at their start.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    // Blocks compare as one memcmp; only the first unequal one byte by byte.
+    const BLOCK: usize = 256;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..len]
+        .iter()
+        .zip(&b[at..len])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many bytes `a` and `b` have in common at their end.
+fn common_prefix_rev(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let len = a.len().min(b.len());
+    let (ea, eb) = (a.len(), b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[ea - at - BLOCK..ea - at] == b[eb - at - BLOCK..eb - at] {
+        at += BLOCK;
+    }
+    at + a[..ea - at]
+        .iter()
+        .rev()
+        .zip(b[..eb - at].iter().rev())
+        .take(len - at)
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 #[cfg(test)]
@@ -460,6 +548,223 @@ mod tests {
             if !b.has_error {
                 assert_eq!(a.nodes, b.nodes, "round {round}:\n{text}");
                 assert_eq!(a.refs, b.refs, "round {round}:\n{text}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod input_edit_tests {
+    use super::*;
+
+    fn point_of(text: &str, at: usize) -> Point {
+        let row = text[..at].matches('\n').count();
+        let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
+        Point::new(row, col)
+    }
+
+    /// Applied in their order, the edits turn the old text into the new
+    /// one, and every point is where its byte is.
+    #[test]
+    fn input_edits_turn_old_into_new() {
+        let words = ["a\n", "bb\n", "\n", "c", "dd\r\n", "é\n", "x y\n"];
+        let mut seed: u64 = 0x9e3779b97f4a7c15;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n.max(1) as u64) as usize
+        };
+        for round in 0..2000 {
+            let old: String = (0..next(12)).map(|_| words[next(words.len())]).collect();
+            let mut pieces: Vec<&str> = old.split_inclusive('\n').collect();
+            for _ in 0..1 + next(3) {
+                let at = next(pieces.len() + 1);
+                match next(3) {
+                    0 => pieces.insert(at.min(pieces.len()), words[next(words.len())]),
+                    1 if !pieces.is_empty() => {
+                        pieces.remove(at.min(pieces.len() - 1));
+                    }
+                    _ if !pieces.is_empty() => {
+                        let i = at.min(pieces.len() - 1);
+                        pieces[i] = words[next(words.len())];
+                    }
+                    _ => {}
+                }
+            }
+            let new: String = pieces.concat();
+            let mut text = old.clone();
+            let edits = input_edits(&old, &new);
+            for (i, e) in edits.iter().enumerate() {
+                assert_eq!(e.start_position, point_of(&text, e.start_byte), "{round}");
+                assert_eq!(
+                    e.old_end_position,
+                    point_of(&text, e.old_end_byte),
+                    "{round}"
+                );
+                // The edits still to come are above this one: in the new
+                // text, this one sits where they moved it.
+                let above: isize = edits[i + 1..]
+                    .iter()
+                    .map(|e| e.new_end_byte as isize - e.old_end_byte as isize)
+                    .sum();
+                let (s, ne) = (
+                    e.start_byte.saturating_add_signed(above),
+                    e.new_end_byte.saturating_add_signed(above),
+                );
+                text = format!(
+                    "{}{}{}",
+                    &text[..e.start_byte],
+                    &new[s..ne],
+                    &text[e.old_end_byte..]
+                );
+                assert_eq!(
+                    e.new_end_position,
+                    point_of(&text, e.new_end_byte),
+                    "{round} {old:?} -> {new:?} {e:?}"
+                );
+            }
+            assert_eq!(text, new, "round {round}: {old:?} -> {new:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod every_language_tests {
+    use super::*;
+
+    /// Lines each language's random edits are made of: definitions,
+    /// methods, attached comments, ID comments, calls, imports, and the odd
+    /// unbalanced line.
+    fn pieces(lang: &str) -> (&'static str, &'static [&'static str]) {
+        match lang {
+            "js" => (
+                "a.js",
+                &[
+                    "const { g } = require(\"./b\");\n",
+                    "import { h } from \"./c\";\n",
+                    "function f(a) {\n  return g(a);\n}\n",
+                    "class K extends Base {\n  m() { return this.n(); }\n",
+                    "  n() { // rm_aaaa0001\n    return h();\n  }\n",
+                    "}\n",
+                    "// a comment\n",
+                    "/** doc */\n",
+                    "const k = (x) => f(x);\n",
+                    "\n",
+                    "  let y = (1,\n",
+                ],
+            ),
+            "ts" => (
+                "a.ts",
+                &[
+                    "import { g } from \"./b\";\n",
+                    "export function f(a: number): number {\n  return g(a);\n}\n",
+                    "interface I { x: number }\n",
+                    "class K {\n  m(): void { this.n(); }\n",
+                    "  n(): number { // rm_aaaa0002\n    return 1;\n  }\n",
+                    "}\n",
+                    "/** doc */\n",
+                    "type T = string;\n",
+                    "\n",
+                    "const z = f(2;\n",
+                ],
+            ),
+            "go" => (
+                "a.go",
+                &[
+                    "package a\n",
+                    "import \"fmt\"\n",
+                    "func F(a int) int {\n\treturn G(a)\n}\n",
+                    "type S struct {\n\tx int\n}\n",
+                    "func (s *S) M() int { // rm_aaaa0003\n\treturn s.N()\n}\n",
+                    "// F does things.\n",
+                    "func G(a int) int { fmt.Println(a); return a }\n",
+                    "\n",
+                    "}\n",
+                    "\tx := F(1\n",
+                ],
+            ),
+            "rs" => (
+                "src/a.rs",
+                &[
+                    "use crate::b::g;\n",
+                    "mod c;\n",
+                    "fn f(a: u8) -> u8 {\n    g(a)\n}\n",
+                    "pub struct S { x: u8 }\n",
+                    "impl S {\n    fn m(&self) -> u8 { self.n() }\n",
+                    "    fn n(&self) -> u8 { // rm_aaaa0004\n        S::new()\n    }\n",
+                    "}\n",
+                    "/// Docs.\n",
+                    "#[derive(Debug)]\n",
+                    "\n",
+                    "    let y = (1,\n",
+                ],
+            ),
+            _ => (
+                "lua/a.lua",
+                &[
+                    "local b = require(\"b\")\n",
+                    "local M = {}\n",
+                    "local function f(a)\n  return b.g(a)\nend\n",
+                    "function M.m(x) -- rm_aaaa0005\n  return f(x)\nend\n",
+                    "M.n = function()\n  return M.m(1)\nend\n",
+                    "--- docs\n",
+                    "end\n",
+                    "\n",
+                    "return M\n",
+                    "  local y = (1,\n",
+                ],
+            ),
+        }
+    }
+
+    /// Random line edits in every language: extraction after an edit,
+    /// re-reading only what it touched, always equals reading the whole
+    /// tree again — and a fresh parse, where the text parses.
+    #[test]
+    fn edited_extraction_matches_fresh_in_every_language() {
+        for lang in ["js", "ts", "go", "rs", "lua"] {
+            let (path, pieces) = pieces(lang);
+            let language = crate::lang::for_path(path).unwrap();
+            let mut lines: Vec<String> = pieces.iter().map(|p| p.to_string()).collect();
+            let mut seed: u64 = 0x2545f4914f6cdd1d;
+            let mut next = move |n: usize| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed % n.max(1) as u64) as usize
+            };
+            let mut ix = Indexer::default();
+            for round in 0..600 {
+                let at = next(lines.len() + 1);
+                // Now and then several lines at once, as a paste or an undo.
+                for _ in 0..1 + next(3) / 2 {
+                    match next(3) {
+                        0 => {
+                            lines.insert(at.min(lines.len()), pieces[next(pieces.len())].to_owned())
+                        }
+                        1 if !lines.is_empty() => {
+                            lines.remove(at.min(lines.len() - 1));
+                        }
+                        _ if !lines.is_empty() => {
+                            let i = next(lines.len());
+                            lines[i] = pieces[next(pieces.len())].to_owned();
+                        }
+                        _ => {}
+                    }
+                }
+                let text: String = lines.concat();
+                let a = ix.parse_extract(path, &text);
+                let tree = &ix.trees.last().unwrap().tree;
+                let (whole, _) = by_query::extract_tree(language, path, &text, tree);
+                assert_eq!(a.nodes, whole.nodes, "{lang} round {round}:\n{text}");
+                assert_eq!(a.refs, whole.refs, "{lang} round {round}:\n{text}");
+                let b = extract(path, &text);
+                assert_eq!(a.has_error, b.has_error, "{lang} round {round}:\n{text}");
+                if !b.has_error {
+                    assert_eq!(a.nodes, b.nodes, "{lang} round {round}:\n{text}");
+                    assert_eq!(a.refs, b.refs, "{lang} round {round}:\n{text}");
+                }
             }
         }
     }
