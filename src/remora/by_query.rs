@@ -42,6 +42,10 @@ struct Def {
     span: (usize, usize),
 }
 
+/// Longer scopes of a call (`(function () {…}).call`) are not a name the
+/// file binds: they are not kept whole.
+const LONGEST_SCOPE: usize = 256;
+
 /// A call the calls query matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Call {
@@ -99,7 +103,17 @@ pub fn extract_tree(
     text: &str,
     tree: &Tree,
 ) -> (Extracted, Matched) {
-    let mut matched = matches_in(lang, tree, text, None);
+    let fresh = matches_in(lang, tree, text, None);
+    let root = tree.root_node();
+    let mut matched = Matched {
+        defs: fresh
+            .defs
+            .into_iter()
+            .map(|f| def(lang, root, text, f))
+            .collect(),
+        calls: fresh.calls,
+        imports: fresh.imports,
+    };
     matched.sort();
     let ex = finish(lang, path, text, tree.root_node().has_error(), &matched);
     (ex, matched)
@@ -136,25 +150,33 @@ pub fn extract_edited(
             .iter()
             .any(|r| a < r.end.max(r.start + 1) && r.start < b)
     };
-    let mut keep = |span: (usize, usize)| match moved(span, edits) {
-        Ok(by) if !touches_changed(by.span(span)) => Some(by),
-        Ok(by) => {
-            let (a, b) = by.span(span);
-            again.push(a..b);
-            None
-        }
-        Err((a, b)) => {
-            again.push(a..b);
-            None
-        }
+    // Whether to keep a match whose values were read from `span`; if not,
+    // `head` is where to match it again: for a definition, the lines down
+    // to its name (its body's matches are each kept or matched again on
+    // their own).
+    let mut keep = |span: (usize, usize), head: (usize, usize)| {
+        let by = match moved(span, edits) {
+            Ok(by) if !touches_changed(by.span(span)) => return Some(by),
+            Ok(by) => Ok(by),
+            Err(_) => moved(head, edits),
+        };
+        let (a, b) = match by {
+            Ok(by) => by.span(head),
+            Err(head) => head,
+        };
+        again.push(a..b);
+        None
     };
     for d in old.defs {
-        if let Some(by) = keep(d.span) {
+        let head = (d.span.0, d.eol.max(d.found.name_span.1));
+        if let Some(by) = keep(d.span, head) {
             kept.defs.push(by.def(d));
         }
     }
     for c in old.calls {
-        if let Some(by) = keep(c.span) {
+        // A call's scope can be a whole file (`(function () {…}).call(this)`):
+        // matching its name again finds it whole.
+        if let Some(by) = keep(c.span, c.name) {
             kept.calls.push(Call {
                 name: by.span(c.name),
                 span: by.span(c.span),
@@ -163,7 +185,7 @@ pub fn extract_edited(
         }
     }
     for i in old.imports {
-        if let Some(by) = keep(i.span) {
+        if let Some(by) = keep(i.span, i.span) {
             kept.imports.push(Import {
                 span: by.span(i.span),
                 ..i
@@ -286,29 +308,33 @@ fn merged(mut ranges: Vec<Range<usize>>, len: usize) -> Vec<Range<usize>> {
 /// Adds what was matched again to what was kept: a definition found both
 /// ways is one (its patterns merged), a call or import found again
 /// replaces the kept one.
-fn merge(kept: &mut Matched, fresh: Matched, lang: &Language, tree: &Tree, text: &str) {
+fn merge(kept: &mut Matched, fresh: Fresh, lang: &Language, tree: &Tree, text: &str) {
     let mut defs: HashMap<(usize, usize), usize> = kept
         .defs
         .iter()
         .enumerate()
         .map(|(i, d)| (d.found.name_span, i))
         .collect();
-    for d in fresh.defs {
-        match defs.get(&d.found.name_span) {
+    let root = tree.root_node();
+    for mut f in fresh.defs {
+        match defs.get(&f.name_span) {
             Some(&i) => {
                 let old = &kept.defs[i].found;
-                let mut f = d.found.clone();
                 if old.pattern < f.pattern {
                     (f.pattern, f.kind, f.parent) = (old.pattern, old.kind, old.parent.clone());
                 }
                 if old.node.1 - old.node.0 > f.node.1 - f.node.0 {
                     (f.node, f.node_rows, f.first) = (old.node, old.node_rows, old.first);
                 }
-                kept.defs[i] = def(lang, tree.root_node(), text, f);
+                // A definition kept and found again unchanged (a method
+                // of the class an edit is in) keeps what was read around it.
+                if f != *old {
+                    kept.defs[i] = def(lang, root, text, f);
+                }
             }
             None => {
-                defs.insert(d.found.name_span, kept.defs.len());
-                kept.defs.push(d);
+                defs.insert(f.name_span, kept.defs.len());
+                kept.defs.push(def(lang, root, text, f));
             }
         }
     }
@@ -327,18 +353,24 @@ fn merge(kept: &mut Matched, fresh: Matched, lang: &Language, tree: &Tree, text:
     kept.imports.extend(fresh.imports);
 }
 
+/// What the queries matched in part of a file, before the text around
+/// each definition is read (most of them were read before: see [`merge`]).
+#[derive(Default)]
+struct Fresh {
+    defs: Vec<lang::Found>,
+    calls: Vec<Call>,
+    imports: Vec<Import>,
+}
+
 /// What the three queries match in `range` of the file (all of it when
 /// `None`), unsorted.
-fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usize>>) -> Matched {
+fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usize>>) -> Fresh {
     let root = tree.root_node();
-    let defs = lang::found_in(lang, tree, text, range.clone())
-        .into_iter()
-        .map(|f| def(lang, root, text, f))
-        .collect();
+    let defs = lang::found_in(lang, tree, text, range.clone());
     let Ok(queries) = lang.queries() else {
-        return Matched {
+        return Fresh {
             defs,
-            ..Matched::default()
+            ..Fresh::default()
         };
     };
     let src = |n: TsNode<'_>| text.get(n.byte_range()).unwrap_or("").to_owned();
@@ -377,7 +409,14 @@ fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usiz
             pattern: m.pattern_index,
             name: (name.start_byte(), name.end_byte()),
             name_text: src(name),
-            scope: capture(m, scope_ix).map(src),
+            // Only a name can resolve; a longer scope is kept short.
+            scope: capture(m, scope_ix).map(|n| {
+                if n.byte_range().len() > LONGEST_SCOPE {
+                    "…".to_owned()
+                } else {
+                    src(n)
+                }
+            }),
             span: span(m),
         });
     }
@@ -403,7 +442,7 @@ fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usiz
             span: span(m),
         });
     }
-    Matched {
+    Fresh {
         defs,
         calls,
         imports,
