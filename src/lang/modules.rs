@@ -98,6 +98,12 @@ impl ModuleStyle {
         }
     }
 
+    /// Whether one module is several files, whose top-level names each of
+    /// them calls without an import (a Go package).
+    pub fn spans_files(self) -> bool {
+        self == ModuleStyle::Go
+    }
+
     /// The name a plain import binds in the importing file, when the
     /// language binds one (Go: the path's last element).
     pub fn default_alias(self, spec: &str) -> Option<String> {

@@ -507,7 +507,13 @@ fn finish(
     };
     ex.nodes.extend(nodes(text, &matched.defs));
     let bindings = imports(lang, path, &matched.imports, &mut ex.refs);
-    calls(&matched.calls, &ex.nodes, &bindings, &mut ex.refs);
+    // Where a name neither defined nor imported here may be: another file
+    // of the same package.
+    let package = lang
+        .modules
+        .spans_files()
+        .then(|| lang.modules.key_of_file(path));
+    calls(&matched.calls, &ex.nodes, &bindings, package, &mut ex.refs);
     let mut seen = HashSet::new();
     ex.refs.retain(|r| seen.insert(r.clone()));
     ex
@@ -754,6 +760,7 @@ fn calls(
     matched: &[Call],
     nodes: &[RawNode],
     bindings: &HashMap<String, Binding>,
+    package: Option<String>,
     refs: &mut Vec<RawRef>,
 ) {
     let top: HashMap<&str, NodeType> = nodes
@@ -771,6 +778,13 @@ fn calls(
                 (false, Some(Binding::From { module, name })) => Target::InModule {
                     module: module.clone(),
                     name: name.clone(),
+                },
+                (false, None) => match &package {
+                    Some(module) => Target::InModule {
+                        module: module.clone(),
+                        name,
+                    },
+                    None => continue,
                 },
                 _ => continue,
             },

@@ -336,3 +336,59 @@ fn calls_and_imports_resolve_across_files_in_each_language() {
         ]
     );
 }
+
+/// A Go package is a directory: its files call each other's functions
+/// without an import, and a call into it finds the name in any of them.
+#[test]
+fn a_go_package_spans_its_files() {
+    let store_go = "package store\n\nfunc Add(x int) int { return clamp(x) + helperLen() }\n";
+    let clamp_go = "package store\n\nfunc clamp(x int) int { return x }\n";
+    let len_go = "package store\n\nfunc helperLen() int { return len(\"x\") }\n";
+    let main_go = "package main\n\nimport \"example.com/m/store\"\n\nfunc main() { store.Add(1); store.clamp(2) }\n";
+    let files = [
+        ("store/add.go", store_go),
+        ("store/clamp.go", clamp_go),
+        ("store/len.go", len_go),
+        ("cmd/main.go", main_go),
+    ];
+    let want = [
+        e("Add", "clamp", Calls),
+        e("Add", "helperLen", Calls),
+        e("cmd/main.go", "store/add.go", Imports),
+        e("main", "Add", Calls),
+        e("main", "clamp", Calls),
+    ];
+    assert_eq!(edges(&files), want);
+    // Indexed the other way round, the calls are found once their files are.
+    let mut reversed = files;
+    reversed.reverse();
+    let mut got = edges(&reversed);
+    got.retain(|x| x.2 == Calls);
+    assert_eq!(
+        got,
+        want.iter()
+            .filter(|x| x.2 == Calls)
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+
+    // The file that stood for the package goes: the others still do.
+    let st = store();
+    let mut ix = Indexer::default();
+    for (p, t) in files {
+        ix.index_text(&st, p, t).unwrap();
+    }
+    ix.remove(&st, "store/add.go").unwrap();
+    ix.index_text(&st, "cmd/main.go", &main_go.replace("store.Add(1); ", ""))
+        .unwrap();
+    let topo = ix.topology();
+    let calls: Vec<String> = topo
+        .file("cmd/main.go")
+        .unwrap()
+        .edges
+        .iter()
+        .filter(|x| x.kind == Calls)
+        .filter_map(|x| topo.node(&x.to).map(|n| n.qualname.clone()))
+        .collect();
+    assert_eq!(calls, ["clamp"]);
+}

@@ -62,6 +62,8 @@ pub struct Topology {
     files: HashMap<String, FileState>,
     /// Module name → file path.
     modules: HashMap<String, String>,
+    /// Module name → every file of it: a Go package is a directory of files.
+    members: HashMap<String, BTreeSet<String>>,
     /// Module name → files with a reference into it (to backfill their edges).
     dependents: HashMap<String, HashSet<String>>,
     graph: StableDiGraph<String, EdgeKind>,
@@ -293,7 +295,7 @@ impl Topology {
         }
         self.forget_refs(path, &state.refs);
         let dependents = self.dependents_of(path);
-        self.modules.retain(|_, p| p != path);
+        self.forget_module(path);
         self.resolve_files(&dependents, &mut change);
         Some(change)
     }
@@ -476,8 +478,44 @@ impl Topology {
             self.modules
                 .entry(stripped.to_owned())
                 .or_insert_with(|| path.to_owned());
+            self.members
+                .entry(stripped.to_owned())
+                .or_default()
+                .insert(path.to_owned());
         }
-        self.modules.insert(module, path.to_owned());
+        let files = self.members.entry(module.clone()).or_default();
+        files.insert(path.to_owned());
+        // A package of several files stands as its first, whatever order
+        // they were indexed in.
+        let first = files.first().cloned().unwrap_or_else(|| path.to_owned());
+        self.modules.insert(module, first);
+    }
+
+    /// `path` is no longer a file of its module; another file of the same
+    /// package stands for it, if there is one.
+    fn forget_module(&mut self, path: &str) {
+        self.members.retain(|_, files| {
+            files.remove(path);
+            !files.is_empty()
+        });
+        self.modules.retain(|_, p| p != path);
+        for (key, files) in &self.members {
+            if let Some(first) = files.first() {
+                self.modules
+                    .entry(key.clone())
+                    .or_insert_with(|| first.clone());
+            }
+        }
+    }
+
+    /// Every file of the module `key` names (shorter forms tried as in
+    /// [`Topology::module_path`]), in path order.
+    fn module_files(&self, key: &str) -> Vec<&String> {
+        std::iter::once(key.to_owned())
+            .chain(ModuleStyle::fallbacks(key))
+            .find_map(|k| self.members.get(&k))
+            .map(|files| files.iter().collect())
+            .unwrap_or_default()
     }
 
     fn target_modules(target: &Target) -> Vec<String> {
@@ -608,20 +646,22 @@ impl Topology {
             (Target::InModule { module, name }, EdgeKind::Imports) => {
                 file_node(&ModuleStyle::child(module, name)).or_else(|| file_node(module))
             }
+            // A Go package's name is in any of its files.
             (Target::InModule { module, name }, _) => {
-                let p = self.module_path(module)?;
-                // A Lua or JavaScript module is often a table or object of
-                // functions (`M.bound`): its name there is one level down.
-                in_file(p, name).or_else(|| {
-                    // (Python's keys have no family: `m.f` is `f` in `m`.)
-                    let f = self.files.get(p).filter(|_| module.contains(':'))?;
-                    let suffix = format!(".{name}");
-                    let mut found = f
-                        .qual
-                        .iter()
-                        .filter(|(q, _)| q.strip_suffix(&suffix).is_some_and(|t| !t.contains('.')));
-                    let (_, id) = found.next()?;
-                    found.next().is_none().then(|| id.clone())
+                self.module_files(module).into_iter().find_map(|p| {
+                    // A Lua or JavaScript module is often a table or object
+                    // of functions (`M.bound`): its name there is one level
+                    // down.
+                    in_file(p, name).or_else(|| {
+                        // (Python's keys have no family: `m.f` is `f` in `m`.)
+                        let f = self.files.get(p).filter(|_| module.contains(':'))?;
+                        let suffix = format!(".{name}");
+                        let mut found = f.qual.iter().filter(|(q, _)| {
+                            q.strip_suffix(&suffix).is_some_and(|t| !t.contains('.'))
+                        });
+                        let (_, id) = found.next()?;
+                        found.next().is_none().then(|| id.clone())
+                    })
                 })
             }
             (Target::Module { module }, _) => file_node(module),
