@@ -1,8 +1,9 @@
 //! The last step before an agent's overlay becomes a proposal, whatever
 //! produced it (a program, definitions, a whole file, tool calls): changes
 //! outside the task are put back ([`super::scope`]), every changed file
-//! in a language Chimera knows ([`crate::lang`]) parses, something changed, nothing the task did not name was
-//! removed — a reply that echoes an outline or answers with one function
+//! in a language Chimera knows ([`crate::lang`]) parses and imports no
+//! package the project lacks ([`super::packages`]), something changed,
+//! nothing the task did not name was removed — a reply that echoes an outline or answers with one function
 //! must never be proposed as the deletion of the rest — and the project's
 //! tests pass ([`super::checks`]).
 
@@ -116,6 +117,17 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
             return Err(format!(
                 "`{path}` does not parse after your change.\n{problem}"
             ));
+        }
+        let missing = super::packages::missing(
+            language,
+            store.root(),
+            path,
+            old.as_deref(),
+            &new,
+            task.unwrap_or(""),
+        );
+        if !missing.is_empty() {
+            return Err(super::packages::message(path, &missing));
         }
         if let (Some(task), Some(old)) = (task, old) {
             let gone = removed_definitions(language, &old, &new, task);

@@ -14,6 +14,7 @@ mod gate;
 mod host;
 pub mod locate;
 pub mod node;
+mod packages;
 pub mod prompt;
 mod refactor;
 mod scope;

@@ -289,6 +289,33 @@ impl Language {
         parser.parse(text, None)
     }
 
+    /// What `text` imports, as written (`"./util"`, `lodash`): the
+    /// imports query's modules.
+    pub fn import_specs(&self, text: &str) -> std::collections::BTreeSet<String> {
+        use tree_sitter::StreamingIterator;
+        let mut out = std::collections::BTreeSet::new();
+        let (Some(tree), Ok(queries)) = (self.parse(text), self.queries()) else {
+            return out;
+        };
+        let query = &queries.imports;
+        let Some(module) = query.capture_index_for_name("import.module") else {
+            return out;
+        };
+        let mut cursor = tree_sitter::QueryCursor::new();
+        let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
+        while let Some(m) = matches.next() {
+            for c in m.captures.iter().filter(|c| c.index == module) {
+                if let Some(spec) = text.get(c.node.byte_range()) {
+                    out.insert(
+                        spec.trim_matches(|c| c == '"' || c == '\'' || c == '`')
+                            .to_owned(),
+                    );
+                }
+            }
+        }
+        out
+    }
+
     /// The compiled queries, compiling them on first use.
     pub fn queries(&self) -> Result<&Queries, &QueryError> {
         self.compiled.get_or_init(|| self.compile()).as_ref()
