@@ -79,12 +79,21 @@ pub fn mentions(task: &str) -> Mentions {
             .trim_matches(|c: char| "`'\"()[]{},;:!?".contains(c))
             .trim_end_matches('.');
         let word = word.strip_suffix("()").unwrap_or(word);
+        // `remove(name)`: the name, called.
+        let (word, called) = match word.split_once('(') {
+            Some((name, _)) if !name.is_empty() => (name, true),
+            _ => (word, called),
+        };
         let ext = word.rsplit_once('.').map(|(_, e)| e.to_lowercase());
         if word.contains('/') || ext.is_some_and(|e| FILE_EXTENSIONS.contains(&e.as_str())) {
             push_new(&mut out.files, word);
             continue;
         }
         let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        // `Stack::len` (Rust) and `Cart:total` (Lua) name a method as
+        // `Stack.len` does.
+        let dotted = word.replace("::", ".").replace(':', ".");
+        let word = dotted.as_str();
         if word.len() < 2
             || !word
                 .chars()
@@ -322,6 +331,57 @@ mod tests {
 
     fn file(task: &str, current: Option<&str>) -> Option<String> {
         find(task, current).map(|p| p.file)
+    }
+
+    /// `Stack::len` (Rust) and `Cart:total` (Lua) are how people name
+    /// methods in those languages: typed from another file, they still
+    /// find the file that defines them.
+    #[test]
+    fn rust_and_lua_method_names_find_their_file_from_anywhere() {
+        let p: Vec<(String, String)> = vec![
+            ("src/lib.rs".into(), "pub mod stack;\npub fn version() -> u32 { 1 }\n".into()),
+            (
+                "src/stack.rs".into(),
+                "pub struct Stack { items: Vec<i32> }\n\nimpl Stack {\n    pub fn len(&self) -> usize { 0 }\n}\n".into(),
+            ),
+            (
+                "lua/shop/util.lua".into(),
+                "local M = {}\nfunction M.total(xs) return 0 end\nreturn M\n".into(),
+            ),
+            (
+                "lua/shop/cart.lua".into(),
+                "local Cart = {}\nfunction Cart:total()\n  return 0\nend\nreturn Cart\n".into(),
+            ),
+        ];
+        let files: Vec<String> = p.iter().map(|(f, _)| f.clone()).collect();
+        let file = |task: &str, current: &str| {
+            locate(task, &files, Some(current), |f| {
+                p.iter().find(|(n, _)| n == f).map(|(_, t)| t.clone())
+            })
+            .map(|place| place.file)
+        };
+        assert_eq!(
+            file(
+                "fix Stack::len: it must return the number of items",
+                "src/lib.rs"
+            )
+            .as_deref(),
+            Some("src/stack.rs")
+        );
+        assert_eq!(
+            file(
+                "make Cart:total return the sum of price times qty",
+                "lua/shop/util.lua"
+            )
+            .as_deref(),
+            Some("lua/shop/cart.lua")
+        );
+        assert!(mentions("fix Stack::len: now")
+            .code
+            .contains(&"Stack.len".to_owned()));
+        assert!(mentions("add Cart:remove(name)")
+            .code
+            .contains(&"Cart.remove".to_owned()));
     }
 
     #[test]
