@@ -236,6 +236,8 @@ pub fn locate(
     let names: Vec<&str> = m.names().collect();
     // Which files define each name (a `Class.method` name: that method).
     let mut defining: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    // For a `Class.method` no file defines: the files of that class.
+    let mut class_of: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     if !names.is_empty() {
         for f in files
             .iter()
@@ -245,7 +247,7 @@ pub fn locate(
             let Some(text) = read(f) else { continue };
             if !names
                 .iter()
-                .any(|n| text.contains(n.rsplit('.').next().unwrap_or(n)))
+                .any(|n| n.split('.').any(|part| text.contains(part)))
             {
                 continue;
             }
@@ -253,9 +255,21 @@ pub fn locate(
             for n in &names {
                 if defs.iter().any(|d| d.is_named(n)) {
                     defining.entry(n).or_default().push(f);
+                } else if let Some((class, _)) = n.rsplit_once('.') {
+                    // A method to add (`Cart:remove`): where its class is.
+                    let holds = defs.iter().any(|d| {
+                        d.parent.as_deref() == Some(class)
+                            || (d.name == class && d.kind == crate::lang::DefKind::Class)
+                    });
+                    if holds {
+                        class_of.entry(n).or_default().push(f);
+                    }
                 }
             }
         }
+    }
+    for (n, in_files) in class_of {
+        defining.entry(n).or_insert(in_files);
     }
     let mut score: BTreeMap<&String, f64> = BTreeMap::new();
     for (name, in_files) in &defining {
@@ -375,6 +389,19 @@ mod tests {
             )
             .as_deref(),
             Some("lua/shop/cart.lua")
+        );
+        // A method to add goes where its class is.
+        assert_eq!(
+            file(
+                "add a method Cart:remove(name) that removes the item",
+                "lua/shop/util.lua"
+            )
+            .as_deref(),
+            Some("lua/shop/cart.lua")
+        );
+        assert_eq!(
+            file("add Stack::push to push an item", "src/lib.rs").as_deref(),
+            Some("src/stack.rs")
         );
         assert!(mentions("fix Stack::len: now")
             .code
