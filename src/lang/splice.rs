@@ -69,6 +69,27 @@ pub fn classify(lang: &Language, code: &str, target: Option<&str>) -> ReplyForm 
     }
 }
 
+/// The method `name` a reply means: the one of `class` (the class at the
+/// cursor), else the only method of that name.
+pub(crate) fn method_named<'d>(
+    defs: &'d [Definition],
+    name: &str,
+    class: Option<&str>,
+) -> Option<&'d Definition> {
+    let methods: Vec<&Definition> = defs
+        .iter()
+        .filter(|d| d.kind == DefKind::Method && d.name == name)
+        .collect();
+    class
+        .and_then(|c| {
+            methods
+                .iter()
+                .find(|m| m.parent.as_deref() == Some(c))
+                .copied()
+        })
+        .or_else(|| (methods.len() == 1).then(|| methods[0]))
+}
+
 /// The names of `text`'s definitions that belong to nothing.
 pub(crate) fn top_level_names(lang: &Language, text: &str) -> Vec<String> {
     super::definitions(lang, text)
@@ -565,19 +586,7 @@ impl<'t> File<'t> {
             .defs
             .iter()
             .find(|t| t.parent.is_none() && t.name == d.name && t.kind == d.kind);
-        let methods: Vec<&Definition> = self
-            .defs
-            .iter()
-            .filter(|t| t.kind == DefKind::Method && t.name == d.name)
-            .collect();
-        let method = focus
-            .and_then(|h| {
-                methods
-                    .iter()
-                    .find(|m| m.parent.as_deref() == Some(h.name.as_str()))
-                    .copied()
-            })
-            .or_else(|| (methods.len() == 1).then(|| methods[0]));
+        let method = method_named(&self.defs, &d.name, focus.map(|h| h.name.as_str()));
         if method_like {
             method.or(top)
         } else {

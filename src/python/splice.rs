@@ -11,7 +11,7 @@ use tree_sitter::Node;
 
 use super::{definitions, parse, DefKind, Definition};
 pub use crate::lang::splice::{dedent, reindent, ReplyForm, SpliceError};
-use crate::lang::splice::{holds_most_of, top_level_names, Edits};
+use crate::lang::splice::{holds_most_of, method_named, top_level_names, Edits};
 
 const HOST_CALLS: &[&str] = &[
     "write_file(",
@@ -472,18 +472,7 @@ pub fn splice_definitions(
                 let top = defs
                     .iter()
                     .find(|d| d.parent.is_none() && d.kind == DefKind::Function && &d.name == name);
-                let methods: Vec<&Definition> = defs
-                    .iter()
-                    .filter(|d| d.kind == DefKind::Method && &d.name == name)
-                    .collect();
-                let method = focus_class
-                    .and_then(|c| {
-                        methods
-                            .iter()
-                            .find(|m| m.parent.as_deref() == Some(c.name.as_str()))
-                            .copied()
-                    })
-                    .or_else(|| (methods.len() == 1).then(|| methods[0]));
+                let method = method_named(&defs, name, focus_class.map(|c| c.name.as_str()));
                 let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
                 let replace = |d: &Definition| {
                     let merged = keep_body(&dedent(&target[d.start..d.end]), text);

@@ -457,6 +457,36 @@ fn common_prefix_rev(a: &[u8], b: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    /// A xorshift generator: the same random edits on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        /// A number below `n` (0 when `n` is 0).
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n.max(1) as u64) as usize
+        }
+    }
+
+    /// One random line edit: a piece put in, a line taken out, or a line
+    /// replaced by a piece.
+    fn edit_lines<T: Clone>(lines: &mut Vec<T>, pieces: &[T], rng: &mut Rng) {
+        let at = rng.below(lines.len() + 1);
+        match rng.below(3) {
+            0 => lines.insert(at, pieces[rng.below(pieces.len())].clone()),
+            1 if !lines.is_empty() => {
+                lines.remove(at.min(lines.len() - 1));
+            }
+            _ if !lines.is_empty() => {
+                let i = at.min(lines.len() - 1);
+                lines[i] = pieces[rng.below(pieces.len())].clone();
+            }
+            _ => {}
+        }
+    }
+
     /// Incremental parses must give the tree a fresh parse gives.
     #[test]
     fn incremental_parses_match_fresh_ones() {
@@ -507,32 +537,14 @@ mod tests {
             "@dec\ndef h():\n    pass\n",
             "    y = 2\n",
         ];
-        let mut lines: Vec<String> =
+        let mut lines: Vec<&str> =
             "def f(a):\n    return g(a)\n\nclass K(Base):\n    def m(self):\n        return 1\n"
-                .lines()
-                .map(|l| format!("{l}\n"))
+                .split_inclusive('\n')
                 .collect();
-        let mut seed: u64 = 0x2545f4914f6cdd1d;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n.max(1) as u64) as usize
-        };
+        let mut rng = Rng(0x2545f4914f6cdd1d);
         let mut ix = Indexer::default();
         for round in 0..1000 {
-            let at = next(lines.len() + 1);
-            match next(3) {
-                0 => lines.insert(at.min(lines.len()), pieces[next(pieces.len())].to_owned()),
-                1 if !lines.is_empty() => {
-                    lines.remove(at.min(lines.len() - 1));
-                }
-                _ if !lines.is_empty() => {
-                    let i = at.min(lines.len() - 1);
-                    lines[i] = pieces[next(pieces.len())].to_owned();
-                }
-                _ => {}
-            }
+            edit_lines(&mut lines, &pieces, &mut rng);
             let text: String = lines.concat();
             let a = ix.parse_extract("a.py", &text);
             // The statement cache changes nothing for the same tree…
@@ -551,11 +563,6 @@ mod tests {
             }
         }
     }
-}
-
-#[cfg(test)]
-mod input_edit_tests {
-    use super::*;
 
     fn point_of(text: &str, at: usize) -> Point {
         let row = text[..at].matches('\n').count();
@@ -568,29 +575,14 @@ mod input_edit_tests {
     #[test]
     fn input_edits_turn_old_into_new() {
         let words = ["a\n", "bb\n", "\n", "c", "dd\r\n", "é\n", "x y\n"];
-        let mut seed: u64 = 0x9e3779b97f4a7c15;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n.max(1) as u64) as usize
-        };
+        let mut rng = Rng(0x9e3779b97f4a7c15);
         for round in 0..2000 {
-            let old: String = (0..next(12)).map(|_| words[next(words.len())]).collect();
+            let old: String = (0..rng.below(12))
+                .map(|_| words[rng.below(words.len())])
+                .collect();
             let mut pieces: Vec<&str> = old.split_inclusive('\n').collect();
-            for _ in 0..1 + next(3) {
-                let at = next(pieces.len() + 1);
-                match next(3) {
-                    0 => pieces.insert(at.min(pieces.len()), words[next(words.len())]),
-                    1 if !pieces.is_empty() => {
-                        pieces.remove(at.min(pieces.len() - 1));
-                    }
-                    _ if !pieces.is_empty() => {
-                        let i = at.min(pieces.len() - 1);
-                        pieces[i] = words[next(words.len())];
-                    }
-                    _ => {}
-                }
+            for _ in 0..1 + rng.below(3) {
+                edit_lines(&mut pieces, &words, &mut rng);
             }
             let new: String = pieces.concat();
             let mut text = old.clone();
@@ -627,11 +619,6 @@ mod input_edit_tests {
             assert_eq!(text, new, "round {round}: {old:?} -> {new:?}");
         }
     }
-}
-
-#[cfg(test)]
-mod every_language_tests {
-    use super::*;
 
     /// Lines each language's random edits are made of: definitions,
     /// methods, attached comments, ID comments, calls, imports, and the odd
@@ -726,32 +713,13 @@ mod every_language_tests {
         for lang in ["js", "ts", "go", "rs", "lua"] {
             let (path, pieces) = pieces(lang);
             let language = crate::lang::for_path(path).unwrap();
-            let mut lines: Vec<String> = pieces.iter().map(|p| p.to_string()).collect();
-            let mut seed: u64 = 0x2545f4914f6cdd1d;
-            let mut next = move |n: usize| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                (seed % n.max(1) as u64) as usize
-            };
+            let mut lines: Vec<&str> = pieces.to_vec();
+            let mut rng = Rng(0x2545f4914f6cdd1d);
             let mut ix = Indexer::default();
             for round in 0..600 {
-                let at = next(lines.len() + 1);
                 // Now and then several lines at once, as a paste or an undo.
-                for _ in 0..1 + next(3) / 2 {
-                    match next(3) {
-                        0 => {
-                            lines.insert(at.min(lines.len()), pieces[next(pieces.len())].to_owned())
-                        }
-                        1 if !lines.is_empty() => {
-                            lines.remove(at.min(lines.len() - 1));
-                        }
-                        _ if !lines.is_empty() => {
-                            let i = next(lines.len());
-                            lines[i] = pieces[next(pieces.len())].to_owned();
-                        }
-                        _ => {}
-                    }
+                for _ in 0..1 + rng.below(3) / 2 {
+                    edit_lines(&mut lines, pieces, &mut rng);
                 }
                 let text: String = lines.concat();
                 let a = ix.parse_extract(path, &text);
