@@ -244,9 +244,10 @@ pub fn found_in(
         .collect()
 }
 
-/// The order [`assemble`] wants: outermost first, in order.
-pub fn sort_found(found: &mut [Found]) {
-    found.sort_by_key(|f| (f.first.0, std::cmp::Reverse(f.node.1), f.name_span.0));
+/// Where a definition comes in the order [`assemble`] wants: outermost
+/// first, in order.
+pub fn found_order(f: &Found) -> (usize, std::cmp::Reverse<usize>, usize) {
+    (f.first.0, std::cmp::Reverse(f.node.1), f.name_span.0)
 }
 
 /// The start of the line holding byte `at`.
@@ -254,11 +255,11 @@ pub fn line_start(text: &str, at: usize) -> usize {
     text[..at].rfind('\n').map_or(0, |i| i + 1)
 }
 
-/// The definitions `found` (sorted by [`sort_found`]) make in `text`, one
-/// per `Found`, in the same order: parents by position where the pattern
-/// named none.
-pub fn assemble(text: &str, found: &[Found]) -> Vec<Definition> {
-    let mut out: Vec<Definition> = Vec::with_capacity(found.len());
+/// The definitions `found` (in [`found_order`]) make in `text`, one per
+/// `Found`, in the same order: parents by position where the pattern named
+/// none.
+pub fn assemble<'f>(text: &str, found: impl IntoIterator<Item = &'f Found>) -> Vec<Definition> {
+    let mut out: Vec<Definition> = Vec::new();
     // The definitions around the current one, innermost last.
     let mut around: Vec<usize> = Vec::new();
     for f in found {
@@ -297,7 +298,7 @@ pub fn assemble(text: &str, found: &[Found]) -> Vec<Definition> {
 /// [`definitions`] of an already parsed `tree` of `text`.
 pub fn definitions_in(lang: &Language, tree: &Tree, text: &str) -> Vec<Definition> {
     let mut found = found_in(lang, tree, text, None);
-    sort_found(&mut found);
+    found.sort_by_key(found_order);
     assemble(text, &found)
 }
 

@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 use tree_sitter::{Parser, Query, Tree};
 
 pub use definitions::{
-    assemble, definitions, definitions_in, found_in, line_start, lone_methods, outermost,
-    sort_found, DefKind, Definition, Found, LoneMethods,
+    assemble, definitions, definitions_in, found_in, found_order, line_start, lone_methods,
+    outermost, DefKind, Definition, Found, LoneMethods,
 };
 pub use modules::ModuleStyle;
 pub use syntax::{syntax_problem, SyntaxProblem};

@@ -70,17 +70,7 @@ struct Import {
 
 impl Matched {
     fn sort(&mut self) {
-        let mut found: Vec<lang::Found> = self.defs.iter().map(|d| d.found.clone()).collect();
-        lang::sort_found(&mut found);
-        let mut by_name: HashMap<(usize, usize), Def> = self
-            .defs
-            .drain(..)
-            .map(|d| (d.found.name_span, d))
-            .collect();
-        self.defs = found
-            .iter()
-            .filter_map(|f| by_name.remove(&f.name_span))
-            .collect();
+        self.defs.sort_by_key(|d| lang::found_order(&d.found));
         self.calls.sort_by_key(|c| (c.name.0, c.pattern));
         self.imports.sort_by_key(|i| (i.span.0, i.pattern));
     }
@@ -575,8 +565,7 @@ fn qualname(defs: &[lang::Definition], parents: &[Option<usize>], i: usize) -> S
 
 /// The definition nodes, after the file's (node `k` is `defs[k - 1]`).
 fn nodes(text: &str, matched: &[Def]) -> Vec<RawNode> {
-    let found: Vec<lang::Found> = matched.iter().map(|d| d.found.clone()).collect();
-    let defs = lang::assemble(text, &found);
+    let defs = lang::assemble(text, matched.iter().map(|d| &d.found));
     let parents = parents(&defs);
     let mut out: Vec<RawNode> = Vec::with_capacity(defs.len());
     let mut rows_with_id: HashSet<usize> = HashSet::new();
