@@ -59,12 +59,13 @@ def check(project, code):
     return r.returncode == 0, (r.stderr or r.stdout).strip().splitlines()[-1:] if r.returncode else []
 
 
-def start_server(size, port):
+def start_server(size, port, seed):
     model = sh([os.path.join(REPO, "scripts/setup-model.sh"), size], check=True).stdout.strip()
     log = open(os.path.join(tempfile.mkdtemp(), "server.log"), "w+")
     proc = subprocess.Popen(
         [sys.executable, os.path.join(REPO, "scripts/llm_server.py"), model, "--port", str(port),
-         "--alias", f"qwen2.5-coder-{size}-instruct"],
+         "--alias", f"qwen2.5-coder-{size}-instruct"]
+        + ([] if seed == "random" else ["--seed", seed]),
         stdout=log, stderr=subprocess.STDOUT)
     for _ in range(600):
         log.seek(0)
@@ -332,6 +333,8 @@ def main():
     ap.add_argument("--repo", default=REPO)
     ap.add_argument("--lib", default=os.path.join(REPO, "target/release/libchimera.so"))
     ap.add_argument("--port", type=int, default=8095)
+    ap.add_argument("--seed", default="1",
+                    help="the model server's sampling seed (a run repeats exactly), or 'random'")
     ap.add_argument("--keep", default="", help="copy each task's .chimera/chimera.db here")
     ap.add_argument("--set", dest="task_set", default="small",
                     choices=["small", "real", "languages", *LANGUAGES])
@@ -353,10 +356,10 @@ def main():
             summaries.append(run_tasks(args, tasks, args.url, args.model_name, args.model_name)[0])
     else:
         for size in args.models.split(","):
-            server = start_server(size, args.port)
+            server = start_server(size, args.port, args.seed)
             try:
                 name = f"qwen2.5-coder-{size}-instruct"
-                label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "") + (" tool mode" if args.mode == "tools" else "")
+                label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "") + (" tool mode" if args.mode == "tools" else "") + f" seed {args.seed}"
                 for tasks in sets:
                     which = getattr(tasks, "lang", args.task_set)
                     print(f"== {label}: {len(tasks.tasks)} tasks ({which} set)", flush=True)

@@ -2,7 +2,9 @@
 """Serves a GGUF model with llama.cpp's server (the xllamacpp wheel) on
 127.0.0.1: OpenAI-compatible /v1/chat/completions and /v1/models.
 
-Usage: llm_server.py MODEL.gguf [--port 8080] [--ctx 8192] [--alias NAME]
+Usage: llm_server.py MODEL.gguf [--port 8080] [--ctx 8192] [--alias NAME] [--seed N]
+--seed fixes the sampler's seed for every request that does not send its
+own, so one prompt gets one reply and an eval run can be repeated.
 Prints "ready <port>" once the model answers, then serves until killed.
 """
 import argparse
@@ -21,6 +23,7 @@ ap.add_argument("--port", type=int, default=8080)
 ap.add_argument("--ctx", type=int, default=8192)
 ap.add_argument("--alias", default="qwen2.5-coder")
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+ap.add_argument("--seed", type=int, default=None)
 args = ap.parse_args()
 
 params = xlc.CommonParams()
@@ -33,6 +36,8 @@ params.hostnames = ["127.0.0.1"]
 params.cpuparams.n_threads = args.threads
 params.cpuparams_batch.n_threads = args.threads
 params.n_gpu_layers = 0
+if args.seed is not None:
+    params.sampling.seed = args.seed
 params.warmup = False
 server = xlc.Server(params)
 
