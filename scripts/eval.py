@@ -215,6 +215,17 @@ class LangSet:
             made, cmd = [".check.js"], ["node", ".check.js"]
         elif self.lang == "typescript":
             env["TYPESCRIPT"] = os.path.join(self.tools, "typescript")
+            # The project's own files must type-check, as `tsc` in any
+            # TypeScript project would have them (the check below only
+            # transpiles, where a wrong or missing type import goes unseen).
+            sources = sorted(os.path.relpath(os.path.join(d, f), project)
+                             for d, _, fs in os.walk(os.path.join(project, "src"))
+                             for f in fs if f.endswith(".ts"))
+            typed = sh(["node", os.path.join(self.tools, "typescript/bin/tsc"), "--noEmit", "--skipLibCheck",
+                        "--target", "es2020", "--module", "commonjs", *sources], cwd=project, timeout=120)
+            if typed.returncode != 0:
+                errors = [l.strip() for l in typed.stdout.splitlines() if "error" in l]
+                return False, (errors or ["tsc failed"])[:1]
             made, cmd = [".check.ts"], ["node", os.path.join(self.base, "run.js"), ".check.ts"]
         elif self.lang == "go":
             made = [os.path.join(os.path.dirname(t["file"]), "zz_check_test.go")]

@@ -91,6 +91,11 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
             .map(|h| store.blob_text(h).map_err(|e| e.to_string()))
             .transpose()
     };
+    let written: BTreeSet<String> = entries
+        .iter()
+        .filter(|(_, e)| e.hash.is_some())
+        .map(|(p, _)| p.clone())
+        .collect();
     for (path, entry) in &entries {
         if entry.hash == entry.base_hash {
             continue;
@@ -128,6 +133,17 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
         );
         if !missing.is_empty() {
             return Err(super::packages::message(path, &missing));
+        }
+        let missing = super::packages::missing_files(
+            language,
+            store.root(),
+            path,
+            old.as_deref(),
+            &new,
+            &written,
+        );
+        if !missing.is_empty() {
+            return Err(super::packages::files_message(path, &missing));
         }
         if let (Some(task), Some(old)) = (task, old) {
             let gone = removed_definitions(language, &old, &new, task);

@@ -57,7 +57,9 @@ impl Mentions {
     }
 }
 
-fn looks_like_code(word: &str) -> bool {
+/// Whether a word of a task is written as code is (`parse_config`,
+/// `Store.add`, `getItem`, `MAX_SIZE`) rather than as English.
+pub(crate) fn looks_like_code(word: &str) -> bool {
     let inner_upper =
         word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase);
     // `VERSION`, `MAX_SIZE`: a constant.

@@ -808,6 +808,7 @@ impl Turn<'_> {
 
     fn write(&self, path: &ProjectPath, old: &str, new: &str, form: &'static str) -> Attempt {
         let max_bytes = self.config.sync.max_file_bytes;
+        let new = &lang::docs_moved_out_of_bodies(lang::of_file(path.as_str()), old, new);
         write_checked(
             self.store,
             self.caps,

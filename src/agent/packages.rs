@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::lang::{Language, ModuleStyle};
+use crate::lang::{self, Language, ModuleStyle};
 
 /// Node's builtin modules (`node:` optional), and the subpaths people import.
 const NODE_BUILTINS: &[&str] = &[
@@ -117,6 +117,39 @@ pub fn missing(
         .collect()
 }
 
+/// The project files `new` starts importing (`./item`) that are neither
+/// on disk under `root` nor among `written`, the files the same change
+/// writes: a model asked to change `Cart.add` imports the `Item` its
+/// file defines from an `./item` that was never there.
+pub fn missing_files(
+    language: &Language,
+    root: &Path,
+    path: &str,
+    old: Option<&str>,
+    new: &str,
+    written: &BTreeSet<String>,
+) -> Vec<String> {
+    if language.modules != ModuleStyle::Ecma {
+        return vec![];
+    }
+    let before: BTreeSet<String> = old.map(|o| language.import_specs(o)).unwrap_or_default();
+    language
+        .import_specs(new)
+        .into_iter()
+        .filter(|spec| !before.contains(spec))
+        .filter(|spec| spec.starts_with("./") || spec.starts_with("../"))
+        .filter(|spec| {
+            // Above the root: no file of the project.
+            let Some(key) = ModuleStyle::Ecma.key_of_import(path, spec) else {
+                return true;
+            };
+            !lang::ecma_paths(&key)
+                .iter()
+                .any(|p| written.contains(p) || root.join(p).is_file())
+        })
+        .collect()
+}
+
 /// The package a bare import names: `@scope/name` or its first segment.
 fn package_name(spec: &str) -> String {
     let mut parts = spec.split('/');
@@ -167,6 +200,16 @@ fn has_aliases(root: &Path, from: &Path) -> bool {
                     .is_ok_and(|t| t.contains("\"paths\"") || t.contains("\"baseUrl\""))
             })
         })
+}
+
+/// What the model is told when its change imports files the project
+/// does not have.
+pub fn files_message(path: &str, missing: &[String]) -> String {
+    let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+    format!(
+        "`{path}` now imports {}, which is no file of this project. Import only files that exist; what the file defines itself needs no import.",
+        names.join(", ")
+    )
 }
 
 /// What the model is told when its change imports packages the project
@@ -231,6 +274,42 @@ mod tests {
             "x"
         )
         .is_empty());
+    }
+
+    #[test]
+    fn files_the_project_lacks_are_named_unless_the_change_writes_them() {
+        let dir = project();
+        std::fs::create_dir_all(dir.path().join("src/util")).unwrap();
+        std::fs::write(dir.path().join("src/cart.ts"), "").unwrap();
+        std::fs::write(dir.path().join("src/util/index.js"), "").unwrap();
+        std::fs::write(dir.path().join("src/data.json"), "{}").unwrap();
+        let old = "import { b } from \"./gone\";\n";
+        let new = "import { b } from \"./gone\";\nimport { Item } from \"./item\";\nimport { c } from \"./cart.js\";\nimport u from \"./util\";\nimport d from \"./data.json\";\nimport { t } from \"./types\";\nimport x from \"../../../outside\";\nimport { p } from \"lodash\";\n";
+        let written: BTreeSet<String> = ["src/types.ts".to_owned()].into();
+        assert_eq!(
+            missing_files(
+                &lang::TYPESCRIPT,
+                dir.path(),
+                "src/app.ts",
+                Some(old),
+                new,
+                &written
+            ),
+            ["../../../outside", "./item"]
+        );
+        // A directory is not a module file of its own name.
+        let new = "import x from \"./src/util/\";\nimport y from \"./src\";\n";
+        assert_eq!(
+            missing_files(
+                &lang::JAVASCRIPT,
+                dir.path(),
+                "a.js",
+                None,
+                new,
+                &BTreeSet::new()
+            ),
+            ["./src"]
+        );
     }
 
     #[test]

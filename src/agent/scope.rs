@@ -23,8 +23,8 @@ fn unit_key(d: &Definition) -> Option<String> {
 /// `new` with every changed function or method that `names` does not
 /// cover put back as in `old`, and the keys of those put back. `names`:
 /// what the task names (`mean`, `Store.add`, `Store`). Nothing is put back
-/// when the task names no definition of `old`, or when the result would
-/// not parse.
+/// when the task names no definition of `old` or `new`, or when the result
+/// would not parse.
 pub fn keep_to_task(
     language: &Language,
     old: &str,
@@ -38,10 +38,21 @@ pub fn keep_to_task(
             .iter()
             .any(|n| d.is_named(n) || d.parent.as_deref() == Some(*n))
     };
-    if !old_defs.iter().any(&covers) {
+    let new_defs = lang::definitions(language, new);
+    // What the task names may be new ("add a function M.starts_with").
+    if !old_defs.iter().chain(&new_defs).any(&covers) {
         return (new.to_owned(), vec![]);
     }
-    let new_defs = lang::definitions(language, new);
+    // What a change may mention to be part of the task: names that look
+    // like code, and words that name a definition. A plain word of the
+    // task ("item") that is a variable in some other function is not one.
+    let mentioned: Vec<&str> = names
+        .iter()
+        .map(|n| n.rsplit('.').next().unwrap_or(n))
+        .filter(|n| {
+            locate::looks_like_code(n) || old_defs.iter().chain(&new_defs).any(|d| d.name == *n)
+        })
+        .collect();
     let mut put_back: Vec<(usize, usize, &str, String)> = Vec::new();
     for nd in &new_defs {
         let Some(key) = unit_key(nd) else { continue };
@@ -64,9 +75,7 @@ pub fn keep_to_task(
         let (was, now) = (&old[od.start..od.end], &new[nd.start..nd.end]);
         // A change that mentions a named thing is part of the task (a
         // caller updated for a rename).
-        let mentions_task = names
-            .iter()
-            .any(|n| python::has_identifier(now, n.rsplit('.').next().unwrap_or(n)));
+        let mentions_task = mentioned.iter().any(|n| python::has_identifier(now, n));
         if was != now && !covers(nd) && !mentions_task {
             put_back.push((nd.start, nd.end, was, key));
         }
@@ -275,6 +284,49 @@ mod tests {
             keep_to_task(&lang::PYTHON, OLD, &new, &["Store.size", "greet"])
                 .1
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_plain_word_of_the_task_used_as_a_variable_keeps_no_change() {
+        // "make Cart.add add to the quantity when an item …": the model
+        // also wrote `total`, whose new body has a variable `item`.
+        let old = "class Cart {\n  add(name: string): void {\n    this.items.push(name);\n  }\n\n  total(): number {\n    return 0;\n  }\n}\n";
+        let new = old
+            .replace(
+                "this.items.push(name);",
+                "if (!this.items.includes(name)) this.items.push(name);",
+            )
+            .replace(
+                "return 0;",
+                "return this.items.reduce((t, item) => t + item.price, 0);",
+            );
+        let names = ["Cart.add", "add", "quantity", "item", "cart"];
+        let (kept, back) = keep_to_task(&lang::TYPESCRIPT, old, &new, &names);
+        assert_eq!(back, ["Cart.total"]);
+        assert!(
+            kept.contains("return 0;") && kept.contains("includes(name)"),
+            "{kept}"
+        );
+    }
+
+    #[test]
+    fn a_task_that_names_only_a_new_function_keeps_the_others_as_they_were() {
+        // "add a function starts_with": 1.5B also commented `greet`.
+        let new = OLD
+            .replace("def greet(name):\n", "def greet(name):\n    # Greets.\n")
+            .replace(
+                "return 0\n",
+                "return 0\n\n\ndef starts_with(s, p):\n    return s[:len(p)] == p\n",
+            );
+        let (kept, back) = keep_to_task(&lang::PYTHON, OLD, &new, &["starts_with", "s", "prefix"]);
+        assert_eq!(back, ["greet"]);
+        assert_eq!(
+            kept,
+            OLD.replace(
+                "return 0\n",
+                "return 0\n\n\ndef starts_with(s, p):\n    return s[:len(p)] == p\n"
+            )
         );
     }
 

@@ -1623,6 +1623,47 @@ async fn a_lone_typescript_method_lands_in_its_class_and_the_rest_stays() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_of_no_file_goes_back_and_a_doc_in_a_body_moves_above_it() {
+    let ts = "export interface Item {\n  price: number;\n}\n\nexport class Cart {\n  private items: Item[] = [];\n\n  total(): number {\n    return 0;\n  }\n}\n";
+    // 1.5B's answers: the `Item` this file defines, imported from a file
+    // that was never there; then the JSDoc where a docstring would go.
+    let first = "```typescript\nimport { Item } from './item';\n\nexport class Cart {\n  total(): number {\n    return 0;\n  }\n}\n```";
+    let second = "```typescript\ntotal(): number {\n  /**\n   * The sum of the prices.\n   */\n  return 0;\n}\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(first.into()),
+        Reply::OpenaiStream(second.into()),
+    ])
+    .await;
+    let mut s = setup(&server.url);
+    s.config.llm.edit_form = crate::config::EditFormSetting::Definitions;
+    s.store
+        .stable_put("src/cart.ts", ts.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let job = Job {
+        task: "add a JSDoc comment to Cart.total".into(),
+        file: Some("src/cart.ts".into()),
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.rounds, 2);
+    let repair = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        repair.contains("now imports `./item`, which is no file of this project"),
+        "{repair}"
+    );
+    let text = Overlay::new(&s.store, "ag", 1 << 20)
+        .read_text(&crate::paths::ProjectPath::parse("src/cart.ts").unwrap())
+        .unwrap();
+    assert_eq!(
+        text,
+        ts.replace(
+            "  total(): number {",
+            "  /**\n   * The sum of the prices.\n   */\n  total(): number {"
+        )
+    );
+}
+
 #[test]
 fn a_change_written_after_the_file_moved_on_keeps_what_happened_meanwhile() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@
 //! so `setup{}` pays nothing for languages a project does not use.
 
 mod definitions;
+mod docs;
 mod modules;
 pub mod splice;
 mod syntax;
@@ -18,7 +19,8 @@ pub use definitions::{
     assemble, definitions, definitions_in, found_in, found_order, line_start, lone_methods,
     outermost, DefKind, Definition, Found, LoneMethods,
 };
-pub use modules::ModuleStyle;
+pub use docs::docs_moved_out_of_bodies;
+pub use modules::{ecma_paths, ModuleStyle};
 pub use syntax::{syntax_problem, SyntaxProblem};
 
 /// One language Chimera understands.
@@ -56,7 +58,7 @@ pub struct Language {
 
 /// A check of a syntax tree: the row of the first breach and what the
 /// language would say of it.
-type OwnRule = fn(tree_sitter::Node<'_>) -> Option<(usize, String)>;
+type OwnRule = fn(tree_sitter::Node<'_>, &str) -> Option<(usize, String)>;
 
 /// The text of a language's query files, as written under `queries/`.
 #[derive(Clone, Copy)]
@@ -64,6 +66,7 @@ struct Sources {
     definitions: &'static str,
     calls: &'static str,
     imports: &'static str,
+    docs: &'static str,
 }
 
 /// A language's compiled queries.
@@ -71,6 +74,7 @@ pub struct Queries {
     pub definitions: Query,
     pub calls: Query,
     pub imports: Query,
+    pub docs: Query,
 }
 
 /// A query file that does not compile against its grammar.
@@ -88,6 +92,7 @@ macro_rules! sources {
             definitions: include_str!(concat!("../../queries/", $dir, "/definitions.scm")),
             calls: include_str!(concat!("../../queries/", $dir, "/calls.scm")),
             imports: include_str!(concat!("../../queries/", $dir, "/imports.scm")),
+            docs: include_str!(concat!("../../queries/", $dir, "/docs.scm")),
         }
     };
 }
@@ -207,7 +212,7 @@ pub static LUA: Language = Language {
     method_context: None,
     method_example: "`function M.name(...) ... end`",
     attached: &["comment"],
-    own_rule: None,
+    own_rule: Some(syntax::lua_keyword_name),
     modules: ModuleStyle::Lua,
     grammar: tree_sitter_lua::LANGUAGE,
     sources: sources!("lua"),
@@ -338,6 +343,7 @@ impl Language {
             definitions: one("definitions", |s| s.definitions)?,
             calls: one("calls", |s| s.calls)?,
             imports: one("imports", |s| s.imports)?,
+            docs: one("docs", |s| s.docs)?,
         })
     }
 }

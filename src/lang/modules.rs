@@ -151,6 +151,26 @@ fn python_module(path: &str) -> String {
     stem.replace('/', ".")
 }
 
+/// The project paths an ECMAScript module key can stand for (`js:src/a`:
+/// `src/a` itself, `src/a.ts`, `src/a.js`, …, `src/a/index.ts`, …); none
+/// for a key of another family or a package's.
+pub fn ecma_paths(key: &str) -> Vec<String> {
+    let Some(stem) = key.strip_prefix("js:") else {
+        return vec![];
+    };
+    let stem = stem.trim_end_matches('/');
+    let index = if stem.is_empty() {
+        "index".to_owned()
+    } else {
+        format!("{stem}/index")
+    };
+    std::iter::once(stem.to_owned())
+        .filter(|s| !s.is_empty())
+        .chain(ECMA_EXTENSIONS.iter().map(|e| format!("{stem}{e}")))
+        .chain(ECMA_EXTENSIONS.iter().map(|e| format!("{index}{e}")))
+        .collect()
+}
+
 fn ecma_stem(path: &str) -> String {
     let stem = ECMA_EXTENSIONS
         .iter()

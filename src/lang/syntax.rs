@@ -1,6 +1,7 @@
 //! Syntax checks that point at the broken line, for the model to fix: what
 //! the grammar cannot parse, and what a language's own rule adds (Python: a
-//! `def` with no statement in its body, which tree-sitter accepts).
+//! `def` with no statement in its body; Lua: a keyword as a name; both of
+//! which tree-sitter accepts).
 
 use tree_sitter::Node;
 
@@ -47,7 +48,7 @@ pub fn syntax_problem(lang: &Language, text: &str) -> Option<SyntaxProblem> {
     });
     let own = lang
         .own_rule
-        .and_then(|rule| rule(root))
+        .and_then(|rule| rule(root, text))
         .map(|(row, what)| (row, Some(what)));
     let (line, what) = match (error, own) {
         (Some(e), Some(m)) => std::cmp::min_by_key(m, e, |p| p.0),
@@ -87,7 +88,11 @@ fn first_error(node: Node<'_>) -> Option<Node<'_>> {
 /// Python's rule: the first compound statement whose body holds no
 /// statement (comments are not statements), its row and what Python would
 /// say (`def f(x):  # line 5` alone: an outline echoed back by a model).
-pub(super) fn python_empty_body(node: Node<'_>) -> Option<(usize, String)> {
+pub(super) fn python_empty_body(root: Node<'_>, _text: &str) -> Option<(usize, String)> {
+    empty_body(root)
+}
+
+fn empty_body(node: Node<'_>) -> Option<(usize, String)> {
     let mut cursor = node.walk();
     for child in node.children(&mut cursor) {
         if child.kind() == "block" {
@@ -108,9 +113,45 @@ pub(super) fn python_empty_body(node: Node<'_>) -> Option<(usize, String)> {
                 ));
             }
         }
-        if let Some(found) = python_empty_body(child) {
+        if let Some(found) = empty_body(child) {
             return Some(found);
         }
     }
     None
+}
+
+/// Lua's reserved words, which tree-sitter-lua takes as names where a
+/// name is expected (`local end = …`).
+const LUA_KEYWORDS: &[&str] = &[
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in",
+    "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
+];
+
+/// Lua's rule: the first name that is a reserved word, its row and what
+/// is wrong (LuaJIT: "'<name>' expected near 'end'").
+pub(super) fn lua_keyword_name(root: Node<'_>, text: &str) -> Option<(usize, String)> {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.kind() == "identifier" {
+            let name = &text[node.byte_range()];
+            if LUA_KEYWORDS.contains(&name) {
+                return Some((
+                    node.start_position().row,
+                    format!("`{name}` is a keyword of Lua and cannot be a name"),
+                ));
+            }
+        }
+        if cursor.goto_first_child() || cursor.goto_next_sibling() {
+            continue;
+        }
+        loop {
+            if !cursor.goto_parent() {
+                return None;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
 }

@@ -377,3 +377,12 @@ fn an_outline_echoed_back_is_a_python_syntax_problem_only() {
     assert_eq!(problem.line, 1);
     assert!(problem.to_string().contains("expected an indented block"));
 }
+
+#[test]
+fn a_keyword_as_a_lua_local_is_a_syntax_problem() {
+    // 1.5B's `M.split`: `end` is a keyword, and LuaJIT says
+    // "'<name>' expected near 'end'" on line 6.
+    let text = "local M = {}\n\nfunction M.split(s, sep)\n  local parts = {}\n  local start = 1\n  while start <= #s do\n    local end = s:find(sep, start)\n    if end then\n      table.insert(parts, s:sub(start, end - 1))\n      start = end + 1\n    else\n      table.insert(parts, s:sub(start))\n      break\n    end\n  end\n  return parts\nend\n\nreturn M\n";
+    let problem = syntax_problem(&LUA, text).expect("a syntax problem");
+    assert_eq!(problem.line, 7, "{problem}");
+}
