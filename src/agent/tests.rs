@@ -1626,9 +1626,9 @@ async fn a_lone_typescript_method_lands_in_its_class_and_the_rest_stays() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_of_no_file_goes_back_and_a_doc_in_a_body_moves_above_it() {
     let ts = "export interface Item {\n  price: number;\n}\n\nexport class Cart {\n  private items: Item[] = [];\n\n  total(): number {\n    return 0;\n  }\n}\n";
-    // 1.5B's answers: the `Item` this file defines, imported from a file
-    // that was never there; then the JSDoc where a docstring would go.
-    let first = "```typescript\nimport { Item } from './item';\n\nexport class Cart {\n  total(): number {\n    return 0;\n  }\n}\n```";
+    // 1.5B's answers: a helper imported from a file that was never
+    // there; then the JSDoc where a docstring would go.
+    let first = "```typescript\nimport { sum } from './math';\n\nexport class Cart {\n  total(): number {\n    return sum(this.items.map((i) => i.price));\n  }\n}\n```";
     let second = "```typescript\ntotal(): number {\n  /**\n   * The sum of the prices.\n   */\n  return 0;\n}\n```";
     let server = FakeServer::start(vec![
         Reply::OpenaiStream(first.into()),
@@ -1649,7 +1649,7 @@ async fn an_import_of_no_file_goes_back_and_a_doc_in_a_body_moves_above_it() {
     assert_eq!(done.rounds, 2);
     let repair = server.requests.lock().unwrap()[1].clone();
     assert!(
-        repair.contains("now imports `./item`, which is no file of this project"),
+        repair.contains("now imports `./math`, which is no file of this project"),
         "{repair}"
     );
     let text = Overlay::new(&s.store, "ag", 1 << 20)

@@ -199,8 +199,19 @@ pub fn splice_definitions(
     let mut edits = Edits::default();
     file.splice_defs(&reply, focus_line, &mut edits);
     file.splice_statements(&reply, &mut edits);
+    // An import of a name the file or the reply defines is the model's
+    // header echoed back (`import { Item } from './item'` over the file
+    // that declares `Item`): it would clash with the definition (tsc's
+    // TS2440; a SyntaxError in a module), so it is not carried over.
+    let defined: HashSet<&str> = file
+        .defs
+        .iter()
+        .chain(&reply.defs)
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name.as_str())
+        .collect();
     let imports: Vec<String> = reply
-        .import_nodes()
+        .import_nodes(&defined)
         .map(|n| node_text(n, &reply.code).to_owned())
         .collect();
     file.add_imports(&imports, &mut edits);
@@ -223,6 +234,30 @@ pub fn keep_imports(lang: &Language, old: &str, new: &str) -> String {
     let (Some(was), Some(now)) = (File::read(lang, old), File::read(lang, new)) else {
         return new.to_owned();
     };
+    // A new import of names the file itself defines clashes with them
+    // (as in a definitions reply, see `splice_definitions`): it goes.
+    let defined: HashSet<&str> = now
+        .defs
+        .iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name.as_str())
+        .collect();
+    let clashing: Vec<(usize, usize)> = now
+        .imports
+        .iter()
+        .filter(|i| !i.binds.is_empty() && i.binds.iter().all(|b| defined.contains(b.as_str())))
+        .map(|i| i.span)
+        .filter(|&(a, b)| !old.contains(&new[a..b]))
+        .collect();
+    if !clashing.is_empty() {
+        let mut cleaned = new.to_owned();
+        for &(a, b) in clashing.iter().rev() {
+            let end = b + cleaned[b..].find('\n').map_or(cleaned.len() - b, |i| i + 1);
+            cleaned.replace_range(a..end, "");
+        }
+        let cleaned = cleaned.trim_start_matches(['\r', '\n']).to_owned();
+        return keep_imports(lang, old, &cleaned);
+    }
     let mut out = new.to_owned();
     let package = |f: &File<'_>| {
         let root = f.tree.root_node();
@@ -312,11 +347,16 @@ impl<'l> Reply<'l> {
 
     /// The top-level nodes that import something (none in methods alone,
     /// whose tree is only their text misread at the top).
-    fn import_nodes(&self) -> impl Iterator<Item = Node<'_>> {
+    /// The reply's import statements but those that bind only names in
+    /// `defined`.
+    fn import_nodes(&self, defined: &HashSet<&str>) -> impl Iterator<Item = Node<'_>> {
         let spans: Vec<(usize, usize)> = match self.lone_methods {
             true => vec![],
             false => import_statements(self.lang, &self.tree, &self.code)
                 .into_iter()
+                .filter(|i| {
+                    i.binds.is_empty() || !i.binds.iter().all(|b| defined.contains(b.as_str()))
+                })
                 .map(|i| i.span)
                 .collect(),
         };
@@ -796,8 +836,9 @@ impl<'t> File<'t> {
             defs.iter()
                 .any(|d| n.start_byte() <= d.name_start && d.name_end <= n.end_byte())
         };
+        // Every import, carried over or not, is no statement to splice.
         let imports: Vec<(usize, usize)> = reply
-            .import_nodes()
+            .import_nodes(&HashSet::new())
             .map(|n| (n.start_byte(), n.end_byte()))
             .collect();
         let mine = top_nodes(&self.tree);

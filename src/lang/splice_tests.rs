@@ -313,3 +313,34 @@ fn a_reply_cut_off_inside_its_last_definition_keeps_the_ones_before() {
     );
     assert_eq!(without_cut_tail(&JAVASCRIPT, "function a() {}\n"), None);
 }
+
+#[test]
+fn an_import_of_what_the_file_defines_is_not_carried_over() {
+    // 1.5B's replies: `Item` imported from a file that was never there,
+    // `capitalize` from the file it is in; `trim` is wanted.
+    let ts = "export interface Item {\n  qty: number;\n}\n\nexport function capitalize(s: string): string {\n  return s;\n}\n";
+    let reply = "import { Item } from './item';\nimport { capitalize } from './text';\nimport { trim } from './util';\n\nexport function capitalize(s: string): string {\n  return s.charAt(0).toUpperCase() + s.slice(1);\n}\n";
+    assert_eq!(
+        splice(&TYPESCRIPT, ts, reply),
+        format!(
+            "import {{ trim }} from './util';\n\n{}",
+            ts.replace(
+                "return s;",
+                "return s.charAt(0).toUpperCase() + s.slice(1);"
+            )
+        )
+    );
+}
+
+#[test]
+fn a_whole_file_drops_a_new_import_of_what_it_defines() {
+    let ts = "import { trim } from './util';\n\nexport interface Item {\n  qty: number;\n}\n\nexport const f = (i: Item) => trim(String(i.qty));\n";
+    let whole = format!(
+        "import {{ Item }} from './cart';\n{}",
+        ts.replace("qty: number;", "qty: number;\n  sku?: string;")
+    );
+    assert_eq!(
+        keep_imports(&TYPESCRIPT, ts, &whole),
+        ts.replace("qty: number;", "qty: number;\n  sku?: string;")
+    );
+}
