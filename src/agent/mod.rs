@@ -808,7 +808,16 @@ impl Turn<'_> {
 
     fn write(&self, path: &ProjectPath, old: &str, new: &str, form: &'static str) -> Attempt {
         let max_bytes = self.config.sync.max_file_bytes;
-        let new = &lang::docs_moved_out_of_bodies(lang::of_file(path.as_str()), old, new);
+        let language = lang::of_file(path.as_str());
+        let new = &lang::docs_moved_out_of_bodies(language, old, new);
+        let new = &packages::without_needless_imports(
+            language,
+            self.store.root(),
+            path.as_str(),
+            Some(old),
+            new,
+            &self.job.task,
+        );
         write_checked(
             self.store,
             self.caps,

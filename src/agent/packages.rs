@@ -117,6 +117,47 @@ pub fn missing(
         .collect()
 }
 
+/// `new` without the import statements it adds that bind only names the
+/// language has built in, from modules [`missing`] finds absent: 1.5B
+/// writes `import { Error } from "node:errors"` and keeps it through
+/// every repair, where deleting the line is the whole fix.
+pub fn without_needless_imports(
+    language: &Language,
+    root: &Path,
+    path: &str,
+    old: Option<&str>,
+    new: &str,
+    task: &str,
+) -> String {
+    if language.globals.is_empty() {
+        return new.to_owned();
+    }
+    let absent = missing(language, root, path, old, new, task);
+    if absent.is_empty() {
+        return new.to_owned();
+    }
+    let needless: Vec<(usize, usize)> = lang::splice::imports_of(language, new)
+        .into_iter()
+        .filter(|i| {
+            !i.binds.is_empty()
+                && i.binds
+                    .iter()
+                    .all(|b| language.globals.contains(&b.as_str()))
+                && i.modules.iter().all(|m| absent.contains(m))
+        })
+        .map(|i| i.span)
+        .collect();
+    let mut out = new.to_owned();
+    for &(start, end) in needless.iter().rev() {
+        let end = end + out[end..].find('\n').map_or(out.len() - end, |i| i + 1);
+        out.replace_range(start..end, "");
+    }
+    if needless.first().is_some_and(|&(start, _)| start == 0) {
+        out = out.trim_start_matches(['\r', '\n']).to_owned();
+    }
+    out
+}
+
 /// The project files `new` starts importing (`./item`) that are neither
 /// on disk under `root` nor among `written`, the files the same change
 /// writes: a model asked to change `Cart.add` imports the `Item` its
@@ -139,8 +180,10 @@ pub fn missing_files(
         .filter(|spec| !before.contains(spec))
         .filter(|spec| spec.starts_with("./") || spec.starts_with("../"))
         .filter(|spec| {
+            // A bundler's query (`./logo.svg?url`) is no part of the file.
+            let file = spec.split(['?', '#']).next().unwrap_or(spec);
             // Above the root: no file of the project.
-            let Some(key) = ModuleStyle::Ecma.key_of_import(path, spec) else {
+            let Some(key) = ModuleStyle::Ecma.key_of_import(path, file) else {
                 return true;
             };
             !lang::ecma_paths(&key)
@@ -277,6 +320,30 @@ mod tests {
     }
 
     #[test]
+    fn an_absent_module_imported_only_for_builtins_loses_that_import() {
+        let dir = project();
+        let old = "export class Cart {}\n";
+        let new = "import { Error } from \"node:errors\";\nimport { trim } from \"lodash\";\nimport { URL } from \"url\";\n\nexport class Cart {}\n";
+        let path = "src/cart.ts";
+        // `Error` is built in; lodash's `trim` is not, and `url` is there.
+        assert_eq!(
+            without_needless_imports(&lang::TYPESCRIPT, dir.path(), path, Some(old), new, "t"),
+            "import { trim } from \"lodash\";\nimport { URL } from \"url\";\n\nexport class Cart {}\n"
+        );
+        let only = "import { Error } from \"node:errors\";\n\nexport class Cart {}\n";
+        assert_eq!(
+            without_needless_imports(&lang::TYPESCRIPT, dir.path(), path, Some(old), only, "t"),
+            "export class Cart {}\n"
+        );
+        // A package the project has may shadow a builtin on purpose.
+        let shadow = "import { Promise } from \"left-pad\";\nexport class Cart {}\n";
+        assert_eq!(
+            without_needless_imports(&lang::TYPESCRIPT, dir.path(), path, Some(old), shadow, "t"),
+            shadow
+        );
+    }
+
+    #[test]
     fn files_the_project_lacks_are_named_unless_the_change_writes_them() {
         let dir = project();
         std::fs::create_dir_all(dir.path().join("src/util")).unwrap();
@@ -284,7 +351,7 @@ mod tests {
         std::fs::write(dir.path().join("src/util/index.js"), "").unwrap();
         std::fs::write(dir.path().join("src/data.json"), "{}").unwrap();
         let old = "import { b } from \"./gone\";\n";
-        let new = "import { b } from \"./gone\";\nimport { Item } from \"./item\";\nimport { c } from \"./cart.js\";\nimport u from \"./util\";\nimport d from \"./data.json\";\nimport { t } from \"./types\";\nimport x from \"../../../outside\";\nimport { p } from \"lodash\";\n";
+        let new = "import { b } from \"./gone\";\nimport { Item } from \"./item\";\nimport { c } from \"./cart.js\";\nimport u from \"./util\";\nimport d from \"./data.json?raw\";\nimport { t } from \"./types\";\nimport x from \"../../../outside\";\nimport { p } from \"lodash\";\n";
         let written: BTreeSet<String> = ["src/types.ts".to_owned()].into();
         assert_eq!(
             missing_files(

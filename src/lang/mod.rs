@@ -51,6 +51,10 @@ pub struct Language {
     own_rule: Option<OwnRule>,
     /// How its imports name the project's files.
     pub modules: ModuleStyle,
+    /// Names every file has without importing them (JavaScript's `Error`,
+    /// `Math`): an import of only these from a module that is not there
+    /// is dropped rather than sent back.
+    pub globals: &'static [&'static str],
     grammar: tree_sitter_language::LanguageFn,
     sources: Sources,
     compiled: OnceLock<Result<Queries, QueryError>>,
@@ -97,6 +101,18 @@ macro_rules! sources {
     };
 }
 
+/// JavaScript's built-in objects and the functions every runtime has.
+#[rustfmt::skip]
+const ECMA_GLOBALS: &[&str] = &[
+    "AbortController", "AggregateError", "Array", "ArrayBuffer", "BigInt", "Boolean", "DataView",
+    "Date", "Error", "EvalError", "Infinity", "Intl", "JSON", "Map", "Math", "NaN", "Number",
+    "Object", "Promise", "Proxy", "RangeError", "ReferenceError", "Reflect", "RegExp", "Set",
+    "String", "Symbol", "SyntaxError", "TextDecoder", "TextEncoder", "TypeError", "URIError", "URL",
+    "URLSearchParams", "WeakMap", "WeakRef", "WeakSet", "clearInterval", "clearTimeout", "console",
+    "fetch", "globalThis", "isFinite", "isNaN", "parseFloat", "parseInt", "queueMicrotask",
+    "setInterval", "setTimeout", "structuredClone",
+];
+
 /// Query files only inherited by others (`; inherits: ecma`).
 const INHERITED: &[(&str, Sources)] = &[("ecma", sources!("ecma"))];
 
@@ -112,6 +128,7 @@ pub static PYTHON: Language = Language {
     attached: &[],
     own_rule: Some(syntax::python_empty_body),
     modules: ModuleStyle::Python,
+    globals: &[],
     grammar: tree_sitter_python::LANGUAGE,
     sources: sources!("python"),
     compiled: OnceLock::new(),
@@ -129,6 +146,7 @@ pub static JAVASCRIPT: Language = Language {
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
+    globals: ECMA_GLOBALS,
     grammar: tree_sitter_javascript::LANGUAGE,
     sources: sources!("javascript"),
     compiled: OnceLock::new(),
@@ -146,6 +164,7 @@ pub static TYPESCRIPT: Language = Language {
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
+    globals: ECMA_GLOBALS,
     grammar: tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
     sources: sources!("typescript"),
     compiled: OnceLock::new(),
@@ -163,6 +182,7 @@ pub static TSX: Language = Language {
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Ecma,
+    globals: ECMA_GLOBALS,
     grammar: tree_sitter_typescript::LANGUAGE_TSX,
     sources: sources!("typescript"),
     compiled: OnceLock::new(),
@@ -180,6 +200,7 @@ pub static GO: Language = Language {
     attached: &["comment"],
     own_rule: None,
     modules: ModuleStyle::Go,
+    globals: &[],
     grammar: tree_sitter_go::LANGUAGE,
     sources: sources!("go"),
     compiled: OnceLock::new(),
@@ -197,6 +218,7 @@ pub static RUST: Language = Language {
     attached: &["line_comment", "block_comment", "attribute_item"],
     own_rule: None,
     modules: ModuleStyle::Rust,
+    globals: &[],
     grammar: tree_sitter_rust::LANGUAGE,
     sources: sources!("rust"),
     compiled: OnceLock::new(),
@@ -214,6 +236,7 @@ pub static LUA: Language = Language {
     attached: &["comment"],
     own_rule: Some(syntax::lua_keyword_name),
     modules: ModuleStyle::Lua,
+    globals: &[],
     grammar: tree_sitter_lua::LANGUAGE,
     sources: sources!("lua"),
     compiled: OnceLock::new(),

@@ -384,10 +384,17 @@ fn unparsable(lang: &Language) -> SyntaxProblem {
 
 /// One import statement of a file: its span, what it makes visible and
 /// which modules it names.
-struct Import {
-    span: (usize, usize),
-    binds: Vec<String>,
-    modules: Vec<String>,
+pub struct Import {
+    pub span: (usize, usize),
+    pub binds: Vec<String>,
+    pub modules: Vec<String>,
+}
+
+/// The top-level import statements of `text` in `lang`.
+pub fn imports_of(lang: &Language, text: &str) -> Vec<Import> {
+    lang.parse(text)
+        .map(|tree| import_statements(lang, &tree, text))
+        .unwrap_or_default()
 }
 
 /// The top-level import statements of a parsed file, by its imports query.
