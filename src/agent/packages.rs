@@ -158,9 +158,9 @@ pub fn without_needless_imports(
     out
 }
 
-/// The project files `new` starts importing (`./item`) that are neither
-/// on disk under `root` nor among `written`, the files the same change
-/// writes: a model asked to change `Cart.add` imports the `Item` its
+/// The project files `new` starts importing (`./item`, Python's `.item`)
+/// that are neither on disk under `root` nor among `written`, the files
+/// the same change writes: a model asked to change `Cart.add` imports the `Item` its
 /// file defines from an `./item` that was never there.
 pub fn missing_files(
     language: &Language,
@@ -170,25 +170,37 @@ pub fn missing_files(
     new: &str,
     written: &BTreeSet<String>,
 ) -> Vec<String> {
-    if language.modules != ModuleStyle::Ecma {
-        return vec![];
-    }
+    // The files each new relative import may name; `None`: not checked.
+    let candidates = |spec: &str| -> Option<Vec<String>> {
+        match language.modules {
+            ModuleStyle::Ecma if spec.starts_with("./") || spec.starts_with("../") => {
+                // A bundler's query (`./logo.svg?url`) is no part of the file.
+                let file = spec.split(['?', '#']).next().unwrap_or(spec);
+                // Above the root: no file of the project.
+                Some(
+                    ModuleStyle::Ecma
+                        .key_of_import(path, file)
+                        .map(|key| lang::ecma_paths(&key))
+                        .unwrap_or_default(),
+                )
+            }
+            ModuleStyle::Python if spec.starts_with('.') => {
+                Some(lang::python_relative_paths(path, spec)?)
+            }
+            _ => None,
+        }
+    };
     let before: BTreeSet<String> = old.map(|o| language.import_specs(o)).unwrap_or_default();
     language
         .import_specs(new)
         .into_iter()
         .filter(|spec| !before.contains(spec))
-        .filter(|spec| spec.starts_with("./") || spec.starts_with("../"))
         .filter(|spec| {
-            // A bundler's query (`./logo.svg?url`) is no part of the file.
-            let file = spec.split(['?', '#']).next().unwrap_or(spec);
-            // Above the root: no file of the project.
-            let Some(key) = ModuleStyle::Ecma.key_of_import(path, file) else {
-                return true;
-            };
-            !lang::ecma_paths(&key)
-                .iter()
-                .any(|p| written.contains(p) || root.join(p).is_file())
+            candidates(spec).is_some_and(|paths| {
+                !paths
+                    .iter()
+                    .any(|p| written.contains(p) || root.join(p).is_file())
+            })
         })
         .collect()
 }
@@ -376,6 +388,32 @@ mod tests {
                 &BTreeSet::new()
             ),
             ["./src"]
+        );
+    }
+
+    #[test]
+    fn a_relative_python_import_of_no_module_is_named() {
+        let dir = project();
+        std::fs::create_dir_all(dir.path().join("shop/sub")).unwrap();
+        for f in [
+            "shop/__init__.py",
+            "shop/cart.py",
+            "shop/sub/__init__.py",
+            "util.py",
+        ] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
+        let new = "import os\nimport nothing_here\nfrom . import cart\nfrom .cart import Cart\nfrom .item import Item\nfrom .sub import x\nfrom ..util import y\nfrom ...above import z\n";
+        assert_eq!(
+            missing_files(
+                &lang::PYTHON,
+                dir.path(),
+                "shop/orders.py",
+                None,
+                new,
+                &BTreeSet::new()
+            ),
+            ["...above", ".item"]
         );
     }
 

@@ -20,7 +20,7 @@ pub use definitions::{
     outermost, DefKind, Definition, Found, LoneMethods,
 };
 pub use docs::docs_moved_out_of_bodies;
-pub use modules::{ecma_paths, ModuleStyle};
+pub use modules::{ecma_paths, python_relative_paths, ModuleStyle};
 pub use syntax::{syntax_problem, SyntaxProblem};
 
 /// One language Chimera understands.

@@ -171,6 +171,30 @@ pub fn ecma_paths(key: &str) -> Vec<String> {
         .collect()
 }
 
+/// The project paths a relative Python import (`.item`, `..pkg.util`)
+/// written in the file at `from` can stand for; `None` for an absolute
+/// import and for `from . import x` (a name of the package or a module of
+/// it); none above the root.
+pub fn python_relative_paths(from: &str, spec: &str) -> Option<Vec<String>> {
+    let rest = spec.trim_start_matches('.');
+    let ups = spec.len() - rest.len();
+    if ups == 0 || rest.is_empty() {
+        return None;
+    }
+    let mut dir = parent_dir(from).to_owned();
+    for _ in 1..ups {
+        dir = format!("{dir}/..");
+    }
+    let Some(stem) = normalize(&format!("{dir}/{}", rest.replace('.', "/"))) else {
+        return Some(vec![]);
+    };
+    Some(vec![
+        format!("{stem}.py"),
+        format!("{stem}.pyi"),
+        format!("{stem}/__init__.py"),
+    ])
+}
+
 fn ecma_stem(path: &str) -> String {
     let stem = ECMA_EXTENSIONS
         .iter()
