@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chimera::lang::{self, Language};
-use chimera::remora::index::Indexer;
+use chimera::remora::index::{input_edits, Indexer};
 use chimera::store::Store;
 
 /// At most this many files of one language: enough for a real project.
@@ -167,8 +167,8 @@ fn main() {
             .collect();
         let mut edited = lines.clone();
         let mut times = Vec::new();
-        // The same edits as a bare incremental re-parse: the grammar's
-        // share of each re-index.
+        // The same edits as a bare incremental re-parse, told the edits the
+        // indexer tells tree-sitter: the grammar's share of each re-index.
         let mut parser = tree_sitter::Parser::new();
         parser.set_language(&language.grammar()).expect("grammar");
         let mut tree = parser.parse(text.as_str(), None).expect("parse");
@@ -181,7 +181,9 @@ fn main() {
             ix.index_text(&store, path, &new).expect("reindex");
             times.push(t.elapsed());
             let t = Instant::now();
-            tree.edit(&input_edit(&before, &new));
+            for edit in input_edits(&before, &new) {
+                tree.edit(&edit);
+            }
             tree = parser.parse(new.as_str(), Some(&tree)).expect("re-parse");
             bare_times.push(t.elapsed());
             before = new;
@@ -198,41 +200,5 @@ fn main() {
             p(&bare_times, 50),
             p(&bare_times, 95)
         );
-    }
-}
-
-/// The edit from `old` to `new` as tree-sitter wants it: the bytes between
-/// their common start and common end.
-fn input_edit(old: &str, new: &str) -> tree_sitter::InputEdit {
-    let mut start = old
-        .bytes()
-        .zip(new.bytes())
-        .take_while(|(a, b)| a == b)
-        .count();
-    while !old.is_char_boundary(start) {
-        start -= 1;
-    }
-    let mut tail = old[start..]
-        .bytes()
-        .rev()
-        .zip(new[start..].bytes().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    while !old.is_char_boundary(old.len() - tail) || !new.is_char_boundary(new.len() - tail) {
-        tail -= 1;
-    }
-    let point = |text: &str, at: usize| {
-        let row = text[..at].matches('\n').count();
-        let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
-        tree_sitter::Point { row, column }
-    };
-    let (old_end, new_end) = (old.len() - tail, new.len() - tail);
-    tree_sitter::InputEdit {
-        start_byte: start,
-        old_end_byte: old_end,
-        new_end_byte: new_end,
-        start_position: point(old, start),
-        old_end_position: point(old, old_end),
-        new_end_position: point(new, new_end),
     }
 }

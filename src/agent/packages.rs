@@ -139,23 +139,12 @@ pub fn without_needless_imports(
     let needless: Vec<(usize, usize)> = lang::splice::imports_of(language, new)
         .into_iter()
         .filter(|i| {
-            !i.binds.is_empty()
-                && i.binds
-                    .iter()
-                    .all(|b| language.globals.contains(&b.as_str()))
+            i.binds_only(|b| language.globals.contains(&b))
                 && i.modules.iter().all(|m| absent.contains(m))
         })
         .map(|i| i.span)
         .collect();
-    let mut out = new.to_owned();
-    for &(start, end) in needless.iter().rev() {
-        let end = end + out[end..].find('\n').map_or(out.len() - end, |i| i + 1);
-        out.replace_range(start..end, "");
-    }
-    if needless.first().is_some_and(|&(start, _)| start == 0) {
-        out = out.trim_start_matches(['\r', '\n']).to_owned();
-    }
-    out
+    lang::splice::without_statements(new, &needless)
 }
 
 /// The project files `new` starts importing (`./item`, Python's `.item`)
@@ -414,6 +403,20 @@ mod tests {
                 &BTreeSet::new()
             ),
             ["...above", ".item"]
+        );
+        // A reply's worth of dots resolves at once, above the root.
+        let deep = format!("from {}x import y\n", ".".repeat(100_000));
+        assert_eq!(
+            missing_files(
+                &lang::PYTHON,
+                dir.path(),
+                "shop/orders.py",
+                None,
+                &deep,
+                &BTreeSet::new()
+            )
+            .len(),
+            1
         );
     }
 

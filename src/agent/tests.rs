@@ -1536,22 +1536,31 @@ async fn a_block_naming_a_path_outside_the_project_is_refused_and_nothing_lands_
     assert!(!s._dir.path().parent().unwrap().join("outside.py").exists());
 }
 
+/// A project of one file, `path` holding `text`, whose model is asked in
+/// the definitions form and answers `replies` in turn.
+async fn definitions_project(path: &str, text: &str, replies: &[&str]) -> (Setup, FakeServer) {
+    let server = FakeServer::start(
+        replies
+            .iter()
+            .map(|r| Reply::OpenaiStream((*r).into()))
+            .collect(),
+    )
+    .await;
+    let mut s = setup(&server.url);
+    s.config.llm.edit_form = crate::config::EditFormSetting::Definitions;
+    s.store
+        .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    (s, server)
+}
+
 const STACK_GO: &str = "package stack\n\n// Stack holds ints.\ntype Stack struct {\n\titems []int\n}\n\n// Push adds x on top.\nfunc (s *Stack) Push(x int) {\n\ts.items = append(s.items, x)\n}\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_go_task_typed_from_anywhere_is_asked_and_spliced_in_go() {
     let broken = "```go\nfunc (s *Stack) Pop() int {\n\tn := len(s.items\n\treturn n\n}\n```";
     let good = "Here you go:\n```go\nfunc (s *Stack) Pop() int {\n\tx := s.items[len(s.items)-1]\n\ts.items = s.items[:len(s.items)-1]\n\treturn x\n}\n```";
-    let server = FakeServer::start(vec![
-        Reply::OpenaiStream(broken.into()),
-        Reply::OpenaiStream(good.into()),
-    ])
-    .await;
-    let mut s = setup(&server.url);
-    s.config.llm.edit_form = crate::config::EditFormSetting::Definitions;
-    s.store
-        .stable_put("stack/stack.go", STACK_GO.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
+    let (s, server) = definitions_project("stack/stack.go", STACK_GO, &[broken, good]).await;
     let job = Job {
         task: "add a Pop method to Stack in stack.go".into(),
         file: None,
@@ -1560,12 +1569,8 @@ async fn a_go_task_typed_from_anywhere_is_asked_and_spliced_in_go() {
     let done = run_on(&s, &job).await.unwrap();
     assert_eq!(done.changed_files, ["stack/stack.go"]);
     assert_eq!(done.rounds, 2);
-    let ov = Overlay::new(&s.store, "ag", 1 << 20);
-    let text = ov
-        .read_text(&crate::paths::ProjectPath::parse("stack/stack.go").unwrap())
-        .unwrap();
     assert_eq!(
-        text,
+        overlay_file(&s, "stack/stack.go").unwrap(),
         format!("{STACK_GO}\nfunc (s *Stack) Pop() int {{\n\tx := s.items[len(s.items)-1]\n\ts.items = s.items[:len(s.items)-1]\n\treturn x\n}}\n")
     );
     let requests = server.requests.lock().unwrap().clone();
@@ -1591,25 +1596,16 @@ async fn a_go_task_typed_from_anywhere_is_asked_and_spliced_in_go() {
 async fn a_lone_typescript_method_lands_in_its_class_and_the_rest_stays() {
     let ts = "export class Cart {\n  private items: number[] = [];\n\n  /** Adds a price. */\n  add(price: number): void {\n    this.items.push(price);\n  }\n\n  total(): number {\n    return 0;\n  }\n}\n";
     let reply = "```typescript\ntotal(): number {\n  return this.items.reduce((a, b) => a + b, 0);\n}\n\nadd(price: number): void {\n  this.items.push(Math.abs(price));\n}\n```";
-    let server = FakeServer::start(vec![Reply::OpenaiStream(reply.into())]).await;
-    let mut s = setup(&server.url);
-    s.config.llm.edit_form = crate::config::EditFormSetting::Definitions;
-    s.store
-        .stable_put("src/cart.ts", ts.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
+    let (s, _server) = definitions_project("src/cart.ts", ts, &[reply]).await;
     let job = Job {
         task: "make the total method return the sum".into(),
         file: Some("src/cart.ts".into()),
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
-    let ov = Overlay::new(&s.store, "ag", 1 << 20);
-    let text = ov
-        .read_text(&crate::paths::ProjectPath::parse("src/cart.ts").unwrap())
-        .unwrap();
     // total is the task's; the change to add was not asked for and is put back.
     assert_eq!(
-        text,
+        overlay_file(&s, "src/cart.ts").unwrap(),
         ts.replace(
             "    return 0;",
             "    return this.items.reduce((a, b) => a + b, 0);"
@@ -1630,16 +1626,7 @@ async fn an_import_of_no_file_goes_back_and_a_doc_in_a_body_moves_above_it() {
     // there; then the JSDoc where a docstring would go.
     let first = "```typescript\nimport { sum } from './math';\n\nexport class Cart {\n  total(): number {\n    return sum(this.items.map((i) => i.price));\n  }\n}\n```";
     let second = "```typescript\ntotal(): number {\n  /**\n   * The sum of the prices.\n   */\n  return 0;\n}\n```";
-    let server = FakeServer::start(vec![
-        Reply::OpenaiStream(first.into()),
-        Reply::OpenaiStream(second.into()),
-    ])
-    .await;
-    let mut s = setup(&server.url);
-    s.config.llm.edit_form = crate::config::EditFormSetting::Definitions;
-    s.store
-        .stable_put("src/cart.ts", ts.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
+    let (s, server) = definitions_project("src/cart.ts", ts, &[first, second]).await;
     let job = Job {
         task: "add a JSDoc comment to Cart.total".into(),
         file: Some("src/cart.ts".into()),
@@ -1652,11 +1639,8 @@ async fn an_import_of_no_file_goes_back_and_a_doc_in_a_body_moves_above_it() {
         repair.contains("now imports `./math`, which is no file of this project"),
         "{repair}"
     );
-    let text = Overlay::new(&s.store, "ag", 1 << 20)
-        .read_text(&crate::paths::ProjectPath::parse("src/cart.ts").unwrap())
-        .unwrap();
     assert_eq!(
-        text,
+        overlay_file(&s, "src/cart.ts").unwrap(),
         ts.replace(
             "  total(): number {",
             "  /**\n   * The sum of the prices.\n   */\n  total(): number {"

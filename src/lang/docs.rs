@@ -6,7 +6,7 @@
 
 use tree_sitter::{Node, QueryCursor, StreamingIterator};
 
-use super::splice::{dedent, reindent};
+use super::splice::{dedent, reindent, Edits};
 use super::{line_start, Language};
 
 /// `new`, the text a change proposes for a file that was `old`, with each
@@ -33,7 +33,7 @@ pub fn docs_moved_out_of_bodies(lang: &Language, old: &str, new: &str) -> String
     }
     let old_words = words(old);
     let newline = if new.contains("\r\n") { "\r\n" } else { "\n" };
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut edits = Edits::default();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), new.as_bytes());
     while let Some(m) = matches.next() {
@@ -47,19 +47,14 @@ pub fn docs_moved_out_of_bodies(lang: &Language, old: &str, new: &str) -> String
         if old_words.contains(&words(&new[doc.start_byte()..moved.doc_end])) {
             continue;
         }
-        if edits.iter().any(|e| e.0 == moved.remove.0) {
+        // One doc, one move, however many patterns found it.
+        if edits.0.iter().any(|e| e.0 == moved.remove.0) {
             continue;
         }
-        edits.push((moved.remove.0, moved.remove.1, String::new()));
-        edits.push((moved.above, moved.above, moved.text));
+        edits.push(moved.remove.0, moved.remove.1, String::new());
+        edits.push(moved.above, moved.above, moved.text);
     }
-    // Back to front, so every offset still points where it did.
-    edits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
-    let mut out = new.to_owned();
-    for (start, end, text) in edits {
-        out.replace_range(start..end, &text);
-    }
-    out
+    edits.apply(new)
 }
 
 /// One doc comment to move: the lines it takes out of the body, where it

@@ -181,13 +181,17 @@ pub fn python_relative_paths(from: &str, spec: &str) -> Option<Vec<String>> {
     if ups == 0 || rest.is_empty() {
         return None;
     }
-    let mut dir = parent_dir(from).to_owned();
-    for _ in 1..ups {
-        dir = format!("{dir}/..");
-    }
-    let Some(stem) = normalize(&format!("{dir}/{}", rest.replace('.', "/"))) else {
+    // One dot is the file's own package; each more, one directory up.
+    let mut parts: Vec<&str> = parent_dir(from)
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .collect();
+    if ups - 1 > parts.len() {
         return Some(vec![]);
-    };
+    }
+    parts.truncate(parts.len() - (ups - 1));
+    parts.extend(rest.split('.'));
+    let stem = parts.join("/");
     Some(vec![
         format!("{stem}.py"),
         format!("{stem}.pyi"),

@@ -203,13 +203,7 @@ pub fn splice_definitions(
     // header echoed back (`import { Item } from './item'` over the file
     // that declares `Item`): it would clash with the definition (tsc's
     // TS2440; a SyntaxError in a module), so it is not carried over.
-    let defined: HashSet<&str> = file
-        .defs
-        .iter()
-        .chain(&reply.defs)
-        .filter(|d| d.parent.is_none())
-        .map(|d| d.name.as_str())
-        .collect();
+    let defined = defined_at_top(file.defs.iter().chain(&reply.defs));
     let imports: Vec<String> = reply
         .import_nodes(&defined)
         .map(|n| node_text(n, &reply.code).to_owned())
@@ -236,27 +230,16 @@ pub fn keep_imports(lang: &Language, old: &str, new: &str) -> String {
     };
     // A new import of names the file itself defines clashes with them
     // (as in a definitions reply, see `splice_definitions`): it goes.
-    let defined: HashSet<&str> = now
-        .defs
-        .iter()
-        .filter(|d| d.parent.is_none())
-        .map(|d| d.name.as_str())
-        .collect();
+    let defined = defined_at_top(&now.defs);
     let clashing: Vec<(usize, usize)> = now
         .imports
         .iter()
-        .filter(|i| !i.binds.is_empty() && i.binds.iter().all(|b| defined.contains(b.as_str())))
+        .filter(|i| i.binds_only(|b| defined.contains(b)))
         .map(|i| i.span)
         .filter(|&(a, b)| !old.contains(&new[a..b]))
         .collect();
     if !clashing.is_empty() {
-        let mut cleaned = new.to_owned();
-        for &(a, b) in clashing.iter().rev() {
-            let end = b + cleaned[b..].find('\n').map_or(cleaned.len() - b, |i| i + 1);
-            cleaned.replace_range(a..end, "");
-        }
-        let cleaned = cleaned.trim_start_matches(['\r', '\n']).to_owned();
-        return keep_imports(lang, old, &cleaned);
+        return keep_imports(lang, old, &without_statements(new, &clashing));
     }
     let mut out = new.to_owned();
     let package = |f: &File<'_>| {
@@ -346,17 +329,14 @@ impl<'l> Reply<'l> {
     }
 
     /// The top-level nodes that import something (none in methods alone,
-    /// whose tree is only their text misread at the top).
-    /// The reply's import statements but those that bind only names in
-    /// `defined`.
+    /// whose tree is only their text misread at the top), but those that
+    /// bind only names in `defined`.
     fn import_nodes(&self, defined: &HashSet<&str>) -> impl Iterator<Item = Node<'_>> {
         let spans: Vec<(usize, usize)> = match self.lone_methods {
             true => vec![],
             false => import_statements(self.lang, &self.tree, &self.code)
                 .into_iter()
-                .filter(|i| {
-                    i.binds.is_empty() || !i.binds.iter().all(|b| defined.contains(b.as_str()))
-                })
+                .filter(|i| !i.binds_only(|b| defined.contains(b)))
                 .map(|i| i.span)
                 .collect(),
         };
@@ -388,6 +368,36 @@ pub struct Import {
     pub span: (usize, usize),
     pub binds: Vec<String>,
     pub modules: Vec<String>,
+}
+
+impl Import {
+    /// Whether it binds names, every one of them `wanted`.
+    pub fn binds_only(&self, wanted: impl Fn(&str) -> bool) -> bool {
+        !self.binds.is_empty() && self.binds.iter().all(|b| wanted(b))
+    }
+}
+
+/// The names of those of `defs` that belong to nothing (as
+/// [`top_level_names`], for a file already read).
+fn defined_at_top<'d>(defs: impl IntoIterator<Item = &'d Definition>) -> HashSet<&'d str> {
+    defs.into_iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name.as_str())
+        .collect()
+}
+
+/// `text` without the statements at `spans` (in file order), each with the
+/// rest of its line; blank lines a removal leaves at the top go too.
+pub fn without_statements(text: &str, spans: &[(usize, usize)]) -> String {
+    let mut out = text.to_owned();
+    for &(start, end) in spans.iter().rev() {
+        let end = end + out[end..].find('\n').map_or(out.len() - end, |i| i + 1);
+        out.replace_range(start..end, "");
+    }
+    if spans.first().is_some_and(|&(start, _)| start == 0) {
+        out = out.trim_start_matches(['\r', '\n']).to_owned();
+    }
+    out
 }
 
 /// The top-level import statements of `text` in `lang`.
@@ -473,7 +483,7 @@ fn line_start(text: &str, at: usize) -> usize {
 pub(crate) struct Edits(pub(crate) Vec<(usize, usize, String)>);
 
 impl Edits {
-    fn push(&mut self, start: usize, end: usize, text: String) {
+    pub(crate) fn push(&mut self, start: usize, end: usize, text: String) {
         self.0.push((start, end, text));
     }
 

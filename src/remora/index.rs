@@ -329,7 +329,7 @@ impl Indexer {
 /// first (so each is expressed in the coordinates the tree has when it is
 /// applied). One edit spanning several top-level statements would make
 /// tree-sitter re-parse nearly the whole file; several small ones do not.
-fn input_edits(old: &str, new: &str) -> Vec<InputEdit> {
+pub fn input_edits(old: &str, new: &str) -> Vec<InputEdit> {
     let (o, n) = (old.as_bytes(), new.as_bytes());
     // Whole lines equal at both ends need no diffing (the common case: one
     // edit): the texts are compared as bytes, the lines counted only up to
