@@ -118,6 +118,23 @@ pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, Accep
     })
 }
 
+/// `agent`'s proposal as one unified diff against the base each file was
+/// proposed on (empty when it proposes nothing).
+pub fn proposal_unified(store: &Store, agent: &str) -> Result<String, AcceptError> {
+    let blob = |h: Option<&str>| -> Result<String, AcceptError> {
+        Ok(match h {
+            Some(h) => String::from_utf8_lossy(&store.blob(h)?).into_owned(),
+            None => String::new(),
+        })
+    };
+    let mut out = String::new();
+    for f in store.proposal_files(agent)? {
+        let (old, new) = (blob(f.base_hash.as_deref())?, blob(f.new_hash.as_deref())?);
+        out.push_str(&diff::unified(&f.path, &old, &new));
+    }
+    Ok(out)
+}
+
 /// Rebases every file of `agent`'s proposal whose stable content moved on
 /// (the human typed). Returns whether anything changed and whether the
 /// proposal is now conflicted. A proposal left with nothing to change ends
@@ -473,26 +490,7 @@ pub fn reject_with_feedback(
         reject(store, agent, Some(feedback))?;
         return Ok(None);
     }
-    let mut attempt = String::new();
-    for f in store.proposal_files(agent)? {
-        let old = f
-            .base_hash
-            .as_deref()
-            .map(|h| store.blob(h))
-            .transpose()?
-            .unwrap_or_default();
-        let new = f
-            .new_hash
-            .as_deref()
-            .map(|h| store.blob(h))
-            .transpose()?
-            .unwrap_or_default();
-        attempt.push_str(&diff::unified(
-            &f.path,
-            &String::from_utf8_lossy(&old),
-            &String::from_utf8_lossy(&new),
-        ));
-    }
+    let attempt = proposal_unified(store, agent)?;
     store.transaction(|tx| {
         let mut rec = rec.clone();
         rec.feedback.push(store::Feedback {

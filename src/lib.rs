@@ -31,13 +31,17 @@
 //! - [`agent`]: the code-mode agent: prompt, reply forms, repair rounds.
 //! - [`runtime`]: the tokio runtime thread and the message loop between the halves.
 //! - [`messages`]: the typed messages crossing between the editor and the core.
+//! - [`api`]: the HTTP API clients outside Neovim use, on the project's
+//!   control socket; [`cli`] is the `chimera` command built on it.
 //!
 //! The editor layer, `nvim` (feature `neovim`), only adapts: it turns Lua
 //! calls into [`messages::ToCore`] and [`messages::ToEditor`] into Lua calls.
 
 pub mod accept;
 pub mod agent;
+pub mod api;
 pub mod capabilities;
+pub mod cli;
 pub mod command;
 pub mod config;
 pub mod diff;

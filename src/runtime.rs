@@ -200,8 +200,14 @@ impl Core {
     /// Tells the editor about `out` and does what follows from it: Remora
     /// re-indexes changed files and hears node verdicts; agents to run start.
     fn publish(self: &Arc<Self>, out: Outcome) {
-        for msg in lifecycle::announce(&out, &self.root) {
-            self.sink.send(msg);
+        self.publish_told(out);
+    }
+
+    /// [`Core::publish`], returning what the editor was told.
+    fn publish_told(self: &Arc<Self>, out: Outcome) -> Vec<ToEditor> {
+        let told = lifecycle::announce(&out, &self.root);
+        for msg in &told {
+            self.sink.send(msg.clone());
         }
         if let Some(w) = &self.remora {
             for p in &out.changed_paths {
@@ -222,6 +228,7 @@ impl Core {
         for rec in out.run {
             start_agent(self, nodes::hydrate(self, Job::from(rec)));
         }
+        told
     }
 }
 
@@ -255,6 +262,11 @@ async fn main_loop(
         Err(e) => return without_store(&root, &sink, &mut rx, &e.to_string()).await,
     };
     let core = build_core(config, root, sink, store, shared);
+    crate::api::control::spawn(
+        core.root.clone(),
+        crate::api::router(Arc::new(Served(core.clone()))),
+        core.shutdown.clone(),
+    );
     start_background(&core);
     let _watch = start_watcher(&core);
     while let Some(msg) = rx.recv().await {
@@ -275,6 +287,22 @@ async fn main_loop(
     // Agents still queued or running stay so: the next start (or another
     // instance, once this heartbeat is stale) recovers them.
     let _ = core.store.instance_remove(&core.owner);
+}
+
+/// The core as the API serves it.
+struct Served(Arc<Core>);
+
+impl crate::api::Backend for Served {
+    fn store(&self) -> &Store {
+        &self.0.store
+    }
+    fn root(&self) -> &std::path::Path {
+        &self.0.root
+    }
+    fn call(&self, msg: ToCore) -> futures_util::future::BoxFuture<'static, Vec<ToEditor>> {
+        let core = self.0.clone();
+        Box::pin(async move { answer(&core, msg).await })
+    }
 }
 
 /// The database could not be opened: keep answering, so the editor gets
@@ -517,6 +545,74 @@ fn stop_task(core: &Core, id: &str) {
 /// Sends one message of the editor where it is handled: transitions to
 /// the lifecycle thread, the rest to their module.
 fn route(core: &Arc<Core>, msg: ToCore) {
+    match transition(core, msg) {
+        Ok(step) => core.on_lifecycle(move |c| c.publish(step(c))),
+        Err(msg) => route_rest(core, *msg),
+    }
+}
+
+/// A lifecycle transition, run on the lifecycle thread.
+type Transition = Box<dyn FnOnce(&Arc<Core>) -> Outcome + Send>;
+
+/// The transition `msg` asks for, or `msg` back when it is not one.
+fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Box<ToCore>> {
+    Ok(match msg {
+        ToCore::Accept { id, buffers, hunk } => {
+            let buffers = buffer_map(core, buffers);
+            Box::new(move |c| c.lifecycle.accept(&id, buffers, hunk))
+        }
+        ToCore::RejectHunk { id, hunk } => Box::new(move |c| c.lifecycle.reject_hunk(&id, hunk)),
+        ToCore::Reject { id, feedback } => {
+            let working = core.store.agent(&id).is_ok_and(|r| r.state.is_active());
+            if working {
+                stop_task(core, &id);
+            }
+            Box::new(move |c| c.lifecycle.reject(&id, feedback.as_deref()))
+        }
+        ToCore::Cancel { id } => {
+            stop_task(core, &id);
+            Box::new(move |c| c.lifecycle.cancel(&id))
+        }
+        ToCore::Snapshot { id, message } => {
+            Box::new(move |c| c.lifecycle.snapshot(Some(&id), &message))
+        }
+        ToCore::Rollback {
+            id,
+            dry_run,
+            buffers,
+        } => {
+            let buffers = buffer_map(core, buffers);
+            Box::new(move |c| c.lifecycle.rollback(&id, dry_run, &buffers))
+        }
+        other => return Err(Box::new(other)),
+    })
+}
+
+/// Runs `msg` for a client other than the editor (the editor hears of it
+/// all the same) and returns what the editor was told: a transition's
+/// announcement, once it ran; nothing for other messages, once the
+/// lifecycle steps they queued ran.
+async fn answer(core: &Arc<Core>, msg: ToCore) -> Vec<ToEditor> {
+    match transition(core, msg) {
+        Ok(step) => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            core.on_lifecycle(move |c| {
+                let _ = tx.send(c.publish_told(step(c)));
+            });
+            rx.await.unwrap_or_default()
+        }
+        Err(msg) => {
+            route_rest(core, *msg);
+            // Steps run in order: once this one has, so has what `msg`
+            // queued (a spawn's record is in the store).
+            core.on_lifecycle_done(|_| {}).await;
+            Vec::new()
+        }
+    }
+}
+
+/// The messages that are not transitions.
+fn route_rest(core: &Arc<Core>, msg: ToCore) {
     match msg {
         ToCore::Shutdown => {}
         ToCore::Spawn {
@@ -540,38 +636,9 @@ fn route(core: &Arc<Core>, msg: ToCore) {
                 ..Job::default()
             },
         ),
-        ToCore::Accept { id, buffers, hunk } => {
-            let buffers = buffer_map(core, buffers);
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.accept(&id, buffers, hunk)));
-        }
-        ToCore::RejectHunk { id, hunk } => {
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.reject_hunk(&id, hunk)))
-        }
-        ToCore::Reject { id, feedback } => {
-            let working = core.store.agent(&id).is_ok_and(|r| r.state.is_active());
-            if working {
-                stop_task(core, &id);
-            }
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.reject(&id, feedback.as_deref())));
-        }
-        ToCore::Cancel { id } => {
-            stop_task(core, &id);
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.cancel(&id)));
-        }
         msg
         @ (ToCore::BufferText(_) | ToCore::BufferClosed { .. } | ToCore::BufferMoved { .. }) => {
             route_buffer(core, msg)
-        }
-        ToCore::Snapshot { id, message } => {
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.snapshot(Some(&id), &message)))
-        }
-        ToCore::Rollback {
-            id,
-            dry_run,
-            buffers,
-        } => {
-            let buffers = buffer_map(core, buffers);
-            core.on_lifecycle(move |c| c.publish(c.lifecycle.rollback(&id, dry_run, &buffers)));
         }
         ToCore::Fork { id, snapshot, task } => {
             core.on_lifecycle(move |c| history::fork(c, id, &snapshot, task))

@@ -1,0 +1,149 @@
+//! The CLI's side of the API: JSON over HTTP/1.1 on the project's control
+//! socket ([`super::control`]), or straight into the routes in this process
+//! when no core serves the project (reads need only the store).
+
+use std::path::{Path, PathBuf};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no Chimera core is running for this project")]
+    NotRunning,
+    #[error("the Chimera core at {socket} did not answer: {message}")]
+    Broken { socket: String, message: String },
+    /// The core answered with an error status.
+    #[error("{message}")]
+    Api { status: u16, message: String },
+}
+
+/// Where requests go.
+#[derive(Clone)]
+enum Target {
+    /// The control socket of the core serving the project.
+    Socket(PathBuf),
+    /// These routes, in this process.
+    Local(axum::Router),
+}
+
+/// A connection point to the API of one project.
+#[derive(Clone)]
+pub struct Client {
+    target: Target,
+}
+
+impl Client {
+    /// The client of the core serving the project at `root` (nothing is
+    /// connected yet).
+    pub fn for_root(root: &Path) -> Self {
+        Self {
+            target: Target::Socket(super::control::socket_path(root)),
+        }
+    }
+
+    /// A client of `router` itself, in this process.
+    pub fn local(router: axum::Router) -> Self {
+        Self {
+            target: Target::Local(router),
+        }
+    }
+
+    /// Whether requests go to another core.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.target, Target::Socket(_))
+    }
+
+    /// Whether the core answers now.
+    pub async fn alive(&self) -> bool {
+        self.call("GET", "/status", None).await.is_ok()
+    }
+
+    /// `method path` with `body` as JSON; the answer's JSON, or the
+    /// error it carries.
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, ClientError> {
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "chimera")
+            .header("content-type", "application/json");
+        let (status, bytes) = match &self.target {
+            Target::Socket(socket) => {
+                let broken = |message: String| ClientError::Broken {
+                    socket: socket.display().to_string(),
+                    message,
+                };
+                let request = request
+                    .body(Full::new(Bytes::from(body)))
+                    .map_err(|e| broken(e.to_string()))?;
+                over_socket(socket, request).await.map_err(broken)?
+            }
+            Target::Local(router) => {
+                let request =
+                    request
+                        .body(axum::body::Body::from(body))
+                        .map_err(|e| ClientError::Api {
+                            status: 400,
+                            message: e.to_string(),
+                        })?;
+                let Ok(response) = tower::ServiceExt::oneshot(router.clone(), request).await;
+                let status = response.status().as_u16();
+                let bytes = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map(|c| c.to_bytes())
+                    .unwrap_or_default();
+                (status, bytes)
+            }
+        };
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if status >= 400 {
+            let message = value
+                .get("error")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("the core answered {status}"), str::to_owned);
+            return Err(ClientError::Api { status, message });
+        }
+        Ok(value)
+    }
+}
+
+/// Sends `request` to the core listening on `socket`: its status and body.
+async fn over_socket(
+    socket: &Path,
+    request: hyper::Request<Full<Bytes>>,
+) -> Result<(u16, Bytes), String> {
+    let stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    let driver = tokio::spawn(conn);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string());
+    let answer = match response {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            r.into_body()
+                .collect()
+                .await
+                .map(|c| (status, c.to_bytes()))
+                .map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e),
+    };
+    driver.abort();
+    answer
+}

@@ -1,0 +1,10 @@
+//! Chimera's HTTP API: how clients outside Neovim reach a running core.
+//! [`routes`] maps requests onto the core's messages and store;
+//! [`control`] serves them on the project's control socket, which one core
+//! per project holds; [`client`] is what the `chimera` CLI speaks it with.
+
+pub mod client;
+pub mod control;
+pub mod routes;
+
+pub use routes::{router, Backend};

@@ -1,0 +1,377 @@
+//! The API's routes. Reads come from the store; every change is a message
+//! to the core, run exactly as if the editor had sent it (so an open Neovim
+//! sees it happen), and answered with what the core announced.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::diff::HunkRef;
+use crate::messages::{AgentView, EffectsSince, Level, ToCore, ToEditor};
+use crate::store::{AgentState, Store};
+
+/// The core as the API sees it.
+pub trait Backend: Send + Sync + 'static {
+    fn store(&self) -> &Store;
+    fn root(&self) -> &Path;
+    /// Runs `msg` as if the editor had sent it; resolves to what the core
+    /// told the editor about it (empty for messages that are not
+    /// transitions).
+    fn call(&self, msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>>;
+}
+
+type Shared = Arc<dyn Backend>;
+
+/// An error answer: `{"error": message}` with its status.
+#[derive(Debug)]
+pub struct ApiError(StatusCode, String);
+
+impl ApiError {
+    fn bad(message: impl Into<String>) -> Self {
+        Self(StatusCode::BAD_REQUEST, message.into())
+    }
+    fn not_found(message: impl Into<String>) -> Self {
+        Self(StatusCode::NOT_FOUND, message.into())
+    }
+    fn conflict(message: impl Into<String>) -> Self {
+        Self(StatusCode::CONFLICT, message.into())
+    }
+    fn internal(e: impl std::fmt::Display) -> Self {
+        Self(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+type Answer = Result<Json<Value>, ApiError>;
+
+/// Every route of the API.
+pub fn router(backend: Shared) -> Router {
+    Router::new()
+        .route("/status", get(status))
+        .route("/tasks", post(task))
+        .route("/agents", get(agents))
+        .route("/agents/{id}", get(agent))
+        .route("/agents/{id}/cancel", post(cancel))
+        .route("/proposal/{id}/approve", post(approve))
+        .route("/proposal/{id}/reject", post(reject))
+        .route("/snapshots", get(snapshots).post(snapshot))
+        .route("/rollback/{id}", post(rollback))
+        .route("/effects", get(effects))
+        .with_state(backend)
+}
+
+async fn status(State(b): State<Shared>) -> Answer {
+    Ok(Json(json!({
+        "root": b.root().to_string_lossy(),
+        "pid": std::process::id(),
+        "version": crate::VERSION,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+struct TaskRequest {
+    task: String,
+    /// A project path (relative to the root).
+    file: Option<String>,
+    /// The cursor line in `file`, from 1.
+    line: Option<usize>,
+    mode: Option<String>,
+    capabilities: Option<String>,
+}
+
+async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
+    if req.task.trim().is_empty() {
+        return Err(ApiError::bad(
+            "the task is empty; say what the agent should do",
+        ));
+    }
+    let mode = match req.mode.as_deref() {
+        None => None,
+        Some(m) => Some(crate::config::AgentMode::parse(m).ok_or_else(|| {
+            ApiError::bad(format!("mode must be \"code\" or \"tools\", not {m:?}"))
+        })?),
+    };
+    let file = match req.file.as_deref() {
+        None => None,
+        Some(f) => {
+            let p =
+                crate::paths::ProjectPath::parse(f).map_err(|e| ApiError::bad(e.to_string()))?;
+            Some(b.root().join(p.as_str()).to_string_lossy().into_owned())
+        }
+    };
+    let id = new_id(8);
+    b.call(ToCore::Spawn {
+        id: id.clone(),
+        task: req.task,
+        context: None,
+        file,
+        cursor_line: req.line,
+        mode,
+        capabilities: req.capabilities,
+    })
+    .await;
+    Ok(Json(json!({ "id": id })))
+}
+
+/// A new ID of `len` hex digits, as the editor makes them (agents 8,
+/// snapshots 12): time, a counter and the process, hashed.
+fn new_id(len: usize) -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = blake3::Hasher::new();
+    h.update(
+        &std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+            .to_le_bytes(),
+    );
+    h.update(
+        &COUNTER
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_le_bytes(),
+    );
+    h.update(&std::process::id().to_le_bytes());
+    h.finalize().to_hex()[..len].to_owned()
+}
+
+async fn agents(State(b): State<Shared>) -> Answer {
+    let all = b.store().agents().map_err(ApiError::internal)?;
+    let views: Vec<AgentView> = all.iter().map(AgentView::from).collect();
+    Ok(Json(json!(views)))
+}
+
+fn find(b: &Shared, id: &str) -> Result<crate::store::AgentRecord, ApiError> {
+    b.store()
+        .agent(id)
+        .map_err(|_| ApiError::not_found(format!("no agent {id}; `chimera agents` lists them")))
+}
+
+async fn agent(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
+    let rec = find(&b, &id)?;
+    let proposal = if rec.state == AgentState::Completed {
+        crate::accept::proposal_diffs(b.store(), &id).map_err(ApiError::internal)?
+    } else {
+        Vec::new()
+    };
+    let diff = crate::accept::proposal_unified(b.store(), &id).map_err(ApiError::internal)?;
+    Ok(Json(json!({
+        "agent": AgentView::from(&rec),
+        "proposal": proposal,
+        "diff": diff,
+    })))
+}
+
+/// The agent's record as the core left it after `told`.
+fn after(b: &Shared, id: &str, told: &[ToEditor]) -> Answer {
+    if let Some(e) = error_in(told) {
+        return Err(ApiError::conflict(e));
+    }
+    let rec = find(b, id)?;
+    Ok(Json(json!({ "agent": AgentView::from(&rec) })))
+}
+
+/// The first error the core told the editor, if any.
+fn error_in(told: &[ToEditor]) -> Option<String> {
+    told.iter().find_map(|m| match m {
+        ToEditor::Notify {
+            level: Level::Error,
+            message,
+        } => Some(message.trim_start_matches("Chimera: ").to_owned()),
+        _ => None,
+    })
+}
+
+async fn cancel(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
+    find(&b, &id)?;
+    let told = b.call(ToCore::Cancel { id: id.clone() }).await;
+    after(&b, &id, &told)
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Verdict {
+    /// One hunk (from 1, in file order across the proposal).
+    hunk: Option<usize>,
+    feedback: Option<String>,
+}
+
+fn hunk_ref(n: Option<usize>) -> Result<Option<HunkRef>, ApiError> {
+    match n {
+        None => Ok(None),
+        Some(0) => Err(ApiError::bad("hunks are numbered from 1")),
+        Some(n) => Ok(Some(HunkRef::Number(n))),
+    }
+}
+
+async fn approve(
+    State(b): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    body: Option<Json<Verdict>>,
+) -> Answer {
+    let v = body.map(|Json(v)| v).unwrap_or_default();
+    let rec = find(&b, &id)?;
+    if rec.state != AgentState::Completed {
+        return Err(ApiError::conflict(format!(
+            "agent {id} has no proposal to accept (it is {})",
+            rec.state.as_str()
+        )));
+    }
+    let hunk = hunk_ref(v.hunk)?;
+    let told = b
+        .call(ToCore::Accept {
+            id: id.clone(),
+            buffers: Vec::new(),
+            hunk,
+        })
+        .await;
+    let files = told.iter().find_map(|m| match m {
+        ToEditor::Resolved {
+            id: of,
+            accepted: true,
+            files,
+            ..
+        } if *of == id => Some(files.clone()),
+        _ => None,
+    });
+    match files {
+        Some(files) => {
+            // Project paths, as every other answer names files.
+            let files: Vec<String> = files
+                .iter()
+                .map(|f| {
+                    crate::paths::ProjectPath::from_absolute(b.root(), Path::new(f))
+                        .map_or_else(|| f.clone(), |p| p.to_string())
+                })
+                .collect();
+            let rec = find(&b, &id)?;
+            Ok(Json(
+                json!({ "agent": AgentView::from(&rec), "files": files }),
+            ))
+        }
+        None => Err(ApiError::conflict(error_in(&told).unwrap_or_else(|| {
+            format!("agent {id}'s proposal was not accepted")
+        }))),
+    }
+}
+
+async fn reject(
+    State(b): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    body: Option<Json<Verdict>>,
+) -> Answer {
+    let v = body.map(|Json(v)| v).unwrap_or_default();
+    find(&b, &id)?;
+    let msg = match hunk_ref(v.hunk)? {
+        Some(hunk) => ToCore::RejectHunk {
+            id: id.clone(),
+            hunk,
+        },
+        None => ToCore::Reject {
+            id: id.clone(),
+            feedback: v.feedback.filter(|f| !f.trim().is_empty()),
+        },
+    };
+    let told = b.call(msg).await;
+    after(&b, &id, &told)
+}
+
+async fn snapshots(State(b): State<Shared>) -> Answer {
+    let all = b.store().snapshots().map_err(ApiError::internal)?;
+    Ok(Json(json!(all)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct SnapshotRequest {
+    message: Option<String>,
+}
+
+async fn snapshot(State(b): State<Shared>, body: Option<Json<SnapshotRequest>>) -> Answer {
+    let message = body.and_then(|Json(r)| r.message).unwrap_or_default();
+    let id = new_id(12);
+    let told = b
+        .call(ToCore::Snapshot {
+            id: id.clone(),
+            message,
+        })
+        .await;
+    if let Some(e) = error_in(&told) {
+        return Err(ApiError::internal(e));
+    }
+    Ok(Json(json!({ "id": id })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RollbackQuery {
+    dry_run: Option<String>,
+}
+
+async fn rollback(
+    State(b): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<RollbackQuery>,
+) -> Answer {
+    let dry_run = q
+        .dry_run
+        .is_some_and(|v| matches!(v.as_str(), "1" | "true" | ""));
+    let told = b
+        .call(ToCore::Rollback {
+            id: id.clone(),
+            dry_run,
+            buffers: Vec::new(),
+        })
+        .await;
+    let report = told.iter().find_map(|m| match m {
+        ToEditor::Rollback { ok, message, .. } => Some((*ok, message.clone())),
+        _ => None,
+    });
+    match report {
+        Some((true, message)) => Ok(Json(
+            json!({ "id": id, "dry_run": dry_run, "message": message }),
+        )),
+        Some((false, message)) => Err(ApiError::conflict(message)),
+        None => {
+            Err(ApiError::internal(error_in(&told).unwrap_or_else(|| {
+                format!("rollback to {id} said nothing")
+            })))
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct EffectsQuery {
+    /// A sequence number or a snapshot ID.
+    since: Option<String>,
+    kind: Option<String>,
+}
+
+async fn effects(State(b): State<Shared>, Query(q): Query<EffectsQuery>) -> Answer {
+    let since = match q.since.as_deref() {
+        None | Some("") => EffectsSince::Seq(0),
+        Some(s) => match s.parse::<i64>() {
+            Ok(seq) => EffectsSince::Seq(seq),
+            Err(_) => EffectsSince::Snapshot(s.to_owned()),
+        },
+    };
+    let seq = match since {
+        EffectsSince::Seq(seq) => seq,
+        EffectsSince::Snapshot(id) => b.store().snapshot_effect_seq(&id).map_err(|_| {
+            ApiError::not_found(format!("no snapshot {id}; `chimera history` lists them"))
+        })?,
+    };
+    let all = b
+        .store()
+        .effects(seq, q.kind.as_deref())
+        .map_err(ApiError::internal)?;
+    Ok(Json(json!(all)))
+}

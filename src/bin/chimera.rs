@@ -1,0 +1,5 @@
+//! The `chimera` command (see `chimera --help`).
+
+fn main() {
+    std::process::exit(chimera::cli::run(std::env::args()));
+}

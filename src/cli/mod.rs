@@ -1,0 +1,167 @@
+//! The `chimera` command: the core loop, snapshots and effects from a
+//! shell. It speaks the API ([`crate::api`]) to the core already serving the
+//! project (Neovim's, or `chimera serve`); without one it reads the store
+//! itself, and for a command that changes something it starts a core in
+//! this process for as long as the command needs one.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+mod config;
+mod output;
+mod session;
+
+pub use config::{load as load_config, Loaded};
+
+/// Exit codes (documented in `chimera --help` and doc/chimera.txt).
+pub mod exit {
+    /// Done.
+    pub const OK: i32 = 0;
+    /// The command ran but did not succeed (unknown agent, conflict…).
+    pub const FAILED: i32 = 1;
+    /// Bad arguments or configuration.
+    pub const USAGE: i32 = 2;
+    /// `wait` ran out of time.
+    pub const TIMEOUT: i32 = 3;
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "chimera",
+    version = crate::VERSION,
+    about = "AI agents propose changes to your code; you review and accept them.",
+    after_help = "Exit codes: 0 done, 1 the command failed, 2 bad arguments or configuration, 3 `wait` timed out.\nOptions are read from <root>/.chimera/config.json, else $XDG_CONFIG_HOME/chimera/config.json (the keys of setup{})."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The project (default: the nearest folder above holding .git).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Print records as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Override `llm.provider` (ollama or openai).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub llm_provider: Option<String>,
+    /// Override `llm.url`.
+    #[arg(long, global = true, value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// Override `llm.model`.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub llm_model: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Where the project, the core and each option come from.
+    Status,
+    /// Start an agent on TEXT; prints its ID. Without a running core the
+    /// agent runs in this process until its proposal is ready.
+    Task {
+        /// What the agent should do.
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        text: Vec<String>,
+        /// The file the task is about (relative to the root).
+        #[arg(long, value_name = "F")]
+        file: Option<String>,
+        /// The cursor line in --file, from 1.
+        #[arg(long, value_name = "N")]
+        line: Option<usize>,
+        /// code or tools (default: agents.mode).
+        #[arg(long, value_name = "MODE")]
+        mode: Option<String>,
+    },
+    /// Wait until agent ID has a proposal or has ended; prints its state.
+    Wait {
+        id: String,
+        /// Give up after S seconds (exit code 3).
+        #[arg(long, value_name = "S", default_value_t = 600.0)]
+        timeout: f64,
+    },
+    /// The agents, newest first.
+    Agents,
+    /// One agent: its task, state, summary, log and files.
+    Agent { id: String },
+    /// Agent ID's proposal as a unified diff.
+    Diff { id: String },
+    /// Accept agent ID's proposal (or one hunk of it).
+    Accept {
+        id: String,
+        /// Only hunk N (from 1, in file order).
+        #[arg(long, value_name = "N")]
+        hunk: Option<usize>,
+    },
+    /// Reject agent ID's proposal; with --feedback the agent tries again.
+    Reject {
+        id: String,
+        #[arg(long, value_name = "TEXT")]
+        feedback: Option<String>,
+        /// Only hunk N (from 1, in file order).
+        #[arg(long, value_name = "N")]
+        hunk: Option<usize>,
+    },
+    /// Stop a queued or running agent.
+    Cancel { id: String },
+    /// Snapshot the project now.
+    Snapshot {
+        #[arg(num_args = 0.., value_name = "MESSAGE")]
+        message: Vec<String>,
+    },
+    /// The snapshots, newest first.
+    History,
+    /// Roll the project back to snapshot ID.
+    Rollback {
+        id: String,
+        /// Only say what would change.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The irreversible actions agents took (LLM calls, commands, network).
+    Effects {
+        /// After this snapshot ID or effect sequence number.
+        #[arg(long, value_name = "SNAPSHOT|SEQ")]
+        since: Option<String>,
+        /// Only this kind (llm, command, network, mcp).
+        #[arg(long, value_name = "K")]
+        kind: Option<String>,
+    },
+    /// Run a core for the project in the foreground, serving the API on its
+    /// control socket, until interrupted.
+    Serve,
+}
+
+/// Runs the command line `args` (the program name first); returns the exit code.
+pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("chimera: cannot start: {e}");
+            return exit::FAILED;
+        }
+    };
+    runtime.block_on(session::run(cli))
+}

@@ -1,0 +1,271 @@
+//! How the CLI prints what the API answered: short tables and lines for a
+//! person, or the records themselves with `--json`.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::Loaded;
+
+fn print_json(v: &Value) {
+    println!("{v}");
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// "3 min ago" for milliseconds since the epoch.
+fn ago(ms: i64) -> String {
+    let secs = (crate::store::now_ms() - ms).max(0) / 1000;
+    match secs {
+        0..=59 => format!("{secs} s ago"),
+        60..=3599 => format!("{} min ago", secs / 60),
+        3600..=86_399 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86_400),
+    }
+}
+
+/// The first line of `s`, at most `n` characters.
+fn line(s: &str, n: usize) -> String {
+    let first = s.lines().next().unwrap_or("");
+    if first.chars().count() > n {
+        format!(
+            "{}…",
+            first.chars().take(n.saturating_sub(1)).collect::<String>()
+        )
+    } else {
+        first.to_owned()
+    }
+}
+
+pub fn id(id: &str, json: bool) {
+    if json {
+        print_json(&json!({ "id": id }));
+    } else {
+        println!("{id}");
+    }
+}
+
+pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
+    let config_file = loaded.file.as_ref().map(|f| f.display().to_string());
+    let llm = &loaded.config.llm;
+    let provider = serde_json::to_value(llm.provider).unwrap_or(Value::Null);
+    if json {
+        print_json(&json!({
+            "root": root.display().to_string(),
+            "core": core,
+            "config_file": config_file,
+            "llm": {
+                "provider": { "value": provider, "from": loaded.source("provider") },
+                "url": { "value": llm.url, "from": loaded.source("url") },
+                "model": { "value": llm.model, "from": loaded.source("model") },
+            },
+        }));
+        return;
+    }
+    println!("project   {}", root.display());
+    match core {
+        Some(c) => println!("core      running (pid {})", c["pid"]),
+        None => println!("core      none running (commands that change something start one)"),
+    }
+    println!(
+        "options   {}",
+        config_file.as_deref().unwrap_or("none (defaults)")
+    );
+    println!(
+        "llm       provider {} ({})",
+        provider.as_str().unwrap_or("?"),
+        loaded.source("provider")
+    );
+    println!("          url {} ({})", llm.url, loaded.source("url"));
+    println!("          model {} ({})", llm.model, loaded.source("model"));
+}
+
+/// One line about an agent: its ID, state, and what it said.
+pub fn agent_state(agent: &Value, json: bool) {
+    if json {
+        print_json(agent);
+        return;
+    }
+    let mut out = format!("{} {}", text(agent, "id"), text(agent, "state"));
+    if agent["conflicted"].as_bool() == Some(true) {
+        out.push_str(" (conflict)");
+    }
+    for key in ["summary", "error"] {
+        if !text(agent, key).is_empty() {
+            out.push_str(&format!(": {}", line(text(agent, key), 200)));
+        }
+    }
+    println!("{out}");
+}
+
+pub fn agents(all: &Value, json: bool) {
+    if json {
+        print_json(all);
+        return;
+    }
+    let list = all.as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        println!("no agents");
+        return;
+    }
+    println!(
+        "{:<10} {:<10} {:<12} {:<28} TASK",
+        "ID", "STATE", "UPDATED", "FILES"
+    );
+    for a in &list {
+        let files: Vec<&str> = a["changed_files"]
+            .as_array()
+            .map(|f| f.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        println!(
+            "{:<10} {:<10} {:<12} {:<28} {}",
+            text(a, "id"),
+            text(a, "state"),
+            ago(a["updated_at"].as_i64().unwrap_or(0)),
+            line(&files.join(","), 28),
+            line(text(a, "task"), 60)
+        );
+    }
+}
+
+pub fn agent(one: &Value, json: bool) {
+    if json {
+        print_json(one);
+        return;
+    }
+    let a = &one["agent"];
+    println!("agent     {}", text(a, "id"));
+    println!("state     {}", text(a, "state"));
+    println!("task      {}", text(a, "task"));
+    if !text(a, "file").is_empty() {
+        println!("file      {}", text(a, "file"));
+    }
+    for key in ["summary", "error"] {
+        if !text(a, key).is_empty() {
+            println!("{key:<9} {}", text(a, key));
+        }
+    }
+    if let Some(files) = a["changed_files"].as_array().filter(|f| !f.is_empty()) {
+        let names: Vec<&str> = files.iter().filter_map(Value::as_str).collect();
+        println!("changes   {}", names.join(", "));
+    }
+    println!("rounds    {}", a["rounds"]);
+    if let Some(log) = a["log"].as_array().filter(|l| !l.is_empty()) {
+        println!("log:");
+        for l in log.iter().filter_map(Value::as_str) {
+            println!("  {l}");
+        }
+    }
+}
+
+/// A unified diff, coloured on a terminal (not when `NO_COLOR` is set).
+pub fn diff(one: &Value, json: bool) {
+    let text = text(one, "diff");
+    if json {
+        print_json(&json!({ "id": one["agent"]["id"], "diff": text }));
+        return;
+    }
+    if text.is_empty() {
+        eprintln!(
+            "chimera: agent {} proposes nothing",
+            one["agent"]["id"].as_str().unwrap_or("?")
+        );
+        return;
+    }
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    for l in text.lines() {
+        let code = match l.as_bytes().first() {
+            _ if !colour => None,
+            Some(b'+') if !l.starts_with("+++") => Some("32"),
+            Some(b'-') if !l.starts_with("---") => Some("31"),
+            Some(b'@') => Some("36"),
+            _ if l.starts_with("---") || l.starts_with("+++") => Some("1"),
+            _ => None,
+        };
+        match code {
+            Some(c) => println!("\x1b[{c}m{l}\x1b[0m"),
+            None => println!("{l}"),
+        }
+    }
+}
+
+pub fn accepted(answer: &Value, json: bool) {
+    if json {
+        print_json(answer);
+        return;
+    }
+    let files: Vec<&str> = answer["files"]
+        .as_array()
+        .map(|f| f.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    println!(
+        "accepted {}: {}",
+        text(&answer["agent"], "id"),
+        if files.is_empty() {
+            "nothing left to write".to_owned()
+        } else {
+            files.join(", ")
+        }
+    );
+}
+
+pub fn history(all: &Value, json: bool) {
+    if json {
+        print_json(all);
+        return;
+    }
+    let list = all.as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        println!("no snapshots");
+        return;
+    }
+    println!("{:<14} {:<12} {:>6}  MESSAGE", "ID", "TAKEN", "FILES");
+    for s in &list {
+        println!(
+            "{:<14} {:<12} {:>6}  {}",
+            text(s, "id"),
+            ago(s["created_at"].as_i64().unwrap_or(0)),
+            s["files"].as_u64().unwrap_or(0),
+            line(text(s, "message"), 70)
+        );
+    }
+}
+
+/// An answer that is a sentence (a rollback's report).
+pub fn message(answer: &Value, json: bool) {
+    if json {
+        print_json(answer);
+    } else {
+        println!("{}", text(answer, "message"));
+    }
+}
+
+pub fn effects(all: &Value, json: bool) {
+    if json {
+        print_json(all);
+        return;
+    }
+    let list = all.as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        println!("no effects");
+        return;
+    }
+    println!(
+        "{:>6}  {:<8} {:<10} {:>8}  {:<12} INPUT",
+        "SEQ", "KIND", "AGENT", "MS", "WHEN"
+    );
+    for e in &list {
+        println!(
+            "{:>6}  {:<8} {:<10} {:>8}  {:<12} {}",
+            e["seq"].as_i64().unwrap_or(0),
+            text(e, "kind"),
+            text(e, "agent_id"),
+            e["duration_ms"].as_i64().unwrap_or(0),
+            ago(e["created_at"].as_i64().unwrap_or(0)),
+            line(text(e, "input"), 60)
+        );
+    }
+}

@@ -1,0 +1,411 @@
+//! One run of the `chimera` command: finds the project and its core, runs
+//! the subcommand through the API, and stops the core it started, if any.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+
+use super::{exit, output, Cli, Command};
+use crate::api::client::{Client, ClientError};
+use crate::messages::{Level, ToCore, ToEditor};
+use crate::runtime::{CoreHandle, EditorSink};
+use crate::store::Store;
+
+/// How often `wait` and a foreground task look at the agent.
+const POLL: Duration = Duration::from_millis(150);
+/// How long a core started here may take to serve its socket.
+const START_LIMIT: Duration = Duration::from_secs(15);
+
+/// The core's notices, on stderr (this process has no editor).
+struct Stderr;
+
+impl EditorSink for Stderr {
+    fn send(&self, msg: ToEditor) {
+        if let ToEditor::Notify { level, message } = msg {
+            if level != Level::Info {
+                eprintln!("{message}");
+            }
+        }
+    }
+}
+
+/// The routes over the store alone, for reads when no core runs.
+struct StoreOnly {
+    store: Store,
+    root: PathBuf,
+}
+
+impl crate::api::Backend for StoreOnly {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+    fn root(&self) -> &Path {
+        &self.root
+    }
+    fn call(&self, _msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>> {
+        Box::pin(async { Vec::new() })
+    }
+}
+
+struct Session {
+    root: PathBuf,
+    loaded: super::Loaded,
+    json: bool,
+    /// The core serving the project (another process's, or ours).
+    remote: Client,
+    /// The core this process started, if it had to.
+    own: Option<CoreHandle>,
+}
+
+impl Session {
+    /// A client for reads: the running core, else the store read here.
+    async fn reader(&self) -> Result<Client, String> {
+        if self.remote.alive().await {
+            return Ok(self.remote.clone());
+        }
+        let store = Store::open(&self.root).map_err(|e| e.to_string())?;
+        Ok(Client::local(crate::api::router(Arc::new(StoreOnly {
+            store,
+            root: self.root.clone(),
+        }))))
+    }
+
+    /// A client for changes: the running core, else one started here.
+    async fn writer(&mut self) -> Result<Client, String> {
+        if self.remote.alive().await {
+            return Ok(self.remote.clone());
+        }
+        if self.own.is_none() {
+            let core = crate::runtime::start(
+                self.loaded.config.clone(),
+                self.root.clone(),
+                Arc::new(Stderr),
+            )
+            .map_err(|e| e.to_string())?;
+            self.own = Some(core);
+        }
+        let deadline = Instant::now() + START_LIMIT;
+        while Instant::now() < deadline {
+            if self.remote.alive().await {
+                return Ok(self.remote.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Err(format!(
+            "the core started for {} did not answer within {} s",
+            self.root.display(),
+            START_LIMIT.as_secs()
+        ))
+    }
+
+    fn close(mut self) {
+        if let Some(core) = self.own.take() {
+            core.shutdown(Duration::from_secs(2));
+        }
+    }
+}
+
+/// The project root: `--root`, else the nearest folder above holding `.git`.
+fn project_root(given: Option<&Path>) -> Result<PathBuf, String> {
+    let root = match given {
+        Some(r) => r.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
+            let root = crate::paths::find_root(&cwd);
+            if !root.join(".git").exists() {
+                return Err(format!(
+                    "{} is not inside a git checkout; pass --root DIR",
+                    cwd.display()
+                ));
+            }
+            root
+        }
+    };
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("the project root {} cannot be used: {e}", root.display()))?;
+    crate::paths::check_root(&root).map_err(|e| e.to_string())?;
+    Ok(root)
+}
+
+pub async fn run(cli: Cli) -> i32 {
+    let root = match project_root(cli.global.root.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("chimera: {e}");
+            return exit::USAGE;
+        }
+    };
+    let loaded = match super::load_config(&root, &cli.global) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("chimera: {e}");
+            return exit::USAGE;
+        }
+    };
+    let mut s = Session {
+        remote: Client::for_root(&root),
+        root,
+        loaded,
+        json: cli.global.json,
+        own: None,
+    };
+    let code = match command(&mut s, cli.command).await {
+        Ok(code) => code,
+        Err(Failure::Usage(e)) => {
+            eprintln!("chimera: {e}");
+            exit::USAGE
+        }
+        Err(Failure::Failed(e)) => {
+            eprintln!("chimera: {e}");
+            exit::FAILED
+        }
+    };
+    s.close();
+    code
+}
+
+enum Failure {
+    Usage(String),
+    Failed(String),
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Failure::Failed(e)
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Api {
+                status: 400,
+                message,
+            } => Failure::Usage(message),
+            e => Failure::Failed(e.to_string()),
+        }
+    }
+}
+
+fn url_part(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
+    let json = s.json;
+    match command {
+        Command::Status => {
+            let running = s.remote.alive().await;
+            let core = if running {
+                s.remote.call("GET", "/status", None).await.ok()
+            } else {
+                None
+            };
+            output::status(&s.root, &s.loaded, core.as_ref(), json);
+        }
+        Command::Task {
+            text,
+            file,
+            line,
+            mode,
+        } => {
+            if let Some(m) = &mode {
+                if crate::config::AgentMode::parse(m).is_none() {
+                    return Err(Failure::Usage(format!(
+                        "--mode must be code or tools, not {m:?}"
+                    )));
+                }
+            }
+            let client = s.writer().await?;
+            let body = json!({ "task": text.join(" "), "file": file, "line": line, "mode": mode });
+            let answer = client.call("POST", "/tasks", Some(body)).await?;
+            let id = answer["id"].as_str().unwrap_or_default().to_owned();
+            output::id(&id, json);
+            if s.own.is_some() {
+                // This process is the agent's core: it works until there
+                // is something to review.
+                eprintln!("chimera: no core was running; agent {id} runs here until its proposal is ready");
+                let (state, _) = wait_for(&client, &id, None).await?;
+                eprintln!("chimera: agent {id} is {state}");
+            }
+        }
+        Command::Wait { id, timeout } => {
+            if !(timeout.is_finite() && timeout >= 0.0) {
+                return Err(Failure::Usage(format!(
+                    "--timeout must be seconds ≥ 0, not {timeout}"
+                )));
+            }
+            let client = s.reader().await?;
+            let limit = Duration::from_secs_f64(timeout);
+            match wait_for(&client, &id, Some(limit)).await {
+                Ok((_, agent)) => output::agent_state(&agent, json),
+                Err(WaitError::Timeout(state)) => {
+                    eprintln!("chimera: agent {id} is still {state} after {timeout} s");
+                    return Ok(exit::TIMEOUT);
+                }
+                Err(WaitError::Other(e)) => return Err(e),
+            }
+        }
+        Command::Agents => {
+            let all = s.reader().await?.call("GET", "/agents", None).await?;
+            output::agents(&all, json);
+        }
+        Command::Agent { id } => {
+            let one = s
+                .reader()
+                .await?
+                .call("GET", &format!("/agents/{}", url_part(&id)), None)
+                .await?;
+            output::agent(&one, json);
+        }
+        Command::Diff { id } => {
+            let one = s
+                .reader()
+                .await?
+                .call("GET", &format!("/agents/{}", url_part(&id)), None)
+                .await?;
+            output::diff(&one, json);
+        }
+        Command::Accept { id, hunk } => {
+            let client = s.writer().await?;
+            let answer = client
+                .call(
+                    "POST",
+                    &format!("/proposal/{}/approve", url_part(&id)),
+                    Some(json!({ "hunk": hunk })),
+                )
+                .await?;
+            output::accepted(&answer, json);
+        }
+        Command::Reject { id, feedback, hunk } => {
+            let client = s.writer().await?;
+            let answer = client
+                .call(
+                    "POST",
+                    &format!("/proposal/{}/reject", url_part(&id)),
+                    Some(json!({ "hunk": hunk, "feedback": feedback })),
+                )
+                .await?;
+            output::agent_state(&answer["agent"], json);
+        }
+        Command::Cancel { id } => {
+            let client = s.writer().await?;
+            let answer = client
+                .call("POST", &format!("/agents/{}/cancel", url_part(&id)), None)
+                .await?;
+            output::agent_state(&answer["agent"], json);
+        }
+        Command::Snapshot { message } => {
+            let client = s.writer().await?;
+            let answer = client
+                .call(
+                    "POST",
+                    "/snapshots",
+                    Some(json!({ "message": message.join(" ") })),
+                )
+                .await?;
+            output::id(answer["id"].as_str().unwrap_or_default(), json);
+        }
+        Command::History => {
+            let all = s.reader().await?.call("GET", "/snapshots", None).await?;
+            output::history(&all, json);
+        }
+        Command::Rollback { id, dry_run } => {
+            let client = s.writer().await?;
+            let path = format!(
+                "/rollback/{}{}",
+                url_part(&id),
+                if dry_run { "?dry_run=1" } else { "" }
+            );
+            let answer = client.call("POST", &path, None).await?;
+            output::message(&answer, json);
+        }
+        Command::Effects { since, kind } => {
+            let mut query = Vec::new();
+            if let Some(since) = &since {
+                query.push(format!("since={}", url_part(since)));
+            }
+            if let Some(kind) = &kind {
+                query.push(format!("kind={}", url_part(kind)));
+            }
+            let path = if query.is_empty() {
+                "/effects".to_owned()
+            } else {
+                format!("/effects?{}", query.join("&"))
+            };
+            let all = s.reader().await?.call("GET", &path, None).await?;
+            output::effects(&all, json);
+        }
+        Command::Serve => {
+            if s.remote.alive().await {
+                return Err(Failure::Failed(format!(
+                    "a core already serves {} (Neovim, or another `chimera serve`)",
+                    s.root.display()
+                )));
+            }
+            s.writer().await?;
+            eprintln!(
+                "chimera: serving {} on {} (Ctrl-C stops)",
+                s.root.display(),
+                crate::api::control::socket_path(&s.root).display()
+            );
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    Ok(exit::OK)
+}
+
+enum WaitError {
+    Timeout(String),
+    Other(Failure),
+}
+
+impl From<WaitError> for Failure {
+    fn from(e: WaitError) -> Self {
+        match e {
+            WaitError::Timeout(state) => Failure::Failed(format!("still {state}")),
+            WaitError::Other(f) => f,
+        }
+    }
+}
+
+/// Polls agent `id` until it has a proposal or has ended (or `limit`
+/// passes): its state and record.
+async fn wait_for(
+    client: &Client,
+    id: &str,
+    limit: Option<Duration>,
+) -> Result<(String, Value), WaitError> {
+    let start = Instant::now();
+    loop {
+        let one = client
+            .call("GET", &format!("/agents/{}", url_part(id)), None)
+            .await
+            .map_err(|e| WaitError::Other(e.into()))?;
+        let agent = one["agent"].clone();
+        let state = agent["state"].as_str().unwrap_or_default().to_owned();
+        if !matches!(state.as_str(), "queued" | "running") {
+            return Ok((state, agent));
+        }
+        if !client.is_remote() {
+            return Err(WaitError::Other(Failure::Failed(format!(
+                "agent {id} is {state}, but no Chimera core is running for this project to run it; open the project in Neovim or run `chimera serve`"
+            ))));
+        }
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            return Err(WaitError::Timeout(state));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}

@@ -1,0 +1,277 @@
+//! The `chimera` binary run as a person runs it, against a git project and
+//! the scripted fake LLM server (tests/fake_llm.py) on 127.0.0.1.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chimera");
+
+/// A git project with `calc.py`, its options pointing at a fake LLM server
+/// that answers with `replies` in order.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    llm: Child,
+    serve: Option<Child>,
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = self.llm.kill();
+        if let Some(s) = &mut self.serve {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+    }
+}
+
+fn project(replies: &[serde_json::Value]) -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, serde_json::to_string(replies).unwrap()).unwrap();
+    let port_file = dir.path().join("port");
+    let llm = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_llm.py"))
+        .arg("--script")
+        .arg(&script)
+        .arg("--port-file")
+        .arg(&port_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 runs tests/fake_llm.py");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let port = loop {
+        if let Some(p) = std::fs::read_to_string(&port_file)
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+        {
+            break p.trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fake LLM server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::fs::create_dir_all(root.join(".chimera")).unwrap();
+    std::fs::write(
+        root.join(".chimera/config.json"),
+        serde_json::json!({
+            "llm": {"provider": "openai", "url": format!("http://127.0.0.1:{port}/v1"), "model": "fake", "max_retries": 0},
+            "tests": {"command": "off"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    Project {
+        _dir: dir,
+        root,
+        llm,
+        serve: None,
+    }
+}
+
+fn fix_add() -> serde_json::Value {
+    serde_json::json!({"text": "```python\ndef add(a, b):\n    return a + b\n```"})
+}
+
+impl Project {
+    /// `chimera ARGS` run in the project's folder.
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(&self.root)
+            .env("NO_COLOR", "1")
+            .env("XDG_CONFIG_HOME", self.root.join("no-user-config"))
+            .output()
+            .expect("the chimera binary runs")
+    }
+
+    /// [`Project::run`], which must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "chimera {args:?} failed ({:?}): {}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        serde_json::from_str(&self.ok(&all)).expect("--json prints JSON")
+    }
+
+    fn file(&self) -> String {
+        std::fs::read_to_string(self.root.join("calc.py")).unwrap()
+    }
+
+    /// `chimera serve` in the background, once its socket answers.
+    fn serve(&mut self) {
+        let child = Command::new(BIN)
+            .arg("serve")
+            .current_dir(&self.root)
+            .env("XDG_CONFIG_HOME", self.root.join("no-user-config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.serve = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.json(&["status"])["core"].is_object() {
+            assert!(Instant::now() < deadline, "chimera serve did not answer");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn a_task_without_a_core_runs_here_then_diff_and_accept_write_the_file() {
+    let p = project(&[fix_add()]);
+    let id = p
+        .ok(&["task", "--file", "calc.py", "fix", "add"])
+        .trim()
+        .to_owned();
+    assert_eq!(id.len(), 8, "the task prints the agent's ID: {id}");
+    assert!(p.ok(&["wait", &id]).contains("completed"));
+    let diff = p.ok(&["diff", &id]);
+    assert!(
+        diff.contains("-    return a - b") && diff.contains("+    return a + b"),
+        "{diff}"
+    );
+    assert_eq!(
+        p.file(),
+        "def add(a, b):\n    return a - b\n",
+        "nothing is written before the accept"
+    );
+    let accepted = p.json(&["accept", &id]);
+    assert_eq!(accepted["files"], serde_json::json!(["calc.py"]));
+    assert_eq!(p.file(), "def add(a, b):\n    return a + b\n");
+    let agents = p.json(&["agents"]);
+    assert_eq!(agents[0]["id"], id.as_str());
+    assert_eq!(agents[0]["state"], "accepted");
+    // The accept took a snapshot first; effects since it are none, before it the LLM call.
+    let history = p.json(&["history"]);
+    let snap = history[0]["id"].as_str().unwrap().to_owned();
+    assert!(history[0]["message"].as_str().unwrap().contains(&id));
+    assert_eq!(
+        p.json(&["effects", "--since", &snap]),
+        serde_json::json!([])
+    );
+    let llm = p.json(&["effects", "--kind", "llm"]);
+    assert_eq!(llm.as_array().unwrap().len(), 1);
+    assert_eq!(llm[0]["agent_id"], id.as_str());
+    // Back to before the accept: a dry run changes nothing, the rollback does.
+    let dry = p.ok(&["rollback", &snap, "--dry-run"]);
+    assert!(dry.contains("calc.py"), "{dry}");
+    assert_eq!(p.file(), "def add(a, b):\n    return a + b\n");
+    p.ok(&["rollback", &snap]);
+    assert_eq!(p.file(), "def add(a, b):\n    return a - b\n");
+}
+
+#[test]
+fn with_a_core_serving_the_project_commands_go_to_it() {
+    let mut p = project(&[
+        fix_add(),
+        serde_json::json!({"text": "```python\ndef add(a, b):\n    return b + a\n```"}),
+    ]);
+    p.serve();
+    let socket = p.root.join(".chimera/core.sock");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only the user may open the control socket");
+    let id = p
+        .ok(&["task", "--file", "calc.py", "fix add"])
+        .trim()
+        .to_owned();
+    assert_eq!(
+        p.json(&["wait", &id, "--timeout", "30"])["state"],
+        "completed"
+    );
+    // Rejected with feedback, the agent tries again and proposes anew.
+    let again = p.json(&["reject", &id, "--feedback", "put b first"]);
+    assert!(
+        matches!(again["state"].as_str(), Some("queued" | "running")),
+        "{again}"
+    );
+    assert_eq!(
+        p.json(&["wait", &id, "--timeout", "30"])["state"],
+        "completed"
+    );
+    assert!(p.ok(&["diff", &id]).contains("+    return b + a"));
+    p.ok(&["accept", &id]);
+    assert_eq!(p.file(), "def add(a, b):\n    return b + a\n");
+    assert!(p.json(&["status"])["core"]["pid"].is_number());
+}
+
+#[test]
+fn wait_gives_up_with_exit_code_3() {
+    let mut p = project(&[serde_json::json!({"hang": true})]);
+    p.serve();
+    let id = p.ok(&["task", "slow"]).trim().to_owned();
+    let started = Instant::now();
+    let out = p.run(&["wait", &id, "--timeout", "0.5"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("still running")
+            || String::from_utf8_lossy(&out.stderr).contains("still queued")
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(p.json(&["cancel", &id])["state"], "cancelled");
+}
+
+#[test]
+fn bad_input_is_named_with_exit_code_2_and_unknown_agents_with_1() {
+    let p = project(&[fix_add()]);
+    let usage = |args: &[&str], says: &str| {
+        let out = p.run(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} should say {says:?}: {err}");
+    };
+    usage(&["frobnicate"], "unrecognized subcommand");
+    usage(&["task"], "TEXT");
+    usage(
+        &["task", "--mode", "fast", "x"],
+        "--mode must be code or tools",
+    );
+    usage(&["wait", "abc", "--timeout=-1"], "--timeout");
+    usage(
+        &["task", "--file", "../outside.py", "x"],
+        "leaves the project root",
+    );
+    usage(
+        &["agents", "--root", "/nonexistent/place"],
+        "cannot be used",
+    );
+    std::fs::write(p.root.join(".chimera/config.json"), "{not json").unwrap();
+    usage(&["agents"], "is not valid JSON");
+    std::fs::write(
+        p.root.join(".chimera/config.json"),
+        r#"{"llm": {"provider": "gpt"}}"#,
+    )
+    .unwrap();
+    usage(&["agents"], "bad option");
+    std::fs::remove_file(p.root.join(".chimera/config.json")).unwrap();
+    let out = p.run(&["diff", "nosuchid"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no agent nosuchid"));
+    let outside = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("agents")
+        .current_dir(outside.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--root"));
+    assert_eq!(p.run(&["--help"]).status.code(), Some(0));
+}
