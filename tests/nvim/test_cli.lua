@@ -1,0 +1,71 @@
+-- Neovim and the `chimera` CLI on one project at once: a task typed in a
+-- shell shows as ghost text in the open buffer, an accept from the shell
+-- edits the buffer as one undoable change, and an accept in Neovim is seen
+-- by the shell.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local BIN = vim.fs.dirname(assert(os.getenv("CHIMERA_LIB"), "CHIMERA_LIB names the library")) .. "/chimera"
+local CALC = "def add(a, b):\n    return a - b\n"
+
+--- `chimera ARGS` in the project, as a person runs it in another terminal.
+local function cli(root, args)
+  local cmd = { BIN }
+  vim.list_extend(cmd, args)
+  local out = vim.system(cmd, { cwd = root, env = { NO_COLOR = "1" } }):wait()
+  h.eq(out.code, 0, "chimera " .. table.concat(args, " ") .. ": " .. (out.stderr or ""))
+  return out.stdout
+end
+
+local function ghost_marks(buf)
+  return vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, {})
+end
+
+h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  h.setup((h.fake_llm({
+    { text = "```python\ndef add(a, b):\n    return a + b\n```" },
+    { text = "```python\ndef add(a, b):\n    return b + a\n```" },
+  })))
+  vim.cmd.edit("calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  chimera.start()
+  h.wait_for("the import", function()
+    return require("chimera.state").ready
+  end)
+  local id = vim.trim(cli(root, { "task", "--file", "calc.py", "fix add" }))
+  local asked = vim.uv.hrtime()
+  h.wait_for("the CLI's agent in Neovim", function()
+    local a = chimera.agent(id)
+    return a ~= nil and a.state == "completed"
+  end, 10000)
+  h.wait_for("its ghost text", function()
+    return #ghost_marks(buf) > 0
+  end)
+  local ms = (vim.uv.hrtime() - asked) / 1e6
+  h.truthy(ms < 2000, ("ghost text %.0f ms after the CLI returned"):format(ms))
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return a - b", "the buffer is untouched before the accept")
+  local listed = vim.json.decode(cli(root, { "agents", "--json" }))
+  h.eq(listed[1].state, "completed", "the shell sees the proposal")
+  cli(root, { "accept", id })
+  h.wait_for("the CLI accept in the buffer", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "    return a + b"
+  end)
+  -- As with <Leader>a: the loaded buffer is the human's text, so the change
+  -- lands there and is saved with it, never written under it.
+  h.eq(h.read(root .. "/calc.py"), CALC, "the file waits for :write")
+  vim.cmd("silent undo")
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return a - b", "one undo step takes it back")
+  vim.cmd("silent redo")
+  -- Accepted in Neovim, the shell sees it accepted.
+  local second = chimera.spawn("fix add again", { file = root .. "/calc.py" })
+  h.eq(chimera.wait(second, 20000), "completed", "second agent")
+  chimera.accept(second)
+  h.wait_for("the Neovim accept", function()
+    return chimera.agent(second).state == "accepted"
+  end)
+  local agent = vim.json.decode(cli(root, { "agent", second, "--json" }))
+  h.eq(agent.agent.state, "accepted", "the shell sees the Neovim accept")
+end)
+
+h.finish()
