@@ -262,10 +262,17 @@ async fn main_loop(
         Err(e) => return without_store(&root, &sink, &mut rx, &e.to_string()).await,
     };
     let core = build_core(config, root, sink, store, shared);
+    let sink = core.sink.clone();
     crate::api::control::spawn(
         core.root.clone(),
         crate::api::router(Arc::new(Served(core.clone()))),
         core.shutdown.clone(),
+        move |message| {
+            sink.send(ToEditor::Notify {
+                level: Level::Warn,
+                message: format!("Chimera: {message}"),
+            })
+        },
     );
     start_background(&core);
     let _watch = start_watcher(&core);

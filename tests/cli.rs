@@ -253,6 +253,11 @@ fn bad_input_is_named_with_exit_code_2_and_unknown_agents_with_1() {
         &["agents", "--root", "/nonexistent/place"],
         "cannot be used",
     );
+    // A file reached through a link is refused by name, not silently dropped.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.py"), "KEY = 1\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.py"), p.root.join("link.py")).unwrap();
+    usage(&["task", "--file", "link.py", "x"], "link.py");
     std::fs::write(p.root.join(".chimera/config.json"), "{not json").unwrap();
     usage(&["agents"], "is not valid JSON");
     std::fs::write(
@@ -274,4 +279,43 @@ fn bad_input_is_named_with_exit_code_2_and_unknown_agents_with_1() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--root"));
     assert_eq!(p.run(&["--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn a_socket_directory_someone_else_could_have_made_is_refused() {
+    // A root too long for a socket path puts the socket under
+    // $TMPDIR/chimera-<uid>/, which must be private.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("a".repeat(60)).join("b".repeat(60));
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(tmp.path()).unwrap());
+    let shared = tmp.path().join(format!("chimera-{uid}"));
+    std::fs::create_dir(&shared).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(&root)
+            .env("TMPDIR", tmp.path())
+            .env("XDG_CONFIG_HOME", tmp.path().join("cfg"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&["snapshot", "x"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("only you can open"), "{err}");
+    // Made private, the same project works through it.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = run(&["snapshot", "x"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        shared.read_dir().unwrap().count() <= 1,
+        "at most the socket of a running core"
+    );
 }

@@ -11,8 +11,6 @@ use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("no Chimera core is running for this project")]
-    NotRunning,
     #[error("the Chimera core at {socket} did not answer: {message}")]
     Broken { socket: String, message: String },
     /// The core answered with an error status.

@@ -34,6 +34,39 @@ fn private_dir() -> PathBuf {
     std::env::temp_dir().join(format!("chimera-{}", rustix::process::getuid().as_raw()))
 }
 
+/// Refuses to use the directory of the project's socket when it is the
+/// shared fallback ([`socket_path`]) and someone else could have prepared
+/// it: it must be this user's and closed to everyone else, or a client
+/// would hand its requests to whoever listens there. Creates it if missing.
+pub fn check_socket_dir(root: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let path = socket_path(root);
+    let Some(dir) = path.parent() else {
+        return Ok(());
+    };
+    if dir == root.join(".chimera") {
+        return Ok(());
+    }
+    if !dir.exists() {
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir()
+        || meta.uid() != rustix::process::getuid().as_raw()
+        || meta.mode() & 0o077 != 0
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} must be a directory of yours that only you can open (mode 0700); remove it and try again",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The lock and the bound socket of the core that serves the project.
 struct Held {
     _lock: File,
@@ -57,13 +90,8 @@ fn try_hold(root: &Path) -> std::io::Result<Option<Held>> {
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
         Err(e) => return Err(e.into()),
     }
+    check_socket_dir(root)?;
     let path = socket_path(root);
-    if let Some(parent) = path.parent() {
-        if !parent.exists() {
-            std::fs::create_dir_all(parent)?;
-            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700))?;
-        }
-    }
     // A socket file left by a core that died: we hold the lock, so no
     // live core serves it.
     match std::fs::remove_file(&path) {
@@ -80,8 +108,15 @@ fn try_hold(root: &Path) -> std::io::Result<Option<Held>> {
 }
 
 /// Serves `router` on the project's control socket whenever this core
-/// holds it, until `stop`. Returns at once; the task is owned by `stop`.
-pub fn spawn(root: PathBuf, router: Router, stop: CancellationToken) {
+/// holds it, until `stop`; what goes wrong is told to `trouble` (in
+/// Neovim, stderr is the screen). Returns at once; the task is owned by
+/// `stop`.
+pub fn spawn(
+    root: PathBuf,
+    router: Router,
+    stop: CancellationToken,
+    trouble: impl Fn(String) + Send + 'static,
+) {
     tokio::spawn(async move {
         loop {
             match try_hold(&root) {
@@ -91,16 +126,16 @@ pub fn spawn(root: PathBuf, router: Router, stop: CancellationToken) {
                         .await;
                     let _ = std::fs::remove_file(&held.path);
                     if let Err(e) = served {
-                        eprintln!("chimera: the control socket stopped: {e}");
+                        trouble(format!("the control socket stopped: {e}"));
                     }
                     return;
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    eprintln!(
-                        "chimera: cannot serve the control socket of {}: {e}",
+                    trouble(format!(
+                        "cannot serve the control socket of {}: {e}",
                         root.display()
-                    );
+                    ));
                     return;
                 }
             }

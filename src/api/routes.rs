@@ -109,6 +109,10 @@ async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
         Some(f) => {
             let p =
                 crate::paths::ProjectPath::parse(f).map_err(|e| ApiError::bad(e.to_string()))?;
+            // The core would drop a file reached through a link (it may lead
+            // outside); say so rather than run the task without it.
+            crate::rootfs::check_no_links(b.root(), &p)
+                .map_err(|e| ApiError::bad(format!("--file {f}: {e}")))?;
             Some(b.root().join(p.as_str()).to_string_lossy().into_owned())
         }
     };
@@ -127,23 +131,9 @@ async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
 }
 
 /// A new ID of `len` hex digits, as the editor makes them (agents 8,
-/// snapshots 12): time, a counter and the process, hashed.
+/// snapshots 12).
 fn new_id(len: usize) -> String {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let mut h = blake3::Hasher::new();
-    h.update(
-        &std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-            .to_le_bytes(),
-    );
-    h.update(
-        &COUNTER
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            .to_le_bytes(),
-    );
-    h.update(&std::process::id().to_le_bytes());
-    h.finalize().to_hex()[..len].to_owned()
+    crate::store::unique_digest().to_hex()[..len].to_owned()
 }
 
 async fn agents(State(b): State<Shared>) -> Answer {

@@ -101,34 +101,43 @@ pub fn agent_state(agent: &Value, json: bool) {
     println!("{out}");
 }
 
-pub fn agents(all: &Value, json: bool) {
+/// A list of records: as JSON, else `none` when it is empty, else
+/// `header` and a `row` per record.
+fn list(all: &Value, json: bool, none: &str, header: String, row: impl Fn(&Value) -> String) {
     if json {
         print_json(all);
         return;
     }
-    let list = all.as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
-        println!("no agents");
+    let items = all.as_array().map(Vec::as_slice).unwrap_or_default();
+    if items.is_empty() {
+        println!("{none}");
         return;
     }
-    println!(
+    println!("{header}");
+    for item in items {
+        println!("{}", row(item));
+    }
+}
+
+pub fn agents(all: &Value, json: bool) {
+    let header = format!(
         "{:<10} {:<10} {:<12} {:<28} TASK",
         "ID", "STATE", "UPDATED", "FILES"
     );
-    for a in &list {
+    list(all, json, "no agents", header, |a| {
         let files: Vec<&str> = a["changed_files"]
             .as_array()
             .map(|f| f.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        println!(
+        format!(
             "{:<10} {:<10} {:<12} {:<28} {}",
             text(a, "id"),
             text(a, "state"),
             ago(a["updated_at"].as_i64().unwrap_or(0)),
             line(&files.join(","), 28),
             line(text(a, "task"), 60)
-        );
-    }
+        )
+    });
 }
 
 pub fn agent(one: &Value, json: bool) {
@@ -213,25 +222,16 @@ pub fn accepted(answer: &Value, json: bool) {
 }
 
 pub fn history(all: &Value, json: bool) {
-    if json {
-        print_json(all);
-        return;
-    }
-    let list = all.as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
-        println!("no snapshots");
-        return;
-    }
-    println!("{:<14} {:<12} {:>6}  MESSAGE", "ID", "TAKEN", "FILES");
-    for s in &list {
-        println!(
+    let header = format!("{:<14} {:<12} {:>6}  MESSAGE", "ID", "TAKEN", "FILES");
+    list(all, json, "no snapshots", header, |s| {
+        format!(
             "{:<14} {:<12} {:>6}  {}",
             text(s, "id"),
             ago(s["created_at"].as_i64().unwrap_or(0)),
             s["files"].as_u64().unwrap_or(0),
             line(text(s, "message"), 70)
-        );
-    }
+        )
+    });
 }
 
 /// An answer that is a sentence (a rollback's report).
@@ -244,21 +244,12 @@ pub fn message(answer: &Value, json: bool) {
 }
 
 pub fn effects(all: &Value, json: bool) {
-    if json {
-        print_json(all);
-        return;
-    }
-    let list = all.as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
-        println!("no effects");
-        return;
-    }
-    println!(
+    let header = format!(
         "{:>6}  {:<8} {:<10} {:>8}  {:<12} INPUT",
         "SEQ", "KIND", "AGENT", "MS", "WHEN"
     );
-    for e in &list {
-        println!(
+    list(all, json, "no effects", header, |e| {
+        format!(
             "{:>6}  {:<8} {:<10} {:>8}  {:<12} {}",
             e["seq"].as_i64().unwrap_or(0),
             text(e, "kind"),
@@ -266,6 +257,6 @@ pub fn effects(all: &Value, json: bool) {
             e["duration_ms"].as_i64().unwrap_or(0),
             ago(e["created_at"].as_i64().unwrap_or(0)),
             line(text(e, "input"), 60)
-        );
-    }
+        )
+    });
 }

@@ -101,6 +101,17 @@ impl Session {
         ))
     }
 
+    /// Whether the core `client` reaches runs in this process (a core
+    /// started here may have lost the socket to Neovim's, starting at the
+    /// same time: then that one runs the agent).
+    async fn served_here(&self, client: &Client) -> bool {
+        self.own.is_some()
+            && client
+                .call("GET", "/status", None)
+                .await
+                .is_ok_and(|st| st["pid"].as_u64() == Some(u64::from(std::process::id())))
+    }
+
     fn close(mut self) {
         if let Some(core) = self.own.take() {
             core.shutdown(Duration::from_secs(2));
@@ -139,6 +150,10 @@ pub async fn run(cli: Cli) -> i32 {
             return exit::USAGE;
         }
     };
+    if let Err(e) = crate::api::control::check_socket_dir(&root) {
+        eprintln!("chimera: {e}");
+        return exit::FAILED;
+    }
     let loaded = match super::load_config(&root, &cli.global) {
         Ok(l) => l,
         Err(e) => {
@@ -232,7 +247,7 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             let answer = client.call("POST", "/tasks", Some(body)).await?;
             let id = answer["id"].as_str().unwrap_or_default().to_owned();
             output::id(&id, json);
-            if s.own.is_some() {
+            if s.served_here(&client).await {
                 // This process is the agent's core: it works until there
                 // is something to review.
                 eprintln!("chimera: no core was running; agent {id} runs here until its proposal is ready");
@@ -261,22 +276,8 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             let all = s.reader().await?.call("GET", "/agents", None).await?;
             output::agents(&all, json);
         }
-        Command::Agent { id } => {
-            let one = s
-                .reader()
-                .await?
-                .call("GET", &format!("/agents/{}", url_part(&id)), None)
-                .await?;
-            output::agent(&one, json);
-        }
-        Command::Diff { id } => {
-            let one = s
-                .reader()
-                .await?
-                .call("GET", &format!("/agents/{}", url_part(&id)), None)
-                .await?;
-            output::diff(&one, json);
-        }
+        Command::Agent { id } => output::agent(&get_agent(&s.reader().await?, &id).await?, json),
+        Command::Diff { id } => output::diff(&get_agent(&s.reader().await?, &id).await?, json),
         Command::Accept { id, hunk } => {
             let client = s.writer().await?;
             let answer = client
@@ -380,6 +381,13 @@ impl From<WaitError> for Failure {
     }
 }
 
+/// Agent `id` with its proposal (`GET /agents/{id}`).
+async fn get_agent(client: &Client, id: &str) -> Result<Value, ClientError> {
+    client
+        .call("GET", &format!("/agents/{}", url_part(id)), None)
+        .await
+}
+
 /// Polls agent `id` until it has a proposal or has ended (or `limit`
 /// passes): its state and record.
 async fn wait_for(
@@ -389,8 +397,7 @@ async fn wait_for(
 ) -> Result<(String, Value), WaitError> {
     let start = Instant::now();
     loop {
-        let one = client
-            .call("GET", &format!("/agents/{}", url_part(id)), None)
+        let one = get_agent(client, id)
             .await
             .map_err(|e| WaitError::Other(e.into()))?;
         let agent = one["agent"].clone();

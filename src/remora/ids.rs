@@ -3,9 +3,6 @@
 //! `# remora-file: rm_…` near the top of a file; `//` or `--` instead of `#`
 //! in languages that comment so).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 pub const PREFIX: &str = "rm_";
 pub const BODY_LEN: usize = 8;
 /// The marker of a file's own ID comment.
@@ -25,15 +22,7 @@ pub fn is_id(s: &str) -> bool {
 /// A new random ID. Callers check it against the IDs in use: 36⁸ ≈ 2.8·10¹²
 /// makes a clash unlikely, not impossible.
 pub fn fresh() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&nanos.to_le_bytes());
-    hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    hasher.update(&std::process::id().to_le_bytes());
-    let digest = hasher.finalize();
+    let digest = crate::store::unique_digest();
     let mut id = String::with_capacity(PREFIX.len() + BODY_LEN);
     id.push_str(PREFIX);
     for b in &digest.as_bytes()[..BODY_LEN] {

@@ -87,6 +87,24 @@ pub fn process_runs(pid: u32) -> bool {
     )
 }
 
+/// 32 bytes no other call of this or any other process returns (the time,
+/// a counter and the process, hashed): the stuff of new IDs.
+pub fn unique_digest() -> blake3::Hash {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&nanos.to_le_bytes());
+    hasher.update(
+        &COUNTER
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_le_bytes(),
+    );
+    hasher.update(&std::process::id().to_le_bytes());
+    hasher.finalize()
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
