@@ -499,7 +499,45 @@ fn bench_snapshots(files: &[(String, Vec<u8>)]) {
     }
 }
 
+/// `chimera agents --json` on a project with 1,000 agent records and no
+/// core running, process start included (goal: <= 50 ms), next to
+/// `chimera --version`: the process alone.
+fn bench_cli_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    for i in 0..1000 {
+        agent(&store, &format!("{i:08x}"));
+    }
+    drop(store);
+    let run = |args: &[&str]| {
+        let t = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_chimera"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (t.elapsed(), out.stdout)
+    };
+    let listed: serde_json::Value = serde_json::from_slice(&run(&["agents", "--json"]).1).unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1000));
+    let agents = median((0..15).map(|_| run(&["agents", "--json"]).0).collect());
+    let bare = median((0..15).map(|_| run(&["--version"]).0).collect());
+    println!(
+        "cli: chimera agents --json over 1000 agents {:.1} ms (target <= 50 ms); chimera --version {:.1} ms; ratio {:.2}",
+        agents.as_secs_f64() * 1e3,
+        bare.as_secs_f64() * 1e3,
+        agents.as_secs_f64() / bare.as_secs_f64()
+    );
+}
+
 fn main() {
+    bench_cli_agents();
     let files = python_corpus();
     bench_snapshots(&files);
     bench_import(&files);
