@@ -20,6 +20,17 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub tests: TestsConfig,
     pub mcp: crate::mcp::McpConfig,
+    pub api: ApiConfig,
+}
+
+/// The HTTP API and web dashboard (`:help chimera-api`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct ApiConfig {
+    /// Serve them on 127.0.0.1 while this project's core runs.
+    pub enabled: bool,
+    /// 0: any free port (see `.chimera/api.json`).
+    pub port: u16,
 }
 
 /// The project's tests, run on an agent's change before it is proposed.

@@ -261,11 +261,15 @@ async fn main_loop(
         Ok(s) => Arc::new(s),
         Err(e) => return without_store(&root, &sink, &mut rx, &e.to_string()).await,
     };
-    let core = build_core(config, root, sink, store, shared);
+    // API clients hear what the editor hears.
+    let events = Arc::new(crate::api::events::EventBus::new(sink, &root));
+    let core = build_core(config, root, events.clone(), store, shared);
     let sink = core.sink.clone();
+    let api = &core.config.api;
     crate::api::control::spawn(
         core.root.clone(),
-        crate::api::router(Arc::new(Served(core.clone()))),
+        crate::api::router(Arc::new(Served(core.clone(), events.clone()))),
+        api.enabled.then_some(api.port),
         core.shutdown.clone(),
         move |message| {
             sink.send(ToEditor::Notify {
@@ -282,7 +286,10 @@ async fn main_loop(
         }
         route(&core, msg);
     }
+    events.close();
     core.shutdown.cancel();
+    // Not left to the server's task, which the runtime may drop first.
+    crate::api::http::withdraw(&core.root);
     let tokens: Vec<_> = core
         .agents
         .lock()
@@ -296,8 +303,8 @@ async fn main_loop(
     let _ = core.store.instance_remove(&core.owner);
 }
 
-/// The core as the API serves it.
-struct Served(Arc<Core>);
+/// The core as the API serves it, with its feed.
+struct Served(Arc<Core>, Arc<crate::api::events::EventBus>);
 
 impl crate::api::Backend for Served {
     fn store(&self) -> &Store {
@@ -309,6 +316,12 @@ impl crate::api::Backend for Served {
     fn call(&self, msg: ToCore) -> futures_util::future::BoxFuture<'static, Vec<ToEditor>> {
         let core = self.0.clone();
         Box::pin(async move { answer(&core, msg).await })
+    }
+    fn events(&self) -> Arc<crate::api::events::EventBus> {
+        self.1.clone()
+    }
+    fn index(&self) -> Option<SharedIndex> {
+        self.0.remora.is_some().then(|| self.0.remora_index.clone())
     }
 }
 

@@ -106,6 +106,14 @@ M.defaults = {
     -- Time limit of one request to a server (start-up included), ms.
     timeout_ms = 30000,
   },
+  -- An HTTP API and web dashboard for the project, on 127.0.0.1 only.
+  -- Their port and token are written to .chimera/api.json (readable by
+  -- you alone); `:Chimera dashboard` opens the page. See :h chimera-api.
+  api = {
+    enabled = false,
+    -- 0: any free port.
+    port = 0,
+  },
   sync = {
     -- Quiet time before file-system changes are applied, ms.
     debounce_ms = 100,
@@ -340,6 +348,11 @@ local function check(path, value, default)
       return ("chimera: option `%s` must be a %s number, got %s"):format(
         path,
         positive[path] and "positive whole" or "non-negative",
+        tostring(value)
+      )
+    end
+    if path == "api.port" and value > 65535 then
+      return ("chimera: option `api.port` must be a port number (1-65535, or 0 for any free port), got %s"):format(
         tostring(value)
       )
     end

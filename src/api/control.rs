@@ -108,12 +108,14 @@ fn try_hold(root: &Path) -> std::io::Result<Option<Held>> {
 }
 
 /// Serves `router` on the project's control socket whenever this core
-/// holds it, until `stop`; what goes wrong is told to `trouble` (in
-/// Neovim, stderr is the screen). Returns at once; the task is owned by
-/// `stop`.
+/// holds it, until `stop`, and, with `http_port`, over HTTP as well (see
+/// [`super::http`]; 0 picks a free port). What goes wrong is told to
+/// `trouble` (in Neovim, stderr is the screen). Returns at once; the task
+/// is owned by `stop`.
 pub fn spawn(
     root: PathBuf,
     router: Router,
+    http_port: Option<u16>,
     stop: CancellationToken,
     trouble: impl Fn(String) + Send + 'static,
 ) {
@@ -121,6 +123,16 @@ pub fn spawn(
         loop {
             match try_hold(&root) {
                 Ok(Some(held)) => {
+                    if let Some(port) = http_port {
+                        match super::http::bind(&root, port).await {
+                            Ok(bound) => {
+                                let api = router.clone();
+                                let stop = stop.clone().cancelled_owned();
+                                tokio::spawn(bound.serve(api, stop));
+                            }
+                            Err(e) => trouble(format!("the HTTP API is off: {e}")),
+                        }
+                    }
                     let served = axum::serve(held.listener, router.clone())
                         .with_graceful_shutdown(stop.clone().cancelled_owned())
                         .await;

@@ -5,6 +5,11 @@
 
 pub mod client;
 pub mod control;
+mod dashboard;
+pub mod events;
+pub mod http;
+mod nodes;
 pub mod routes;
+mod stream;
 
 pub use routes::{router, Backend};

@@ -26,25 +26,29 @@ pub trait Backend: Send + Sync + 'static {
     /// told the editor about it (empty for messages that are not
     /// transitions).
     fn call(&self, msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>>;
+    /// The live feed of what the core tells the editor.
+    fn events(&self) -> Arc<super::events::EventBus>;
+    /// The Remora topology (`None` when `remora.index` is off).
+    fn index(&self) -> Option<crate::runtime::SharedIndex>;
 }
 
-type Shared = Arc<dyn Backend>;
+pub(super) type Shared = Arc<dyn Backend>;
 
 /// An error answer: `{"error": message}` with its status.
 #[derive(Debug)]
-pub struct ApiError(StatusCode, String);
+pub struct ApiError(pub StatusCode, pub String);
 
 impl ApiError {
-    fn bad(message: impl Into<String>) -> Self {
+    pub(super) fn bad(message: impl Into<String>) -> Self {
         Self(StatusCode::BAD_REQUEST, message.into())
     }
-    fn not_found(message: impl Into<String>) -> Self {
+    pub(super) fn not_found(message: impl Into<String>) -> Self {
         Self(StatusCode::NOT_FOUND, message.into())
     }
-    fn conflict(message: impl Into<String>) -> Self {
+    pub(super) fn conflict(message: impl Into<String>) -> Self {
         Self(StatusCode::CONFLICT, message.into())
     }
-    fn internal(e: impl std::fmt::Display) -> Self {
+    pub(super) fn internal(e: impl std::fmt::Display) -> Self {
         Self(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     }
 }
@@ -55,7 +59,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type Answer = Result<Json<Value>, ApiError>;
+pub(super) type Answer = Result<Json<Value>, ApiError>;
 
 /// Every route of the API.
 pub fn router(backend: Shared) -> Router {
@@ -69,8 +73,42 @@ pub fn router(backend: Shared) -> Router {
         .route("/proposal/{id}/reject", post(reject))
         .route("/snapshots", get(snapshots).post(snapshot))
         .route("/rollback/{id}", post(rollback))
+        .route("/snapshots/{id}/fork", post(fork))
         .route("/effects", get(effects))
+        .route("/events/stream", get(super::stream::all))
+        .route("/events/stream/{id}", get(super::stream::one))
+        .route("/nodes/{*file_path}", get(super::nodes::in_file))
+        .route("/node/{id}", get(super::nodes::one))
+        .route("/node/{id}/events", get(super::nodes::events))
+        .route("/node/{id}/chat", post(super::nodes::chat))
+        .route("/remora/enable", post(remora_enable))
+        .fallback(|| async { ApiError::not_found("no such route; `:help chimera-api` lists them") })
+        .layer(axum::middleware::map_response(json_errors))
         .with_state(backend)
+}
+
+/// Longest error text kept from a refusal that was not JSON.
+const ERROR_TEXT: usize = 4096;
+
+/// Answers every refusal in JSON, those of the framework too (a body that
+/// is not JSON, too large, missing a field) — clients parse one shape.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let bytes = axum::body::to_bytes(resp.into_body(), ERROR_TEXT)
+        .await
+        .unwrap_or_default();
+    let mut text = String::from_utf8_lossy(&bytes).trim().to_owned();
+    if text.is_empty() {
+        text = status.canonical_reason().unwrap_or("error").to_owned();
+    }
+    ApiError(status, text).into_response()
 }
 
 async fn status(State(b): State<Shared>) -> Answer {
@@ -78,6 +116,9 @@ async fn status(State(b): State<Shared>) -> Answer {
         "root": b.root().to_string_lossy(),
         "pid": std::process::id(),
         "version": crate::VERSION,
+        "api_port": super::http::read_info(b.root())
+            .filter(|i| i.pid == std::process::id())
+            .map(|i| i.port),
     })))
 }
 
@@ -364,4 +405,55 @@ async fn effects(State(b): State<Shared>, Query(q): Query<EffectsQuery>) -> Answ
         .effects(seq, q.kind.as_deref())
         .map_err(ApiError::internal)?;
     Ok(Json(json!(all)))
+}
+
+#[derive(Debug, Deserialize)]
+struct ForkRequest {
+    task: String,
+}
+
+/// `POST /snapshots/{id}/fork`: a new agent on `task`, working on the
+/// project as it was in snapshot `id`.
+async fn fork(
+    State(b): State<Shared>,
+    UrlPath(snapshot): UrlPath<String>,
+    Json(req): Json<ForkRequest>,
+) -> Answer {
+    if req.task.trim().is_empty() {
+        return Err(ApiError::bad(
+            "the task is empty; say what the agent should do",
+        ));
+    }
+    b.store().snapshot_effect_seq(&snapshot).map_err(|_| {
+        ApiError::not_found(format!(
+            "no snapshot {snapshot}; `chimera history` lists them"
+        ))
+    })?;
+    let id = new_id(8);
+    b.call(ToCore::Fork {
+        id: id.clone(),
+        snapshot: snapshot.clone(),
+        task: req.task,
+    })
+    .await;
+    // The fork's steps ran: its agent exists unless the snapshot could
+    // not be restored (the core told the editor why).
+    b.store().agent(&id).map_err(|_| {
+        ApiError::conflict(format!(
+            "snapshot {snapshot} could not be forked; see the notices"
+        ))
+    })?;
+    Ok(Json(json!({ "id": id })))
+}
+
+/// `POST /remora/enable`: index the project and write node IDs (as
+/// `:Chimera remora enable` does, already confirmed).
+async fn remora_enable(State(b): State<Shared>) -> Answer {
+    if b.index().is_none() {
+        return Err(ApiError::conflict(
+            "Remora needs `remora.index = true` in the options (setup{} or .chimera/config.json)",
+        ));
+    }
+    b.call(ToCore::RemoraEnable { confirmed: true }).await;
+    Ok(Json(json!({ "enabled": true })))
 }

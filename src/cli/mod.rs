@@ -117,6 +117,12 @@ pub enum Command {
     },
     /// The snapshots, newest first.
     History,
+    /// Start an agent on TEXT working on the project as in snapshot ID.
+    Fork {
+        id: String,
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        text: Vec<String>,
+    },
     /// Roll the project back to snapshot ID.
     Rollback {
         id: String,
@@ -133,9 +139,36 @@ pub enum Command {
         #[arg(long, value_name = "K")]
         kind: Option<String>,
     },
-    /// Run a core for the project in the foreground, serving the API on its
-    /// control socket, until interrupted.
-    Serve,
+    /// The Remora nodes (functions, classes, methods) of project file PATH.
+    Nodes { path: String },
+    /// One Remora node: where it is, its callers and callees.
+    Node { id: String },
+    /// Say MESSAGE to node ID's agent; prints the events it started.
+    Chat {
+        id: String,
+        #[arg(required = true, num_args = 1.., value_name = "MESSAGE")]
+        message: Vec<String>,
+    },
+    /// Remora: `chimera remora enable` indexes the project's nodes.
+    Remora {
+        #[command(subcommand)]
+        action: RemoraAction,
+    },
+    /// Run a core for the project in the foreground, serving the API and
+    /// the web dashboard on 127.0.0.1 (and the control socket), until
+    /// interrupted.
+    Serve {
+        /// The HTTP port (default: `api.port`, else any free port).
+        #[arg(long, value_name = "N")]
+        port: Option<u16>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RemoraAction {
+    /// Index the project and give every node its ID (as
+    /// `:Chimera remora enable`, confirmed).
+    Enable,
 }
 
 /// Runs the command line `args` (the program name first); returns the exit code.

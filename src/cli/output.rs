@@ -260,3 +260,86 @@ pub fn effects(all: &Value, json: bool) {
         )
     });
 }
+
+pub fn nodes(all: &Value, json: bool) {
+    let header = format!(
+        "{:<12} {:<9} {:>6}  {:>7} {:>7}  NAME",
+        "ID", "TYPE", "LINE", "CALLERS", "CALLEES"
+    );
+    list(all, json, "no nodes", header, |n| {
+        let node = &n["node"];
+        format!(
+            "{:<12} {:<9} {:>6}  {:>7} {:>7}  {}",
+            text(node, "id"),
+            text(node, "node_type"),
+            node["start_line"].as_u64().unwrap_or(0),
+            n["callers"].as_u64().unwrap_or(0),
+            n["callees"].as_u64().unwrap_or(0),
+            text(node, "qualname"),
+        )
+    });
+}
+
+pub fn node(one: &Value, json: bool) {
+    if json {
+        print_json(one);
+        return;
+    }
+    let n = &one["node"];
+    println!("node      {}", text(n, "id"));
+    println!("{:<9} {}", text(n, "node_type"), text(n, "qualname"));
+    println!(
+        "where     {}:{}-{}",
+        text(n, "file_path"),
+        n["start_line"],
+        n["end_line"]
+    );
+    if one["parent"].is_object() {
+        println!("parent    {}", neighbour(&one["parent"]));
+    }
+    for key in ["callers", "callees"] {
+        let all = one[key].as_array().map(Vec::as_slice).unwrap_or_default();
+        println!("{key:<9} {}", if all.is_empty() { "none" } else { "" });
+        for m in all {
+            println!("  {}", neighbour(m));
+        }
+    }
+}
+
+fn neighbour(n: &Value) -> String {
+    format!(
+        "{} {} {} ({}:{})",
+        text(n, "id"),
+        text(n, "node_type"),
+        text(n, "name"),
+        text(n, "file_path"),
+        n["start_line"]
+    )
+}
+
+/// Remora events, one line each.
+pub fn events(all: &Value, json: bool) {
+    let header = format!("{:>6}  {:<12} {:<22} WHAT", "SEQ", "WHEN", "EVENT");
+    list(all, json, "no events", header, |e| {
+        let what = ["message", "result", "error", "summary"]
+            .iter()
+            .map(|k| text(e, k))
+            .find(|t| !t.is_empty())
+            .unwrap_or_default();
+        format!(
+            "{:>6}  {:<12} {:<22} {}",
+            e["seq"].as_i64().unwrap_or(0),
+            ago(e["timestamp"].as_i64().unwrap_or(0)),
+            text(e, "event_type"),
+            line(what, 80)
+        )
+    });
+}
+
+/// Where the HTTP API of a running core listens, for `status`.
+pub fn api(port: Option<u64>) {
+    match port {
+        Some(p) => println!("api       http://127.0.0.1:{p}/ (token in .chimera/api.json)"),
+        None => println!("api       off (`chimera serve`, or `api.enabled`)"),
+    }
+}

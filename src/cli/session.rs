@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::{exit, output, Cli, Command};
+use super::{exit, output, Cli, Command, RemoraAction};
 use crate::api::client::{Client, ClientError};
+use crate::api::events::EventBus;
 use crate::messages::{Level, ToCore, ToEditor};
-use crate::runtime::{CoreHandle, EditorSink};
+use crate::runtime::{CoreHandle, EditorSink, SharedIndex};
 use crate::store::Store;
 
 /// How often `wait` and a foreground task look at the agent.
@@ -36,6 +37,10 @@ impl EditorSink for Stderr {
 struct StoreOnly {
     store: Store,
     root: PathBuf,
+    /// Nothing happens without a core: an empty feed.
+    events: Arc<EventBus>,
+    /// The topology as last stored, loaded on the first node read.
+    index: std::sync::OnceLock<Option<SharedIndex>>,
 }
 
 impl crate::api::Backend for StoreOnly {
@@ -47,6 +52,18 @@ impl crate::api::Backend for StoreOnly {
     }
     fn call(&self, _msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>> {
         Box::pin(async { Vec::new() })
+    }
+    fn events(&self) -> Arc<EventBus> {
+        self.events.clone()
+    }
+    fn index(&self) -> Option<SharedIndex> {
+        self.index
+            .get_or_init(|| {
+                crate::remora::index::Indexer::load(&self.store)
+                    .ok()
+                    .map(SharedIndex::from)
+            })
+            .clone()
     }
 }
 
@@ -69,7 +86,9 @@ impl Session {
         let store = Store::open(&self.root).map_err(|e| e.to_string())?;
         Ok(Client::local(crate::api::router(Arc::new(StoreOnly {
             store,
+            events: Arc::new(EventBus::detached(&self.root)),
             root: self.root.clone(),
+            index: std::sync::OnceLock::new(),
         }))))
     }
 
@@ -228,6 +247,9 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
                 None
             };
             output::status(&s.root, &s.loaded, core.as_ref(), json);
+            if !json {
+                output::api(core.as_ref().and_then(|c| c["api_port"].as_u64()));
+            }
         }
         Command::Task {
             text,
@@ -348,23 +370,131 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             let all = s.reader().await?.call("GET", &path, None).await?;
             output::effects(&all, json);
         }
-        Command::Serve => {
-            if s.remote.alive().await {
-                return Err(Failure::Failed(format!(
-                    "a core already serves {} (Neovim, or another `chimera serve`)",
-                    s.root.display()
-                )));
+        Command::Fork { id, text } => {
+            let client = s.writer().await?;
+            let answer = client
+                .call(
+                    "POST",
+                    &format!("/snapshots/{}/fork", url_part(&id)),
+                    Some(json!({ "task": text.join(" ") })),
+                )
+                .await?;
+            output::id(answer["id"].as_str().unwrap_or_default(), json);
+        }
+        Command::Nodes { path } => {
+            let all = s
+                .reader()
+                .await?
+                .call("GET", &format!("/nodes/{}", url_path(&path)), None)
+                .await?;
+            output::nodes(&all, json);
+        }
+        Command::Node { id } => {
+            let one = s
+                .reader()
+                .await?
+                .call("GET", &format!("/node/{}", url_part(&id)), None)
+                .await?;
+            output::node(&one, json);
+        }
+        Command::Chat { id, message } => {
+            let client = s.writer().await?;
+            let answer = client
+                .call(
+                    "POST",
+                    &format!("/node/{}/chat", url_part(&id)),
+                    Some(json!({ "message": message.join(" ") })),
+                )
+                .await?;
+            output::events(&answer["events"], json);
+        }
+        Command::Remora {
+            action: RemoraAction::Enable,
+        } => {
+            let client = s.writer().await?;
+            let answer = client.call("POST", "/remora/enable", None).await?;
+            if json {
+                println!("{answer}");
+            } else {
+                println!("Remora enabled: the project is being indexed");
             }
-            s.writer().await?;
-            eprintln!(
-                "chimera: serving {} on {} (Ctrl-C stops)",
-                s.root.display(),
-                crate::api::control::socket_path(&s.root).display()
-            );
+        }
+        Command::Serve { port } => return serve(s, port).await,
+    }
+    Ok(exit::OK)
+}
+
+/// `chimera serve`: a core with the HTTP API on, until Ctrl-C.
+async fn serve(s: &mut Session, port: Option<u16>) -> Result<i32, Failure> {
+    if s.remote.alive().await {
+        return Err(Failure::Failed(format!(
+            "a core already serves {} (Neovim, or another `chimera serve`); its API, if on, is in .chimera/api.json",
+            s.root.display()
+        )));
+    }
+    let api = &mut s.loaded.config.api;
+    api.enabled = true;
+    if let Some(p) = port {
+        api.port = p;
+    }
+    let client = s.writer().await?;
+    if !s.served_here(&client).await {
+        return Err(Failure::Failed(format!(
+            "another core started serving {} meanwhile",
+            s.root.display()
+        )));
+    }
+    // The API is announced once it listens (or the core said why not).
+    let deadline = Instant::now() + START_LIMIT;
+    let info = loop {
+        match crate::api::http::read_info(&s.root) {
+            Some(i) if i.pid == std::process::id() => break i,
+            _ if Instant::now() >= deadline => {
+                return Err(Failure::Failed(
+                    "the HTTP API did not start (see the message above)".into(),
+                ))
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    if s.json {
+        println!(
+            "{}",
+            json!({ "root": s.root, "port": info.port, "dashboard": info.dashboard_url() })
+        );
+    } else {
+        println!("Dashboard: {}", info.dashboard_url());
+        println!(
+            "API:       http://127.0.0.1:{}/ (token in {})",
+            info.port,
+            crate::api::http::info_path(&s.root).display()
+        );
+        eprintln!("chimera: serving {} (Ctrl-C stops)", s.root.display());
+    }
+    stopped().await;
+    Ok(exit::OK)
+}
+
+/// Ctrl-C, or a polite kill: either way the core stops cleanly (and takes
+/// `.chimera/api.json` with it).
+async fn stopped() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
-    Ok(exit::OK)
+}
+
+/// A project path in a URL: each segment escaped, slashes kept.
+fn url_path(p: &str) -> String {
+    p.split('/').map(url_part).collect::<Vec<_>>().join("/")
 }
 
 enum WaitError {

@@ -21,6 +21,12 @@ use crate::sync::OpenBuffers;
 #[derive(Clone, Default)]
 pub struct SharedIndex(Arc<RwLock<Indexer>>);
 
+impl From<Indexer> for SharedIndex {
+    fn from(ix: Indexer) -> Self {
+        SharedIndex(Arc::new(RwLock::new(ix)))
+    }
+}
+
 impl SharedIndex {
     pub fn read(&self) -> RwLockReadGuard<'_, Indexer> {
         // A panic while writing leaves at worst a stale topology, which the

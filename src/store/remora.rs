@@ -245,6 +245,13 @@ impl Store {
         })
     }
 
+    /// The sequence number of the newest logged event (0: none yet).
+    pub fn last_event_seq(&self) -> Result<i64> {
+        Ok(self
+            .conn()
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
+    }
+
     /// Remora events after sequence `after`, oldest first, at most `limit`;
     /// with `agent`, only those from or to that node.
     pub fn remora_events_since(

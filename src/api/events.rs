@@ -1,0 +1,318 @@
+//! The core's live feed for API clients. Everything a client may show —
+//! agent states, proposals, accepts, rejects, snapshots, rollbacks, chat and
+//! Remora events — is numbered as the core tells the editor about it, kept
+//! in a ring so a client that reconnects with `Last-Event-ID` gets what it
+//! missed, and announced to the streams waiting for it.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::messages::{Level, ProposedFile, ToEditor};
+use crate::paths::ProjectPath;
+use crate::runtime::EditorSink;
+
+/// Events kept for clients that reconnect.
+const KEPT: usize = 4096;
+
+/// One event of the feed.
+#[derive(Debug)]
+pub struct Event {
+    /// Position in this core's feed, from 1.
+    pub seq: u64,
+    /// What happened: `agent`, `resolved`, `remora`, …
+    pub kind: &'static str,
+    /// The agents and nodes it concerns (for one agent's or node's stream).
+    pub subjects: Vec<String>,
+    /// The event as JSON.
+    pub data: String,
+}
+
+/// Where a client resumes the feed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Resume {
+    /// After event `seq`: nothing was lost.
+    After(u64),
+    /// The client's last event is gone (another core's, or dropped from
+    /// the ring): it must re-read the state, then follow from `seq`.
+    Lost(u64),
+}
+
+struct Ring {
+    next: u64,
+    events: VecDeque<Arc<Event>>,
+}
+
+/// The feed, standing between the core and the editor's sink: every
+/// message still goes to the editor; the ones clients care about are also
+/// kept and announced.
+pub struct EventBus {
+    editor: Arc<dyn EditorSink>,
+    root: PathBuf,
+    /// Names this core's feed in event IDs, so an ID from an earlier core
+    /// (whose numbers restarted) is never taken for one of ours.
+    epoch: String,
+    ring: Mutex<Ring>,
+    newest: watch::Sender<u64>,
+    /// Ends every stream: the core is stopping.
+    closed: tokio_util::sync::CancellationToken,
+}
+
+impl EventBus {
+    pub fn new(editor: Arc<dyn EditorSink>, root: &Path) -> Self {
+        EventBus {
+            editor,
+            root: root.to_path_buf(),
+            epoch: crate::store::unique_digest().to_hex()[..8].to_owned(),
+            ring: Mutex::new(Ring {
+                next: 1,
+                events: VecDeque::new(),
+            }),
+            newest: watch::Sender::new(0),
+            closed: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    /// Ends the streams following the feed (a server waits for its
+    /// connections to end before it stops).
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Resolves once [`EventBus::close`] was called.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await
+    }
+
+    /// A feed with no editor behind it (a client reading the store alone).
+    pub fn detached(root: &Path) -> Self {
+        struct Nowhere;
+        impl EditorSink for Nowhere {
+            fn send(&self, _msg: ToEditor) {}
+        }
+        Self::new(Arc::new(Nowhere), root)
+    }
+
+    fn ring(&self) -> std::sync::MutexGuard<'_, Ring> {
+        self.ring.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The SSE `id:` of event `seq`.
+    pub fn event_id(&self, seq: u64) -> String {
+        format!("{}-{seq}", self.epoch)
+    }
+
+    /// Where a client that last saw `last_event_id` (its `Last-Event-ID`
+    /// header; `None`: a new client, which wants only what comes next)
+    /// resumes.
+    pub fn resume(&self, last_event_id: Option<&str>) -> Resume {
+        let ring = self.ring();
+        let newest = ring.next - 1;
+        let Some(last) = last_event_id else {
+            return Resume::After(newest);
+        };
+        let oldest = ring.events.front().map_or(ring.next, |e| e.seq);
+        let seq = last
+            .split_once('-')
+            .filter(|(epoch, _)| *epoch == self.epoch)
+            .and_then(|(_, seq)| seq.parse::<u64>().ok());
+        match seq {
+            // Everything after it is still kept.
+            Some(seq) if seq <= newest && seq + 1 >= oldest => Resume::After(seq),
+            _ => Resume::Lost(oldest.saturating_sub(1)),
+        }
+    }
+
+    /// The kept events after `seq`, oldest first.
+    pub fn after(&self, seq: u64) -> Vec<Arc<Event>> {
+        let ring = self.ring();
+        let skip = ring.events.partition_point(|e| e.seq <= seq);
+        ring.events.iter().skip(skip).cloned().collect()
+    }
+
+    /// Wakes when an event is added.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.newest.subscribe()
+    }
+
+    fn keep(&self, kind: &'static str, subjects: Vec<String>, data: Value) {
+        let mut ring = self.ring();
+        let seq = ring.next;
+        ring.next += 1;
+        ring.events.push_back(Arc::new(Event {
+            seq,
+            kind,
+            subjects,
+            data: data.to_string(),
+        }));
+        if ring.events.len() > KEPT {
+            ring.events.pop_front();
+        }
+        drop(ring);
+        self.newest.send_replace(seq);
+    }
+
+    fn project_path(&self, abs: &str) -> String {
+        ProjectPath::from_absolute(&self.root, Path::new(abs))
+            .map_or_else(|| abs.to_owned(), |p| p.to_string())
+    }
+
+    /// What clients are told of `msg`, if anything: its kind, subjects and data.
+    fn feed(&self, msg: &ToEditor) -> Option<(&'static str, Vec<String>, Value)> {
+        Some(match msg {
+            ToEditor::Ready { files, .. } => ("ready", vec![], json!({ "files": files })),
+            ToEditor::Agent {
+                agent,
+                proposal,
+                cleared,
+            } => {
+                let files = proposal.as_ref().map(|p| {
+                    p.iter()
+                        .map(|f| {
+                            let mut f = ProposedFile::from(f);
+                            f.path = self.project_path(&f.path);
+                            f
+                        })
+                        .collect::<Vec<_>>()
+                });
+                (
+                    "agent",
+                    vec![agent.id.clone()],
+                    json!({ "agent": agent, "proposal": files, "cleared": cleared }),
+                )
+            }
+            ToEditor::Resolved {
+                id,
+                accepted,
+                files,
+                hunk,
+            } => (
+                "resolved",
+                vec![id.clone()],
+                json!({
+                    "id": id,
+                    "accepted": accepted,
+                    "files": files.iter().map(|f| self.project_path(f)).collect::<Vec<_>>(),
+                    "hunk": hunk,
+                }),
+            ),
+            ToEditor::FilesWritten { paths } => (
+                "files_written",
+                vec![],
+                json!({ "paths": paths.iter().map(|f| self.project_path(f)).collect::<Vec<_>>() }),
+            ),
+            ToEditor::Notify { level, message } if *level != Level::Info => (
+                "notice",
+                vec![],
+                json!({ "level": level, "message": message }),
+            ),
+            ToEditor::Topology { path } => ("topology", vec![], json!({ "path": path })),
+            ToEditor::Snapshots { snapshots } => {
+                ("snapshots", vec![], json!({ "snapshots": snapshots }))
+            }
+            ToEditor::Rollback {
+                id,
+                dry_run,
+                ok,
+                message,
+            } => (
+                "rollback",
+                vec![],
+                json!({ "id": id, "dry_run": dry_run, "ok": ok, "message": message }),
+            ),
+            ToEditor::ChatEntry { entry } => ("chat", vec![], json!(entry)),
+            ToEditor::RemoraEvent { record } => {
+                let subjects = [record.event.from_agent(), record.event.to_agent()]
+                    .into_iter()
+                    .flatten()
+                    .map(str::to_owned)
+                    .collect();
+                ("remora", subjects, json!(record))
+            }
+            // Answers to one client's question, the editor's own work, and
+            // streamed text: not part of the feed.
+            _ => return None,
+        })
+    }
+}
+
+impl EditorSink for EventBus {
+    fn send(&self, msg: ToEditor) {
+        if let Some((kind, subjects, data)) = self.feed(&msg) {
+            self.keep(kind, subjects, data);
+        }
+        self.editor.send(msg);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::AgentView;
+    use crate::store::AgentRecord;
+
+    fn bus() -> EventBus {
+        EventBus::detached(Path::new("/p"))
+    }
+
+    fn agent(bus: &EventBus, id: &str) {
+        bus.send(ToEditor::Agent {
+            agent: AgentView::from(&AgentRecord::new(id, "t")),
+            proposal: None,
+            cleared: false,
+        });
+    }
+
+    #[test]
+    fn events_are_numbered_and_filtered() {
+        let b = bus();
+        agent(&b, "a1");
+        b.send(ToEditor::Progress {
+            id: "a1".into(),
+            message: "…".into(),
+        });
+        b.send(ToEditor::Resolved {
+            id: "a1".into(),
+            accepted: true,
+            files: vec!["/p/x.py".into()],
+            hunk: None,
+        });
+        let all = b.after(0);
+        assert_eq!(
+            all.iter().map(|e| (e.seq, e.kind)).collect::<Vec<_>>(),
+            [(1, "agent"), (2, "resolved")]
+        );
+        assert_eq!(all[1].subjects, ["a1"]);
+        assert!(all[1].data.contains("\"x.py\""), "{}", all[1].data);
+        assert_eq!(b.after(1).len(), 1);
+    }
+
+    #[test]
+    fn resume_knows_its_own_ids_only() {
+        let b = bus();
+        for i in 0..3 {
+            agent(&b, &format!("a{i}"));
+        }
+        assert_eq!(b.resume(None), Resume::After(3));
+        assert_eq!(b.resume(Some(&b.event_id(1))), Resume::After(1));
+        assert_eq!(b.resume(Some("other-1")), Resume::Lost(0));
+        assert_eq!(b.resume(Some("garbage")), Resume::Lost(0));
+        // A number this core never gave.
+        assert_eq!(b.resume(Some(&b.event_id(99))), Resume::Lost(0));
+    }
+
+    #[test]
+    fn the_ring_forgets_the_oldest() {
+        let b = bus();
+        for i in 0..KEPT + 10 {
+            agent(&b, &format!("a{i}"));
+        }
+        assert_eq!(b.after(0).len(), KEPT);
+        assert_eq!(b.after(0)[0].seq, 11);
+        assert_eq!(b.resume(Some(&b.event_id(5))), Resume::Lost(10));
+        assert_eq!(b.resume(Some(&b.event_id(10))), Resume::After(10));
+    }
+}

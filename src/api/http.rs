@@ -1,0 +1,216 @@
+//! The API over HTTP, for the web dashboard and other programs: bound to
+//! 127.0.0.1 only, with a random token (written with the port to
+//! `.chimera/api.json`, readable by the user alone) required on every
+//! request but the dashboard's own files. The Host header must name the
+//! loopback address, so a web page that rebinds its domain to 127.0.0.1
+//! reaches nothing either.
+
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use axum::extract::Request;
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// What `.chimera/api.json` says: where the API listens and its token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiInfo {
+    pub port: u16,
+    pub token: String,
+    /// The process serving it.
+    pub pid: u32,
+}
+
+impl ApiInfo {
+    /// The dashboard's address, with the token in the fragment (which a
+    /// browser never sends): opening it logs in.
+    pub fn dashboard_url(&self) -> String {
+        format!("http://127.0.0.1:{}/#token={}", self.port, self.token)
+    }
+}
+
+/// `.chimera/api.json` of the project at `root`.
+pub fn info_path(root: &Path) -> PathBuf {
+    root.join(".chimera").join("api.json")
+}
+
+/// Reads `.chimera/api.json`, if an API is announced there.
+pub fn read_info(root: &Path) -> Option<ApiInfo> {
+    let text = std::fs::read_to_string(info_path(root)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// 32 random bytes from the system, as hex.
+fn new_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `info` whole or not at all, readable by its user only; a link
+/// planted at the path is replaced, never followed.
+fn write_info(root: &Path, info: &ApiInfo) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = info_path(root);
+    let tmp = path.with_file_name(format!("api.json.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(serde_json::to_string_pretty(info)?.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &path)
+}
+
+/// Removes `.chimera/api.json` if it still announces this process.
+pub fn withdraw(root: &Path) {
+    if read_info(root).is_some_and(|i| i.pid == std::process::id()) {
+        let _ = std::fs::remove_file(info_path(root));
+    }
+}
+
+/// The bound listener and what it was announced as.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    pub info: ApiInfo,
+    root: PathBuf,
+}
+
+/// Binds 127.0.0.1:`port` (0: any free port), makes a token and announces
+/// both in `.chimera/api.json`.
+pub async fn bind(root: &Path, port: u16) -> std::io::Result<Bound> {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .await
+        .map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot listen on 127.0.0.1:{port}: {e} (set `api.port` to a free port, or 0)"
+                ),
+            )
+        })?;
+    let info = ApiInfo {
+        port: listener.local_addr()?.port(),
+        token: new_token()?,
+        pid: std::process::id(),
+    };
+    write_info(root, &info)?;
+    Ok(Bound {
+        listener,
+        info,
+        root: root.to_path_buf(),
+    })
+}
+
+impl Bound {
+    /// Serves `api` (behind the token) and the dashboard until `stop`.
+    pub async fn serve(
+        self,
+        api: Router,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let token = self.info.token.clone();
+        let port = self.info.port;
+        let app = Router::new()
+            .merge(api.layer(middleware::from_fn(move |req, next| {
+                authorize(token.clone(), req, next)
+            })))
+            .merge(super::dashboard::router())
+            .layer(middleware::from_fn(move |req, next| {
+                loopback_host(port, req, next)
+            }));
+        let served = axum::serve(self.listener, app)
+            .with_graceful_shutdown(stop)
+            .await;
+        withdraw(&self.root);
+        served
+    }
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
+/// Equal, in a time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn authorize(token: String, req: Request, next: Next) -> Response {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(t) if same(t.trim().as_bytes(), token.as_bytes()) => next.run(req).await,
+        _ => refuse(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong token: send `Authorization: Bearer TOKEN`, TOKEN from the project's .chimera/api.json",
+        ),
+    }
+}
+
+/// Only requests addressed to the loopback address by name or number.
+async fn loopback_host(port: u16, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let allowed = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
+    if allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+        next.run(req).await
+    } else {
+        refuse(
+            StatusCode::FORBIDDEN,
+            &format!("the API answers only requests to 127.0.0.1:{port}, not to {host:?}"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_random_and_compared_whole() {
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(same(a.as_bytes(), a.as_bytes()));
+        assert!(!same(a.as_bytes(), b.as_bytes()));
+        assert!(!same(a.as_bytes(), &a.as_bytes()[..63]));
+    }
+
+    #[test]
+    fn the_info_file_is_private_and_replaces_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".chimera")).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "keep").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, info_path(dir.path())).unwrap();
+        let info = ApiInfo {
+            port: 1,
+            token: "t".into(),
+            pid: std::process::id(),
+        };
+        write_info(dir.path(), &info).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "keep");
+        let meta = std::fs::symlink_metadata(info_path(dir.path())).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(read_info(dir.path()).unwrap().token, "t");
+        withdraw(dir.path());
+        assert!(read_info(dir.path()).is_none());
+    }
+}

@@ -1,0 +1,130 @@
+//! Remora's routes (seed 001): the nodes of a file, one node with its
+//! neighbours, its events, and a chat message to its agent.
+
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::routes::{Answer, ApiError, Shared};
+use crate::messages::ToCore;
+use crate::remora::Node;
+use crate::runtime::SharedIndex;
+
+/// Events a node's log returns at most.
+const EVENT_LIMIT: usize = 1_000;
+
+fn index(b: &Shared) -> Result<SharedIndex, ApiError> {
+    b.index().ok_or_else(|| {
+        ApiError::conflict(
+            "Remora is off for this project: set `remora.index = true` and run `chimera remora enable`",
+        )
+    })
+}
+
+/// A neighbour, named well enough to show and follow.
+fn brief(n: &Node) -> Value {
+    json!({
+        "id": n.id,
+        "node_type": n.node_type,
+        "name": n.name,
+        "file_path": n.file_path,
+        "start_line": n.start_line,
+    })
+}
+
+/// `GET /nodes/{file_path}`: the nodes of one project file, in order.
+pub(super) async fn in_file(State(b): State<Shared>, UrlPath(path): UrlPath<String>) -> Answer {
+    let p = crate::paths::ProjectPath::parse(&path).map_err(|e| ApiError::bad(e.to_string()))?;
+    let ix = index(&b)?;
+    let ix = ix.read();
+    let t = ix.topology();
+    if t.file(p.as_str()).is_none() {
+        return Err(ApiError::not_found(format!(
+            "{p} is not indexed (not a source file of a known language, or not indexed yet)"
+        )));
+    }
+    let nodes: Vec<Value> = t
+        .nodes_in(p.as_str())
+        .into_iter()
+        .map(|n| {
+            json!({
+                "node": n,
+                "callers": t.callers(&n.id).len(),
+                "callees": t.callees(&n.id).len(),
+            })
+        })
+        .collect();
+    Ok(Json(json!(nodes)))
+}
+
+/// `GET /node/{id}`: the node, its parent, callers and callees.
+pub(super) async fn one(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
+    let ix = index(&b)?;
+    let ix = ix.read();
+    let t = ix.topology();
+    let n = t.node(&id).ok_or_else(|| no_node(&id))?;
+    Ok(Json(json!({
+        "node": n,
+        "parent": n.parent_id.as_deref().and_then(|p| t.node(p)).map(brief),
+        "callers": t.callers(&id).into_iter().map(brief).collect::<Vec<_>>(),
+        "callees": t.callees(&id).into_iter().map(brief).collect::<Vec<_>>(),
+    })))
+}
+
+fn no_node(id: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "no node {id}; `chimera nodes PATH` lists a file's nodes"
+    ))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct EventsQuery {
+    /// After this event sequence number.
+    since: Option<i64>,
+}
+
+/// `GET /node/{id}/events`: the Remora events from or to the node, oldest first.
+pub(super) async fn events(
+    State(b): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<EventsQuery>,
+) -> Answer {
+    let events = b
+        .store()
+        .remora_events_since(q.since.unwrap_or(0), Some(&id), EVENT_LIMIT)
+        .map_err(ApiError::internal)?;
+    Ok(Json(json!(events)))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct ChatRequest {
+    message: String,
+}
+
+/// `POST /node/{id}/chat`: the human's message to the node's agent, which
+/// wakes for it; its reply arrives as events (`/node/{id}/events`, the
+/// stream).
+pub(super) async fn chat(
+    State(b): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Json(req): Json<ChatRequest>,
+) -> Answer {
+    if req.message.trim().is_empty() {
+        return Err(ApiError::bad("the message is empty"));
+    }
+    if index(&b)?.read().topology().node(&id).is_none() {
+        return Err(no_node(&id));
+    }
+    let before = b.store().last_event_seq().map_err(ApiError::internal)?;
+    b.call(ToCore::NodeChat {
+        node_id: id.clone(),
+        message: req.message,
+    })
+    .await;
+    let told = b
+        .store()
+        .remora_events_since(before, Some(&id), EVENT_LIMIT)
+        .map_err(ApiError::internal)?;
+    Ok(Json(json!({ "node": id, "events": told })))
+}
