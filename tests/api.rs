@@ -196,10 +196,9 @@ async fn the_core_loop_over_http_with_a_live_stream_that_resumes() {
         .iter()
         .any(|a| a["id"] == id.as_str() && a["state"] == "completed"));
     let one = api.get(&format!("/agents/{id}")).await;
-    assert_eq!(
-        one["proposal"][0]["hunks"][0]["new_lines"],
-        json!(["    return a + b"])
-    );
+    let hunk = &one["proposal"][0]["hunks"][0];
+    assert_eq!(hunk["new_lines"], json!(["    return a + b"]));
+    assert_eq!(hunk["number"], 1, "{hunk}");
     assert!(one["diff"].as_str().unwrap().contains("+    return a + b"));
 
     // A client that lost its connection after the first event resumes

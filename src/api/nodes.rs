@@ -33,6 +33,19 @@ fn brief(n: &Node) -> Value {
     })
 }
 
+/// `GET /nodes`: the indexed files and how many nodes each has, by path.
+pub(super) async fn files(State(b): State<Shared>) -> Answer {
+    let ix = index(&b)?;
+    let ix = ix.read();
+    let t = ix.topology();
+    let mut files: Vec<Value> = t
+        .file_paths()
+        .map(|p| json!({ "path": p, "nodes": t.nodes_in(p).len() }))
+        .collect();
+    files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    Ok(Json(json!(files)))
+}
+
 /// `GET /nodes/{file_path}`: the nodes of one project file, in order.
 pub(super) async fn in_file(State(b): State<Shared>, UrlPath(path): UrlPath<String>) -> Answer {
     let p = crate::paths::ProjectPath::parse(&path).map_err(|e| ApiError::bad(e.to_string()))?;

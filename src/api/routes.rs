@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::diff::HunkRef;
-use crate::messages::{AgentView, EffectsSince, Level, ToCore, ToEditor};
+use crate::messages::{AgentView, EffectsSince, FileView, Level, ToCore, ToEditor};
 use crate::store::{AgentState, Store};
 
 /// The core as the API sees it.
@@ -77,6 +77,7 @@ pub fn router(backend: Shared) -> Router {
         .route("/effects", get(effects))
         .route("/events/stream", get(super::stream::all))
         .route("/events/stream/{id}", get(super::stream::one))
+        .route("/nodes", get(super::nodes::files))
         .route("/nodes/{*file_path}", get(super::nodes::in_file))
         .route("/node/{id}", get(super::nodes::one))
         .route("/node/{id}/events", get(super::nodes::events))
@@ -191,8 +192,12 @@ fn find(b: &Shared, id: &str) -> Result<crate::store::AgentRecord, ApiError> {
 
 async fn agent(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
     let rec = find(&b, &id)?;
-    let proposal = if rec.state == AgentState::Completed {
-        crate::accept::proposal_diffs(b.store(), &id).map_err(ApiError::internal)?
+    // Each hunk with its number (what `hunk` in an accept or reject names).
+    let proposal: Vec<FileView> = if rec.state == AgentState::Completed {
+        let files = crate::accept::proposal_diffs(b.store(), &id).map_err(ApiError::internal)?;
+        (0..files.len())
+            .filter_map(|i| FileView::of(&files, i))
+            .collect()
     } else {
         Vec::new()
     };

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""The web dashboard in a real headless browser (Debian's chromium, driven
+by Playwright), as a person uses it: open the address `chimera serve`
+printed, watch a proposal made from a shell arrive live, read its diff,
+accept it and see the file change on disk; reject with feedback; roll back
+after a dry run; browse Remora nodes; the token is asked once, a wrong one
+is refused, and an agent's text is never run as HTML.
+
+Screenshots go to $CHIMERA_SCREENSHOTS (default: target/screenshots).
+
+Usage: python3 tests/web/test_dashboard.py  (after `cargo build`)
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(HERE / ".deps" / "browser"))
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+BIN = Path(os.environ.get("CHIMERA_BIN", HERE / "target" / "debug" / "chimera"))
+SHOTS = Path(os.environ.get("CHIMERA_SCREENSHOTS", HERE / "target" / "screenshots"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+ORIGINAL = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+SCRIPT = [
+    # Slow enough that the page is open and following before it lands.
+    {"text": "```python\ndef add(a, b):\n    return a + b\n```", "chunk_delay": 0.05},
+    {"text": "```python\ndef add(a, b):\n    return b + a\n```"},
+    {"text": "```python\ndef add(a, b):\n    return (b + a)\n```"},
+    {"text": "```python\ndef one():\n    return 10\n\n\ndef two():\n    return 20\n```"},
+]
+TWO = "def one():\n    return 1\n\n\ndef two():\n    return 2\n"
+
+
+def wait_for(what, check, limit=20.0):
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Project:
+    def __init__(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="chimera-web-"))
+        self.root = self.tmp / "proj"
+        (self.root / ".git").mkdir(parents=True)
+        (self.root / "calc.py").write_text(ORIGINAL)
+        (self.root / "two.py").write_text(TWO)
+        (self.root / "use.py").write_text("from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n")
+        script = self.tmp / "script.json"
+        script.write_text(json.dumps(SCRIPT))
+        port_file = self.tmp / "port"
+        self.llm = subprocess.Popen(
+            [sys.executable, str(HERE / "tests" / "fake_llm.py"), "--script", str(script), "--port-file", str(port_file)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        port = wait_for("the fake LLM", lambda: port_file.exists() and port_file.read_text().strip())
+        (self.root / ".chimera").mkdir()
+        (self.root / ".chimera" / "config.json").write_text(
+            json.dumps(
+                {
+                    "llm": {"provider": "openai", "url": f"http://127.0.0.1:{port}/v1", "model": "fake", "max_retries": 0},
+                    "tests": {"command": "off"},
+                }
+            )
+        )
+        self.env = dict(os.environ, XDG_CONFIG_HOME=str(self.tmp / "cfg"), NO_COLOR="1")
+        self.serve = subprocess.Popen(
+            [str(BIN), "serve", "--port", "0", "--json"],
+            cwd=self.root,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.said = json.loads(self.serve.stdout.readline())
+
+    def chimera(self, *args):
+        out = subprocess.run([str(BIN), *args], cwd=self.root, env=self.env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, f"chimera {args}: {out.stderr}"
+        return out.stdout.strip()
+
+    def file(self):
+        return (self.root / "calc.py").read_text()
+
+    def close(self):
+        self.serve.send_signal(signal.SIGINT)
+        try:
+            self.serve.wait(10)
+        except subprocess.TimeoutExpired:
+            self.serve.kill()
+        self.llm.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def agent_item(page, agent_id):
+    return page.locator(f'#agents li[data-agent="{agent_id}"]')
+
+
+def run(p, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    url = p.said["dashboard"]
+    token = url.split("#token=")[1]
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    # Opened from the address `chimera serve` printed: logged in, live,
+    # and the token is gone from the address bar.
+    page.goto(url)
+    expect(page.locator("#link")).to_have_text("live")
+    assert "token" not in page.url, page.url
+    expect(page.locator("#root")).to_contain_text("proj")
+
+    # A task typed in a shell arrives live; its proposal appears with it.
+    agent_id = p.chimera("task", "--file", "calc.py", "fix", "add")
+    item = agent_item(page, agent_id)
+    expect(item).to_be_visible()
+    expect(item.locator(".badge")).to_have_text("completed", timeout=30_000)
+    item.click()
+    expect(page.locator(".diff .add")).to_have_text("+    return a + b")
+    expect(page.locator(".diff .del")).to_have_text("-    return a - b")
+    page.screenshot(path=str(SHOTS / "dashboard-proposal.png"), full_page=True)
+    assert p.file() == ORIGINAL, "nothing is written before the accept"
+
+    # Accept: the file changes on disk.
+    page.locator("#accept").click()
+    wait_for("the accepted file on disk", lambda: p.file() == FIXED)
+    expect(item.locator(".badge")).to_have_text("accepted")
+    page.screenshot(path=str(SHOTS / "dashboard-accepted.png"), full_page=True)
+
+    # A task from the page; rejected with feedback, the agent tries again.
+    page.fill("#task-text", "fix add <img src=x onerror=window.pwned=1>")
+    page.fill("#task-file", "calc.py")
+    page.click("#new-task button")
+    second = page.locator("#agents li").first
+    expect(second.locator(".badge")).to_have_text("completed", timeout=30_000)
+    assert page.locator("#agents img").count() == 0, "an agent's text was run as HTML"
+    assert page.evaluate("window.pwned") is None
+    expect(page.locator("#agent h2")).to_have_text("fix add <img src=x onerror=window.pwned=1>")
+    page.fill("#feedback", "put b first")
+    page.click("#reject")
+    expect(page.locator("#agent dd").filter(has_text="put b first")).to_be_visible(timeout=30_000)
+    expect(second.locator(".badge")).to_have_text("completed", timeout=30_000)
+    expect(page.locator(".diff .add")).to_have_text("+    return (b + a)")
+
+    # Snapshots: a rollback is offered only after its dry run.
+    page.click('button[data-tab="snapshots"]')
+    row = page.locator("#snapshots tr").last
+    rollback = row.locator("button.danger")
+    expect(rollback).to_be_disabled()
+    row.locator("text=Dry run").click()
+    expect(page.locator("#rollback-report")).to_contain_text("calc.py")
+    assert p.file() == FIXED, "a dry run changes nothing"
+    page.screenshot(path=str(SHOTS / "dashboard-snapshots.png"), full_page=True)
+    page.once("dialog", lambda d: d.accept())
+    rollback.click()
+    wait_for("the rollback on disk", lambda: p.file() == ORIGINAL)
+    expect(page.locator("#rollback-report")).to_contain_text("Rolled back")
+
+    # A proposal of two hunks: the second alone is accepted.
+    page.click('button[data-tab="agents"]')
+    page.fill("#task-text", "make them bigger")
+    page.fill("#task-file", "two.py")
+    page.click("#new-task button")
+    expect(page.locator("#agents li").first.locator(".badge")).to_have_text("completed", timeout=30_000)
+    heads = page.locator(".diff .hunk-head")
+    expect(heads).to_have_count(2)
+    expect(heads.nth(1)).to_contain_text("hunk 2")
+    heads.nth(1).locator("text=Accept hunk").click()
+    wait_for("hunk 2 on disk", lambda: "return 20" in (p.root / "two.py").read_text())
+    assert "return 1\n" in (p.root / "two.py").read_text(), "hunk 1 was accepted too"
+    expect(page.locator(".diff .hunk-head")).to_have_count(1)
+
+    # The effect log has the model calls.
+    page.click('button[data-tab="effects"]')
+    expect(page.locator("#effects tr").first).to_be_visible()
+    page.select_option("#effect-kind", "llm")
+    expect(page.locator("#effects tr td:nth-child(2)").first).to_have_text("llm")
+
+    # Remora: a file's nodes, a node's callers, a message to it.
+    p.chimera("remora", "enable")
+    page.click('button[data-tab="nodes"]')
+    calc = page.locator("#files li", has_text="calc.py")
+    expect(calc).to_be_visible(timeout=20_000)
+    calc.click()
+    page.locator("#nodes li", has_text="add").click()
+    expect(page.locator("#node h2")).to_have_text("function add")
+    expect(page.locator("#node .neighbours")).to_contain_text("twice")
+    page.fill("#node input", "what do you return?")
+    page.click("#node button[type=submit]")
+    expect(page.locator("#node .log")).to_contain_text("HumanChatEvent")
+    page.screenshot(path=str(SHOTS / "dashboard-nodes.png"), full_page=True)
+
+    # The token is asked once: a new tab of the same browser needs none.
+    again = context.new_page()
+    again.goto(url.split("#")[0])
+    expect(again.locator("#link")).to_have_text("live")
+    expect(again.locator("#login")).to_be_hidden()
+
+    # A browser without it asks, refuses a wrong one, takes the right one.
+    fresh = browser.new_context().new_page()
+    fresh.goto(url.split("#")[0])
+    expect(fresh.locator("#login")).to_be_visible()
+    fresh.fill("#token", "0" * 64)
+    fresh.click("#login button")
+    expect(fresh.locator("#login-error")).to_contain_text("token")
+    fresh.screenshot(path=str(SHOTS / "dashboard-login.png"))
+    fresh.fill("#token", token)
+    fresh.click("#login button")
+    expect(fresh.locator("#link")).to_have_text("live")
+    expect(agent_item(fresh, agent_id)).to_be_visible()
+
+    assert not errors, f"the page threw: {errors}"
+
+
+def main():
+    assert BIN.exists(), f"{BIN} is missing: run `cargo build` first"
+    assert CHROMIUM, "chromium is missing: run scripts/install-browser.sh"
+    p = Project()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                run(p, browser)
+            finally:
+                browser.close()
+    finally:
+        p.close()
+    print(f"dashboard: ok (screenshots in {SHOTS})")
+
+
+if __name__ == "__main__":
+    main()
