@@ -200,6 +200,13 @@ M.subcommands = {
       end)
     end,
   },
+  dashboard = {
+    desc = "open the project's web dashboard in the browser (needs api.enabled)",
+    run = function()
+      local url = chimera().dashboard()
+      vim.notify("dashboard: " .. url, vim.log.levels.INFO, { title = "Chimera" })
+    end,
+  },
   fork = {
     desc = "start an agent from a snapshot: :Chimera fork {snapshot} {task}",
     complete = snapshot_ids,

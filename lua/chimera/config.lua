@@ -430,6 +430,7 @@ function M.to_json(config)
     tools = config.tools,
     tests = config.tests,
     mcp = { servers = servers_json(config.mcp.servers), timeout_ms = config.mcp.timeout_ms },
+    api = config.api,
   })
 end
 

@@ -113,6 +113,7 @@ function M.check()
   end
 
   M.check_tools(h, state.config)
+  M.check_clients(h, state)
 
   h.start("Chimera: LLM server")
   if not (lib and state.root) then
@@ -135,6 +136,37 @@ function M.check()
     h.error(st.message, {
       "start the server (make demo starts a local llama.cpp server), or set llm.url / llm.model in setup()",
     })
+  end
+end
+
+--- Clients outside Neovim: the control socket and the HTTP API.
+function M.check_clients(h, state)
+  h.start("Chimera: clients outside Neovim")
+  local api_on = state.config and state.config.api.enabled
+  local served = require("chimera").served()
+  if not served then
+    h.info("start the core (:Chimera start) to serve the `chimera` command" .. (api_on and " and the HTTP API" or ""))
+    return
+  end
+  if served.own then
+    h.ok("this Neovim serves the project to the `chimera` command on " .. served.socket)
+  elseif served.pid then
+    h.info(("process %d (another Neovim, or `chimera serve`) serves the project on %s; this one takes over when it stops"):format(
+      served.pid,
+      served.socket
+    ))
+  else
+    h.warn("no core serves " .. served.socket .. " yet", { "it is taken within 2 s of the core starting; see :messages if not" })
+  end
+  if served.api then
+    h.ok(("HTTP API and dashboard on http://127.0.0.1:%d/ (token in %s/.chimera/api.json; :Chimera dashboard opens it)"):format(
+      served.api.port,
+      state.root
+    ))
+  elseif api_on and served.own then
+    h.warn("api.enabled is set but the HTTP API is not listening", { "see :messages: the port may be taken (api.port)" })
+  elseif not api_on then
+    h.info("HTTP API off (set `api = { enabled = true }` for the web dashboard)")
   end
 end
 

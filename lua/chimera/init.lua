@@ -429,6 +429,39 @@ function M.wait(id, timeout_ms)
   return a and a.state
 end
 
+--- Who serves this project to clients outside Neovim (the `chimera`
+--- command, the HTTP API): { socket, pid, own, api = { port, dashboard } };
+--- `pid` is nil while no core serves it. nil before the core starts.
+function M.served()
+  if not state.root then
+    return nil
+  end
+  return require("chimera.loader").require().served(state.root)
+end
+
+--- The web dashboard's address (token included), opened in the browser
+--- unless `opts.open == false` (see :help chimera-api).
+function M.dashboard(opts)
+  M.start()
+  local served
+  -- The server binds its port just after the core starts.
+  vim.wait(3000, function()
+    served = M.served()
+    return served and served.api ~= nil
+  end, 20)
+  local url = served and served.api and served.api.dashboard
+  if not url then
+    if served and served.pid and not served.own then
+      error(("Chimera: process %d serves this project without the HTTP API; stop it, or run `chimera serve` instead"):format(served.pid), 0)
+    end
+    error("Chimera: the HTTP API is off: set `api = { enabled = true }` in setup{} (or run `chimera serve` in a shell)", 0)
+  end
+  if not (opts and opts.open == false) then
+    vim.ui.open(url)
+  end
+  return url
+end
+
 --- A summary: { started, ready, root, agents = {state -> count}, proposals = n }.
 function M.status()
   local counts = {}

@@ -67,6 +67,18 @@ pub fn check_socket_dir(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The process whose core serves the project's control socket, if one does.
+pub fn holder(root: &Path) -> Option<u32> {
+    let path = root.join(".chimera").join("core.lock");
+    let lock = File::open(&path).ok()?;
+    // A lock we can take is held by no one (in this process too: locks
+    // belong to open files, and this one is new).
+    match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockShared) {
+        Ok(()) => None,
+        Err(_) => std::fs::read_to_string(&path).ok()?.trim().parse().ok(),
+    }
+}
+
 /// The lock and the bound socket of the core that serves the project.
 struct Held {
     _lock: File,
@@ -89,6 +101,12 @@ fn try_hold(root: &Path) -> std::io::Result<Option<Held>> {
         Ok(()) => {}
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
         Err(e) => return Err(e.into()),
+    }
+    // Who serves, for `holder` (`:checkhealth`, `chimera status`).
+    {
+        use std::io::Write;
+        lock.set_len(0)?;
+        (&lock).write_all(std::process::id().to_string().as_bytes())?;
     }
     check_socket_dir(root)?;
     let path = socket_path(root);

@@ -106,6 +106,15 @@ fn with_remora<T: serde::Serialize>(
     }
 }
 
+/// Who serves the project outside Neovim (`served()`).
+#[derive(serde::Serialize)]
+struct Served {
+    socket: std::path::PathBuf,
+    pid: Option<u32>,
+    own: bool,
+    api: Option<serde_json::Value>,
+}
+
 /// `path` (absolute, or relative to the working directory) as a project path.
 fn relative(root: &Path, path: &str) -> Option<String> {
     let p = Path::new(path);
@@ -191,6 +200,30 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         "check_database",
         lua.create_function(|_, root: String| {
             Ok(crate::store::Store::check_file(Path::new(&root)).err())
+        })?,
+    )?;
+    // served(root) -> { socket, pid, own, api = { port, dashboard } }: who
+    // serves the project to clients outside Neovim (:checkhealth,
+    // :Chimera dashboard). `pid` is nil when no core serves it.
+    t.set(
+        "served",
+        lua.create_function(|lua, root: String| {
+            let root = Path::new(&root);
+            let pid = crate::api::control::holder(root);
+            let api = crate::api::http::read_info(root)
+                .filter(|i| Some(i.pid) == pid)
+                .map(|i| serde_json::json!({ "port": i.port, "dashboard": i.dashboard_url() }));
+            use mlua::LuaSerdeExt;
+            lua.to_value_with(
+                // Options, not JSON nulls: what is missing is nil in Lua.
+                &Served {
+                    socket: crate::api::control::socket_path(root),
+                    pid,
+                    own: pid == Some(std::process::id()),
+                    api,
+                },
+                mlua::SerializeOptions::new().serialize_none_to_null(false),
+            )
         })?,
     )?;
     t.set(

@@ -337,10 +337,14 @@ impl Store {
         Self::init(Connection::open_in_memory()?, root)
     }
 
-    fn init(conn: Connection, root: &Path) -> Result<Self> {
+    fn init(mut conn: Connection, root: &Path) -> Result<Self> {
         // Several Neovim instances may share the file: wait for a lock rather
         // than fail at once.
         conn.busy_timeout(Duration::from_secs(5))?;
+        // A transaction takes the write lock when it begins: one that read
+        // first and wrote later would fail at once (SQLITE_BUSY_SNAPSHOT,
+        // no waiting) if another process had written in between.
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;

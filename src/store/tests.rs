@@ -403,3 +403,29 @@ fn snapshots_of_the_same_text_in_the_same_millisecond_are_all_kept() {
         .collect();
     assert_eq!(ids.len(), 200);
 }
+
+#[test]
+fn a_transaction_that_reads_then_writes_waits_for_another_process_instead_of_failing() {
+    // Neovim's core and a `chimera` command's core share the file. A
+    // transaction that read before the other wrote must not then fail
+    // with "database is locked" (it did: recovery at start, beside a CLI).
+    let dir = tempfile::tempdir().unwrap();
+    let mine = Store::open(dir.path()).unwrap();
+    let theirs = Store::open(dir.path()).unwrap();
+    let (read_tx, read_rx) = std::sync::mpsc::channel();
+    let other = std::thread::spawn(move || {
+        read_rx.recv().unwrap();
+        theirs.agent_insert(&record("theirs")).unwrap();
+    });
+    let result: Result<()> = mine.transaction(|tx| {
+        let _: i64 = tx.query_row("SELECT COUNT(*) FROM agents", [], |r| r.get(0))?;
+        read_tx.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        tx.execute("INSERT INTO settings (key, value) VALUES ('k', 'v')", [])?;
+        Ok(())
+    });
+    other.join().unwrap();
+    result.unwrap();
+    assert_eq!(mine.setting("k").unwrap().as_deref(), Some("v"));
+    assert!(mine.agent("theirs").is_ok());
+}

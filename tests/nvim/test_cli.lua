@@ -66,4 +66,52 @@ h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", functi
   h.eq(agent.agent.state, "accepted", "the shell sees the Neovim accept")
 end)
 
+h.test("with api.enabled Neovim serves the HTTP API; a task from it shows as ghost text", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  h.setup((h.fake_llm({ { text = "```python\ndef add(a, b):\n    return a + b\n```" } })), { api = { enabled = true } })
+  vim.cmd.edit("calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local url = chimera.dashboard({ open = false })
+  local port, token = url:match("^http://127%.0%.0%.1:(%d+)/#token=(%x+)$")
+  h.truthy(port and token, "the dashboard's address: " .. url)
+  local info = vim.json.decode(h.read(root .. "/.chimera/api.json"))
+  h.eq(info.token, token, "the token in .chimera/api.json")
+  h.eq(vim.uv.fs_stat(root .. "/.chimera/api.json").mode % 512, tonumber("600", 8), "api.json is private")
+  local served = chimera.served()
+  h.eq(served.own, true, "this Neovim serves the project")
+  local function curl(args)
+    local cmd = { "curl", "-s", "-w", "\n%{http_code}", "-H", "Authorization: Bearer " .. token }
+    vim.list_extend(cmd, args)
+    local out = vim.system(cmd):wait()
+    local body, code = out.stdout:match("^(.*)\n(%d+)$")
+    return tonumber(code), body
+  end
+  local code = curl({ "-H", "Authorization: Bearer wrong", "http://127.0.0.1:" .. port .. "/agents" })
+  h.eq(code, 200, "curl sends the last Authorization header it is given")
+  local refused = vim.system({ "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:" .. port .. "/agents" }):wait()
+  h.eq(refused.stdout, "401", "no token, no answer")
+  local posted, body = curl({
+    "-H", "Content-Type: application/json",
+    "-d", vim.json.encode({ task = "fix add", file = "calc.py" }),
+    "http://127.0.0.1:" .. port .. "/tasks",
+  })
+  h.eq(posted, 200, body)
+  local id = vim.json.decode(body).id
+  h.wait_for("the API's agent in Neovim", function()
+    local a = chimera.agent(id)
+    return a ~= nil and a.state == "completed"
+  end, 10000)
+  h.wait_for("its ghost text", function()
+    return #ghost_marks(buf) > 0
+  end)
+  local health = vim.api.nvim_exec2("checkhealth chimera", { output = true })
+  local lines = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  h.truthy(lines:find("HTTP API and dashboard on http://127.0.0.1:" .. port, 1, true), "checkhealth names the API:\n" .. lines .. (health.output or ""))
+  h.truthy(lines:find("this Neovim serves the project", 1, true), "checkhealth names the socket")
+  chimera.stop()
+  h.wait_for("api.json removed when Neovim's core stops", function()
+    return vim.uv.fs_stat(root .. "/.chimera/api.json") == nil
+  end)
+end)
+
 h.finish()
