@@ -23,7 +23,7 @@ pub struct Config {
     pub api: ApiConfig,
 }
 
-/// The HTTP API and web dashboard (`:help chimera-api`).
+/// The HTTP API and web dashboard (`:help chimera-http`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(default)]
 pub struct ApiConfig {

@@ -108,7 +108,7 @@ M.defaults = {
   },
   -- An HTTP API and web dashboard for the project, on 127.0.0.1 only.
   -- Their port and token are written to .chimera/api.json (readable by
-  -- you alone); `:Chimera dashboard` opens the page. See :h chimera-api.
+  -- you alone); `:Chimera dashboard` opens the page. See :h chimera-http.
   api = {
     enabled = false,
     -- 0: any free port.

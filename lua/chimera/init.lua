@@ -440,7 +440,7 @@ function M.served()
 end
 
 --- The web dashboard's address (token included), opened in the browser
---- unless `opts.open == false` (see :help chimera-api).
+--- unless `opts.open == false` (see :help chimera-http).
 function M.dashboard(opts)
   M.start()
   local served

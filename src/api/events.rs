@@ -138,7 +138,15 @@ impl EventBus {
         self.newest.subscribe()
     }
 
-    fn keep(&self, kind: &'static str, subjects: Vec<String>, data: Value) {
+    fn keep(&self, kind: &'static str, subjects: Vec<String>, mut data: Value) {
+        // When it happened, in ms since the epoch (fractional): clients
+        // order and age events by it, and `make bench` times delivery.
+        if let Some(obj) = data.as_object_mut() {
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64() * 1e3);
+            obj.insert("at".into(), json!(at));
+        }
         let mut ring = self.ring();
         let seq = ring.next;
         ring.next += 1;

@@ -83,7 +83,9 @@ pub fn router(backend: Shared) -> Router {
         .route("/node/{id}/events", get(super::nodes::events))
         .route("/node/{id}/chat", post(super::nodes::chat))
         .route("/remora/enable", post(remora_enable))
-        .fallback(|| async { ApiError::not_found("no such route; `:help chimera-api` lists them") })
+        .fallback(|| async {
+            ApiError::not_found("no such route; `:help chimera-http` lists them")
+        })
         .layer(axum::middleware::map_response(json_errors))
         .with_state(backend)
 }
