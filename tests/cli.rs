@@ -193,3 +193,50 @@ fn a_socket_directory_someone_else_could_have_made_is_refused() {
         "at most the socket of a running core"
     );
 }
+
+#[test]
+fn remora_nodes_a_chat_and_a_fork_from_the_shell() {
+    let mut p = project(&[fix_add(), serde_json::json!({"hang": true})]);
+    p.write(
+        "use.py",
+        "from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n",
+    );
+    p.serve();
+    p.ok(&["remora", "enable"]);
+    // The index is built in the background.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let nodes = loop {
+        let out = p.run(&["nodes", "calc.py", "--json"]);
+        if out.status.success() {
+            break serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap();
+        }
+        assert!(Instant::now() < deadline, "calc.py was never indexed");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let add = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"]["name"] == "add")
+        .unwrap_or_else(|| panic!("{nodes}"));
+    let id = add["node"]["id"].as_str().unwrap();
+    let table = p.ok(&["nodes", "calc.py"]);
+    assert!(table.contains(id) && table.contains("add"), "{table}");
+    let one = p.ok(&["node", id]);
+    assert!(one.contains("twice") && one.contains("use.py"), "{one}");
+    let chat = p.ok(&["chat", id, "what", "do", "you", "return?"]);
+    assert!(
+        chat.contains("HumanChatEvent") && chat.contains("what do you return?"),
+        "{chat}"
+    );
+    let out = p.run(&["node", "rm_nosuchnode"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no node rm_nosuchnode"));
+    // A fork works on the project as it was in the snapshot.
+    let snap = p.ok(&["snapshot", "before"]).trim().to_owned();
+    let fork = p.ok(&["fork", &snap, "fix", "add"]).trim().to_owned();
+    assert_eq!(p.json(&["agent", &fork])["agent"]["task"], "fix add");
+    let out = p.run(&["fork", "nosuchsnap", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no snapshot nosuchsnap"));
+}
