@@ -520,6 +520,20 @@ async fn nothing_without_the_token_nor_on_any_address_but_loopback() {
     assert!(std::net::TcpStream::connect(("127.0.0.1", h.port)).is_err());
 }
 
+#[test]
+fn a_taken_port_is_refused_at_once() {
+    let p = proj();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let started = Instant::now();
+    let out = p.run(&["serve", "--port", &port]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")) && err.contains("--port"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!p.root.join(".chimera/api.json").exists());
+}
+
 /// The address this machine would use to reach others, if it has one
 /// (no packet is sent).
 fn outward_address() -> Option<std::net::IpAddr> {

@@ -437,6 +437,15 @@ async fn serve(s: &mut Session, port: Option<u16>) -> Result<i32, Failure> {
     if let Some(p) = port {
         api.port = p;
     }
+    // A taken port is said at once, not after the core gave up on it.
+    if api.port != 0 {
+        if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", api.port)) {
+            return Err(Failure::Failed(format!(
+                "cannot listen on 127.0.0.1:{}: {e}; pick another --port (or 0 for any free one)",
+                api.port
+            )));
+        }
+    }
     let client = s.writer().await?;
     if !s.served_here(&client).await {
         return Err(Failure::Failed(format!(
