@@ -314,6 +314,7 @@ async fn remora_nodes_their_events_and_a_chat() {
     let add_id = add["node"]["id"].as_str().unwrap().to_owned();
     let one = api.get(&format!("/node/{add_id}")).await;
     assert_eq!(one["callers"][0]["name"], "twice");
+    assert_eq!(one["source"], "def add(a, b):\n    return a - b", "{one}");
     assert_eq!(one["callers"][0]["file_path"], "use.py");
 
     let mut live = api.stream(&format!("/events/stream/{add_id}"), None).await;
@@ -529,7 +530,10 @@ fn a_taken_port_is_refused_at_once() {
     let out = p.run(&["serve", "--port", &port]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains(&format!("127.0.0.1:{port}")) && err.contains("--port"), "{err}");
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}")) && err.contains("--port"),
+        "{err}"
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(!p.root.join(".chimera/api.json").exists());
 }

@@ -323,7 +323,7 @@ function renderDetail() {
     ),
     actions,
     a.state === "completed" ? feedback : null,
-    proposal.length ? renderProposal(a.id, proposal) : renderUnified(diff),
+    proposal.length ? renderProposal(a.id, proposal) : renderUnified(diff, a),
     a.log.length ? h("details", {}, h("summary", {}, "Log"), h("pre", {}, a.log.join("\n"))) : null,
   );
 }
@@ -362,8 +362,21 @@ function renderProposal(id, files) {
   );
 }
 
-function renderUnified(diff) {
-  if (!diff) return h("p", { class: "muted" }, "No changes proposed.");
+// What an agent without a proposal to review did (or is doing).
+const WITHOUT_DIFF = {
+  queued: "Waiting for a free slot…",
+  running: "Working on it…",
+  accepted: "Accepted: its changes are in your files.",
+  rejected: "Rejected.",
+  cancelled: "Cancelled.",
+  failed: "It failed (see Error).",
+};
+
+function renderUnified(diff, a) {
+  if (!diff) {
+    const files = a.state === "accepted" && a.changed_files.length ? ` (${a.changed_files.join(", ")})` : "";
+    return h("p", { class: "muted" }, (WITHOUT_DIFF[a.state] || "No changes proposed.") + files);
+  }
   const lines = diff.split("\n").map((l) => {
     const cls = l.startsWith("+") && !l.startsWith("+++") ? "add" : l.startsWith("-") && !l.startsWith("---") ? "del" : "ctx";
     return h("span", { class: cls }, l || " ");
@@ -565,6 +578,7 @@ async function loadNode(id) {
     fill($("node"),
       h("h2", {}, `${n.node_type} ${n.qualname}`),
       h("p", { class: "muted" }, `${n.file_path}:${n.start_line}-${n.end_line} · ${n.id}`),
+      one.source ? h("pre", { class: "source" }, one.source) : null,
       h("div", { class: "neighbours" }, neighbourList("Callers", one.callers), neighbourList("Callees", one.callees)),
       h(
         "form",

@@ -71,18 +71,32 @@ pub(super) async fn in_file(State(b): State<Shared>, UrlPath(path): UrlPath<Stri
     Ok(Json(json!(nodes)))
 }
 
-/// `GET /node/{id}`: the node, its parent, callers and callees.
+/// `GET /node/{id}`: the node, its source as the human sees it, its
+/// parent, callers and callees.
 pub(super) async fn one(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
-    let ix = index(&b)?;
-    let ix = ix.read();
-    let t = ix.topology();
-    let n = t.node(&id).ok_or_else(|| no_node(&id))?;
-    Ok(Json(json!({
-        "node": n,
-        "parent": n.parent_id.as_deref().and_then(|p| t.node(p)).map(brief),
-        "callers": t.callers(&id).into_iter().map(brief).collect::<Vec<_>>(),
-        "callees": t.callees(&id).into_iter().map(brief).collect::<Vec<_>>(),
-    })))
+    let (node, mut answer) = {
+        let ix = index(&b)?;
+        let ix = ix.read();
+        let t = ix.topology();
+        let n = t.node(&id).ok_or_else(|| no_node(&id))?;
+        let answer = json!({
+            "node": n,
+            "parent": n.parent_id.as_deref().and_then(|p| t.node(p)).map(brief),
+            "callers": t.callers(&id).into_iter().map(brief).collect::<Vec<_>>(),
+            "callees": t.callees(&id).into_iter().map(brief).collect::<Vec<_>>(),
+        });
+        (n.clone(), answer)
+    };
+    // Read after the index's lock is let go: the store is I/O.
+    let store = b.store();
+    let source = store
+        .stable_entry(&node.file_path)
+        .ok()
+        .flatten()
+        .and_then(|e| store.blob(&e.hash).ok())
+        .and_then(|text| crate::agent::node::node_source(&String::from_utf8_lossy(&text), &node));
+    answer["source"] = json!(source);
+    Ok(Json(answer))
 }
 
 fn no_node(id: &str) -> ApiError {

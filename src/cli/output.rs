@@ -297,6 +297,12 @@ pub fn node(one: &Value, json: bool) {
     if one["parent"].is_object() {
         println!("parent    {}", neighbour(&one["parent"]));
     }
+    if let Some(source) = one["source"].as_str() {
+        println!("source:");
+        for l in source.lines() {
+            println!("  {l}");
+        }
+    }
     for key in ["callers", "callees"] {
         let all = one[key].as_array().map(Vec::as_slice).unwrap_or_default();
         println!("{key:<9} {}", if all.is_empty() { "none" } else { "" });

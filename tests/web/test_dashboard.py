@@ -200,6 +200,7 @@ def run(p, browser):
     page.locator("#nodes li", has_text="add").click()
     expect(page.locator("#node h2")).to_have_text("function add")
     expect(page.locator("#node .neighbours")).to_contain_text("twice")
+    expect(page.locator("#node pre.source")).to_contain_text("def add(a, b):")
     page.fill("#node input", "what do you return?")
     page.click("#node button[type=submit]")
     expect(page.locator("#node .log")).to_contain_text("HumanChatEvent")
