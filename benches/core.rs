@@ -382,6 +382,7 @@ fn bench_many_agents() {
             cursor_line: None,
             mode: None,
             capabilities: None,
+            external: None,
         })
         .unwrap();
     }

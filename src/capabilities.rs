@@ -196,6 +196,21 @@ impl Capabilities {
         Ok(())
     }
 
+    /// Whether some file may be written (not under `readonly`).
+    pub fn may_write_anything(&self) -> bool {
+        self.write.is_some()
+    }
+
+    /// Whether some command may be run (`developer` with `commands`).
+    pub fn may_run_anything(&self) -> bool {
+        !self.commands.is_empty()
+    }
+
+    /// Whether some host may be reached (`capabilities.hosts`).
+    pub fn may_reach_anything(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
     /// A command is allowed when its program (the first word, without a
     /// path) is on the list; arguments are never given to a shell.
     pub fn check_command(&self, argv: &[String]) -> Result<(), Denied> {

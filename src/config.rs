@@ -273,6 +273,19 @@ pub struct AgentsConfig {
     /// How tool mode asks for calls: the provider's native `tool_calls`,
     /// the JSON text protocol, or `auto` (native except on llama.cpp).
     pub tool_calls: ToolCalls,
+    /// Coding agents of the user's (Claude Code, opencode, Gemini CLI…)
+    /// spoken to over the Agent Client Protocol, by name.
+    pub external: std::collections::BTreeMap<String, ExternalAgent>,
+}
+
+/// An ACP agent: the program that speaks ACP on its stdin and stdout.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct ExternalAgent {
+    /// The program and its arguments (no shell).
+    pub command: Vec<String>,
+    /// Variables added to its environment.
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// How a tool-mode agent asks the model for tool calls.
@@ -334,6 +347,7 @@ impl Default for AgentsConfig {
             max_iterations: 10,
             command_timeout_ms: 60_000,
             tool_calls: ToolCalls::Auto,
+            external: Default::default(),
         }
     }
 }

@@ -38,6 +38,7 @@
 //! calls into [`messages::ToCore`] and [`messages::ToEditor`] into Lua calls.
 
 pub mod accept;
+pub mod acp;
 pub mod agent;
 pub mod api;
 pub mod capabilities;

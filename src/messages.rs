@@ -21,6 +21,8 @@ pub enum ToCore {
         mode: Option<crate::config::AgentMode>,
         /// A capabilities preset; `None`: `capabilities.preset`.
         capabilities: Option<String>,
+        /// An ACP agent of `agents.external` to do it; `None`: Chimera's own.
+        external: Option<String>,
     },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.
@@ -239,6 +241,8 @@ pub struct AgentView {
     pub cursor_line: Option<usize>,
     pub mode: Option<crate::config::AgentMode>,
     pub capabilities: Option<String>,
+    /// The ACP agent doing the work (`agents.external`), if not Chimera's own.
+    pub external: Option<String>,
     /// The feedback given with each rejection, oldest first.
     pub feedback: Vec<String>,
     /// What its programs said with `log()` (the last lines).
@@ -263,6 +267,7 @@ impl From<&AgentRecord> for AgentView {
             cursor_line: r.cursor_line,
             mode: r.mode,
             capabilities: r.capabilities.clone(),
+            external: r.external.clone(),
             feedback: r.feedback.iter().map(|f| f.feedback.clone()).collect(),
             log: r.log.clone(),
             created_at: r.created_at,

@@ -141,6 +141,8 @@ struct Core {
     remora_index: SharedIndex,
     /// Activation chains of node agents messaging one another.
     chains: Mutex<crate::remora::chain::Chains>,
+    /// The ACP agents' processes (`agents.external`).
+    acp: crate::acp::Pool,
 }
 
 /// Work for the lifecycle thread.
@@ -398,7 +400,9 @@ fn build_core(
     };
     let owner = format!("{}-{}", std::process::id(), now_ms());
     let (steps, steps_rx) = std::sync::mpsc::channel();
+    let shutdown = CancellationToken::new();
     let core = Arc::new(Core {
+        acp: crate::acp::Pool::new(root.clone(), shutdown.clone()),
         remora,
         remora_index: shared,
         chains: Mutex::new(crate::remora::chain::Chains::new(
@@ -422,7 +426,7 @@ fn build_core(
         store,
         sink,
         agents: Mutex::new(HashMap::new()),
-        shutdown: CancellationToken::new(),
+        shutdown,
         owner,
     });
     lifecycle_thread(steps_rx, Arc::downgrade(&core));
@@ -643,6 +647,7 @@ fn route_rest(core: &Arc<Core>, msg: ToCore) {
             cursor_line,
             mode,
             capabilities,
+            external,
         } => spawn_agent(
             core,
             Job {
@@ -653,6 +658,7 @@ fn route_rest(core: &Arc<Core>, msg: ToCore) {
                 cursor_line,
                 mode,
                 capabilities,
+                external,
                 ..Job::default()
             },
         ),
@@ -771,6 +777,7 @@ fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         feedback: job.feedback.clone(),
         mode: job.mode,
         capabilities: job.capabilities.clone(),
+        external: job.external.clone(),
         ..AgentRecord::new(job.id.clone(), job.task.clone())
     };
     core.on_lifecycle(move |c| {
@@ -841,28 +848,43 @@ async fn run_agent(
     if job.task == tests::PANIC_TASK {
         panic!("a panic the tests asked for");
     }
-    let llm = core
-        .llm
-        .as_ref()
-        .map_err(|e| agent::AgentError::Internal(e.clone()))?;
     let sink = core.sink.clone();
     let pid = job.id.clone();
-    let progress = move |message: String| {
+    let progress: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |message: String| {
         sink.send(ToEditor::Progress {
             id: pid.clone(),
             message,
         })
-    };
+    });
     let limit = Duration::from_millis(core.config.agents.timeout_ms);
-    let run = agent::run(
-        core.store.clone(),
-        &core.config,
-        llm,
-        &core.services,
-        job,
-        cancel,
-        &progress,
-    );
+    let run: futures_util::future::BoxFuture<'_, _> = if job.external.is_some() {
+        Box::pin(crate::acp::run(
+            &core.acp,
+            core.store.clone(),
+            &core.config,
+            &core.services,
+            job,
+            cancel,
+            progress,
+        ))
+    } else {
+        let llm = core
+            .llm
+            .as_ref()
+            .map_err(|e| agent::AgentError::Internal(e.clone()))?;
+        Box::pin(async move {
+            agent::run(
+                core.store.clone(),
+                &core.config,
+                llm,
+                &core.services,
+                job,
+                cancel,
+                &*progress,
+            )
+            .await
+        })
+    };
     // A cancel ends the run at once, even when its program is busy in the
     // sandbox: that thread finds the cancel at its next host call, or stops
     // at its CPU time limit, and its result is dropped.

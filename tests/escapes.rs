@@ -92,6 +92,7 @@ impl Run {
             cursor_line: None,
             mode: None,
             capabilities: None,
+            external: None,
         });
     }
 
@@ -323,6 +324,7 @@ fn a_buffer_opened_through_a_link_never_reaches_the_model() {
             cursor_line: Some(1),
             mode: None,
             capabilities: None,
+            external: None,
         });
         run.settled(&format!("a{i}"));
     }

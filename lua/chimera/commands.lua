@@ -56,11 +56,28 @@ end
 
 M.subcommands = {
   task = {
-    desc = "start an agent: :[range]Chimera task [--tools] {text}",
+    desc = "start an agent: :[range]Chimera task [--tools] [--agent NAME] {text}",
+    complete = function()
+      local names = { "--tools", "--code" }
+      local external = (require("chimera.state").config or {}).agents
+      for name in pairs(external and external.external or {}) do
+        table.insert(names, "--agent " .. name)
+      end
+      table.sort(names)
+      return names
+    end,
     run = function(args, cmd)
-      local mode
-      if args[1] == "--tools" or args[1] == "--code" then
-        mode = table.remove(args, 1):sub(3)
+      local mode, agent
+      while args[1] == "--tools" or args[1] == "--code" or args[1] == "--agent" do
+        local flag = table.remove(args, 1)
+        if flag == "--agent" then
+          agent = table.remove(args, 1)
+          if not agent then
+            error("Chimera: --agent takes the name of an agent of agents.external", 0)
+          end
+        else
+          mode = flag:sub(3)
+        end
       end
       local task = table.concat(args, " ")
       local context
@@ -68,7 +85,7 @@ M.subcommands = {
         local lines = vim.api.nvim_buf_get_lines(0, cmd.line1 - 1, cmd.line2, false)
         context = table.concat(lines, "\n")
       end
-      local id = chimera().spawn(task, { context = context, mode = mode })
+      local id = chimera().spawn(task, { context = context, mode = mode, agent = agent })
       vim.notify(("agent %s started: %s"):format(id, task), vim.log.levels.INFO, { title = "Chimera" })
     end,
   },

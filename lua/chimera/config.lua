@@ -74,6 +74,12 @@ M.defaults = {
     -- "text" (one JSON object per reply, constrained where the server can),
     -- or "auto": native, except on llama.cpp servers.
     tool_calls = "auto",
+    -- Coding agents of yours that speak the Agent Client Protocol, by name;
+    -- `:Chimera task --agent NAME` gives them a task. Their reads and
+    -- writes go through Chimera (your unsaved buffers in, a proposal out):
+    --   opencode = { command = { "opencode", "acp" } },
+    --   gemini = { command = { "gemini", "--experimental-acp" }, env = { GEMINI_API_KEY = "…" } },
+    external = {},
   },
   -- Tools beyond the project.
   tools = {
@@ -222,6 +228,23 @@ local function is_string_list(v)
   return true
 end
 
+-- A program to start: `command` (a list of strings) and `env` (strings).
+local function check_program(where, spec)
+  if spec.command ~= nil and (not is_string_list(spec.command) or #spec.command == 0) then
+    return where .. ": `command` must be a non-empty list of strings (program and arguments)"
+  end
+  if spec.env ~= nil then
+    if type(spec.env) ~= "table" then
+      return where .. ": `env` must be a table of strings"
+    end
+    for k, v in pairs(spec.env) do
+      if type(k) ~= "string" or type(v) ~= "string" then
+        return where .. ": `env` must map names to strings"
+      end
+    end
+  end
+end
+
 -- `mcp.servers`: name -> { command = {...}, env = {...} } or { url = "..." }.
 local function check_servers(servers)
   if type(servers) ~= "table" then
@@ -243,21 +266,37 @@ local function check_servers(servers)
     if (server.command == nil) == (server.url == nil) then
       return where .. ": set either `command` (a stdio server) or `url` (streamable HTTP)"
     end
-    if server.command ~= nil and (not is_string_list(server.command) or #server.command == 0) then
-      return where .. ": `command` must be a non-empty list of strings (program and arguments)"
-    end
     if server.url ~= nil and (type(server.url) ~= "string" or not server.url:match("^https?://")) then
       return where .. ": `url` must be an http:// or https:// URL"
     end
-    if server.env ~= nil then
-      if type(server.env) ~= "table" then
-        return where .. ": `env` must be a table of strings"
+    local bad = check_program(where, server)
+    if bad then
+      return bad
+    end
+  end
+end
+
+-- `agents.external`: name -> { command = {...}, env = {...} } (ACP agents).
+local function check_external(agents)
+  if type(agents) ~= "table" then
+    return "chimera: option `agents.external` must be a table of agents by name"
+  end
+  for name, agent in pairs(agents) do
+    local where = ("chimera: ACP agent `agents.external.%s`"):format(tostring(name))
+    if type(name) ~= "string" or not name:match("^[%w_-]+$") then
+      return where .. ": the name must be letters, digits, _ or -"
+    end
+    if type(agent) ~= "table" or agent.command == nil then
+      return where .. " must be a table { command = { \"program\", \"arg\" }, env = {...} }"
+    end
+    for key in pairs(agent) do
+      if key ~= "command" and key ~= "env" then
+        return ("%s: unknown key `%s` (command, env)"):format(where, tostring(key))
       end
-      for k, v in pairs(server.env) do
-        if type(k) ~= "string" or type(v) ~= "string" then
-          return where .. ": `env` must map names to strings"
-        end
-      end
+    end
+    local bad = check_program(where, agent)
+    if bad then
+      return bad
     end
   end
 end
@@ -300,6 +339,7 @@ end
 local maps = {
   ["tests.command"] = check_test_command,
   ["mcp.servers"] = check_servers,
+  ["agents.external"] = check_external,
   ["llm.edit_forms"] = check_edit_forms,
 }
 
@@ -423,7 +463,7 @@ function M.to_json(config)
   return vim.json.encode({
     root = config.root and vim.fn.expand(config.root) or nil,
     llm = vim.tbl_extend("force", config.llm, { edit_forms = map_json(config.llm.edit_forms) }),
-    agents = config.agents,
+    agents = vim.tbl_extend("force", config.agents, { external = servers_json(config.agents.external) }),
     sync = config.sync,
     remora = config.remora,
     capabilities = config.capabilities,

@@ -114,6 +114,7 @@ function M.check()
 
   M.check_tools(h, state.config)
   M.check_clients(h, state)
+  M.check_acp(h, state.config)
 
   h.start("Chimera: LLM server")
   if not (lib and state.root) then
@@ -136,6 +137,27 @@ function M.check()
     h.error(st.message, {
       "start the server (make demo starts a local llama.cpp server), or set llm.url / llm.model in setup()",
     })
+  end
+end
+
+--- ACP agents (agents.external): their programs can be started.
+function M.check_acp(h, config)
+  local agents = config and config.agents.external or {}
+  if vim.tbl_isempty(agents) then
+    return
+  end
+  h.start("Chimera: ACP agents")
+  local names = vim.tbl_keys(agents)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local program = agents[name].command[1]
+    if vim.fn.executable(program) == 1 then
+      h.ok(("%s: %s (:Chimera task --agent %s …)"):format(name, table.concat(agents[name].command, " "), name))
+    else
+      h.error(("%s: `%s` is not an executable on PATH"):format(name, program), {
+        "install it, or give its full path in agents.external." .. name .. ".command",
+      })
+    end
   end
 end
 

@@ -147,7 +147,9 @@ function M.spawn(task, opts)
   M.start()
   local file, cursor_line = task_target(opts)
   local id = queued_agent(task, opts.context)
-  require("chimera.loader").require().spawn(id, task, opts.context, file, cursor_line, opts.mode, opts.capabilities)
+  require("chimera.loader")
+    .require()
+    .spawn(id, task, opts.context, file, cursor_line, opts.mode, opts.capabilities, opts.agent)
   return id
 end
 

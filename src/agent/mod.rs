@@ -10,7 +10,7 @@
 
 pub mod checks;
 mod context;
-mod gate;
+pub mod gate;
 mod host;
 pub mod locate;
 pub mod node;
@@ -58,6 +58,9 @@ pub enum AgentError {
     Internal(String),
     #[error("{0}")]
     Denied(String),
+    /// An ACP agent (`agents.external`) failed or stopped.
+    #[error("{0}")]
+    External(String),
 }
 
 /// What agents reach beyond the project, shared by all of them.
@@ -118,6 +121,8 @@ pub struct Job {
     pub capabilities: Option<String>,
     /// A turn of the free chat (tool mode): the conversation so far.
     pub chat: Option<tools::ChatTurn>,
+    /// The ACP agent (`agents.external`) that does the work, if not ours.
+    pub external: Option<String>,
 }
 
 impl Job {
@@ -141,6 +146,7 @@ impl From<crate::store::AgentRecord> for Job {
             node: None,
             mode: rec.mode,
             capabilities: rec.capabilities,
+            external: rec.external,
             // The conversation is not part of the record: a turn run again
             // after a restart is a plain tool-mode task.
             chat: None,

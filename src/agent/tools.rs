@@ -578,7 +578,7 @@ async fn answer_in_prose(
 
 /// The files of `agent`'s overlay that differ from their base (a file
 /// written back as it was is no change).
-fn changed_files(store: &Store, agent: &str) -> Result<Vec<String>, AgentError> {
+pub(crate) fn changed_files(store: &Store, agent: &str) -> Result<Vec<String>, AgentError> {
     Ok(store
         .overlay_entries(agent)?
         .into_iter()

@@ -134,6 +134,8 @@ struct TaskRequest {
     line: Option<usize>,
     mode: Option<String>,
     capabilities: Option<String>,
+    /// An ACP agent of `agents.external`.
+    agent: Option<String>,
 }
 
 async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
@@ -169,6 +171,7 @@ async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
         cursor_line: req.line,
         mode,
         capabilities: req.capabilities,
+        external: req.agent,
     })
     .await;
     Ok(Json(json!({ "id": id })))

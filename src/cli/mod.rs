@@ -78,6 +78,9 @@ pub enum Command {
         /// code or tools (default: agents.mode).
         #[arg(long, value_name = "MODE")]
         mode: Option<String>,
+        /// An ACP agent of agents.external to do it (opencode, …).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Wait until agent ID has a proposal or has ended; prints its state.
     Wait {

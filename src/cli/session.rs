@@ -256,6 +256,7 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             file,
             line,
             mode,
+            agent,
         } => {
             if let Some(m) = &mode {
                 if crate::config::AgentMode::parse(m).is_none() {
@@ -265,7 +266,7 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
                 }
             }
             let client = s.writer().await?;
-            let body = json!({ "task": text.join(" "), "file": file, "line": line, "mode": mode });
+            let body = json!({ "task": text.join(" "), "file": file, "line": line, "mode": mode, "agent": agent });
             let answer = client.call("POST", "/tasks", Some(body)).await?;
             let id = answer["id"].as_str().unwrap_or_default().to_owned();
             output::id(&id, json);

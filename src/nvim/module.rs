@@ -44,6 +44,7 @@ type SpawnArgs = (
     Option<usize>,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 /// A hunk as Lua names it: a number (from 1, in file order) or a hunk's key.
@@ -233,7 +234,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "spawn",
         lua.create_function(
-            |_, (id, task, context, file, cursor_line, mode, capabilities): SpawnArgs| {
+            |_, (id, task, context, file, cursor_line, mode, capabilities, external): SpawnArgs| {
                 if task.trim().is_empty() {
                     return Err(mlua::Error::external(
                         "Chimera: the task is empty; say what the agent should do",
@@ -255,6 +256,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                     cursor_line,
                     mode,
                     capabilities,
+                    external,
                 })
             },
         )?,

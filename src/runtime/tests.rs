@@ -15,6 +15,7 @@ fn spawn(id: &str, task: &str) -> ToCore {
         cursor_line: None,
         mode: None,
         capabilities: None,
+        external: None,
     }
 }
 

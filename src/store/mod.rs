@@ -249,6 +249,8 @@ pub struct AgentRecord {
     /// The capabilities preset the task chose (default: the configured one).
     #[serde(default)]
     pub capabilities: Option<String>,
+    /// The ACP agent (`agents.external`) doing the work; `None`: Chimera's own.
+    pub external: Option<String>,
     /// What its programs said with `log()`, oldest first (the last
     /// [`AGENT_LOG_LINES`] lines).
     #[serde(default)]
@@ -280,6 +282,7 @@ impl AgentRecord {
             feedback: vec![],
             mode: None,
             capabilities: None,
+            external: None,
             log: vec![],
             owner_pid: std::process::id(),
             created_at: now,
@@ -600,8 +603,8 @@ impl Store {
         self.conn().execute(
             "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
                                  owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line, feedback, mode,
-                                 capabilities)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                                 capabilities, external)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
             params![
                 rec.id,
                 rec.state.as_str(),
@@ -621,7 +624,8 @@ impl Store {
                 rec.cursor_line.map(|l| l as i64),
                 serde_json::to_string(&rec.feedback)?,
                 rec.mode.map(|m| m.as_str()),
-                rec.capabilities
+                rec.capabilities,
+                rec.external
             ],
         )?;
         append_event(
@@ -1004,7 +1008,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line, feedback, mode, capabilities, log FROM agents";
+                                   cursor_line, feedback, mode, capabilities, log, external FROM agents";
 
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -1032,6 +1036,7 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
             .and_then(|m| crate::config::AgentMode::parse(&m)),
         capabilities: r.get(18)?,
         log: serde_json::from_str(&r.get::<_, String>(19)?).unwrap_or_default(),
+        external: r.get(20)?,
     })
 }
 

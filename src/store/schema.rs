@@ -178,6 +178,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("agents", "mode", "TEXT"),
     ("agents", "capabilities", "TEXT"),
     ("agents", "log", "TEXT NOT NULL DEFAULT '[]'"),
+    // The ACP agent (`agents.external`) that does the work, if not Chimera's own.
+    ("agents", "external", "TEXT"),
     // The machine an instance runs on: its pid means something only there.
     ("instances", "host", "TEXT NOT NULL DEFAULT ''"),
 ];

@@ -1,0 +1,186 @@
+//! What an ACP agent's requests do in Chimera: file reads see the Chimera
+//! agent's overlay over the human's text (unsaved buffers included),
+//! writes go into that overlay and never to the project, and permission is
+//! decided by the agent's capabilities. Every request is in the effect log.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{
+    PermissionOptionKind, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    SelectedPermissionOutcome, SessionUpdate, ToolKind, WriteTextFileRequest,
+};
+
+use crate::capabilities::Capabilities;
+use crate::overlay::Overlay;
+use crate::paths::ProjectPath;
+use crate::store::Store;
+
+/// The Chimera agent an ACP session works for.
+pub struct Route {
+    pub agent_id: String,
+    pub store: Arc<Store>,
+    pub caps: Capabilities,
+    pub max_bytes: u64,
+    pub progress: Arc<dyn Fn(String) + Send + Sync>,
+    /// What the agent said this turn (its message chunks).
+    pub said: Arc<Mutex<String>>,
+}
+
+impl Route {
+    /// Records a request in the effect log, whatever came of it.
+    fn logged<T>(&self, what: String, result: Result<T, String>) -> Result<T, String> {
+        let output = match &result {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("refused: {e}"),
+        };
+        let _ = self
+            .store
+            .effect_record("acp", Some(&self.agent_id), &what, &output, 0);
+        result
+    }
+
+    /// The project path an agent names (ACP paths are absolute; a relative
+    /// one is taken from the root), if it may be touched at all.
+    fn path(&self, raw: &Path) -> Result<ProjectPath, String> {
+        let root = self.store.root();
+        let p = if raw.is_absolute() {
+            ProjectPath::from_absolute(root, raw)
+                .ok_or_else(|| format!("{} is outside the project", raw.display()))?
+        } else {
+            ProjectPath::parse(&raw.to_string_lossy()).map_err(|e| e.to_string())?
+        };
+        crate::rootfs::check_no_links(root, &p).map_err(|e| e.to_string())?;
+        Ok(p)
+    }
+
+    fn overlay(&self) -> Overlay<'_> {
+        Overlay::new(&self.store, &self.agent_id, self.max_bytes)
+    }
+
+    /// `fs/read_text_file`: the text as this agent sees it, from `line`
+    /// (1-based) for `limit` lines.
+    pub fn read(&self, req: &ReadTextFileRequest) -> Result<String, String> {
+        let what = format!("fs/read_text_file {}", req.path.display());
+        let result = (|| {
+            let p = self.path(&req.path)?;
+            self.caps
+                .check_read(p.as_str())
+                .map_err(|d| d.to_string())?;
+            let text = self.overlay().read_text(&p).map_err(|e| e.to_string())?;
+            Ok(slice_lines(&text, req.line, req.limit))
+        })();
+        self.logged(what, result)
+    }
+
+    /// `fs/write_text_file`: into the overlay, never the project.
+    pub fn write(&self, req: &WriteTextFileRequest) -> Result<(), String> {
+        let what = format!(
+            "fs/write_text_file {} ({} bytes)",
+            req.path.display(),
+            req.content.len()
+        );
+        let result = (|| {
+            let p = self.path(&req.path)?;
+            self.caps
+                .check_write(p.as_str())
+                .map_err(|d| d.to_string())?;
+            self.overlay()
+                .write(&p, req.content.as_bytes())
+                .map_err(|e| e.to_string())?;
+            (self.progress)(format!("wrote {p}"));
+            Ok(())
+        })();
+        self.logged(what, result)
+    }
+
+    /// `session/request_permission`: allowed when the capabilities allow
+    /// that kind of action (its effects stay in the overlay either way),
+    /// else refused; never asked of the human (no preset asks).
+    pub fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
+        let kind = req.tool_call.fields.kind.unwrap_or(ToolKind::Other);
+        let title = req.tool_call.fields.title.clone().unwrap_or_default();
+        let allowed = self.allows(kind);
+        let wanted: &[PermissionOptionKind] = if allowed {
+            &[
+                PermissionOptionKind::AllowOnce,
+                PermissionOptionKind::AllowAlways,
+            ]
+        } else {
+            &[
+                PermissionOptionKind::RejectOnce,
+                PermissionOptionKind::RejectAlways,
+            ]
+        };
+        let chosen = wanted.iter().find_map(|k| {
+            req.options
+                .iter()
+                .find(|o| o.kind == *k)
+                .map(|o| o.option_id.clone())
+        });
+        let what = format!("session/request_permission {kind:?}: {title}");
+        let verdict = if allowed {
+            Ok(())
+        } else {
+            Err("not under these capabilities".to_owned())
+        };
+        let _ = self.logged(what, verdict);
+        match chosen {
+            Some(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
+            None => RequestPermissionOutcome::Cancelled,
+        }
+    }
+
+    /// Whether the capabilities allow an action of `kind`: reading always;
+    /// changing files when the agent may write somewhere; running
+    /// commands and fetching only under a preset that lists them.
+    fn allows(&self, kind: ToolKind) -> bool {
+        match kind {
+            ToolKind::Read | ToolKind::Search | ToolKind::Think => true,
+            ToolKind::Edit | ToolKind::Delete | ToolKind::Move => self.caps.may_write_anything(),
+            ToolKind::Execute => self.caps.may_run_anything(),
+            ToolKind::Fetch => self.caps.may_reach_anything(),
+            _ => false,
+        }
+    }
+
+    /// Shows what the agent streams: its words and its tool calls.
+    pub fn update(&self, update: &SessionUpdate) {
+        match update {
+            SessionUpdate::AgentMessageChunk(chunk) => {
+                if let agent_client_protocol::v1::schema::ContentBlock::Text(t) = &chunk.content {
+                    if let Ok(mut said) = self.said.lock() {
+                        said.push_str(&t.text);
+                    }
+                    (self.progress)(t.text.clone());
+                }
+            }
+            SessionUpdate::ToolCall(call) => (self.progress)(format!("{}…", call.title)),
+            _ => {}
+        }
+    }
+}
+
+/// Lines `line..line+limit` (1-based) of `text`, all when neither is given.
+fn slice_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
+    if line.is_none() && limit.is_none() {
+        return text.to_owned();
+    }
+    let start = line.map_or(0, |l| l.saturating_sub(1) as usize);
+    let count = limit.map_or(usize::MAX, |l| l as usize);
+    text.split_inclusive('\n').skip(start).take(count).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_counted_from_one() {
+        let t = "a\nb\nc\n";
+        assert_eq!(slice_lines(t, None, None), t);
+        assert_eq!(slice_lines(t, Some(2), None), "b\nc\n");
+        assert_eq!(slice_lines(t, Some(1), Some(1)), "a\n");
+        assert_eq!(slice_lines(t, Some(9), Some(1)), "");
+    }
+}

@@ -1,0 +1,372 @@
+//! ACP agents inside Chimera, against a scripted ACP agent process
+//! (tests/fake_acp_agent.py on stdio) and the real core: their reads see
+//! the human's unsaved text, their writes land in the overlay and become a
+//! proposal, writes outside the project are refused, permission follows
+//! the capabilities, cancel and feedback reach the same session, and the
+//! process dies with the core.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chimera::capabilities::CapabilitiesConfig;
+use chimera::config::{Config, ExternalAgent};
+use chimera::messages::{BufferText, ToCore, ToEditor};
+use chimera::runtime::CoreHandle;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const CALC: &str = "def add(a, b):\n    return a - b\n";
+
+struct Run {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    log: PathBuf,
+    core: Option<CoreHandle>,
+    rx: UnboundedReceiver<ToEditor>,
+    rt: tokio::runtime::Runtime,
+}
+
+/// A project with calc.py and a core whose agent `fake` plays `turns`.
+fn run_with(turns: Value, preset: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("calc.py"), CALC).unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let log = dir.path().join("agent.log");
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_acp_agent.py");
+    let mut config = Config::default();
+    config.tests.command = serde_json::from_value(json!("off")).unwrap();
+    config.capabilities = CapabilitiesConfig {
+        preset: preset.into(),
+        ..CapabilitiesConfig::default()
+    };
+    config.agents.external.insert(
+        "fake".into(),
+        ExternalAgent {
+            command: vec![
+                "python3".into(),
+                agent.to_string_lossy().into(),
+                "--script".into(),
+                script.to_string_lossy().into(),
+                "--log".into(),
+                log.to_string_lossy().into(),
+            ],
+            env: Default::default(),
+        },
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let core = {
+        let _g = rt.enter();
+        chimera::runtime::start(config, root.clone(), Arc::new(tx)).unwrap()
+    };
+    Run {
+        _dir: dir,
+        root,
+        log,
+        core: Some(core),
+        rx,
+        rt,
+    }
+}
+
+impl Run {
+    fn send(&self, msg: ToCore) {
+        self.core.as_ref().unwrap().send(msg).unwrap();
+    }
+
+    fn spawn(&self, id: &str, task: &str) {
+        self.send(ToCore::Spawn {
+            id: id.into(),
+            task: task.into(),
+            context: None,
+            file: Some(self.root.join("calc.py").to_string_lossy().into()),
+            cursor_line: Some(1),
+            mode: None,
+            capabilities: None,
+            external: Some("fake".into()),
+        });
+    }
+
+    /// The first message `pred` picks, within 20 s.
+    fn wait<T>(&mut self, what: &str, pred: impl Fn(&ToEditor) -> Option<T>) -> T {
+        let rx = &mut self.rx;
+        self.rt.block_on(async {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let msg = tokio::time::timeout_at(deadline, rx.recv())
+                    .await
+                    .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+                    .expect("the core stopped");
+                if let Some(t) = pred(&msg) {
+                    return t;
+                }
+            }
+        })
+    }
+
+    /// Agent `id`'s record once it reaches `state`; its proposal's new lines.
+    fn reaches(&mut self, id: &str, state: &str) -> (Value, Vec<String>) {
+        self.wait(&format!("{id} {state}"), |m| match m {
+            ToEditor::Agent {
+                agent, proposal, ..
+            } if agent.id == id && serde_json::to_value(agent.state).unwrap() == state => {
+                let lines = proposal
+                    .iter()
+                    .flatten()
+                    .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
+                    .collect();
+                Some((serde_json::to_value(agent).unwrap(), lines))
+            }
+            ToEditor::Agent { agent, .. }
+                if agent.id == id && matches!(agent.state.as_str(), "failed" | "cancelled") =>
+            {
+                panic!("{id} ended {}: {:?}", agent.state.as_str(), agent.error)
+            }
+            _ => None,
+        })
+    }
+
+    /// What the agent process logged (received messages, answers).
+    fn log(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn answers(&self, method: &str) -> Vec<Value> {
+        self.log()
+            .into_iter()
+            .filter(|e| e["answer_to"] == method)
+            .map(|e| e["answer"].clone())
+            .collect()
+    }
+
+    fn received(&self, method: &str) -> Vec<Value> {
+        self.log()
+            .into_iter()
+            .filter(|e| e["received"]["method"] == method)
+            .map(|e| e["received"]["params"].clone())
+            .collect()
+    }
+
+    fn disk(&self) -> String {
+        std::fs::read_to_string(self.root.join("calc.py")).unwrap()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Some(core) = self.core.take() {
+            core.shutdown(Duration::from_secs(2));
+        }
+    }
+}
+
+#[test]
+fn an_acp_agent_reads_the_unsaved_buffer_and_its_writes_become_a_proposal() {
+    let mut r = run_with(
+        json!([[{"say": "Fixing add."}, {"replace": ["calc.py", "a - b", "a + b"]},
+                {"permission": "Edit calc.py"}, {"tool": "edit calc.py"}]]),
+        "sandbox",
+    );
+    // The human typed without saving: the agent must see that text.
+    r.send(ToCore::BufferText(BufferText {
+        path: r.root.join("calc.py").to_string_lossy().into(),
+        text: "def add(a, b):\n    return a - b  # unsaved\n".into(),
+    }));
+    r.spawn("acp1", "fix add");
+    let (agent, lines) = r.reaches("acp1", "completed");
+    assert_eq!(lines, ["    return a + b  # unsaved"], "{agent}");
+    assert_eq!(agent["summary"], "Fixing add.");
+    assert_eq!(agent["external"], "fake");
+    assert_eq!(
+        r.disk(),
+        CALC,
+        "nothing touches the project before an accept"
+    );
+    // The sandbox preset allows edits: the agent was allowed.
+    let perm = r.answers("session/request_permission");
+    assert_eq!(
+        perm[0]["result"]["outcome"],
+        json!({"outcome": "selected", "optionId": "allow"})
+    );
+    // The session is rooted at the project, with Chimera as its file system.
+    let init = &r.received("initialize")[0];
+    assert_eq!(init["clientCapabilities"]["fs"]["readTextFile"], true);
+    assert_eq!(init["clientCapabilities"]["fs"]["writeTextFile"], true);
+    assert_eq!(
+        r.received("session/new")[0]["cwd"],
+        r.root.to_string_lossy().as_ref()
+    );
+    let prompt = r.received("session/prompt")[0]["prompt"][0]["text"].clone();
+    assert!(prompt.as_str().unwrap().starts_with("fix add"), "{prompt}");
+    assert!(prompt.as_str().unwrap().contains("calc.py"), "{prompt}");
+    // Every request is in the effect log.
+    let store = chimera::store::Store::open(&r.root).unwrap();
+    let effects = store.effects(0, Some("acp")).unwrap();
+    let inputs: Vec<&str> = effects.iter().map(|e| e.input.as_str()).collect();
+    assert!(
+        inputs.iter().any(|i| i.starts_with("fs/read_text_file")),
+        "{inputs:?}"
+    );
+    assert!(
+        inputs.iter().any(|i| i.starts_with("fs/write_text_file")),
+        "{inputs:?}"
+    );
+    assert!(
+        inputs
+            .iter()
+            .any(|i| i.starts_with("session/request_permission")),
+        "{inputs:?}"
+    );
+}
+
+#[test]
+fn writes_outside_the_project_or_to_secrets_are_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    let escape = outside.path().join("escaped.txt");
+    let mut r = run_with(
+        json!([[
+            {"write": [escape.to_string_lossy(), "pwned"]},
+            {"write": ["../up.txt", "pwned"]},
+            {"write": [".env", "KEY=1"]},
+            {"write": ["link/escaped2.txt", "pwned"]},
+            {"read": "/etc/passwd"},
+            {"write": ["calc.py", "def add(a, b):\n    return a + b\n"]}
+        ]]),
+        "sandbox",
+    );
+    std::os::unix::fs::symlink(outside.path(), r.root.join("link")).unwrap();
+    r.spawn("acp2", "fix add");
+    let (_, lines) = r.reaches("acp2", "completed");
+    assert_eq!(lines, ["    return a + b"]);
+    assert!(!escape.exists());
+    assert!(!r.root.join("../up.txt").exists());
+    let writes = r.answers("fs/write_text_file");
+    for refused in &writes[..4] {
+        assert!(refused["error"].is_object(), "{refused}");
+    }
+    assert!(writes[4].get("error").is_none(), "{}", writes[4]);
+    assert!(!outside.path().join("escaped2.txt").exists());
+    let read = &r.answers("fs/read_text_file")[0];
+    assert!(
+        read["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("outside the project"),
+        "{read}"
+    );
+}
+
+#[test]
+fn under_readonly_permission_is_refused_and_nothing_is_written() {
+    let mut r = run_with(
+        json!([[{"permission": "Edit calc.py"},
+                {"write": ["calc.py", "def add(a, b):\n    return a + b\n"]},
+                {"say": "I could not write."}]]),
+        "readonly",
+    );
+    r.spawn("acp3", "fix add");
+    let error = r.wait("acp3 failed", |m| match m {
+        ToEditor::Agent { agent, .. } if agent.id == "acp3" && agent.state.as_str() == "failed" => {
+            Some(agent.error.clone().unwrap_or_default())
+        }
+        _ => None,
+    });
+    assert!(
+        error.contains("changed no file") && error.contains("I could not write"),
+        "{error}"
+    );
+    assert_eq!(
+        r.answers("session/request_permission")[0]["result"]["outcome"],
+        json!({"outcome": "selected", "optionId": "reject"})
+    );
+    assert!(r.answers("fs/write_text_file")[0]["error"].is_object());
+}
+
+#[test]
+fn cancel_reaches_the_agent_and_feedback_continues_its_session() {
+    let mut r = run_with(
+        json!([
+            [{"say": "thinking"}, {"wait_cancel": true}],
+            [{"replace": ["calc.py", "a - b", "a + b"]}],
+            [{"replace": ["calc.py", "a - b", "b + a"]}]
+        ]),
+        "sandbox",
+    );
+    r.spawn("slow", "fix add");
+    r.wait("its words", |m| match m {
+        ToEditor::Progress { id, message } if id == "slow" && message == "thinking" => Some(()),
+        _ => None,
+    });
+    r.send(ToCore::Cancel { id: "slow".into() });
+    r.reaches("slow", "cancelled");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while r.received("session/cancel").is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no session/cancel");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    r.spawn("fb", "fix add");
+    r.reaches("fb", "completed");
+    r.send(ToCore::Reject {
+        id: "fb".into(),
+        feedback: Some("put b first".into()),
+    });
+    let (_, lines) = r.reaches("fb", "completed");
+    assert_eq!(lines, ["    return b + a"]);
+    let prompts = r.received("session/prompt");
+    let (first, again) = (&prompts[1], &prompts[2]);
+    assert_eq!(
+        first["sessionId"], again["sessionId"],
+        "the same session goes on"
+    );
+    let text = again["prompt"][0]["text"].as_str().unwrap();
+    assert!(text.contains("put b first"), "{text}");
+}
+
+#[test]
+fn a_change_that_does_not_parse_goes_back_to_the_agent_and_the_process_dies_with_the_core() {
+    let mut r = run_with(
+        json!([
+            [{"write": ["calc.py", "def add(a, b)\n    return a + b\n"]}],
+            [{"write": ["calc.py", "def add(a, b):\n    return a + b\n"]}]
+        ]),
+        "sandbox",
+    );
+    r.spawn("rep", "fix add");
+    let (agent, lines) = r.reaches("rep", "completed");
+    assert_eq!(lines, ["    return a + b"]);
+    assert_eq!(agent["rounds"], 2, "{agent}");
+    let prompts = r.received("session/prompt");
+    let repair = prompts[1]["prompt"][0]["text"].as_str().unwrap();
+    assert!(repair.contains("does not parse"), "{repair}");
+    let pid = r
+        .log()
+        .iter()
+        .find_map(|e| e["pid"].as_i64())
+        .expect("the agent logged its pid");
+    drop(r);
+    // Gone, or a zombie no one reaped yet: either way it runs no more.
+    let gone = |pid: i64| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| {
+            st.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !gone(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent process {pid} outlived the core"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""A scripted ACP agent (Agent Client Protocol v1, JSON-RPC over stdio) for
+the tests. Each `session/prompt` runs the next turn of the script given
+with --script (a JSON list of turns; a turn is a list of steps; the last
+turn repeats). Steps:
+  {"say": "text"}                       an agent_message_chunk update
+  {"read": "path"}                      fs/read_text_file (the answer is kept)
+  {"replace": ["path", "old", "new"]}   read path, write it back with old -> new
+  {"write": ["path", "content"]}        fs/write_text_file
+  {"permission": "title"}               session/request_permission (allow/reject)
+  {"terminal": ["prog", "arg"]}         terminal/create, wait_for_exit, output, release
+  {"tool": "title"}                     a tool_call update (pending, then completed)
+  {"wait_cancel": true}                 wait for session/cancel, end the turn "cancelled"
+  {"sleep": seconds}
+Every message received and every answer to the agent's requests go to
+--log, one JSON per line, so tests can check what the client said.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--script", required=True)
+parser.add_argument("--log")
+args = parser.parse_args()
+
+with open(args.script) as f:
+    SCRIPT = json.load(f)
+
+out_lock = threading.Lock()
+pending = {}  # request id -> Event, answer
+cancelled = threading.Event()
+next_id = [1000]
+turn_index = [0]
+cwds = {}  # session id -> its cwd
+
+
+def where(session, path):
+    """ACP paths are absolute: a relative one in the script is under the session's cwd."""
+    return path if os.path.isabs(path) else os.path.join(cwds.get(session, "/"), path)
+
+
+def log(entry):
+    if args.log:
+        with open(args.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+def send(msg):
+    with out_lock:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+def request(method, params):
+    next_id[0] += 1
+    rid = next_id[0]
+    done = threading.Event()
+    pending[rid] = [done, None]
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    done.wait()
+    answer = pending.pop(rid)[1]
+    log({"answer_to": method, "params": params, "answer": answer})
+    return answer
+
+
+def update(session, upd):
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": upd}})
+
+
+def run_turn(rid, session, prompt):
+    steps = SCRIPT[min(turn_index[0], len(SCRIPT) - 1)]
+    turn_index[0] += 1
+    cancelled.clear()
+    stop = "end_turn"
+    for step in steps:
+        if "say" in step:
+            update(session, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": step["say"]}})
+        elif "read" in step:
+            request("fs/read_text_file", {"sessionId": session, "path": where(session, step["read"])})
+        elif "replace" in step:
+            path, old, new = step["replace"]
+            got = request("fs/read_text_file", {"sessionId": session, "path": where(session, path)})
+            text = (got.get("result") or {}).get("content", "")
+            request("fs/write_text_file", {"sessionId": session, "path": where(session, path), "content": text.replace(old, new)})
+        elif "write" in step:
+            path, content = step["write"]
+            request("fs/write_text_file", {"sessionId": session, "path": where(session, path), "content": content})
+        elif "permission" in step:
+            request(
+                "session/request_permission",
+                {
+                    "sessionId": session,
+                    "toolCall": {"toolCallId": "perm-1", "title": step["permission"], "kind": "edit", "status": "pending"},
+                    "options": [
+                        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                    ],
+                },
+            )
+        elif "terminal" in step:
+            prog, *rest = step["terminal"]
+            made = request("terminal/create", {"sessionId": session, "command": prog, "args": rest})
+            tid = (made.get("result") or {}).get("terminalId")
+            if tid:
+                request("terminal/wait_for_exit", {"sessionId": session, "terminalId": tid})
+                request("terminal/output", {"sessionId": session, "terminalId": tid})
+                request("terminal/release", {"sessionId": session, "terminalId": tid})
+        elif "tool" in step:
+            update(session, {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": step["tool"], "kind": "edit", "status": "pending"})
+            update(session, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+        elif "wait_cancel" in step:
+            cancelled.wait(60)
+            stop = "cancelled"
+            break
+        elif "sleep" in step:
+            time.sleep(step["sleep"])
+    send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}})
+
+
+def main():
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        msg = json.loads(line)
+        log({"received": msg})
+        if "method" not in msg:
+            slot = pending.get(msg.get("id"))
+            if slot:
+                slot[1] = msg
+                slot[0].set()
+            continue
+        method, rid, params = msg["method"], msg.get("id"), msg.get("params") or {}
+        if method == "initialize":
+            log({"pid": os.getpid()})
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": 1,
+                "agentCapabilities": {"loadSession": False},
+                "agentInfo": {"name": "fake-acp-agent", "version": "1.0.0"},
+                "authMethods": [],
+            }})
+        elif method == "session/new":
+            sid = "sess-%d" % (time.time_ns() % 1000000)
+            cwds[sid] = params.get("cwd", "/")
+            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
+        elif method == "session/prompt":
+            threading.Thread(target=run_turn, args=(rid, params["sessionId"], params.get("prompt")), daemon=True).start()
+        elif method == "session/cancel":
+            cancelled.set()
+        elif rid is not None:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "method not found: " + method}})
+
+
+main()

@@ -1,0 +1,69 @@
+-- An ACP agent from Neovim: `:Chimera task --agent NAME` starts the
+-- scripted ACP agent (tests/fake_acp_agent.py), which reads the buffer's
+-- unsaved text through Chimera and writes into the agent's overlay; its
+-- change shows as ghost text, is accepted as one undoable change, and the
+-- file on disk waits for :write. Bad `agents.external` options are named.
+local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+local chimera = require("chimera")
+
+local CALC = "def add(a, b):\n    return a - b\n"
+
+local function fake_agent(turns)
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, "p")
+  local script, log = dir .. "/script.json", dir .. "/agent.log"
+  local f = assert(io.open(script, "w"))
+  f:write(vim.json.encode(turns))
+  f:close()
+  return { command = { "python3", h.repo .. "/tests/fake_acp_agent.py", "--script", script, "--log", log } }, log
+end
+
+h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is one undo step", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  local agent = fake_agent({ { { say = "Fixed add." }, { replace = { "calc.py", "a - b", "a + b" } } } })
+  h.setup((h.fake_llm({ { text = "unused" } })), { agents = { external = { fake = agent } } })
+  vim.cmd.edit("calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  -- Typed, not saved: the agent must work on this text.
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "    return a - b  # mine" })
+  vim.cmd("Chimera task --agent fake fix add")
+  local id
+  h.wait_for("the ACP agent's proposal", function()
+    for _, a in ipairs(chimera.agents()) do
+      if a.state == "completed" then
+        id = a.id
+        return true
+      end
+      if a.state == "failed" then
+        error("the agent failed: " .. tostring(a.error))
+      end
+    end
+  end, 15000)
+  h.eq(chimera.agent(id).summary, "Fixed add.", "its words are the summary")
+  h.wait_for("its ghost text", function()
+    return #vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, {}) > 0
+  end)
+  h.eq(h.read(root .. "/calc.py"), CALC, "the disk is untouched")
+  chimera.accept(id)
+  h.wait_for("the accept in the buffer", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "    return a + b  # mine"
+  end)
+  vim.cmd("silent undo")
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return a - b  # mine", "one undo step")
+  h.eq(h.read(root .. "/calc.py"), CALC, "the file waits for :write")
+end)
+
+h.test("an unknown agent or bad agents.external options are named", function()
+  h.project({ ["calc.py"] = CALC })
+  local ok = require("chimera").setup({ agents = { external = { bad = { command = "opencode acp" } } } })
+  h.eq(ok, false, "a command given as one string is refused")
+  ok = require("chimera").setup({ agents = { external = { ["bad name"] = { command = { "x" } } } } })
+  h.eq(ok, false, "a name with a space is refused")
+  h.setup((h.fake_llm({ { text = "unused" } })))
+  vim.cmd.edit("calc.py")
+  local id = chimera.spawn("fix add", { agent = "nosuch" })
+  h.eq(chimera.wait(id, 10000), "failed", "an unknown agent fails the task")
+  h.truthy(chimera.agent(id).error:find("no agent `nosuch` in agents.external", 1, true), chimera.agent(id).error)
+end)
+
+h.finish()
