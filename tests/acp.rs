@@ -29,6 +29,11 @@ struct Run {
 
 /// A project with calc.py and a core whose agent `fake` plays `turns`.
 fn run_with(turns: Value, preset: &str) -> Run {
+    run_configured(turns, |c| c.capabilities.preset = preset.into())
+}
+
+/// [`run_with`], with the options changed by `adjust`.
+fn run_configured(turns: Value, adjust: impl FnOnce(&mut Config)) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
     std::fs::create_dir_all(root.join(".git")).unwrap();
@@ -39,10 +44,8 @@ fn run_with(turns: Value, preset: &str) -> Run {
     let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_acp_agent.py");
     let mut config = Config::default();
     config.tests.command = serde_json::from_value(json!("off")).unwrap();
-    config.capabilities = CapabilitiesConfig {
-        preset: preset.into(),
-        ..CapabilitiesConfig::default()
-    };
+    config.capabilities = CapabilitiesConfig::default();
+    adjust(&mut config);
     config.agents.external.insert(
         "fake".into(),
         ExternalAgent {
@@ -369,4 +372,53 @@ fn a_change_that_does_not_parse_goes_back_to_the_agent_and_the_process_dies_with
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn terminals_run_allowed_commands_in_a_copy_of_the_overlay() {
+    let mut r = run_configured(
+        json!([[
+            {"write": ["calc.py", "def add(a, b):\n    return a + b\n"]},
+            {"terminal": ["python3", "-c", "import calc; print(calc.add(2, 3)); open('calc.py', 'w').write('gone')"]},
+            {"terminal": ["rm", "-rf", "."]}
+        ]]),
+        |c| {
+            c.capabilities.preset = "developer".into();
+            c.capabilities.commands = vec!["python3".into()];
+        },
+    );
+    r.spawn("term", "fix add and check it");
+    let (_, lines) = r.reaches("term", "completed");
+    assert_eq!(
+        lines,
+        ["    return a + b"],
+        "the command's own write stays in its copy"
+    );
+    assert_eq!(r.disk(), CALC);
+    // The allowed command ran on the agent's version of the file.
+    let created = r.answers("terminal/create");
+    assert!(
+        created[0]["result"]["terminalId"].is_string(),
+        "{}",
+        created[0]
+    );
+    let exit = &r.answers("terminal/wait_for_exit")[0]["result"];
+    assert_eq!(exit["exitCode"], 0, "{exit}");
+    let output = &r.answers("terminal/output")[0]["result"];
+    assert_eq!(output["output"].as_str().unwrap().trim(), "5", "{output}");
+    // Not on the list: refused, and said why.
+    let refused = &created[1]["error"]["data"];
+    assert!(
+        refused.as_str().unwrap().contains("\"rm\""),
+        "{}",
+        created[1]
+    );
+    let store = chimera::store::Store::open(&r.root).unwrap();
+    let commands = store.effects(0, Some("command")).unwrap();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    assert!(
+        commands[1].output.starts_with("refused"),
+        "{:?}",
+        commands[1]
+    );
 }

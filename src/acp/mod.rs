@@ -11,10 +11,14 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, NewSessionRequest, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest,
+    CreateTerminalResponse, FileSystemCapabilities, InitializeRequest, KillTerminalRequest,
+    KillTerminalResponse, NewSessionRequest, PromptRequest, ReadTextFileRequest,
+    ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
     RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification,
-    StopReason, TextContent, WriteTextFileRequest, WriteTextFileResponse,
+    StopReason, TerminalId, TerminalOutputRequest, TerminalOutputResponse, TextContent,
+    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams};
@@ -27,7 +31,9 @@ use crate::config::{Config, ExternalAgent};
 use crate::store::Store;
 
 pub mod requests;
+mod terminals;
 pub use requests::Route;
+use terminals::Terminals;
 
 /// Sessions' routes, by session ID: whom a request works for.
 type Routes = Arc<Mutex<HashMap<String, Arc<Route>>>>;
@@ -173,6 +179,11 @@ fn route_of(routes: &Routes, session: &SessionId) -> Option<Arc<Route>> {
     routes.lock().ok()?.get(&*session.0).cloned()
 }
 
+/// A request refused, with why (said to the agent).
+fn refused(why: String) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params().data(why)
+}
+
 fn no_session(session: &SessionId) -> agent_client_protocol::Error {
     agent_client_protocol::Error::invalid_params()
         .data(format!("no task of Chimera's runs in session {session}"))
@@ -188,7 +199,21 @@ async fn connect<T>(
 where
     T: agent_client_protocol::ConnectTo<agent_client_protocol::Client> + 'static,
 {
-    let (r1, r2, r3, r4) = (routes.clone(), routes.clone(), routes.clone(), routes);
+    let (r1, r2, r3, r4, r5) = (
+        routes.clone(),
+        routes.clone(),
+        routes.clone(),
+        routes.clone(),
+        routes,
+    );
+    let terminals = Arc::new(Terminals::default());
+    let (t1, t2, t3, t4, t5) = (
+        terminals.clone(),
+        terminals.clone(),
+        terminals.clone(),
+        terminals.clone(),
+        terminals,
+    );
     agent_client_protocol::Client
         .v1()
         .name("chimera")
@@ -208,8 +233,7 @@ where
                 };
                 match route.read(&req) {
                     Ok(text) => responder.respond(ReadTextFileResponse::new(text)),
-                    Err(e) => responder
-                        .respond_with_error(agent_client_protocol::Error::invalid_params().data(e)),
+                    Err(e) => responder.respond_with_error(refused(e)),
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -221,8 +245,7 @@ where
                 };
                 match route.write(&req) {
                     Ok(()) => responder.respond(WriteTextFileResponse::new()),
-                    Err(e) => responder
-                        .respond_with_error(agent_client_protocol::Error::invalid_params().data(e)),
+                    Err(e) => responder.respond_with_error(refused(e)),
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -237,13 +260,67 @@ where
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |req: CreateTerminalRequest, responder, _cx| {
+                let Some(route) = route_of(&r5, &req.session_id) else {
+                    return responder.respond_with_error(no_session(&req.session_id));
+                };
+                let limit = route.command_timeout;
+                match t1.create(route, &req, limit) {
+                    Ok(id) => responder.respond(CreateTerminalResponse::new(TerminalId::new(id))),
+                    Err(e) => responder.respond_with_error(refused(e)),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: TerminalOutputRequest, responder, _cx| match t2
+                .output(&req.session_id.0, &req.terminal_id.0)
+            {
+                Ok((output, status)) => responder
+                    .respond(TerminalOutputResponse::new(output, false).exit_status(status)),
+                Err(e) => responder.respond_with_error(refused(e)),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: WaitForTerminalExitRequest, responder, cx| {
+                // Waiting must not hold up the connection's other messages.
+                let terminals = t3.clone();
+                cx.spawn(async move {
+                    match terminals.wait(&req.session_id.0, &req.terminal_id.0).await {
+                        Ok(status) => responder.respond(WaitForTerminalExitResponse::new(status)),
+                        Err(e) => responder.respond_with_error(refused(e)),
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: KillTerminalRequest, responder, _cx| match t4
+                .kill(&req.session_id.0, &req.terminal_id.0)
+            {
+                Ok(()) => responder.respond(KillTerminalResponse::new()),
+                Err(e) => responder.respond_with_error(refused(e)),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ReleaseTerminalRequest, responder, _cx| match t5
+                .release(&req.session_id.0, &req.terminal_id.0)
+            {
+                Ok(()) => responder.respond(ReleaseTerminalResponse::new()),
+                Err(e) => responder.respond_with_error(refused(e)),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
             let fs = FileSystemCapabilities::new()
                 .read_text_file(true)
                 .write_text_file(true);
             cx.send_request(
                 InitializeRequest::new(ProtocolVersion::V1)
-                    .client_capabilities(ClientCapabilities::new().fs(fs)),
+                    .client_capabilities(ClientCapabilities::new().fs(fs).terminal(true)),
             )
             .block_task()
             .await?;
@@ -373,6 +450,7 @@ pub async fn run(
         max_bytes: config.sync.max_file_bytes,
         progress: progress.clone(),
         said: said.clone(),
+        command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
     });
     let key = session.0.to_string();
     if let Ok(mut r) = pool.routes.lock() {

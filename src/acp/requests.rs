@@ -25,6 +25,8 @@ pub struct Route {
     pub progress: Arc<dyn Fn(String) + Send + Sync>,
     /// What the agent said this turn (its message chunks).
     pub said: Arc<Mutex<String>>,
+    /// Time limit of one terminal command (`agents.command_timeout_ms`).
+    pub command_timeout: std::time::Duration,
 }
 
 impl Route {
@@ -54,7 +56,7 @@ impl Route {
         Ok(p)
     }
 
-    fn overlay(&self) -> Overlay<'_> {
+    pub(super) fn overlay(&self) -> Overlay<'_> {
         Overlay::new(&self.store, &self.agent_id, self.max_bytes)
     }
 

@@ -978,9 +978,10 @@ mod tests {
                 t.name
             );
         }
+        // Parameters in the order they are declared (what the model reads).
         assert_eq!(
             signature(&registry()[1]),
-            "write_file(content: string, path: string)"
+            "write_file(path: string, content: string)"
         );
     }
 

@@ -1,0 +1,157 @@
+//! An ACP agent's terminals, run as a built-in agent's `run_command` is:
+//! only commands its capabilities allow, in a scratch checkout of its
+//! overlay (never the project), killed at `agents.command_timeout_ms` or
+//! when the agent asks; each one an effect of kind `command`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{CreateTerminalRequest, TerminalExitStatus};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::Route;
+use crate::command::Ran;
+
+/// How a terminal's command ended (`None` while it runs).
+type Outcome = Option<Arc<Result<Ran, String>>>;
+
+struct Terminal {
+    session: String,
+    ended: watch::Receiver<Outcome>,
+    kill: CancellationToken,
+}
+
+/// The terminals of every session of one agent process.
+#[derive(Default)]
+pub struct Terminals {
+    next: AtomicU64,
+    open: Mutex<HashMap<String, Terminal>>,
+}
+
+impl Terminals {
+    /// Starts `req`'s command for `route` if its capabilities allow it;
+    /// the terminal's ID.
+    pub fn create(
+        &self,
+        route: Arc<Route>,
+        req: &CreateTerminalRequest,
+        limit: Duration,
+    ) -> Result<String, String> {
+        let mut argv = vec![req.command.clone()];
+        argv.extend(req.args.iter().cloned());
+        if let Err(denied) = route.caps.check_command(&argv) {
+            let _ = route.store.effect_record(
+                "command",
+                Some(&route.agent_id),
+                &argv.join(" "),
+                &format!("refused: {denied}"),
+                0,
+            );
+            return Err(denied.to_string());
+        }
+        let id = format!("term-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let (tx, rx) = watch::channel(None);
+        let kill = CancellationToken::new();
+        let stop = kill.clone();
+        (route.progress)(format!("running {}", argv.join(" ")));
+        tokio::task::spawn_blocking(move || {
+            let ran = (|| {
+                let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+                crate::command::checkout(&route.overlay(), dir.path(), |f| route.caps.may_see(f))
+                    .map_err(|e| format!("cannot check out the project: {e}"))?;
+                crate::command::run(&argv, dir.path(), limit, &move || stop.is_cancelled())
+            })();
+            let output = match &ran {
+                Ok(r) => r.describe(),
+                Err(e) => format!("error: {e}"),
+            };
+            let ms = ran.as_ref().map_or(0, |r| r.duration.as_millis() as i64);
+            let _ = route.store.effect_record(
+                "command",
+                Some(&route.agent_id),
+                &argv.join(" "),
+                &output,
+                ms,
+            );
+            let _ = tx.send(Some(Arc::new(ran)));
+        });
+        if let Ok(mut open) = self.open.lock() {
+            open.insert(
+                id.clone(),
+                Terminal {
+                    session: req.session_id.0.to_string(),
+                    ended: rx,
+                    kill,
+                },
+            );
+        }
+        Ok(id)
+    }
+
+    fn get(
+        &self,
+        session: &str,
+        id: &str,
+    ) -> Result<(watch::Receiver<Outcome>, CancellationToken), String> {
+        let open = self.open.lock().map_err(|e| e.to_string())?;
+        match open.get(id) {
+            Some(t) if t.session == session => Ok((t.ended.clone(), t.kill.clone())),
+            _ => Err(format!("no terminal {id} in this session")),
+        }
+    }
+
+    /// Its output so far (all of it once it ended) and how it ended.
+    pub fn output(
+        &self,
+        session: &str,
+        id: &str,
+    ) -> Result<(String, Option<TerminalExitStatus>), String> {
+        let (ended, _) = self.get(session, id)?;
+        let outcome = ended.borrow().clone();
+        Ok(match outcome {
+            None => (String::new(), None),
+            Some(result) => match &*result {
+                Ok(ran) => (format!("{}{}", ran.stdout, ran.stderr), Some(status(ran))),
+                Err(e) => (e.clone(), Some(TerminalExitStatus::new().exit_code(127u32))),
+            },
+        })
+    }
+
+    /// Waits until the command ended; how it did.
+    pub async fn wait(&self, session: &str, id: &str) -> Result<TerminalExitStatus, String> {
+        let (mut ended, _) = self.get(session, id)?;
+        let outcome = ended
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| "the terminal was dropped".to_owned())?
+            .clone();
+        Ok(match outcome.as_deref() {
+            Some(Ok(ran)) => status(ran),
+            _ => TerminalExitStatus::new().exit_code(127u32),
+        })
+    }
+
+    pub fn kill(&self, session: &str, id: &str) -> Result<(), String> {
+        self.get(session, id)?.1.cancel();
+        Ok(())
+    }
+
+    /// Kills the command if it still runs and forgets the terminal.
+    pub fn release(&self, session: &str, id: &str) -> Result<(), String> {
+        self.kill(session, id)?;
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(id);
+        }
+        Ok(())
+    }
+}
+
+fn status(ran: &Ran) -> TerminalExitStatus {
+    match ran.status {
+        Some(code) => TerminalExitStatus::new().exit_code(code as u32),
+        None => TerminalExitStatus::new().signal("SIGKILL".to_owned()),
+    }
+}
