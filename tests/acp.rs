@@ -32,34 +32,43 @@ fn run_with(turns: Value, preset: &str) -> Run {
     run_configured(turns, |c| c.capabilities.preset = preset.into())
 }
 
+/// The scripted ACP agent playing `turns`, logging to `dir/<name>.log`.
+fn scripted(dir: &Path, name: &str, turns: &Value) -> (ExternalAgent, PathBuf) {
+    let script = dir.join(format!("{name}.json"));
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let log = dir.join(format!("{name}.log"));
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_acp_agent.py");
+    let spec = ExternalAgent {
+        command: vec![
+            "python3".into(),
+            agent.to_string_lossy().into(),
+            "--script".into(),
+            script.to_string_lossy().into(),
+            "--log".into(),
+            log.to_string_lossy().into(),
+        ],
+        env: Default::default(),
+    };
+    (spec, log)
+}
+
 /// [`run_with`], with the options changed by `adjust`.
 fn run_configured(turns: Value, adjust: impl FnOnce(&mut Config)) -> Run {
+    run_in(CALC, turns, |c, _| adjust(c))
+}
+
+/// A project whose calc.py holds `calc`; `adjust` may add agents in the dir.
+fn run_in(calc: &str, turns: Value, adjust: impl FnOnce(&mut Config, &Path)) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
     std::fs::create_dir_all(root.join(".git")).unwrap();
-    std::fs::write(root.join("calc.py"), CALC).unwrap();
-    let script = dir.path().join("script.json");
-    std::fs::write(&script, turns.to_string()).unwrap();
-    let log = dir.path().join("agent.log");
-    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_acp_agent.py");
+    std::fs::write(root.join("calc.py"), calc).unwrap();
+    let (fake, log) = scripted(dir.path(), "fake", &turns);
     let mut config = Config::default();
     config.tests.command = serde_json::from_value(json!("off")).unwrap();
     config.capabilities = CapabilitiesConfig::default();
-    adjust(&mut config);
-    config.agents.external.insert(
-        "fake".into(),
-        ExternalAgent {
-            command: vec![
-                "python3".into(),
-                agent.to_string_lossy().into(),
-                "--script".into(),
-                script.to_string_lossy().into(),
-                "--log".into(),
-                log.to_string_lossy().into(),
-            ],
-            env: Default::default(),
-        },
-    );
+    config.agents.external.insert("fake".into(), fake);
+    adjust(&mut config, dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let core = {
@@ -82,6 +91,11 @@ impl Run {
     }
 
     fn spawn(&self, id: &str, task: &str) {
+        self.spawn_by(id, task, Some("fake"));
+    }
+
+    /// Agent `id` on `task` in calc.py, by ACP agent `by` (`None`: Chimera's own).
+    fn spawn_by(&self, id: &str, task: &str, by: Option<&str>) {
         self.send(ToCore::Spawn {
             id: id.into(),
             task: task.into(),
@@ -90,7 +104,7 @@ impl Run {
             cursor_line: Some(1),
             mode: None,
             capabilities: None,
-            external: Some("fake".into()),
+            external: by.map(str::to_owned),
         });
     }
 
@@ -420,5 +434,82 @@ fn terminals_run_allowed_commands_in_a_copy_of_the_overlay() {
         commands[1].output.starts_with("refused"),
         "{:?}",
         commands[1]
+    );
+}
+
+#[test]
+fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_acceptable() {
+    const THREE: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let program = "```python\nsrc = read_file('calc.py')\nwrite_file('calc.py', src.replace('def mul(a, b):\\n    return a + b', 'def mul(a, b):\\n    return a * b'))\nsubmit_result('fixed mul', ['calc.py'])\n```";
+    let llm = rt.block_on(chimera::llm::fake::FakeServer::start(vec![
+        chimera::llm::fake::Reply::OpenaiStream(program.into());
+        3
+    ]));
+    let mut r = run_in(
+        THREE,
+        json!([[{"sleep": 0.3}, {"replace": ["calc.py", "return a - b", "return a + b"]}]]),
+        |c, dir| {
+            let (other, _) = scripted(
+                dir,
+                "other",
+                &json!([[{"replace": ["calc.py", "def sub(a, b):\n    return a + b", "def sub(a, b):\n    return a - b"]}]]),
+            );
+            c.agents.external.insert("other".into(), other);
+            c.llm.url = llm.url.clone();
+            c.llm.provider = chimera::config::Provider::Openai;
+            c.llm.max_retries = 0;
+            c.llm.edit_form = serde_json::from_value(json!("program")).unwrap();
+        },
+    );
+    r.spawn_by("a1", "fix add", Some("fake"));
+    r.spawn_by("a2", "fix sub", Some("other"));
+    r.spawn_by("a3", "fix mul", None);
+    let mut done = std::collections::HashMap::new();
+    while done.len() < 3 {
+        let (id, lines) = r.wait("three proposals", |m| match m {
+            ToEditor::Agent {
+                agent,
+                proposal: Some(p),
+                ..
+            } if agent.state.as_str() == "completed" => Some((
+                agent.id.clone(),
+                p.iter()
+                    .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
+                    .collect::<Vec<_>>(),
+            )),
+            ToEditor::Agent { agent, .. } if agent.state.as_str() == "failed" => {
+                panic!("{} failed: {:?}", agent.id, agent.error)
+            }
+            _ => None,
+        });
+        done.insert(id, lines);
+    }
+    assert_eq!(done["a1"], ["    return a + b"]);
+    assert_eq!(done["a2"], ["    return a - b"]);
+    assert_eq!(done["a3"], ["    return a * b"]);
+    assert_eq!(r.disk(), THREE, "none touched the file before an accept");
+    for id in ["a1", "a2", "a3"] {
+        r.send(ToCore::Accept {
+            id: id.into(),
+            buffers: vec![],
+            hunk: None,
+        });
+        r.wait(&format!("{id} accepted"), |m| match m {
+            ToEditor::Resolved {
+                id: of,
+                accepted: true,
+                ..
+            } if of == id => Some(()),
+            ToEditor::Notify {
+                level: chimera::messages::Level::Error,
+                message,
+            } => panic!("{message}"),
+            _ => None,
+        });
+    }
+    assert_eq!(
+        r.disk(),
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
     );
 }

@@ -12,6 +12,7 @@ turn repeats). Steps:
   {"tool": "title"}                     a tool_call update (pending, then completed)
   {"wait_cancel": true}                 wait for session/cancel, end the turn "cancelled"
   {"sleep": seconds}
+  {"write_timed": ["path", n]}          n writes of ~1 KB, each round trip's ms logged
 Every message received and every answer to the agent's requests go to
 --log, one JSON per line, so tests can check what the client said.
 """
@@ -55,7 +56,7 @@ def send(msg):
         sys.stdout.flush()
 
 
-def request(method, params):
+def request(method, params, quiet=False):
     next_id[0] += 1
     rid = next_id[0]
     done = threading.Event()
@@ -63,7 +64,8 @@ def request(method, params):
     send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
     done.wait()
     answer = pending.pop(rid)[1]
-    log({"answer_to": method, "params": params, "answer": answer})
+    if not quiet:
+        log({"answer_to": method, "params": params, "answer": answer})
     return answer
 
 
@@ -118,6 +120,15 @@ def run_turn(rid, session, prompt):
             break
         elif "sleep" in step:
             time.sleep(step["sleep"])
+        elif "write_timed" in step:
+            path, n = step["write_timed"]
+            times = []
+            for i in range(n):
+                content = ("x = %d\n" % i) * 128
+                t = time.perf_counter()
+                request("fs/write_text_file", {"sessionId": session, "path": where(session, path), "content": content}, quiet=True)
+                times.append((time.perf_counter() - t) * 1000)
+            log({"write_ms": times})
     send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}})
 
 

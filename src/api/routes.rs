@@ -87,7 +87,30 @@ pub fn router(backend: Shared) -> Router {
             ApiError::not_found("no such route; `:help chimera-http` lists them")
         })
         .layer(axum::middleware::map_response(json_errors))
+        .layer(axum::middleware::from_fn(announced_size))
         .with_state(backend)
+}
+
+/// Largest request body (axum's default limit for JSON bodies).
+const BODY_LIMIT: u64 = 2 * 1024 * 1024;
+
+/// Refuses a body announced larger than [`BODY_LIMIT`] before reading any
+/// of it (a client still sending it would otherwise see the socket close
+/// under it).
+async fn announced_size(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let announced = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match announced {
+        Some(n) if n > BODY_LIMIT => ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is {n} bytes; at most {BODY_LIMIT} are taken"),
+        )
+        .into_response(),
+        _ => next.run(req).await,
+    }
 }
 
 /// Longest error text kept from a refusal that was not JSON.
