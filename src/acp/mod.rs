@@ -493,17 +493,33 @@ pub async fn run(
     })
 }
 
-/// The first line of `s`, at most 200 characters.
+/// What the agent said, in at most 200 characters on one line (code
+/// fences left out: a reply that opens with one says nothing by its first
+/// line).
 fn first_line(s: &str) -> String {
-    let line = s
+    let words = s
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    if line.chars().count() > 200 {
-        format!("{}…", line.chars().take(199).collect::<String>())
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if words.chars().count() > 200 {
+        format!("{}…", words.chars().take(199).collect::<String>())
     } else {
-        line.to_owned()
+        words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn what_the_agent_said_fits_one_line() {
+        assert_eq!(super::first_line("Fixed add."), "Fixed add.");
+        assert_eq!(
+            super::first_line("```json\n{\"name\": \"edit\"}\n```\n"),
+            "{\"name\": \"edit\"}"
+        );
+        assert_eq!(super::first_line(&"x".repeat(300)).chars().count(), 200);
     }
 }
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A real ACP agent through Chimera, end to end: opencode (npm `opencode-ai`,
+# its `acp` command) pointed at the local llama.cpp server with
+# Qwen2.5-Coder (DEMO_MODEL=0.5b|1.5b), given a task by `chimera task
+# --agent opencode` on the demo sample. Its reads and writes go through
+# Chimera: the project stays untouched, the result is a proposal.
+# Prints what the agent did: its state, summary, the proposal's diff and
+# its requests from the effect log. Needs network access to npm once.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+. "$here/scripts/model-server.sh"
+oc="$here/.deps/opencode"
+if [ ! -x "$oc/node_modules/.bin/opencode" ]; then
+  mkdir -p "$oc"
+  (cd "$oc" && npm install --no-audit --no-fund --silent opencode-ai >&2)
+fi
+chimera="${CHIMERA_BIN:-$here/target/release/chimera}"
+[ -x "$chimera" ] || { echo "build it first: cargo build --release" >&2; exit 1; }
+port="${DEMO_PORT:-8092}"
+start_model_server "${DEMO_MODEL:-1.5b}" "$port"
+project="$(sample_project)"
+cat > "$project/opencode.json" <<EOF
+{
+  "\$schema": "https://opencode.ai/config.json",
+  "provider": {
+    "local": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "llama.cpp",
+      "options": { "baseURL": "http://127.0.0.1:$port/v1" },
+      "models": { "$CHIMERA_DEMO_MODEL": { "name": "$CHIMERA_DEMO_MODEL" } }
+    }
+  },
+  "model": "local/$CHIMERA_DEMO_MODEL"
+}
+EOF
+mkdir -p "$project/.chimera"
+cat > "$project/.chimera/config.json" <<EOF
+{
+  "llm": { "provider": "openai", "url": "$CHIMERA_DEMO_URL", "model": "$CHIMERA_DEMO_MODEL" },
+  "tests": { "command": "off" },
+  "agents": {
+    "timeout_ms": 900000,
+    "external": { "opencode": { "command": ["$oc/node_modules/.bin/opencode", "acp"] } }
+  }
+}
+EOF
+before="$(cat "$project/app.py")"
+task="${ACP_TASK:-In app.py, make greet(name) return 'Hello, world!' when name is empty.}"
+echo "== chimera task --agent opencode: $task"
+start=$(date +%s)
+id="$(cd "$project" && XDG_CONFIG_HOME="$project/.no-user-config" "$chimera" task --agent opencode --file app.py "$task")"
+echo "agent $id, $(( $(date +%s) - start )) s"
+cd "$project"
+"$chimera" agent "$id" || true
+echo "== proposal"
+"$chimera" diff "$id" || true
+echo "== its requests (effect log, kind acp)"
+"$chimera" effects --kind acp | head -40
+if [ "$(cat app.py)" = "$before" ]; then
+  echo "== app.py untouched on disk (as it must be before an accept)"
+else
+  echo "== app.py CHANGED on disk without an accept" >&2
+  exit 1
+fi
+rm -rf "$project"
