@@ -510,19 +510,6 @@ fn first_line(s: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn what_the_agent_said_fits_one_line() {
-        assert_eq!(super::first_line("Fixed add."), "Fixed add.");
-        assert_eq!(
-            super::first_line("```json\n{\"name\": \"edit\"}\n```\n"),
-            "{\"name\": \"edit\"}"
-        );
-        assert_eq!(super::first_line(&"x".repeat(300)).chars().count(), 200);
-    }
-}
-
 /// The turns of one run: a prompt, then, while what the agent left does
 /// not parse, that problem as the next prompt (`agents.repair_rounds`).
 struct Turns<'a> {
@@ -611,5 +598,18 @@ impl Drop for CancelOnDrop<'_> {
                 session: self.session.clone(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn what_the_agent_said_fits_one_line() {
+        assert_eq!(super::first_line("Fixed add."), "Fixed add.");
+        assert_eq!(
+            super::first_line("```json\n{\"name\": \"edit\"}\n```\n"),
+            "{\"name\": \"edit\"}"
+        );
+        assert_eq!(super::first_line(&"x".repeat(300)).chars().count(), 200);
     }
 }
