@@ -316,6 +316,7 @@ function renderDetail() {
       field("Agent", a.id),
       field("State", a.state + (a.conflicted ? " (conflicts with your edits)" : "")),
       field("File", a.file),
+      field("Done by", a.external ? `${a.external} (ACP)` : null),
       field("Summary", a.summary),
       field("Error", a.error),
       field("Rounds", a.rounds),
