@@ -151,15 +151,35 @@ impl Route {
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
                 if let agent_client_protocol::v1::schema::ContentBlock::Text(t) = &chunk.content {
-                    if let Ok(mut said) = self.said.lock() {
+                    // Words arrive a few at a time: show the line they make.
+                    let line = self.said.lock().ok().map(|mut said| {
                         said.push_str(&t.text);
+                        last_line(&said)
+                    });
+                    if let Some(line) = line.filter(|l| !l.is_empty()) {
+                        (self.progress)(line);
                     }
-                    (self.progress)(t.text.clone());
                 }
             }
             SessionUpdate::ToolCall(call) => (self.progress)(format!("{}…", call.title)),
             _ => {}
         }
+    }
+}
+
+/// The last line of `text` with something on it, at most 120 characters.
+fn last_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let n = line.chars().count();
+    if n > 120 {
+        format!("…{}", line.chars().skip(n - 119).collect::<String>())
+    } else {
+        line.to_owned()
     }
 }
 
@@ -176,6 +196,13 @@ fn slice_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_shows_the_line_being_said() {
+        assert_eq!(last_line("Fixing"), "Fixing");
+        assert_eq!(last_line("Fixing add.\nNow the tests\n"), "Now the tests");
+        assert_eq!(last_line(&"y".repeat(200)).chars().count(), 120);
+    }
 
     #[test]
     fn lines_are_counted_from_one() {
