@@ -17,7 +17,8 @@ fi
 chimera="${CHIMERA_BIN:-$here/target/release/chimera}"
 [ -x "$chimera" ] || { echo "build it first: cargo build --release" >&2; exit 1; }
 port="${DEMO_PORT:-8092}"
-start_model_server "${DEMO_MODEL:-1.5b}" "$port"
+# The model's own template: its tool calls become `tool_calls`.
+LLM_SERVER_ARGS="--jinja" start_model_server "${DEMO_MODEL:-1.5b}" "$port"
 project="$(sample_project)"
 cat > "$project/opencode.json" <<EOF
 {

@@ -2,9 +2,11 @@
 """Serves a GGUF model with llama.cpp's server (the xllamacpp wheel) on
 127.0.0.1: OpenAI-compatible /v1/chat/completions and /v1/models.
 
-Usage: llm_server.py MODEL.gguf [--port 8080] [--ctx 8192] [--alias NAME] [--seed N]
+Usage: llm_server.py MODEL.gguf [--port 8080] [--ctx 8192] [--alias NAME] [--seed N] [--jinja]
 --seed fixes the sampler's seed for every request that does not send its
 own, so one prompt gets one reply and an eval run can be repeated.
+--jinja applies the model's own chat template, which is what turns its
+tool calls into OpenAI `tool_calls` (agents such as opencode need them).
 Prints "ready <port>" once the model answers, then serves until killed.
 """
 import argparse
@@ -24,6 +26,7 @@ ap.add_argument("--ctx", type=int, default=8192)
 ap.add_argument("--alias", default="qwen2.5-coder")
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
 ap.add_argument("--seed", type=int, default=None)
+ap.add_argument("--jinja", action="store_true")
 args = ap.parse_args()
 
 params = xlc.CommonParams()
@@ -39,6 +42,7 @@ params.n_gpu_layers = 0
 if args.seed is not None:
     params.sampling.seed = args.seed
 params.warmup = False
+params.use_jinja = args.jinja
 server = xlc.Server(params)
 
 base = f"http://127.0.0.1:{args.port}"

@@ -10,7 +10,8 @@ start_model_server() {
   local model log
   model="$("$here/scripts/setup-model.sh" "$1")"
   log="$(mktemp)"
-  python3 "$here/scripts/llm_server.py" "$model" --port "$2" > "$log" 2>&1 &
+  # shellcheck disable=SC2086 # LLM_SERVER_ARGS: extra flags, word-split.
+  python3 "$here/scripts/llm_server.py" "$model" --port "$2" ${LLM_SERVER_ARGS:-} > "$log" 2>&1 &
   model_server=$!
   trap 'kill $model_server 2>/dev/null || true' EXIT
   for _ in $(seq 1 600); do

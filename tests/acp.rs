@@ -513,3 +513,31 @@ fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_accep
         "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
     );
 }
+
+#[test]
+fn feedback_after_the_agent_process_died_starts_a_new_session_with_the_whole_story() {
+    let mut r = run_with(
+        json!([[{"replace": ["calc.py", "a - b", "a + b"]}, {"exit_after_turn": true}]]),
+        "sandbox",
+    );
+    r.spawn("gone", "fix add");
+    r.reaches("gone", "completed");
+    r.send(ToCore::Reject {
+        id: "gone".into(),
+        feedback: Some("put b first".into()),
+    });
+    let (_, lines) = r.reaches("gone", "completed");
+    assert_eq!(lines, ["    return a + b"]);
+    assert_eq!(
+        r.received("initialize").len(),
+        2,
+        "a new process was started"
+    );
+    let prompts = r.received("session/prompt");
+    assert_ne!(prompts[0]["sessionId"], prompts[1]["sessionId"]);
+    let text = prompts[1]["prompt"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("fix add") && text.contains("put b first"),
+        "{text}"
+    );
+}

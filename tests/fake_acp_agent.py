@@ -12,6 +12,7 @@ turn repeats). Steps:
   {"tool": "title"}                     a tool_call update (pending, then completed)
   {"wait_cancel": true}                 wait for session/cancel, end the turn "cancelled"
   {"sleep": seconds}
+  {"exit_after_turn": true}             the process exits once the turn's answer is sent
   {"write_timed": ["path", n]}          n writes of ~1 KB, each round trip's ms logged
 Every message received and every answer to the agent's requests go to
 --log, one JSON per line, so tests can check what the client said.
@@ -78,6 +79,7 @@ def run_turn(rid, session, prompt):
     turn_index[0] += 1
     cancelled.clear()
     stop = "end_turn"
+    leave = False
     for step in steps:
         if "say" in step:
             update(session, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": step["say"]}})
@@ -120,6 +122,8 @@ def run_turn(rid, session, prompt):
             break
         elif "sleep" in step:
             time.sleep(step["sleep"])
+        elif "exit_after_turn" in step:
+            leave = True
         elif "write_timed" in step:
             path, n = step["write_timed"]
             times = []
@@ -130,6 +134,8 @@ def run_turn(rid, session, prompt):
                 times.append((time.perf_counter() - t) * 1000)
             log({"write_ms": times})
     send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}})
+    if leave:
+        os._exit(0)
 
 
 def main():

@@ -97,7 +97,31 @@ impl Pool {
             self.shutdown.child_token(),
         )?);
         all.insert(name.to_owned(), p.clone());
+        // Sessions of an earlier process of this agent died with it.
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.retain(|_, (n, _)| n != name);
+        }
         Ok(p)
+    }
+
+    /// Whether agent `name`'s process has gone (its connection closes
+    /// soon after the process exits: a moment is given to notice).
+    async fn died(&self, name: &str) -> bool {
+        let Some(p) = self
+            .processes
+            .lock()
+            .ok()
+            .and_then(|all| all.get(name).cloned())
+        else {
+            return true;
+        };
+        for _ in 0..50 {
+            if p.commands.is_closed() {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        false
     }
 
     fn session_of(&self, agent: &str, name: &str) -> Option<SessionId> {
@@ -409,66 +433,23 @@ pub async fn run(
         ))
     })?;
     let caps = agent::capabilities(config, job, services)?;
-    let process = pool.process(name, spec).map_err(AgentError::External)?;
-    let ask = |cmd: Command| {
-        process
-            .commands
-            .send(cmd)
-            .map_err(|_| AgentError::External(format!("the agent {name} stopped")))
-    };
-    // Feedback continues the session that made the rejected change.
-    let (session, mut text) = match (pool.session_of(&job.id, name), job.feedback.last()) {
-        (Some(s), Some(f)) => (
-            s,
-            format!(
-                "The human rejected your change with this feedback: {}\nChange the files accordingly.",
-                f.feedback
-            ),
-        ),
-        _ => {
-            let (reply, made) = oneshot::channel();
-            ask(Command::NewSession { reply })?;
-            let s = made
-                .await
-                .map_err(|_| AgentError::External(format!("the agent {name} stopped")))?
-                .map_err(|e| AgentError::External(format!("{name} opened no session: {e}")))?;
-            let mut text = first_prompt(job, &pool.root);
-            for f in &job.feedback {
-                text.push_str(&format!("\n\nAn earlier attempt was rejected: {}", f.feedback));
-            }
-            (s, text)
-        }
-    };
-    if let Ok(mut s) = pool.sessions.lock() {
-        s.insert(job.id.clone(), (name.to_owned(), session.clone()));
-    }
     let said = Arc::new(Mutex::new(String::new()));
-    let route = Arc::new(Route {
-        agent_id: job.id.clone(),
-        store: store.clone(),
-        caps,
-        max_bytes: config.sync.max_file_bytes,
-        progress: progress.clone(),
-        said: said.clone(),
-        command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
-    });
-    let key = session.0.to_string();
-    if let Ok(mut r) = pool.routes.lock() {
-        r.insert(key.clone(), route);
-    }
-    let result = Turns {
+    let one = Attempt {
+        pool,
         name,
-        process: &process,
-        session: &session,
+        spec,
         store: &store,
+        config,
         job,
-        repair_rounds: config.agents.repair_rounds,
+        caps: &caps,
+        progress: &progress,
         said: &said,
-    }
-    .run(&mut text, cancel)
-    .await;
-    if let Ok(mut r) = pool.routes.lock() {
-        r.remove(&key);
+    };
+    let mut result = one.run(cancel).await;
+    if matches!(result, Err(AgentError::External(_))) && pool.died(name).await {
+        // The process went away under the session (it crashed, or exited
+        // after its last turn): once more, in a new one, told everything.
+        result = one.run(cancel).await;
     }
     let rounds = result?;
     let changed = agent::tools::changed_files(&store, &job.id)?;
@@ -491,6 +472,89 @@ pub async fn run(
         rounds,
         form: "acp",
     })
+}
+
+/// One try at a run: the agent's process and session, its route, its turns.
+struct Attempt<'a> {
+    pool: &'a Pool,
+    name: &'a str,
+    spec: &'a ExternalAgent,
+    store: &'a Arc<Store>,
+    config: &'a Config,
+    job: &'a Job,
+    caps: &'a crate::capabilities::Capabilities,
+    progress: &'a Arc<dyn Fn(String) + Send + Sync>,
+    said: &'a Arc<Mutex<String>>,
+}
+
+impl Attempt<'_> {
+    /// The turns taken.
+    async fn run(&self, cancel: &CancellationToken) -> Result<u32, AgentError> {
+        let (pool, name, job) = (self.pool, self.name, self.job);
+        let process = pool
+            .process(name, self.spec)
+            .map_err(AgentError::External)?;
+        let stopped = || AgentError::External(format!("the agent {name} stopped"));
+        // Feedback continues the session that made the rejected change.
+        let (session, mut text) = match (pool.session_of(&job.id, name), job.feedback.last()) {
+            (Some(s), Some(f)) => (
+                s,
+                format!(
+                    "The human rejected your change with this feedback: {}\nChange the files accordingly.",
+                    f.feedback
+                ),
+            ),
+            _ => {
+                let (reply, made) = oneshot::channel();
+                process
+                    .commands
+                    .send(Command::NewSession { reply })
+                    .map_err(|_| stopped())?;
+                let s = made
+                    .await
+                    .map_err(|_| stopped())?
+                    .map_err(|e| AgentError::External(format!("{name} opened no session: {e}")))?;
+                let mut text = first_prompt(job, &pool.root);
+                for f in &job.feedback {
+                    text.push_str(&format!("\n\nAn earlier attempt was rejected: {}", f.feedback));
+                }
+                (s, text)
+            }
+        };
+        if let Ok(mut s) = pool.sessions.lock() {
+            s.insert(job.id.clone(), (name.to_owned(), session.clone()));
+        }
+        let route = Arc::new(Route {
+            agent_id: job.id.clone(),
+            store: self.store.clone(),
+            caps: self.caps.clone(),
+            max_bytes: self.config.sync.max_file_bytes,
+            progress: self.progress.clone(),
+            said: self.said.clone(),
+            command_timeout: std::time::Duration::from_millis(
+                self.config.agents.command_timeout_ms,
+            ),
+        });
+        let key = session.0.to_string();
+        if let Ok(mut r) = pool.routes.lock() {
+            r.insert(key.clone(), route);
+        }
+        let result = Turns {
+            name,
+            process: &process,
+            session: &session,
+            store: self.store,
+            job,
+            repair_rounds: self.config.agents.repair_rounds,
+            said: self.said,
+        }
+        .run(&mut text, cancel)
+        .await;
+        if let Ok(mut r) = pool.routes.lock() {
+            r.remove(&key);
+        }
+        result
+    }
 }
 
 /// What the agent said, in at most 200 characters on one line (code
