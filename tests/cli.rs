@@ -240,3 +240,53 @@ fn remora_nodes_a_chat_and_a_fork_from_the_shell() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no snapshot nosuchsnap"));
 }
+
+#[test]
+fn mcp_list_and_call_reach_the_configured_servers_and_log_the_call() {
+    let p = project(&[fix_add()]);
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_server.py");
+    let mut config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(p.root.join(".chimera/config.json")).unwrap(),
+    )
+    .unwrap();
+    config["mcp"] = serde_json::json!({"servers": {"t": {"command": ["python3", server]}}});
+    std::fs::write(p.root.join(".chimera/config.json"), config.to_string()).unwrap();
+    let listed = p.ok(&["mcp", "list"]);
+    assert!(
+        listed.contains("t.echo") && listed.contains("t.add"),
+        "{listed}"
+    );
+    let tools = p.json(&["mcp", "list"]);
+    assert!(tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "t.add"));
+    assert_eq!(
+        p.ok(&["mcp", "call", "t.add", r#"{"a": 2, "b": 3}"#])
+            .trim(),
+        "5"
+    );
+    let out = p.run(&["mcp", "call", "t.fail", r#"{"message": "boom"}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("boom"));
+    let out = p.run(&["mcp", "call", "t.nosuch", "{}"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("t.echo"),
+        "names what there is"
+    );
+    let out = p.run(&["mcp", "call", "t.add", "{not json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = p.run(&["mcp", "call", "t.add", "[1]"]);
+    assert_eq!(out.status.code(), Some(2));
+    let logged = p.json(&["effects", "--kind", "mcp"]);
+    let inputs: Vec<&str> = logged
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["input"].as_str().unwrap())
+        .collect();
+    assert!(inputs.iter().any(|i| i.starts_with("t.add")), "{inputs:?}");
+    assert!(inputs.iter().any(|i| i.starts_with("t.fail")), "{inputs:?}");
+}

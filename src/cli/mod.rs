@@ -152,6 +152,11 @@ pub enum Command {
         #[arg(required = true, num_args = 1.., value_name = "MESSAGE")]
         message: Vec<String>,
     },
+    /// The MCP servers of `mcp.servers`, from the shell (seed 004).
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Remora: `chimera remora enable` indexes the project's nodes.
     Remora {
         #[command(subcommand)]
@@ -164,6 +169,20 @@ pub enum Command {
         /// The HTTP port (default: `api.port`, else any free port).
         #[arg(long, value_name = "N")]
         port: Option<u16>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Every tool of every configured server, as `server.tool`.
+    List,
+    /// Call tool SERVER.TOOL with ARGS (a JSON object); prints its output.
+    /// The call is recorded in the effect log (kind mcp).
+    Call {
+        #[arg(value_name = "SERVER.TOOL")]
+        tool: String,
+        #[arg(value_name = "ARGS", default_value = "{}")]
+        args: String,
     },
 }
 

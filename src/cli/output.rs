@@ -349,3 +349,18 @@ pub fn api(port: Option<u64>) {
         None => println!("api       off (`chimera serve`, or `api.enabled`)"),
     }
 }
+
+/// `chimera mcp list`.
+pub fn mcp_tools(tools: &[crate::mcp::McpTool], json: bool) {
+    if json {
+        let all: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema }))
+            .collect();
+        print_json(&json!(all));
+        return;
+    }
+    for t in tools {
+        println!("{:<28} {}", t.name, line(&t.description, 80));
+    }
+}

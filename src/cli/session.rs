@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::{exit, output, Cli, Command, RemoraAction};
+use super::{exit, output, Cli, Command, McpAction, RemoraAction};
 use crate::api::client::{Client, ClientError};
 use crate::api::events::EventBus;
 use crate::messages::{Level, ToCore, ToEditor};
@@ -421,6 +421,7 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             }
         }
         Command::Serve { port } => return serve(s, port).await,
+        Command::Mcp { action } => return mcp(s, action).await,
     }
     Ok(exit::OK)
 }
@@ -498,6 +499,64 @@ async fn stopped() {
         }
         Err(_) => {
             let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// `chimera mcp list|call`: the configured MCP servers, called by the human
+/// (no capabilities between them: the person at the shell decides).
+async fn mcp(s: &Session, action: McpAction) -> Result<i32, Failure> {
+    let services = crate::agent::Services::new(&s.loaded.config, s.root.clone());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    if s.loaded.config.mcp.servers.is_empty() {
+        return Err(Failure::Usage(
+            "no MCP servers are configured (mcp.servers in .chimera/config.json or setup{})".into(),
+        ));
+    }
+    match action {
+        McpAction::List => {
+            let (tools, errors) = services.mcp.tools(|_| true, &cancel).await;
+            output::mcp_tools(&tools, s.json);
+            for e in &errors {
+                eprintln!("chimera: {e}");
+            }
+            Ok(if errors.is_empty() {
+                exit::OK
+            } else {
+                exit::FAILED
+            })
+        }
+        McpAction::Call { tool, args } => {
+            let args: Value = serde_json::from_str(&args)
+                .map_err(|e| Failure::Usage(format!("ARGS must be a JSON object: {e}")))?;
+            if !args.is_object() {
+                return Err(Failure::Usage(format!(
+                    "ARGS must be a JSON object, not {args}"
+                )));
+            }
+            let started = Instant::now();
+            let called = services.mcp.call(&tool, args.clone(), &cancel).await;
+            let said = match &called {
+                Ok(text) => text.clone(),
+                Err(e) => format!("error: {e}"),
+            };
+            // An MCP call may act on the world: it is an effect like an agent's.
+            if let Ok(store) = Store::open(&s.root) {
+                let _ = store.effect_record(
+                    "mcp",
+                    None,
+                    &format!("{tool} {args}"),
+                    &said,
+                    started.elapsed().as_millis() as i64,
+                );
+            }
+            let text = called.map_err(|e| Failure::Failed(e.to_string()))?;
+            if s.json {
+                println!("{}", json!({ "tool": tool, "output": text }));
+            } else {
+                println!("{text}");
+            }
+            Ok(exit::OK)
         }
     }
 }
