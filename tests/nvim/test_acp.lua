@@ -20,7 +20,7 @@ end
 
 h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is one undo step", function()
   local root = h.project({ ["calc.py"] = CALC })
-  local agent = fake_agent({ { { say = "Fixed add." }, { replace = { "calc.py", "a - b", "a + b" } } } })
+  local agent, log = fake_agent({ { { say = "Fixed add." }, { replace = { "calc.py", "a - b", "a + b" } } } })
   h.setup((h.fake_llm({ { text = "unused" } })), { agents = { external = { fake = agent } } })
   vim.cmd.edit("calc.py")
   local buf = vim.api.nvim_get_current_buf()
@@ -51,6 +51,17 @@ h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is
   vim.cmd("silent undo")
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return a - b  # mine", "one undo step")
   h.eq(h.read(root .. "/calc.py"), CALC, "the file waits for :write")
+  -- Neovim quitting (VimLeavePre) ends the agent's process.
+  local pid
+  for line in (h.read(log) or ""):gmatch("[^\n]+") do
+    pid = pid or vim.json.decode(line).pid
+  end
+  h.truthy(pid, "the agent logged its pid")
+  vim.api.nvim_exec_autocmds("VimLeavePre", {})
+  h.wait_for("the agent process to end", function()
+    local stat = h.read("/proc/" .. pid .. "/stat")
+    return stat == nil or stat:match("%) (%a)") == "Z"
+  end, 5000)
 end)
 
 h.test("an unknown agent or bad agents.external options are named", function()
