@@ -120,6 +120,16 @@ impl Session {
         ))
     }
 
+    /// `GET path` from the running core, else from the store.
+    async fn get(&self, path: &str) -> Result<Value, Failure> {
+        Ok(self.reader().await?.call("GET", path, None).await?)
+    }
+
+    /// `POST path` to the running core, started here if none runs.
+    async fn post(&mut self, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+        Ok(self.writer().await?.call("POST", path, body).await?)
+    }
+
     /// Whether the core `client` reaches runs in this process (a core
     /// started here may have lost the socket to Neovim's, starting at the
     /// same time: then that one runs the agent).
@@ -295,65 +305,36 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
                 Err(WaitError::Other(e)) => return Err(e),
             }
         }
-        Command::Agents => {
-            let all = s.reader().await?.call("GET", "/agents", None).await?;
-            output::agents(&all, json);
-        }
+        Command::Agents => output::agents(&s.get("/agents").await?, json),
         Command::Agent { id } => output::agent(&get_agent(&s.reader().await?, &id).await?, json),
         Command::Diff { id } => output::diff(&get_agent(&s.reader().await?, &id).await?, json),
         Command::Accept { id, hunk } => {
-            let client = s.writer().await?;
-            let answer = client
-                .call(
-                    "POST",
-                    &format!("/proposal/{}/approve", url_part(&id)),
-                    Some(json!({ "hunk": hunk })),
-                )
-                .await?;
+            let path = format!("/proposal/{}/approve", url_part(&id));
+            let answer = s.post(&path, Some(json!({ "hunk": hunk }))).await?;
             output::accepted(&answer, json);
         }
         Command::Reject { id, feedback, hunk } => {
-            let client = s.writer().await?;
-            let answer = client
-                .call(
-                    "POST",
-                    &format!("/proposal/{}/reject", url_part(&id)),
-                    Some(json!({ "hunk": hunk, "feedback": feedback })),
-                )
-                .await?;
-            output::agent_state(&answer["agent"], json);
+            let path = format!("/proposal/{}/reject", url_part(&id));
+            let body = json!({ "hunk": hunk, "feedback": feedback });
+            output::agent_state(&s.post(&path, Some(body)).await?["agent"], json);
         }
         Command::Cancel { id } => {
-            let client = s.writer().await?;
-            let answer = client
-                .call("POST", &format!("/agents/{}/cancel", url_part(&id)), None)
-                .await?;
-            output::agent_state(&answer["agent"], json);
+            let path = format!("/agents/{}/cancel", url_part(&id));
+            output::agent_state(&s.post(&path, None).await?["agent"], json);
         }
         Command::Snapshot { message } => {
-            let client = s.writer().await?;
-            let answer = client
-                .call(
-                    "POST",
-                    "/snapshots",
-                    Some(json!({ "message": message.join(" ") })),
-                )
-                .await?;
+            let body = json!({ "message": message.join(" ") });
+            let answer = s.post("/snapshots", Some(body)).await?;
             output::id(answer["id"].as_str().unwrap_or_default(), json);
         }
-        Command::History => {
-            let all = s.reader().await?.call("GET", "/snapshots", None).await?;
-            output::history(&all, json);
-        }
+        Command::History => output::history(&s.get("/snapshots").await?, json),
         Command::Rollback { id, dry_run } => {
-            let client = s.writer().await?;
             let path = format!(
                 "/rollback/{}{}",
                 url_part(&id),
                 if dry_run { "?dry_run=1" } else { "" }
             );
-            let answer = client.call("POST", &path, None).await?;
-            output::message(&answer, json);
+            output::message(&s.post(&path, None).await?, json);
         }
         Command::Effects { since, kind } => {
             let mut query = Vec::new();
@@ -368,52 +349,32 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             } else {
                 format!("/effects?{}", query.join("&"))
             };
-            let all = s.reader().await?.call("GET", &path, None).await?;
-            output::effects(&all, json);
+            output::effects(&s.get(&path).await?, json);
         }
         Command::Fork { id, text } => {
-            let client = s.writer().await?;
-            let answer = client
-                .call(
-                    "POST",
-                    &format!("/snapshots/{}/fork", url_part(&id)),
-                    Some(json!({ "task": text.join(" ") })),
-                )
+            let path = format!("/snapshots/{}/fork", url_part(&id));
+            let answer = s
+                .post(&path, Some(json!({ "task": text.join(" ") })))
                 .await?;
             output::id(answer["id"].as_str().unwrap_or_default(), json);
         }
         Command::Nodes { path } => {
-            let all = s
-                .reader()
-                .await?
-                .call("GET", &format!("/nodes/{}", url_path(&path)), None)
-                .await?;
-            output::nodes(&all, json);
+            output::nodes(&s.get(&format!("/nodes/{}", url_path(&path))).await?, json)
         }
         Command::Node { id } => {
-            let one = s
-                .reader()
-                .await?
-                .call("GET", &format!("/node/{}", url_part(&id)), None)
-                .await?;
-            output::node(&one, json);
+            output::node(&s.get(&format!("/node/{}", url_part(&id))).await?, json)
         }
         Command::Chat { id, message } => {
-            let client = s.writer().await?;
-            let answer = client
-                .call(
-                    "POST",
-                    &format!("/node/{}/chat", url_part(&id)),
-                    Some(json!({ "message": message.join(" ") })),
-                )
+            let path = format!("/node/{}/chat", url_part(&id));
+            let answer = s
+                .post(&path, Some(json!({ "message": message.join(" ") })))
                 .await?;
             output::events(&answer["events"], json);
         }
         Command::Remora {
             action: RemoraAction::Enable,
         } => {
-            let client = s.writer().await?;
-            let answer = client.call("POST", "/remora/enable", None).await?;
+            let answer = s.post("/remora/enable", None).await?;
             if json {
                 println!("{answer}");
             } else {
