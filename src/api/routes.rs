@@ -88,15 +88,17 @@ pub fn router(backend: Shared) -> Router {
         })
         .layer(axum::middleware::map_response(json_errors))
         .layer(axum::middleware::from_fn(announced_size))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT as usize))
         .with_state(backend)
 }
 
-/// Largest request body (axum's default limit for JSON bodies).
+/// Largest request body taken, announced or not.
 const BODY_LIMIT: u64 = 2 * 1024 * 1024;
 
 /// Refuses a body announced larger than [`BODY_LIMIT`] before reading any
 /// of it (a client still sending it would otherwise see the socket close
-/// under it).
+/// under it); one sent without its length meets the same limit as it is
+/// read.
 async fn announced_size(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let announced = req
         .headers()
