@@ -255,7 +255,11 @@ fn writes_outside_the_project_or_to_secrets_are_refused() {
             {"write": [".env", "KEY=1"]},
             {"write": ["link/escaped2.txt", "pwned"]},
             {"read": "/etc/passwd"},
-            {"write": ["calc.py", "def add(a, b):\n    return a + b\n"]}
+            {"write": ["calc.py", "def add(a, b):\n    return a + b\n"]},
+            // Secrets in another case, and more than agents may write.
+            {"write": [".ENV", "KEY=1"]},
+            {"write": ["keys/ID_RSA", "key"]},
+            {"write": ["big.py", "x".repeat(3 * 1024 * 1024)]}
         ]]),
         "sandbox",
     );
@@ -270,6 +274,10 @@ fn writes_outside_the_project_or_to_secrets_are_refused() {
         assert!(refused["error"].is_object(), "{refused}");
     }
     assert!(writes[4].get("error").is_none(), "{}", writes[4]);
+    for refused in &writes[5..] {
+        assert!(refused["error"].is_object(), "{refused}");
+    }
+    assert_eq!(writes.len(), 8);
     assert!(!outside.path().join("escaped2.txt").exists());
     let read = &r.answers("fs/read_text_file")[0];
     assert!(

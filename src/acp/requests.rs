@@ -153,7 +153,7 @@ impl Route {
                 if let agent_client_protocol::v1::schema::ContentBlock::Text(t) = &chunk.content {
                     // Words arrive a few at a time: show the line they make.
                     let line = self.said.lock().ok().map(|mut said| {
-                        said.push_str(&t.text);
+                        keep_said(&mut said, &t.text);
                         last_line(&said)
                     });
                     if let Some(line) = line.filter(|l| !l.is_empty()) {
@@ -164,6 +164,22 @@ impl Route {
             SessionUpdate::ToolCall(call) => (self.progress)(format!("{}…", call.title)),
             _ => {}
         }
+    }
+}
+
+/// Bytes of an agent's words kept per turn: its latest, for the summary
+/// and the progress line (an agent may stream without end).
+const SAID_LIMIT: usize = 64 * 1024;
+
+/// Appends `more` to `said`, dropping its oldest words past [`SAID_LIMIT`].
+fn keep_said(said: &mut String, more: &str) {
+    said.push_str(more);
+    if said.len() > SAID_LIMIT {
+        let mut cut = said.len() - SAID_LIMIT;
+        while !said.is_char_boundary(cut) {
+            cut += 1;
+        }
+        said.drain(..cut);
     }
 }
 
@@ -196,6 +212,16 @@ fn slice_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_that_never_stops_talking_is_kept_to_its_latest_words() {
+        let mut said = String::new();
+        for i in 0..100_000 {
+            keep_said(&mut said, &format!("é{i} "));
+        }
+        assert!(said.len() <= SAID_LIMIT, "{}", said.len());
+        assert!(said.ends_with("é99999 "));
+    }
 
     #[test]
     fn progress_shows_the_line_being_said() {
