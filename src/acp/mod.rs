@@ -58,6 +58,8 @@ struct Process {
     commands: mpsc::UnboundedSender<Command>,
     /// Ends the process (with its process group).
     stop: CancellationToken,
+    /// Cancelled once the connection to the process has ended.
+    gone: CancellationToken,
 }
 
 /// The agent processes of one core, started on first use and stopped with
@@ -85,7 +87,7 @@ impl Pool {
     fn process(&self, name: &str, spec: &ExternalAgent) -> Result<Arc<Process>, String> {
         let mut all = self.processes.lock().map_err(|e| e.to_string())?;
         if let Some(p) = all.get(name) {
-            if !p.commands.is_closed() {
+            if !p.gone.is_cancelled() {
                 return Ok(p.clone());
             }
         }
@@ -115,13 +117,9 @@ impl Pool {
         else {
             return true;
         };
-        for _ in 0..50 {
-            if p.commands.is_closed() {
-                return true;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        false
+        tokio::time::timeout(std::time::Duration::from_secs(1), p.gone.cancelled())
+            .await
+            .is_ok()
     }
 
     fn session_of(&self, agent: &str, name: &str) -> Option<SessionId> {
@@ -188,15 +186,22 @@ fn start(
     let (tx, rx) = mpsc::unbounded_channel();
     let root = root.to_path_buf();
     let stopped = stop.clone();
+    let gone = CancellationToken::new();
+    let ended = gone.clone();
     tokio::spawn(async move {
         let _child = child;
         let _group = group;
+        let _ended = ended.drop_guard();
         tokio::select! {
             _ = stopped.cancelled() => {}
             _ = connect(ByteStreams::new(stdin, stdout), root, routes, rx) => {}
         }
     });
-    Ok(Process { commands: tx, stop })
+    Ok(Process {
+        commands: tx,
+        stop,
+        gone,
+    })
 }
 
 fn route_of(routes: &Routes, session: &SessionId) -> Option<Arc<Route>> {
