@@ -21,6 +21,13 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// The `p` quantile (0..=1) of `v`, nearest rank.
+fn percentile(v: &[f64], p: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args([
@@ -656,10 +663,6 @@ fn bench_sse_latency() {
             out
         })
     };
-    let pct = |mut v: Vec<f64>, p: f64| {
-        v.sort_by(f64::total_cmp);
-        v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]
-    };
     // Idle: 100 snapshots, one at a time.
     let mut idle = Vec::new();
     for i in 0..100 {
@@ -724,16 +727,16 @@ fn bench_sse_latency() {
         .count();
     assert_eq!(still, 8, "the busy agents stopped early: {agents}");
     let (idle_p99, load_p50, load_p99) = (
-        pct(idle.clone(), 0.99),
-        pct(loaded.clone(), 0.5),
-        pct(loaded.clone(), 0.99),
+        percentile(&idle, 0.99),
+        percentile(&loaded, 0.5),
+        percentile(&loaded, 0.99),
     );
     println!(
         "sse: event to client p50 {:.2} ms, p99 {:.2} ms with 8 agents running (target p99 <= 20 ms; {} events); idle core p50 {:.2} ms, p99 {:.2} ms; ratio p99 {:.2}",
         load_p50,
         load_p99,
         loaded.len(),
-        pct(idle, 0.5),
+        percentile(&idle, 0.5),
         idle_p99,
         load_p99 / idle_p99.max(0.01)
     );
@@ -802,14 +805,13 @@ fn bench_acp_write() {
             }
         }
     });
-    let mut times: Vec<f64> = std::fs::read_to_string(&log)
+    let times: Vec<f64> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find_map(|e| serde_json::from_value(e["write_ms"].clone()).ok())
         .expect("the agent logged its write times");
-    times.sort_by(f64::total_cmp);
-    let at = |p: f64| times[((times.len() as f64 * p).ceil() as usize).clamp(1, times.len()) - 1];
+    let at = |p: f64| percentile(&times, p);
     // The same write straight into an overlay, for scale.
     let store = Store::open_in_memory(&root).unwrap();
     agent(&store, "direct");
