@@ -21,6 +21,18 @@ local function ghost_marks(buf)
   return vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, {})
 end
 
+--- Waits until agent `id`, started outside Neovim, has its proposal in
+--- Neovim and shown as ghost text in `buf`.
+local function shown_in(buf, id, what)
+  h.wait_for(what .. " in Neovim", function()
+    local a = chimera.agent(id)
+    return a ~= nil and a.state == "completed"
+  end, 10000)
+  h.wait_for(what .. "'s ghost text", function()
+    return #ghost_marks(buf) > 0
+  end)
+end
+
 h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", function()
   local root = h.project({ ["calc.py"] = CALC })
   h.setup((h.fake_llm({
@@ -33,13 +45,7 @@ h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", functi
   -- Straight to the shell, as a person would: no waiting for the core.
   local id = vim.trim(cli(root, { "task", "--file", "calc.py", "fix add" }))
   local asked = vim.uv.hrtime()
-  h.wait_for("the CLI's agent in Neovim", function()
-    local a = chimera.agent(id)
-    return a ~= nil and a.state == "completed"
-  end, 10000)
-  h.wait_for("its ghost text", function()
-    return #ghost_marks(buf) > 0
-  end)
+  shown_in(buf, id, "the CLI's agent")
   local ms = (vim.uv.hrtime() - asked) / 1e6
   h.truthy(ms < 2000, ("ghost text %.0f ms after the CLI returned"):format(ms))
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return a - b", "the buffer is untouched before the accept")
@@ -97,13 +103,7 @@ h.test("with api.enabled Neovim serves the HTTP API; a task from it shows as gho
   })
   h.eq(posted, 200, body)
   local id = vim.json.decode(body).id
-  h.wait_for("the API's agent in Neovim", function()
-    local a = chimera.agent(id)
-    return a ~= nil and a.state == "completed"
-  end, 10000)
-  h.wait_for("its ghost text", function()
-    return #ghost_marks(buf) > 0
-  end)
+  shown_in(buf, id, "the API's agent")
   local health = vim.api.nvim_exec2("checkhealth chimera", { output = true })
   local lines = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
   h.truthy(lines:find("HTTP API and dashboard on http://127.0.0.1:" .. port, 1, true), "checkhealth names the API:\n" .. lines .. (health.output or ""))
