@@ -85,6 +85,7 @@ pub fn start(
     let root2 = root.clone();
     let remora = SharedIndex::default();
     let remora2 = remora.clone();
+    let held = crate::api::control::hold(&root);
     let thread = std::thread::Builder::new()
         .name("chimera-core".into())
         .spawn(move || {
@@ -103,7 +104,7 @@ pub fn start(
                     return;
                 }
             };
-            rt.block_on(main_loop(config, root2, sink.clone(), rx, remora2));
+            rt.block_on(main_loop(config, root2, sink.clone(), rx, remora2, held));
             // Blocking tasks (a sandbox mid-run) are not waited for.
             rt.shutdown_timeout(Duration::from_millis(200));
         })
@@ -258,6 +259,7 @@ async fn main_loop(
     sink: Arc<dyn EditorSink>,
     mut rx: mpsc::UnboundedReceiver<ToCore>,
     shared: SharedIndex,
+    held: std::io::Result<Option<crate::api::control::Held>>,
 ) {
     let store = match Store::open(&root) {
         Ok(s) => Arc::new(s),
@@ -268,17 +270,25 @@ async fn main_loop(
     let core = build_core(config, root, events.clone(), store, shared);
     let sink = core.sink.clone();
     let api = &core.config.api;
+    let serving = crate::api::control::Serving {
+        root: core.root.clone(),
+        router: crate::api::router(Arc::new(Served(core.clone(), events.clone()))),
+        http_port: api.enabled.then_some(api.port),
+        first: held,
+        stop: core.shutdown.clone(),
+    };
+    let c = core.clone();
     crate::api::control::spawn(
-        core.root.clone(),
-        crate::api::router(Arc::new(Served(core.clone(), events.clone()))),
-        api.enabled.then_some(api.port),
-        core.shutdown.clone(),
+        serving,
         move |message| {
             sink.send(ToEditor::Notify {
                 level: Level::Warn,
                 message: format!("Chimera: {message}"),
             })
         },
+        // The core that held the project (a `chimera` command's) stopped:
+        // what it ran is in the store; show it here and run what it left.
+        move || c.on_lifecycle(|c| c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS))),
     );
     start_background(&core);
     let _watch = start_watcher(&core);
@@ -479,8 +489,7 @@ fn start_background(core: &Arc<Core>) {
                     // Neovim may stay open for days: retention is not only
                     // applied at start.
                     if beats.is_multiple_of(PURGE_BEATS) {
-                        let retention = c.config.agents.retention_hours as i64 * 3_600_000;
-                        c.on_lifecycle(move |c| c.publish(c.lifecycle.purge(retention)));
+                        c.on_lifecycle(|c| c.publish(c.lifecycle.purge(retention_ms(c))));
                     }
                 }
             }
@@ -501,8 +510,7 @@ fn start_background(core: &Arc<Core>) {
                 if let Some(w) = &c.remora {
                     w.send(remora::Job::IndexAll);
                 }
-                let retention = c.config.agents.retention_hours as i64 * 3_600_000;
-                c.publish(c.lifecycle.recover(retention, STALE_OWNER_MS));
+                c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS));
                 // The import left its pages in the WAL; copy them now, in
                 // the background, rather than in the next accept's commit.
                 let c2 = c.clone();
@@ -511,6 +519,11 @@ fn start_background(core: &Arc<Core>) {
             Err(e) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
         }
     });
+}
+
+/// How long ended agents are kept (`agents.retention_hours`), in ms.
+fn retention_ms(core: &Core) -> i64 {
+    core.config.agents.retention_hours as i64 * 3_600_000
 }
 
 fn start_watcher(core: &Arc<Core>) -> Option<sync::WatchHandle> {

@@ -178,7 +178,7 @@ function M.check_clients(h, state)
       served.socket
     ))
   else
-    h.warn("no core serves " .. served.socket .. " yet", { "it is taken within 2 s of the core starting; see :messages if not" })
+    h.warn("no core serves " .. served.socket .. " yet", { "a core takes it as it starts; see :messages for why it could not" })
   end
   if served.api then
     h.ok(("HTTP API and dashboard on http://127.0.0.1:%d/ (token in %s/.chimera/api.json; :Chimera dashboard opens it)"):format(

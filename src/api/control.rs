@@ -11,8 +11,10 @@ use std::time::Duration;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-/// How often a core that does not hold the socket tries again.
-const RETRY: Duration = Duration::from_secs(2);
+/// How often a core that does not hold the socket tries again (a lock
+/// and an open: cheap), so that Neovim takes over from a `chimera`
+/// command's core well within the 2 s a shell task has to show there.
+const RETRY: Duration = Duration::from_millis(250);
 /// Longest socket path the platform takes (`sun_path`, with room to spare).
 const MAX_SOCKET_PATH: usize = 100;
 
@@ -80,14 +82,17 @@ pub fn holder(root: &Path) -> Option<u32> {
 }
 
 /// The lock and the bound socket of the core that serves the project.
-struct Held {
+pub struct Held {
     _lock: File,
-    listener: tokio::net::UnixListener,
+    listener: std::os::unix::net::UnixListener,
     path: PathBuf,
 }
 
-/// Takes the project's control socket if no other core holds it.
-fn try_hold(root: &Path) -> std::io::Result<Option<Held>> {
+/// Takes the project's control socket if no other core holds it. Cheap
+/// and synchronous, so a core takes it before its start returns: a
+/// `chimera` command typed a moment later then finds it (and waits for it
+/// to answer) instead of starting a core of its own.
+pub fn hold(root: &Path) -> std::io::Result<Option<Held>> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let dir = root.join(".chimera");
     std::fs::create_dir_all(&dir)?;
@@ -116,8 +121,9 @@ fn try_hold(root: &Path) -> std::io::Result<Option<Held>> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    let listener = tokio::net::UnixListener::bind(&path)?;
+    let listener = std::os::unix::net::UnixListener::bind(&path)?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    listener.set_nonblocking(true)?;
     Ok(Some(Held {
         _lock: lock,
         listener,
@@ -125,22 +131,60 @@ fn try_hold(root: &Path) -> std::io::Result<Option<Held>> {
     }))
 }
 
-/// Serves `router` on the project's control socket whenever this core
-/// holds it, until `stop`, and, with `http_port`, over HTTP as well (see
-/// [`super::http`]; 0 picks a free port). What goes wrong is told to
-/// `trouble` (in Neovim, stderr is the screen). Returns at once; the task
-/// is owned by `stop`.
+/// What a core does with the project's control socket.
+pub struct Serving {
+    pub root: PathBuf,
+    pub router: Router,
+    /// Serve over HTTP as well (see [`super::http`]; 0 picks a free port).
+    pub http_port: Option<u16>,
+    /// What [`hold`] gave at the core's start.
+    pub first: std::io::Result<Option<Held>>,
+    pub stop: CancellationToken,
+}
+
+/// Serves the router on the project's control socket whenever this core
+/// holds it, until `stop`. A core that did not hold it at its start keeps
+/// trying and calls `taken` once it does: agents another core ran in the
+/// meantime are in the store, not yet in this core. What goes wrong is
+/// told to `trouble` (in Neovim, stderr is the screen). Returns at once;
+/// the task is owned by `stop`.
 pub fn spawn(
-    root: PathBuf,
-    router: Router,
-    http_port: Option<u16>,
-    stop: CancellationToken,
+    serving: Serving,
     trouble: impl Fn(String) + Send + 'static,
+    taken: impl FnOnce() + Send + 'static,
 ) {
+    let Serving {
+        root,
+        router,
+        http_port,
+        first,
+        stop,
+    } = serving;
     tokio::spawn(async move {
+        let mut attempt = Some(first);
+        let mut taken = Some(taken);
         loop {
-            match try_hold(&root) {
+            let held = match attempt.take() {
+                Some(first) => first,
+                None => hold(&root).map(|held| {
+                    if held.is_some() {
+                        if let Some(taken) = taken.take() {
+                            taken();
+                        }
+                    }
+                    held
+                }),
+            };
+            match held {
                 Ok(Some(held)) => {
+                    let listener = match tokio::net::UnixListener::from_std(held.listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let _ = std::fs::remove_file(&held.path);
+                            trouble(format!("cannot serve the control socket: {e}"));
+                            return;
+                        }
+                    };
                     if let Some(port) = http_port {
                         match super::http::bind(&root, port).await {
                             Ok(bound) => {
@@ -151,7 +195,7 @@ pub fn spawn(
                             Err(e) => trouble(format!("the HTTP API is off: {e}")),
                         }
                     }
-                    let served = axum::serve(held.listener, router.clone())
+                    let served = axum::serve(listener, router.clone())
                         .with_graceful_shutdown(stop.clone().cancelled_owned())
                         .await;
                     let _ = std::fs::remove_file(&held.path);

@@ -97,7 +97,10 @@ impl Session {
         if self.remote.alive().await {
             return Ok(self.remote.clone());
         }
-        if self.own.is_none() {
+        // A core that holds the project but does not answer yet (Neovim's,
+        // just started) is waited for, never raced: the agent runs there,
+        // with that editor's options and buffers.
+        if self.own.is_none() && crate::api::control::holder(&self.root).is_none() {
             let core = crate::runtime::start(
                 self.loaded.config.clone(),
                 self.root.clone(),

@@ -72,6 +72,47 @@ h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", functi
   h.eq(agent.agent.state, "accepted", "the shell sees the Neovim accept")
 end)
 
+h.test("Neovim's core holds the project the moment it starts: a shell task typed at once runs there", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  h.setup((h.fake_llm({ { text = "```python\ndef add(a, b):\n    return a + b\n```" } })))
+  chimera.start()
+  -- No wait: a `chimera task` typed now must find this core, not start its
+  -- own (which would run the agent without Neovim's options).
+  local served = chimera.served()
+  h.eq(served and served.own, true, "the control socket is Neovim's as start() returns")
+  local id = vim.trim(cli(root, { "task", "--file", "calc.py", "fix add" }))
+  h.eq(chimera.wait(id, 10000), "completed", "the shell's agent, run by Neovim's core")
+end)
+
+h.test("a task the shell started before Neovim opened the project shows in Neovim once ready", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  local url = h.fake_llm({ { text = "```python\ndef add(a, b):\n    return a + b\n```", chunk_delay = 0.3 } })
+  -- The shell's core runs the agent, with the project's options.
+  vim.fn.mkdir(root .. "/.chimera", "p")
+  local f = assert(io.open(root .. "/.chimera/config.json", "w"))
+  f:write(vim.json.encode({ llm = { provider = "openai", url = url .. "/v1", model = "fake-model", max_retries = 0 } }))
+  f:close()
+  local shell = vim.system({ BIN, "task", "--file", "calc.py", "fix add" }, { cwd = root, env = { NO_COLOR = "1" } })
+  h.wait_for("the shell's core to hold the project", function()
+    return vim.uv.fs_stat(root .. "/.chimera/core.sock") ~= nil
+  end, 10000)
+  h.setup(url)
+  vim.cmd.edit("calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  chimera.start()
+  local out = shell:wait(20000)
+  h.eq(out.code, 0, "chimera task: " .. (out.stderr or ""))
+  local id = vim.trim(out.stdout)
+  local ended = vim.uv.hrtime()
+  shown_in(buf, id, "the shell's agent")
+  local ms = (vim.uv.hrtime() - ended) / 1e6
+  h.truthy(ms < 2000, ("ghost text %.0f ms after the shell's core stopped"):format(ms))
+  chimera.accept(id)
+  h.wait_for("the accept in the buffer", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "    return a + b"
+  end)
+end)
+
 h.test("with api.enabled Neovim serves the HTTP API; a task from it shows as ghost text", function()
   local root = h.project({ ["calc.py"] = CALC })
   h.setup((h.fake_llm({ { text = "```python\ndef add(a, b):\n    return a + b\n```" } })), { api = { enabled = true } })
