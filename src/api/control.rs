@@ -166,13 +166,12 @@ pub fn spawn(
         loop {
             let held = match attempt.take() {
                 Some(first) => first,
-                None => hold(&root).map(|held| {
+                None => hold(&root).inspect(|held| {
                     if held.is_some() {
                         if let Some(taken) = taken.take() {
                             taken();
                         }
                     }
-                    held
                 }),
             };
             match held {
