@@ -41,6 +41,21 @@ pub enum ToCore {
     },
     /// Stop a queued or running agent at once (LLM request and sandbox included).
     Cancel { id: String },
+    /// An MCP host's session wrote for the first time: agent `id` is
+    /// recorded `running`, its overlay the session's (see
+    /// [`crate::api::sessions`]).
+    SessionStart {
+        id: String,
+        task: String,
+        /// The MCP host's name, as it introduced itself.
+        client: String,
+        /// The preset the session was opened with.
+        capabilities: String,
+    },
+    /// The session proposes what agent `id` wrote.
+    SessionPropose { id: String, summary: String },
+    /// The session ended (or the host went away) before it proposed.
+    SessionEnd { id: String, reason: String },
     /// A buffer's text changed (or was loaded, or written); it is now the
     /// ground truth for its file.
     BufferText(BufferText),

@@ -335,6 +335,9 @@ impl crate::api::Backend for Served {
     fn index(&self) -> Option<SharedIndex> {
         self.0.remora.is_some().then(|| self.0.remora_index.clone())
     }
+    fn config(&self) -> Option<&Config> {
+        Some(&self.0.config)
+    }
 }
 
 /// The database could not be opened: keep answering, so the editor gets
@@ -610,6 +613,27 @@ fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Box<ToCore>> 
             stop_task(core, &id);
             Box::new(move |c| c.lifecycle.cancel(&id))
         }
+        ToCore::SessionStart {
+            id,
+            task,
+            client,
+            capabilities,
+        } => {
+            let rec = AgentRecord {
+                owner: core.owner.clone(),
+                capabilities: Some(capabilities),
+                external: Some(format!("{}{client}", crate::api::sessions::AGENT_PREFIX)),
+                ..AgentRecord::new(id.clone(), task)
+            };
+            Box::new(move |c| match c.lifecycle.spawn(rec) {
+                (out, true) => out.then(c.lifecycle.start(&id)),
+                (out, false) => out,
+            })
+        }
+        ToCore::SessionPropose { id, summary } => {
+            Box::new(move |c| c.lifecycle.complete(&id, &summary, 1))
+        }
+        ToCore::SessionEnd { id, reason } => Box::new(move |c| c.lifecycle.fail(&id, &reason)),
         ToCore::Snapshot { id, message } => {
             Box::new(move |c| c.lifecycle.snapshot(Some(&id), &message))
         }
@@ -870,6 +894,17 @@ async fn run_agent(
         })
     });
     let limit = Duration::from_millis(core.config.agents.timeout_ms);
+    if let Some(client) = job
+        .external
+        .as_deref()
+        .and_then(|e| e.strip_prefix(crate::api::sessions::AGENT_PREFIX))
+    {
+        // Taken over from a core that stopped: the MCP host that wrote it
+        // talked to that core, and nothing here can finish its work.
+        return Err(agent::AgentError::External(format!(
+            "the MCP session of {client} ended with its core before it proposed"
+        )));
+    }
     let run: futures_util::future::BoxFuture<'_, _> = if job.external.is_some() {
         Box::pin(crate::acp::run(
             &core.acp,

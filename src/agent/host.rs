@@ -44,6 +44,39 @@ pub struct AgentHost {
     pub mcp_tools: Vec<String>,
 }
 
+/// `search_files`: the files `overlay` shows whose path matches `pattern`
+/// when it is a glob (with `*`, `?` or `[`), else those containing it.
+/// Files `caps` may not read are not found either.
+pub(crate) fn search(
+    overlay: &Overlay<'_>,
+    caps: &crate::capabilities::Capabilities,
+    pattern: &str,
+) -> Result<Vec<String>, String> {
+    let files: Vec<String> = overlay
+        .files()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|f| caps.may_see(f))
+        .collect();
+    if pattern.contains(['*', '?', '[']) {
+        let glob = GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| format!("search_files(): bad pattern `{pattern}`: {e}"))?
+            .compile_matcher();
+        return Ok(files.into_iter().filter(|f| glob.is_match(f)).collect());
+    }
+    Ok(files
+        .into_iter()
+        .filter(|f| {
+            ProjectPath::parse(f)
+                .ok()
+                .and_then(|p| overlay.read_text(&p).ok())
+                .is_some_and(|t| t.contains(pattern))
+        })
+        .collect())
+}
+
 const FUNCTIONS: &[&str] = &[
     "get_task",
     "read_file",
@@ -137,35 +170,6 @@ impl AgentHost {
             );
             format!("{fname}(): {denied}")
         })
-    }
-
-    fn search(&self, pattern: &str) -> Result<Vec<String>, String> {
-        // Files the agent may not read are not found either.
-        let files: Vec<String> = self
-            .overlay()
-            .files()
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .filter(|f| self.caps.may_see(f))
-            .collect();
-        if pattern.contains(['*', '?', '[']) {
-            let glob = GlobBuilder::new(pattern)
-                .literal_separator(false)
-                .build()
-                .map_err(|e| format!("search_files(): bad pattern `{pattern}`: {e}"))?
-                .compile_matcher();
-            return Ok(files.into_iter().filter(|f| glob.is_match(f)).collect());
-        }
-        let ov = self.overlay();
-        Ok(files
-            .into_iter()
-            .filter(|f| {
-                ProjectPath::parse(f)
-                    .ok()
-                    .and_then(|p| ov.read_text(&p).ok())
-                    .is_some_and(|t| t.contains(pattern))
-            })
-            .collect())
     }
 
     fn ask_llm(&self, prompt: String, context: Option<String>) -> Result<String, String> {
@@ -334,7 +338,7 @@ impl Host for AgentHost {
             "search_files" => {
                 let pattern = args::string(name, &a, &kw, 0, "pattern")?;
                 Ok(Value::List(
-                    self.search(&pattern)?
+                    search(&self.overlay(), &self.caps, &pattern)?
                         .into_iter()
                         .map(Value::String)
                         .collect(),

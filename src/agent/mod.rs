@@ -11,7 +11,7 @@
 pub mod checks;
 mod context;
 pub mod gate;
-mod host;
+pub(crate) mod host;
 pub mod locate;
 pub mod node;
 mod packages;

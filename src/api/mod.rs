@@ -10,6 +10,7 @@ pub mod events;
 pub mod http;
 mod nodes;
 pub mod routes;
+pub mod sessions;
 mod stream;
 
 pub use routes::{router, Backend};

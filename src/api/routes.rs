@@ -30,6 +30,8 @@ pub trait Backend: Send + Sync + 'static {
     fn events(&self) -> Arc<super::events::EventBus>;
     /// The Remora topology (`None` when `remora.index` is off).
     fn index(&self) -> Option<crate::runtime::SharedIndex>;
+    /// The core's options (`None` when no core runs: reads of the store).
+    fn config(&self) -> Option<&crate::config::Config>;
 }
 
 pub(super) type Shared = Arc<dyn Backend>;
@@ -83,12 +85,21 @@ pub fn router(backend: Shared) -> Router {
         .route("/node/{id}/events", get(super::nodes::events))
         .route("/node/{id}/chat", post(super::nodes::chat))
         .route("/remora/enable", post(remora_enable))
+        .route("/sessions", post(super::sessions::open))
+        .route("/sessions/{id}/call", post(super::sessions::call))
+        .route(
+            "/sessions/{id}",
+            axum::routing::delete(super::sessions::close),
+        )
         .fallback(|| async {
             ApiError::not_found("no such route; `:help chimera-http` lists them")
         })
         .layer(axum::middleware::map_response(json_errors))
         .layer(axum::middleware::from_fn(announced_size))
         .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT as usize))
+        .layer(axum::Extension(Arc::new(
+            super::sessions::Sessions::default(),
+        )))
         .with_state(backend)
 }
 
@@ -204,7 +215,7 @@ async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
 
 /// A new ID of `len` hex digits, as the editor makes them (agents 8,
 /// snapshots 12).
-fn new_id(len: usize) -> String {
+pub(super) fn new_id(len: usize) -> String {
     crate::store::unique_digest().to_hex()[..len].to_owned()
 }
 
@@ -249,7 +260,7 @@ fn after(b: &Shared, id: &str, told: &[ToEditor]) -> Answer {
 }
 
 /// The first error the core told the editor, if any.
-fn error_in(told: &[ToEditor]) -> Option<String> {
+pub(super) fn error_in(told: &[ToEditor]) -> Option<String> {
     told.iter().find_map(|m| match m {
         ToEditor::Notify {
             level: Level::Error,

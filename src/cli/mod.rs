@@ -176,6 +176,16 @@ pub enum Command {
 pub enum McpAction {
     /// Every tool of every configured server, as `server.tool`.
     List,
+    /// Serve Chimera's own tools to an MCP host on stdin/stdout: it reads
+    /// the project as you see it, writes into an overlay of its own and
+    /// proposes; you review in Neovim (or `chimera agents`). Every call is
+    /// an mcp effect.
+    Serve {
+        /// What the host may do: readonly, sandbox or developer (default:
+        /// capabilities.preset).
+        #[arg(long, value_name = "PRESET")]
+        preset: Option<String>,
+    },
     /// Call tool SERVER.TOOL with ARGS (a JSON object); prints its output.
     /// The call is recorded in the effect log (kind mcp).
     Call {

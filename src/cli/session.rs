@@ -56,6 +56,9 @@ impl crate::api::Backend for StoreOnly {
     fn events(&self) -> Arc<EventBus> {
         self.events.clone()
     }
+    fn config(&self) -> Option<&crate::config::Config> {
+        None
+    }
     fn index(&self) -> Option<SharedIndex> {
         self.index
             .get_or_init(|| {
@@ -467,9 +470,32 @@ async fn stopped() {
     }
 }
 
+/// `chimera mcp serve`: an MCP host on stdin/stdout, its session in the
+/// project's core (Neovim's when it has the project open), until the host
+/// closes stdin.
+async fn mcp_serve(s: &mut Session, preset: Option<String>) -> Result<i32, Failure> {
+    if let Some(p) = &preset {
+        crate::capabilities::Capabilities::new(&s.loaded.config.capabilities, Some(p))
+            .map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
+    }
+    let bridge = crate::mcp::server::Bridge::new(s.writer().await?, preset);
+    let running = rmcp::ServiceExt::serve(bridge.clone(), rmcp::transport::stdio())
+        .await
+        .map_err(|e| Failure::Failed(format!("the MCP host's handshake failed: {e}")))?;
+    let ended = running.waiting().await;
+    bridge.close().await;
+    match ended {
+        Ok(_) => Ok(exit::OK),
+        Err(e) => Err(Failure::Failed(format!("the MCP session stopped: {e}"))),
+    }
+}
+
 /// `chimera mcp list|call`: the configured MCP servers, called by the human
 /// (no capabilities between them: the person at the shell decides).
-async fn mcp(s: &Session, action: McpAction) -> Result<i32, Failure> {
+async fn mcp(s: &mut Session, action: McpAction) -> Result<i32, Failure> {
+    if let McpAction::Serve { preset } = action {
+        return mcp_serve(s, preset).await;
+    }
     let services = crate::agent::Services::new(&s.loaded.config, s.root.clone());
     let cancel = tokio_util::sync::CancellationToken::new();
     if s.loaded.config.mcp.servers.is_empty() {
@@ -490,6 +516,7 @@ async fn mcp(s: &Session, action: McpAction) -> Result<i32, Failure> {
                 exit::FAILED
             })
         }
+        McpAction::Serve { .. } => Ok(exit::OK),
         McpAction::Call { tool, args } => {
             let args: Value = serde_json::from_str(&args)
                 .map_err(|e| Failure::Usage(format!("ARGS must be a JSON object: {e}")))?;

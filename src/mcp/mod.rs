@@ -4,6 +4,7 @@
 //! tool-mode registry as `server.tool`; the agent's capabilities decide
 //! which it may call, and every call is recorded in the effect log.
 
+pub mod server;
 mod transport;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,517 @@
+//! MCP hosts' sessions with the core (`chimera mcp serve`, `/mcp`): a
+//! session reads the project as the human sees it and writes into an
+//! overlay of its own — a Chimera agent, `running` from its first write —
+//! which `propose` turns into a proposal the human reviews like any other;
+//! the next write starts a new one. Every call is gated by the preset the
+//! session was opened with and is an `mcp` effect.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{Extension, Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::routes::{error_in, new_id, Answer, ApiError, Shared};
+use crate::capabilities::{Capabilities, Denied};
+use crate::messages::{AgentView, ToCore};
+use crate::overlay::Overlay;
+use crate::paths::{parse_dir, ProjectPath};
+use crate::store::AgentState;
+
+/// How a session's agent is marked (`external` = this and the host's name).
+pub const AGENT_PREFIX: &str = "mcp:";
+
+/// The open sessions of one core.
+#[derive(Default)]
+pub struct Sessions {
+    open: Mutex<HashMap<String, Session>>,
+}
+
+#[derive(Clone)]
+struct Session {
+    /// The MCP host's name.
+    client: String,
+    caps: Capabilities,
+    /// The agent this session writes into, once it wrote.
+    agent: Option<String>,
+}
+
+impl Sessions {
+    fn get(&self, id: &str) -> Result<Session, ApiError> {
+        self.open
+            .lock()
+            .map_err(|_| ApiError::internal("the sessions' lock is poisoned"))?
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "no MCP session {id} (it ended, or its core restarted); open a new one"
+                ))
+            })
+    }
+
+    fn set_agent(&self, id: &str, agent: Option<String>) {
+        if let Ok(mut open) = self.open.lock() {
+            if let Some(s) = open.get_mut(id) {
+                s.agent = agent;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct OpenRequest {
+    /// The host's name (from MCP's `initialize`).
+    client: String,
+    /// `readonly`, `sandbox` or `developer`; default: `capabilities.preset`.
+    preset: Option<String>,
+}
+
+/// `POST /sessions`: a new session under `preset`.
+pub(super) async fn open(
+    State(b): State<Shared>,
+    Extension(sessions): Extension<Arc<Sessions>>,
+    Json(req): Json<OpenRequest>,
+) -> Answer {
+    let config = b.config().ok_or_else(|| {
+        ApiError::conflict("no core serves this project; `chimera mcp serve` starts one")
+    })?;
+    let caps = Capabilities::new(&config.capabilities, req.preset.as_deref())
+        .map_err(|e| ApiError::bad(e.to_string()))?
+        .on_disk(b.root().to_path_buf());
+    let client = clean_name(&req.client);
+    let id = new_id(12);
+    let preset = caps.preset.clone();
+    sessions
+        .open
+        .lock()
+        .map_err(|_| ApiError::internal("the sessions' lock is poisoned"))?
+        .insert(
+            id.clone(),
+            Session {
+                client: client.clone(),
+                caps,
+                agent: None,
+            },
+        );
+    let _ = b.store().effect_record(
+        "mcp",
+        None,
+        &format!("{client} opened an MCP session ({preset})"),
+        "ok",
+        0,
+    );
+    Ok(Json(json!({ "session": id, "preset": preset })))
+}
+
+/// A host's name as shown in the agents list: printable, one line, short.
+fn clean_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | ' '))
+        .take(40)
+        .collect();
+    match name.trim() {
+        "" => "mcp-host".into(),
+        n => n.to_owned(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct CallRequest {
+    tool: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+}
+
+/// `POST /sessions/{id}/call`: one tool call of the session; its result,
+/// or an error that says what to do.
+pub(super) async fn call(
+    State(b): State<Shared>,
+    Extension(sessions): Extension<Arc<Sessions>>,
+    UrlPath(id): UrlPath<String>,
+    Json(req): Json<CallRequest>,
+) -> Answer {
+    let session = sessions.get(&id)?;
+    let started = Instant::now();
+    let call = Call {
+        b: &b,
+        sessions: &sessions,
+        id: &id,
+        session: &session,
+        args: &req.args,
+    };
+    let result = call.run(&req.tool).await;
+    let output = match &result {
+        Ok(_) => "ok".to_owned(),
+        Err(e) => format!("refused: {}", e.1),
+    };
+    let agent = sessions
+        .get(&id)
+        .ok()
+        .and_then(|s| s.agent)
+        .or(session.agent);
+    let _ = b.store().effect_record(
+        "mcp",
+        agent.as_deref(),
+        &format!(
+            "{} called {} {}",
+            session.client,
+            req.tool,
+            brief(&req.args)
+        ),
+        &output,
+        started.elapsed().as_millis() as i64,
+    );
+    result.map(|v| Json(json!({ "result": v })))
+}
+
+/// The arguments of a call as the effect log shows them: a file's content
+/// by its size, not its text.
+fn brief(args: &Map<String, Value>) -> String {
+    let shown: Map<String, Value> = args
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) if s.len() > 120 => (k.clone(), json!(format!("<{} bytes>", s.len()))),
+            v => (k.clone(), v.clone()),
+        })
+        .collect();
+    Value::Object(shown).to_string()
+}
+
+/// `DELETE /sessions/{id}`: the host went away; what it wrote and did not
+/// propose is dropped, said on its agent.
+pub(super) async fn close(
+    State(b): State<Shared>,
+    Extension(sessions): Extension<Arc<Sessions>>,
+    UrlPath(id): UrlPath<String>,
+) -> Answer {
+    let session = sessions
+        .open
+        .lock()
+        .map_err(|_| ApiError::internal("the sessions' lock is poisoned"))?
+        .remove(&id);
+    let Some(session) = session else {
+        return Err(ApiError::not_found(format!("no MCP session {id}")));
+    };
+    if let Some(agent) = &session.agent {
+        if b.store()
+            .agent(agent)
+            .is_ok_and(|r| r.state == AgentState::Running)
+        {
+            b.call(ToCore::SessionEnd {
+                id: agent.clone(),
+                reason: format!(
+                    "the MCP session of {} ended before it proposed; what it wrote was dropped",
+                    session.client
+                ),
+            })
+            .await;
+        }
+    }
+    Ok(Json(json!({ "closed": id })))
+}
+
+/// One tool call, with what it needs.
+struct Call<'a> {
+    b: &'a Shared,
+    sessions: &'a Sessions,
+    id: &'a str,
+    session: &'a Session,
+    args: &'a Map<String, Value>,
+}
+
+fn denied(d: Denied) -> ApiError {
+    ApiError(StatusCode::FORBIDDEN, d.to_string())
+}
+
+impl Call<'_> {
+    async fn run(&self, tool: &str) -> Result<Value, ApiError> {
+        match tool {
+            "read_file" => self.read_file(),
+            "list_dir" => self.list_dir(),
+            "search_files" => self.search_files(),
+            "write_file" => self.write_file().await,
+            "delete_file" => self.delete_file().await,
+            "propose" => self.propose().await,
+            "proposal_status" => self.proposal_status(),
+            "nodes" => self.nodes(),
+            "node" | "callers" | "callees" => self.node(tool),
+            "snapshot" => self.snapshot().await,
+            "history" => Ok(json!(self
+                .b
+                .store()
+                .snapshots()
+                .map_err(ApiError::internal)?)),
+            other => Err(ApiError::not_found(format!(
+                "no tool `{other}`; tools/list names them"
+            ))),
+        }
+    }
+
+    fn string(&self, name: &str) -> Result<String, ApiError> {
+        match self.args.get(name) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(ApiError::bad(format!("`{name}` must be a string"))),
+            None => Err(ApiError::bad(format!("`{name}` is missing"))),
+        }
+    }
+
+    fn opt_string(&self, name: &str) -> Result<Option<String>, ApiError> {
+        match self.args.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.string(name).map(Some),
+        }
+    }
+
+    fn path(&self) -> Result<ProjectPath, ApiError> {
+        let raw = self.string("path")?;
+        let p = ProjectPath::parse(&raw).map_err(|e| ApiError::bad(e.to_string()))?;
+        crate::rootfs::check_no_links(self.b.root(), &p)
+            .map_err(|e| ApiError(StatusCode::FORBIDDEN, e.to_string()))?;
+        Ok(p)
+    }
+
+    fn max_bytes(&self) -> u64 {
+        self.b.config().map_or(0, |c| c.sync.max_file_bytes)
+    }
+
+    /// The session's view: its agent's overlay over the human's text (an
+    /// agent ID with nothing in it reads the human's text alone).
+    fn with_overlay<R>(&self, f: impl FnOnce(&Overlay<'_>) -> R) -> R {
+        let agent = self.session.agent.as_deref().unwrap_or("");
+        f(&Overlay::new(self.b.store(), agent, self.max_bytes()))
+    }
+
+    fn read_file(&self) -> Result<Value, ApiError> {
+        let p = self.path()?;
+        self.session.caps.check_read(p.as_str()).map_err(denied)?;
+        self.with_overlay(|o| o.read_text(&p))
+            .map(Value::String)
+            .map_err(|e| ApiError::not_found(e.to_string()))
+    }
+
+    fn list_dir(&self) -> Result<Value, ApiError> {
+        let raw = self.opt_string("path")?.unwrap_or_default();
+        let dir = parse_dir(&raw).map_err(|e| ApiError::bad(e.to_string()))?;
+        let caps = &self.session.caps;
+        self.with_overlay(|o| o.list_dir(&dir, |f| caps.may_see(f)))
+            .map(|entries| json!(entries))
+            .map_err(|e| ApiError::bad(e.to_string()))
+    }
+
+    fn search_files(&self) -> Result<Value, ApiError> {
+        let pattern = self.string("pattern")?;
+        self.with_overlay(|o| crate::agent::host::search(o, &self.session.caps, &pattern))
+            .map(|found| json!(found))
+            .map_err(ApiError::bad)
+    }
+
+    /// The agent this session writes into, recorded `running` at its
+    /// first write; a new one when the last was proposed, or cancelled by
+    /// the human (said once, as the error of that write).
+    async fn writer(&self) -> Result<String, ApiError> {
+        if let Some(agent) = &self.session.agent {
+            match self.b.store().agent(agent) {
+                Ok(r) if r.state == AgentState::Running => return Ok(agent.clone()),
+                Ok(r) => {
+                    self.sessions.set_agent(self.id, None);
+                    return Err(ApiError::conflict(format!(
+                        "your work in agent {agent} is {} (the human's choice); nothing was written — write again to start a new proposal",
+                        r.state.as_str()
+                    )));
+                }
+                Err(_) => self.sessions.set_agent(self.id, None),
+            }
+        }
+        let agent = new_id(8);
+        let told = self
+            .b
+            .call(ToCore::SessionStart {
+                id: agent.clone(),
+                task: format!("{} over MCP", self.session.client),
+                client: self.session.client.clone(),
+                capabilities: self.session.caps.preset.clone(),
+            })
+            .await;
+        if let Some(e) = error_in(&told) {
+            return Err(ApiError::internal(e));
+        }
+        self.sessions.set_agent(self.id, Some(agent.clone()));
+        Ok(agent)
+    }
+
+    async fn write_file(&self) -> Result<Value, ApiError> {
+        let p = self.path()?;
+        let content = self.string("content")?;
+        self.session.caps.check_write(p.as_str()).map_err(denied)?;
+        let agent = self.writer().await?;
+        Overlay::new(self.b.store(), &agent, self.max_bytes())
+            .write(&p, content.as_bytes())
+            .map_err(|e| ApiError::bad(e.to_string()))?;
+        Ok(json!({ "written": p.as_str(), "agent": agent }))
+    }
+
+    async fn delete_file(&self) -> Result<Value, ApiError> {
+        let p = self.path()?;
+        self.session.caps.check_write(p.as_str()).map_err(denied)?;
+        let agent = self.writer().await?;
+        Overlay::new(self.b.store(), &agent, self.max_bytes())
+            .delete(&p)
+            .map_err(|e| ApiError::not_found(e.to_string()))?;
+        Ok(json!({ "deleted": p.as_str(), "agent": agent }))
+    }
+
+    async fn propose(&self) -> Result<Value, ApiError> {
+        let summary = self
+            .opt_string("summary")?
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| format!("changes from {}", self.session.client));
+        let Some(agent) = self.session.agent.clone() else {
+            return Err(ApiError::conflict(
+                "nothing to propose: write or delete files first",
+            ));
+        };
+        let store = self.b.store();
+        match store.agent(&agent) {
+            Ok(r) if r.state == AgentState::Running => {}
+            Ok(r) => {
+                self.sessions.set_agent(self.id, None);
+                return Err(ApiError::conflict(format!(
+                    "agent {agent} is {} (the human's choice); write again to start a new proposal",
+                    r.state.as_str()
+                )));
+            }
+            Err(e) => return Err(ApiError::internal(e)),
+        }
+        // What any agent's proposal must be: parses, imports what exists.
+        crate::agent::gate::check(store, &agent, None)
+            .map_err(|problem| ApiError(StatusCode::UNPROCESSABLE_ENTITY, problem))?;
+        let told = self
+            .b
+            .call(ToCore::SessionPropose {
+                id: agent.clone(),
+                summary,
+            })
+            .await;
+        if let Some(e) = error_in(&told) {
+            return Err(ApiError::conflict(e));
+        }
+        self.sessions.set_agent(self.id, None);
+        self.status_of(&agent)
+    }
+
+    fn proposal_status(&self) -> Result<Value, ApiError> {
+        let id = self.string("id")?;
+        self.status_of(&id)
+    }
+
+    /// An agent's state and, while it is a proposal, its diff.
+    fn status_of(&self, id: &str) -> Result<Value, ApiError> {
+        let store = self.b.store();
+        let rec = store
+            .agent(id)
+            .map_err(|_| ApiError::not_found(format!("no proposal {id}")))?;
+        let diff = if rec.state == AgentState::Completed {
+            crate::accept::proposal_unified(store, id).map_err(ApiError::internal)?
+        } else {
+            String::new()
+        };
+        let view = AgentView::from(&rec);
+        Ok(json!({
+            "id": id,
+            "state": view.state,
+            "summary": rec.summary,
+            "feedback": rec.feedback,
+            "error": rec.error,
+            "diff": diff,
+        }))
+    }
+
+    fn index(&self) -> Result<crate::runtime::SharedIndex, ApiError> {
+        self.b.index().ok_or_else(|| {
+            ApiError::conflict(
+                "Remora is off for this project: set `remora.index = true` and run `chimera remora enable`",
+            )
+        })
+    }
+
+    fn nodes(&self) -> Result<Value, ApiError> {
+        let p = self.path()?;
+        self.session.caps.check_read(p.as_str()).map_err(denied)?;
+        let ix = self.index()?;
+        let ix = ix.read();
+        let t = ix.topology();
+        if t.file(p.as_str()).is_none() {
+            return Err(ApiError::not_found(format!(
+                "{p} is not indexed (not a source file of a known language, or not indexed yet)"
+            )));
+        }
+        Ok(json!(t.nodes_in(p.as_str())))
+    }
+
+    /// `node` (with its source), `callers` or `callees` of node `id`.
+    fn node(&self, tool: &str) -> Result<Value, ApiError> {
+        let id = self.string("id")?;
+        let ix = self.index()?;
+        let (node, neighbours) = {
+            let ix = ix.read();
+            let t = ix.topology();
+            let n = t
+                .node(&id)
+                .ok_or_else(|| {
+                    ApiError::not_found(format!("no node {id}; `nodes` lists a file's"))
+                })?
+                .clone();
+            let neighbours: Vec<_> = match tool {
+                "callers" => t.callers(&id).into_iter().cloned().collect(),
+                "callees" => t.callees(&id).into_iter().cloned().collect(),
+                _ => Vec::new(),
+            };
+            (n, neighbours)
+        };
+        self.session
+            .caps
+            .check_read(&node.file_path)
+            .map_err(denied)?;
+        if tool != "node" {
+            let caps = &self.session.caps;
+            let seen: Vec<_> = neighbours
+                .into_iter()
+                .filter(|n| caps.may_see(&n.file_path))
+                .collect();
+            return Ok(json!(seen));
+        }
+        let source = ProjectPath::parse(&node.file_path)
+            .ok()
+            .and_then(|p| self.with_overlay(|o| o.read_text(&p)).ok())
+            .and_then(|text| crate::agent::node::node_source(&text, &node));
+        Ok(json!({ "node": node, "source": source }))
+    }
+
+    async fn snapshot(&self) -> Result<Value, ApiError> {
+        if !self.session.caps.may_write_anything() {
+            return Err(denied(Denied {
+                preset: self.session.caps.preset.clone(),
+                what: "this session may not take snapshots".into(),
+            }));
+        }
+        let message = self.opt_string("message")?.unwrap_or_default();
+        let id = new_id(12);
+        let told = self
+            .b
+            .call(ToCore::Snapshot {
+                id: id.clone(),
+                message,
+            })
+            .await;
+        if let Some(e) = error_in(&told) {
+            return Err(ApiError::internal(e));
+        }
+        Ok(json!({ "id": id }))
+    }
+}

@@ -1,0 +1,274 @@
+//! `chimera mcp serve` as an MCP host meets it: the official SDK's client
+//! (rmcp) starts the binary on a git project, lists its tools, reads,
+//! writes and proposes; the proposal is what `chimera agents` shows and
+//! `chimera accept` applies. Refusals: the preset, paths outside the
+//! project, links, secrets.
+
+mod support;
+
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use support::{project, Project, BIN};
+
+type Host = RunningService<RoleClient, rmcp::model::ClientConfig>;
+
+/// An MCP host named `name` with `chimera mcp serve ARGS` in `p`.
+async fn host(p: &Project, name: &str, args: &[&str]) -> Host {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["mcp", "serve"])
+        .args(args)
+        .current_dir(&p.root)
+        .env("XDG_CONFIG_HOME", p.root.join("no-user-config"))
+        .stderr(Stdio::inherit());
+    let transport = TokioChildProcess::new(cmd).expect("chimera mcp serve starts");
+    let info = rmcp::model::ClientConfig::new(
+        Default::default(),
+        rmcp::model::Implementation::new(name, "1.0"),
+    );
+    info.serve(transport).await.expect("the MCP handshake")
+}
+
+/// Calls `tool` with `args`: its text and whether it is an error.
+async fn call(h: &Host, tool: &str, args: Value) -> (String, bool) {
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    let result: CallToolResult = h.call_tool(params).await.expect("tools/call answers");
+    let text = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, result.is_error == Some(true))
+}
+
+async fn ok(h: &Host, tool: &str, args: Value) -> String {
+    let (text, error) = call(h, tool, args.clone()).await;
+    assert!(!error, "{tool} {args}: {text}");
+    text
+}
+
+async fn refused(h: &Host, tool: &str, args: Value) -> String {
+    let (text, error) = call(h, tool, args.clone()).await;
+    assert!(error, "{tool} {args} must be refused, got: {text}");
+    text
+}
+
+const FIXED: &str = "def add(a, b):\n    return a + b\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_reads_writes_into_its_overlay_and_proposes_what_the_shell_accepts() {
+    let p = project(&[]);
+    std::fs::write(p.root.join(".env"), "TOKEN=secret\n").unwrap();
+    let h = host(&p, "claude-code", &[]).await;
+    let tools: Vec<String> = h
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for want in [
+        "read_file",
+        "list_dir",
+        "search_files",
+        "write_file",
+        "delete_file",
+        "propose",
+        "proposal_status",
+        "nodes",
+        "node",
+        "callers",
+        "callees",
+        "snapshot",
+        "history",
+    ] {
+        assert!(tools.contains(&want.to_owned()), "{want} in {tools:?}");
+    }
+    assert_eq!(
+        ok(&h, "read_file", json!({"path": "calc.py"})).await,
+        p.file()
+    );
+    let listed = ok(&h, "list_dir", json!({})).await;
+    assert!(
+        listed.contains("calc.py") && !listed.contains(".env"),
+        "secrets are not listed: {listed}"
+    );
+    assert!(ok(&h, "search_files", json!({"pattern": "a - b"}))
+        .await
+        .contains("calc.py"));
+
+    // Writes go to the session's overlay: the session sees them, the disk does not.
+    ok(
+        &h,
+        "write_file",
+        json!({"path": "calc.py", "content": FIXED}),
+    )
+    .await;
+    assert_eq!(ok(&h, "read_file", json!({"path": "calc.py"})).await, FIXED);
+    assert_eq!(
+        p.file(),
+        "def add(a, b):\n    return a - b\n",
+        "the human's file is untouched"
+    );
+
+    // Nothing outside the project, through a link, or secret.
+    for bad in ["../outside.py", "/etc/passwd", "a/../../x.py"] {
+        let why = refused(&h, "write_file", json!({"path": bad, "content": "x"})).await;
+        assert!(!why.is_empty());
+    }
+    std::os::unix::fs::symlink("/tmp", p.root.join("tmplink")).unwrap();
+    let why = refused(
+        &h,
+        "write_file",
+        json!({"path": "tmplink/evil.py", "content": "x"}),
+    )
+    .await;
+    assert!(why.contains("link"), "{why}");
+    assert!(!std::path::Path::new("/tmp/evil.py").exists());
+    for secret in [".env", ".ENV", "deploy/id_rsa"] {
+        let why = refused(&h, "write_file", json!({"path": secret, "content": "x"})).await;
+        assert!(why.contains("secret"), "{secret}: {why}");
+    }
+    assert!(refused(&h, "read_file", json!({"path": ".env"}))
+        .await
+        .contains("secret"));
+    let huge = "#".repeat(3_000_000);
+    let (why, error) = call(&h, "write_file", json!({"path": "big.py", "content": huge})).await;
+    assert!(
+        error && why.contains("bytes"),
+        "a 3 MB write is refused: {why}"
+    );
+    refused(&h, "read_file", json!({"path": "big.py"})).await;
+
+    // A proposal that does not parse goes back to the host.
+    ok(
+        &h,
+        "write_file",
+        json!({"path": "broken.py", "content": "def f(:\n"}),
+    )
+    .await;
+    let why = refused(&h, "propose", json!({"summary": "broken"})).await;
+    assert!(why.contains("broken.py"), "{why}");
+    ok(&h, "delete_file", json!({"path": "broken.py"})).await;
+
+    let proposed: Value =
+        serde_json::from_str(&ok(&h, "propose", json!({"summary": "add adds"})).await).unwrap();
+    let id = proposed["id"].as_str().unwrap().to_owned();
+    assert_eq!(proposed["state"], "completed", "{proposed}");
+    assert!(
+        proposed["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+    return a + b"),
+        "{proposed}"
+    );
+    let status: Value =
+        serde_json::from_str(&ok(&h, "proposal_status", json!({"id": id})).await).unwrap();
+    assert_eq!(status["state"], "completed");
+
+    // The shell sees the host's proposal (its core is this server's) and accepts it.
+    let agents = p.json(&["agents"]);
+    let agent = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} in {agents}"));
+    assert_eq!(agent["state"], "completed");
+    assert_eq!(agent["external"], "mcp:claude-code");
+    assert_eq!(agent["summary"], "add adds");
+    p.ok(&["accept", &id]);
+    assert_eq!(p.file(), FIXED);
+    let status: Value =
+        serde_json::from_str(&ok(&h, "proposal_status", json!({"id": id})).await).unwrap();
+    assert_eq!(status["state"], "accepted");
+
+    // Every call is in the effect log, refusals included.
+    let effects = p.json(&["effects", "--kind", "mcp"]);
+    let said: Vec<String> = effects
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{} -> {}", e["input"], e["output"]))
+        .collect();
+    assert!(
+        said.iter()
+            .any(|s| s.contains("claude-code called write_file") && s.contains("calc.py")),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter()
+            .any(|s| s.contains("/etc/passwd") && s.contains("refused")),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter().any(|s| s.contains("called propose")),
+        "{said:#?}"
+    );
+
+    // Work not proposed when the host goes away is dropped, and said so.
+    ok(
+        &h,
+        "write_file",
+        json!({"path": "calc.py", "content": "def add(a, b):\n    return 0\n"}),
+    )
+    .await;
+    let pending = p.json(&["agents"]);
+    let open = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["state"] == "running")
+        .unwrap_or_else(|| panic!("the session's new agent runs: {pending}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.cancel().await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let ended = loop {
+        let a = p.json(&["agent", &open]);
+        if a["agent"]["state"] != "running" || std::time::Instant::now() > deadline {
+            break a;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(ended["agent"]["state"], "failed", "{ended}");
+    assert!(ended["agent"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("ended before it proposed"));
+    assert_eq!(p.file(), FIXED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readonly_host_reads_and_is_refused_every_change() {
+    let p = project(&[]);
+    let h = host(&p, "reader", &["--preset", "readonly"]).await;
+    assert_eq!(
+        ok(&h, "read_file", json!({"path": "calc.py"})).await,
+        p.file()
+    );
+    for (tool, args) in [
+        ("write_file", json!({"path": "calc.py", "content": FIXED})),
+        ("delete_file", json!({"path": "calc.py"})),
+        ("snapshot", json!({"message": "x"})),
+    ] {
+        let why = refused(&h, tool, args).await;
+        assert!(why.contains("readonly"), "{tool}: {why}");
+    }
+    assert!(refused(&h, "propose", json!({}))
+        .await
+        .contains("nothing to propose"));
+    assert_eq!(p.json(&["agents"]), json!([]), "no agent was made");
+    h.cancel().await.unwrap();
+
+    let bad = p.run(&["mcp", "serve", "--preset", "root"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("readonly"));
+}
