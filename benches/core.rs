@@ -833,7 +833,82 @@ fn bench_acp_write() {
     core.shutdown(Duration::from_secs(2));
 }
 
+/// An MCP host's `tools/call` of `read_file` through `chimera mcp serve`'s
+/// handler (rmcp on both ends, an in-memory pipe for stdio) and the core's
+/// session route on the control socket, against the same read straight
+/// from the overlay.
+fn bench_mcp_read() {
+    use chimera::api::client::Client;
+    use chimera::config::Config;
+    use chimera::mcp::server::Bridge;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("calc.py"), "x = 1\n".repeat(170)).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<chimera::messages::ToEditor>();
+    let core = {
+        let _g = rt.enter();
+        chimera::runtime::start(Config::default(), root.clone(), Arc::new(tx)).unwrap()
+    };
+    let n = 500;
+    let times = rt.block_on(async {
+        let client = Client::for_root(&root);
+        while !client.alive().await {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let (server_end, host_end) = tokio::io::duplex(1 << 20);
+        let bridge = Bridge::new(client, None);
+        tokio::spawn(async move {
+            if let Ok(running) = bridge.serve(tokio::io::split(server_end)).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let host = rmcp::model::ClientConfig::default()
+            .serve(tokio::io::split(host_end))
+            .await
+            .unwrap();
+        let args = serde_json::json!({"path": "calc.py"}).as_object().cloned().unwrap();
+        let mut times = Vec::with_capacity(n);
+        // The first call opens the session: not timed.
+        for i in 0..=n {
+            let t = Instant::now();
+            let r = host
+                .call_tool(CallToolRequestParams::new("read_file").with_arguments(args.clone()))
+                .await
+                .unwrap();
+            assert_ne!(r.is_error, Some(true), "{r:?}");
+            if i > 0 {
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let _ = host.cancel().await;
+        times
+    });
+    let at = |p: f64| percentile(&times, p);
+    let store = Store::open(&root).unwrap();
+    let ov = Overlay::new(&store, "", 1 << 20);
+    let p = ProjectPath::parse("calc.py").unwrap();
+    let t = Instant::now();
+    for _ in 0..n {
+        ov.read_text(&p).unwrap();
+    }
+    let direct = t.elapsed().as_secs_f64() * 1e3 / n as f64;
+    println!(
+        "mcp: tools/call read_file p50 {:.3} ms, p99 {:.3} ms (target p99 <= 2 ms; {n} reads of 1 KB through the control socket); overlay read alone {:.3} ms; ratio p50 {:.1}",
+        at(0.5),
+        at(0.99),
+        direct,
+        at(0.5) / direct
+    );
+    core.shutdown(Duration::from_secs(2));
+}
+
 fn main() {
+    bench_mcp_read();
     bench_acp_write();
     bench_cli_agents();
     let files = python_corpus();
