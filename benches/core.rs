@@ -871,7 +871,10 @@ fn bench_mcp_read() {
             .serve(tokio::io::split(host_end))
             .await
             .unwrap();
-        let args = serde_json::json!({"path": "calc.py"}).as_object().cloned().unwrap();
+        let args = serde_json::json!({"path": "calc.py"})
+            .as_object()
+            .cloned()
+            .unwrap();
         let mut times = Vec::with_capacity(n);
         // The first call opens the session: not timed.
         for i in 0..=n {

@@ -272,3 +272,118 @@ async fn a_readonly_host_reads_and_is_refused_every_change() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("readonly"));
 }
+
+/// MCP's streamable HTTP on `/mcp` of `chimera serve`, as a host posts it.
+struct HttpHost {
+    url: String,
+    token: String,
+    session: Option<String>,
+    http: reqwest::Client,
+    next: u64,
+}
+
+impl HttpHost {
+    /// POSTs one JSON-RPC message; the answer with its ID, if it is a request.
+    async fn send(&mut self, method: &str, params: Value, request: bool) -> Value {
+        let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        if request {
+            self.next += 1;
+            body["id"] = json!(self.next);
+        }
+        let mut req = self
+            .http
+            .post(&self.url)
+            .bearer_auth(&self.token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(s) = &self.session {
+            req = req.header("mcp-session-id", s);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        assert!(
+            status < 300,
+            "{method}: HTTP {status}: {}",
+            resp.text().await.unwrap()
+        );
+        if let Some(s) = resp.headers().get("mcp-session-id") {
+            self.session = Some(s.to_str().unwrap().to_owned());
+        }
+        if !request {
+            return Value::Null;
+        }
+        // The answer is one server-sent event (or plain JSON).
+        let text = resp.text().await.unwrap();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .chain(std::iter::once(text.as_str()))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v["id"] == json!(self.next))
+            .unwrap_or_else(|| panic!("{method}: no answer in {text:?}"))
+    }
+
+    async fn tool(&mut self, name: &str, args: Value) -> (String, bool) {
+        let answer = self
+            .send("tools/call", json!({"name": name, "arguments": args}), true)
+            .await;
+        let result = &answer["result"];
+        assert!(result.is_object(), "{name}: {answer}");
+        (
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            result["isError"] == json!(true),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_api_serves_mcp_on_slash_mcp_behind_its_token() {
+    let mut p = project(&[]);
+    let served = p.serve_http();
+    let url = format!("http://127.0.0.1:{}/mcp", served.port);
+    let http = chimera::llm::http_client();
+    let initialize = json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "web-host", "version": "1"},
+    });
+    let anonymous = http
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401, "no token, no MCP");
+
+    let mut h = HttpHost {
+        url,
+        token: served.token.clone(),
+        session: None,
+        http,
+        next: 0,
+    };
+    let init = h.send("initialize", initialize, true).await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "chimera", "{init}");
+    h.send("notifications/initialized", json!({}), false).await;
+    let (_, error) = h
+        .tool("write_file", json!({"path": "calc.py", "content": FIXED}))
+        .await;
+    assert!(!error);
+    let (text, error) = h.tool("propose", json!({"summary": "over HTTP"})).await;
+    assert!(!error, "{text}");
+    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let agent = p.json(&["agent", &id]);
+    assert_eq!(agent["agent"]["state"], "completed");
+    assert_eq!(agent["agent"]["external"], "mcp:web-host");
+    assert_eq!(p.file(), "def add(a, b):\n    return a - b\n");
+    let (why, error) = h
+        .tool("write_file", json!({"path": "../x.py", "content": "x"}))
+        .await;
+    assert!(error, "{why}");
+}

@@ -188,8 +188,7 @@ pub fn spawn(
                         match super::http::bind(&root, port).await {
                             Ok(bound) => {
                                 let api = router.clone();
-                                let stop = stop.clone().cancelled_owned();
-                                tokio::spawn(bound.serve(api, stop));
+                                tokio::spawn(bound.serve(api, stop.clone()));
                             }
                             Err(e) => trouble(format!("the HTTP API is off: {e}")),
                         }

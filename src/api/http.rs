@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 /// What `.chimera/api.json` says: where the API listens and its token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -111,24 +112,23 @@ pub async fn bind(root: &Path, port: u16) -> std::io::Result<Bound> {
 }
 
 impl Bound {
-    /// Serves `api` (behind the token) and the dashboard until `stop`.
-    pub async fn serve(
-        self,
-        api: Router,
-        stop: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
+    /// Serves `api` and MCP on `/mcp` (both behind the token) and the
+    /// dashboard until `stop`.
+    pub async fn serve(self, api: Router, stop: CancellationToken) -> std::io::Result<()> {
         let token = self.info.token.clone();
         let port = self.info.port;
-        let app = Router::new()
-            .merge(api.layer(middleware::from_fn(move |req, next| {
-                authorize(token.clone(), req, next)
-            })))
-            .merge(super::dashboard::router())
-            .layer(middleware::from_fn(move |req, next| {
-                loopback_host(port, req, next)
-            }));
+        let mcp = crate::mcp::server::http_service(api.clone(), stop.child_token());
+        let app =
+            Router::new()
+                .merge(api.nest_service("/mcp", mcp).layer(middleware::from_fn(
+                    move |req, next| authorize(token.clone(), req, next),
+                )))
+                .merge(super::dashboard::router())
+                .layer(middleware::from_fn(move |req, next| {
+                    loopback_host(port, req, next)
+                }));
         let served = axum::serve(self.listener, app)
-            .with_graceful_shutdown(stop)
+            .with_graceful_shutdown(stop.cancelled_owned())
             .await;
         withdraw(&self.root);
         served

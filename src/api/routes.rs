@@ -104,7 +104,7 @@ pub fn router(backend: Shared) -> Router {
 }
 
 /// Largest request body taken, announced or not.
-const BODY_LIMIT: u64 = 2 * 1024 * 1024;
+pub const BODY_LIMIT: u64 = 2 * 1024 * 1024;
 
 /// Refuses a body announced larger than [`BODY_LIMIT`] before reading any
 /// of it (a client still sending it would otherwise see the socket close

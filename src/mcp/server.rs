@@ -123,14 +123,48 @@ fn schema(t: &ToolDef) -> Map<String, Value> {
 }
 
 /// One MCP host's connection: its tools go to the core `core` reaches,
-/// under `preset`. Its clones share the session.
+/// under `preset`. Its clones share the session, which ends when the last
+/// of them is dropped (an HTTP host's session closed or expired) or at
+/// [`Bridge::close`].
 #[derive(Clone)]
 pub struct Bridge {
     core: Client,
     preset: Option<String>,
     /// The core's session, opened at the first call (when the host's name
     /// is known).
-    session: Arc<OnceCell<String>>,
+    session: Arc<OnceCell<Opened>>,
+}
+
+/// A session opened in the core.
+struct Opened {
+    core: Client,
+    id: String,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Opened {
+    async fn close(&self) {
+        if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let _ = self
+                .core
+                .call("DELETE", &format!("/sessions/{}", self.id), None)
+                .await;
+        }
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (core, id) = (self.core.clone(), self.id.clone());
+            rt.spawn(async move {
+                let _ = core.call("DELETE", &format!("/sessions/{id}"), None).await;
+            });
+        }
+    }
 }
 
 impl Bridge {
@@ -143,7 +177,8 @@ impl Bridge {
     }
 
     async fn session(&self, client: &str) -> Result<&String, ClientError> {
-        self.session
+        let opened = self
+            .session
             .get_or_try_init(|| async {
                 let opened = self
                     .core
@@ -153,9 +188,14 @@ impl Bridge {
                         Some(json!({ "client": client, "preset": self.preset })),
                     )
                     .await?;
-                Ok(opened["session"].as_str().unwrap_or_default().to_owned())
+                Ok::<_, ClientError>(Opened {
+                    core: self.core.clone(),
+                    id: opened["session"].as_str().unwrap_or_default().to_owned(),
+                    closed: Default::default(),
+                })
             })
-            .await
+            .await?;
+        Ok(&opened.id)
     }
 
     /// Calls `tool` with `args` in this host's session: the result as
@@ -167,13 +207,19 @@ impl Bridge {
         args: Map<String, Value>,
     ) -> Result<String, String> {
         let session = self.session(client).await.map_err(say)?;
+        let body = json!({ "tool": tool, "args": args });
+        // Said here: the core would refuse it unread, and the socket
+        // close can beat its answer.
+        let size = body.to_string().len() as u64;
+        if size > crate::api::routes::BODY_LIMIT {
+            return Err(format!(
+                "the call is {size} bytes; at most {} are taken (files up to sync.max_file_bytes)",
+                crate::api::routes::BODY_LIMIT
+            ));
+        }
         let answer = self
             .core
-            .call(
-                "POST",
-                &format!("/sessions/{session}/call"),
-                Some(json!({ "tool": tool, "args": args })),
-            )
+            .call("POST", &format!("/sessions/{session}/call"), Some(body))
             .await
             .map_err(say)?;
         Ok(match &answer["result"] {
@@ -184,13 +230,29 @@ impl Bridge {
 
     /// Ends the session: what it wrote and did not propose is dropped.
     pub async fn close(&self) {
-        if let Some(id) = self.session.get() {
-            let _ = self
-                .core
-                .call("DELETE", &format!("/sessions/{id}"), None)
-                .await;
+        if let Some(opened) = self.session.get() {
+            opened.close().await;
         }
     }
+}
+
+/// `/mcp` of the HTTP API: the same tools over MCP's streamable HTTP, one
+/// session per host, each reaching the core through `api` in-process.
+pub fn http_service(
+    api: axum::Router,
+    stop: tokio_util::sync::CancellationToken,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    Bridge,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    use rmcp::transport::streamable_http_server::{
+        session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+    };
+    StreamableHttpService::new(
+        move || Ok(Bridge::new(Client::local(api.clone()), None)),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(stop),
+    )
 }
 
 /// What the host's model is told when a call did not go through.
