@@ -172,6 +172,7 @@ function M.check_clients(h, state)
   end
   if served.own then
     h.ok("this Neovim serves the project to the `chimera` command on " .. served.socket)
+    h.info(("MCP hosts (Claude Code, Cursor…) propose here through `chimera mcp serve --root %s` (:help chimera-mcp-server)"):format(state.root))
   elseif served.pid then
     h.info(("process %d (another Neovim, or `chimera serve`) serves the project on %s; this one takes over when it stops"):format(
       served.pid,
@@ -181,7 +182,7 @@ function M.check_clients(h, state)
     h.warn("no core serves " .. served.socket .. " yet", { "a core takes it as it starts; see :messages for why it could not" })
   end
   if served.api then
-    h.ok(("HTTP API and dashboard on http://127.0.0.1:%d/ (token in %s/.chimera/api.json; :Chimera dashboard opens it)"):format(
+    h.ok(("HTTP API and dashboard on http://127.0.0.1:%d/, MCP on /mcp (token in %s/.chimera/api.json; :Chimera dashboard opens it)"):format(
       served.api.port,
       state.root
     ))

@@ -97,6 +97,9 @@ h.test("an MCP host's proposal shows as ghost text in the open buffer and is acc
   h.eq(status.state, "accepted", "the host hears the verdict")
   host.proc:write(nil)
   h.eq(host.proc:wait(10000).code, 0, "the server ends with its host")
+  vim.cmd("checkhealth chimera")
+  local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  h.truthy(health:find("chimera mcp serve --root " .. root, 1, true), "checkhealth says how MCP hosts connect:\n" .. health)
 end)
 
 h.finish()
