@@ -5,6 +5,9 @@
     mcp_server.py --http [--sse]  serve streamable HTTP on 127.0.0.1 (the
                                   port is printed as the first stdout line);
                                   --sse answers as an event stream
+    mcp_server.py --http --sse --crlf   events end in CRLF CRLF (as many
+                                  servers send them) and the stream stays
+                                  open after the answer
 
 Tools: echo(text), add(a, b), fail(message) (an error result), and
 write_marker(path) (writes a file: proves a call really ran). Each start
@@ -14,6 +17,7 @@ and call is appended to the file named by $MCP_LOG, when set.
 import json
 import os
 import sys
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -130,7 +134,7 @@ def serve_stdio():
             print(json.dumps(answer), flush=True)
 
 
-def serve_http(sse):
+def serve_http(sse, crlf):
     sessions = set()
 
     class Handler(BaseHTTPRequestHandler):
@@ -159,6 +163,15 @@ def serve_http(sse):
             self.send_response(200)
             for k, v in headers.items():
                 self.send_header(k, v)
+            if sse and crlf:
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                event = "event: message\r\ndata: " + json.dumps(answer) + "\r\n\r\n"
+                self.wfile.write(event.encode())
+                self.wfile.flush()
+                # Open until the client goes: only the answer says it is done.
+                time.sleep(30)
+                return
             if sse:
                 data = "event: message\ndata: " + json.dumps(answer) + "\n\n"
                 self.send_header("Content-Type", "text/event-stream")
@@ -178,6 +191,6 @@ def serve_http(sse):
 
 if __name__ == "__main__":
     if "--http" in sys.argv:
-        serve_http("--sse" in sys.argv)
+        serve_http("--sse" in sys.argv, "--crlf" in sys.argv)
     else:
         serve_stdio()

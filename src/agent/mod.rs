@@ -81,11 +81,7 @@ impl Services {
     pub fn new(config: &Config, root: std::path::PathBuf) -> Self {
         let http = crate::llm::http_client();
         Self {
-            mcp: Arc::new(crate::mcp::Hub::new(
-                config.mcp.clone(),
-                root.clone(),
-                http.clone(),
-            )),
+            mcp: Arc::new(crate::mcp::Hub::new(config.mcp.clone(), root.clone())),
             root,
             http,
             web_search_url: config.tools.web_search_url.clone(),

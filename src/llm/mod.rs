@@ -178,7 +178,7 @@ pub fn http_client() -> reqwest::Client {
 }
 
 /// Installs the ring crypto provider once; reqwest's rustls needs one.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

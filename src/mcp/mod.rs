@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use tokio_util::sync::CancellationToken;
 
 use transport::Connection;
@@ -92,7 +92,7 @@ pub struct McpTool {
 }
 
 struct Server {
-    conn: tokio::sync::Mutex<Connection>,
+    conn: Connection,
     tools: Vec<McpTool>,
 }
 
@@ -101,21 +101,15 @@ struct Server {
 pub struct Hub {
     config: McpConfig,
     root: PathBuf,
-    http: reqwest::Client,
     servers: tokio::sync::Mutex<HashMap<String, Arc<Server>>>,
 }
 
-/// The protocol revision this client speaks.
-const PROTOCOL_VERSION: &str = "2025-03-26";
-
 impl Hub {
-    /// A hub for `config`; stdio servers run in `root`, HTTP ones are
-    /// reached with `http`.
-    pub fn new(config: McpConfig, root: PathBuf, http: reqwest::Client) -> Self {
+    /// A hub for `config`; stdio servers run in `root`.
+    pub fn new(config: McpConfig, root: PathBuf) -> Self {
         Self {
             config,
             root,
-            http,
             servers: Default::default(),
         }
     }
@@ -171,12 +165,9 @@ impl Hub {
                     .join(", "),
             });
         }
-        let params = json!({"name": tool, "arguments": args});
-        let result = {
-            let mut conn = server.conn.lock().await;
-            self.bounded(server_name, cancel, conn.request("tools/call", params))
-                .await
-        };
+        let result = self
+            .bounded(server_name, cancel, server.conn.call(tool, args))
+            .await;
         let result = match result {
             Err(e @ McpError::Closed { .. }) => {
                 // Started again on the next call.
@@ -185,6 +176,7 @@ impl Hub {
             }
             other => other?,
         };
+        let result = serde_json::to_value(&result).unwrap_or_default();
         let text = content_text(&result);
         if result["isError"].as_bool() == Some(true) {
             return Err(McpError::Tool {
@@ -233,56 +225,18 @@ impl Hub {
     }
 
     async fn start(&self, name: &str, config: &ServerConfig) -> Result<Server, McpError> {
-        let mut conn = Connection::open(name, config, &self.root, &self.http)?;
-        let init = conn
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "chimera", "version": env!("CARGO_PKG_VERSION")},
-                }),
-            )
-            .await?;
-        if init["protocolVersion"].as_str().is_none() {
-            return Err(McpError::Protocol {
-                server: name.to_owned(),
-                detail: format!("its initialize answer has no protocolVersion: {init}"),
-            });
-        }
-        conn.notify("notifications/initialized", json!({})).await?;
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page = conn.request("tools/list", params).await?;
-            for t in page["tools"].as_array().into_iter().flatten() {
-                let Some(tool) = t["name"].as_str() else {
-                    continue;
-                };
-                tools.push(McpTool {
-                    name: format!("{name}.{tool}"),
-                    description: t["description"].as_str().unwrap_or("").to_owned(),
-                    input_schema: match &t["inputSchema"] {
-                        Json::Object(_) => t["inputSchema"].clone(),
-                        _ => json!({"type": "object", "properties": {}}),
-                    },
-                });
-            }
-            match page["nextCursor"].as_str() {
-                Some(c) if !c.is_empty() && cursor.as_deref() != Some(c) => {
-                    cursor = Some(c.to_owned())
-                }
-                _ => break,
-            }
-        }
-        Ok(Server {
-            conn: tokio::sync::Mutex::new(conn),
-            tools,
-        })
+        let conn = Connection::open(name, config, &self.root).await?;
+        let tools = conn
+            .tools()
+            .await?
+            .into_iter()
+            .map(|t| McpTool {
+                name: format!("{name}.{}", t.name),
+                description: t.description.as_deref().unwrap_or("").to_owned(),
+                input_schema: Json::Object((*t.input_schema).clone()),
+            })
+            .collect();
+        Ok(Server { conn, tools })
     }
 }
 

@@ -2,6 +2,7 @@
 //! transports.
 
 use super::*;
+use serde_json::json;
 
 fn script() -> String {
     format!("{}/tests/mcp_server.py", env!("CARGO_MANIFEST_DIR"))
@@ -41,13 +42,10 @@ fn commands(timeout_ms: u64, servers: &[(&str, &[&str])]) -> McpConfig {
 }
 
 /// Starts the HTTP flavour of the test server; returns its URL.
-fn http_server(sse: bool) -> (std::process::Child, String) {
+fn http_server(flags: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut cmd = std::process::Command::new("python3");
-    cmd.arg(script()).arg("--http");
-    if sse {
-        cmd.arg("--sse");
-    }
+    cmd.arg(script()).arg("--http").args(flags);
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -71,11 +69,7 @@ fn log_lines(log: &std::path::Path) -> Vec<String> {
 async fn stdio_server_starts_on_first_use_lists_every_page_and_calls_tools() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let hub = Hub::new(
-        stdio_config(&log),
-        dir.path().to_owned(),
-        crate::llm::http_client(),
-    );
+    let hub = Hub::new(stdio_config(&log), dir.path().to_owned());
     let cancel = CancellationToken::new();
     assert!(
         log_lines(&log).is_empty(),
@@ -128,11 +122,7 @@ async fn stdio_server_starts_on_first_use_lists_every_page_and_calls_tools() {
 async fn servers_not_wanted_are_not_started() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let hub = Hub::new(
-        stdio_config(&log),
-        dir.path().to_owned(),
-        crate::llm::http_client(),
-    );
+    let hub = Hub::new(stdio_config(&log), dir.path().to_owned());
     let (tools, errors) = hub.tools(|_| false, &CancellationToken::new()).await;
     assert!(tools.is_empty() && errors.is_empty());
     assert!(log_lines(&log).is_empty());
@@ -156,7 +146,7 @@ async fn a_server_that_cannot_start_or_dies_says_why() {
             ("empty", &[]),
         ],
     );
-    let hub = Hub::new(config, dir.path().to_owned(), crate::llm::http_client());
+    let hub = Hub::new(config, dir.path().to_owned());
     let cancel = CancellationToken::new();
     let (tools, errors) = hub.tools(|_| true, &cancel).await;
     assert!(tools.is_empty());
@@ -182,7 +172,7 @@ async fn a_hanging_server_times_out_and_cancellation_stops_a_call() {
         300,
         &[("mute", &["python3", "-c", "import time; time.sleep(30)"])],
     );
-    let hub = Hub::new(config, dir.path().to_owned(), crate::llm::http_client());
+    let hub = Hub::new(config, dir.path().to_owned());
     let err = hub
         .call("mute.x", json!({}), &CancellationToken::new())
         .await
@@ -196,9 +186,12 @@ async fn a_hanging_server_times_out_and_cancellation_stops_a_call() {
     ));
 }
 
-async fn http_round_trip(sse: bool) {
-    let (mut child, url) = http_server(sse);
-    let mut config = McpConfig::default();
+async fn http_round_trip(flags: &[&str]) {
+    let (mut child, url) = http_server(flags);
+    let mut config = McpConfig {
+        timeout_ms: 5_000,
+        ..Default::default()
+    };
     config.servers.insert(
         "web".into(),
         ServerConfig {
@@ -206,7 +199,7 @@ async fn http_round_trip(sse: bool) {
             ..Default::default()
         },
     );
-    let hub = Hub::new(config, std::env::temp_dir(), crate::llm::http_client());
+    let hub = Hub::new(config, std::env::temp_dir());
     let cancel = CancellationToken::new();
     let (tools, errors) = hub.tools(|_| true, &cancel).await;
     assert!(errors.is_empty(), "{errors:?}");
@@ -224,10 +217,16 @@ async fn http_round_trip(sse: bool) {
 
 #[tokio::test]
 async fn streamable_http_with_json_answers() {
-    http_round_trip(false).await;
+    http_round_trip(&[]).await;
 }
 
 #[tokio::test]
 async fn streamable_http_with_event_stream_answers() {
-    http_round_trip(true).await;
+    http_round_trip(&["--sse"]).await;
+}
+
+/// Events separated by CRLF, on a stream the server keeps open.
+#[tokio::test]
+async fn streamable_http_with_crlf_events_on_an_open_stream() {
+    http_round_trip(&["--sse", "--crlf"]).await;
 }
