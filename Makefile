@@ -31,6 +31,8 @@ test-scripts: debug-lib
 	python3 tests/test_build_script.py
 	scripts/install-browser.sh >/dev/null
 	timeout 300 python3 tests/web/test_dashboard.py
+	scripts/install-a2a.sh
+	timeout 300 python3 tests/a2a/test_a2a.py
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 10
 
 ## SIGKILL during accept, 500 times: the core's accept in a child process,

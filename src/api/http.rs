@@ -124,6 +124,11 @@ impl Bound {
                     move |req, next| authorize(token.clone(), req, next),
                 )))
                 .merge(super::dashboard::router())
+                // Discovery is public, as A2A has it; `/a2a` needs the token.
+                .route(
+                    "/.well-known/agent-card.json",
+                    axum::routing::get(super::a2a::card),
+                )
                 .layer(middleware::from_fn(move |req, next| {
                     loopback_host(port, req, next)
                 }));

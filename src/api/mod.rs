@@ -3,6 +3,7 @@
 //! [`control`] serves them on the project's control socket, which one core
 //! per project holds; [`client`] is what the `chimera` CLI speaks it with.
 
+mod a2a;
 pub mod client;
 pub mod control;
 mod dashboard;

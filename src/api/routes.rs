@@ -85,6 +85,7 @@ pub fn router(backend: Shared) -> Router {
         .route("/node/{id}/events", get(super::nodes::events))
         .route("/node/{id}/chat", post(super::nodes::chat))
         .route("/remora/enable", post(remora_enable))
+        .route("/a2a", post(super::a2a::rpc))
         .route("/sessions", post(super::sessions::open))
         .route("/sessions/{id}/call", post(super::sessions::call))
         .route(
