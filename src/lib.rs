@@ -37,6 +37,7 @@
 //! The editor layer, `nvim` (feature `neovim`), only adapts: it turns Lua
 //! calls into [`messages::ToCore`] and [`messages::ToEditor`] into Lua calls.
 
+pub mod a2a;
 pub mod accept;
 pub mod acp;
 pub mod agent;

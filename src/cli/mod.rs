@@ -170,6 +170,46 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         port: Option<u16>,
     },
+    /// A2A (Agent2Agent): serve this project as an agent, or work with
+    /// other agents.
+    A2a {
+        #[command(subcommand)]
+        action: A2aAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum A2aAction {
+    /// `chimera serve` with its agent card: other agents send tasks to
+    /// /a2a (with the API's token) and get proposals you review.
+    Serve {
+        /// The HTTP port (default: `api.port`, else any free port).
+        #[arg(long, value_name = "N")]
+        port: Option<u16>,
+    },
+    /// Show the agent card at URL (or URL/.well-known/agent-card.json).
+    Discover { url: String },
+    /// Send TEXT as a task to the agent at URL and wait for its answer;
+    /// prints the task's ID, state and artifacts. An a2a effect.
+    Delegate {
+        url: String,
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        text: Vec<String>,
+        /// Bearer token for the agent (else $A2A_TOKEN).
+        #[arg(long, value_name = "T")]
+        token: Option<String>,
+        /// Return at once with the task's ID instead of waiting.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// The state and artifacts of TASK at the agent at URL.
+    Status {
+        url: String,
+        task: String,
+        /// Bearer token for the agent (else $A2A_TOKEN).
+        #[arg(long, value_name = "T")]
+        token: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

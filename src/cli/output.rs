@@ -364,3 +364,65 @@ pub fn mcp_tools(tools: &[crate::mcp::McpTool], json: bool) {
         println!("{:<28} {}", t.name, line(&t.description, 80));
     }
 }
+
+/// An A2A agent's card: who it is, where it answers, what it can do.
+pub fn a2a_card(card: &Value, json: bool) {
+    if json {
+        print_json(card);
+        return;
+    }
+    println!(
+        "{} {} (A2A {})",
+        card["name"].as_str().unwrap_or("?"),
+        card["version"].as_str().unwrap_or(""),
+        card["protocolVersion"].as_str().unwrap_or("?")
+    );
+    println!(
+        "  {}",
+        line(card["description"].as_str().unwrap_or(""), 100)
+    );
+    println!("  answers at {}", card["url"].as_str().unwrap_or("?"));
+    if card["securitySchemes"]
+        .as_object()
+        .is_some_and(|s| !s.is_empty())
+    {
+        println!("  needs a token (--token or $A2A_TOKEN)");
+    }
+    for skill in card["skills"].as_array().into_iter().flatten() {
+        println!(
+            "  skill {:<20} {}",
+            skill["id"].as_str().unwrap_or("?"),
+            line(skill["description"].as_str().unwrap_or(""), 80)
+        );
+    }
+}
+
+/// An A2A task: its ID, state, and what it produced.
+pub fn a2a_task(task: &Value, json: bool) {
+    if json {
+        print_json(task);
+        return;
+    }
+    if task["kind"] == "message" {
+        println!("{}", crate::a2a::artifact_text(task));
+        return;
+    }
+    println!(
+        "{} {}",
+        task["id"].as_str().unwrap_or("?"),
+        task["status"]["state"].as_str().unwrap_or("?")
+    );
+    for part in task["status"]["message"]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(t) = part["text"].as_str() {
+            println!("{t}");
+        }
+    }
+    let artifacts = crate::a2a::artifact_text(task);
+    if !artifacts.is_empty() {
+        println!("{artifacts}");
+    }
+}

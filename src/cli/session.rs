@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::{exit, output, Cli, Command, McpAction, RemoraAction};
+use super::{exit, output, A2aAction, Cli, Command, McpAction, RemoraAction};
 use crate::api::client::{Client, ClientError};
 use crate::api::events::EventBus;
 use crate::messages::{Level, ToCore, ToEditor};
@@ -388,9 +388,83 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             }
         }
         Command::Serve { port } => return serve(s, port).await,
+        Command::A2a {
+            action: A2aAction::Serve { port },
+        } => return serve(s, port).await,
+        Command::A2a { action } => return a2a(s, action).await,
         Command::Mcp { action } => return mcp(s, action).await,
     }
     Ok(exit::OK)
+}
+
+/// `chimera a2a discover|delegate|status`: another agent, over A2A.
+async fn a2a(s: &Session, action: A2aAction) -> Result<i32, Failure> {
+    use crate::a2a;
+    let http = crate::llm::http_client();
+    let token = |given: Option<String>| given.or_else(|| std::env::var("A2A_TOKEN").ok());
+    let failed = |e: a2a::A2aError| Failure::Failed(e.to_string());
+    let endpoint = |card: &Value| card["url"].as_str().unwrap_or_default().to_owned();
+    match action {
+        A2aAction::Serve { .. } => Ok(exit::OK),
+        A2aAction::Discover { url } => {
+            let card = a2a::discover(&http, &url).await.map_err(failed)?;
+            output::a2a_card(&card, s.json);
+            Ok(exit::OK)
+        }
+        A2aAction::Delegate {
+            url,
+            text,
+            token: given,
+            no_wait,
+        } => {
+            let card = a2a::discover(&http, &url).await.map_err(failed)?;
+            let text = text.join(" ");
+            let started = Instant::now();
+            let sent = a2a::send(
+                &http,
+                &endpoint(&card),
+                token(given).as_deref(),
+                &text,
+                !no_wait,
+            )
+            .await;
+            let said = match &sent {
+                Ok(t) => format!(
+                    "{} {}",
+                    t["id"].as_str().unwrap_or("-"),
+                    t["status"]["state"].as_str().unwrap_or("-")
+                ),
+                Err(e) => format!("error: {e}"),
+            };
+            if let Ok(store) = Store::open(&s.root) {
+                let what = format!(
+                    "delegate to {} ({url}): {text}",
+                    card["name"].as_str().unwrap_or("?")
+                );
+                let _ = store.effect_record(
+                    "a2a",
+                    None,
+                    &what,
+                    &said,
+                    started.elapsed().as_millis() as i64,
+                );
+            }
+            output::a2a_task(&sent.map_err(failed)?, s.json);
+            Ok(exit::OK)
+        }
+        A2aAction::Status {
+            url,
+            task,
+            token: given,
+        } => {
+            let card = a2a::discover(&http, &url).await.map_err(failed)?;
+            let got = a2a::status(&http, &endpoint(&card), token(given).as_deref(), &task)
+                .await
+                .map_err(failed)?;
+            output::a2a_task(&got, s.json);
+            Ok(exit::OK)
+        }
+    }
 }
 
 /// `chimera serve`: a core with the HTTP API on, until Ctrl-C.
