@@ -202,7 +202,7 @@ M.subcommands = {
     end,
   },
   effects = {
-    desc = "list the effects no rollback undoes: :Chimera effects [--since seq|snapshot] [--kind llm|command|network|mcp|acp]",
+    desc = "list the effects no rollback undoes: :Chimera effects [--since seq|snapshot] [--kind llm|command|network|mcp|acp|a2a]",
     run = function(args)
       local opts = {}
       for i, a in ipairs(args) do

@@ -138,7 +138,7 @@ pub enum Command {
         /// After this snapshot ID or effect sequence number.
         #[arg(long, value_name = "SNAPSHOT|SEQ")]
         since: Option<String>,
-        /// Only this kind (llm, command, network, mcp, acp).
+        /// Only this kind (llm, command, network, mcp, acp, a2a).
         #[arg(long, value_name = "K")]
         kind: Option<String>,
     },
