@@ -21,6 +21,25 @@ pub struct Config {
     pub tests: TestsConfig,
     pub mcp: crate::mcp::McpConfig,
     pub api: ApiConfig,
+    pub a2a: A2aConfig,
+}
+
+/// Other agents a tool-mode agent may hand a task to (`delegate`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct A2aConfig {
+    /// By name; each one's host must be in `capabilities.hosts`.
+    pub peers: std::collections::BTreeMap<String, A2aPeer>,
+}
+
+/// One A2A agent: where its card is, and its token if it needs one.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct A2aPeer {
+    /// The agent's base URL (its card at `/.well-known/agent-card.json`)
+    /// or its card's URL.
+    pub url: String,
+    pub token: Option<String>,
 }
 
 /// The HTTP API and web dashboard (`:help chimera-http`).

@@ -197,6 +197,86 @@ pub fn unified(path: &str, old: &str, new: &str) -> String {
         .to_string()
 }
 
+/// The files and hunks of a unified diff (`--- a/path` / `+++ b/path`
+/// headers, as [`unified`] writes them and `git diff` does), for
+/// [`apply`]. Hunks whose counts disagree with their lines are dropped with
+/// their file; `/dev/null` names an added or deleted file's other side.
+pub fn parse_unified(text: &str) -> Vec<(String, Vec<Hunk>)> {
+    let mut files: Vec<(String, Vec<Hunk>)> = Vec::new();
+    let mut old_path = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if let Some(p) = line.strip_prefix("--- ") {
+            old_path = p.trim().trim_start_matches("a/").to_owned();
+            continue;
+        }
+        if let Some(p) = line.strip_prefix("+++ ") {
+            let p = p.trim();
+            let path = if p == "/dev/null" {
+                old_path.clone()
+            } else {
+                p.trim_start_matches("b/").to_owned()
+            };
+            files.push((path, Vec::new()));
+            continue;
+        }
+        let Some(header) = line.strip_prefix("@@ -") else {
+            continue;
+        };
+        let Some((old, rest)) = header.split_once(' ') else {
+            continue;
+        };
+        let (start, count) = match old.split_once(',') {
+            Some((s, c)) => (
+                s.parse::<usize>().unwrap_or(0),
+                c.parse::<usize>().unwrap_or(0),
+            ),
+            None => (old.parse::<usize>().unwrap_or(0), 1),
+        };
+        let new_count = rest
+            .strip_prefix('+')
+            .and_then(|r| r.split(' ').next())
+            .map(|r| r.split_once(',').map_or(1, |(_, c)| c.parse().unwrap_or(0)))
+            .unwrap_or(0);
+        let mut hunk = Hunk {
+            old_start: if count == 0 {
+                start
+            } else {
+                start.saturating_sub(1)
+            },
+            old_lines: Vec::new(),
+            new_lines: Vec::new(),
+        };
+        while hunk.old_lines.len() < count || hunk.new_lines.len() < new_count {
+            let Some(l) = lines.next() else { break };
+            match l.split_at_checked(1) {
+                Some((" ", t)) => {
+                    hunk.old_lines.push(t.to_owned());
+                    hunk.new_lines.push(t.to_owned());
+                }
+                Some(("-", t)) => hunk.old_lines.push(t.to_owned()),
+                Some(("+", t)) => hunk.new_lines.push(t.to_owned()),
+                _ if l.is_empty() => {
+                    hunk.old_lines.push(String::new());
+                    hunk.new_lines.push(String::new());
+                }
+                _ => {}
+            }
+        }
+        while lines.peek().is_some_and(|l| l.starts_with('\\')) {
+            lines.next();
+        }
+        if hunk.old_lines.len() != count || hunk.new_lines.len() != new_count {
+            files.pop();
+            continue;
+        }
+        if let Some((_, hunks)) = files.last_mut() {
+            hunks.push(hunk);
+        }
+    }
+    files
+}
+
 /// Rewrites the line endings of `new` to those of `base` when `base` uses
 /// CRLF throughout, so an agent that writes `\n` does not convert the file.
 pub fn match_line_endings(base: &str, new: &str) -> String {
@@ -247,6 +327,33 @@ pub fn apply(old: &str, hunks: &[Hunk], eol: &str, final_newline: bool) -> Optio
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_unified_diff_parses_back_into_hunks_that_apply() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nB\nc\nd\ne\nf\ng\nh\ni\n";
+        let text = unified("x.py", old, new) + &unified("new.py", "", "one\ntwo\n");
+        let files = super::parse_unified(&text);
+        assert_eq!(files.len(), 2, "{files:?}");
+        assert_eq!(files[0].0, "x.py");
+        assert_eq!(
+            super::apply(old, &files[0].1, "\n", true).as_deref(),
+            Some(new)
+        );
+        assert_eq!(files[1].0, "new.py");
+        assert_eq!(
+            super::apply("", &files[1].1, "\n", true).as_deref(),
+            Some("one\ntwo\n")
+        );
+        // A hunk cut short is not half applied.
+        let cut: String = text.lines().take(5).map(|l| format!("{l}\n")).collect();
+        assert!(
+            super::parse_unified(&cut)
+                .iter()
+                .all(|(_, h)| !h.is_empty())
+                || super::parse_unified(&cut).is_empty()
+        );
+    }
     use super::*;
 
     #[test]

@@ -65,3 +65,63 @@ fn one_chimera_delegates_to_another_over_a2a() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("-32001"));
     peer.stop_serving();
 }
+
+#[test]
+fn a_tool_mode_agent_delegates_to_a_peer_and_its_change_lands_in_the_overlay() {
+    let mut peer = project(&[fix_add()]);
+    let served = peer.serve_http();
+    let call = |tool: &str, args: serde_json::Value| serde_json::json!({"text": serde_json::json!({"tool": tool, "args": args}).to_string()});
+    let me = project(&[
+        call(
+            "delegate",
+            serde_json::json!({"peer": "other", "task": "fix add in calc.py so it adds"}),
+        ),
+        call(
+            "submit_result",
+            serde_json::json!({"summary": "add adds, by the other agent", "changed_files": ["calc.py"]}),
+        ),
+    ]);
+    let config_path = me.root.join(".chimera/config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["a2a"] = serde_json::json!({"peers": {"other": {"url": format!("http://127.0.0.1:{}", served.port), "token": served.token}}});
+    config["capabilities"] = serde_json::json!({"hosts": ["127.0.0.1"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+
+    let id = me
+        .ok(&[
+            "task",
+            "--mode",
+            "tools",
+            "--file",
+            "calc.py",
+            "have the other agent fix add",
+        ])
+        .trim()
+        .to_owned();
+    let agent = me.json(&["agent", &id]);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    let diff = me.ok(&["diff", &id]);
+    assert!(
+        diff.contains("+    return a + b"),
+        "the peer's change is in the proposal: {diff}"
+    );
+    assert_eq!(
+        me.file(),
+        "def add(a, b):\n    return a - b\n",
+        "nothing lands before the accept"
+    );
+    assert_eq!(peer.file(), "def add(a, b):\n    return a - b\n");
+    let effects = me.json(&["effects", "--kind", "a2a"]);
+    assert_eq!(effects[0]["agent_id"], id.as_str(), "{effects}");
+    assert!(
+        effects[0]["input"]
+            .as_str()
+            .unwrap()
+            .contains("delegate to other"),
+        "{effects}"
+    );
+    me.ok(&["accept", &id]);
+    assert_eq!(me.file(), "def add(a, b):\n    return a + b\n");
+    peer.stop_serving();
+}

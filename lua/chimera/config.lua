@@ -107,6 +107,12 @@ M.defaults = {
   --   name = { command = { "prog", "arg" }, env = { KEY = "value" } }  (stdio)
   --   name = { url = "http://127.0.0.1:8000/mcp" }              (streamable HTTP)
   -- A server is started when an agent that may use it first needs it.
+  -- Other agents (A2A) a tool-mode agent may hand a task to with its
+  -- `delegate` tool; each one's host must be in capabilities.hosts:
+  --   name = { url = "http://127.0.0.1:8765", token = "…" }
+  a2a = {
+    peers = {},
+  },
   mcp = {
     servers = {},
     -- Time limit of one request to a server (start-up included), ms.
@@ -276,6 +282,30 @@ local function check_servers(servers)
   end
 end
 
+-- `a2a.peers`: name -> { url = "http://…", token = "…" }.
+local function check_peers(peers)
+  if type(peers) ~= "table" then
+    return "chimera: option `a2a.peers` must be a table of agents by name"
+  end
+  for name, peer in pairs(peers) do
+    local where = ("chimera: A2A peer `a2a.peers.%s`"):format(tostring(name))
+    if type(name) ~= "string" or not name:match("^[%w_-]+$") then
+      return where .. ": the name must be letters, digits, _ or -"
+    end
+    if type(peer) ~= "table" or type(peer.url) ~= "string" or not peer.url:match("^https?://") then
+      return where .. " must be a table { url = \"http://…\", token = \"…\" }"
+    end
+    for key in pairs(peer) do
+      if key ~= "url" and key ~= "token" then
+        return ("%s: unknown key `%s` (url, token)"):format(where, tostring(key))
+      end
+    end
+    if peer.token ~= nil and type(peer.token) ~= "string" then
+      return where .. ": `token` must be a string"
+    end
+  end
+end
+
 -- `agents.external`: name -> { command = {...}, env = {...} } (ACP agents).
 local function check_external(agents)
   if type(agents) ~= "table" then
@@ -340,6 +370,7 @@ local maps = {
   ["tests.command"] = check_test_command,
   ["mcp.servers"] = check_servers,
   ["agents.external"] = check_external,
+  ["a2a.peers"] = check_peers,
   ["llm.edit_forms"] = check_edit_forms,
 }
 

@@ -93,6 +93,7 @@ const FUNCTIONS: &[&str] = &[
     "run_command",
     "system_stats",
     "web_search",
+    "delegate",
 ];
 
 /// Whether `name` is one of the registry's host functions.
@@ -260,6 +261,100 @@ impl AgentHost {
     }
 }
 
+impl AgentHost {
+    /// `delegate`: `task` to A2A peer `peer` (a2a.peers), whose host the
+    /// capabilities must allow; a diff in its answer is applied to this
+    /// agent's overlay, file by file, where it applies and may be written.
+    fn delegate(&mut self, peer: &str, task: &str) -> Result<String, String> {
+        let spec = self.services.a2a_peers.get(peer).cloned().ok_or_else(|| {
+            let known: Vec<&str> = self.services.a2a_peers.keys().map(String::as_str).collect();
+            format!(
+                "delegate(): no agent `{peer}` (a2a.peers has: {})",
+                known.join(", ")
+            )
+        })?;
+        let allowed = |url: &str| -> Result<(), String> {
+            let u = reqwest::Url::parse(url).map_err(|e| format!("delegate(): {url:?}: {e}"))?;
+            self.allowed(
+                "delegate",
+                self.caps
+                    .check_endpoint(u.host_str().unwrap_or(""), u.port()),
+            )
+        };
+        allowed(&spec.url)?;
+        let started = std::time::Instant::now();
+        let http = self.services.http.clone();
+        let answer = self.runtime.block_on(async {
+            let card = crate::a2a::discover(&http, &spec.url).await?;
+            let endpoint = card["url"].as_str().unwrap_or_default().to_owned();
+            Ok::<_, crate::a2a::A2aError>((card, endpoint))
+        });
+        let (_, endpoint) = answer.map_err(|e| format!("delegate(): {e}"))?;
+        // The card names where to send: that host must be allowed too.
+        allowed(&endpoint)?;
+        let sent = self.runtime.block_on(async {
+            tokio::select! {
+                r = crate::a2a::send(&http, &endpoint, spec.token.as_deref(), task, true) => r.map_err(|e| e.to_string()),
+                _ = self.cancel.cancelled() => Err("cancelled".to_owned()),
+            }
+        });
+        let input = format!("delegate to {peer} ({endpoint}): {task}");
+        let said = sent.as_ref().map(|t| {
+            format!(
+                "{} {}",
+                t["id"].as_str().unwrap_or("-"),
+                t["status"]["state"].as_str().unwrap_or("-")
+            )
+        });
+        self.record_effect("a2a", &input, started, &said);
+        let answer = sent.map_err(|e| format!("delegate(): {e}"))?;
+        let text = crate::a2a::artifact_text(&answer);
+        let mut applied = Vec::new();
+        let mut skipped = Vec::new();
+        for (path, hunks) in crate::diff::parse_unified(&text) {
+            let written = (|| -> Result<(), String> {
+                let p = ProjectPath::parse(&path).map_err(|e| e.to_string())?;
+                self.caps
+                    .check_write(p.as_str())
+                    .map_err(|d| d.to_string())?;
+                let ov = self.overlay();
+                let old = if ov.exists(&p).map_err(|e| e.to_string())? {
+                    ov.read_text(&p).map_err(|e| e.to_string())?
+                } else {
+                    String::new()
+                };
+                let (eol, final_newline) = crate::diff::line_style(&old);
+                let new = crate::diff::apply(&old, &hunks, eol, final_newline || old.is_empty())
+                    .ok_or("its change does not apply to the file as it is here")?;
+                if new.is_empty() && !old.is_empty() {
+                    ov.delete(&p).map_err(|e| e.to_string())
+                } else {
+                    ov.write(&p, new.as_bytes()).map_err(|e| e.to_string())
+                }
+            })();
+            match written {
+                Ok(()) => {
+                    self.written.push(path.clone());
+                    applied.push(path);
+                }
+                Err(why) => skipped.push(format!("{path}: {why}")),
+            }
+        }
+        let mut out = format!(
+            "{peer} answered: task {} {}.\n{text}",
+            answer["id"].as_str().unwrap_or("-"),
+            answer["status"]["state"].as_str().unwrap_or("-")
+        );
+        if !applied.is_empty() {
+            out.push_str(&format!("\nApplied to your files: {}.", applied.join(", ")));
+        }
+        if !skipped.is_empty() {
+            out.push_str(&format!("\nNot applied: {}.", skipped.join("; ")));
+        }
+        Ok(out)
+    }
+}
+
 impl Host for AgentHost {
     fn has_function(&self, name: &str) -> bool {
         FUNCTIONS.contains(&name) || self.node.as_ref().is_some_and(|n| n.has_tool(name))
@@ -417,6 +512,11 @@ impl Host for AgentHost {
             "web_search" => {
                 let query = args::string(name, &a, &kw, 0, "query")?;
                 self.web_search(&query).map(Value::String)
+            }
+            "delegate" => {
+                let peer = args::string(name, &a, &kw, 0, "peer")?;
+                let task = args::string(name, &a, &kw, 1, "task")?;
+                self.delegate(&peer, &task).map(Value::String)
             }
             "submit_result" => {
                 let summary = args::string(name, &a, &kw, 0, "summary")?;

@@ -72,6 +72,8 @@ pub struct Services {
     /// `tools.web_search_url`.
     pub web_search_url: Option<String>,
     pub web_search_results: usize,
+    /// `a2a.peers`: the agents `delegate` may hand a task to.
+    pub a2a_peers: std::collections::BTreeMap<String, crate::config::A2aPeer>,
     /// The project root: agents' writes are checked against the disk under it.
     pub root: std::path::PathBuf,
 }
@@ -86,6 +88,7 @@ impl Services {
             http,
             web_search_url: config.tools.web_search_url.clone(),
             web_search_results: config.tools.web_search_results,
+            a2a_peers: config.a2a.peers.clone(),
         }
     }
 }

@@ -224,6 +224,19 @@ fn web_search_spec() -> ToolSpec {
     )
 }
 
+fn delegate_spec(peers: &[&str]) -> ToolSpec {
+    let mut s = spec(
+        "delegate",
+        "Hand a task to another agent (A2A) and wait for its answer; a change it proposes is applied to your files (your overlay).",
+        &[
+            ("peer", "string", "the agent's name"),
+            ("task", "string", "what it should do, in words"),
+        ],
+    );
+    s.description = format!("{} Agents: {}.", s.description, peers.join(", "));
+    s
+}
+
 /// The tools `job` is offered: the registry, `web_search` when an
 /// endpoint is configured and its host allowed, and the MCP tools the
 /// capabilities allow (servers no pattern reaches are not started).
@@ -246,6 +259,16 @@ async fn offered(
         {
             tools.push(web_search_spec());
         }
+    }
+    let reachable = services.a2a_peers.values().any(|p| {
+        reqwest::Url::parse(&p.url).is_ok_and(|u| {
+            caps.check_endpoint(u.host_str().unwrap_or(""), u.port())
+                .is_ok()
+        })
+    });
+    if reachable {
+        let names: Vec<&str> = services.a2a_peers.keys().map(String::as_str).collect();
+        tools.push(delegate_spec(&names));
     }
     let (mcp, errors) = services
         .mcp

@@ -105,6 +105,23 @@ h.test("bad MCP server options are refused with the reason", function()
   end
 end)
 
+h.test("bad A2A peers are refused with the reason; good ones pass", function()
+  local cases = {
+    { { p = "http://h" }, "must be a table" },
+    { { p = { url = "ftp://h" } }, "must be a table" },
+    { { ["a b"] = { url = "http://h" } }, "letters, digits" },
+    { { p = { url = "http://h", secret = "x" } }, "unknown key `secret`" },
+    { { p = { url = "http://h", token = 5 } }, "`token` must be a string" },
+  }
+  for _, case in ipairs(cases) do
+    local ok, err = require("chimera.config").resolve({ a2a = { peers = case[1] } })
+    h.eq(ok, nil, vim.inspect(case[1]))
+    h.truthy(err:find(case[2], 1, true), err)
+  end
+  local ok, err = require("chimera.config").resolve({ a2a = { peers = { other = { url = "http://127.0.0.1:9", token = "t" } } } })
+  h.truthy(ok, err)
+end)
+
 h.test("an MCP tool configured in setup() is called by a tool-mode agent", function()
   local root = h.project({ ["app.py"] = APP })
   local marker = root .. "/../mcp-marker-" .. vim.fn.getpid()
