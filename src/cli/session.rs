@@ -388,24 +388,22 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             }
         }
         Command::Serve { port } => return serve(s, port).await,
-        Command::A2a {
-            action: A2aAction::Serve { port },
-        } => return serve(s, port).await,
         Command::A2a { action } => return a2a(s, action).await,
         Command::Mcp { action } => return mcp(s, action).await,
     }
     Ok(exit::OK)
 }
 
-/// `chimera a2a discover|delegate|status`: another agent, over A2A.
-async fn a2a(s: &Session, action: A2aAction) -> Result<i32, Failure> {
+/// `chimera a2a`: this project served as an A2A agent, or another agent
+/// reached from the shell.
+async fn a2a(s: &mut Session, action: A2aAction) -> Result<i32, Failure> {
     use crate::a2a;
     let http = crate::llm::http_client();
     let token = |given: Option<String>| given.or_else(|| std::env::var("A2A_TOKEN").ok());
     let failed = |e: a2a::A2aError| Failure::Failed(e.to_string());
     let endpoint = |card: &Value| card["url"].as_str().unwrap_or_default().to_owned();
     match action {
-        A2aAction::Serve { .. } => Ok(exit::OK),
+        A2aAction::Serve { port } => serve(s, port).await,
         A2aAction::Discover { url } => {
             let card = a2a::discover(&http, &url).await.map_err(failed)?;
             output::a2a_card(&card, s.json);
@@ -567,9 +565,11 @@ async fn mcp_serve(s: &mut Session, preset: Option<String>) -> Result<i32, Failu
 /// `chimera mcp list|call`: the configured MCP servers, called by the human
 /// (no capabilities between them: the person at the shell decides).
 async fn mcp(s: &mut Session, action: McpAction) -> Result<i32, Failure> {
-    if let McpAction::Serve { preset } = action {
-        return mcp_serve(s, preset).await;
-    }
+    let call = match action {
+        McpAction::Serve { preset } => return mcp_serve(s, preset).await,
+        McpAction::List => None,
+        McpAction::Call { tool, args } => Some((tool, args)),
+    };
     let services = crate::agent::Services::new(&s.loaded.config, s.root.clone());
     let cancel = tokio_util::sync::CancellationToken::new();
     if s.loaded.config.mcp.servers.is_empty() {
@@ -577,8 +577,8 @@ async fn mcp(s: &mut Session, action: McpAction) -> Result<i32, Failure> {
             "no MCP servers are configured (mcp.servers in .chimera/config.json or setup{})".into(),
         ));
     }
-    match action {
-        McpAction::List => {
+    match call {
+        None => {
             let (tools, errors) = services.mcp.tools(|_| true, &cancel).await;
             output::mcp_tools(&tools, s.json);
             for e in &errors {
@@ -590,8 +590,7 @@ async fn mcp(s: &mut Session, action: McpAction) -> Result<i32, Failure> {
                 exit::FAILED
             })
         }
-        McpAction::Serve { .. } => Ok(exit::OK),
-        McpAction::Call { tool, args } => {
+        Some((tool, args)) => {
             let args: Value = serde_json::from_str(&args)
                 .map_err(|e| Failure::Usage(format!("ARGS must be a JSON object: {e}")))?;
             if !args.is_object() {
