@@ -26,6 +26,9 @@ pub struct CapabilitiesConfig {
     pub mcp: Vec<String>,
     /// Files no agent may read or write, matched on the name and the path.
     pub secrets: Vec<String>,
+    /// An ACP agent's permission request the preset would refuse is asked
+    /// of the human instead (in Neovim; with no editor, still refused).
+    pub ask: bool,
 }
 
 impl Default for CapabilitiesConfig {
@@ -45,6 +48,7 @@ impl Default for CapabilitiesConfig {
                 "*.p12".into(),
                 ".netrc".into(),
             ],
+            ask: false,
         }
     }
 }

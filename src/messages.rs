@@ -52,6 +52,8 @@ pub enum ToCore {
         /// The preset the session was opened with.
         capabilities: String,
     },
+    /// The human's answer to [`ToEditor::Permission`] `id`.
+    PermissionAnswer { id: u64, allow: bool },
     /// The session proposes what agent `id` wrote.
     SessionPropose { id: String, summary: String },
     /// The session ended (or the host went away) before it proposed.
@@ -175,6 +177,13 @@ pub enum ToEditor {
     FilesWritten { paths: Vec<String> },
     /// Text streamed from the LLM for an agent (progress display).
     Progress { id: String, message: String },
+    /// An agent asks the human's permission (`capabilities.ask`); answered
+    /// with [`ToCore::PermissionAnswer`] and this `id`.
+    Permission {
+        id: u64,
+        agent: String,
+        question: String,
+    },
     /// Answer to [`ToCore::CheckLlm`].
     LlmStatus {
         ok: bool,

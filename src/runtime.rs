@@ -29,9 +29,17 @@ pub use remora::SharedIndex;
 /// Where the core's messages go (the Neovim bridge, or a channel in tests).
 pub trait EditorSink: Send + Sync + 'static {
     fn send(&self, msg: ToEditor);
+    /// Whether a person reads this sink and can answer a question
+    /// ([`ToEditor::Permission`]).
+    fn asks_the_human(&self) -> bool {
+        false
+    }
 }
 
 impl EditorSink for mpsc::UnboundedSender<ToEditor> {
+    fn asks_the_human(&self) -> bool {
+        true
+    }
     fn send(&self, msg: ToEditor) {
         let _ = mpsc::UnboundedSender::send(self, msg);
     }
@@ -144,6 +152,60 @@ struct Core {
     chains: Mutex<crate::remora::chain::Chains>,
     /// The ACP agents' processes (`agents.external`).
     acp: crate::acp::Pool,
+    /// Permission questions put to the human, waiting for an answer.
+    questions: Questions,
+}
+
+/// How long a question to the human waits before it counts as refused.
+const ASK_LIMIT: Duration = Duration::from_secs(120);
+
+/// Questions to the human by ID, each with where its answer goes.
+#[derive(Default)]
+struct Questions {
+    next: std::sync::atomic::AtomicU64,
+    waiting: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<bool>>>,
+}
+
+/// How an ACP agent of `core` asks the human for permission: through the
+/// editor, when `capabilities.ask` is on and an editor is there.
+fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::requests::Ask> {
+    if !core.config.capabilities.ask || !core.sink.asks_the_human() {
+        return None;
+    }
+    // Weak: the question lives in the agent's route, which the core owns.
+    let weak = Arc::downgrade(core);
+    let agent = agent.to_owned();
+    Some(Arc::new(move |question: String| {
+        let weak = weak.clone();
+        let agent = agent.clone();
+        Box::pin(async move {
+            let core = weak.upgrade()?;
+            let id = core
+                .questions
+                .next
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            core.questions.waiting.lock().ok()?.insert(id, tx);
+            core.sink.send(ToEditor::Permission {
+                id,
+                agent,
+                question,
+            });
+            drop(core);
+            let answer = match tokio::time::timeout(ASK_LIMIT, rx).await {
+                Ok(Ok(allow)) => Some(allow),
+                _ => None,
+            };
+            if answer.is_none() {
+                if let Some(core) = weak.upgrade() {
+                    if let Ok(mut w) = core.questions.waiting.lock() {
+                        w.remove(&id);
+                    }
+                }
+            }
+            answer
+        })
+    }))
 }
 
 /// Work for the lifecycle thread.
@@ -416,6 +478,7 @@ fn build_core(
     let shutdown = CancellationToken::new();
     let core = Arc::new(Core {
         acp: crate::acp::Pool::new(root.clone(), shutdown.clone()),
+        questions: Questions::default(),
         remora,
         remora_index: shared,
         chains: Mutex::new(crate::remora::chain::Chains::new(
@@ -795,6 +858,17 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
                 }
             });
         }
+        ToCore::PermissionAnswer { id, allow } => {
+            let waiting = core
+                .questions
+                .waiting
+                .lock()
+                .ok()
+                .and_then(|mut w| w.remove(&id));
+            if let Some(tx) = waiting {
+                let _ = tx.send(allow);
+            }
+        }
         ToCore::CheckLlm => {
             let c = core.clone();
             tokio::spawn(async move { check_llm(&c).await });
@@ -913,7 +987,10 @@ async fn run_agent(
             &core.services,
             job,
             cancel,
-            progress,
+            crate::acp::Human {
+                progress,
+                ask: asker(core, &job.id),
+            },
         ))
     } else {
         let llm = core

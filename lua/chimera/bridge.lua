@@ -171,6 +171,16 @@ function handlers.progress(msg)
   end
 end
 
+-- An agent asks permission the preset would refuse (capabilities.ask).
+function handlers.permission(msg)
+  local allow, refuse = "Allow", "Refuse"
+  vim.ui.select({ allow, refuse }, {
+    prompt = ("Chimera agent %s asks permission: %s"):format(msg.agent, msg.question),
+  }, function(choice)
+    require("chimera.loader").require().answer_permission(msg.id, choice == allow)
+  end)
+end
+
 function handlers.llm_status(msg)
   state.llm_status = msg
 end

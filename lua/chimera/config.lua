@@ -162,6 +162,9 @@ M.defaults = {
     mcp = {},
     -- Files no agent may read or write, by name anywhere in the tree.
     secrets = { ".env*", "*.pem", "*.key", "id_*", "*.p12", ".netrc" },
+    -- Ask you (vim.ui.select) when an ACP agent asks permission for what
+    -- the preset would refuse, instead of refusing it.
+    ask = false,
   },
   -- Default mappings; set one to false to skip it. The <Plug> mappings
   -- (<Plug>(chimera-accept), <Plug>(chimera-reject)) always exist.

@@ -280,12 +280,18 @@ where
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: RequestPermissionRequest, responder, _cx| {
-                let outcome = match route_of(&r4, &req.session_id) {
-                    Some(route) => route.permission(&req),
-                    None => agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
-                };
-                responder.respond(RequestPermissionResponse::new(outcome))
+            async move |req: RequestPermissionRequest, responder, cx| {
+                let route = route_of(&r4, &req.session_id);
+                // The human may take a while: not the connection's other messages.
+                cx.spawn(async move {
+                    let outcome = match route {
+                        Some(route) => route.permission(&req).await,
+                        None => {
+                            agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled
+                        }
+                    };
+                    responder.respond(RequestPermissionResponse::new(outcome))
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -423,8 +429,9 @@ pub async fn run(
     services: &Services,
     job: &Job,
     cancel: &CancellationToken,
-    progress: Arc<dyn Fn(String) + Send + Sync>,
+    human: Human,
 ) -> Result<Done, AgentError> {
+    let Human { progress, ask } = human;
     let name = job.external.as_deref().unwrap_or_default();
     let spec = config.agents.external.get(name).ok_or_else(|| {
         let known: Vec<&str> = config.agents.external.keys().map(String::as_str).collect();
@@ -449,6 +456,7 @@ pub async fn run(
         caps: &caps,
         progress: &progress,
         said: &said,
+        ask,
     };
     let mut result = one.run(cancel).await;
     if matches!(result, Err(AgentError::External(_))) && pool.died(name).await {
@@ -480,6 +488,13 @@ pub async fn run(
 }
 
 /// One try at a run: the agent's process and session, its route, its turns.
+/// Where an ACP agent's run reaches the human: the progress line, and
+/// permission questions (`None`: the preset decides alone).
+pub struct Human {
+    pub progress: Arc<dyn Fn(String) + Send + Sync>,
+    pub ask: Option<requests::Ask>,
+}
+
 struct Attempt<'a> {
     pool: &'a Pool,
     name: &'a str,
@@ -490,6 +505,7 @@ struct Attempt<'a> {
     caps: &'a crate::capabilities::Capabilities,
     progress: &'a Arc<dyn Fn(String) + Send + Sync>,
     said: &'a Arc<Mutex<String>>,
+    ask: Option<requests::Ask>,
 }
 
 impl Attempt<'_> {
@@ -539,6 +555,7 @@ impl Attempt<'_> {
             command_timeout: std::time::Duration::from_millis(
                 self.config.agents.command_timeout_ms,
             ),
+            ask: self.ask.clone(),
         });
         let key = session.0.to_string();
         if let Ok(mut r) = pool.routes.lock() {

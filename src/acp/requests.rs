@@ -27,7 +27,15 @@ pub struct Route {
     pub said: Arc<Mutex<String>>,
     /// Time limit of one terminal command (`agents.command_timeout_ms`).
     pub command_timeout: std::time::Duration,
+    /// Asks the human (`capabilities.ask`, with an editor); `None`: the
+    /// preset decides alone.
+    pub ask: Option<Ask>,
 }
+
+/// Puts a question to the human: `Some(allowed)`, or `None` when no
+/// answer came.
+pub type Ask =
+    Arc<dyn Fn(String) -> futures_util::future::BoxFuture<'static, Option<bool>> + Send + Sync>;
 
 impl Route {
     /// Records a request in the effect log, whatever came of it.
@@ -97,12 +105,23 @@ impl Route {
     }
 
     /// `session/request_permission`: allowed when the capabilities allow
-    /// that kind of action (its effects stay in the overlay either way),
-    /// else refused; never asked of the human (no preset asks).
-    pub fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
+    /// that kind of action (its effects stay in the overlay either way);
+    /// else asked of the human when `capabilities.ask` is on and an editor
+    /// is there to ask, else refused.
+    pub async fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
         let kind = req.tool_call.fields.kind.unwrap_or(ToolKind::Other);
         let title = req.tool_call.fields.title.clone().unwrap_or_default();
-        let allowed = self.allows(kind);
+        let mut allowed = self.allows(kind);
+        let mut asked = "";
+        if let (false, Some(ask)) = (allowed, &self.ask) {
+            let answer = ask(format!("{kind:?}: {title}")).await;
+            allowed = answer == Some(true);
+            asked = match answer {
+                Some(true) => " (the human allowed it)",
+                Some(false) => " (the human refused it)",
+                None => " (the human did not answer)",
+            };
+        }
         let wanted: &[PermissionOptionKind] = if allowed {
             &[
                 PermissionOptionKind::AllowOnce,
@@ -120,11 +139,13 @@ impl Route {
                 .find(|o| o.kind == *k)
                 .map(|o| o.option_id.clone())
         });
-        let what = format!("session/request_permission {kind:?}: {title}");
+        let what = format!("session/request_permission {kind:?}: {title}{asked}");
         let verdict = if allowed {
             Ok(())
-        } else {
+        } else if asked.is_empty() {
             Err("not under these capabilities".to_owned())
+        } else {
+            Err("not allowed by the human".to_owned())
         };
         let _ = self.logged(what, verdict);
         match chosen {

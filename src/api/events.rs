@@ -248,6 +248,9 @@ impl EventBus {
 }
 
 impl EditorSink for EventBus {
+    fn asks_the_human(&self) -> bool {
+        self.editor.asks_the_human()
+    }
     fn send(&self, msg: ToEditor) {
         if let Some((kind, subjects, data)) = self.feed(&msg) {
             self.keep(kind, subjects, data);

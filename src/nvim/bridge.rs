@@ -33,6 +33,9 @@ pub struct NvimSink {
 }
 
 impl EditorSink for NvimSink {
+    fn asks_the_human(&self) -> bool {
+        true
+    }
     fn send(&self, msg: ToEditor) {
         let sent = self
             .tx

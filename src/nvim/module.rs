@@ -322,6 +322,12 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, id: String| send(ToCore::Cancel { id }))?,
     )?;
     t.set(
+        "answer_permission",
+        lua.create_function(|_, (id, allow): (u64, bool)| {
+            send(ToCore::PermissionAnswer { id, allow })
+        })?,
+    )?;
+    t.set(
         "buffer_closed",
         lua.create_function(|_, path: String| send(ToCore::BufferClosed { path }))?,
     )?;

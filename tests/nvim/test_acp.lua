@@ -64,6 +64,54 @@ h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is
   end, 5000)
 end)
 
+h.test("with capabilities.ask, a permission the preset refuses is asked of the human", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  local agent, log = fake_agent({
+    { { permission = "Edit calc.py" }, { permission = "Edit calc.py again" }, { say = "Asked." } },
+  })
+  h.setup((h.fake_llm({ { text = "unused" } })), {
+    agents = { external = { fake = agent } },
+    capabilities = { preset = "readonly", ask = true },
+  })
+  local asked, answers = {}, { "Allow", "Refuse" }
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(asked, opts.prompt)
+    h.eq(items, { "Allow", "Refuse" }, "the choices")
+    -- A person takes a moment; the agent waits.
+    vim.defer_fn(function()
+      on_choice(answers[#asked])
+    end, 50)
+  end
+  local ok, err = pcall(function()
+    vim.cmd.edit("calc.py")
+    chimera.start()
+    local id = chimera.spawn("edit it", { agent = "fake", file = root .. "/calc.py" })
+    h.wait_for("the agent's end", function()
+      local a = chimera.agent(id)
+      return a ~= nil and not vim.tbl_contains({ "queued", "running" }, a.state)
+    end, 15000)
+    h.eq(#asked, 2, "both requests were put to the human")
+    h.truthy(asked[1]:find("Edit calc.py", 1, true) and asked[1]:find(id, 1, true), asked[1])
+    local outcomes = {}
+    for line in (h.read(log) or ""):gmatch("[^\n]+") do
+      local e = vim.json.decode(line)
+      if e.answer_to == "session/request_permission" then
+        table.insert(outcomes, e.answer.result.outcome.optionId)
+      end
+    end
+    h.eq(outcomes, { "allow", "reject" }, "the agent got the human's answers")
+    local effects = h.effects({ kind = "acp" })
+    local said = {}
+    for _, e in ipairs(effects) do
+      table.insert(said, e.input)
+    end
+    h.truthy(table.concat(said, "\n"):find("the human allowed it", 1, true), table.concat(said, "\n"))
+  end)
+  vim.ui.select = select
+  assert(ok, err)
+end)
+
 h.test("an unknown agent or bad agents.external options are named", function()
   h.project({ ["calc.py"] = CALC })
   local ok = require("chimera").setup({ agents = { external = { bad = { command = "opencode acp" } } } })
