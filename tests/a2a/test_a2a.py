@@ -11,13 +11,7 @@ scripts/install-a2a.sh)
 """
 import asyncio
 import json
-import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -26,7 +20,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(HERE / ".deps" / "a2a"))
+sys.path.insert(0, str(HERE / "tests"))
 import httpx  # noqa: E402
+from chimera_project import Project  # noqa: E402
 from a2a.client import A2AClient  # noqa: E402
 from a2a.types import (  # noqa: E402
     AgentCard,
@@ -42,7 +38,6 @@ from a2a.types import (  # noqa: E402
     TextPart,
 )
 
-BIN = Path(os.environ.get("CHIMERA_BIN", HERE / "target" / "debug" / "chimera"))
 ORIGINAL = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
 SCRIPT = [
@@ -51,68 +46,6 @@ SCRIPT = [
     # Slow: cancelled while it streams.
     {"text": "```python\ndef add(a, b):\n    return 0\n```", "chunk_delay": 1.0},
 ]
-
-
-def wait_for(what, check, limit=20.0):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-class Project:
-    def __init__(self):
-        self.tmp = Path(tempfile.mkdtemp(prefix="chimera-a2a-"))
-        self.root = self.tmp / "proj"
-        (self.root / ".git").mkdir(parents=True)
-        (self.root / "calc.py").write_text(ORIGINAL)
-        script = self.tmp / "script.json"
-        script.write_text(json.dumps(SCRIPT))
-        port_file = self.tmp / "port"
-        self.llm = subprocess.Popen(
-            [sys.executable, str(HERE / "tests" / "fake_llm.py"), "--script", str(script), "--port-file", str(port_file)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        port = wait_for("the fake LLM", lambda: port_file.exists() and port_file.read_text().strip())
-        (self.root / ".chimera").mkdir()
-        (self.root / ".chimera" / "config.json").write_text(
-            json.dumps(
-                {
-                    "llm": {"provider": "openai", "url": f"http://127.0.0.1:{port}/v1", "model": "fake", "max_retries": 0},
-                    "tests": {"command": "off"},
-                }
-            )
-        )
-        self.env = dict(os.environ, XDG_CONFIG_HOME=str(self.tmp / "cfg"), NO_COLOR="1")
-        self.serve = subprocess.Popen(
-            [str(BIN), "serve", "--port", "0", "--json"],
-            cwd=self.root,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        said = json.loads(self.serve.stdout.readline())
-        self.base = f"http://127.0.0.1:{said['port']}"
-        self.token = json.loads((self.root / ".chimera" / "api.json").read_text())["token"]
-
-    def chimera(self, *args):
-        out = subprocess.run([str(BIN), *args], cwd=self.root, env=self.env, capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, f"chimera {args}: {out.stderr}"
-        return out.stdout.strip()
-
-    def close(self):
-        self.serve.send_signal(signal.SIGINT)
-        try:
-            self.serve.wait(10)
-        except subprocess.TimeoutExpired:
-            self.serve.kill()
-        self.llm.kill()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def message(text, task_id=None):
@@ -206,7 +139,7 @@ async def run(p):
 
 
 def main():
-    p = Project()
+    p = Project({"calc.py": ORIGINAL}, SCRIPT, prefix="chimera-a2a-")
     try:
         asyncio.run(run(p))
     finally:

@@ -10,21 +10,17 @@ Screenshots go to $CHIMERA_SCREENSHOTS (default: target/screenshots).
 
 Usage: python3 tests/web/test_dashboard.py  (after `cargo build`)
 """
-import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(HERE / ".deps" / "browser"))
+sys.path.insert(0, str(HERE / "tests"))
+from chimera_project import BIN, Project, wait_for  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-BIN = Path(os.environ.get("CHIMERA_BIN", HERE / "target" / "debug" / "chimera"))
 SHOTS = Path(os.environ.get("CHIMERA_SCREENSHOTS", HERE / "target" / "screenshots"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -38,71 +34,6 @@ SCRIPT = [
     {"text": "```python\ndef one():\n    return 10\n\n\ndef two():\n    return 20\n```"},
 ]
 TWO = "def one():\n    return 1\n\n\ndef two():\n    return 2\n"
-
-
-def wait_for(what, check, limit=20.0):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-class Project:
-    def __init__(self):
-        self.tmp = Path(tempfile.mkdtemp(prefix="chimera-web-"))
-        self.root = self.tmp / "proj"
-        (self.root / ".git").mkdir(parents=True)
-        (self.root / "calc.py").write_text(ORIGINAL)
-        (self.root / "two.py").write_text(TWO)
-        (self.root / "use.py").write_text("from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n")
-        script = self.tmp / "script.json"
-        script.write_text(json.dumps(SCRIPT))
-        port_file = self.tmp / "port"
-        self.llm = subprocess.Popen(
-            [sys.executable, str(HERE / "tests" / "fake_llm.py"), "--script", str(script), "--port-file", str(port_file)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        port = wait_for("the fake LLM", lambda: port_file.exists() and port_file.read_text().strip())
-        (self.root / ".chimera").mkdir()
-        (self.root / ".chimera" / "config.json").write_text(
-            json.dumps(
-                {
-                    "llm": {"provider": "openai", "url": f"http://127.0.0.1:{port}/v1", "model": "fake", "max_retries": 0},
-                    "tests": {"command": "off"},
-                }
-            )
-        )
-        self.env = dict(os.environ, XDG_CONFIG_HOME=str(self.tmp / "cfg"), NO_COLOR="1")
-        self.serve = subprocess.Popen(
-            [str(BIN), "serve", "--port", "0", "--json"],
-            cwd=self.root,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        self.said = json.loads(self.serve.stdout.readline())
-
-    def chimera(self, *args):
-        out = subprocess.run([str(BIN), *args], cwd=self.root, env=self.env, capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, f"chimera {args}: {out.stderr}"
-        return out.stdout.strip()
-
-    def file(self):
-        return (self.root / "calc.py").read_text()
-
-    def close(self):
-        self.serve.send_signal(signal.SIGINT)
-        try:
-            self.serve.wait(10)
-        except subprocess.TimeoutExpired:
-            self.serve.kill()
-        self.llm.kill()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def agent_item(page, agent_id):
@@ -231,7 +162,11 @@ def run(p, browser):
 def main():
     assert BIN.exists(), f"{BIN} is missing: run `cargo build` first"
     assert CHROMIUM, "chromium is missing: run scripts/install-browser.sh"
-    p = Project()
+    p = Project(
+        {"calc.py": ORIGINAL, "two.py": TWO, "use.py": "from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n"},
+        SCRIPT,
+        prefix="chimera-web-",
+    )
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
