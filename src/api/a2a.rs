@@ -138,14 +138,10 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
         .await;
         return Ok(task_id.to_owned());
     }
-    let file = match message["metadata"]["file"].as_str() {
-        None => None,
-        Some(f) => {
-            let p = crate::paths::ProjectPath::parse(f).map_err(|e| e.to_string())?;
-            crate::rootfs::check_no_links(b.root(), &p).map_err(|e| e.to_string())?;
-            Some(b.root().join(p.as_str()).to_string_lossy().into_owned())
-        }
-    };
+    let file = message["metadata"]["file"]
+        .as_str()
+        .map(|f| super::routes::task_file(b, f))
+        .transpose()?;
     let id = new_id(8);
     b.call(ToCore::Spawn {
         id: id.clone(),

@@ -14,7 +14,7 @@ use crate::runtime::SharedIndex;
 /// Events a node's log returns at most.
 const EVENT_LIMIT: usize = 1_000;
 
-fn index(b: &Shared) -> Result<SharedIndex, ApiError> {
+pub(super) fn index(b: &Shared) -> Result<SharedIndex, ApiError> {
     b.index().ok_or_else(|| {
         ApiError::conflict(
             "Remora is off for this project: set `remora.index = true` and run `chimera remora enable`",
@@ -53,9 +53,7 @@ pub(super) async fn in_file(State(b): State<Shared>, UrlPath(path): UrlPath<Stri
     let ix = ix.read();
     let t = ix.topology();
     if t.file(p.as_str()).is_none() {
-        return Err(ApiError::not_found(format!(
-            "{p} is not indexed (not a source file of a known language, or not indexed yet)"
-        )));
+        return Err(not_indexed(&p));
     }
     let nodes: Vec<Value> = t
         .nodes_in(p.as_str())
@@ -99,7 +97,13 @@ pub(super) async fn one(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -
     Ok(Json(answer))
 }
 
-fn no_node(id: &str) -> ApiError {
+pub(super) fn not_indexed(p: &crate::paths::ProjectPath) -> ApiError {
+    ApiError::not_found(format!(
+        "{p} is not indexed (not a source file of a known language, or not indexed yet)"
+    ))
+}
+
+pub(super) fn no_node(id: &str) -> ApiError {
     ApiError::not_found(format!(
         "no node {id}; `chimera nodes PATH` lists a file's nodes"
     ))

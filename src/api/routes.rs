@@ -187,18 +187,11 @@ async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
             ApiError::bad(format!("mode must be \"code\" or \"tools\", not {m:?}"))
         })?),
     };
-    let file = match req.file.as_deref() {
-        None => None,
-        Some(f) => {
-            let p =
-                crate::paths::ProjectPath::parse(f).map_err(|e| ApiError::bad(e.to_string()))?;
-            // The core would drop a file reached through a link (it may lead
-            // outside); say so rather than run the task without it.
-            crate::rootfs::check_no_links(b.root(), &p)
-                .map_err(|e| ApiError::bad(format!("--file {f}: {e}")))?;
-            Some(b.root().join(p.as_str()).to_string_lossy().into_owned())
-        }
-    };
+    let file = req
+        .file
+        .as_deref()
+        .map(|f| task_file(&b, f).map_err(|e| ApiError::bad(format!("--file {f}: {e}"))))
+        .transpose()?;
     let id = new_id(8);
     b.call(ToCore::Spawn {
         id: id.clone(),
@@ -212,6 +205,15 @@ async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
     })
     .await;
     Ok(Json(json!({ "id": id })))
+}
+
+/// The absolute path of project file `f` a task names. The core would drop
+/// a file reached through a link (it may lead outside): that is said
+/// rather than the task run without it.
+pub(super) fn task_file(b: &Shared, f: &str) -> Result<String, String> {
+    let p = crate::paths::ProjectPath::parse(f).map_err(|e| e.to_string())?;
+    crate::rootfs::check_no_links(b.root(), &p).map_err(|e| e.to_string())?;
+    Ok(b.root().join(p.as_str()).to_string_lossy().into_owned())
 }
 
 /// A new ID of `len` hex digits, as the editor makes them (agents 8,
@@ -376,6 +378,12 @@ struct SnapshotRequest {
 
 async fn snapshot(State(b): State<Shared>, body: Option<Json<SnapshotRequest>>) -> Answer {
     let message = body.and_then(|Json(r)| r.message).unwrap_or_default();
+    let id = take_snapshot(&b, message).await?;
+    Ok(Json(json!({ "id": id })))
+}
+
+/// Has the core take a snapshot; its ID.
+pub(super) async fn take_snapshot(b: &Shared, message: String) -> Result<String, ApiError> {
     let id = new_id(12);
     let told = b
         .call(ToCore::Snapshot {
@@ -383,10 +391,10 @@ async fn snapshot(State(b): State<Shared>, body: Option<Json<SnapshotRequest>>) 
             message,
         })
         .await;
-    if let Some(e) = error_in(&told) {
-        return Err(ApiError::internal(e));
+    match error_in(&told) {
+        Some(e) => Err(ApiError::internal(e)),
+        None => Ok(id),
     }
-    Ok(Json(json!({ "id": id })))
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -432,24 +432,14 @@ impl Call<'_> {
         }))
     }
 
-    fn index(&self) -> Result<crate::runtime::SharedIndex, ApiError> {
-        self.b.index().ok_or_else(|| {
-            ApiError::conflict(
-                "Remora is off for this project: set `remora.index = true` and run `chimera remora enable`",
-            )
-        })
-    }
-
     fn nodes(&self) -> Result<Value, ApiError> {
         let p = self.path()?;
         self.session.caps.check_read(p.as_str()).map_err(denied)?;
-        let ix = self.index()?;
+        let ix = super::nodes::index(self.b)?;
         let ix = ix.read();
         let t = ix.topology();
         if t.file(p.as_str()).is_none() {
-            return Err(ApiError::not_found(format!(
-                "{p} is not indexed (not a source file of a known language, or not indexed yet)"
-            )));
+            return Err(super::nodes::not_indexed(&p));
         }
         Ok(json!(t.nodes_in(p.as_str())))
     }
@@ -457,7 +447,7 @@ impl Call<'_> {
     /// `node` (with its source), `callers` or `callees` of node `id`.
     fn node(&self, tool: &str) -> Result<Value, ApiError> {
         let id = self.string("id")?;
-        let ix = self.index()?;
+        let ix = super::nodes::index(self.b)?;
         let (node, neighbours) = {
             let ix = ix.read();
             let t = ix.topology();
@@ -501,17 +491,7 @@ impl Call<'_> {
             }));
         }
         let message = self.opt_string("message")?.unwrap_or_default();
-        let id = new_id(12);
-        let told = self
-            .b
-            .call(ToCore::Snapshot {
-                id: id.clone(),
-                message,
-            })
-            .await;
-        if let Some(e) = error_in(&told) {
-            return Err(ApiError::internal(e));
-        }
+        let id = super::routes::take_snapshot(self.b, message).await?;
         Ok(json!({ "id": id }))
     }
 }
