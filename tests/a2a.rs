@@ -125,3 +125,49 @@ fn a_tool_mode_agent_delegates_to_a_peer_and_its_change_lands_in_the_overlay() {
     assert_eq!(me.file(), "def add(a, b):\n    return a + b\n");
     peer.stop_serving();
 }
+
+#[test]
+fn a2a_refuses_a_file_through_a_link_a_huge_message_and_a_wrong_token() {
+    let mut peer = project(&[]);
+    std::os::unix::fs::symlink("/tmp", peer.root.join("tmplink")).unwrap();
+    let served = peer.serve_http();
+    let url = format!("http://127.0.0.1:{}/a2a", served.port);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let http = chimera::llm::http_client();
+    let post = |token: &str, body: serde_json::Value| {
+        rt.block_on(async {
+            let resp = http
+                .post(&url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.text().await.unwrap())
+        })
+    };
+    let send = |text: &str, file: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+            "kind": "message", "role": "user", "messageId": "m1",
+            "parts": [{"kind": "text", "text": text}], "metadata": {"file": file}}}})
+    };
+    for file in ["tmplink/evil.py", "../outside.py", "/etc/passwd"] {
+        let (status, body) = post(&served.token, send("fix it", file));
+        assert_eq!(status, 200, "{body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["error"]["code"], -32602, "{file}: {answer}");
+    }
+    let (status, _) = post(&served.token, send(&"x".repeat(3_000_000), "calc.py"));
+    assert_eq!(status, 413, "a 3 MB message is refused unread");
+    for wrong in [served.token.to_uppercase(), String::new()] {
+        let (status, _) = post(&wrong, send("fix it", "calc.py"));
+        assert_eq!(status, 401);
+    }
+    assert_eq!(
+        peer.json(&["agents"]),
+        serde_json::json!([]),
+        "no agent was started"
+    );
+    peer.stop_serving();
+}

@@ -357,6 +357,25 @@ async fn the_http_api_serves_mcp_on_slash_mcp_behind_its_token() {
         .await
         .unwrap();
     assert_eq!(anonymous.status().as_u16(), 401, "no token, no MCP");
+    for wrong in [
+        served.token.to_uppercase(),
+        served.token[..16].to_owned(),
+        "x".repeat(64),
+    ] {
+        let refused = http
+            .post(&url)
+            .bearer_auth(&wrong)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            refused.status().as_u16(),
+            401,
+            "a wrong token ({wrong}), no MCP"
+        );
+    }
 
     let mut h = HttpHost {
         url,
