@@ -309,37 +309,8 @@ impl AgentHost {
         self.record_effect("a2a", &input, started, &said);
         let answer = sent.map_err(|e| format!("delegate(): {e}"))?;
         let text = crate::a2a::artifact_text(&answer);
-        let mut applied = Vec::new();
-        let mut skipped = Vec::new();
-        for (path, hunks) in crate::diff::parse_unified(&text) {
-            let written = (|| -> Result<(), String> {
-                let p = ProjectPath::parse(&path).map_err(|e| e.to_string())?;
-                self.caps
-                    .check_write(p.as_str())
-                    .map_err(|d| d.to_string())?;
-                let ov = self.overlay();
-                let old = if ov.exists(&p).map_err(|e| e.to_string())? {
-                    ov.read_text(&p).map_err(|e| e.to_string())?
-                } else {
-                    String::new()
-                };
-                let (eol, final_newline) = crate::diff::line_style(&old);
-                let new = crate::diff::apply(&old, &hunks, eol, final_newline || old.is_empty())
-                    .ok_or("its change does not apply to the file as it is here")?;
-                if new.is_empty() && !old.is_empty() {
-                    ov.delete(&p).map_err(|e| e.to_string())
-                } else {
-                    ov.write(&p, new.as_bytes()).map_err(|e| e.to_string())
-                }
-            })();
-            match written {
-                Ok(()) => {
-                    self.written.push(path.clone());
-                    applied.push(path);
-                }
-                Err(why) => skipped.push(format!("{path}: {why}")),
-            }
-        }
+        let (applied, skipped) = apply_diff(&self.overlay(), &self.caps, &text);
+        self.written.extend(applied.iter().cloned());
         let mut out = format!(
             "{peer} answered: task {} {}.\n{text}",
             answer["id"].as_str().unwrap_or("-"),
@@ -353,6 +324,43 @@ impl AgentHost {
         }
         Ok(out)
     }
+}
+
+/// Applies the unified diff in `text` (another agent's answer) to
+/// `overlay`, file by file, where `caps` allow the write and the change
+/// applies to the file as it is. The files written, and those not, each
+/// with why.
+fn apply_diff(
+    overlay: &Overlay<'_>,
+    caps: &crate::capabilities::Capabilities,
+    text: &str,
+) -> (Vec<String>, Vec<String>) {
+    let mut applied = Vec::new();
+    let mut skipped = Vec::new();
+    for (path, hunks) in crate::diff::parse_unified(text) {
+        let written = (|| -> Result<(), String> {
+            let p = ProjectPath::parse(&path).map_err(|e| e.to_string())?;
+            caps.check_write(p.as_str()).map_err(|d| d.to_string())?;
+            let old = if overlay.exists(&p).map_err(|e| e.to_string())? {
+                overlay.read_text(&p).map_err(|e| e.to_string())?
+            } else {
+                String::new()
+            };
+            let (eol, final_newline) = crate::diff::line_style(&old);
+            let new = crate::diff::apply(&old, &hunks, eol, final_newline)
+                .ok_or("its change does not apply to the file as it is here")?;
+            if new.is_empty() && !old.is_empty() {
+                overlay.delete(&p).map_err(|e| e.to_string())
+            } else {
+                overlay.write(&p, new.as_bytes()).map_err(|e| e.to_string())
+            }
+        })();
+        match written {
+            Ok(()) => applied.push(path),
+            Err(why) => skipped.push(format!("{path}: {why}")),
+        }
+    }
+    (applied, skipped)
 }
 
 impl Host for AgentHost {
@@ -526,5 +534,50 @@ impl Host for AgentHost {
             }
             other => Err(format!("unknown host function `{other}`")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_agents_diff_lands_only_where_this_agent_may_write() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/tmp", dir.path().join("link")).unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .stable_put("calc.py", b"x = 1\n", 0o644, 0, 1 << 20)
+            .unwrap();
+        store
+            .agent_insert(&crate::store::AgentRecord::new("ag", "delegate"))
+            .unwrap();
+        let caps = crate::capabilities::Capabilities::new(&Default::default(), None)
+            .unwrap()
+            .on_disk(dir.path().to_path_buf());
+        let ov = Overlay::new(&store, "ag", 1 << 20);
+        let answer = [
+            crate::diff::unified("calc.py", "x = 1\n", "x = 2\n"),
+            crate::diff::unified("new.py", "", "y = 1\n"),
+            crate::diff::unified("../outside.py", "", "evil\n"),
+            crate::diff::unified("link/evil.py", "", "evil\n"),
+            crate::diff::unified(".ENV", "", "TOKEN=x\n"),
+            crate::diff::unified("calc.py", "z = 9\n", "z = 0\n"),
+        ]
+        .concat();
+        let (applied, skipped) = apply_diff(&ov, &caps, &answer);
+        assert_eq!(applied, ["calc.py", "new.py"], "{skipped:?}");
+        assert_eq!(skipped.len(), 4, "{skipped:?}");
+        assert!(skipped[3].contains("does not apply"), "{skipped:?}");
+        let read = |p: &str| ov.read_text(&ProjectPath::parse(p).unwrap()).unwrap();
+        assert_eq!(read("calc.py"), "x = 2\n");
+        assert_eq!(read("new.py"), "y = 1\n");
+        assert!(!std::path::Path::new("/tmp/evil.py").exists());
+        let human = store.stable_entry("calc.py").unwrap().unwrap();
+        assert_eq!(
+            store.blob(&human.hash).unwrap(),
+            b"x = 1\n",
+            "the human's file is as it was"
+        );
     }
 }
