@@ -161,47 +161,11 @@ pub fn spawn(
         stop,
     } = serving;
     tokio::spawn(async move {
-        let mut attempt = Some(first);
-        let mut taken = Some(taken);
-        loop {
-            let held = match attempt.take() {
-                Some(first) => first,
-                None => hold(&root).inspect(|held| {
-                    if held.is_some() {
-                        if let Some(taken) = taken.take() {
-                            taken();
-                        }
-                    }
-                }),
-            };
-            match held {
-                Ok(Some(held)) => {
-                    let listener = match tokio::net::UnixListener::from_std(held.listener) {
-                        Ok(l) => l,
-                        Err(e) => {
-                            let _ = std::fs::remove_file(&held.path);
-                            trouble(format!("cannot serve the control socket: {e}"));
-                            return;
-                        }
-                    };
-                    if let Some(port) = http_port {
-                        match super::http::bind(&root, port).await {
-                            Ok(bound) => {
-                                let api = router.clone();
-                                tokio::spawn(bound.serve(api, stop.clone()));
-                            }
-                            Err(e) => trouble(format!("the HTTP API is off: {e}")),
-                        }
-                    }
-                    let served = axum::serve(listener, router.clone())
-                        .with_graceful_shutdown(stop.clone().cancelled_owned())
-                        .await;
-                    let _ = std::fs::remove_file(&held.path);
-                    if let Err(e) = served {
-                        trouble(format!("the control socket stopped: {e}"));
-                    }
-                    return;
-                }
+        let mut attempt = first;
+        let mut waited = false;
+        let held = loop {
+            match attempt {
+                Ok(Some(held)) => break held,
                 Ok(None) => {}
                 Err(e) => {
                     trouble(format!(
@@ -211,10 +175,38 @@ pub fn spawn(
                     return;
                 }
             }
+            waited = true;
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(RETRY) => {}
             }
+            attempt = hold(&root);
+        };
+        if waited {
+            taken();
+        }
+        let listener = match tokio::net::UnixListener::from_std(held.listener) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = std::fs::remove_file(&held.path);
+                trouble(format!("cannot serve the control socket: {e}"));
+                return;
+            }
+        };
+        if let Some(port) = http_port {
+            match super::http::bind(&root, port).await {
+                Ok(bound) => {
+                    tokio::spawn(bound.serve(router.clone(), stop.clone()));
+                }
+                Err(e) => trouble(format!("the HTTP API is off: {e}")),
+            }
+        }
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(stop.clone().cancelled_owned())
+            .await;
+        let _ = std::fs::remove_file(&held.path);
+        if let Err(e) = served {
+            trouble(format!("the control socket stopped: {e}"));
         }
     });
 }
