@@ -51,7 +51,9 @@ pub struct ToolSpec {
     pub parameters: Json,
 }
 
-fn spec(name: &str, description: &str, params: &[(&str, &str, &str)]) -> ToolSpec {
+/// A tool with its arguments' JSON schema; `params` are `(name, JSON
+/// type, description)`, a type ending in `?` optional.
+pub(crate) fn spec(name: &str, description: &str, params: &[(&str, &str, &str)]) -> ToolSpec {
     let mut properties = serde_json::Map::new();
     let mut required = Vec::new();
     for (pname, ptype, doc) in params {

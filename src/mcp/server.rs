@@ -97,31 +97,6 @@ const TOOLS: &[ToolDef] = &[
     },
 ];
 
-/// The names of every tool (what the core's sessions answer to).
-pub fn tool_names() -> impl Iterator<Item = &'static str> {
-    TOOLS.iter().map(|t| t.name)
-}
-
-fn schema(t: &ToolDef) -> Map<String, Value> {
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for (name, ty, doc) in t.params {
-        let (ty, optional) = match ty.strip_suffix('?') {
-            Some(ty) => (ty, true),
-            None => (*ty, false),
-        };
-        properties.insert((*name).into(), json!({ "type": ty, "description": doc }));
-        if !optional {
-            required.push(*name);
-        }
-    }
-    let mut schema = Map::new();
-    schema.insert("type".into(), json!("object"));
-    schema.insert("properties".into(), Value::Object(properties));
-    schema.insert("required".into(), json!(required));
-    schema
-}
-
 /// One MCP host's connection: its tools go to the core `core` reaches,
 /// under `preset`. Its clones share the session, which ends when the last
 /// of them is dropped (an HTTP host's session closed or expired) or at
@@ -279,9 +254,14 @@ impl ServerHandler for Bridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // The JSON schemas are made as tool mode makes its own.
         let tools = TOOLS
             .iter()
-            .map(|t| Tool::new(t.name, t.description, Arc::new(schema(t))))
+            .map(|t| {
+                let spec = crate::agent::tools::spec(t.name, t.description, t.params);
+                let schema = spec.parameters.as_object().cloned().unwrap_or_default();
+                Tool::new(t.name, t.description, Arc::new(schema))
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
