@@ -20,8 +20,14 @@ use crate::store::{AgentRecord, AgentState};
 
 /// The protocol version this server speaks.
 pub const PROTOCOL_VERSION: &str = "0.3.0";
-/// How often a stream looks at its task.
-const POLL: Duration = Duration::from_millis(100);
+/// How long a wait for the task's next change lasts at most: it is woken
+/// by the core's feed, this only bounds a change the feed did not carry.
+const RECHECK: Duration = Duration::from_secs(2);
+
+/// Until the core announces something (or [`RECHECK`] passed).
+async fn next_change(feed: &mut tokio::sync::watch::Receiver<u64>) {
+    let _ = tokio::time::timeout(RECHECK, feed.changed()).await;
+}
 
 /// `GET /.well-known/agent-card.json`: who answers at `/a2a` and how to
 /// authenticate. Public, as discovery is; it names no path of the project.
@@ -166,12 +172,13 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
 
 /// The agent once it is no longer queued or running (a proposal, or an end).
 async fn settled(b: &Shared, id: &str) -> Option<AgentRecord> {
+    let mut feed = b.events().watch();
     loop {
         let rec = b.store().agent(id).ok()?;
         if !rec.state.is_active() {
             return Some(rec);
         }
-        tokio::time::sleep(POLL).await;
+        next_change(&mut feed).await;
     }
 }
 
@@ -264,6 +271,7 @@ async fn cancel(b: &Shared, id: &Value, params: &Value) -> Value {
 fn stream(b: Shared, id: Value, agent: String) -> impl IntoResponse {
     let events = async_stream(move |tx| async move {
         let mut last: Option<AgentState> = None;
+        let mut feed = b.events().watch();
         loop {
             let Ok(rec) = b.store().agent(&agent) else {
                 return;
@@ -290,7 +298,7 @@ fn stream(b: Shared, id: Value, agent: String) -> impl IntoResponse {
                 }
             }
             last = Some(rec.state);
-            tokio::time::sleep(POLL).await;
+            next_change(&mut feed).await;
         }
     });
     Sse::new(events).keep_alive(KeepAlive::default())
