@@ -219,6 +219,12 @@ pub enum ToEditor {
     ChatEntry { entry: crate::store::ChatEntry },
     /// A piece of a chat turn's reply as it streams.
     ChatDelta { agent_id: String, text: String },
+    /// A streamed piece of an ACP agent's turn (its words, thoughts, plan,
+    /// tool calls); the turn's lines reach its log when it ends.
+    AgentSaid {
+        id: String,
+        piece: crate::acp::transcript::Piece,
+    },
     /// The free chat's whole conversation.
     ChatHistory {
         entries: Vec<crate::store::ChatEntry>,

@@ -989,6 +989,15 @@ async fn run_agent(
             cancel,
             crate::acp::Human {
                 progress,
+                show: {
+                    let (sink, id) = (core.sink.clone(), job.id.clone());
+                    Arc::new(move |piece| {
+                        sink.send(ToEditor::AgentSaid {
+                            id: id.clone(),
+                            piece,
+                        })
+                    })
+                },
                 ask: asker(core, &job.id),
             },
         ))

@@ -109,7 +109,7 @@ impl Run {
     }
 
     /// The first message `pred` picks, within 20 s.
-    fn wait<T>(&mut self, what: &str, pred: impl Fn(&ToEditor) -> Option<T>) -> T {
+    fn wait<T>(&mut self, what: &str, mut pred: impl FnMut(&ToEditor) -> Option<T>) -> T {
         let rx = &mut self.rx;
         self.rt.block_on(async {
             let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -548,4 +548,86 @@ fn feedback_after_the_agent_process_died_starts_a_new_session_with_the_whole_sto
         text.starts_with("fix add") && text.contains("put b first"),
         "{text}"
     );
+}
+
+#[test]
+fn the_agents_turn_streams_to_the_editor_and_stays_in_its_log() {
+    let mut r = run_with(
+        json!([
+            [{"plan": ["read calc.py", "fix add"]}, {"think": "a - b is wrong"},
+             {"say": "Fixing "}, {"say": "add.\n"}, {"tool": "Read calc.py"},
+             {"replace": ["calc.py", "a - b", "a + b"]},
+             {"tool": "Run the tests", "fail": true}, {"say": "Done."}],
+            [{"say": "Swapped."}, {"replace": ["calc.py", "a - b", "b + a"]}]
+        ]),
+        "sandbox",
+    );
+    r.spawn("talk", "fix add");
+    let mut pieces = vec![];
+    let agent = r.wait("talk completed", |m| match m {
+        ToEditor::AgentSaid { id, piece } if id == "talk" => {
+            pieces.push(serde_json::to_value(piece).unwrap());
+            None
+        }
+        ToEditor::Agent { agent, .. }
+            if agent.id == "talk" && agent.state.as_str() == "completed" =>
+        {
+            Some(agent.clone())
+        }
+        _ => None,
+    });
+    let kinds: Vec<&str> = pieces.iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "prompt", "plan", "thought", "message", "message", "tool", "tool", "tool", "tool",
+            "message"
+        ],
+        "{pieces:#?}"
+    );
+    assert_eq!(
+        pieces[1]["entries"],
+        json!(["[x] read calc.py", "[ ] fix add"])
+    );
+    assert_eq!(pieces[2]["text"], "a - b is wrong");
+    assert_eq!(
+        (&pieces[8]["title"], &pieces[8]["status"]),
+        (&json!("Run the tests"), &json!("failed"))
+    );
+    // The turn is kept in order, one line per tool call at its last state;
+    // thoughts are not kept.
+    assert_eq!(
+        agent.log,
+        [
+            "» fix add",
+            "Fixing add.",
+            "▸ Read calc.py (done)",
+            "▸ Run the tests (failed)",
+            "Done."
+        ]
+    );
+    assert_eq!(agent.summary.as_deref(), Some("Fixing add. Done."));
+
+    // Feedback is the next turn of the same conversation.
+    r.send(ToCore::Reject {
+        id: "talk".into(),
+        feedback: Some("put b first".into()),
+    });
+    let (agent, _) = r.reaches("talk", "completed");
+    let log: Vec<&str> = agent["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        log[5..],
+        [
+            "» The human rejected your change with this feedback: put b first",
+            "Swapped."
+        ]
+    );
+    // `chimera agent` reads the same record.
+    let store = chimera::store::Store::open(&r.root).unwrap();
+    assert_eq!(store.agent("talk").unwrap().log.len(), 7);
 }

@@ -9,7 +9,10 @@ turn repeats). Steps:
   {"write": ["path", "content"]}        fs/write_text_file
   {"permission": "title"}               session/request_permission (allow/reject)
   {"terminal": ["prog", "arg"]}         terminal/create, wait_for_exit, output, release
-  {"tool": "title"}                     a tool_call update (pending, then completed)
+  {"tool": "title"}                     a tool_call update (pending, then completed;
+                                        with "fail": true, failed)
+  {"think": "text"}                     an agent_thought_chunk update
+  {"plan": ["entry", ...]}              a plan update (the first entry done)
   {"wait_cancel": true}                 wait for session/cancel, end the turn "cancelled"
   {"sleep": seconds}
   {"exit_after_turn": true}             the process exits once the turn's answer is sent
@@ -114,8 +117,18 @@ def run_turn(rid, session, prompt):
                 request("terminal/output", {"sessionId": session, "terminalId": tid})
                 request("terminal/release", {"sessionId": session, "terminalId": tid})
         elif "tool" in step:
-            update(session, {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": step["tool"], "kind": "edit", "status": "pending"})
-            update(session, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+            next_id[0] += 1
+            call = "t%d" % next_id[0]
+            update(session, {"sessionUpdate": "tool_call", "toolCallId": call, "title": step["tool"], "kind": "edit", "status": "pending"})
+            update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "failed" if step.get("fail") else "completed"})
+        elif "think" in step:
+            update(session, {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": step["think"]}})
+        elif "plan" in step:
+            entries = [
+                {"content": e, "priority": "medium", "status": "completed" if i == 0 else "pending"}
+                for i, e in enumerate(step["plan"])
+            ]
+            update(session, {"sessionUpdate": "plan", "entries": entries})
         elif "wait_cancel" in step:
             cancelled.wait(60)
             stop = "cancelled"

@@ -1,6 +1,7 @@
 --- `:Chimera agents`: a window listing every agent (state, task, age,
---- files, summary or error, else the last line its program logged), live-updated, with keys to act on the agent
---- under the cursor. A view of `state.agents`.
+--- files, summary or error, else the last line it logged), live-updated,
+--- with keys to act on the agent under the cursor (<CR>: its
+--- conversation). A view of `state.agents`.
 local state = require("chimera.state")
 
 local M = {}
@@ -26,7 +27,7 @@ function M.refresh()
   if not (view and vim.api.nvim_buf_is_valid(view.buf)) then
     return
   end
-  local lines, ids = { "Chimera agents — a accept  r reject  R reject with feedback  c cancel  d diff  q close", "" }, {}
+  local lines, ids = { "Chimera agents — <CR> conversation  a accept  r reject  R reject with feedback  c cancel  d diff  q close", "" }, {}
   for _, a in ipairs(require("chimera").agents()) do
     table.insert(lines, line_for(a))
     ids[#lines] = a.id
@@ -92,6 +93,9 @@ function M.open()
   end))
   map("d", act(function(id)
     c.diff(id)
+  end))
+  map("<CR>", act(function(id)
+    require("chimera.transcript").open(id)
   end))
   map("q", function()
     vim.api.nvim_win_close(0, true)

@@ -217,6 +217,10 @@ function handlers.chat_delta(msg)
   require("chimera.chat").delta_arrived(msg)
 end
 
+function handlers.agent_said(msg)
+  require("chimera.transcript").arrived(msg)
+end
+
 function handlers.chat_history(msg)
   require("chimera.chat").history_arrived(msg)
 end
@@ -240,6 +244,7 @@ function M.dispatch(msg)
   end
   if msg.type == "agent" then
     require("chimera.agents_view").refresh()
+    require("chimera.transcript").agent_changed(msg.agent)
   end
 end
 

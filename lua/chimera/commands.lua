@@ -237,11 +237,22 @@ M.subcommands = {
     end,
   },
   chat = {
-    desc = "chat with the Remora node at the cursor, else the free chat: :Chimera chat [--free] [--clear] [message]",
-    complete = function()
-      return { "--free", "--clear" }
+    desc = "chat with the Remora node at the cursor, else the free chat: :Chimera chat [--free] [--clear] [message]; an agent's conversation: :Chimera chat --agent [id]",
+    completes_every_arg = true,
+    complete = function(_, words)
+      -- words[#words] is the one being typed.
+      if words[#words - 1] == "--agent" then
+        return vim.tbl_map(function(a)
+          return a.id
+        end, chimera().agents())
+      end
+      return { "--free", "--clear", "--agent" }
     end,
     run = function(args)
+      if args[1] == "--agent" then
+        require("chimera.transcript").open(args[2])
+        return
+      end
       local chat = require("chimera.chat")
       local free = false
       while args[1] == "--free" or args[1] == "--clear" do
@@ -322,10 +333,10 @@ function M.complete(arglead, cmdline)
     end, names)
   end
   local sub = M.subcommands[words[2]]
-  if sub and sub.complete and #words == 3 then
+  if sub and sub.complete and (#words == 3 or sub.completes_every_arg) then
     return vim.tbl_filter(function(n)
       return vim.startswith(n, arglead)
-    end, sub.complete())
+    end, sub.complete(arglead, words))
   end
   return {}
 end

@@ -96,7 +96,7 @@ function M.new_id(len)
 end
 
 --- A new agent's record until the core sends the real one: a new ID, queued.
-local function queued_agent(task, context)
+local function queued_agent(task, context, external)
   local id = M.new_id()
   local now = os.time() * 1000
   state.agents[id] = {
@@ -104,6 +104,7 @@ local function queued_agent(task, context)
     state = "queued",
     task = task,
     context = context,
+    external = external,
     changed_files = {},
     conflicted = false,
     created_at = now,
@@ -146,7 +147,7 @@ function M.spawn(task, opts)
   end
   M.start()
   local file, cursor_line = task_target(opts)
-  local id = queued_agent(task, opts.context)
+  local id = queued_agent(task, opts.context, opts.agent)
   require("chimera.loader")
     .require()
     .spawn(id, task, opts.context, file, cursor_line, opts.mode, opts.capabilities, opts.agent)

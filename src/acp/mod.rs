@@ -32,6 +32,7 @@ use crate::store::Store;
 
 pub mod requests;
 mod terminals;
+pub mod transcript;
 pub use requests::Route;
 use terminals::Terminals;
 
@@ -431,7 +432,11 @@ pub async fn run(
     cancel: &CancellationToken,
     human: Human,
 ) -> Result<Done, AgentError> {
-    let Human { progress, ask } = human;
+    let Human {
+        progress,
+        show,
+        ask,
+    } = human;
     let name = job.external.as_deref().unwrap_or_default();
     let spec = config.agents.external.get(name).ok_or_else(|| {
         let known: Vec<&str> = config.agents.external.keys().map(String::as_str).collect();
@@ -445,7 +450,7 @@ pub async fn run(
         ))
     })?;
     let caps = agent::capabilities(config, job, services)?;
-    let said = Arc::new(Mutex::new(String::new()));
+    let transcript = Arc::new(Mutex::new(transcript::Transcript::default()));
     let one = Attempt {
         pool,
         name,
@@ -455,7 +460,8 @@ pub async fn run(
         job,
         caps: &caps,
         progress: &progress,
-        said: &said,
+        show: &show,
+        transcript: &transcript,
         ask,
     };
     let mut result = one.run(cancel).await;
@@ -466,7 +472,10 @@ pub async fn run(
     }
     let rounds = result?;
     let changed = agent::tools::changed_files(&store, &job.id)?;
-    let words = said.lock().map(|s| s.trim().to_owned()).unwrap_or_default();
+    let words = transcript
+        .lock()
+        .map(|t| t.words().trim().to_owned())
+        .unwrap_or_default();
     if changed.is_empty() {
         return Err(AgentError::External(if words.is_empty() {
             format!("{name} changed no file")
@@ -487,14 +496,16 @@ pub async fn run(
     })
 }
 
-/// One try at a run: the agent's process and session, its route, its turns.
-/// Where an ACP agent's run reaches the human: the progress line, and
-/// permission questions (`None`: the preset decides alone).
+/// Where an ACP agent's run reaches the human: the progress line, the
+/// streamed turn, and permission questions (`None`: the preset decides
+/// alone).
 pub struct Human {
     pub progress: Arc<dyn Fn(String) + Send + Sync>,
+    pub show: Arc<dyn Fn(transcript::Piece) + Send + Sync>,
     pub ask: Option<requests::Ask>,
 }
 
+/// One try at a run: the agent's process and session, its route, its turns.
 struct Attempt<'a> {
     pool: &'a Pool,
     name: &'a str,
@@ -504,7 +515,8 @@ struct Attempt<'a> {
     job: &'a Job,
     caps: &'a crate::capabilities::Capabilities,
     progress: &'a Arc<dyn Fn(String) + Send + Sync>,
-    said: &'a Arc<Mutex<String>>,
+    show: &'a Arc<dyn Fn(transcript::Piece) + Send + Sync>,
+    transcript: &'a Arc<Mutex<transcript::Transcript>>,
     ask: Option<requests::Ask>,
 }
 
@@ -551,7 +563,8 @@ impl Attempt<'_> {
             caps: self.caps.clone(),
             max_bytes: self.config.sync.max_file_bytes,
             progress: self.progress.clone(),
-            said: self.said.clone(),
+            show: self.show.clone(),
+            transcript: self.transcript.clone(),
             command_timeout: std::time::Duration::from_millis(
                 self.config.agents.command_timeout_ms,
             ),
@@ -568,7 +581,8 @@ impl Attempt<'_> {
             store: self.store,
             job,
             repair_rounds: self.config.agents.repair_rounds,
-            said: self.said,
+            show: self.show,
+            transcript: self.transcript,
         }
         .run(&mut text, cancel)
         .await;
@@ -605,7 +619,8 @@ struct Turns<'a> {
     store: &'a Store,
     job: &'a Job,
     repair_rounds: u32,
-    said: &'a Mutex<String>,
+    show: &'a Arc<dyn Fn(transcript::Piece) + Send + Sync>,
+    transcript: &'a Mutex<transcript::Transcript>,
 }
 
 impl Turns<'_> {
@@ -613,13 +628,26 @@ impl Turns<'_> {
         AgentError::External(format!("the agent {} stopped", self.name))
     }
 
+    /// The turn's lines into the agent's log (what `chimera agent` and
+    /// the editor show once it is over).
+    fn keep_turn(&self) {
+        let lines = self
+            .transcript
+            .lock()
+            .map(|mut t| t.take_lines())
+            .unwrap_or_default();
+        // Only shown: a store that cannot keep them fails the run at its
+        // next write, where the error is reported.
+        let _ = self.store.agent_log_append(&self.job.id, &lines);
+    }
+
     /// Runs turns until the overlay may be proposed; the turns taken.
     async fn run(&self, text: &mut String, cancel: &CancellationToken) -> Result<u32, AgentError> {
         let mut rounds = 0;
         loop {
             rounds += 1;
-            if let Ok(mut s) = self.said.lock() {
-                s.clear();
+            if let Some(piece) = self.transcript.lock().ok().map(|mut t| t.begin(text)) {
+                (self.show)(piece);
             }
             let (reply, done) = oneshot::channel();
             self.process
@@ -638,11 +666,16 @@ impl Turns<'_> {
                 armed: true,
             };
             let stop = tokio::select! {
-                r = done => r
-                    .map_err(|_| self.stopped())?
-                    .map_err(|e| AgentError::External(format!("{}: {e}", self.name)))?,
-                _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+                r = done => r,
+                _ = cancel.cancelled() => {
+                    self.keep_turn();
+                    return Err(AgentError::Cancelled);
+                }
             };
+            self.keep_turn();
+            let stop = stop
+                .map_err(|_| self.stopped())?
+                .map_err(|e| AgentError::External(format!("{}: {e}", self.name)))?;
             pending.armed = false;
             match stop {
                 StopReason::EndTurn => {}

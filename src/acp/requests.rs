@@ -11,6 +11,7 @@ use agent_client_protocol::v1::schema::{
     SelectedPermissionOutcome, SessionUpdate, ToolKind, WriteTextFileRequest,
 };
 
+use super::transcript::{last_line, Piece, Transcript};
 use crate::capabilities::Capabilities;
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
@@ -23,8 +24,10 @@ pub struct Route {
     pub caps: Capabilities,
     pub max_bytes: u64,
     pub progress: Arc<dyn Fn(String) + Send + Sync>,
-    /// What the agent said this turn (its message chunks).
-    pub said: Arc<Mutex<String>>,
+    /// Shows a streamed piece of the turn to the human.
+    pub show: Arc<dyn Fn(Piece) + Send + Sync>,
+    /// The turn in progress.
+    pub transcript: Arc<Mutex<Transcript>>,
     /// Time limit of one terminal command (`agents.command_timeout_ms`).
     pub command_timeout: std::time::Duration,
     /// Asks the human (`capabilities.ask`, with an editor); `None`: the
@@ -167,56 +170,26 @@ impl Route {
         }
     }
 
-    /// Shows what the agent streams: its words and its tool calls.
+    /// Shows what the agent streams: the piece itself, and on the
+    /// progress line the line it is saying or the tool it calls.
     pub fn update(&self, update: &SessionUpdate) {
-        match update {
-            SessionUpdate::AgentMessageChunk(chunk) => {
-                if let agent_client_protocol::v1::schema::ContentBlock::Text(t) = &chunk.content {
-                    // Words arrive a few at a time: show the line they make.
-                    let line = self.said.lock().ok().map(|mut said| {
-                        keep_said(&mut said, &t.text);
-                        last_line(&said)
-                    });
-                    if let Some(line) = line.filter(|l| !l.is_empty()) {
-                        (self.progress)(line);
-                    }
-                }
+        let Some(piece) = self
+            .transcript
+            .lock()
+            .ok()
+            .and_then(|mut t| t.update(update).map(|p| (p, last_line(t.words()))))
+        else {
+            return;
+        };
+        let (piece, line) = piece;
+        match &piece {
+            Piece::Message { .. } if !line.is_empty() => (self.progress)(line),
+            Piece::Tool { title, status, .. } if *status == "pending" || *status == "running" => {
+                (self.progress)(format!("{title}…"))
             }
-            SessionUpdate::ToolCall(call) => (self.progress)(format!("{}…", call.title)),
             _ => {}
         }
-    }
-}
-
-/// Bytes of an agent's words kept per turn: its latest, for the summary
-/// and the progress line (an agent may stream without end).
-const SAID_LIMIT: usize = 64 * 1024;
-
-/// Appends `more` to `said`, dropping its oldest words past [`SAID_LIMIT`].
-fn keep_said(said: &mut String, more: &str) {
-    said.push_str(more);
-    if said.len() > SAID_LIMIT {
-        let mut cut = said.len() - SAID_LIMIT;
-        while !said.is_char_boundary(cut) {
-            cut += 1;
-        }
-        said.drain(..cut);
-    }
-}
-
-/// The last line of `text` with something on it, at most 120 characters.
-fn last_line(text: &str) -> String {
-    let line = text
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    let n = line.chars().count();
-    if n > 120 {
-        format!("…{}", line.chars().skip(n - 119).collect::<String>())
-    } else {
-        line.to_owned()
+        (self.show)(piece);
     }
 }
 
@@ -233,23 +206,6 @@ fn slice_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_agent_that_never_stops_talking_is_kept_to_its_latest_words() {
-        let mut said = String::new();
-        for i in 0..100_000 {
-            keep_said(&mut said, &format!("é{i} "));
-        }
-        assert!(said.len() <= SAID_LIMIT, "{}", said.len());
-        assert!(said.ends_with("é99999 "));
-    }
-
-    #[test]
-    fn progress_shows_the_line_being_said() {
-        assert_eq!(last_line("Fixing"), "Fixing");
-        assert_eq!(last_line("Fixing add.\nNow the tests\n"), "Now the tests");
-        assert_eq!(last_line(&"y".repeat(200)).chars().count(), 120);
-    }
 
     #[test]
     fn lines_are_counted_from_one() {

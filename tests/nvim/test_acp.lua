@@ -112,6 +112,72 @@ h.test("with capabilities.ask, a permission the preset refuses is asked of the h
   assert(ok, err)
 end)
 
+h.test("the agent's conversation streams into its chat buffer; R there is its next turn", function()
+  h.project({ ["calc.py"] = CALC })
+  local agent = fake_agent({
+    {
+      { plan = { "read calc.py", "fix add" } },
+      { think = "a - b is wrong" },
+      { say = "Fixing add." },
+      { tool = "Read calc.py" },
+      { sleep = 1.5 },
+      { replace = { "calc.py", "a - b", "a + b" } },
+      { tool = "Run the tests", fail = true },
+      { say = "\nDone." },
+    },
+    { { say = "Swapped." }, { replace = { "calc.py", "a - b", "b + a" } } },
+  })
+  h.setup((h.fake_llm({ { text = "unused" } })), { agents = { external = { fake = agent } } })
+  vim.cmd.edit("calc.py")
+  local code = vim.api.nvim_get_current_buf()
+  -- Typed at once, as a person would: no waiting for the core.
+  vim.cmd("Chimera task --agent fake fix add")
+  vim.cmd("Chimera chat --agent")
+  local view = vim.api.nvim_get_current_buf()
+  h.eq(vim.api.nvim_buf_get_name(view):match("chimera://agent/.*$") ~= nil, true, "the agent's conversation opened")
+  local function text()
+    return table.concat(vim.api.nvim_buf_get_lines(view, 0, -1, false), "\n")
+  end
+  h.wait_for("its words while it works", function()
+    return text():find("Fixing add.", 1, true) and text():find("▸ Read calc.py (done)", 1, true)
+  end, 15000)
+  local id = vim.api.nvim_buf_get_name(view):match("chimera://agent/(.*)$")
+  h.eq(chimera.agent(id).state, "running", "seen while the turn goes on")
+  h.truthy(text():find("(thinking) a - b is wrong", 1, true), text())
+  h.truthy(text():find("[x] read calc.py", 1, true), "its plan: " .. text())
+  h.truthy(text():find("» fix add", 1, true), "what it was told: " .. text())
+  h.eq(chimera.agent(id).external, "fake", "the agent's name is known before the core answers")
+  h.wait_for("the proposal", function()
+    return text():find("-- proposal ready", 1, true)
+  end, 15000)
+  h.truthy(text():find("▸ Run the tests (failed)", 1, true), text())
+  h.truthy(not text():find("(thinking)", 1, true), "thoughts are not kept: " .. text())
+  -- Each line once: the finished turn is read from the agent's log.
+  local count = #vim.tbl_filter(function(l)
+    return l == "Fixing add."
+  end, vim.api.nvim_buf_get_lines(view, 0, -1, false))
+  h.eq(count, 1, "the turn shown once: " .. text())
+  h.eq(h.read(vim.fn.getcwd() .. "/calc.py"), CALC, "the disk is untouched")
+
+  -- R in the conversation: the feedback is the agent's next turn.
+  local input = vim.ui.input
+  vim.ui.input = function(_, on_answer)
+    on_answer("put b first")
+  end
+  vim.api.nvim_feedkeys("R", "x", false)
+  vim.ui.input = input
+  h.wait_for("its next turn", function()
+    return text():find("Swapped.", 1, true) and text():find("-- proposal ready", 1, true)
+  end, 15000)
+  h.truthy(text():find("» The human rejected your change with this feedback: put b first", 1, true), text())
+  vim.api.nvim_feedkeys("a", "x", false)
+  h.wait_for("the accept in the code", function()
+    return vim.api.nvim_buf_get_lines(code, 1, 2, false)[1] == "    return b + a"
+  end)
+  vim.api.nvim_feedkeys("q", "x", false)
+  h.eq(vim.api.nvim_buf_is_valid(view), false, "q closes the conversation")
+end)
+
 h.test("an unknown agent or bad agents.external options are named", function()
   h.project({ ["calc.py"] = CALC })
   local ok = require("chimera").setup({ agents = { external = { bad = { command = "opencode acp" } } } })

@@ -1,0 +1,341 @@
+//! An ACP agent's turns as the human follows them: what it was told, its
+//! words, thoughts, plan and tool calls. Each update becomes a [`Piece`]
+//! streamed to the editor; when a turn ends its lines go to the agent's
+//! log, so the conversation outlives the editor that watched it.
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallStatus,
+};
+use serde::Serialize;
+
+/// One streamed part of a turn, as the editor shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Piece {
+    /// The prompt a turn starts with.
+    Prompt { text: String },
+    /// More of the agent's reply.
+    Message { text: String },
+    /// More of its reasoning (shown while it runs, not kept).
+    Thought { text: String },
+    /// A tool call started or changed; `call` names it across updates.
+    Tool {
+        call: String,
+        title: String,
+        status: &'static str,
+    },
+    /// Its whole plan, each entry with a check box.
+    Plan { entries: Vec<String> },
+}
+
+/// Bytes of the agent's reply kept per turn: its latest, for the summary
+/// and the progress line (an agent may stream without end).
+const SAID_LIMIT: usize = 64 * 1024;
+
+/// Entries kept per turn: a turn of thousands of tool calls keeps its last.
+const ENTRIES_LIMIT: usize = 500;
+
+#[derive(Debug)]
+enum Entry {
+    Prompt(String),
+    Message(String),
+    Tool {
+        call: String,
+        title: String,
+        status: &'static str,
+    },
+}
+
+/// The turn in progress.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    entries: Vec<Entry>,
+    /// All the turn's reply text, for [`Transcript::words`].
+    said: String,
+}
+
+impl Transcript {
+    /// Starts a turn with `prompt`, forgetting the last one (its lines were
+    /// taken by [`Transcript::take_lines`]).
+    pub fn begin(&mut self, prompt: &str) -> Piece {
+        self.entries.clear();
+        self.said.clear();
+        self.entries.push(Entry::Prompt(prompt.to_owned()));
+        Piece::Prompt {
+            text: prompt.to_owned(),
+        }
+    }
+
+    /// Takes in one update; what to show of it, if anything.
+    pub fn update(&mut self, update: &SessionUpdate) -> Option<Piece> {
+        match update {
+            SessionUpdate::AgentMessageChunk(chunk) => {
+                let text = text_of(&chunk.content)?;
+                keep_latest(&mut self.said, text);
+                match self.entries.last_mut() {
+                    Some(Entry::Message(m)) => keep_latest(m, text),
+                    _ => self.push(Entry::Message(text.to_owned())),
+                }
+                Some(Piece::Message {
+                    text: text.to_owned(),
+                })
+            }
+            SessionUpdate::AgentThoughtChunk(chunk) => Some(Piece::Thought {
+                text: text_of(&chunk.content)?.to_owned(),
+            }),
+            SessionUpdate::ToolCall(call) => {
+                let piece = Piece::Tool {
+                    call: call.tool_call_id.0.to_string(),
+                    title: call.title.clone(),
+                    status: status_name(call.status),
+                };
+                self.tool(&piece);
+                Some(piece)
+            }
+            SessionUpdate::ToolCallUpdate(u) => {
+                let call = u.tool_call_id.0.to_string();
+                let known = self.entries.iter().rev().find_map(|e| match e {
+                    Entry::Tool {
+                        call: c,
+                        title,
+                        status,
+                    } if *c == call => Some((title.clone(), *status)),
+                    _ => None,
+                });
+                let (title, status) = known.unwrap_or_default();
+                let piece = Piece::Tool {
+                    call,
+                    title: u.fields.title.clone().unwrap_or(title),
+                    status: u.fields.status.map_or(status, status_name),
+                };
+                self.tool(&piece);
+                Some(piece)
+            }
+            SessionUpdate::Plan(plan) => Some(Piece::Plan {
+                entries: plan
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        let mark = match e.status {
+                            PlanEntryStatus::Completed => "[x]",
+                            PlanEntryStatus::InProgress => "[~]",
+                            _ => "[ ]",
+                        };
+                        format!("{mark} {}", e.content)
+                    })
+                    .collect(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Everything the agent replied this turn.
+    pub fn words(&self) -> &str {
+        &self.said
+    }
+
+    /// The turn as log lines: the prompt's first line after `»`, the
+    /// reply's lines, each tool call as `▸ title (status)`.
+    pub fn take_lines(&mut self) -> Vec<String> {
+        let mut lines = vec![];
+        for e in self.entries.drain(..) {
+            match e {
+                Entry::Prompt(p) => {
+                    let first = p.lines().map(str::trim).find(|l| !l.is_empty());
+                    lines.push(format!("» {}", first.unwrap_or("")));
+                }
+                Entry::Message(m) => lines.extend(
+                    m.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .map(str::to_owned),
+                ),
+                Entry::Tool { title, status, .. } => {
+                    lines.push(format!("▸ {title} ({status})"));
+                }
+            }
+        }
+        lines
+    }
+
+    fn push(&mut self, e: Entry) {
+        if self.entries.len() >= ENTRIES_LIMIT {
+            // The prompt stays: it says what the rest answers.
+            self.entries.remove(1);
+        }
+        self.entries.push(e);
+    }
+
+    /// Records a tool call's latest state in place (one line per call).
+    fn tool(&mut self, piece: &Piece) {
+        let Piece::Tool {
+            call,
+            title,
+            status,
+        } = piece
+        else {
+            return;
+        };
+        let known = self
+            .entries
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(e, Entry::Tool { call: c, .. } if c == call));
+        match known {
+            Some(Entry::Tool {
+                title: t,
+                status: s,
+                ..
+            }) => {
+                t.clone_from(title);
+                *s = status;
+            }
+            _ => self.push(Entry::Tool {
+                call: call.clone(),
+                title: title.clone(),
+                status,
+            }),
+        }
+    }
+}
+
+fn text_of(block: &ContentBlock) -> Option<&str> {
+    match block {
+        ContentBlock::Text(t) => Some(&t.text),
+        _ => None,
+    }
+}
+
+fn status_name(s: ToolCallStatus) -> &'static str {
+    match s {
+        ToolCallStatus::Pending => "pending",
+        ToolCallStatus::InProgress => "running",
+        ToolCallStatus::Completed => "done",
+        ToolCallStatus::Failed => "failed",
+        _ => "pending",
+    }
+}
+
+/// Appends `more` to `text`, dropping its oldest bytes past [`SAID_LIMIT`].
+fn keep_latest(text: &mut String, more: &str) {
+    text.push_str(more);
+    if text.len() > SAID_LIMIT {
+        let mut cut = text.len() - SAID_LIMIT;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        text.drain(..cut);
+    }
+}
+
+/// The last line of `text` with something on it, at most 120 characters.
+pub fn last_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let n = line.chars().count();
+    if n > 120 {
+        format!("…{}", line.chars().skip(n - 119).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn update(v: serde_json::Value) -> SessionUpdate {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn say(text: &str) -> SessionUpdate {
+        update(
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}),
+        )
+    }
+
+    #[test]
+    fn a_turn_becomes_lines_in_the_order_it_happened() {
+        let mut t = Transcript::default();
+        t.begin("Fix add\nThe file in question: calc.py");
+        t.update(&say("Looking at "));
+        t.update(&say("calc.py.\n"));
+        let piece = t.update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Edit calc.py", "kind": "edit", "status": "pending"})));
+        assert_eq!(
+            piece,
+            Some(Piece::Tool {
+                call: "c1".into(),
+                title: "Edit calc.py".into(),
+                status: "pending"
+            })
+        );
+        // An update names only what changed: the title is remembered.
+        let piece = t.update(&update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed"}),
+        ));
+        assert_eq!(
+            piece,
+            Some(Piece::Tool {
+                call: "c1".into(),
+                title: "Edit calc.py".into(),
+                status: "done"
+            })
+        );
+        t.update(&update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})));
+        t.update(&say("Fixed add."));
+        assert_eq!(t.words(), "Looking at calc.py.\nFixed add.");
+        assert_eq!(
+            t.take_lines(),
+            [
+                "» Fix add",
+                "Looking at calc.py.",
+                "▸ Edit calc.py (done)",
+                "Fixed add."
+            ]
+        );
+        assert!(t.take_lines().is_empty());
+    }
+
+    #[test]
+    fn a_plan_is_shown_with_its_progress() {
+        let mut t = Transcript::default();
+        let piece = t.update(&update(json!({"sessionUpdate": "plan", "entries": [
+            {"content": "read", "priority": "high", "status": "completed"},
+            {"content": "fix", "priority": "high", "status": "in_progress"},
+            {"content": "test", "priority": "low", "status": "pending"}]})));
+        assert_eq!(
+            piece,
+            Some(Piece::Plan {
+                entries: vec!["[x] read".into(), "[~] fix".into(), "[ ] test".into()]
+            })
+        );
+    }
+
+    #[test]
+    fn an_agent_that_never_stops_is_kept_to_its_latest() {
+        let mut t = Transcript::default();
+        t.begin("go");
+        for i in 0..100_000 {
+            t.update(&say(&format!("é{i} ")));
+        }
+        assert!(t.words().len() <= SAID_LIMIT, "{}", t.words().len());
+        assert!(t.words().ends_with("é99999 "));
+        for i in 0..2 * ENTRIES_LIMIT {
+            t.update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": format!("c{i}"), "title": "Read"})));
+        }
+        let lines = t.take_lines();
+        assert_eq!(lines[0], "» go");
+        assert_eq!(lines.len(), ENTRIES_LIMIT);
+    }
+
+    #[test]
+    fn progress_shows_the_line_being_said() {
+        assert_eq!(last_line("Fixing"), "Fixing");
+        assert_eq!(last_line("Fixing add.\nNow the tests\n"), "Now the tests");
+        assert_eq!(last_line(&"y".repeat(200)).chars().count(), 120);
+    }
+}
