@@ -211,6 +211,15 @@ async fn a_host_reads_writes_into_its_overlay_and_proposes_what_the_shell_accept
         said.iter().any(|s| s.contains("called propose")),
         "{said:#?}"
     );
+    // The 3 MB write, refused before it reached the core, is there too,
+    // its content shown by its size.
+    assert!(
+        said.iter().any(|s| s.contains("called write_file")
+            && s.contains("big.py")
+            && s.contains("<3000000 bytes>")
+            && s.contains("refused")),
+        "{said:#?}"
+    );
 
     // Work not proposed when the host goes away is dropped, and said so.
     ok(

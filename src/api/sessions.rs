@@ -126,6 +126,10 @@ pub(super) struct CallRequest {
     tool: String,
     #[serde(default)]
     args: Map<String, Value>,
+    /// The bridge refused the call itself (it was too large to send) and
+    /// says so, with the arguments in [`brief`]: only recorded.
+    #[serde(default)]
+    refused: Option<String>,
 }
 
 /// `POST /sessions/{id}/call`: one tool call of the session; its result,
@@ -145,7 +149,10 @@ pub(super) async fn call(
         session: &session,
         args: &req.args,
     };
-    let result = call.run(&req.tool).await;
+    let result = match &req.refused {
+        Some(why) => Err(ApiError::bad(why.clone())),
+        None => call.run(&req.tool).await,
+    };
     let output = match &result {
         Ok(_) => "ok".to_owned(),
         Err(e) => format!("refused: {}", e.1),
@@ -173,14 +180,17 @@ pub(super) async fn call(
 /// The arguments of a call as the effect log shows them: a file's content
 /// by its size, not its text.
 fn brief(args: &Map<String, Value>) -> String {
-    let shown: Map<String, Value> = args
-        .iter()
+    Value::Object(shown(args)).to_string()
+}
+
+/// `args` with every long text replaced by its size.
+pub(crate) fn shown(args: &Map<String, Value>) -> Map<String, Value> {
+    args.iter()
         .map(|(k, v)| match v {
             Value::String(s) if s.len() > 120 => (k.clone(), json!(format!("<{} bytes>", s.len()))),
             v => (k.clone(), v.clone()),
         })
-        .collect();
-    Value::Object(shown).to_string()
+        .collect()
 }
 
 /// `DELETE /sessions/{id}`: the host went away; what it wrote and did not

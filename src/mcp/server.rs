@@ -182,15 +182,20 @@ impl Bridge {
         args: Map<String, Value>,
     ) -> Result<String, String> {
         let session = self.session(client).await.map_err(say)?;
-        let body = json!({ "tool": tool, "args": args });
-        // Said here: the core would refuse it unread, and the socket
-        // close can beat its answer.
+        let mut body = json!({ "tool": tool, "args": args });
+        // Refused here: the core would refuse it unread, and the socket
+        // close can beat its answer. The core is told, with the contents
+        // by their size, so the refusal is in the effect log too.
         let size = body.to_string().len() as u64;
         if size > crate::api::routes::BODY_LIMIT {
-            return Err(format!(
-                "the call is {size} bytes; at most {} are taken (files up to sync.max_file_bytes)",
-                crate::api::routes::BODY_LIMIT
-            ));
+            body = json!({
+                "tool": tool,
+                "args": crate::api::sessions::shown(&args),
+                "refused": format!(
+                    "the call is {size} bytes; at most {} are taken (files up to sync.max_file_bytes)",
+                    crate::api::routes::BODY_LIMIT
+                ),
+            });
         }
         let answer = self
             .core
