@@ -1,7 +1,7 @@
 --- `:Chimera agents`: a window listing every agent (state, task, age,
---- files, summary or error, else the last line it logged), live-updated,
---- with keys to act on the agent under the cursor (<CR>: its
---- conversation). A view of `state.agents`.
+--- files, summary or error, else what it is doing or the last line it
+--- logged), live-updated, with keys to act on the agent under the cursor
+--- (<CR>: its conversation). A view of `state.agents`.
 local state = require("chimera.state")
 
 local M = {}
@@ -11,7 +11,8 @@ local view -- { buf, win, ids = { line -> agent id } }
 local function line_for(a)
   local files = table.concat(a.changed_files or {}, ", ")
   local log = a.log or {}
-  local detail = (a.error or a.summary or (log[#log] and ("log: " .. log[#log])) or ""):gsub("\n.*", "")
+  local working = a.state == "running" and state.progress[a.id]
+  local detail = (a.error or a.summary or working or (log[#log] and ("log: " .. log[#log])) or ""):gsub("\n.*", "")
   return ("%s  %-10s %4s  %s%s%s"):format(
     a.id,
     a.state .. (a.conflicted and "!" or ""),
@@ -20,6 +21,20 @@ local function line_for(a)
     files ~= "" and ("  [" .. files .. "]") or "",
     detail ~= "" and ("  — " .. detail) or ""
   )
+end
+
+local soon = false
+
+--- Redraws the window at the next tick, once however many progress
+--- lines arrive before it.
+function M.refresh_soon()
+  if view and not soon then
+    soon = true
+    vim.schedule(function()
+      soon = false
+      M.refresh()
+    end)
+  end
 end
 
 --- Redraws the window if it is open.

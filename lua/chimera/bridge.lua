@@ -166,6 +166,7 @@ end
 
 function handlers.progress(msg)
   state.progress[msg.id] = msg.message
+  require("chimera.agents_view").refresh_soon()
   if state.config and state.config.ui.progress then
     vim.api.nvim_echo({ { ("chimera %s: %s"):format(msg.id, msg.message), "ChimeraHint" } }, false, {})
   end

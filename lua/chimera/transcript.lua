@@ -45,7 +45,8 @@ local function lines_of(id)
     if item.kind == "prompt" then
       add("» " .. (vim.split(vim.trim(item.text), "\n", { plain = true })[1] or ""), "ChimeraHint")
     elseif item.kind == "message" then
-      add(item.text)
+      -- As the log keeps it: no empty lines around the words.
+      add((item.text:gsub("^%s*\n", ""):gsub("\n%s*$", "")))
     elseif item.kind == "thought" then
       add("(thinking) " .. item.text:gsub("\n", " "), "Comment")
     elseif item.kind == "tool" then

@@ -147,6 +147,22 @@ h.test("the agent's conversation streams into its chat buffer; R there is its ne
   h.truthy(text():find("[x] read calc.py", 1, true), "its plan: " .. text())
   h.truthy(text():find("» fix add", 1, true), "what it was told: " .. text())
   h.eq(chimera.agent(id).external, "fake", "the agent's name is known before the core answers")
+  -- The agents window says what it is doing; <CR> there opens the same view.
+  vim.cmd("Chimera agents")
+  local list = vim.api.nvim_get_current_buf()
+  local row
+  h.wait_for("what it does in the agents window", function()
+    for i, l in ipairs(vim.api.nvim_buf_get_lines(list, 0, -1, false)) do
+      if l:find(id, 1, true) and l:find("— Read calc.py…", 1, true) then
+        row = i
+        return true
+      end
+    end
+  end)
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
+  h.eq(vim.api.nvim_get_current_buf(), view, "<CR> went to the agent's conversation")
+  vim.api.nvim_win_close(vim.fn.win_findbuf(list)[1], true)
   h.wait_for("the proposal", function()
     return text():find("-- proposal ready", 1, true)
   end, 15000)
