@@ -143,8 +143,23 @@ pub struct LlmConfig {
     /// names (`*0.5b*`), matched without regard to case; an exact name
     /// wins over globs, and globs are tried in name order.
     pub edit_forms: std::collections::BTreeMap<String, EditFormSetting>,
-    /// Context window in tokens, used when the server does not report it.
+    /// Context window in tokens, used when the server does not report it;
+    /// with Ollama, the window asked for (`num_ctx`), at most the model's.
     pub context_tokens: u32,
+    /// How long Ollama keeps the model loaded after a request (`"30m"`,
+    /// seconds as a number, `-1`: for ever); `None`: Ollama's default.
+    pub keep_alive: Option<serde_json::Value>,
+    /// Sampling options passed as they are: Ollama's `options`
+    /// (`num_gpu`, `top_k`…), top-level fields for OpenAI-compatible
+    /// servers (`top_p`, `seed`…). They win over Chimera's own.
+    pub options: serde_json::Map<String, serde_json::Value>,
+    /// More top-level fields of every chat request (`reasoning`,
+    /// `chat_template_kwargs`…); never one Chimera sets itself.
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// Headers of every request to the server (Azure's `api-key`,
+    /// OpenRouter's `HTTP-Referer`); `${VAR}` in a value is read from the
+    /// environment.
+    pub headers: std::collections::BTreeMap<String, String>,
     /// Ask for JSON `{summary, code}` with the server's constrained output
     /// (llama.cpp `response_format`) for the definitions form.
     pub json_output: bool,
@@ -257,6 +272,10 @@ impl Default for LlmConfig {
             edit_form: EditFormSetting::Auto,
             edit_forms: Default::default(),
             context_tokens: 8192,
+            keep_alive: Some(serde_json::json!("30m")),
+            options: Default::default(),
+            extra_body: Default::default(),
+            headers: Default::default(),
             json_output: false,
         }
     }

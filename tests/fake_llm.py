@@ -69,6 +69,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.endswith("/api/show"):
+            # Ollama's model details: not a chat turn, not in the script.
+            self.send(200, "application/json", json.dumps({"model_info": {"qwen2.context_length": 32768}}))
+            return
         if args.log:
             with lock, open(args.log, "a") as f:
                 f.write(json.dumps(body) + "\n")

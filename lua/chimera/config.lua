@@ -37,8 +37,24 @@ M.defaults = {
     -- to a form, e.g. { ["qwen2.5-coder:7b"] = "definitions", ["*0.5b*"] = "program" }.
     edit_forms = {},
     -- Context window in tokens when the server does not report it
-    -- (llama.cpp /props and Ollama /api/show are asked first).
+    -- (llama.cpp /props is asked first). Ollama runs a model with the
+    -- window a request asks for: this one (sent as num_ctx), or the
+    -- model's own when smaller.
     context_tokens = 8192,
+    -- How long Ollama keeps the model loaded after a request ("30m", a
+    -- number of seconds, -1 for ever; false: Ollama's default).
+    keep_alive = "30m",
+    -- Passed as they are: Ollama's `options` ({ num_gpu = 20, top_k = 40 }),
+    -- top-level sampling fields for OpenAI-compatible servers
+    -- ({ top_p = 0.9, seed = 1 }). They win over Chimera's own.
+    options = {},
+    -- More top-level fields of every chat request, e.g.
+    -- { reasoning = { effort = "low" } }; never a field Chimera sets.
+    extra_body = {},
+    -- Headers of every request, e.g. { ["api-key"] = "${AZURE_OPENAI_KEY}" }
+    -- (Azure) or { ["HTTP-Referer"] = "…" } (OpenRouter); ${VAR} is read
+    -- from the environment.
+    headers = {},
     -- Ask for JSON {summary, code} through the server's constrained output
     -- (llama.cpp response_format, Ollama format) in the definitions form.
     json_output = false,
@@ -368,8 +384,71 @@ local function check_test_command(command)
   )
 end
 
+-- Fields of a chat request Chimera sets itself (llm.extra_body may not).
+local own_fields = {
+  model = true,
+  messages = true,
+  stream = true,
+  options = true,
+  format = true,
+  tools = true,
+  tool_choice = true,
+  response_format = true,
+  keep_alive = true,
+}
+
+-- `llm.options` / `llm.extra_body`: a table of fields by name.
+local function check_fields(path)
+  return function(fields)
+    if type(fields) ~= "table" or (vim.islist(fields) and #fields > 0) then
+      return ("chimera: option `%s` must be a table of fields by name, e.g. { top_p = 0.9 }"):format(path)
+    end
+    for k in pairs(fields) do
+      if type(k) ~= "string" then
+        return ("chimera: option `%s` must be keyed by field names"):format(path)
+      end
+      if path == "llm.extra_body" and own_fields[k] then
+        return ("chimera: option `llm.extra_body.%s`: Chimera sets `%s` itself%s"):format(
+          k,
+          k,
+          k == "keep_alive" and " (use llm.keep_alive)" or (k == "options" and " (use llm.options)" or "")
+        )
+      end
+    end
+  end
+end
+
+-- `llm.headers`: header name -> value.
+local function check_headers(headers)
+  if type(headers) ~= "table" then
+    return "chimera: option `llm.headers` must be a table of header name -> value"
+  end
+  for k, v in pairs(headers) do
+    if type(k) ~= "string" or not k:match("^[%w!#$%%&'*+.^_`|~-]+$") then
+      return ("chimera: option `llm.headers`: %s is not a header name"):format(vim.inspect(k))
+    end
+    if type(v) ~= "string" or v:find("[\r\n]") then
+      return ("chimera: option `llm.headers[%q]` must be a string on one line"):format(k)
+    end
+  end
+end
+
+-- `llm.keep_alive`: a duration, a number of seconds, or false.
+local function check_keep_alive(v)
+  if v == false or type(v) == "string" or (type(v) == "number" and v == math.floor(v)) then
+    return nil
+  end
+  return ('chimera: option `llm.keep_alive` must be a duration like "30m", a whole number of seconds (-1: for ever) or false, got %s'):format(
+    vim.inspect(v)
+  )
+end
+
 -- Options that are tables keyed by the user's own names, checked whole.
 local maps = {
+  ["llm.options"] = check_fields("llm.options"),
+  ["llm.extra_body"] = check_fields("llm.extra_body"),
+  ["llm.headers"] = check_headers,
+  ["llm.keep_alive"] = check_keep_alive,
   ["tests.command"] = check_test_command,
   ["mcp.servers"] = check_servers,
   ["agents.external"] = check_external,
@@ -496,7 +575,14 @@ end
 function M.to_json(config)
   return vim.json.encode({
     root = config.root and vim.fn.expand(config.root) or nil,
-    llm = vim.tbl_extend("force", config.llm, { edit_forms = map_json(config.llm.edit_forms) }),
+    llm = vim.tbl_extend("force", config.llm, {
+      edit_forms = map_json(config.llm.edit_forms),
+      options = map_json(config.llm.options),
+      extra_body = map_json(config.llm.extra_body),
+      headers = map_json(config.llm.headers),
+      -- false: not sent, Ollama's default applies.
+      keep_alive = config.llm.keep_alive == false and vim.NIL or config.llm.keep_alive,
+    }),
     agents = vim.tbl_extend("force", config.agents, { external = servers_json(config.agents.external) }),
     sync = config.sync,
     remora = config.remora,

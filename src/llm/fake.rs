@@ -28,12 +28,16 @@ pub enum Reply {
     Html(String),
     /// Accept the request and never answer.
     Hang,
+    /// 429 with `Retry-After: {0}`.
+    RetryAfter(String),
 }
 
 /// A running fake server; dropped, it stops.
 pub struct FakeServer {
     pub url: String,
     pub requests: Arc<Mutex<Vec<String>>>,
+    /// The header lines of each scripted request, in `requests`' order.
+    pub heads: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -57,25 +61,32 @@ impl FakeServer {
             .expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let heads = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(script.into_iter()));
-        let reqs = requests.clone();
+        let (reqs, hds) = (requests.clone(), heads.clone());
         let task = tokio::spawn(async move {
             loop {
                 let Ok((mut sock, _)) = listener.accept().await else {
                     return;
                 };
-                let reqs = reqs.clone();
+                let (reqs, hds) = (reqs.clone(), hds.clone());
                 let script = script.clone();
                 tokio::spawn(async move {
-                    let Some(body) = read_request(&mut sock).await else {
+                    let Some((head, body)) = read_request(&mut sock).await else {
                         return;
                     };
-                    // Metadata requests (/props, /models) are not part of the script.
-                    if body.starts_with("get ") {
+                    // Metadata requests (/props, /models, Ollama's /api/show)
+                    // are not part of the script.
+                    if body.starts_with("get ") || body.starts_with("post /api/show") {
                         let reply = match n_ctx {
                             Some(n) if body.starts_with("get /props") => Reply::Status(
                                 200,
                                 serde_json::json!({"default_generation_settings": {"n_ctx": n}})
+                                    .to_string(),
+                            ),
+                            Some(n) if body.starts_with("post /api/show") => Reply::Status(
+                                200,
+                                serde_json::json!({"model_info": {"qwen2.context_length": n}})
                                     .to_string(),
                             ),
                             _ => Reply::Status(404, "not found".into()),
@@ -84,6 +95,7 @@ impl FakeServer {
                         return;
                     }
                     reqs.lock().unwrap().push(body);
+                    hds.lock().unwrap().push(head);
                     let reply = script.lock().unwrap().next();
                     let reply = reply.unwrap_or(Reply::Status(500, "script exhausted".into()));
                     let _ = write_reply(&mut sock, reply).await;
@@ -93,12 +105,14 @@ impl FakeServer {
         Self {
             url: format!("http://{addr}"),
             requests,
+            heads,
             task,
         }
     }
 }
 
-async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
+/// The request's header lines (lowercased), and its first line and body.
+async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, String)> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     loop {
@@ -122,10 +136,8 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
                 buf.extend_from_slice(&tmp[..n]);
             }
             let first = head.lines().next().unwrap_or("").to_owned();
-            return Some(format!(
-                "{first}\n{}",
-                String::from_utf8_lossy(&buf[end + 4..])
-            ));
+            let body = format!("{first}\n{}", String::from_utf8_lossy(&buf[end + 4..]));
+            return Some((head, body));
         }
     }
 }
@@ -141,6 +153,7 @@ fn chunks(text: &str) -> Vec<String> {
 }
 
 async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io::Result<()> {
+    let mut extra = String::new();
     let (status, ctype, body, close_early) = match reply {
         Reply::OpenaiStream(text) => {
             let mut body = String::new();
@@ -181,6 +194,10 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
             (200, "text/event-stream", format!("data: {v}\n\n"), true)
         }
         Reply::Status(code, body) => (code, "text/plain", body, false),
+        Reply::RetryAfter(wait) => {
+            extra = format!("retry-after: {wait}\r\n");
+            (429, "text/plain", "slow down".to_owned(), false)
+        }
         Reply::Html(body) => (200, "text/html; charset=utf-8", body, false),
         Reply::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -200,7 +217,7 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
         return sock.shutdown().await;
     }
     let head = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
         body.len()
     );
     sock.write_all(head.as_bytes()).await?;

@@ -110,7 +110,12 @@ pub enum LlmError {
     #[error("the LLM server at {url} did not answer within {ms} ms (llm.timeout_ms)")]
     Timeout { url: String, ms: u64 },
     #[error("the LLM server answered HTTP {status}: {body}")]
-    Status { status: u16, body: String },
+    Status {
+        status: u16,
+        body: String,
+        /// How long the server asked to be left alone (`Retry-After`).
+        retry_after: Option<Duration>,
+    },
     #[error("the LLM server sent a reply Chimera cannot read: {0}")]
     BadReply(String),
     #[error("the LLM reply was empty")]
@@ -121,6 +126,8 @@ pub enum LlmError {
     NotTheApi { url: String, title: String },
     #[error("environment variable `{0}` (llm.api_key_env) is not set")]
     MissingKey(String),
+    #[error("llm.headers[{name:?}]: {problem}")]
+    BadHeader { name: String, problem: String },
     #[error("cancelled")]
     Cancelled,
     #[error("cannot build the HTTP client: {0}")]
@@ -144,6 +151,8 @@ pub struct LlmClient {
     http: reqwest::Client,
     config: LlmConfig,
     api_key: Option<String>,
+    /// `llm.headers`, their `${VAR}`s read.
+    headers: reqwest::header::HeaderMap,
     /// The server's context window, asked once.
     window: std::sync::Arc<tokio::sync::OnceCell<Option<u32>>>,
 }
@@ -198,10 +207,12 @@ impl LlmClient {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| LlmError::Client(e.to_string()))?;
+        let headers = headers(&config.headers, |var| std::env::var(var).ok())?;
         Ok(Self {
             http,
             config: config.clone(),
             api_key,
+            headers,
             window: Default::default(),
         })
     }
@@ -264,7 +275,15 @@ impl LlmClient {
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_transient() && attempt < self.config.max_retries => {
                     attempt += 1;
-                    let backoff = Duration::from_millis(200 * (1 << attempt.min(6)));
+                    let backoff = match e {
+                        // The server said when; a minute at most, as a
+                        // human waits for an answer.
+                        LlmError::Status {
+                            retry_after: Some(wait),
+                            ..
+                        } => wait.min(Duration::from_secs(60)),
+                        _ => Duration::from_millis(200 * (1 << attempt.min(6))),
+                    };
                     tokio::select! {
                         _ = cancel.cancelled() => return Err(LlmError::Cancelled),
                         _ = tokio::time::sleep(backoff) => {}
@@ -288,8 +307,9 @@ impl LlmClient {
     }
 
     /// The model's context window in tokens as the server reports it
-    /// (llama.cpp `/props`, Ollama `/api/show`), else `llm.context_tokens`.
-    /// Asked once per client.
+    /// (llama.cpp `/props`), else `llm.context_tokens`. Ollama runs a
+    /// model with the window a request asks for: `llm.context_tokens`, or
+    /// the model's own (`/api/show`) when smaller. Asked once per client.
     pub async fn context_window(&self) -> u32 {
         let asked = self
             .window
@@ -306,7 +326,18 @@ impl LlmClient {
                     .flatten()
             })
             .await;
-        asked.unwrap_or(self.config.context_tokens)
+        let configured = self.config.context_tokens;
+        match (self.config.provider, *asked) {
+            // The user's own num_ctx is what Ollama will run with.
+            (Provider::Ollama, model) if self.config.options.contains_key("num_ctx") => {
+                let theirs = self.config.options["num_ctx"]
+                    .as_u64()
+                    .map_or(configured, |n| n.min(u32::MAX as u64) as u32);
+                model.map_or(theirs, |m| m.min(theirs))
+            }
+            (Provider::Ollama, Some(model)) => model.min(configured),
+            (_, asked) => asked.unwrap_or(configured),
+        }
     }
 
     /// Whether the server is llama.cpp (it answered `/props`).
@@ -348,7 +379,7 @@ impl LlmClient {
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
-        req
+        req.headers(self.headers.clone())
     }
 
     fn send_error(&self, e: reqwest::Error) -> LlmError {
@@ -411,9 +442,25 @@ async fn api_answer(
 /// Reads an error response into [`LlmError::Status`], body capped.
 async fn status_error(resp: reqwest::Response) -> LlmError {
     let status = resp.status().as_u16();
+    // Seconds; the HTTP-date form is rare from LLM servers and read as none.
+    let retry_after = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64);
     let mut body = resp.text().await.unwrap_or_default();
-    body.truncate(500);
-    LlmError::Status { status, body }
+    let mut end = body.len().min(500);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    body.truncate(end);
+    LlmError::Status {
+        status,
+        body,
+        retry_after,
+    }
 }
 
 /// Sends a metadata request (model list) and reads its JSON answer.
@@ -426,6 +473,63 @@ async fn send_json(
     resp.json()
         .await
         .map_err(|e| LlmError::BadReply(e.to_string()))
+}
+
+/// `llm.headers` as sent: each `${VAR}` in a value replaced by the
+/// variable `lookup` finds.
+fn headers(
+    wanted: &std::collections::BTreeMap<String, String>,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<reqwest::header::HeaderMap, LlmError> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let mut out = reqwest::header::HeaderMap::new();
+    for (name, value) in wanted {
+        let bad = |problem: String| LlmError::BadHeader {
+            name: name.clone(),
+            problem,
+        };
+        let mut text = String::new();
+        let mut rest = value.as_str();
+        while let Some(start) = rest.find("${") {
+            let Some(len) = rest[start..].find('}') else {
+                return Err(bad("a `${` without its `}`".into()));
+            };
+            let var = &rest[start + 2..start + len];
+            text.push_str(&rest[..start]);
+            text.push_str(
+                &lookup(var)
+                    .ok_or_else(|| bad(format!("environment variable `{var}` is not set")))?,
+            );
+            rest = &rest[start + len + 1..];
+        }
+        text.push_str(rest);
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| bad("not a valid header name".into()))?;
+        let mut value =
+            HeaderValue::from_str(&text).map_err(|_| bad("not a valid header value".into()))?;
+        value.set_sensitive(true);
+        out.insert(header, value);
+    }
+    Ok(out)
+}
+
+/// Merges `llm.options` and `llm.extra_body` into a request `body`:
+/// options into `options_at` (`None`: the top level), extra fields at the
+/// top level.
+fn pass_through(body: &mut serde_json::Value, config: &LlmConfig, options_at: Option<&str>) {
+    let target = match options_at {
+        Some(key) => &mut body[key],
+        None => &mut *body,
+    };
+    if let Some(obj) = target.as_object_mut() {
+        obj.extend(config.options.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    if let Some(obj) = body.as_object_mut() {
+        for (k, v) in &config.extra_body {
+            // Never one Chimera set: the request would not be its own.
+            obj.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
 }
 
 /// The string field `key` of every object in the array `list`.

@@ -15,18 +15,29 @@ pub(super) async fn chat(
     on_delta: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<Reply, LlmError> {
     let cfg = client.config();
+    // Ollama runs the model with the window asked for (its own default is
+    // small): ask for the one prompts are sized to.
+    let num_ctx = client.context_window().await;
     let mut body = json!({
         "model": cfg.model,
         "messages": messages.iter().map(wire_message).collect::<Vec<_>>(),
         "stream": cfg.stream,
-        "options": { "temperature": opts.temperature.unwrap_or(cfg.temperature), "num_predict": opts.reply_tokens(cfg.max_tokens) },
+        "options": {
+            "temperature": opts.temperature.unwrap_or(cfg.temperature),
+            "num_predict": opts.reply_tokens(cfg.max_tokens),
+            "num_ctx": num_ctx,
+        },
     });
+    if let Some(keep) = &cfg.keep_alive {
+        body["keep_alive"] = keep.clone();
+    }
     if let Some(schema) = &opts.json_schema {
         body["format"] = schema.clone();
     }
     if let Some(tools) = &opts.tools {
         body["tools"] = tools.clone();
     }
+    super::pass_through(&mut body, cfg, Some("options"));
     let resp = client
         .request(reqwest::Method::POST, "api/chat")
         .json(&body)

@@ -32,6 +32,7 @@ pub(super) async fn chat(
         body["tools"] = tools.clone();
         body["tool_choice"] = json!("auto");
     }
+    super::pass_through(&mut body, cfg, None);
     let resp = client
         .request(reqwest::Method::POST, "chat/completions")
         .json(&body)

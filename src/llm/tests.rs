@@ -1,5 +1,6 @@
 use super::fake::{FakeServer, Reply};
 use super::*;
+use serde_json::json;
 
 fn client(provider: Provider, url: &str, stream: bool) -> LlmClient {
     LlmClient::new(&LlmConfig {
@@ -198,4 +199,113 @@ async fn the_context_window_is_asked_from_the_server_once_else_configured() {
         1234,
         "no /props: the configured window"
     );
+}
+
+/// The JSON body of scripted request `i`.
+fn body_of(server: &FakeServer, i: usize) -> serde_json::Value {
+    let req = server.requests.lock().unwrap()[i].clone();
+    serde_json::from_str(req.split_once('\n').unwrap().1).unwrap()
+}
+
+#[tokio::test]
+async fn ollama_is_asked_for_the_window_prompts_are_sized_to_and_to_keep_the_model() {
+    // The model could take 32k tokens: Ollama is asked for the configured
+    // 8192, which is what prompts are sized to.
+    let server =
+        FakeServer::start_with_window(vec![Reply::OllamaStream("ok".into())], Some(32_768)).await;
+    let c = client(Provider::Ollama, &server.url, true);
+    assert_eq!(chat(&c).await.unwrap(), "ok");
+    let body = body_of(&server, 0);
+    assert_eq!(body["options"]["num_ctx"], 8192, "{body}");
+    assert_eq!(body["keep_alive"], "30m", "{body}");
+    assert_eq!(c.context_window().await, 8192);
+
+    // A model with a smaller window than configured: its own.
+    let server =
+        FakeServer::start_with_window(vec![Reply::OllamaStream("ok".into())], Some(2048)).await;
+    let c = client(Provider::Ollama, &server.url, true);
+    chat(&c).await.unwrap();
+    assert_eq!(body_of(&server, 0)["options"]["num_ctx"], 2048);
+
+    // The user's own num_ctx and options win; keep_alive can be left out.
+    let server =
+        FakeServer::start_with_window(vec![Reply::OllamaStream("ok".into())], Some(32_768)).await;
+    let mut c = client(Provider::Ollama, &server.url, true);
+    c.config.options =
+        serde_json::from_value(json!({"num_ctx": 16384, "top_k": 5, "temperature": 0.9})).unwrap();
+    c.config.keep_alive = None;
+    chat(&c).await.unwrap();
+    let body = body_of(&server, 0);
+    assert_eq!(body["options"]["num_ctx"], 16384, "{body}");
+    assert_eq!(body["options"]["top_k"], 5);
+    assert_eq!(body["options"]["temperature"], 0.9);
+    assert!(body.get("keep_alive").is_none(), "{body}");
+    assert_eq!(c.context_window().await, 16384, "prompts sized to it too");
+}
+
+#[tokio::test]
+async fn options_extra_fields_and_headers_reach_an_openai_server() {
+    let server = FakeServer::start(vec![Reply::OpenaiJson("ok".into())]).await;
+    let mut cfg = client(Provider::Openai, &server.url, false).config.clone();
+    cfg.options = serde_json::from_value(json!({"top_p": 0.5, "temperature": 0.0})).unwrap();
+    cfg.extra_body = serde_json::from_value(
+        json!({"reasoning": {"effort": "low"}, "model": "not-this-one", "messages": []}),
+    )
+    .unwrap();
+    std::env::set_var("CHIMERA_TEST_AZURE_KEY", "s3cret");
+    cfg.headers = [
+        ("api-key".to_owned(), "${CHIMERA_TEST_AZURE_KEY}".to_owned()),
+        ("HTTP-Referer".to_owned(), "https://chimera.dev".to_owned()),
+    ]
+    .into();
+    let c = LlmClient::new(&cfg).unwrap();
+    assert_eq!(chat(&c).await.unwrap(), "ok");
+    let body = body_of(&server, 0);
+    assert_eq!(body["top_p"], 0.5);
+    assert_eq!(body["temperature"], 0.0, "options win over Chimera's own");
+    assert_eq!(body["reasoning"]["effort"], "low");
+    assert_eq!(body["model"], "m", "extra fields never replace Chimera's");
+    assert_eq!(body["messages"][0]["content"], "hi");
+    let head = server.heads.lock().unwrap()[0].clone();
+    assert!(head.contains("api-key: s3cret"), "{head}");
+    assert!(head.contains("http-referer: https://chimera.dev"), "{head}");
+}
+
+#[test]
+fn a_header_naming_an_unset_variable_or_a_bad_value_is_refused_by_name() {
+    let cfg = |value: &str| LlmConfig {
+        headers: [("api-key".to_owned(), value.to_owned())].into(),
+        ..LlmConfig::default()
+    };
+    let err = LlmClient::new(&cfg("${CHIMERA_TEST_SURELY_UNSET}"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("api-key") && err.contains("CHIMERA_TEST_SURELY_UNSET"),
+        "{err}"
+    );
+    let err = LlmClient::new(&cfg("${OPEN")).err().unwrap().to_string();
+    assert!(err.contains("without its `}`"), "{err}");
+    let err = LlmClient::new(&cfg("line\nbreak"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("not a valid header value"), "{err}");
+}
+
+#[tokio::test]
+async fn a_429_waits_as_long_as_retry_after_says() {
+    let server = FakeServer::start(vec![
+        Reply::RetryAfter("1".into()),
+        Reply::OpenaiJson("after the wait".into()),
+    ])
+    .await;
+    let c = client(Provider::Openai, &server.url, false);
+    let start = std::time::Instant::now();
+    assert_eq!(chat(&c).await.unwrap(), "after the wait");
+    let waited = start.elapsed();
+    // The backoff alone would be 400 ms.
+    assert!(waited >= Duration::from_millis(950), "{waited:?}");
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
 }

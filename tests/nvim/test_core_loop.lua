@@ -197,4 +197,44 @@ h.test("llm.edit_forms: per-model forms are checked and reach the core as a map"
   h.eq(chimera.setup({ llm = { edit_forms = { ["*0.5b*"] = "program" } } }), true, "the core takes it")
 end)
 
+h.test("llm.options, extra_body, headers and keep_alive are checked and reach an Ollama server", function()
+  local config = require("chimera.config")
+  local function refused(opts, want)
+    local _, err = config.resolve({ llm = opts })
+    h.truthy(err and err:find(want, 1, true), want .. " in: " .. tostring(err))
+  end
+  refused({ extra_body = { model = "other" } }, "Chimera sets `model` itself")
+  refused({ extra_body = { keep_alive = 1 } }, "use llm.keep_alive")
+  refused({ options = { 1, 2 } }, "`llm.options` must be a table of fields by name")
+  refused({ headers = { ["api-key"] = "a\nb" } }, "on one line")
+  refused({ headers = { ["bad name"] = "x" } }, "is not a header name")
+  refused({ keep_alive = {} }, "`llm.keep_alive` must be a duration")
+  local empty = vim.json.decode(config.to_json(config.resolve({})))
+  h.eq(vim.json.encode(empty.llm.options), "{}", "an empty map stays an object")
+  h.eq(empty.llm.keep_alive, "30m")
+
+  h.project({ ["calc.py"] = "def add(a, b):\n    return a - b\n" })
+  local url, log = h.fake_llm({ { text = "def add(a, b):\n    return a + b\n" } })
+  h.setup(url, {
+    llm = {
+      provider = "ollama",
+      url = url,
+      context_tokens = 4096,
+      keep_alive = false,
+      options = { top_k = 5 },
+      extra_body = { think = false },
+      headers = { ["X-Title"] = "chimera tests" },
+      edit_form = "definitions",
+    },
+  })
+  vim.cmd.edit("calc.py")
+  local id = chimera.spawn("fix add")
+  chimera.wait(id, 15000)
+  local body = vim.json.decode(vim.split(h.read(log), "\n", { trimempty = true })[1])
+  h.eq(body.options.num_ctx, 4096, "Ollama is asked for the window prompts are sized to")
+  h.eq(body.options.top_k, 5)
+  h.eq(body.think, false)
+  h.eq(body.keep_alive, nil, "keep_alive = false leaves Ollama's default")
+end)
+
 h.finish()
