@@ -185,11 +185,7 @@ pub enum ToEditor {
         question: String,
     },
     /// Answer to [`ToCore::CheckLlm`].
-    LlmStatus {
-        ok: bool,
-        message: String,
-        models: Vec<String>,
-    },
+    LlmStatus(crate::llm::health::Health),
     /// Something the user should know.
     Notify { level: Level, message: String },
     /// The topology changed (for one file, or `None`: all of it).

@@ -1069,40 +1069,16 @@ async fn finish_agent(
 }
 
 async fn check_llm(core: &Core) {
-    let msg = match &core.llm {
-        Err(e) => ToEditor::LlmStatus {
+    let health = match &core.llm {
+        Err(e) => crate::llm::health::Health {
             ok: false,
+            warning: false,
             message: e.clone(),
             models: vec![],
         },
-        Ok(llm) => match llm.models().await {
-            Ok(models) => {
-                let want = &core.config.llm.model;
-                let present = models
-                    .iter()
-                    .any(|m| m == want || m.starts_with(&format!("{want}:")) || models.len() == 1);
-                ToEditor::LlmStatus {
-                    ok: present,
-                    message: if present {
-                        format!("{} answers and serves model `{want}`", core.config.llm.url)
-                    } else {
-                        format!(
-                            "{} answers but has no model `{want}` (it has: {})",
-                            core.config.llm.url,
-                            models.join(", ")
-                        )
-                    },
-                    models,
-                }
-            }
-            Err(e) => ToEditor::LlmStatus {
-                ok: false,
-                message: e.to_string(),
-                models: vec![],
-            },
-        },
+        Ok(llm) => crate::llm::health::check(llm).await,
     };
-    core.sink.send(msg);
+    core.sink.send(ToEditor::LlmStatus(health));
 }
 
 #[cfg(test)]

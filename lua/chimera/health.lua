@@ -117,22 +117,32 @@ function M.check()
   M.check_acp(h, state.config)
 
   h.start("Chimera: LLM server")
-  if not (lib and state.root) then
-    h.info("start the core (:Chimera start) to check the LLM server")
+  if not lib then
+    h.info("the library is needed to check the LLM server")
     return
   end
-  state.llm_status = nil
-  local ok_send = pcall(lib.check_llm)
-  if ok_send then
-    vim.wait(7000, function()
-      return state.llm_status ~= nil
-    end, 20)
+  local st
+  if state.root and lib.running() then
+    -- The core's own options (a project's .chimera/config.json included).
+    state.llm_status = nil
+    if pcall(lib.check_llm) then
+      vim.wait(10000, function()
+        return state.llm_status ~= nil
+      end, 20)
+    end
+    st = state.llm_status
+  else
+    local ok, res = pcall(lib.check_llm_now, require("chimera.config").to_json(state.config or require("chimera.config").resolve({})))
+    st = ok and res or { ok = false, message = tostring(res), models = {} }
   end
-  local st = state.llm_status
   if not st then
     h.error("no answer from the core while checking the LLM server")
+  elseif st.ok and st.warning then
+    h.warn(st.message, { "set llm.model to the name of the model the server runs" })
   elseif st.ok then
     h.ok(st.message)
+  elseif st.models and #st.models > 0 then
+    h.error(st.message, { "set llm.model to one of: " .. table.concat(st.models, ", ") })
   else
     h.error(st.message, {
       "start the server (make demo starts a local llama.cpp server), or set llm.url / llm.model in setup()",

@@ -4,6 +4,7 @@
 
 #[doc(hidden)]
 pub mod fake;
+pub mod health;
 mod ollama;
 mod openai;
 

@@ -335,6 +335,31 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         "check_llm",
         lua.create_function(|_, ()| send(ToCore::CheckLlm))?,
     )?;
+    // check_llm_now(config_json) -> {ok, warning, message, models}: the
+    // same check without a core (`:checkhealth` before `:Chimera start`);
+    // blocks for at most a few seconds.
+    t.set(
+        "check_llm_now",
+        lua.create_function(|lua, config_json: String| {
+            let config = Config::from_json(&config_json).map_err(|e| {
+                mlua::Error::external(format!("Chimera: invalid configuration: {e}"))
+            })?;
+            let health = match crate::llm::LlmClient::new(&config.llm) {
+                Err(e) => crate::llm::health::Health {
+                    ok: false,
+                    warning: false,
+                    message: e.to_string(),
+                    models: vec![],
+                },
+                Ok(client) => tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| mlua::Error::external(format!("Chimera: no runtime: {e}")))?
+                    .block_on(crate::llm::health::check(&client)),
+            };
+            mlua::LuaSerdeExt::to_value(lua, &health)
+        })?,
+    )?;
     t.set(
         "stop",
         lua.create_function(|_, ()| {

@@ -163,6 +163,34 @@ h.test(":checkhealth chimera reports the library, database and LLM", function()
   h.truthy(text:find("the core's messages held the main thread at most [%d.]+ ms %(median [%d.]+ ms%) over %d+ deliveries"), text)
 end)
 
+h.test(":checkhealth chimera checks the LLM server and model before any start, by the model's exact name", function()
+  h.project({ ["a.py"] = "x = 1\n" })
+  local url = h.fake_llm({ { text = "x" } })
+  local function health()
+    vim.cmd("checkhealth chimera")
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    vim.cmd("bwipeout")
+    return text
+  end
+  h.setup(url)
+  local text = health()
+  h.truthy(text:find("answers and serves model `fake-model`", 1, true), text)
+  h.eq(chimera.status().started, false, "checkhealth started no core")
+  -- The server lists one model: another name is not taken for it.
+  h.setup(url, { llm = { model = "fake-model-7b" } })
+  text = health()
+  h.truthy(text:find("has no model `fake-model-7b` (it has: fake-model)", 1, true), text)
+  h.truthy(text:find("set llm.model to one of: fake-model", 1, true), text)
+  h.setup(url, { llm = { model = "Fake-Model" } })
+  text = health()
+  h.truthy(text:find("did you mean `fake-model`?", 1, true), text)
+  -- A server that is not there is said at once, without a start.
+  h.setup("http://127.0.0.1:9")
+  text = health()
+  h.truthy(text:find("cannot reach the LLM server at http://127.0.0.1:9/v1", 1, true), text)
+  h.eq(chimera.status().started, false, "still no core")
+end)
+
 h.test(":checkhealth chimera says which MCP servers and searches agents can use", function()
   h.project({ ["a.py"] = "x = 1\n" })
   h.setup("http://127.0.0.1:9", {
