@@ -113,8 +113,11 @@ local function node_lines(node_id)
   end
   if remora.pending[node_id] then
     table.insert(lines, "")
-    table.insert(lines, ("Proposal %s waiting: <Leader>a / <Leader>r in the code, or :Chimera diff %s"):format(
+    local keymaps = require("chimera.keymaps")
+    table.insert(lines, ("Proposal %s waiting: %s / %s in the code, or :Chimera diff %s"):format(
       remora.pending[node_id].id,
+      keymaps.hint("accept"),
+      keymaps.hint("reject"),
       remora.pending[node_id].id
     ))
   end

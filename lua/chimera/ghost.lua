@@ -28,16 +28,11 @@ local function expand_tabs(line, ts)
   return table.concat(out)
 end
 
+--- The keys that accept and reject, as mapped (a key left to another
+--- mapping is not advertised: its command is).
 local function keys_hint()
-  local km = state.config and state.config.keymaps or {}
-  local parts = {}
-  if km.accept then
-    table.insert(parts, km.accept .. " accept")
-  end
-  if km.reject then
-    table.insert(parts, km.reject .. " reject")
-  end
-  return #parts > 0 and (" [" .. table.concat(parts, ", ") .. "]") or ""
+  local keymaps = require("chimera.keymaps")
+  return (" [%s, %s]"):format(keymaps.hint("accept"), keymaps.hint("reject"))
 end
 
 --- Proposals touching `path`: list of { id, file, offset }, where offset

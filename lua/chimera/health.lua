@@ -112,6 +112,7 @@ function M.check()
     h.info("start the core (:Chimera start) to check the Remora index")
   end
 
+  require("chimera.keymaps").check(h)
   M.check_tools(h, state.config)
   M.check_clients(h, state)
   M.check_acp(h, state.config)

@@ -37,11 +37,7 @@ function M.setup(opts)
     end,
   })
   require("chimera.buffers").setup_autocmds(group)
-  for action, lhs in pairs(config.keymaps) do
-    if lhs then
-      vim.keymap.set("n", lhs, ("<Plug>(chimera-%s)"):format(action), { desc = "Chimera: " .. action .. " proposal" })
-    end
-  end
+  require("chimera.keymaps").apply(config.keymaps)
   if restart then
     M.stop()
     M.start()

@@ -117,4 +117,43 @@ h.test("the diff float and the agents window show the proposal", function()
   end)
 end)
 
+h.test("default keys never replace the user's own; the ghost note and checkhealth say which keys work", function()
+  vim.g.mapleader = " "
+  local mine = false
+  vim.keymap.set("n", "<Leader>r", function()
+    mine = true
+  end, { desc = "my rename" })
+  vim.keymap.set("n", "<Leader>aa", "<Nop>", { desc = "avante: ask" })
+  h.project({ ["m.py"] = SRC })
+  h.setup((h.fake_llm({ { text = PROGRAM } })))
+  h.eq(vim.fn.maparg("<Leader>r", "n", false, true).desc, "my rename", "the user's mapping stays")
+  h.eq(vim.fn.maparg("<Leader>a", "n"), "<Plug>(chimera-accept)", "a free key is mapped")
+  h.setup((h.fake_llm({ { text = PROGRAM } })))
+  h.eq(vim.fn.maparg("<Leader>a", "n"), "<Plug>(chimera-accept)", "setup again keeps its own mapping")
+  vim.cmd.edit("m.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("tens")
+  proposal_ready(id)
+  local note
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
+    for _, chunk in ipairs(m[4].virt_text or {}) do
+      if chunk[1]:find("accept", 1, true) then
+        note = chunk[1]
+      end
+    end
+  end
+  h.truthy(note and note:find("[<Leader>a accept, :Chimera reject]", 1, true), "the note names the keys that work: " .. tostring(note))
+  vim.api.nvim_feedkeys(vim.keycode("<Leader>r"), "x", false)
+  h.eq(mine, true, "the user's key still does the user's thing")
+  h.eq(chimera.agent(id).state, "completed", "and rejected nothing")
+  vim.cmd("checkhealth chimera")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  vim.cmd("bwipeout")
+  h.truthy(text:find("<Leader>r (reject) left alone: it already runs my rename", 1, true), text)
+  h.truthy(text:find("<Leader>a (accept) is also how <Space>aa (avante: ask) start", 1, true), text)
+  vim.keymap.del("n", "<Leader>r")
+  vim.keymap.del("n", "<Leader>aa")
+  chimera.reject(id)
+end)
+
 h.finish()
