@@ -90,6 +90,7 @@ function handlers.agent(msg)
   if not old or old.state ~= rec.state or old.conflicted ~= rec.conflicted then
     emit("ChimeraAgentState", { id = rec.id, state = rec.state, previous = old and old.state })
   end
+  require("chimera.progress").state(rec)
 end
 
 --- `text` with lines [start, end) replaced by `lines` (0-based, end
@@ -167,6 +168,7 @@ end
 function handlers.progress(msg)
   state.progress[msg.id] = msg.message
   require("chimera.agents_view").refresh_soon()
+  require("chimera.progress").report(msg.id, msg.message)
   if state.config and state.config.ui.progress then
     vim.api.nvim_echo({ { ("chimera %s: %s"):format(msg.id, msg.message), "ChimeraHint" } }, false, {})
   end

@@ -191,6 +191,9 @@ M.defaults = {
   ui = {
     -- Show progress messages while agents work.
     progress = true,
+    -- Report agents' progress as LSP $/progress of an in-process client
+    -- named "chimera" (fidget.nvim, lualine and vim.lsp.status() show it).
+    lsp_progress = true,
     -- Opening a file of a project that has a Chimera store (.chimera/)
     -- starts the core: its proposals come back as ghost text and its
     -- agents resume, with no command. Projects without one cost nothing.

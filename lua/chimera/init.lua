@@ -71,6 +71,7 @@ function M.stop()
   end
   state.root = nil
   state.ready = false
+  require("chimera.progress").stop()
   -- The core sends every agent and proposal again when it starts.
   local shown = {}
   for _, files in pairs(state.proposals) do

@@ -237,4 +237,44 @@ h.test("llm.options, extra_body, headers and keep_alive are checked and reach an
   h.eq(body.keep_alive, nil, "keep_alive = false leaves Ollama's default")
 end)
 
+h.test("agents' progress reaches fidget-style consumers: LspProgress, vim.lsp.status(), User ChimeraProgress", function()
+  h.project({ ["calc.py"] = "def add(a, b):\n    return a - b\n" })
+  local program = "```python\nsrc = read_file('calc.py')\nwrite_file('calc.py', src.replace('a - b', 'a + b'))\nsubmit_result('add adds', ['calc.py'])\n```"
+  h.setup((h.fake_llm({ { text = program, chunk_delay = 0.02 } })))
+  local lsp_events, statuses = {}, {}
+  vim.api.nvim_create_autocmd("LspProgress", {
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if client and client.name == "chimera" then
+        table.insert(lsp_events, ev.data.params.value)
+        -- What a statusline component reads (it takes what it shows).
+        table.insert(statuses, vim.lsp.status())
+      end
+    end,
+  })
+  local ours = h.user_events("ChimeraProgress")
+  vim.cmd.edit("calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("fix add")
+  h.eq(chimera.wait(id, 20000), "completed")
+  h.wait_for("the end of its progress", function()
+    return #lsp_events > 0 and lsp_events[#lsp_events].kind == "end"
+  end)
+  h.eq(lsp_events[1].kind, "begin", "it begins")
+  h.eq(lsp_events[1].title, "Chimera")
+  h.eq(lsp_events[1].message, "fix add", "with its task")
+  h.truthy(table.concat(statuses, "|"):find("Chimera: ", 1, true), "vim.lsp.status(): " .. table.concat(statuses, "|"))
+  h.eq(lsp_events[#lsp_events].message, "proposal ready: add adds")
+  h.eq(ours[#ours].done, true)
+  h.eq(ours[#ours].state, "completed")
+  h.eq(ours[#ours].id, id)
+  local client = vim.lsp.get_client_by_id(require("chimera.progress").client_id())
+  h.eq(client.name, "chimera")
+  h.eq(#vim.lsp.get_clients({ bufnr = buf, name = "chimera" }), 0, "it attaches to no buffer")
+  chimera.stop()
+  h.wait_for("the client to stop", function()
+    return #vim.lsp.get_clients({ name = "chimera" }) == 0
+  end)
+end)
+
 h.finish()
