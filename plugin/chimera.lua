@@ -8,7 +8,7 @@ vim.g.loaded_chimera = true
 vim.api.nvim_create_user_command("Chimera", function(cmd)
   require("chimera.commands").run(cmd)
 end, {
-  nargs = "+",
+  nargs = "*",
   range = true,
   desc = "Chimera: agents that propose, you accept",
   complete = function(arglead, cmdline)
@@ -26,12 +26,12 @@ local function safely(fn)
 end
 
 vim.keymap.set("n", "<Plug>(chimera-accept)", safely(function()
-  require("chimera").accept()
-end), { desc = "Chimera: accept the proposal under or nearest the cursor" })
+  require("chimera.pick").proposal(nil, "accept", require("chimera").accept)
+end), { desc = "Chimera: accept the proposal under or nearest the cursor (several elsewhere: pick one)" })
 
 vim.keymap.set("n", "<Plug>(chimera-reject)", safely(function()
-  require("chimera").reject()
-end), { desc = "Chimera: reject the proposal under or nearest the cursor" })
+  require("chimera.pick").proposal(nil, "reject", require("chimera").reject)
+end), { desc = "Chimera: reject the proposal under or nearest the cursor (several elsewhere: pick one)" })
 
 vim.keymap.set("n", "<Plug>(chimera-accept-hunk)", safely(function()
   require("chimera").accept_hunk()
@@ -54,5 +54,5 @@ vim.keymap.set("n", "<Plug>(chimera-prev)", safely(function()
 end), { desc = "Chimera: previous hunk of any proposal" })
 
 vim.keymap.set("n", "<Plug>(chimera-diff)", safely(function()
-  require("chimera").diff()
+  require("chimera.pick").proposal(nil, "diff", require("chimera").diff)
 end), { desc = "Chimera: diff of the proposal under or nearest the cursor" })

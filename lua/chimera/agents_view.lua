@@ -77,7 +77,8 @@ local function act(fn)
 end
 
 function M.open()
-  if view and vim.api.nvim_win_is_valid(view.win) then
+  -- Its window may show another buffer since (an :edit in it).
+  if view and vim.api.nvim_win_is_valid(view.win) and vim.api.nvim_win_get_buf(view.win) == view.buf then
     vim.api.nvim_set_current_win(view.win)
     M.refresh()
     return view.buf

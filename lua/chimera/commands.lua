@@ -57,15 +57,15 @@ end
 M.subcommands = {
   task = {
     desc = "start an agent: :[range]Chimera task [--tools] [--agent NAME] {text}",
-    complete = function()
-      local names = { "--tools", "--code" }
-      local external = (require("chimera.state").config or {}).agents
-      for name in pairs(external and external.external or {}) do
-        table.insert(names, "--agent " .. name)
-      end
-      table.sort(names)
-      return names
-    end,
+    flags = { "--tools", "--code", "--agent" },
+    flag_values = {
+      ["--agent"] = function()
+        local config = require("chimera.state").config
+        local names = vim.tbl_keys(config and config.agents.external or {})
+        table.sort(names)
+        return names
+      end,
+    },
     run = function(args, cmd)
       local mode, agent
       while args[1] == "--tools" or args[1] == "--code" or args[1] == "--agent" do
@@ -80,6 +80,24 @@ M.subcommands = {
         end
       end
       local task = table.concat(args, " ")
+      if vim.trim(task) == "" then
+        -- Asked for, as a bare `:Chimera` picking "task" does.
+        local range = cmd.range
+        vim.ui.input({ prompt = "Chimera task: " }, function(text)
+          if text and vim.trim(text) ~= "" then
+            local again = vim.split(vim.trim(text), "%s+")
+            if mode then
+              table.insert(again, 1, "--" .. mode)
+            end
+            if agent then
+              table.insert(again, 1, agent)
+              table.insert(again, 1, "--agent")
+            end
+            M.subcommands.task.run(again, { range = range, line1 = cmd.line1, line2 = cmd.line2 })
+          end
+        end)
+        return
+      end
       local context
       if cmd.range > 0 then
         local lines = vim.api.nvim_buf_get_lines(0, cmd.line1 - 1, cmd.line2, false)
@@ -92,30 +110,38 @@ M.subcommands = {
   accept = {
     desc = "accept a proposal or one hunk: :Chimera accept [id] [--hunk N]",
     complete = pending_ids,
+    flags = { "--hunk" },
     run = function(args)
       local hunk = take_hunk(args)
-      chimera().accept(args[1], { hunk = hunk })
+      require("chimera.pick").proposal(args[1], "accept", function(id)
+        chimera().accept(id, { hunk = hunk })
+      end)
     end,
   },
   reject = {
     desc = "reject a proposal, one hunk, or stop an agent: :Chimera reject [id] [--hunk N] [feedback]",
     complete = active_ids,
+    flags = { "--hunk" },
     run = function(args)
       local hunk = take_hunk(args)
-      local id = args[1]
       local feedback = #args > 1 and table.concat(args, " ", 2) or nil
-      chimera().reject(id, { feedback = feedback, hunk = hunk })
+      require("chimera.pick").proposal(args[1], "reject", function(id)
+        chimera().reject(id, { feedback = feedback, hunk = hunk })
+      end)
     end,
   },
   diff = {
     desc = "show a proposal's diff: :Chimera diff [id] [--split]",
     complete = pending_ids,
+    flags = { "--split" },
     run = function(args)
       local split = vim.tbl_contains(args, "--split")
       args = vim.tbl_filter(function(a)
         return a ~= "--split"
       end, args)
-      chimera().diff(args[1], { split = split })
+      require("chimera.pick").proposal(args[1], "diff", function(id)
+        chimera().diff(id, { split = split })
+      end)
     end,
   },
   next = {
@@ -188,21 +214,31 @@ M.subcommands = {
     end,
   },
   rollback = {
-    desc = "restore files, buffers and stable as in a snapshot: :Chimera rollback {id} [--dry-run]",
+    desc = "restore files, buffers and stable as in a snapshot: :Chimera rollback [id] [--dry-run] (no id: pick one)",
     complete = snapshot_ids,
+    flags = { "--dry-run" },
     run = function(args)
       local dry = vim.tbl_contains(args, "--dry-run")
       args = vim.tbl_filter(function(a)
         return a ~= "--dry-run"
       end, args)
-      if not args[1] then
-        error("Chimera: which snapshot? :Chimera rollback {id} [--dry-run] (see :Chimera history)")
+      local function rollback(id)
+        chimera().rollback(id, { dry_run = dry })
       end
-      chimera().rollback(args[1], { dry_run = dry })
+      if args[1] then
+        rollback(args[1])
+      else
+        require("chimera.pick").snapshot(dry and "dry-run a rollback to" or "roll back to", rollback)
+      end
     end,
   },
   effects = {
     desc = "list the effects no rollback undoes: :Chimera effects [--since seq|snapshot] [--kind llm|command|network|mcp|acp|a2a]",
+    flags = { "--since", "--kind" },
+    flag_values = {
+      ["--kind"] = { "llm", "command", "network", "mcp", "acp", "a2a" },
+      ["--since"] = snapshot_ids,
+    },
     run = function(args)
       local opts = {}
       for i, a in ipairs(args) do
@@ -225,29 +261,41 @@ M.subcommands = {
     end,
   },
   fork = {
-    desc = "start an agent from a snapshot: :Chimera fork {snapshot} {task}",
+    desc = "start an agent from a snapshot: :Chimera fork [snapshot] [task] (missing: picked, asked)",
     complete = snapshot_ids,
     run = function(args)
-      local snap = table.remove(args, 1)
-      if not snap or #args == 0 then
-        error("Chimera: use :Chimera fork {snapshot} {task}")
+      local function fork(snap, task)
+        local id = chimera().fork(snap, task)
+        vim.notify(("agent %s forked from %s"):format(id, snap), vim.log.levels.INFO, { title = "Chimera" })
       end
-      local id = chimera().fork(snap, table.concat(args, " "))
-      vim.notify(("agent %s forked from %s"):format(id, snap), vim.log.levels.INFO, { title = "Chimera" })
+      local function with_task(snap)
+        if #args > 0 then
+          return fork(snap, table.concat(args, " "))
+        end
+        vim.ui.input({ prompt = ("Task for an agent forked from %s: "):format(snap) }, function(text)
+          if text and vim.trim(text) ~= "" then
+            fork(snap, text)
+          end
+        end)
+      end
+      local snap = table.remove(args, 1)
+      if snap then
+        with_task(snap)
+      else
+        require("chimera.pick").snapshot("fork from", with_task)
+      end
     end,
   },
   chat = {
     desc = "chat with the Remora node at the cursor, else the free chat: :Chimera chat [--free] [--clear] [message]; an agent's conversation: :Chimera chat --agent [id]",
-    completes_every_arg = true,
-    complete = function(_, words)
-      -- words[#words] is the one being typed.
-      if words[#words - 1] == "--agent" then
+    flags = { "--free", "--clear", "--agent" },
+    flag_values = {
+      ["--agent"] = function()
         return vim.tbl_map(function(a)
           return a.id
         end, chimera().agents())
-      end
-      return { "--free", "--clear", "--agent" }
-    end,
+      end,
+    },
     run = function(args)
       if args[1] == "--agent" then
         require("chimera.transcript").open(args[2])
@@ -281,6 +329,7 @@ M.subcommands = {
     complete = function()
       return { "enable" }
     end,
+    flags = { "--yes" },
     run = function(args)
       if args[1] ~= "enable" then
         error("Chimera: use :Chimera remora enable [--yes]")
@@ -305,12 +354,18 @@ M.subcommands = {
 function M.run(cmd)
   local args = vim.split(vim.trim(cmd.args), "%s+", { trimempty = true })
   local name = table.remove(args, 1)
-  local sub = name and M.subcommands[name]
+  if not name then
+    require("chimera.pick").subcommand(M.subcommands, function(choice)
+      M.run({ args = choice, range = 0 })
+    end)
+    return
+  end
+  local sub = M.subcommands[name]
   if not sub then
     local names = vim.tbl_keys(M.subcommands)
     table.sort(names)
     vim.notify(
-      ("Chimera: unknown subcommand %q; use one of: %s"):format(name or "", table.concat(names, ", ")),
+      ("Chimera: unknown subcommand %q; use one of: %s"):format(name, table.concat(names, ", ")),
       vim.log.levels.ERROR,
       { title = "Chimera" }
     )
@@ -322,23 +377,37 @@ function M.run(cmd)
   end
 end
 
+--- Completes `:Chimera {sub} …`: the subcommand; a flag's values after
+--- it; the subcommand's flags (those not given yet); its first argument.
 function M.complete(arglead, cmdline)
   local words = vim.split(cmdline, "%s+", { trimempty = false })
-  -- words[1] is the command itself (maybe with a range).
+  -- words[1] is the command itself (maybe with a range); words[#words]
+  -- the word being typed.
+  local candidates
   if #words <= 2 then
-    local names = vim.tbl_keys(M.subcommands)
-    table.sort(names)
-    return vim.tbl_filter(function(n)
-      return vim.startswith(n, arglead)
-    end, names)
+    candidates = vim.tbl_keys(M.subcommands)
+  else
+    local sub = M.subcommands[words[2]] or {}
+    local values = sub.flag_values and sub.flag_values[words[#words - 1]]
+    if values then
+      candidates = type(values) == "function" and values() or values
+    else
+      candidates = vim.tbl_filter(function(flag)
+        return not vim.tbl_contains(words, flag, {}) or flag == arglead
+      end, sub.flags or {})
+      local positional = #vim.tbl_filter(function(w)
+        return w ~= "" and not vim.startswith(w, "-")
+      end, vim.list_slice(words, 3, #words - 1))
+      if sub.complete and positional == 0 and not vim.startswith(arglead, "-") then
+        vim.list_extend(candidates, sub.complete())
+      end
+    end
   end
-  local sub = M.subcommands[words[2]]
-  if sub and sub.complete and (#words == 3 or sub.completes_every_arg) then
-    return vim.tbl_filter(function(n)
-      return vim.startswith(n, arglead)
-    end, sub.complete(arglead, words))
-  end
-  return {}
+  candidates = vim.tbl_filter(function(c)
+    return vim.startswith(c, arglead)
+  end, candidates)
+  table.sort(candidates)
+  return candidates
 end
 
 return M

@@ -160,6 +160,20 @@ h.test(":Chimera completes subcommands and rejects unknown ones", function()
   h.project({ ["app.py"] = SRC })
   local names = vim.fn.getcompletion("Chimera ", "cmdline")
   h.truthy(vim.tbl_contains(names, "task") and vim.tbl_contains(names, "accept"), "subcommands completed")
+  -- Every flag, and a flag's values after it.
+  local function completes(line)
+    return vim.fn.getcompletion(line, "cmdline")
+  end
+  h.eq(completes("Chimera accept --"), { "--hunk" })
+  h.eq(completes("Chimera diff --"), { "--split" })
+  h.eq(completes("Chimera rollback --"), { "--dry-run" })
+  h.eq(completes("Chimera task --"), { "--agent", "--code", "--tools" })
+  h.eq(completes("Chimera effects --kind "), { "a2a", "acp", "command", "llm", "mcp", "network" })
+  h.eq(completes("Chimera effects --kind acp --"), { "--since" }, "a flag given is not offered again")
+  h.eq(completes("Chimera chat --"), { "--agent", "--clear", "--free" })
+  h.eq(completes("Chimera remora enable --"), { "--yes" })
+  assert(chimera.setup({ agents = { external = { opencode = { command = { "opencode", "acp" } } } } }))
+  h.eq(completes("Chimera task --agent "), { "opencode" }, "the configured ACP agents")
   local msg
   local orig = vim.notify
   vim.notify = function(m)

@@ -156,4 +156,83 @@ h.test("default keys never replace the user's own; the ghost note and checkhealt
   chimera.reject(id)
 end)
 
+h.test("several proposals and none under the cursor: accept, reject and diff ask which; a bare :Chimera and rollback pick too", function()
+  local OTHER = "def z():\n    return 0\n"
+  local root = h.project({ ["m.py"] = SRC, ["n.py"] = SRC, ["notes.py"] = OTHER })
+  local N_PROGRAM = PROGRAM:gsub("m%.py", "n.py")
+  h.setup((h.fake_llm({ { text = PROGRAM }, { text = N_PROGRAM } })))
+  vim.cmd.edit("m.py")
+  local first = chimera.spawn("tens in m")
+  h.eq(chimera.wait(first, 20000), "completed")
+  vim.cmd.edit("n.py")
+  local second = chimera.spawn("tens in n")
+  h.eq(chimera.wait(second, 20000), "completed")
+  -- In a file with no proposal: which one is meant cannot be guessed.
+  vim.cmd.edit("notes.py")
+  local select, asked = vim.ui.select, {}
+  local pick -- the id to choose
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(asked, opts.prompt)
+    for _, item in ipairs(items) do
+      local label = opts.format_item and opts.format_item(item) or item
+      if type(label) == "string" and label:find(pick, 1, true) then
+        return on_choice(item)
+      end
+    end
+    on_choice(nil)
+  end
+  local ok, err = pcall(function()
+    pick = second
+    vim.cmd("Chimera accept")
+    h.wait_for("the picked proposal accepted", function()
+      return chimera.agent(second).state == "accepted"
+    end)
+    h.eq(asked[1], "Chimera: accept which proposal?")
+    h.eq(chimera.agent(first).state, "completed", "the other is untouched")
+    -- One left: no question.
+    vim.cmd("Chimera reject")
+    h.wait_for("the last one rejected", function()
+      return chimera.agent(first).state == "rejected"
+    end)
+    h.eq(#asked, 1, "one proposal needs no choice")
+    -- A bare :Chimera lists the subcommands.
+    pick = "agents"
+    local notify, said = vim.notify, nil
+    vim.notify = function(m)
+      said = m
+    end
+    vim.cmd("Chimera")
+    vim.notify = notify
+    h.eq(said, nil, "nothing went wrong")
+    h.eq(asked[2], "Chimera:")
+    h.eq(vim.bo.filetype, "chimera-agents", "the picked subcommand ran")
+    vim.cmd("close")
+    -- Rollback without a snapshot: pick one (a dry run here).
+    local snap = require("chimera.history").snapshot("before")
+    h.wait_for("the snapshot listed", function()
+      return #vim.tbl_filter(function(x)
+        return x.id == snap
+      end, require("chimera.history").history()) > 0
+    end)
+    pick = snap
+    local done = {}
+    vim.api.nvim_create_autocmd("User", {
+      pattern = "ChimeraRollback",
+      once = true,
+      callback = function(ev)
+        done = ev.data
+      end,
+    })
+    vim.cmd("Chimera rollback --dry-run")
+    h.wait_for("the dry run of the picked snapshot", function()
+      return done.id == snap
+    end)
+    h.eq(done.dry_run, true)
+    h.eq(asked[3], "Chimera: dry-run a rollback to which snapshot?")
+  end)
+  vim.ui.select = select
+  assert(ok, err)
+  h.eq(h.read(root .. "/notes.py"), OTHER)
+end)
+
 h.finish()
