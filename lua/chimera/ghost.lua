@@ -30,9 +30,35 @@ end
 
 --- The keys that accept and reject, as mapped (a key left to another
 --- mapping is not advertised: its command is).
-local function keys_hint()
+local function keys_hint(conflicted)
   local keymaps = require("chimera.keymaps")
+  if conflicted then
+    -- An accept would be refused: the way forward is to look at both sides.
+    return (" [:Chimera diff: both sides, %s]"):format(keymaps.hint("reject"))
+  end
   return (" [%s, %s]"):format(keymaps.hint("accept"), keymaps.hint("reject"))
+end
+
+--- How much of proposal `id` there is beside its hunks in `path`:
+--- " · 2 hunks, +3 in b.py" (nothing for a one-hunk proposal).
+local function extent(id, path, here)
+  local total, elsewhere, files = 0, 0, {}
+  for _, f in ipairs(state.proposals[id] or {}) do
+    total = total + (f.hunk_count or 0)
+    if f.path ~= path then
+      elsewhere = elsewhere + (f.hunk_count or 0)
+      table.insert(files, vim.fn.fnamemodify(f.path, ":t"))
+    end
+  end
+  if total <= 1 then
+    return ""
+  end
+  local out = (" · %d hunk%s"):format(here, here == 1 and "" or "s")
+  if elsewhere > 0 then
+    out = out
+      .. (", +%d in %s"):format(elsewhere, #files == 1 and files[1] or (#files .. " other files"))
+  end
+  return out
 end
 
 --- Proposals touching `path`: list of { id, file, offset }, where offset
@@ -97,10 +123,11 @@ function M.render(buf)
       anchor = math.max(0, math.min(anchor, line_count - 1))
       local opts = { virt_lines = #virt > 0 and virt or nil, virt_lines_above = above, priority = 200 }
       if i == 1 then
-        local note = ("  ◆ chimera %s: %s%s"):format(
+        local note = ("  ◆ chimera %s: %s%s%s"):format(
           entry.id,
           conflicted and "CONFLICT with your edits" or (agent.summary or "proposal"),
-          keys_hint()
+          extent(entry.id, path, #entry.file.hunks),
+          keys_hint(conflicted)
         )
         opts.virt_text = { { note, conflicted and "ChimeraConflict" or "ChimeraHint" } }
         opts.virt_text_pos = "eol"

@@ -883,10 +883,7 @@ impl Turn<'_> {
     /// gate's `checked`.
     fn done(&self, made: Made, checked: Vec<String>, rounds: u32) -> Result<Done, AgentError> {
         let (store, job, scene) = (self.store, self.job, self.scene);
-        let summary = match made.summary {
-            Some(s) => s,
-            None => scope::summarize(store, &job.id)?,
-        };
+        let summary = scope::summary(store, &job.id, made.summary, &job.task)?;
         let mut notes = made.notes;
         notes.extend(checked);
         // Where the task could have meant another file too, say which was chosen.

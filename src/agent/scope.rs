@@ -200,9 +200,50 @@ pub fn summarize(store: &Store, agent: &str) -> Result<String, StoreError> {
     Ok(parts.join("; "))
 }
 
+/// The proposal's summary: what the model `said` it did, unless it said
+/// nothing or only repeated the task (small models do), then what the
+/// diff does.
+pub fn summary(
+    store: &Store,
+    agent: &str,
+    said: Option<String>,
+    task: &str,
+) -> Result<String, StoreError> {
+    match said.filter(|s| !echoes(s, task)) {
+        Some(s) => Ok(s),
+        None => summarize(store, agent),
+    }
+}
+
+/// `said` is empty or the task again, but for case, spaces and
+/// punctuation.
+fn echoes(said: &str, task: &str) -> bool {
+    let words = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+    };
+    let said = words(said);
+    said.is_empty() || said == words(task)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_that_only_repeats_the_task_says_nothing() {
+        assert!(echoes(
+            "Add a docstring to parse_config.",
+            "add a docstring to parse_config"
+        ));
+        assert!(echoes("  ", "fix add"));
+        assert!(!echoes(
+            "Added a docstring to parse_config",
+            "add a docstring to parse_config"
+        ));
+    }
 
     const OLD: &str = "def greet(name):\n    return 'hi ' + name\n\n\ndef parse_config(path):\n    return {}\n\n\ndef main():\n    return parse_config('a')\n\n\nclass Store:\n    def add(self, x):\n        return x\n\n    def size(self):\n        return 0\n";
 

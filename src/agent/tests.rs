@@ -1699,3 +1699,16 @@ fn a_change_written_after_the_file_moved_on_keeps_what_happened_meanwhile() {
     assert!(err.contains("changed while you answered"), "{err}");
     assert!(store.overlay_entries("ag").unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_that_repeats_the_task_is_replaced_by_what_the_diff_does() {
+    let echo = GOOD.replace("Added a docstring", "Add a docstring to parse_config.");
+    let server = FakeServer::start(vec![Reply::OpenaiStream(echo)]).await;
+    let s = setup(&server.url);
+    let done = run_on(&s, &job()).await.unwrap();
+    assert!(
+        done.summary.starts_with("app.py: ") && done.summary.contains("parse_config"),
+        "{}",
+        done.summary
+    );
+}

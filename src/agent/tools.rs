@@ -904,6 +904,7 @@ pub async fn run(
                         continue;
                     }
                 };
+            let summary = super::scope::summary(&store, &job.id, Some(summary), &job.task)?;
             let summary = notes
                 .iter()
                 .fold(summary, |s, note| format!("{s} [{note}]"));

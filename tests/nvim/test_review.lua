@@ -235,4 +235,32 @@ h.test("several proposals and none under the cursor: accept, reject and diff ask
   h.eq(h.read(root .. "/notes.py"), OTHER)
 end)
 
+h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflicted one offers no accept", function()
+  h.project({ ["m.py"] = SRC, ["n.py"] = SRC })
+  local both = PROGRAM:gsub("submit_result%('tens', %['m.py'%]%)", "write_file('n.py', read_file('n.py').replace('return 2', 'return 20'))\nsubmit_result('tens', ['m.py', 'n.py'])")
+  h.setup((h.fake_llm({ { text = both } })))
+  vim.cmd.edit("m.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("make a and c return tens")
+  proposal_ready(id)
+  local function note()
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
+      for _, chunk in ipairs(m[4].virt_text or {}) do
+        if chunk[1]:find("chimera " .. id, 1, true) then
+          return chunk[1]
+        end
+      end
+    end
+  end
+  h.truthy(note():find("tens · 2 hunks, +1 in n.py [", 1, true), note())
+  -- The human edits a line the proposal changes: conflicted.
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "    return 11" })
+  h.wait_for("the conflict", function()
+    return chimera.agent(id).conflicted and note() and note():find("CONFLICT", 1, true)
+  end)
+  h.truthy(not note():find("accept", 1, true), "a conflicted proposal advertises no accept: " .. note())
+  h.truthy(note():find(":Chimera diff: both sides", 1, true), note())
+  chimera.reject(id)
+end)
+
 h.finish()
