@@ -116,6 +116,10 @@ pub enum Provider {
     Ollama,
     /// `POST /v1/chat/completions`: llama.cpp server, vLLM, LM Studio, hosted APIs.
     Openai,
+    /// Anthropic's Messages API, `POST /v1/messages`.
+    Anthropic,
+    /// Google's Gemini API, `POST /v1beta/models/{model}:streamGenerateContent`.
+    Gemini,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -216,6 +220,9 @@ impl LlmConfig {
                 "the changed definitions (a program when the task has no file)".to_owned()
             }
             EditFormSetting::Auto => match self.model_size_b() {
+                Some(_) if self.hosted() && self.size_in_name().is_none() => {
+                    "a program (auto: a hosted model)".to_owned()
+                }
                 Some(size) if size >= 7.0 => format!("a program (auto: a {size}B model)"),
                 Some(size) => format!(
                     "the changed definitions (auto: a {size}B model; a program when the task has no file)"
@@ -231,12 +238,29 @@ impl LlmConfig {
         match self.provider {
             Provider::Ollama => "ollama",
             Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
         }
     }
 
+    /// The model is a hosted frontier model (Anthropic's, Google's): it
+    /// counts as large whatever its name says.
+    fn hosted(&self) -> bool {
+        matches!(self.provider, Provider::Anthropic | Provider::Gemini)
+    }
+
     /// The model's size in billions of parameters, read from its name
-    /// (`qwen2.5-coder:1.5b`, `Qwen2.5-Coder-7B-Instruct`).
+    /// (`qwen2.5-coder:1.5b`, `Qwen2.5-Coder-7B-Instruct`); a hosted
+    /// model's unpublished size counts as [`HOSTED_SIZE_B`].
     pub fn model_size_b(&self) -> Option<f64> {
+        let from_name = self.size_in_name();
+        if from_name.is_none() && self.hosted() {
+            return Some(HOSTED_SIZE_B);
+        }
+        from_name
+    }
+
+    fn size_in_name(&self) -> Option<f64> {
         let name = self.model.to_lowercase();
         let bytes = name.as_bytes();
         let mut best = None;
@@ -256,6 +280,9 @@ impl LlmConfig {
         best
     }
 }
+
+/// The size a hosted model counts as: larger than any local one.
+pub const HOSTED_SIZE_B: f64 = 1000.0;
 
 impl Default for LlmConfig {
     fn default() -> Self {
@@ -490,6 +517,15 @@ mod tests {
         assert_eq!(size("llama3:70b"), Some(70.0));
         assert_eq!(size("gpt-4o"), None);
         assert_eq!(size("qwen2.5-coder"), None);
+        let hosted = LlmConfig {
+            provider: Provider::Anthropic,
+            model: "claude-sonnet-4-5".into(),
+            ..LlmConfig::default()
+        };
+        assert_eq!(hosted.model_size_b(), Some(HOSTED_SIZE_B));
+        assert!(hosted
+            .describe_edit_form()
+            .starts_with("a program (auto: a hosted model)"));
     }
 
     #[test]

@@ -9,8 +9,9 @@ M.defaults = {
   -- `<root>/.chimera/chimera.db`.
   root = nil,
   llm = {
-    -- "ollama" (POST /api/chat) or "openai" (POST /v1/chat/completions:
-    -- llama.cpp server, vLLM, LM Studio, hosted APIs).
+    -- "ollama" (POST /api/chat), "openai" (POST /v1/chat/completions:
+    -- llama.cpp server, vLLM, LM Studio, hosted APIs), "anthropic"
+    -- (POST /v1/messages) or "gemini" (Google's generateContent).
     provider = "ollama",
     -- Base URL as other clients take it: http://127.0.0.1:11434 for
     -- Ollama, http://127.0.0.1:8080/v1 for OpenAI-compatible servers.
@@ -202,7 +203,7 @@ M.defaults = {
 }
 
 local enums = {
-  ["llm.provider"] = { ollama = true, openai = true },
+  ["llm.provider"] = { ollama = true, openai = true, anthropic = true, gemini = true },
   ["llm.edit_form"] = { auto = true, program = true, definitions = true },
   ["remora.ids"] = { shadow = true, inline = true },
   ["agents.mode"] = { code = true, tools = true },

@@ -30,6 +30,15 @@ pub enum Reply {
     Hang,
     /// 429 with `Retry-After: {0}`.
     RetryAfter(String),
+    /// An Anthropic Messages stream carrying `text`.
+    AnthropicStream(String),
+    /// An Anthropic stream with text, then a `tool_use` block: the name,
+    /// then its input (JSON text) in fragments.
+    AnthropicToolCall(String, String),
+    /// A Gemini SSE stream carrying `text`.
+    GeminiStream(String),
+    /// A Gemini stream whose one part is a `functionCall`: name, args.
+    GeminiToolCall(String, serde_json::Value),
 }
 
 /// A running fake server; dropped, it stops.
@@ -112,6 +121,36 @@ impl FakeServer {
 }
 
 /// The request's header lines (lowercased), and its first line and body.
+/// Anthropic's events for a reply of `text`, then maybe a tool call.
+fn anthropic_stream(text: &str, call: Option<(&str, &str)>) -> String {
+    let event = |v: serde_json::Value| {
+        format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap_or(""))
+    };
+    let mut body = event(
+        serde_json::json!({"type": "message_start", "message": {"role": "assistant", "content": []}}),
+    );
+    body.push_str(&event(serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
+    body.push_str(&event(serde_json::json!({"type": "ping"})));
+    for piece in chunks(text) {
+        body.push_str(&event(serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})));
+    }
+    body.push_str(&event(
+        serde_json::json!({"type": "content_block_stop", "index": 0}),
+    ));
+    if let Some((name, args)) = call {
+        body.push_str(&event(serde_json::json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}}})));
+        for piece in chunks(args) {
+            body.push_str(&event(serde_json::json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": piece}})));
+        }
+        body.push_str(&event(
+            serde_json::json!({"type": "content_block_stop", "index": 1}),
+        ));
+    }
+    body.push_str(&event(serde_json::json!({"type": "message_delta", "delta": {"stop_reason": if call.is_some() { "tool_use" } else { "end_turn" }}})));
+    body.push_str(&event(serde_json::json!({"type": "message_stop"})));
+    body
+}
+
 async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, String)> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
@@ -194,6 +233,37 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
             (200, "text/event-stream", format!("data: {v}\n\n"), true)
         }
         Reply::Status(code, body) => (code, "text/plain", body, false),
+        Reply::AnthropicStream(text) => (
+            200,
+            "text/event-stream",
+            anthropic_stream(&text, None),
+            false,
+        ),
+        Reply::AnthropicToolCall(name, args) => (
+            200,
+            "text/event-stream",
+            anthropic_stream("Calling it.", Some((&name, &args))),
+            false,
+        ),
+        Reply::GeminiStream(text) => {
+            let mut body = String::new();
+            for piece in chunks(&text) {
+                let v = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}}]});
+                body.push_str(&format!("data: {v}\r\n\r\n"));
+            }
+            let end = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]});
+            body.push_str(&format!("data: {end}\r\n\r\n"));
+            (200, "text/event-stream", body, false)
+        }
+        Reply::GeminiToolCall(name, args) => {
+            let v = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": name, "args": args}}]}, "finishReason": "STOP"}]});
+            (
+                200,
+                "text/event-stream",
+                format!("data: {v}\r\n\r\n"),
+                false,
+            )
+        }
         Reply::RetryAfter(wait) => {
             extra = format!("retry-after: {wait}\r\n");
             (429, "text/plain", "slow down".to_owned(), false)

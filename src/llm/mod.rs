@@ -1,9 +1,12 @@
-//! LLM providers over HTTP: Ollama (`POST /api/chat`) and OpenAI-compatible
-//! servers (`POST /v1/chat/completions`). Timeouts, retries with backoff,
+//! LLM providers over HTTP: Ollama (`POST /api/chat`), OpenAI-compatible
+//! servers (`POST /v1/chat/completions`), Anthropic (`POST /v1/messages`)
+//! and Gemini (`…:streamGenerateContent`). Timeouts, retries with backoff,
 //! streaming and cancellation live here so that every agent gets them.
 
+mod anthropic;
 #[doc(hidden)]
 pub mod fake;
+mod gemini;
 pub mod health;
 mod ollama;
 mod openai;
@@ -304,6 +307,8 @@ impl LlmClient {
         match self.config.provider {
             Provider::Ollama => ollama::chat(self, messages, opts, on_delta).await,
             Provider::Openai => openai::chat(self, messages, opts, on_delta).await,
+            Provider::Anthropic => anthropic::chat(self, messages, opts, on_delta).await,
+            Provider::Gemini => gemini::chat(self, messages, opts, on_delta).await,
         }
     }
 
@@ -319,6 +324,9 @@ impl LlmClient {
                     match self.config.provider {
                         Provider::Ollama => ollama::context_window(self).await,
                         Provider::Openai => openai::context_window(self).await,
+                        // Its models API says nothing of their windows.
+                        Provider::Anthropic => None,
+                        Provider::Gemini => gemini::context_window(self).await,
                     }
                 };
                 tokio::time::timeout(Duration::from_secs(3), fut)
@@ -355,6 +363,8 @@ impl LlmClient {
             match self.config.provider {
                 Provider::Ollama => ollama::models(self).await,
                 Provider::Openai => openai::models(self).await,
+                Provider::Anthropic => anthropic::models(self).await,
+                Provider::Gemini => gemini::models(self).await,
             }
         };
         tokio::time::timeout(Duration::from_secs(5), fut)
@@ -377,9 +387,19 @@ impl LlmClient {
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let mut req = self.http.request(method, self.url(path));
-        if let Some(key) = &self.api_key {
-            req = req.bearer_auth(key);
-        }
+        // Each API takes its key its own way.
+        req = match (self.config.provider, &self.api_key) {
+            (Provider::Anthropic, key) => {
+                let req = req.header("anthropic-version", anthropic::VERSION);
+                match key {
+                    Some(key) => req.header("x-api-key", key),
+                    None => req,
+                }
+            }
+            (Provider::Gemini, Some(key)) => req.header("x-goog-api-key", key),
+            (_, Some(key)) => req.bearer_auth(key),
+            (_, None) => req,
+        };
         req.headers(self.headers.clone())
     }
 

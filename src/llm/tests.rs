@@ -309,3 +309,167 @@ async fn a_429_waits_as_long_as_retry_after_says() {
     assert!(waited >= Duration::from_millis(950), "{waited:?}");
     assert!(waited < Duration::from_secs(3), "{waited:?}");
 }
+
+fn tools() -> serde_json::Value {
+    json!([{"type": "function", "function": {"name": "read_file", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}])
+}
+
+fn conversation() -> Vec<ChatMessage> {
+    let call = ToolCall {
+        id: "toolu_0".into(),
+        name: "read_file".into(),
+        arguments: json!({"path": "a.py"}),
+    };
+    vec![
+        ChatMessage::system("You edit code."),
+        ChatMessage::user("fix a.py"),
+        ChatMessage::assistant_call("Reading it.", &call),
+        ChatMessage::tool_result("toolu_0", "x = 1\n"),
+    ]
+}
+
+fn hosted(provider: Provider, url: String, key_var: &str) -> LlmClient {
+    std::env::set_var(key_var, "k3y");
+    LlmClient::new(&LlmConfig {
+        provider,
+        url,
+        model: "m".into(),
+        api_key_env: Some(key_var.into()),
+        timeout_ms: 2_000,
+        max_retries: 0,
+        ..LlmConfig::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn anthropic_streams_text_and_tool_calls_with_its_own_key_header() {
+    let server = FakeServer::start(vec![
+        Reply::AnthropicStream("def f():\n    return 1\n".into()),
+        Reply::AnthropicToolCall("read_file".into(), r#"{"path": "b.py"}"#.into()),
+    ])
+    .await;
+    let c = hosted(
+        Provider::Anthropic,
+        format!("{}/v1", server.url),
+        "CHIMERA_TEST_ANTHROPIC_KEY",
+    );
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let s2 = seen.clone();
+    let text = c
+        .chat(&conversation(), &CancellationToken::new(), &move |d| {
+            s2.lock().unwrap().push_str(d)
+        })
+        .await
+        .unwrap();
+    assert_eq!(text, "def f():\n    return 1\n");
+    assert_eq!(*seen.lock().unwrap(), text, "deltas arrive as streamed");
+    let req = server.requests.lock().unwrap()[0].clone();
+    assert!(req.starts_with("post /v1/messages"), "{req}");
+    let head = server.heads.lock().unwrap()[0].clone();
+    assert!(
+        head.contains("x-api-key: k3y") && head.contains("anthropic-version: 2023-06-01"),
+        "{head}"
+    );
+    assert!(!head.contains("authorization"), "{head}");
+    let body = body_of(&server, 0);
+    assert_eq!(body["system"], "You edit code.");
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "user", "content": "fix a.py"})
+    );
+    assert_eq!(
+        body["messages"][1]["content"][1],
+        json!({"type": "tool_use", "id": "toolu_0", "name": "read_file", "input": {"path": "a.py"}})
+    );
+    assert_eq!(body["messages"][2]["content"][0]["type"], "tool_result");
+    assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "toolu_0");
+
+    let opts = ChatOptions {
+        tools: Some(tools()),
+        ..ChatOptions::default()
+    };
+    let reply = c
+        .chat_reply(&conversation(), &opts, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    let call = reply.tool_call.unwrap();
+    assert_eq!(
+        (call.id.as_str(), call.name.as_str()),
+        ("toolu_1", "read_file")
+    );
+    assert_eq!(call.arguments, json!({"path": "b.py"}));
+    assert_eq!(
+        body_of(&server, 1)["tools"][0]["input_schema"]["properties"]["path"]["type"],
+        "string"
+    );
+}
+
+#[tokio::test]
+async fn gemini_streams_text_and_function_calls_with_its_own_key_header() {
+    let server = FakeServer::start(vec![
+        Reply::GeminiStream("print(1)".into()),
+        Reply::GeminiToolCall("read_file".into(), json!({"path": "b.py"})),
+    ])
+    .await;
+    let c = hosted(
+        Provider::Gemini,
+        format!("{}/v1beta", server.url),
+        "CHIMERA_TEST_GEMINI_KEY",
+    );
+    let text = c
+        .chat(&conversation(), &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(text, "print(1)");
+    let req = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        req.starts_with("post /v1beta/models/m:streamgeneratecontent?alt=sse"),
+        "{req}"
+    );
+    let head = server.heads.lock().unwrap()[0].clone();
+    assert!(head.contains("x-goog-api-key: k3y"), "{head}");
+    let body = body_of(&server, 0);
+    assert_eq!(
+        body["systemInstruction"]["parts"][0]["text"],
+        "You edit code."
+    );
+    assert_eq!(body["contents"][1]["role"], "model");
+    assert_eq!(
+        body["contents"][1]["parts"][1]["functionCall"]["name"],
+        "read_file"
+    );
+    // A result answers its call by the function's name.
+    assert_eq!(
+        body["contents"][2]["parts"][0]["functionResponse"]["name"],
+        "read_file"
+    );
+
+    let opts = ChatOptions {
+        tools: Some(tools()),
+        ..ChatOptions::default()
+    };
+    let reply = c
+        .chat_reply(&conversation(), &opts, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    let call = reply.tool_call.unwrap();
+    assert_eq!(call.name, "read_file");
+    assert_eq!(call.arguments, json!({"path": "b.py"}));
+    assert_eq!(
+        body_of(&server, 1)["tools"][0]["functionDeclarations"][0]["name"],
+        "read_file"
+    );
+}
+
+#[tokio::test]
+async fn a_hosted_stream_cut_off_before_its_end_is_truncated() {
+    // The Anthropic stream of a Truncated reply never sends message_stop.
+    let server = FakeServer::start(vec![Reply::Truncated("partial".into())]).await;
+    let c = hosted(
+        Provider::Anthropic,
+        format!("{}/v1", server.url),
+        "CHIMERA_TEST_ANTHROPIC_KEY2",
+    );
+    assert!(matches!(chat(&c).await.unwrap_err(), LlmError::Truncated));
+}
