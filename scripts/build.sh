@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # Puts Chimera's native library at lua/chimera_native.so (or $CHIMERA_LIB_DEST).
-# 1. If the checkout is at a release tag, download the prebuilt library for
-#    this platform and Neovim minor version from that GitHub release, verify
-#    its sha256, write it to a temp file and rename it into place.
-# 2. Otherwise (or if that fails), build it with `cargo build --release`.
+# 1. Download the prebuilt library for this platform (glibc or musl Linux,
+#    macOS) and Neovim minor version from a GitHub release, verify its
+#    sha256, write it to a temp file and rename it into place. The release
+#    is the checkout's tag, else the nearest release tag behind it when no
+#    native source (scripts/native-sources) changed since: its library is
+#    then the one a source build would make.
+# 2. Otherwise (or if that fails), build it with `cargo build --release --locked`.
+# The Neovim minor version is the running Neovim's when Neovim runs the
+# build (lazy.nvim's `build = "make"`), else the first `nvim` on PATH.
 # Environment: CHIMERA_BUILD_FROM_SOURCE=1 skips the download;
 # CHIMERA_NO_SOURCE_BUILD=1 skips the fallback (used by tests);
-# CHIMERA_RELEASE_URL, CHIMERA_TAG and CHIMERA_NVIM_MINOR override what is
-# otherwise derived from git and `nvim --version`.
+# CHIMERA_RELEASE_URL, CHIMERA_TAG, CHIMERA_NVIM_MINOR and CHIMERA_LIBC
+# (gnu|musl) override what is otherwise derived from git, Neovim and ldd.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 
+libc() {
+  if [ -n "${CHIMERA_LIBC:-}" ]; then echo "$CHIMERA_LIBC"; return; fi
+  if (ldd --version 2>&1 || true) | grep -qi musl || ls /lib/ld-musl-* >/dev/null 2>&1; then echo musl; else echo gnu; fi
+}
+
 case "$(uname -s)" in
-  Linux) os=linux; ext=so ;;
+  Linux) os=linux; [ "$(libc)" = musl ] && os=linux-musl; ext=so ;;
   Darwin) os=macos; ext=so; built_ext=dylib ;;
   *) os=unknown; ext=so ;;
 esac
@@ -27,11 +37,49 @@ sha256_of() {
   if command -v sha256sum >/dev/null; then sha256sum "$1" | cut -d' ' -f1; else shasum -a 256 "$1" | cut -d' ' -f1; fi
 }
 
+native_sources() { grep -v '^#' "$here/scripts/native-sources"; }
+
+# The release whose library fits this checkout, if any.
+release_tag() {
+  if [ -n "${CHIMERA_TAG:-}" ]; then echo "$CHIMERA_TAG"; return 0; fi
+  local tag
+  tag="$(git describe --tags --exact-match --match 'v*' 2>/dev/null || true)"
+  if [ -n "$tag" ] && git diff --quiet HEAD -- $(native_sources) 2>/dev/null; then echo "$tag"; return 0; fi
+  tag="$(git describe --tags --abbrev=0 --match 'v*' 2>/dev/null || true)"
+  if [ -z "$tag" ]; then say "no release tag behind this checkout; no prebuilt library to fetch"; return 1; fi
+  # Against the work tree: uncommitted changes count too.
+  if git diff --quiet "$tag" -- $(native_sources) 2>/dev/null; then
+    say "not at a release tag; $tag's library fits (no native source changed since)"
+    echo "$tag"; return 0
+  fi
+  say "the native sources changed since $tag: its library does not fit"; return 1
+}
+
+# The Neovim running this build, if one does: the nearest ancestor process
+# that is nvim (lazy.nvim runs `make` from Neovim).
+running_nvim() {
+  local pid="$PPID" exe
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    { [ -z "$pid" ] || [ "$pid" -le 1 ]; } && return 1
+    if [ -r "/proc/$pid/exe" ]; then exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+    else exe="$(ps -o comm= -p "$pid" 2>/dev/null || true)"; fi
+    case "$(basename "${exe:-x}")" in nvim) echo "$exe"; return 0 ;; esac
+    pid="$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')"
+  done
+  return 1
+}
+
+nvim_minor() {
+  if [ -n "${CHIMERA_NVIM_MINOR:-}" ]; then echo "$CHIMERA_NVIM_MINOR"; return; fi
+  local exe; exe="$(running_nvim || echo nvim)"
+  local minor; minor="$( ("$exe" --version 2>/dev/null || true) | sed -n 's/^NVIM v\([0-9]*\.[0-9]*\).*/\1/p' | head -n1)"
+  say "Neovim ${minor:-unknown} ($exe)"
+  echo "${minor:-0.11}"
+}
+
 try_download() {
-  local tag="${CHIMERA_TAG:-$(git describe --tags --exact-match 2>/dev/null || true)}"
-  if [ -z "$tag" ]; then say "not at a release tag; no prebuilt library to fetch"; return 1; fi
-  local minor="${CHIMERA_NVIM_MINOR:-$( (nvim --version 2>/dev/null || true) | sed -n 's/^NVIM v\([0-9]*\.[0-9]*\).*/\1/p' | head -n1)}"
-  minor="${minor:-0.11}"
+  local tag; tag="$(release_tag)" || return 1
+  local minor; minor="$(nvim_minor)"
   local base="${CHIMERA_RELEASE_URL:-}"
   if [ -z "$base" ]; then
     local remote; remote="$(git config --get remote.origin.url 2>/dev/null || true)"
@@ -67,7 +115,7 @@ build_from_source() {
     say "cargo not found: install Rust 1.95+ from https://rustup.rs, then run make again"; return 1
   fi
   say "building from source (cargo build --release)"
-  cargo build --release
+  cargo build --release --locked
   local tmp; tmp="$(mktemp "$(dirname "$dest")/.chimera_native.XXXXXX")"
   cp "target/release/libchimera.$built_ext" "$tmp"
   mv -f "$tmp" "$dest"

@@ -58,8 +58,42 @@ function M.load()
     return nil,
       ("Chimera's native library is stale (library %s, plugin %s): %s"):format(lib.version(), want, fix_hint())
   end
+  -- The same version string covers every commit: ask git too.
+  local stale = not vim.env.CHIMERA_LIB and M.stale(lib.commit(), M.plugin_root())
+  if stale then
+    return nil, stale
+  end
   cached = lib
   return lib
+end
+
+--- Whether a library built from `commit` is behind the checkout at `root`:
+--- a message saying so when a native source (scripts/native-sources)
+--- changed between that commit and HEAD, else nil (current, or no way to
+--- tell: no git, a commit this clone does not have).
+function M.stale(commit, root)
+  if not commit or commit == "unknown" or vim.fn.executable("git") == 0 then
+    return nil
+  end
+  local list = root .. "/scripts/native-sources"
+  if not (vim.uv.fs_stat(root .. "/.git") and vim.uv.fs_stat(list)) then
+    return nil
+  end
+  local cmd = { "git", "-C", root, "diff", "--quiet", commit, "HEAD", "--" }
+  for line in io.lines(list) do
+    if line ~= "" and not line:match("^#") then
+      table.insert(cmd, line)
+    end
+  end
+  local ok, r = pcall(function()
+    return vim.system(cmd):wait(3000)
+  end)
+  if ok and r.code == 1 then
+    return ("Chimera's native library was built from commit %s and the native sources changed since: %s"):format(
+      commit,
+      fix_hint()
+    )
+  end
 end
 
 --- Like `load`, but raises the message as an error.
