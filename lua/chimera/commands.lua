@@ -207,10 +207,7 @@ M.subcommands = {
   history = {
     desc = "list the snapshots, newest first",
     run = function()
-      local h = require("chimera.history")
-      h.refresh(function()
-        vim.api.nvim_echo({ { table.concat(h.history_lines(), "\n") } }, false, {})
-      end)
+      require("chimera.history").open()
     end,
   },
   rollback = {
@@ -248,9 +245,7 @@ M.subcommands = {
           opts.kind = args[i + 1]
         end
       end
-      chimera().effects(opts, function(effects)
-        vim.api.nvim_echo({ { table.concat(require("chimera.history").effect_lines(effects), "\n") } }, false, {})
-      end)
+      require("chimera.history").open_effects(opts)
     end,
   },
   dashboard = {

@@ -123,6 +123,73 @@ function M.history_lines()
   return lines
 end
 
+--- `:Chimera history`: the snapshots in a buffer, keys to roll back to
+--- one (`r`, asked first), dry-run it (`d`) or fork an agent from it (`f`).
+function M.open()
+  M.refresh(function()
+    local snaps = M.history()
+    require("chimera.listview").show(
+      "history",
+      "Chimera snapshots, newest first — r roll back  d dry run  f fork an agent  q close",
+      M.history_lines(),
+      snaps,
+      {
+        { "d", function(s)
+          M.rollback(s.id, { dry_run = true })
+        end, "what a rollback would do" },
+        { "r", function(s)
+          vim.ui.select({ "Roll back", "Cancel" }, {
+            prompt = ("Restore the project as in snapshot %s (%s)? A snapshot of now is taken first."):format(
+              s.id,
+              s.message
+            ),
+          }, function(choice)
+            if choice == "Roll back" then
+              M.rollback(s.id)
+            end
+          end)
+        end, "roll back to this snapshot" },
+        { "f", function(s)
+          vim.ui.input({ prompt = ("Task for an agent forked from %s: "):format(s.id) }, function(text)
+            if text and vim.trim(text) ~= "" then
+              require("chimera").fork(s.id, text)
+            end
+          end)
+        end, "fork an agent from this snapshot" },
+      }
+    )
+  end)
+end
+
+--- `:Chimera effects`: the effects in a buffer; <CR> shows one whole.
+function M.open_effects(opts)
+  M.effects(opts, function(effects)
+    require("chimera.listview").show(
+      "effects",
+      "Chimera effects (what no rollback undoes), oldest first — <CR> the whole effect  q close",
+      M.effect_lines(effects),
+      effects,
+      {
+        { "<CR>", function(e)
+          local text = ("#%d %s after snapshot %s, %d ms\n\n%s\n\n-> %s"):format(
+            e.seq,
+            e.kind,
+            e.snapshot_id or "-",
+            e.duration_ms,
+            e.input,
+            e.output
+          )
+          vim.lsp.util.open_floating_preview(vim.split(text, "\n", { plain = true }), "text", {
+            border = "rounded",
+            focus_id = "chimera-effect",
+            max_width = math.floor(vim.o.columns * 0.8),
+          })
+        end, "the whole effect" },
+      }
+    )
+  end)
+end
+
 --- The lines `:Chimera effects` shows.
 function M.effect_lines(effects)
   local lines = {}

@@ -81,6 +81,41 @@ h.test("snapshot, accept, rollback with a dry run, effects, fork", function()
   end)
   table.sort(files)
   h.eq(files, { "app.py", "notes.txt" }, "the fork's proposal")
+
+  -- :Chimera history and :Chimera effects are buffers, not echoes.
+  vim.cmd("Chimera history")
+  local list
+  h.wait_for("the history buffer", function()
+    list = vim.api.nvim_get_current_buf()
+    return vim.api.nvim_buf_get_name(list):match("chimera://history$")
+  end)
+  local lines = vim.api.nvim_buf_get_lines(list, 0, -1, false)
+  local row
+  for i, l in ipairs(lines) do
+    if l:find(snap, 1, true) then
+      row = i
+    end
+  end
+  h.truthy(row and lines[row]:find("clean", 1, true), table.concat(lines, "\n"))
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.api.nvim_feedkeys("d", "x", false)
+  h.wait_for("the dry run from the list", function()
+    return #outcomes == 3 and outcomes[3].id == snap and outcomes[3].dry_run
+  end)
+  vim.api.nvim_feedkeys("q", "x", false)
+  h.eq(vim.api.nvim_buf_is_valid(list), false, "q closes it")
+  vim.cmd("Chimera effects --kind llm")
+  h.wait_for("the effects buffer", function()
+    list = vim.api.nvim_get_current_buf()
+    return vim.api.nvim_buf_get_name(list):match("chimera://effects$")
+      and #vim.api.nvim_buf_get_lines(list, 0, -1, false) >= 3
+  end)
+  lines = vim.api.nvim_buf_get_lines(list, 0, -1, false)
+  h.truthy(lines[3]:find("llm", 1, true), table.concat(lines, "\n"))
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  local wins = #vim.api.nvim_list_wins()
+  vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
+  h.eq(#vim.api.nvim_list_wins(), wins + 1, "<CR> shows the whole effect in a float")
 end)
 
 h.finish()

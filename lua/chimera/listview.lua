@@ -1,0 +1,58 @@
+--- A list in a buffer of its own (`:Chimera history`, `:Chimera
+--- effects`): one item per line under a header of keys, redrawn in place
+--- when shown again, `q` to close, and keys that act on the item under the
+--- cursor.
+local M = {}
+
+local views = {} -- name -> { buf, items = { line -> item } }
+
+--- Shows `lines` (each with the item at the same index of `items`, nil for
+--- none) in the buffer `chimera://{name}` under `header`. `keys` is a list
+--- of { lhs, fn(item), desc }, mapped once.
+function M.show(name, header, lines, items, keys)
+  local v = views[name]
+  if not (v and vim.api.nvim_buf_is_valid(v.buf)) then
+    local buf = vim.api.nvim_create_buf(false, true)
+    pcall(vim.api.nvim_buf_set_name, buf, "chimera://" .. name)
+    vim.bo[buf].filetype = "chimera-" .. name
+    vim.bo[buf].bufhidden = "wipe"
+    v = { buf = buf, items = {} }
+    views[name] = v
+    for _, k in ipairs(keys) do
+      vim.keymap.set("n", k[1], function()
+        local item = v.items[vim.api.nvim_win_get_cursor(0)[1]]
+        if not item then
+          vim.notify("chimera: put the cursor on an item's line", vim.log.levels.WARN, { title = "Chimera" })
+          return
+        end
+        local ok, err = pcall(k[2], item)
+        if not ok then
+          vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+        end
+      end, { buffer = buf, nowait = true, desc = "Chimera: " .. k[3] })
+    end
+    vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = buf, nowait = true, desc = "Chimera: close" })
+  end
+  local all = { header, "" }
+  v.items = {}
+  for i, line in ipairs(lines) do
+    table.insert(all, line)
+    v.items[#all] = items[i]
+  end
+  vim.bo[v.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(v.buf, 0, -1, false, all)
+  vim.bo[v.buf].modifiable = false
+  local win = vim.fn.win_findbuf(v.buf)[1]
+  if win then
+    vim.api.nvim_set_current_win(win)
+  else
+    vim.cmd("botright split")
+    vim.api.nvim_win_set_buf(0, v.buf)
+    vim.api.nvim_win_set_height(0, math.min(#all + 1, 15))
+  end
+  -- On the first item.
+  pcall(vim.api.nvim_win_set_cursor, 0, { math.min(3, #all), 0 })
+  return v.buf
+end
+
+return M
