@@ -8,6 +8,19 @@ local M = {}
 
 local view -- { buf, win, ids = { line -> agent id } }
 
+local ns = vim.api.nvim_create_namespace("chimera_agents")
+
+--- How each state is highlighted in the list.
+local STATE_HL = {
+  queued = "Comment",
+  running = "DiagnosticInfo",
+  completed = "DiagnosticOk",
+  accepted = "Comment",
+  rejected = "Comment",
+  cancelled = "Comment",
+  failed = "DiagnosticError",
+}
+
 local function line_for(a)
   local files = table.concat(a.changed_files or {}, ", ")
   local log = a.log or {}
@@ -54,6 +67,17 @@ function M.refresh()
   vim.api.nvim_buf_set_lines(view.buf, 0, -1, false, lines)
   vim.bo[view.buf].modifiable = false
   view.ids = ids
+  vim.api.nvim_buf_clear_namespace(view.buf, ns, 0, -1)
+  vim.api.nvim_buf_set_extmark(view.buf, ns, 0, 0, { line_hl_group = "ChimeraHint" })
+  for row, id in pairs(ids) do
+    local a = state.agents[id] or {}
+    -- The state column: after the id and two spaces.
+    local from = #id + 2
+    vim.api.nvim_buf_set_extmark(view.buf, ns, row - 1, from, {
+      end_col = math.min(from + 10, #lines[row]),
+      hl_group = a.conflicted and "ChimeraConflict" or STATE_HL[a.state] or "Normal",
+    })
+  end
 end
 
 local function under_cursor()
@@ -91,6 +115,10 @@ function M.open()
   vim.bo[buf].filetype = "chimera-agents"
   pcall(vim.api.nvim_buf_set_name, buf, "chimera://agents")
   view = { buf = buf, win = vim.api.nvim_get_current_win(), ids = {} }
+  -- A list, not text to edit: no gutter.
+  for option, value in pairs({ number = false, relativenumber = false, signcolumn = "no", foldcolumn = "0", wrap = false, cursorline = true }) do
+    vim.wo[view.win][0][option] = value
+  end
   local c = require("chimera")
   local function map(lhs, fn)
     vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true })

@@ -5,6 +5,20 @@ local state = require("chimera.state")
 
 local M = {}
 
+--- Unchanged lines shown around each hunk, as `diff -u` does.
+local CONTEXT = 3
+
+--- The text a proposal's hunks of `path` apply to: the loaded buffer's
+--- (what the human sees), else the file's.
+local function base_lines(path)
+  local buf = require("chimera.buffers").find(path)
+  if buf and vim.api.nvim_buf_is_loaded(buf) then
+    return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  end
+  local ok, lines = pcall(vim.fn.readfile, path)
+  return ok and lines or {}
+end
+
 --- Unified-diff lines of proposal `id`.
 function M.lines(id)
   local agent = state.agents[id] or {}
@@ -38,17 +52,32 @@ function M.lines(id)
     end
     table.insert(out, "--- a/" .. rel)
     table.insert(out, "+++ b/" .. rel .. (f.change ~= "modified" and ("  (" .. f.change .. ")") or ""))
-    local shift = 0
-    for _, h in ipairs(f.hunks) do
+    local base = f.change == "added" and {} or base_lines(f.path)
+    local shift, shown_to = 0, 0 -- lines of `base` shown so far
+    for i, h in ipairs(f.hunks) do
       n = n + 1
+      local next_start = f.hunks[i + 1] and f.hunks[i + 1].old_start or math.huge
+      -- 0-based [from, to) of the context around the hunk, not repeating
+      -- lines shown with the one before nor reaching into the next.
+      local before_from = math.max(shown_to, h.old_start - CONTEXT)
+      local after_to = math.min(#base, h.old_start + #h.old_lines + CONTEXT, next_start)
+      local before = h.old_start - before_from
+      local after = math.max(0, after_to - (h.old_start + #h.old_lines))
       table.insert(out, ("@@ -%d,%d +%d,%d @@ hunk %d"):format(
-        h.old_start + 1, #h.old_lines, h.old_start + 1 + shift, #h.new_lines, n))
+        before_from + 1, before + #h.old_lines + after, before_from + 1 + shift, before + #h.new_lines + after, n))
+      for row = before_from + 1, h.old_start do
+        table.insert(out, " " .. (base[row] or ""))
+      end
       for _, l in ipairs(h.old_lines) do
         table.insert(out, "-" .. l)
       end
       for _, l in ipairs(h.new_lines) do
         table.insert(out, "+" .. l)
       end
+      for row = h.old_start + #h.old_lines + 1, after_to do
+        table.insert(out, " " .. (base[row] or ""))
+      end
+      shown_to = math.max(after_to, h.old_start + #h.old_lines)
       shift = shift + #h.new_lines - #h.old_lines
     end
   end
@@ -89,6 +118,7 @@ function M.open(id, opts)
     end
     local proposed = M.proposed(vim.api.nvim_buf_get_lines(buf, 0, -1, false), file)
     local ft = vim.bo[buf].filetype
+    local left = vim.api.nvim_get_current_win()
     vim.cmd("diffthis")
     vim.cmd("vertical rightbelow new")
     local scratch = vim.api.nvim_get_current_buf()
@@ -99,6 +129,23 @@ function M.open(id, opts)
     vim.bo[scratch].filetype = ft
     pcall(vim.api.nvim_buf_set_name, scratch, ("chimera://%s/%s"):format(id, vim.fn.fnamemodify(path, ":t")))
     vim.cmd("diffthis")
+    -- The split shows the change: ghost text would show it twice.
+    local ghost = require("chimera.ghost")
+    ghost.hide(buf, true)
+    vim.api.nvim_create_autocmd("BufWipeout", {
+      buffer = scratch,
+      once = true,
+      callback = function()
+        vim.schedule(function()
+          ghost.hide(buf, false)
+          if vim.api.nvim_win_is_valid(left) then
+            vim.api.nvim_win_call(left, function()
+              vim.cmd("diffoff")
+            end)
+          end
+        end)
+      end,
+    })
     return scratch
   end
   local lines = M.lines(id)
@@ -111,6 +158,7 @@ function M.open(id, opts)
   local height = math.min(vim.o.lines - 4, #lines)
   local win = vim.api.nvim_open_win(buf, true, {
     relative = "editor",
+    style = "minimal",
     width = width,
     height = math.max(1, height),
     row = math.floor((vim.o.lines - height) / 2),

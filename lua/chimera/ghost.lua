@@ -82,6 +82,14 @@ function M.for_path(path)
   return out
 end
 
+local hidden = {} -- bufnr -> true: its proposals are shown elsewhere (a diff split)
+
+--- Hides (`yes`) or shows again the ghost text of `buf`.
+function M.hide(buf, yes)
+  hidden[buf] = yes or nil
+  M.render(buf)
+end
+
 --- Redraws every proposal of buffer `buf`. Clearing and drawing happen in
 --- one go, with no redraw in between, so nothing flickers.
 function M.render(buf)
@@ -90,6 +98,9 @@ function M.render(buf)
   end
   vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
   marks[buf] = {}
+  if hidden[buf] then
+    return
+  end
   local path = vim.api.nvim_buf_get_name(buf)
   if path == "" then
     return
