@@ -192,16 +192,68 @@ fn read_file(
     }
 }
 
-/// The root `.gitignore` and `.git/info/exclude` as a matcher for watcher events.
-fn root_ignore(root: &Path) -> Gitignore {
-    let mut b = GitignoreBuilder::new(root);
-    let _ = b.add(root.join(".gitignore"));
-    let _ = b.add(root.join(".git/info/exclude"));
-    b.build().unwrap_or_else(|_| Gitignore::empty())
+/// The ignore rules watcher events are judged by, as the import's walk
+/// applies them: the root's `.gitignore` and `.git/info/exclude`, and every
+/// nested `.gitignore` on the way to a file (a deeper one wins, as in git).
+/// Each is read once, and again after any `.gitignore` changes.
+struct Ignores {
+    root: PathBuf,
+    by_dir: HashMap<PathBuf, Gitignore>,
+}
+
+impl Ignores {
+    fn new(root: &Path) -> Self {
+        Ignores {
+            root: root.to_path_buf(),
+            by_dir: HashMap::new(),
+        }
+    }
+
+    fn forget(&mut self) {
+        self.by_dir.clear();
+    }
+
+    /// The rules of folder `dir` (the root's include `.git/info/exclude`).
+    fn of(&mut self, dir: &Path) -> &Gitignore {
+        let root = &self.root;
+        self.by_dir.entry(dir.to_path_buf()).or_insert_with(|| {
+            let mut b = GitignoreBuilder::new(dir);
+            if dir.join(".gitignore").is_file() {
+                let _ = b.add(dir.join(".gitignore"));
+            }
+            if dir == root {
+                let _ = b.add(root.join(".git/info/exclude"));
+            }
+            b.build().unwrap_or_else(|_| Gitignore::empty())
+        })
+    }
+
+    fn ignored(&mut self, abs: &Path, is_dir: bool) -> bool {
+        let Ok(rel) = abs.strip_prefix(&self.root) else {
+            return false;
+        };
+        let mut dir = self.root.clone();
+        let mut verdict = false;
+        let folders: Vec<_> = rel
+            .parent()
+            .map(|p| p.components().collect())
+            .unwrap_or_default();
+        for step in std::iter::once(None).chain(folders.into_iter().map(Some)) {
+            if let Some(c) = step {
+                dir.push(c);
+            }
+            match self.of(&dir).matched_path_or_any_parents(abs, is_dir) {
+                ignore::Match::Ignore(_) => verdict = true,
+                ignore::Match::Whitelist(_) => verdict = false,
+                ignore::Match::None => {}
+            }
+        }
+        verdict
+    }
 }
 
 /// Whether a watcher event for `abs` concerns a tracked project file.
-fn is_tracked(root: &Path, ignore: &Gitignore, abs: &Path) -> Option<ProjectPath> {
+fn is_tracked(root: &Path, ignore: &mut Ignores, abs: &Path) -> Option<ProjectPath> {
     let path = ProjectPath::from_absolute(root, abs)?;
     if abs
         .file_name()
@@ -214,7 +266,7 @@ fn is_tracked(root: &Path, ignore: &Gitignore, abs: &Path) -> Option<ProjectPath
     if is_dir {
         return None;
     }
-    if ignore.matched_path_or_any_parents(abs, false).is_ignore() {
+    if ignore.ignored(abs, false) {
         return None;
     }
     Some(path)
@@ -268,7 +320,7 @@ pub fn watch(
             source,
         })?;
     let task = tokio::spawn(async move {
-        let mut ignore = root_ignore(&root);
+        let mut ignore = Ignores::new(&root);
         while let Some(first) = rx.recv().await {
             let mut pending: HashMap<PathBuf, ()> = HashMap::new();
             pending.insert(first, ());
@@ -289,19 +341,28 @@ pub fn watch(
                 .keys()
                 .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))
             {
-                ignore = root_ignore(&root);
+                ignore.forget();
             }
             let root2 = root.clone();
-            let ignore2 = ignore.clone();
             // `is_tracked` looks at the disk: off the async threads.
-            let changed = tokio::task::spawn_blocking(move || {
-                pending
+            let judged = tokio::task::spawn_blocking(move || {
+                let changed = pending
                     .into_keys()
-                    .filter_map(|abs| is_tracked(&root2, &ignore2, &abs))
-                    .collect::<Vec<_>>()
+                    .filter_map(|abs| is_tracked(&root2, &mut ignore, &abs))
+                    .collect::<Vec<_>>();
+                (changed, ignore)
             })
-            .await
-            .unwrap_or_default();
+            .await;
+            let changed = match judged {
+                Ok((changed, kept)) => {
+                    ignore = kept;
+                    changed
+                }
+                Err(_) => {
+                    ignore = Ignores::new(&root);
+                    vec![]
+                }
+            };
             if !changed.is_empty() {
                 on_change(changed);
             }
@@ -401,6 +462,49 @@ mod tests {
             .unwrap();
         assert_eq!(p, "src/new.py");
         assert!(store.stable_entry("src/new.py").unwrap().is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_watcher_honours_nested_gitignore_files_as_the_import_does() {
+        let (dir, store) = project();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("src/.gitignore"), "gen_*.py\n!keep.log\n").unwrap();
+        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _w = watch(root.clone(), Duration::from_millis(50), move |paths| {
+            for p in paths {
+                let _ = tx.send(p.to_string());
+            }
+        })
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        std::fs::write(root.join("src/gen_x.py"), "x\n").unwrap();
+        std::fs::write(root.join("src/keep.log"), "kept\n").unwrap();
+        std::fs::write(root.join("gen_top.py"), "t\n").unwrap();
+        let mut seen = HashSet::new();
+        while seen.len() < 2 {
+            let batch = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                .await
+                .expect("the watcher reported")
+                .unwrap();
+            seen.insert(batch);
+        }
+        // Give a wrongly reported path time to arrive.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        while let Ok(p) = rx.try_recv() {
+            seen.insert(p);
+        }
+        // The nested rules apply below src/ only; a deeper `!` wins over
+        // the root's `*.log`.
+        assert_eq!(
+            seen,
+            HashSet::from(["src/keep.log".to_owned(), "gen_top.py".to_owned()])
+        );
+        // The walk of the import agrees.
+        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
+        let paths = store.stable_paths().unwrap();
+        assert!(paths.contains(&"src/keep.log".to_owned()), "{paths:?}");
+        assert!(!paths.contains(&"src/gen_x.py".to_owned()), "{paths:?}");
     }
 
     #[test]

@@ -55,9 +55,23 @@ function M.start(dir)
   if not state.config then
     M.setup({})
   end
+  dir = dir or vim.uv.cwd()
+  -- A folder in no project (Neovim started in ~/Downloads) is imported and
+  -- watched only when the human says so; a yes leaves `.chimera/` there,
+  -- which answers the question next time.
+  if not state.config.root and not vim.fs.root(dir, { ".git", ".chimera" }) then
+    local answer = vim.fn.confirm(
+      ("Chimera: %s is in no git project. Import and watch every file under it as the project?"):format(dir),
+      "&Yes\n&No",
+      2
+    )
+    if answer ~= 1 then
+      error("chimera: not started: open Neovim in a project (a folder with .git), or set `root` in setup()", 0)
+    end
+  end
   local lib = require("chimera.loader").require()
   -- The core resolves the root (`root` option, else the nearest `.git`).
-  state.root = lib.start(require("chimera.config").to_json(state.config), dir or vim.uv.cwd())
+  state.root = lib.start(require("chimera.config").to_json(state.config), dir)
   require("chimera.buffers").attach_all()
   return true
 end

@@ -176,6 +176,41 @@ h.test("a library built before the native sources changed is stale, whatever its
   h.eq(loader.stale(built, vim.fn.tempname()), nil, "not a git checkout")
 end)
 
+h.test("a folder in no git project is imported only when the human says so", function()
+  local dir = vim.uv.fs_realpath(vim.fn.tempname()) or vim.fn.tempname()
+  vim.fn.mkdir(dir, "p")
+  vim.fn.writefile({ "x = 1" }, dir .. "/a.py")
+  vim.cmd.cd(dir)
+  h.setup((h.fake_llm({ { text = "x" } })))
+  local confirm, asked = vim.fn.confirm, {}
+  vim.fn.confirm = function(msg)
+    table.insert(asked, msg)
+    return 2 -- No
+  end
+  local ok, err = pcall(chimera.start)
+  h.eq(ok, false, "refused")
+  h.truthy(tostring(err):find("set `root` in setup()", 1, true), tostring(err))
+  h.truthy(asked[1] and asked[1]:find(dir .. " is in no git project", 1, true), vim.inspect(asked))
+  h.eq(vim.uv.fs_stat(dir .. "/.chimera"), nil, "nothing written there")
+  vim.fn.confirm = function(msg)
+    table.insert(asked, msg)
+    return 1 -- Yes
+  end
+  local started = pcall(chimera.start)
+  vim.fn.confirm = confirm
+  h.eq(started, true)
+  h.eq(chimera.status().root, vim.uv.fs_realpath(dir))
+  chimera.stop()
+  -- Next time, its .chimera/ answers.
+  h.truthy(vim.uv.fs_stat(dir .. "/.chimera"), ".chimera made")
+  vim.fn.confirm = function()
+    error("asked again")
+  end
+  h.eq(pcall(chimera.start), true, "not asked again")
+  vim.fn.confirm = confirm
+  chimera.stop()
+end)
+
 h.test(":checkhealth chimera reports the library, database and LLM", function()
   h.project({ ["a.py"] = "x = 1\n" })
   local url = h.fake_llm({ { text = "x" } })
