@@ -1,12 +1,17 @@
 --- `:Chimera panel`: a side panel following the cursor (seed §6c): the
---- node's ID, type, name and place, parent, callers, callees, status, its
---- pending proposal with the diff (a accept, r reject, R reject with
---- feedback), and its recent events; live-updated from the event stream.
+--- node's ID, type, name and place, parent, callers, callees, status, the
+--- proposals that change it — its own agent's and any task's whose hunks
+--- touch its lines, read from the live proposal state — with their hunks
+--- (a accept, r reject, R reject with feedback: the one under the panel's
+--- cursor, else the first), and its recent events.
 local remora = require("chimera.remora")
+local state = require("chimera.state")
 
 local M = {}
 
 local buf, win, node_id, source_win
+local shown = {} -- panel line -> proposal id, from the last render
+local listed = {} -- the proposal ids of the last render, in order
 local WIDTH = 52
 
 local function add(lines, hl, text, group)
@@ -18,6 +23,42 @@ end
 
 local function label(n)
   return ("%s %s %s"):format(n.id, n.node_type, n.name)
+end
+
+--- Whether hunk `h` (0-based old_start) changes lines of node `n` (1-based).
+local function touches(h, n)
+  local from, to = h.old_start, h.old_start + #h.old_lines
+  if #h.old_lines == 0 then
+    return from >= n.start_line - 1 and from <= n.end_line
+  end
+  return from < n.end_line and to > n.start_line - 1
+end
+
+--- The proposals changing node `n`: its own agent's first, then every
+--- other whose hunks touch its lines; each as { id, hunks }.
+local function proposals_of(n)
+  local out, own = {}, remora.pending[n.id]
+  local path = state.root and (state.root .. "/" .. n.file_path)
+  local ids = vim.tbl_keys(state.proposals)
+  table.sort(ids, function(a, b)
+    return (own and a == own.id) or (not (own and b == own.id) and a < b)
+  end)
+  for _, id in ipairs(ids) do
+    local hunks = {}
+    for _, f in ipairs(state.proposals[id]) do
+      if f.path == path then
+        for _, h in ipairs(f.hunks or {}) do
+          if touches(h, n) or (own and id == own.id) then
+            table.insert(hunks, h)
+          end
+        end
+      end
+    end
+    if #hunks > 0 then
+      table.insert(out, { id = id, hunks = hunks })
+    end
+  end
+  return out
 end
 
 local function render()
@@ -58,16 +99,27 @@ local function render()
       ),
       n.status == "active" and "DiagnosticOk" or "DiagnosticWarn"
     )
-    local pending = remora.pending[n.id]
-    if pending then
+    shown, listed = {}, {}
+    for _, p in ipairs(proposals_of(n)) do
+      local a = state.agents[p.id] or {}
       add(lines, hl, string.rep("─", WIDTH - 2), "Comment")
-      add(lines, hl, "PENDING PROPOSAL " .. pending.id, "Title")
-      for _, l in ipairs(vim.split(pending.diff or "", "\n", { plain = true })) do
-        if not l:match("^%-%-%-") and not l:match("^%+%+%+") and l ~= "" then
-          local group = l:sub(1, 1) == "+" and "ChimeraAdded" or l:sub(1, 1) == "-" and "ChimeraRemoved" or nil
-          add(lines, hl, l, group)
+      add(lines, hl, ("PROPOSAL %s%s"):format(p.id, a.conflicted and " (CONFLICT)" or ""), "Title")
+      shown[#lines] = p.id
+      add(lines, hl, (a.summary or a.task or ""):gsub("\n.*", ""), "Comment")
+      shown[#lines] = p.id
+      for _, h in ipairs(p.hunks) do
+        for _, l in ipairs(h.old_lines) do
+          add(lines, hl, "-" .. l, "ChimeraRemoved")
+          shown[#lines] = p.id
+        end
+        for _, l in ipairs(h.new_lines) do
+          add(lines, hl, "+" .. l, "ChimeraAdded")
+          shown[#lines] = p.id
         end
       end
+      table.insert(listed, p.id)
+    end
+    if #listed > 0 then
       add(lines, hl, "[a]ccept  [r]eject  [R]eject + feedback", "Special")
     end
     add(lines, hl, string.rep("─", WIDTH - 2), "Comment")
@@ -114,20 +166,32 @@ local function follow()
   end
 end
 
+--- The proposal a key in the panel means: the one under its cursor, else
+--- the first shown.
+local function meant()
+  if win and vim.api.nvim_get_current_win() == win then
+    local id = shown[vim.api.nvim_win_get_cursor(win)[1]]
+    if id then
+      return id
+    end
+  end
+  return listed[1]
+end
+
 local function act(verb)
-  local pending = node_id and remora.pending[node_id]
-  if not pending then
-    vim.notify("Chimera: this node has no pending proposal", vim.log.levels.INFO, { title = "Chimera" })
+  local id = meant()
+  if not id then
+    vim.notify("Chimera: no proposal changes this node", vim.log.levels.INFO, { title = "Chimera" })
     return
   end
   if verb == "accept" then
-    require("chimera").accept(pending.id)
+    require("chimera").accept(id)
   elseif verb == "reject" then
-    require("chimera").reject(pending.id)
+    require("chimera").reject(id)
   else
-    vim.ui.input({ prompt = "Feedback for " .. pending.id .. ": " }, function(text)
+    vim.ui.input({ prompt = "Feedback for " .. id .. ": " }, function(text)
       if text and vim.trim(text) ~= "" then
-        require("chimera").reject(pending.id, { feedback = text })
+        require("chimera").reject(id, { feedback = text })
       end
     end)
   end
@@ -164,7 +228,7 @@ function M.toggle()
       act("accept")
     end, "accept the proposal")
     map("r", function()
-      if node_id and remora.pending[node_id] then
+      if meant() then
         act("reject")
       else
         render()
@@ -194,7 +258,7 @@ function M.toggle()
   vim.api.nvim_create_autocmd({ "CursorMoved", "CursorMovedI", "BufEnter" }, { group = group, callback = follow })
   vim.api.nvim_create_autocmd("User", {
     group = group,
-    pattern = { "ChimeraTopology", "ChimeraAgentState" },
+    pattern = { "ChimeraTopology", "ChimeraAgentState", "ChimeraProposal", "ChimeraAccepted", "ChimeraRejected" },
     callback = function()
       render()
     end,
