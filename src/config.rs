@@ -164,6 +164,9 @@ pub struct LlmConfig {
     /// OpenRouter's `HTTP-Referer`); `${VAR}` in a value is read from the
     /// environment.
     pub headers: std::collections::BTreeMap<String, String>,
+    /// A model per role (see [`ROLES`]), on the same server; a role not
+    /// named uses `model`.
+    pub roles: std::collections::BTreeMap<String, String>,
     /// Ask for JSON `{summary, code}` with the server's constrained output
     /// (llama.cpp `response_format`) for the definitions form.
     pub json_output: bool,
@@ -281,6 +284,10 @@ impl LlmConfig {
     }
 }
 
+/// What a model can be chosen for (`llm.roles`): code-mode tasks, tool-mode
+/// tasks, free-chat turns, a program's `ask_llm()`, Remora node agents.
+pub const ROLES: [&str; 5] = ["task", "tools", "chat", "ask_llm", "node"];
+
 /// The size a hosted model counts as: larger than any local one.
 pub const HOSTED_SIZE_B: f64 = 1000.0;
 
@@ -303,6 +310,7 @@ impl Default for LlmConfig {
             options: Default::default(),
             extra_body: Default::default(),
             headers: Default::default(),
+            roles: Default::default(),
             json_output: false,
         }
     }

@@ -75,6 +75,9 @@ pub enum ToCore {
     },
     /// Check that the LLM server answers and has the configured model.
     CheckLlm,
+    /// `:Chimera model`: the model new agents ask when their role names
+    /// none (empty: back to `llm.model`); working agents keep theirs.
+    SetModel { model: String },
     /// `:Chimera remora enable`: index the project; with inline IDs, ask
     /// first (`confirmed` false) how many files will change.
     RemoraEnable { confirmed: bool },

@@ -139,6 +139,9 @@ struct Core {
     agents: Mutex<HashMap<String, CancellationToken>>,
     slots: Arc<Semaphore>,
     llm: Result<LlmClient, String>,
+    /// The model new agents ask when their role names none (`:Chimera
+    /// model`); `None`: `llm.model`.
+    model: std::sync::RwLock<Option<String>>,
     /// MCP servers and web search, shared by every agent.
     services: agent::Services,
     shutdown: CancellationToken,
@@ -487,6 +490,7 @@ fn build_core(
         )),
         slots: Arc::new(Semaphore::new(config.agents.max_concurrent.max(1))),
         llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
+        model: Default::default(),
         services: agent::Services::new(&config, root.clone()),
         lifecycle: Lifecycle {
             store: store.clone(),
@@ -873,6 +877,29 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
             let c = core.clone();
             tokio::spawn(async move { check_llm(&c).await });
         }
+        ToCore::SetModel { model } => {
+            let model = model.trim().to_owned();
+            if let Ok(mut m) = core.model.write() {
+                *m = (!model.is_empty()).then(|| model.clone());
+            }
+            let running = core.agents.lock().map_or(0, |a| a.len());
+            core.sink.send(ToEditor::Notify {
+                level: Level::Info,
+                message: format!(
+                    "new agents ask model `{}`{}",
+                    if model.is_empty() {
+                        &core.config.llm.model
+                    } else {
+                        &model
+                    },
+                    if running > 0 {
+                        format!("; the {running} working keep theirs")
+                    } else {
+                        String::new()
+                    }
+                ),
+            });
+        }
         _ => {}
     }
 }
@@ -1006,11 +1033,24 @@ async fn run_agent(
             .llm
             .as_ref()
             .map_err(|e| agent::AgentError::Internal(e.clone()))?;
+        // The model of its role, else the one chosen now; the agent keeps
+        // it to the end whatever is chosen meanwhile.
+        let mut config = core.config.clone();
+        let role = agent::role(job, &config);
+        let chosen = core.model.read().ok().and_then(|m| m.clone());
+        config.llm.model = config
+            .llm
+            .roles
+            .get(role)
+            .cloned()
+            .or(chosen)
+            .unwrap_or(config.llm.model);
+        let llm = llm.with_model(&config.llm.model);
         Box::pin(async move {
             agent::run(
                 core.store.clone(),
-                &core.config,
-                llm,
+                &config,
+                &llm,
                 &core.services,
                 job,
                 cancel,
@@ -1076,7 +1116,11 @@ async fn check_llm(core: &Core) {
             message: e.clone(),
             models: vec![],
         },
-        Ok(llm) => crate::llm::health::check(llm).await,
+        Ok(llm) => {
+            let chosen = core.model.read().ok().and_then(|m| m.clone());
+            let llm = chosen.map_or_else(|| llm.clone(), |m| llm.with_model(&m));
+            crate::llm::health::check(&llm).await
+        }
     };
     core.sink.send(ToEditor::LlmStatus(health));
 }

@@ -22,6 +22,7 @@ parser.add_argument("--script", required=True)
 parser.add_argument("--port-file", required=True)
 parser.add_argument("--log")
 parser.add_argument("--timing", help="append the wall time after each reply's last byte")
+parser.add_argument("--models", default="fake-model", help="the models it lists, comma-separated")
 args = parser.parse_args()
 
 with open(args.script) as f:
@@ -59,10 +60,11 @@ class Handler(BaseHTTPRequestHandler):
                 f.write(f"{time.time():.6f}\n")
 
     def do_GET(self):
+        models = args.models.split(",")
         if self.path.endswith("/models"):
-            self.send(200, "application/json", json.dumps({"data": [{"id": "fake-model"}]}))
+            self.send(200, "application/json", json.dumps({"data": [{"id": m} for m in models]}))
         elif self.path.endswith("/api/tags"):
-            self.send(200, "application/json", json.dumps({"models": [{"name": "fake-model"}]}))
+            self.send(200, "application/json", json.dumps({"models": [{"name": m} for m in models]}))
         else:
             self.send(404, "text/plain", "not found")
 

@@ -186,6 +186,11 @@ end
 
 function handlers.llm_status(msg)
   state.llm_status = msg
+  local waiting = state.on_llm_status
+  state.on_llm_status = nil
+  if waiting then
+    waiting(msg)
+  end
 end
 
 function handlers.notify(msg)

@@ -307,6 +307,37 @@ M.subcommands = {
       chat.open(#args > 0 and table.concat(args, " ") or nil, { free = free })
     end,
   },
+  model = {
+    desc = "the model new agents ask: :Chimera model [name] (no name: pick from the server's)",
+    complete = function()
+      local st = require("chimera.state").llm_status
+      return st and st.models or {}
+    end,
+    run = function(args)
+      if args[1] then
+        chimera().set_model(args[1])
+        return
+      end
+      chimera().llm_status(function(st)
+        if not st.models or #st.models == 0 then
+          vim.notify("chimera: the LLM server lists no models: " .. (st.message or ""), vim.log.levels.ERROR, { title = "Chimera" })
+          return
+        end
+        local now = require("chimera.state").config.llm.model
+        vim.ui.select(st.models, {
+          prompt = ("Chimera model (now %s):"):format(now),
+          kind = "chimera.model",
+          format_item = function(m)
+            return m == now and (m .. "  (current)") or m
+          end,
+        }, function(choice)
+          if choice then
+            chimera().set_model(choice)
+          end
+        end)
+      end)
+    end,
+  },
   panel = {
     desc = "toggle the Remora side panel following the cursor (a accept, r reject, R feedback, c chat, q close)",
     run = function()

@@ -56,6 +56,11 @@ M.defaults = {
     -- (Azure) or { ["HTTP-Referer"] = "…" } (OpenRouter); ${VAR} is read
     -- from the environment.
     headers = {},
+    -- A model per role on the same server, e.g. { chat = "qwen2.5-coder:1.5b",
+    -- ask_llm = "qwen2.5-coder:0.5b" }. Roles: task (code-mode tasks),
+    -- tools (tool-mode tasks), chat (free-chat turns), ask_llm (a program's
+    -- ask_llm()), node (Remora node agents). Unnamed roles use `model`.
+    roles = {},
     -- Ask for JSON {summary, code} through the server's constrained output
     -- (llama.cpp response_format, Ollama format) in the definitions form.
     json_output = false,
@@ -437,6 +442,23 @@ local function check_headers(headers)
   end
 end
 
+local ROLES = { task = true, tools = true, chat = true, ask_llm = true, node = true }
+
+-- `llm.roles`: role -> model name.
+local function check_roles(roles)
+  if type(roles) ~= "table" then
+    return "chimera: option `llm.roles` must be a table of role -> model name"
+  end
+  for role, model in pairs(roles) do
+    if not ROLES[role] then
+      return ("chimera: option `llm.roles`: unknown role %s (ask_llm, chat, node, task, tools)"):format(vim.inspect(role))
+    end
+    if type(model) ~= "string" or model == "" then
+      return ("chimera: option `llm.roles.%s` must be a model name"):format(role)
+    end
+  end
+end
+
 -- `llm.keep_alive`: a duration, a number of seconds, or false.
 local function check_keep_alive(v)
   if v == false or type(v) == "string" or (type(v) == "number" and v == math.floor(v)) then
@@ -452,6 +474,7 @@ local maps = {
   ["llm.options"] = check_fields("llm.options"),
   ["llm.extra_body"] = check_fields("llm.extra_body"),
   ["llm.headers"] = check_headers,
+  ["llm.roles"] = check_roles,
   ["llm.keep_alive"] = check_keep_alive,
   ["tests.command"] = check_test_command,
   ["mcp.servers"] = check_servers,
@@ -584,6 +607,7 @@ function M.to_json(config)
       options = map_json(config.llm.options),
       extra_body = map_json(config.llm.extra_body),
       headers = map_json(config.llm.headers),
+      roles = map_json(config.llm.roles),
       -- false: not sent, Ollama's default applies.
       keep_alive = config.llm.keep_alive == false and vim.NIL or config.llm.keep_alive,
     }),

@@ -492,6 +492,31 @@ function M.status()
 end
 
 --- A short statusline string: running agents and pending proposals.
+--- Calls `callback` with what the LLM server says of itself ({ ok,
+--- message, models }): asked by the core when it runs, else directly.
+function M.llm_status(callback)
+  local lib = require("chimera.loader").require()
+  if state.root and lib.running() then
+    state.on_llm_status = callback
+    lib.check_llm()
+  else
+    local config = require("chimera.config")
+    callback(lib.check_llm_now(config.to_json(state.config or config.resolve({}))))
+  end
+end
+
+--- New agents ask `model` when their role names none (llm.roles); agents
+--- already working keep theirs. Kept for the session (a restart of the
+--- core too); `setup()` sets it anew.
+function M.set_model(model)
+  if type(model) ~= "string" or vim.trim(model) == "" then
+    error("chimera.set_model: give a model name, e.g. set_model('qwen2.5-coder:7b')", 2)
+  end
+  M.start()
+  state.config.llm.model = vim.trim(model)
+  require("chimera.loader").require().set_model(state.config.llm.model)
+end
+
 function M.statusline()
   local s = M.status()
   local running = (s.agents.running or 0) + (s.agents.queued or 0)

@@ -118,7 +118,12 @@ impl AgentHost {
             agent_id: job.id.clone(),
             task: job.task.clone(),
             max_bytes: config.sync.max_file_bytes,
-            llm: llm.clone(),
+            // ask_llm() may have a model of its own (llm.roles).
+            llm: config
+                .llm
+                .roles
+                .get("ask_llm")
+                .map_or_else(|| llm.clone(), |m| llm.with_model(m)),
             cancel: cancel.clone(),
             runtime: tokio::runtime::Handle::current(),
             submitted: None,

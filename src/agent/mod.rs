@@ -233,6 +233,19 @@ pub fn capabilities(
         .map_err(|e| AgentError::Denied(e.to_string()))
 }
 
+/// The role `job` plays for `llm.roles` (one of [`crate::config::ROLES`]).
+pub fn role(job: &Job, config: &Config) -> &'static str {
+    if job.node.is_some() {
+        "node"
+    } else if job.chat.is_some() {
+        "chat"
+    } else if job.mode.unwrap_or(config.agents.mode) == crate::config::AgentMode::Tools {
+        "tools"
+    } else {
+        "task"
+    }
+}
+
 /// The form the prompt asks for.
 pub fn choose_form(config: &Config, has_target: bool) -> EditForm {
     match config.llm.edit_form_for_model() {

@@ -225,6 +225,18 @@ impl LlmClient {
         &self.config
     }
 
+    /// This client asking for `model` instead (the connection pool is
+    /// shared; the context window is asked again, it is the model's).
+    pub fn with_model(&self, model: &str) -> LlmClient {
+        if model == self.config.model {
+            return self.clone();
+        }
+        let mut other = self.clone();
+        other.config.model = model.to_owned();
+        other.window = Default::default();
+        other
+    }
+
     /// Sends `messages` and returns the assistant's reply, retrying transient
     /// failures with exponential backoff. `on_delta` sees streamed text as it
     /// arrives.

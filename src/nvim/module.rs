@@ -335,6 +335,10 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         "check_llm",
         lua.create_function(|_, ()| send(ToCore::CheckLlm))?,
     )?;
+    t.set(
+        "set_model",
+        lua.create_function(|_, model: String| send(ToCore::SetModel { model }))?,
+    )?;
     // check_llm_now(config_json) -> {ok, warning, message, models}: the
     // same check without a core (`:checkhealth` before `:Chimera start`);
     // blocks for at most a few seconds.

@@ -1116,3 +1116,65 @@ fn the_watcher_rebases_a_proposal_onto_a_change_made_outside_neovim() {
     );
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn each_role_asks_its_model_and_a_switch_reaches_new_agents_only() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // A program that asks ask_llm() too: the task's model writes it, the
+    // ask_llm model answers it.
+    let asking = "```python\nsrc = read_file('app.py')\ndoc = ask_llm('one line doc for parse_config')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"' + doc.strip() + '\"\"\"\\n    return {}'))\nsubmit_result('Added a docstring', ['app.py'])\n```";
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiStream(asking.into()),
+        Reply::OpenaiStream("Parse it.".into()),
+        Reply::OpenaiStream(GOOD.into()),
+    ]));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let mut cfg = config(&server.url);
+    cfg.llm.model = "base-7b".into();
+    cfg.llm.roles = [("ask_llm".to_owned(), "small-0.5b".to_owned())].into();
+    cfg.tests.command = serde_json::from_value(serde_json::json!("off")).unwrap();
+    let (core, mut rx) = start_core(cfg, root.clone());
+    let done = |rx: &mut mpsc::UnboundedReceiver<ToEditor>, id: &'static str| {
+        wait_for(rx, &rt, |m| match m {
+            ToEditor::Agent { agent, .. }
+                if agent.id == id && agent.state.as_str() == "completed" =>
+            {
+                Some(())
+            }
+            ToEditor::Agent { agent, .. } if agent.id == id && agent.state.as_str() == "failed" => {
+                panic!("{id} failed: {:?}", agent.error)
+            }
+            _ => None,
+        })
+    };
+    core.send(spawn("a1", "add a docstring to parse_config"))
+        .unwrap();
+    done(&mut rx, "a1");
+    core.send(ToCore::SetModel {
+        model: "other-7b".into(),
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Notify { message, .. } if message.contains("new agents ask model `other-7b`") => {
+            Some(())
+        }
+        _ => None,
+    });
+    core.send(spawn("a2", "add a docstring to parse_config again"))
+        .unwrap();
+    done(&mut rx, "a2");
+    let models: Vec<String> = server
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let body: serde_json::Value =
+                serde_json::from_str(r.split_once('\n').unwrap().1).unwrap();
+            body["model"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(models, ["base-7b", "small-0.5b", "other-7b"]);
+    core.shutdown(Duration::from_secs(2));
+}

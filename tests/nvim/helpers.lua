@@ -95,14 +95,18 @@ end
 
 --- Starts the fake LLM with `script` (list of replies); returns its base URL
 --- and the path of its request log.
-function M.fake_llm(script)
+function M.fake_llm(script, opts)
   local dir = vim.fn.tempname()
   vim.fn.mkdir(dir, "p")
   local script_path, port_path, log = dir .. "/script.json", dir .. "/port", dir .. "/requests.log"
   local f = assert(io.open(script_path, "w"))
   f:write(vim.json.encode(script))
   f:close()
-  local proc = vim.system({ "python3", M.repo .. "/tests/fake_llm.py", "--script", script_path, "--port-file", port_path, "--log", log })
+  local cmd = { "python3", M.repo .. "/tests/fake_llm.py", "--script", script_path, "--port-file", port_path, "--log", log }
+  if opts and opts.models then
+    vim.list_extend(cmd, { "--models", table.concat(opts.models, ",") })
+  end
+  local proc = vim.system(cmd)
   table.insert(servers, proc)
   M.wait_for("the fake LLM to listen", function()
     return M.read(port_path) ~= nil

@@ -291,4 +291,39 @@ h.test("agents' progress reaches fidget-style consumers: LspProgress, vim.lsp.st
   end)
 end)
 
+h.test(":Chimera model picks from the server's models; a working agent keeps its own", function()
+  h.project({ ["calc.py"] = "def add(a, b):\n    return a - b\n" })
+  local program = "```python\nsrc = read_file('calc.py')\nwrite_file('calc.py', src.replace('a - b', 'a + b'))\nsubmit_result('add adds', ['calc.py'])\n```"
+  local url, log = h.fake_llm({ { text = program, chunk_delay = 0.05 }, { text = program } }, { models = { "fake-model", "fake-model-b" } })
+  h.setup(url, { llm = { roles = { chat = "fake-model" } } })
+  local _, err = require("chimera.config").resolve({ llm = { roles = { review = "x" } } })
+  h.truthy(err and err:find("unknown role", 1, true), tostring(err))
+  vim.cmd.edit("calc.py")
+  local first = chimera.spawn("fix add")
+  h.wait_for("the first agent at work", function()
+    return (chimera.agent(first) or {}).state == "running"
+  end)
+  local select, offered = vim.ui.select, nil
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(opts.format_item, items)
+    on_choice("fake-model-b")
+  end
+  vim.cmd("Chimera model")
+  h.wait_for("the list", function()
+    return offered ~= nil
+  end)
+  vim.ui.select = select
+  h.eq(offered, { "fake-model  (current)", "fake-model-b" })
+  h.eq(require("chimera.state").config.llm.model, "fake-model-b")
+  local second = chimera.spawn("fix add again")
+  h.eq(chimera.wait(first, 20000), "completed", "the working agent went on")
+  chimera.wait(second, 20000)
+  local models = {}
+  for _, line in ipairs(vim.split(h.read(log), "\n", { trimempty = true })) do
+    table.insert(models, vim.json.decode(line).model)
+  end
+  h.eq(models, { "fake-model", "fake-model-b" }, "each agent asked its model")
+  h.truthy(vim.tbl_contains(vim.fn.getcompletion("Chimera model ", "cmdline"), "fake-model-b"), "names complete")
+end)
+
 h.finish()
