@@ -110,6 +110,8 @@ pub enum ToCore {
         message: String,
         file: Option<String>,
         cursor_line: Option<usize>,
+        /// What the message's references (`#buffer`, `@file`) point at.
+        context: Option<String>,
     },
     /// Send the free chat's conversation ([`ToEditor::ChatHistory`]).
     ChatHistory,

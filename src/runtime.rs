@@ -847,7 +847,8 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
             message,
             file,
             cursor_line,
-        } => chat::send(core, id, message, file, cursor_line),
+            context,
+        } => chat::send(core, id, message, file, cursor_line, context),
         ToCore::ChatHistory => chat::history(core),
         ToCore::ChatClear => chat::clear(core),
         ToCore::NodeHistory { node_id } => {

@@ -59,7 +59,7 @@ local function chimera()
 end
 
 local FREE_HEADER = "# Chat with a tool-mode agent (kept in .chimera/chimera.db; :Chimera chat --clear forgets it)"
-local FOOTER = { "", "-- i: write a message   q: close" }
+local FOOTER = { "", "-- i: write a message (#buffer #selection @file go with it)   q: close" }
 
 --- The free chat's header and entries as lines, kept as entries arrive
 --- so a streamed piece redraws only what follows them.
@@ -197,17 +197,16 @@ function M.send(node_id, message)
       -- Typed in the chat buffer: the turn is about the file the human came from.
       opts.file = human_file or false
     end
+    local context, problems = require("chimera.references").context(message)
+    opts.context = context
+    if #problems > 0 then
+      vim.notify("chimera: " .. table.concat(problems, "; "), vim.log.levels.WARN, { title = "Chimera" })
+    end
     return chimera().chat(message, opts)
   end
   remora.chat(node_id, message)
 end
 
-local function prompt(node_id)
-  local n = node_id ~= "free" and remora.node(node_id) or nil
-  vim.ui.input({ prompt = ("Message to %s: "):format(n and n.name or "a free agent") }, function(text)
-    M.send(node_id, text)
-  end)
-end
 
 --- Opens the chat with the node at the cursor (with `opts.free`, or
 --- outside any node: the free chat); with `message`, sends it too.
@@ -216,6 +215,7 @@ function M.open(message, opts)
   local name = vim.api.nvim_buf_get_name(0)
   if vim.bo.buftype == "" and name ~= "" then
     human_file = name
+    require("chimera.references").remember(vim.api.nvim_get_current_buf())
   end
   local n = not (opts and opts.free) and remora.node_at_cursor() or nil
   local node_id = n and n.id or "free"
@@ -228,8 +228,8 @@ function M.open(message, opts)
     vim.bo[buf].bufhidden = "hide"
     for _, key in ipairs({ "i", "a", "o", "<CR>" }) do
       vim.keymap.set("n", key, function()
-        prompt(node_id)
-      end, { buffer = buf, desc = "Chimera: message" })
+        require("chimera.prompt").open(node_id, vim.api.nvim_get_current_win())
+      end, { buffer = buf, desc = "Chimera: write a message" })
     end
     vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = buf, desc = "Chimera: close the chat" })
     vim.api.nvim_create_autocmd("BufWipeout", {

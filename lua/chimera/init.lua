@@ -167,7 +167,8 @@ end
 
 --- Says `message` in the free chat (see :help :Chimera-chat): a tool-mode
 --- agent takes the turn with the conversation so far. `opts.file` as for
---- spawn(). Returns the turn's agent id.
+--- spawn(); `opts.context`: more text the turn sees (what the message's
+--- references point at). Returns the turn's agent id.
 function M.chat(message, opts)
   opts = opts or {}
   if type(message) ~= "string" or vim.trim(message) == "" then
@@ -176,7 +177,7 @@ function M.chat(message, opts)
   M.start()
   local file, cursor_line = task_target(opts)
   local id = queued_agent(message)
-  require("chimera.loader").require().chat(id, message, file, cursor_line)
+  require("chimera.loader").require().chat(id, message, file, cursor_line, opts.context)
   return id
 end
 

@@ -389,7 +389,14 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "chat",
         lua.create_function(
-            |_, (id, message, file, cursor_line): (String, String, Option<String>, Option<usize>)| {
+            |_,
+             (id, message, file, cursor_line, context): (
+                String,
+                String,
+                Option<String>,
+                Option<usize>,
+                Option<String>,
+            )| {
                 if message.trim().is_empty() {
                     return Err(mlua::Error::external(
                         "Chimera: the message is empty; say what the agent should do",
@@ -400,6 +407,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                     message,
                     file,
                     cursor_line,
+                    context,
                 })
             },
         )?,

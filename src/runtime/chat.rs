@@ -35,6 +35,7 @@ pub(super) fn send(
     message: String,
     file: Option<String>,
     cursor_line: Option<usize>,
+    context: Option<String>,
 ) {
     let history: Vec<ChatMessage> = core
         .store
@@ -60,6 +61,7 @@ pub(super) fn send(
         task: message,
         file,
         cursor_line,
+        context,
         mode: Some(mode),
         chat: Some(ChatTurn {
             history,

@@ -824,6 +824,7 @@ fn chat(id: &str, message: &str) -> ToCore {
         message: message.into(),
         file: None,
         cursor_line: None,
+        context: None,
     }
 }
 
@@ -883,6 +884,7 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
         message: "what does parse_config return?".into(),
         file: Some(root.join("app.py").display().to_string()),
         cursor_line: None,
+        context: None,
     })
     .unwrap();
     let (entries, streamed) = chat_until(&mut rx, &rt, "c1", "assistant");
@@ -977,6 +979,7 @@ fn a_chat_request_to_a_tiny_model_runs_in_code_mode_and_says_what_it_did() {
         message: "add a docstring to parse_config".into(),
         file: Some(root.join("app.py").display().to_string()),
         cursor_line: Some(0),
+        context: None,
     })
     .unwrap();
     let (entries, _) = chat_until(&mut rx, &rt, "t1", "status");

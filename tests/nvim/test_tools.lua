@@ -88,6 +88,72 @@ h.test(":Chimera chat --free: streamed answers, folded tool calls, proposals, ke
   end)
 end)
 
+h.test("the chat prompt: several lines, #selection, #buffer and @file go with the message; secrets do not", function()
+  h.project({ ["app.py"] = APP, ["util.py"] = "def helper(x):\n    return x * 2\n", [".env"] = "TOKEN=hunter2\n" })
+  local url, log = h.fake_llm({ { text = "It parses the config." } })
+  h.setup(url, { agents = { tool_calls = "text" } })
+  vim.cmd.edit("app.py")
+  -- Unsaved text, and a selection of line 1.
+  vim.api.nvim_buf_set_lines(0, 1, 2, false, { "    return {'unsaved': True}" })
+  vim.cmd("normal! Vy")
+  vim.cmd("Chimera chat --free")
+  local chat_buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_feedkeys("i", "x", false)
+  local prompt = vim.api.nvim_get_current_buf()
+  h.eq(vim.api.nvim_buf_get_name(prompt):match("chimera://prompt/free$") ~= nil, true, "i opens the prompt")
+  h.eq(vim.bo[prompt].filetype, "chimera-prompt")
+  vim.cmd("stopinsert")
+  -- @ completes project files, # the references.
+  vim.api.nvim_buf_set_lines(prompt, 0, -1, false, { "see @ut" })
+  vim.api.nvim_win_set_cursor(0, { 1, 7 })
+  local omni = require("chimera.references").omnifunc
+  h.eq(omni(1, ""), 4, "the reference starts at the @")
+  h.eq(vim.tbl_map(function(c)
+    return c.word
+  end, omni(0, "@ut")), { "@util.py" })
+  h.eq(vim.tbl_map(function(c)
+    return c.word
+  end, omni(0, "#s")), { "#selection" })
+  -- The blink.cmp and nvim-cmp sources answer as those plugins ask them.
+  local blink_items
+  require("chimera.completion.blink").new():get_completions({ line = "see @ut", cursor = { 1, 7 } }, function(r)
+    blink_items = r.items
+  end)
+  h.eq(blink_items[1].label, "@util.py")
+  h.eq(blink_items[1].textEdit.range.start.character, 4)
+  local cmp_items
+  require("chimera.completion.cmp").new():complete({ context = { cursor_before_line = "and #buf" } }, function(r)
+    cmp_items = r.items
+  end)
+  h.eq(cmp_items[1].label, "#buffer")
+  -- A message of several lines, sent with <C-s>.
+  vim.api.nvim_buf_set_lines(prompt, 0, -1, false, {
+    "what does #selection do,",
+    "given #buffer and @util.py (and @.env)?",
+  })
+  local warned
+  local notify = vim.notify
+  vim.notify = function(m)
+    warned = m
+  end
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  vim.notify = notify
+  h.eq(vim.api.nvim_buf_get_lines(prompt, 0, -1, false), { "" }, "the prompt is emptied")
+  h.truthy(warned and warned:find("@.env: a secret", 1, true), tostring(warned))
+  local function chat_text()
+    return table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
+  end
+  h.wait_for("the answer", function()
+    return chat_text():find("Agent: It parses the config.", 1, true)
+  end)
+  h.truthy(chat_text():find("You: what does #selection do,\ngiven #buffer and @util.py (and @.env)?", 1, true), chat_text())
+  local sent = h.read(log)
+  h.truthy(sent:find("#selection (app.py, lines 1-1):\\n```\\ndef parse_config(path):", 1, true), "#selection went: " .. sent)
+  h.truthy(sent:find("#buffer (app.py):\\n```\\ndef parse_config(path):\\n    return {'unsaved': True}", 1, true), "#buffer went, unsaved text included")
+  h.truthy(sent:find("@util.py:\\n```\\ndef helper(x):\\n    return x * 2", 1, true), "@util.py went")
+  h.truthy(not sent:find("hunter2", 1, true), "the secret did not")
+end)
+
 h.test("bad MCP server options are refused with the reason", function()
   local cases = {
     { { s = { command = "python3 srv.py" } }, "non-empty list of strings" },

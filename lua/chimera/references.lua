@@ -1,0 +1,164 @@
+--- What a chat message can point at besides its words, as codecompanion
+--- users write it: `#buffer` (the file the chat was opened from, as its
+--- buffer holds it, unsaved text included), `#selection` (the lines last
+--- selected there) and `@path` (a project file). They complete in the
+--- prompt (omnifunc, and the blink.cmp and nvim-cmp sources) and go with
+--- the turn as its context; the message itself stays as typed.
+local state = require("chimera.state")
+
+local M = {}
+
+--- Bytes of one referenced file sent at most.
+local MAX_BYTES = 200 * 1024
+
+local origin = {} -- { buf, selection = { first, last } }: where the chat was opened from
+
+--- Remembers buffer `buf` (and its last visual selection) as what
+--- `#buffer` and `#selection` mean.
+function M.remember(buf)
+  local first, last = vim.api.nvim_buf_get_mark(buf, "<")[1], vim.api.nvim_buf_get_mark(buf, ">")[1]
+  origin = { buf = buf, selection = first > 0 and last >= first and { first, last } or nil }
+end
+
+--- The project's files (as git sees them, else a walk of at most 5,000).
+local function project_files()
+  local root = state.root or vim.uv.cwd()
+  local r = vim.system({ "git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard" }):wait(2000)
+  if r.code == 0 and r.stdout then
+    return vim.split(r.stdout, "\n", { trimempty = true })
+  end
+  local out = {}
+  for name, kind in vim.fs.dir(root, { depth = 8 }) do
+    if kind == "file" and not name:match("^%.git/") and not name:match("^%.chimera/") then
+      table.insert(out, name)
+      if #out >= 5000 then
+        break
+      end
+    end
+  end
+  return out
+end
+
+--- What `word` (being typed: `#…` or `@…`) can become, as completion
+--- items { word, kind, menu }.
+function M.candidates(word)
+  local items = {}
+  if vim.startswith(word, "#") then
+    for _, name in ipairs({ "#buffer", "#selection" }) do
+      if vim.startswith(name, word) then
+        table.insert(items, { word = name, kind = "ref", menu = name == "#buffer" and "the file you came from" or "your last selection" })
+      end
+    end
+  elseif vim.startswith(word, "@") then
+    local typed = word:sub(2):lower()
+    for _, path in ipairs(project_files()) do
+      if typed == "" or path:lower():find(typed, 1, true) then
+        table.insert(items, { word = "@" .. path, kind = "file", menu = "project file" })
+        if #items >= 200 then
+          break
+        end
+      end
+    end
+  end
+  return items
+end
+
+--- Whether project path `rel` names a secret (capabilities.secrets).
+local function secret(rel)
+  local patterns = state.config and state.config.capabilities.secrets or {}
+  local base = vim.fs.basename(rel):lower()
+  for _, p in ipairs(patterns) do
+    local ok, re = pcall(vim.regex, vim.fn.glob2regpat(p:lower()))
+    if ok and (re:match_str(base) or re:match_str(rel:lower())) then
+      return true
+    end
+  end
+  return false
+end
+
+--- The text of project file `rel`, or why it is not sent.
+local function file_text(rel)
+  local root = state.root or vim.uv.cwd()
+  local abs = vim.fs.normalize(root .. "/" .. rel)
+  local real = vim.uv.fs_realpath(abs)
+  if not real or not vim.startswith(real, vim.uv.fs_realpath(root) .. "/") then
+    return nil, "not a file of the project"
+  end
+  if secret(rel) then
+    return nil, "a secret (capabilities.secrets): not sent"
+  end
+  local stat = vim.uv.fs_stat(real)
+  if not stat or stat.type ~= "file" then
+    return nil, "not a file"
+  end
+  if stat.size > MAX_BYTES then
+    return nil, ("%d bytes, more than the %d sent"):format(stat.size, MAX_BYTES)
+  end
+  local loaded = require("chimera.buffers").find(real)
+  if loaded then
+    return table.concat(vim.api.nvim_buf_get_lines(loaded, 0, -1, false), "\n")
+  end
+  local f = io.open(real, "rb")
+  if not f then
+    return nil, "unreadable"
+  end
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+local function block(title, text)
+  return ("%s:\n```\n%s\n```"):format(title, text)
+end
+
+--- The context `message`'s references give, or nil when it makes none;
+--- and the problems met (a reference that sent nothing).
+function M.context(message)
+  local parts, problems, seen = {}, {}, {}
+  local name = origin.buf and vim.api.nvim_buf_is_valid(origin.buf) and vim.api.nvim_buf_get_name(origin.buf) or nil
+  local rel_of = function(abs)
+    local root = state.root or vim.uv.cwd()
+    return vim.startswith(abs, root .. "/") and abs:sub(#root + 2) or abs
+  end
+  for ref in message:gmatch("[#@][%w%._/%-]+") do
+    if not seen[ref] then
+      seen[ref] = true
+      if ref == "#buffer" then
+        if name and name ~= "" then
+          table.insert(parts, block("#buffer (" .. rel_of(name) .. ")", table.concat(vim.api.nvim_buf_get_lines(origin.buf, 0, -1, false), "\n")))
+        else
+          table.insert(problems, "#buffer: the chat was opened from no file")
+        end
+      elseif ref == "#selection" then
+        local sel = origin.selection
+        if name and sel then
+          local lines = vim.api.nvim_buf_get_lines(origin.buf, sel[1] - 1, sel[2], false)
+          table.insert(parts, block(("#selection (%s, lines %d-%d)"):format(rel_of(name), sel[1], sel[2]), table.concat(lines, "\n")))
+        else
+          table.insert(problems, "#selection: nothing was selected in the file you came from")
+        end
+      elseif ref:sub(1, 1) == "@" then
+        local rel = ref:sub(2)
+        local text, why = file_text(rel)
+        if text then
+          table.insert(parts, block(ref, text))
+        else
+          table.insert(problems, ("%s: %s"):format(ref, why))
+        end
+      end
+    end
+  end
+  return #parts > 0 and table.concat(parts, "\n\n") or nil, problems
+end
+
+--- 'omnifunc' of the prompt: completes the `#…` or `@…` before the cursor.
+function M.omnifunc(findstart, base)
+  if findstart == 1 then
+    local line = vim.api.nvim_get_current_line():sub(1, vim.api.nvim_win_get_cursor(0)[2])
+    local start = line:find("[#@][%w%._/%-]*$")
+    return start and start - 1 or -3
+  end
+  return M.candidates(base)
+end
+
+return M
