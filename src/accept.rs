@@ -23,7 +23,7 @@ pub enum AcceptError {
         state: &'static str,
         action: &'static str,
     },
-    #[error("the proposal for `{0}` conflicts with your edits since it was made; resolve it or reject it and ask again")]
+    #[error("the proposal for `{0}` conflicts with your edits since it was made: take its hunks clear of your edits one by one (accept --hunk N), reject it with feedback, or reject it and ask again")]
     Conflict(String),
     #[error("proposal {id} has no hunk {n}; hunks are counted from 1 in file order")]
     NoHunk { id: String, n: usize },
@@ -295,20 +295,62 @@ pub fn accept_some(
         });
     }
     let all_files = store.proposal_files(agent)?;
-    if conflicted {
-        let path = all_files
-            .first()
-            .map_or_else(String::new, |f| f.path.clone());
-        return Err(AcceptError::Conflict(path));
+    if conflicted && hunk.is_none() {
+        // The whole of it cannot go in; its hunks that touch none of the
+        // human's changes can, one by one.
+        let mut conflicting = Vec::new();
+        for f in &all_files {
+            if store.stable_entry(&f.path)?.map(|e| e.hash) != f.base_hash {
+                conflicting.push(f.path.clone());
+            }
+        }
+        return Err(AcceptError::Conflict(conflicting.join(", ")));
     }
+    // A hunk of a file the human changed goes onto their text; the rest of
+    // the file's proposal stays against its old base (without that hunk),
+    // for the next rebase to settle.
+    let mut onto_human: Option<ProposalFile> = None;
     // One hunk: that file only, with its content as base + that hunk.
     let (files, partial) = match hunk {
         None => (all_files.clone(), None),
         Some(which) => {
             let diffs = proposal_diffs(store, agent)?;
             let (i, h) = find_hunk(&diffs, agent, which)?;
-            let f = all_files[i].clone();
-            let partial = if diffs[i].change == FileChange::Modified {
+            let mut f = all_files[i].clone();
+            let partial = if !diffs[i].human_hunks.is_empty() {
+                let old_base = f.base_hash.clone();
+                let base_text = store.blob_text(old_base.as_deref().unwrap_or_default())?;
+                let rest: Vec<diff::Hunk> = diffs[i]
+                    .hunks
+                    .iter()
+                    .filter(|x| **x != h)
+                    .cloned()
+                    .collect();
+                let shift = diff::shift_past(&diffs[i].human_hunks, &h)
+                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
+                let current = store.stable_entry(&f.path)?.map(|e| e.hash);
+                let Some(current_hash) = current else {
+                    return Err(AcceptError::Conflict(f.path.clone()));
+                };
+                let text = store.blob_text(&current_hash)?;
+                let (eol, final_nl) = diff::line_style(&text);
+                let moved = diff::Hunk {
+                    old_start: h.old_start.saturating_add_signed(shift),
+                    ..h
+                };
+                let merged = diff::apply(&text, &[moved], eol, final_nl)
+                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
+                f.base_hash = Some(current_hash);
+                let (eol, final_nl) = diff::line_style(&base_text);
+                let left = diff::apply(&base_text, &rest, eol, final_nl)
+                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
+                onto_human = Some(ProposalFile {
+                    path: f.path.clone(),
+                    base_hash: old_base,
+                    new_hash: Some(store.put_blob(left.as_bytes())?),
+                });
+                Some(store.put_blob(merged.as_bytes())?)
+            } else if diffs[i].change == FileChange::Modified {
                 let base = store.blob_text(f.base_hash.as_deref().unwrap_or_default())?;
                 let (eol, final_nl) = diff::line_style(&base);
                 let text = diff::apply(&base, &[h], eol, final_nl)
@@ -387,10 +429,12 @@ pub fn accept_some(
         // accepted one (its base is now the new stable content).
         let mut remaining: Vec<ProposalFile> = all_files
             .iter()
-            .filter(|f| !files.contains(f))
+            .filter(|f| !files.iter().any(|taken| taken.path == f.path))
             .cloned()
             .collect();
-        if let (Some(p), Some(f)) = (&partial, files.first()) {
+        if let Some(left) = onto_human.as_ref().filter(|l| l.new_hash != l.base_hash) {
+            remaining.push(left.clone());
+        } else if let (Some(p), Some(f), None) = (&partial, files.first(), &onto_human) {
             if f.new_hash.as_ref() != Some(p) {
                 remaining.push(ProposalFile {
                     path: f.path.clone(),

@@ -299,6 +299,24 @@ pub fn match_line_endings(base: &str, new: &str) -> String {
 
 /// Applies `hunks` (computed against `old`) to `old`; `None` if a hunk does
 /// not match the text (the text changed since the hunks were computed).
+/// How many lines hunk `h` (made on a base) moves on the human's text,
+/// which `human` hunks made from the same base; `None` when `h` touches or
+/// borders one of them (their order could not be told apart).
+pub fn shift_past(human: &[Hunk], h: &Hunk) -> Option<isize> {
+    let (from, to) = (h.old_start, h.old_start + h.old_lines.len());
+    let mut shift = 0isize;
+    for u in human {
+        let (u_from, u_to) = (u.old_start, u.old_start + u.old_lines.len());
+        if from <= u_to && u_from <= to {
+            return None;
+        }
+        if u_to <= from {
+            shift += u.new_lines.len() as isize - u.old_lines.len() as isize;
+        }
+    }
+    Some(shift)
+}
+
 pub fn apply(old: &str, hunks: &[Hunk], eol: &str, final_newline: bool) -> Option<String> {
     let lines: Vec<String> = old
         .lines()

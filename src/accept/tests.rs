@@ -429,3 +429,70 @@ fn accepting_a_proposal_the_human_already_typed_just_ends_it() {
         "the disk is the human's to save"
     );
 }
+
+#[test]
+fn a_conflicted_proposal_takes_its_hunks_that_touch_none_of_the_humans_changes() {
+    let base = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+    let f = fixture(&[("a.py", base)]);
+    agent(
+        &f,
+        "ag",
+        &[("a.py", Some("1\nTWO\n3\n4\n5\n6\n7\n8\nNINE\n10\n"))],
+    );
+    complete(&f, "ag");
+    // The human changed line 2 their way and added a line at the top.
+    let mine = "0\n1\ntwo!\n3\n4\n5\n6\n7\n8\n9\n10\n";
+    let buffers = HashMap::from([("a.py".to_owned(), mine.to_owned())]);
+    let err = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap_err();
+    assert!(
+        matches!(err, AcceptError::Conflict(ref p) if p == "a.py"),
+        "{err}"
+    );
+    // Hunk 1 overlaps their line 2: refused.
+    let err = accept_some(
+        &f.store,
+        f.dir.path(),
+        "ag",
+        &buffers,
+        Some(&HunkRef::Number(1)),
+    )
+    .unwrap_err();
+    assert!(matches!(err, AcceptError::Conflict(_)), "{err}");
+    // Hunk 2 touches nothing of theirs: it goes onto their text, moved by
+    // the line they added.
+    let done = accept_some(
+        &f.store,
+        f.dir.path(),
+        "ag",
+        &buffers,
+        Some(&HunkRef::Number(2)),
+    )
+    .unwrap();
+    assert!(!done.done);
+    assert_eq!(
+        done.buffer_edits,
+        vec![BufferChange {
+            path: "a.py".into(),
+            base: mine.into(),
+            wanted: "0\n1\ntwo!\n3\n4\n5\n6\n7\n8\nNINE\n10\n".into()
+        }]
+    );
+    // What is left is the conflicting hunk, still to resolve.
+    let rec = f.store.agent("ag").unwrap();
+    assert_eq!(rec.state, AgentState::Completed);
+    let after = "0\n1\ntwo!\n3\n4\n5\n6\n7\n8\nNINE\n10\n";
+    let buffers = HashMap::from([("a.py".to_owned(), after.to_owned())]);
+    let err = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap_err();
+    assert!(matches!(err, AcceptError::Conflict(_)), "{err}");
+    let d = proposal_diffs(&f.store, "ag").unwrap();
+    assert!(d[0].hunks.iter().any(|h| h.new_lines == ["TWO"]), "{d:?}");
+    assert!(
+        !d[0].hunks.iter().any(|h| h.new_lines == ["NINE"]),
+        "the hunk taken is not offered again: {d:?}"
+    );
+    assert_eq!(
+        disk(&f, "a.py").unwrap(),
+        base,
+        "a loaded buffer changes, not the disk"
+    );
+}

@@ -281,6 +281,25 @@ h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflic
   end)
   h.truthy(not note():find("accept", 1, true), "a conflicted proposal advertises no accept: " .. note())
   h.truthy(note():find(":Chimera diff: both sides", 1, true), note())
+  -- Its hunks clear of the human's edit can still be taken, one by one.
+  vim.cmd("Chimera accept " .. id .. " --hunk 2")
+  h.wait_for("the clear hunk in the buffer", function()
+    return vim.api.nvim_buf_get_lines(buf, 9, 10, false)[1] == "    return 30"
+  end)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return 11", "the human's line stays")
+  h.eq(chimera.agent(id).state, "completed", "the conflicting hunk is still to resolve")
+  -- The one that overlaps is refused, with what to do.
+  local said
+  local notify = vim.notify
+  vim.notify = function(m)
+    said = m
+  end
+  vim.cmd("Chimera accept " .. id .. " --hunk 1")
+  vim.wait(2000, function()
+    return said ~= nil
+  end)
+  vim.notify = notify
+  h.truthy(said and said:find("accept --hunk N", 1, true), tostring(said))
   chimera.reject(id)
 end)
 
