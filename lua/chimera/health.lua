@@ -139,7 +139,11 @@ function M.check()
   if not st then
     h.error("no answer from the core while checking the LLM server")
   elseif st.ok and st.warning then
-    h.warn(st.message, { "set llm.model to the name of the model the server runs" })
+    h.warn(st.message, {
+      ("give the server's model the same name (llama.cpp: --alias %s), or keep llm.model if its size is right"):format(
+        state.config and state.config.llm.model or "NAME"
+      ),
+    })
   elseif st.ok then
     h.ok(st.message)
   elseif st.models and #st.models > 0 then
