@@ -50,30 +50,52 @@ local function server(dispatchers)
   }
 end
 
-local function lsp_enabled()
+--- Whether to report over LSP: the option is on and something listens
+--- (fidget.nvim, lualine's LSP progress: an `LspProgress` autocommand).
+--- Starting the client loads `vim.lsp` (~9 ms): not for no one.
+local function wanted()
   local config = require("chimera.state").config
-  return config and config.ui.lsp_progress
+  return config
+    and config.ui.lsp_progress
+    and (client_id ~= nil or #vim.api.nvim_get_autocmds({ event = "LspProgress" }) > 0)
 end
 
---- Sends `$/progress` for agent `id` (starting the client on first use).
+local queued = {} -- progress sent before the client started
+local starting = false
+
+local function start_client()
+  starting = false
+  local ok, started = pcall(vim.lsp.start, {
+    name = "chimera",
+    cmd = server,
+    root_dir = require("chimera.state").root or vim.uv.cwd(),
+  }, { attach = false })
+  client_id = ok and started or nil
+  local waiting = queued
+  queued = {}
+  if client_id and notify_client then
+    for _, params in ipairs(waiting) do
+      notify_client("$/progress", params)
+    end
+  end
+end
+
+--- Sends `$/progress` for agent `id`; the client starts on first use,
+--- outside the core's delivery (it takes milliseconds).
 local function lsp(id, value)
-  if not lsp_enabled() then
+  if not wanted() then
     return
   end
-  if not (client_id and vim.lsp.get_client_by_id(client_id)) then
-    local ok, started = pcall(vim.lsp.start, {
-      name = "chimera",
-      cmd = server,
-      root_dir = require("chimera.state").root or vim.uv.cwd(),
-    }, { attach = false })
-    if not (ok and started) then
-      return
-    end
-    client_id = started
+  value.title = value.title or "Chimera"
+  local params = { token = "chimera-" .. id, value = value }
+  if client_id and notify_client and vim.lsp.get_client_by_id(client_id) then
+    notify_client("$/progress", params)
+    return
   end
-  if notify_client then
-    value.title = value.title or "Chimera"
-    notify_client("$/progress", { token = "chimera-" .. id, value = value })
+  table.insert(queued, params)
+  if not starting then
+    starting = true
+    vim.schedule(start_client)
   end
 end
 
@@ -108,6 +130,7 @@ end
 --- Ends the client (the core stopped).
 function M.stop()
   working = {}
+  queued = {}
   if client_id then
     pcall(vim.lsp.stop_client, client_id, true)
     client_id, notify_client = nil, nil
