@@ -88,6 +88,38 @@ pub fn build_proposal(store: &Store, agent: &str) -> Result<Vec<String>, AcceptE
     })
 }
 
+/// The text of `path` with `agent`'s proposal merged into the human's
+/// `human` text, its clashes between conflict markers for the human to
+/// settle; `None` when the file is not in the proposal or nothing clashes
+/// (then an accept does it).
+pub fn with_conflict_markers(
+    store: &Store,
+    agent: &str,
+    path: &str,
+    human: &str,
+) -> Result<Option<String>, AcceptError> {
+    let Some(f) = store
+        .proposal_files(agent)?
+        .into_iter()
+        .find(|f| f.path == path)
+    else {
+        return Ok(None);
+    };
+    let (Some(base), Some(new)) = (f.base_hash.as_deref(), f.new_hash.as_deref()) else {
+        return Ok(None);
+    };
+    let (base, new) = (store.blob_text(base)?, store.blob_text(new)?);
+    if diff::merge3(&base, human, &new).is_some() {
+        return Ok(None);
+    }
+    Ok(Some(diff::merge3_marked(
+        &base,
+        human,
+        &new,
+        &format!("chimera {agent}"),
+    )))
+}
+
 /// The hunks of `agent`'s proposal, one entry per file.
 pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, AcceptError> {
     let files = store.proposal_files(agent)?;

@@ -519,6 +519,104 @@ pub fn merge3(base: &str, human: &str, agent: &str) -> Option<String> {
     apply(base, &all, eol, final_nl)
 }
 
+/// Three-way merge that never fails: where `human` and `agent` change the
+/// same lines of `base`, both sides are kept between git-style markers
+/// (`<<<<<<< yours`, `=======`, `>>>>>>> {label}`), for the human to settle
+/// in the buffer. Changes on one side only, or made alike on both, merge.
+pub fn merge3_marked(base: &str, human: &str, agent: &str, label: &str) -> String {
+    if let Some(clean) = merge3(base, human, agent) {
+        return clean;
+    }
+    let ours = hunks(base, human);
+    let theirs = hunks(base, agent);
+    let clash = |o: &Hunk, t: &Hunk| {
+        let (o_end, t_end) = (
+            o.old_start + o.old_lines.len(),
+            t.old_start + t.old_lines.len(),
+        );
+        o != t
+            && (o.old_start.max(t.old_start) < o_end.min(t_end)
+                || o.old_start == t.old_start
+                || (o.old_lines.is_empty() && t.old_start < o.old_start && o.old_start < t_end)
+                || (t.old_lines.is_empty() && o.old_start < t.old_start && t.old_start < o_end))
+    };
+    // Every hunk, each side marked, in base order; clashing ones join a
+    // cluster (transitively), replaced as one marked region.
+    let mut all: Vec<(bool, Hunk)> = ours
+        .iter()
+        .map(|h| (true, h.clone()))
+        .chain(
+            theirs
+                .iter()
+                .filter(|t| !ours.contains(t))
+                .map(|h| (false, h.clone())),
+        )
+        .collect();
+    all.sort_by_key(|(_, h)| (h.old_start, h.old_lines.len()));
+    let base_lines: Vec<String> = base
+        .lines()
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+        .collect();
+    let mut out: Vec<Hunk> = Vec::new();
+    let mut i = 0;
+    while i < all.len() {
+        let mut cluster = vec![all[i].clone()];
+        let mut j = i + 1;
+        while j < all.len()
+            && cluster.iter().any(|(side, c)| {
+                all[j].0 != *side
+                    && clash(
+                        if *side { c } else { &all[j].1 },
+                        if *side { &all[j].1 } else { c },
+                    )
+            })
+        {
+            cluster.push(all[j].clone());
+            j += 1;
+        }
+        if cluster.len() == 1 {
+            out.push(cluster.remove(0).1);
+        } else {
+            let lo = cluster.iter().map(|(_, h)| h.old_start).min().unwrap_or(0);
+            let hi = cluster
+                .iter()
+                .map(|(_, h)| h.old_start + h.old_lines.len())
+                .max()
+                .unwrap_or(lo);
+            let region = &base_lines[lo.min(base_lines.len())..hi.min(base_lines.len())];
+            let side = |mine: bool| -> Vec<String> {
+                let moved: Vec<Hunk> = cluster
+                    .iter()
+                    .filter(|(s, _)| *s == mine)
+                    .map(|(_, h)| Hunk {
+                        old_start: h.old_start - lo,
+                        ..h.clone()
+                    })
+                    .collect();
+                let text = region.iter().map(|l| format!("{l}\n")).collect::<String>();
+                apply(&text, &moved, "\n", true)
+                    .unwrap_or(text)
+                    .lines()
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let mut lines = vec!["<<<<<<< yours".to_owned()];
+            lines.extend(side(true));
+            lines.push("=======".to_owned());
+            lines.extend(side(false));
+            lines.push(format!(">>>>>>> {label}"));
+            out.push(Hunk {
+                old_start: lo,
+                old_lines: region.to_vec(),
+                new_lines: lines,
+            });
+        }
+        i = j;
+    }
+    let (eol, final_nl) = line_style(human);
+    apply(base, &out, eol, final_nl).unwrap_or_else(|| human.to_owned())
+}
+
 /// The smallest line range of `old` to replace to get `new`:
 /// `(start, end, replacement lines)`, lines without endings.
 pub fn minimal_edit(old: &str, new: &str) -> (usize, usize, Vec<String>) {
@@ -542,6 +640,27 @@ pub fn minimal_edit(old: &str, new: &str) -> (usize, usize, Vec<String>) {
 
 #[cfg(test)]
 mod merge_tests {
+    #[test]
+    fn overlapping_changes_keep_both_sides_between_markers() {
+        let base = "a\nb\nc\nd\ne\nf\n";
+        let human = "a\nB-mine\nc\nd\ne\nF\n";
+        let agent = "a\nB-agent\nc\nD\ne\nf\n";
+        assert_eq!(
+            super::merge3_marked(base, human, agent, "chimera x1"),
+            "a\n<<<<<<< yours\nB-mine\n=======\nB-agent\n>>>>>>> chimera x1\nc\nD\ne\nF\n"
+        );
+        // Nothing overlaps: the plain merge.
+        assert_eq!(
+            super::merge3_marked(base, "a\nb\nc\nd\ne\nF\n", agent, "x"),
+            "a\nB-agent\nc\nD\ne\nF\n"
+        );
+        // Both sides inserting at the same place.
+        assert_eq!(
+            super::merge3_marked("a\nb\n", "a\nmine\nb\n", "a\ntheirs\nb\n", "x"),
+            "a\n<<<<<<< yours\nmine\n=======\ntheirs\n>>>>>>> x\nb\n"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -307,6 +307,15 @@ M.subcommands = {
       chat.open(#args > 0 and table.concat(args, " ") or nil, { free = free })
     end,
   },
+  resolve = {
+    desc = "write a conflicted proposal's clashes into the buffer between conflict markers: :Chimera resolve [id]",
+    complete = pending_ids,
+    run = function(args)
+      require("chimera.pick").proposal(args[1], "resolve", function(id)
+        chimera().resolve(id)
+      end)
+    end,
+  },
   model = {
     desc = "the model new agents ask: :Chimera model [name] (no name: pick from the server's)",
     complete = function()

@@ -367,6 +367,44 @@ function M.reject_with_feedback(id)
   end)
 end
 
+--- Writes where proposal `id` (default: the one here) clashes with your
+--- edits into the current buffer, both sides between conflict markers, as
+--- one undoable change; the rest of it merges in. Settle each block; once
+--- your text holds the agent's change the proposal ends by itself, else
+--- reject it.
+function M.resolve(id)
+  id = resolve_id(id, "resolve")
+  local buf = vim.api.nvim_get_current_buf()
+  local path = vim.api.nvim_buf_get_name(buf)
+  local buffers = require("chimera.buffers")
+  buffers.flush(buf)
+  local text = buffers.text(buf)
+  local marked = require("chimera.loader").require().conflict_markers(state.root, id, path, text)
+  if not marked then
+    error(("chimera: proposal %s does not clash with your edits in this file; accept it (or a hunk)"):format(id), 0)
+  end
+  local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local new = vim.split(marked:gsub("\r?\n$", ""), "\r?\n")
+  -- The smallest range that changes, so marks and folds elsewhere stay.
+  local first = 1
+  while first <= #old and first <= #new and old[first] == new[first] do
+    first = first + 1
+  end
+  local last_old, last_new = #old, #new
+  while last_old >= first and last_new >= first and old[last_old] == new[last_new] do
+    last_old, last_new = last_old - 1, last_new - 1
+  end
+  -- Its own undo step.
+  vim.bo[buf].undolevels = vim.bo[buf].undolevels
+  vim.api.nvim_buf_set_lines(buf, first - 1, last_old, false, vim.list_slice(new, first, last_new))
+  vim.fn.search("^<<<<<<< yours", "w")
+  vim.notify(
+    ("chimera: keep yours, the agent's or both in each <<<<<<< block; proposal %s ends by itself once your text holds its change, else reject it"):format(id),
+    vim.log.levels.INFO,
+    { title = "Chimera" }
+  )
+end
+
 --- Moves the cursor to the next (`dir` = 1) or previous (-1) hunk of any
 --- proposal in the current buffer, wrapping around; else to the first
 --- file with a proposal.

@@ -196,6 +196,25 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             Ok(root.to_string_lossy().into_owned())
         })?,
     )?;
+    // conflict_markers(root, id, path, text) -> the text of `path` with
+    // proposal `id` merged into `text` (the buffer's), clashes between
+    // conflict markers; nil when nothing clashes.
+    t.set(
+        "conflict_markers",
+        lua.create_function(
+            |_, (root, id, path, text): (String, String, String, String)| {
+                let root = Path::new(&root);
+                let rel = crate::paths::ProjectPath::from_absolute(root, Path::new(&path))
+                    .ok_or_else(|| {
+                        mlua::Error::external(format!("Chimera: {path} is not in the project"))
+                    })?;
+                let store = crate::store::Store::open(root)
+                    .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
+                crate::accept::with_conflict_markers(&store, &id, rel.as_str(), &text)
+                    .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))
+            },
+        )?,
+    )?;
     // check_database(root) -> nil when sound, else the reason (:checkhealth).
     t.set(
         "check_database",

@@ -300,6 +300,24 @@ h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflic
   end)
   vim.notify = notify
   h.truthy(said and said:find("accept --hunk N", 1, true), tostring(said))
+  -- :Chimera resolve writes the clash into the buffer, both sides marked.
+  vim.cmd("Chimera resolve " .. id)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 6, false), {
+    "<<<<<<< yours",
+    "    return 11",
+    "=======",
+    "    return 10",
+    ">>>>>>> chimera " .. id,
+  })
+  vim.cmd("silent undo")
+  h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return 11", "one undo step")
+  vim.cmd("silent redo")
+  -- The human keeps the agent's side: m.py's part of the proposal is done.
+  vim.api.nvim_buf_set_lines(buf, 1, 6, false, { "    return 10" })
+  h.wait_for("m.py settled, n.py still proposed", function()
+    local a = chimera.agent(id)
+    return not a.conflicted and #a.changed_files == 1 and a.changed_files[1] == "n.py"
+  end)
   chimera.reject(id)
 end)
 
