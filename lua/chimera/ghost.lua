@@ -39,9 +39,10 @@ local function keys_hint(conflicted)
   return (" [%s, %s]"):format(keymaps.hint("accept"), keymaps.hint("reject"))
 end
 
---- How much of proposal `id` there is beside its hunks in `path`:
---- " · 2 hunks, +3 in b.py" (nothing for a one-hunk proposal).
-local function extent(id, path, here)
+--- How much of proposal `id` there is beside what is in view: " · 3
+--- hunks, 2 off-screen, +3 in b.py" (nothing for a one-hunk proposal).
+--- `hidden`: its hunks in `path` outside the window showing it.
+local function extent(id, path, here, hidden)
   local total, elsewhere, files = 0, 0, {}
   for _, f in ipairs(state.proposals[id] or {}) do
     total = total + (f.hunk_count or 0)
@@ -54,6 +55,9 @@ local function extent(id, path, here)
     return ""
   end
   local out = (" · %d hunk%s"):format(here, here == 1 and "" or "s")
+  if hidden > 0 then
+    out = out .. (", %d off-screen"):format(hidden)
+  end
   if elsewhere > 0 then
     out = out
       .. (", +%d in %s"):format(elsewhere, #files == 1 and files[1] or (#files .. " other files"))
@@ -107,6 +111,12 @@ function M.render(buf)
   end
   local line_count = vim.api.nvim_buf_line_count(buf)
   local ts = vim.bo[buf].tabstop
+  -- The rows in view (0-based), in the window showing the buffer.
+  local win = vim.fn.bufwinid(buf)
+  local top, bottom = 0, math.huge
+  if win ~= -1 then
+    top, bottom = vim.fn.line("w0", win) - 1, vim.fn.line("w$", win) - 1
+  end
   for _, entry in ipairs(M.for_path(path)) do
     local agent = state.agents[entry.id] or {}
     local conflicted = agent.conflicted
@@ -134,10 +144,17 @@ function M.render(buf)
       anchor = math.max(0, math.min(anchor, line_count - 1))
       local opts = { virt_lines = #virt > 0 and virt or nil, virt_lines_above = above, priority = 200 }
       if i == 1 then
+        local hidden = 0
+        for _, other in ipairs(entry.file.hunks) do
+          local row = math.min(other.old_start, line_count - 1)
+          if row < top or row > bottom then
+            hidden = hidden + 1
+          end
+        end
         local note = ("  ◆ chimera %s: %s%s%s"):format(
           entry.id,
           conflicted and "CONFLICT with your edits" or (agent.summary or "proposal"),
-          extent(entry.id, path, #entry.file.hunks),
+          extent(entry.id, path, #entry.file.hunks, hidden),
           keys_hint(conflicted)
         )
         opts.virt_text = { { note, conflicted and "ChimeraConflict" or "ChimeraHint" } }
@@ -149,6 +166,25 @@ function M.render(buf)
         local first_row = math.max(0, math.min(start, line_count - 1))
         local _, start_mark = pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, first_row, 0, {})
         table.insert(marks[buf], { mark = start_mark or mark, id = entry.id, key = hunk.key, number = entry.offset + i })
+      end
+    end
+  end
+end
+
+--- A window scrolled: the notes of the proposals in it count what is
+--- off-screen anew.
+function M.scrolled()
+  local wins = vim.v.event or {}
+  if vim.tbl_isempty(wins) then
+    wins = { [tostring(vim.api.nvim_get_current_win())] = true }
+  end
+  for key in pairs(wins) do
+    local win = tonumber(key)
+    if win and vim.api.nvim_win_is_valid(win) then
+      local buf = vim.api.nvim_win_get_buf(win)
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= "" and #M.for_path(name) > 0 then
+        M.render(buf)
       end
     end
   end

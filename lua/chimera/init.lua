@@ -37,6 +37,12 @@ function M.setup(opts)
     end,
   })
   require("chimera.buffers").setup_autocmds(group)
+  vim.api.nvim_create_autocmd("WinScrolled", {
+    group = group,
+    callback = function()
+      require("chimera.ghost").scrolled()
+    end,
+  })
   require("chimera.keymaps").apply(config.keymaps)
   if restart then
     M.stop()

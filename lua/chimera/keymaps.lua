@@ -4,7 +4,7 @@
 --- mapping, are said in `:checkhealth chimera`.
 local M = {}
 
---- action -> { lhs, mapped, taken_by, prefix_of }, from the last apply().
+--- action -> { lhs, mapped, taken_by }, from the last apply().
 local result = {}
 
 --- What the mapping at `m` (a maparg() dict) does, in words.
@@ -41,7 +41,9 @@ function M.apply(keymaps)
         result[action] = { lhs = lhs, mapped = false, taken_by = describe(existing) }
       else
         vim.keymap.set("n", lhs, plug, { desc = "Chimera: " .. action .. " proposal" })
-        result[action] = { lhs = lhs, mapped = true, prefix_of = longer(lhs) }
+        -- Which mappings it starts is asked by :checkhealth, not here:
+        -- setup() runs at every start of Neovim.
+        result[action] = { lhs = lhs, mapped = true }
       end
     end
   end
@@ -73,12 +75,12 @@ function M.check(h)
       h.warn(("%s (%s) left alone: it already runs %s"):format(r.lhs, action, r.taken_by), {
         ("set keymaps.%s to a free key, or false and map <Plug>(chimera-%s) yourself"):format(action, action),
       })
-    elseif #r.prefix_of > 0 then
+    elseif #longer(r.lhs) > 0 then
       h.warn(
         ("%s (%s) is also how %s start: Neovim waits 'timeoutlen' after %s"):format(
           r.lhs,
           action,
-          table.concat(r.prefix_of, ", "),
+          table.concat(longer(r.lhs), ", "),
           r.lhs
         ),
         { ("give one of them another key (keymaps.%s; avante.nvim's mappings start with <leader>a)"):format(action) }

@@ -321,4 +321,46 @@ h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflic
   chimera.reject(id)
 end)
 
+h.test("the ghost note counts the hunks off-screen, anew when the window scrolls", function()
+  local lines = {}
+  for i = 1, 200 do
+    lines[i] = ("x%d = %d"):format(i, i)
+  end
+  local long = table.concat(lines, "\n") .. "\n"
+  h.project({ ["long.py"] = long })
+  local program = "```python\nsrc = read_file('long.py')\nwrite_file('long.py', src.replace('x2 = 2\\n', 'x2 = 20\\n').replace('x150 = 150\\n', 'x150 = 1500\\n'))\nsubmit_result('bigger', ['long.py'])\n```"
+  h.setup((h.fake_llm({ { text = program } })))
+  vim.cmd("silent! only")
+  vim.cmd.edit("long.py")
+  vim.api.nvim_win_set_height(0, 20)
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("make x2 and x150 bigger")
+  h.eq(chimera.wait(id, 20000), "completed")
+  local function note()
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
+      for _, chunk in ipairs(m[4].virt_text or {}) do
+        if chunk[1]:find("chimera " .. id, 1, true) then
+          return chunk[1]
+        end
+      end
+    end
+  end
+  h.wait_for("the note", function()
+    return note() and note():find("2 hunks, 1 off-screen", 1, true)
+  end)
+  -- A UI fires WinScrolled as the view moves; headless Neovim draws
+  -- nothing, so the test fires it after each move.
+  vim.cmd("normal! 10Gzt")
+  vim.api.nvim_exec_autocmds("WinScrolled", {})
+  h.wait_for("both out of view", function()
+    return note():find("2 hunks, 2 off-screen", 1, true)
+  end)
+  vim.cmd("normal! 150Gzz")
+  vim.api.nvim_exec_autocmds("WinScrolled", {})
+  h.wait_for("one in view again", function()
+    return note():find("2 hunks, 1 off-screen", 1, true)
+  end)
+  chimera.reject(id)
+end)
+
 h.finish()
