@@ -127,9 +127,14 @@ h.test("chat with a node, review its proposal in the panel, history survives a r
   h.wait_for("the proposal in the panel", function()
     return vim.tbl_contains(panel.lines(), "+    def load(self) -> dict:")
   end, 20000)
-  local chat_text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
+  -- The panel reads the proposal state, the chat the node's events: the
+  -- chat says so when the event arrives.
+  local chat_text
+  h.wait_for("the proposal in the chat", function()
+    chat_text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
+    return chat_text:find("proposal %w+ ready")
+  end)
   h.truthy(chat_text:find("You: add a return type", 1, true), chat_text)
-  h.truthy(chat_text:find("proposal %w+ ready"), chat_text)
   -- `a` in the panel accepts: the buffer changes, exactly the node's span.
   vim.cmd("close")
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(vim.fn.bufnr("chimera://panel"))[1])
