@@ -300,8 +300,8 @@ h.test(":Chimera model picks from the server's models; a working agent keeps its
   h.truthy(err and err:find("unknown role", 1, true), tostring(err))
   vim.cmd.edit("calc.py")
   local first = chimera.spawn("fix add")
-  h.wait_for("the first agent at work", function()
-    return (chimera.agent(first) or {}).state == "running"
+  h.wait_for("the first agent's request", function()
+    return (h.read(log) or "") ~= ""
   end)
   local select, offered = vim.ui.select, nil
   vim.ui.select = function(items, opts, on_choice)
