@@ -614,9 +614,9 @@ pub fn own_definition(code: &str, node: &Node) -> Option<String> {
     Some(kept.join("\n"))
 }
 
-/// A reply that is one JSON tool call, `{"tool": name, "args": {…}}`
-/// (also `{"name": …, "arguments": …}`, fenced or not): the tool and its
-/// arguments as keyword arguments.
+/// A reply that is one JSON tool call, `{"tool": name, "args": {…}}` (or
+/// another shape [`super::tools::call_parts`] reads, fenced or not): the
+/// tool and its arguments as keyword arguments.
 pub fn parse_tool_call(reply: &str) -> Option<(String, Vec<(Value, Value)>)> {
     let t = reply.trim();
     let t = t
@@ -628,12 +628,8 @@ pub fn parse_tool_call(reply: &str) -> Option<(String, Vec<(Value, Value)>)> {
         return None;
     }
     let v: serde_json::Value = serde_json::from_str(t).ok()?;
-    let tool = v
-        .get("tool")
-        .or_else(|| v.get("name"))?
-        .as_str()?
-        .to_owned();
-    let args = v.get("args").or_else(|| v.get("arguments"));
+    let (tool, args) = super::tools::call_parts(&v);
+    let tool = tool?.to_owned();
     let args = match args {
         Some(serde_json::Value::String(s)) => serde_json::from_str(s).ok()?,
         Some(a) => a.clone(),

@@ -367,6 +367,20 @@ fn signature(t: &ToolSpec) -> String {
     format!("{}({})", t.name, args.join(", "))
 }
 
+/// The tool a JSON call names and its arguments, in any of the shapes
+/// models write: `{"tool", "args"}`, the seed's `{"tool_to_use",
+/// "parameters"}`, OpenAI's `{"name", "arguments"}`.
+pub fn call_parts(v: &Json) -> (Option<&str>, Option<&Json>) {
+    let tool = ["tool", "tool_to_use", "name"]
+        .iter()
+        .find_map(|k| v.get(*k))
+        .and_then(Json::as_str);
+    let args = ["args", "parameters", "arguments"]
+        .iter()
+        .find_map(|k| v.get(*k));
+    (tool, args)
+}
+
 /// The tool call a reply makes, or what is wrong with it, for the model.
 pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>), String> {
     let t = reply.trim();
@@ -382,16 +396,11 @@ pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>)
     let end = t.rfind('}').ok_or("Your JSON object is not closed.")?;
     let v: Json = serde_json::from_str(&t[start..=end])
         .map_err(|e| format!("Your reply is not valid JSON ({e}). Answer with exactly one object: {{\"tool\": name, \"args\": {{...}}}}."))?;
-    let tool = v
-        .get("tool")
-        .or_else(|| v.get("name"))
-        .and_then(Json::as_str)
+    let (tool, args) = call_parts(&v);
+    let tool = tool
         .ok_or("Your JSON object has no \"tool\" naming the tool to call.")?
         .to_owned();
-    Ok((
-        tool,
-        args_object(v.get("args").or_else(|| v.get("arguments")))?,
-    ))
+    Ok((tool, args_object(args)?))
 }
 
 /// A call's arguments as an object: given as one, as JSON text, or absent.
@@ -990,6 +999,18 @@ mod tests {
         assert!(parse_call("{\"tool\": \"x\", \"args\": [1]}")
             .unwrap_err()
             .contains("must be a JSON object"));
+        // The seed's own shape, and OpenAI's.
+        let (t, a) =
+            parse_call("{\"tool_to_use\": \"read_file\", \"parameters\": {\"path\": \"b.py\"}}")
+                .unwrap();
+        assert_eq!(
+            (t.as_str(), a["path"].as_str()),
+            ("read_file", Some("b.py"))
+        );
+        let (t, a) =
+            parse_call("{\"name\": \"list_dir\", \"arguments\": \"{\\\"path\\\": \\\".\\\"}\"}")
+                .unwrap();
+        assert_eq!((t.as_str(), a["path"].as_str()), ("list_dir", Some(".")));
     }
 
     #[test]

@@ -32,6 +32,24 @@ h.test(":Chimera task --tools reaches a proposal through tool calls", function()
   h.truthy((h.read(log) or ""):find("response_format", 1, true), "constrained JSON was asked for")
 end)
 
+h.test("the seed's call shape, {tool_to_use, parameters}, reaches a proposal too", function()
+  h.project({ ["app.py"] = APP })
+  local url = h.fake_llm({
+    { text = vim.json.encode({ tool_to_use = "read_file", parameters = { path = "app.py" } }) },
+    { text = vim.json.encode({ tool_to_use = "write_file", parameters = { path = "app.py", content = NEW } }) },
+    { text = vim.json.encode({ tool_to_use = "submit_result", parameters = { summary = "docstring, seed style", changed_files = { "app.py" } } }) },
+  })
+  h.setup(url, { agents = { tool_calls = "text" } })
+  vim.cmd.edit("app.py")
+  local id = chimera.spawn("add a docstring to parse_config", { mode = "tools" })
+  h.eq(chimera.wait(id, 20000), "completed", tostring((chimera.agent(id) or {}).error))
+  h.eq(chimera.agent(id).summary, "docstring, seed style")
+  h.wait_for("the ghost text", function()
+    return #require("chimera.ghost").hunk_rows(vim.api.nvim_get_current_buf()) == 1
+  end)
+  chimera.reject(id)
+end)
+
 h.test(":Chimera chat --free: streamed answers, folded tool calls, proposals, kept across restarts", function()
   h.project({ ["app.py"] = APP })
   local url, log = h.fake_llm({
