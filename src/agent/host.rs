@@ -521,7 +521,9 @@ impl Host for AgentHost {
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
             }
-            "system_stats" => Ok(crate::sandbox::from_json(super::world::system_stats())),
+            "system_stats" => Ok(crate::sandbox::from_json(super::world::system_stats(
+                self.store.root(),
+            ))),
             "web_search" => {
                 let query = args::string(name, &a, &kw, 0, "query")?;
                 self.web_search(&query).map(Value::String)

@@ -135,7 +135,7 @@ pub fn registry() -> Vec<ToolSpec> {
         spec("get_task", "The task, again.", &[]),
         spec(
             "system_stats",
-            "The machine's CPUs, load averages, memory and uptime.",
+            "The machine's CPUs, load averages, memory, uptime, the project's disk, and the processes using the most CPU and memory.",
             &[],
         ),
         spec(

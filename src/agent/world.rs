@@ -1,12 +1,19 @@
-//! Tools that look beyond the project: the machine's load and memory
-//! (`system_stats`) and a web search through a SearXNG-compatible endpoint
-//! (`web_search`).
+//! Tools that look beyond the project: the machine's load, memory, disk
+//! and busiest processes (`system_stats`) and a web search through a
+//! SearXNG-compatible endpoint (`web_search`).
+
+use std::path::Path;
 
 use serde_json::{json, Value as Json};
 use tokio_util::sync::CancellationToken;
 
-/// CPUs, load averages, memory and uptime, from `/proc` where there is one.
-pub fn system_stats() -> Json {
+/// Processes listed in each of `system_stats`' top lists.
+const TOP: usize = 5;
+
+/// CPUs, load averages, memory and uptime (from `/proc` where there is
+/// one), the disk holding `root`, and the processes using the most CPU and
+/// memory (from `ps`, on Linux and macOS alike).
+pub fn system_stats(root: &Path) -> Json {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut stats = json!({"os": std::env::consts::OS, "cpus": cpus});
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
@@ -41,7 +48,123 @@ pub fn system_stats() -> Json {
     {
         stats["uptime_s"] = json!(up as u64);
     }
+    if let Ok(v) = rustix::fs::statvfs(root) {
+        let unit = v.f_frsize.max(1);
+        let (total, free) = (v.f_blocks * unit, v.f_bavail * unit);
+        stats["disk"] = json!({
+            "path": root.display().to_string(),
+            "total_mb": total >> 20,
+            "available_mb": free >> 20,
+            "used_percent": if total == 0 { 0.0 } else { ((total - free) as f64 * 1000.0 / total as f64).round() / 10.0 },
+        });
+    }
+    let mut procs = processes();
+    if !procs.is_empty() {
+        let list = |procs: &[Process]| -> Json {
+            procs
+                .iter()
+                .take(TOP)
+                .map(|p| json!({"pid": p.pid, "name": p.name, "cpu_percent": p.cpu, "memory_mb": p.rss_kb / 1024}))
+                .collect()
+        };
+        procs.sort_by(|a, b| b.cpu.total_cmp(&a.cpu));
+        stats["top_cpu"] = list(&procs);
+        procs.sort_by_key(|p| std::cmp::Reverse(p.rss_kb));
+        stats["top_memory"] = list(&procs);
+    }
     stats
+}
+
+/// Clock ticks per second of `/proc/*/stat` times (`USER_HZ`, 100 on
+/// every Linux that matters).
+const TICKS: f64 = 100.0;
+
+/// The processes of `/proc`: their CPU use over their life, as `ps`
+/// reports it, and their resident memory.
+fn proc_processes() -> Vec<Process> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    let uptime = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // `pid (name) state …`: the name may hold spaces and parens.
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_owned();
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            // Fields 14, 15 and 22 of the line, counted after the name.
+            let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+            let (utime, stime, start) = (ticks(11)?, ticks(12)?, ticks(19)?);
+            let alive = uptime - start / TICKS;
+            let cpu = if alive > 0.0 {
+                ((utime + stime) / TICKS / alive * 1000.0).round() / 10.0
+            } else {
+                0.0
+            };
+            let rss_kb = std::fs::read_to_string(e.path().join("status"))
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0);
+            Some(Process {
+                pid,
+                name,
+                cpu,
+                rss_kb,
+            })
+        })
+        .collect()
+}
+
+struct Process {
+    pid: u32,
+    name: String,
+    cpu: f64,
+    rss_kb: u64,
+}
+
+/// Every process: from `/proc` where there is one (no `ps` needed),
+/// else as `ps` lists them (none where there is neither).
+fn processes() -> Vec<Process> {
+    let from_proc = proc_processes();
+    if !from_proc.is_empty() {
+        return from_proc;
+    }
+    let Ok(out) = std::process::Command::new("ps")
+        .args([
+            "-A", "-o", "pid=", "-o", "%cpu=", "-o", "rss=", "-o", "comm=",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return vec![];
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            // The name last: it may hold spaces (a path on macOS).
+            let mut words = line.split_whitespace();
+            let pid = words.next()?.parse().ok()?;
+            let cpu = words.next()?.parse().ok()?;
+            let rss_kb = words.next()?.parse().ok()?;
+            let name = words.collect::<Vec<_>>().join(" ");
+            let name = Path::new(&name)
+                .file_name()
+                .map_or(name.clone(), |n| n.to_string_lossy().into_owned());
+            Some(Process {
+                pid,
+                name,
+                cpu,
+                rss_kb,
+            })
+        })
+        .collect()
 }
 
 /// Why a search failed.
@@ -109,4 +232,33 @@ pub async fn search(
         })
         .collect::<Vec<_>>()
         .join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn system_stats_tell_the_projects_disk_and_the_busiest_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = super::system_stats(dir.path());
+        assert!(stats["disk"]["total_mb"].as_u64().unwrap() > 0, "{stats}");
+        assert!(stats["disk"]["available_mb"].is_u64(), "{stats}");
+        let used = stats["disk"]["used_percent"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&used), "{stats}");
+        // This very test is a process with memory: the lists are there.
+        let top = stats["top_memory"].as_array().unwrap();
+        assert!(!top.is_empty() && top.len() <= super::TOP, "{stats}");
+        assert!(
+            top[0]["pid"].is_u64() && top[0]["name"].is_string(),
+            "{stats}"
+        );
+        let mems: Vec<u64> = top
+            .iter()
+            .map(|p| p["memory_mb"].as_u64().unwrap())
+            .collect();
+        assert!(mems.windows(2).all(|w| w[0] >= w[1]), "sorted: {mems:?}");
+        assert!(
+            stats["top_cpu"].as_array().is_some_and(|a| !a.is_empty()),
+            "{stats}"
+        );
+    }
 }

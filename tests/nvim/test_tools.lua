@@ -172,6 +172,25 @@ h.test("the chat prompt: several lines, #selection, #buffer and @file go with th
   h.truthy(not sent:find("hunter2", 1, true), "the secret did not")
 end)
 
+h.test("system_stats() tells a program the project's disk and the busiest processes", function()
+  h.project({ ["app.py"] = APP })
+  local program = table.concat({
+    "```python",
+    "s = system_stats()",
+    "log('disk ' + str(s['disk']['total_mb'] > 0) + ' top ' + str(len(s['top_memory'])) + ' ' + str(len(s['top_cpu'])))",
+    "write_file('app.py', read_file('app.py').replace('return {}', 'return dict()'))",
+    "submit_result('looked around', ['app.py'])",
+    "```",
+  }, "\n")
+  h.setup((h.fake_llm({ { text = program } })))
+  vim.cmd.edit("app.py")
+  local id = chimera.spawn("make parse_config return dict()")
+  h.eq(chimera.wait(id, 20000), "completed", tostring((chimera.agent(id) or {}).error))
+  local log = table.concat(chimera.agent(id).log or {}, "\n")
+  h.truthy(log:find("disk True top 5 5", 1, true), log)
+  chimera.reject(id)
+end)
+
 h.test("bad MCP server options are refused with the reason", function()
   local cases = {
     { { s = { command = "python3 srv.py" } }, "non-empty list of strings" },
