@@ -166,6 +166,28 @@ impl Capabilities {
         self.check_read(path).is_ok()
     }
 
+    /// The text of project file `rel` as a chat reference (`@file`) sends
+    /// it to the model: a project path (no `..`, not absolute), reached
+    /// through no link, readable here (never a secret), at most `limit`
+    /// bytes of text. Else why not, in words.
+    pub fn read_to_share(
+        &self,
+        root: &std::path::Path,
+        rel: &str,
+        limit: u64,
+    ) -> Result<String, String> {
+        let p = crate::paths::ProjectPath::parse(rel).map_err(|e| e.to_string())?;
+        if self.is_secret(p.as_str()) {
+            return Err("a secret (capabilities.secrets): not sent".into());
+        }
+        self.check_read(p.as_str()).map_err(|d| d.to_string())?;
+        crate::rootfs::check_no_links(root, &p).map_err(|e| e.to_string())?;
+        let data = crate::rootfs::read(root, &p, limit)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("`{p}` is not a file of the project"))?;
+        String::from_utf8(data).map_err(|_| format!("`{p}` is not text"))
+    }
+
     pub fn check_read(&self, path: &str) -> Result<(), Denied> {
         if self.is_secret(path) {
             return Err(self.deny(format!(

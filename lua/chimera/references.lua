@@ -8,9 +8,6 @@ local state = require("chimera.state")
 
 local M = {}
 
---- Bytes of one referenced file sent at most.
-local MAX_BYTES = 200 * 1024
-
 local origin = {} -- { buf, selection = { first, last } }: where the chat was opened from
 
 --- Remembers buffer `buf` (and its last visual selection) as what
@@ -20,23 +17,32 @@ function M.remember(buf)
   origin = { buf = buf, selection = first > 0 and last >= first and { first, last } or nil }
 end
 
---- The project's files (as git sees them, else a walk of at most 5,000).
+local listed = { at = 0, files = {} } -- the project's files, as last listed
+
+--- The project's files (as git sees them, else a walk of at most 5,000),
+--- listed again at most every 10 s: completion asks at every key.
 local function project_files()
+  local now = vim.uv.now()
+  if now - listed.at < 10000 then
+    return listed.files
+  end
   local root = state.root or vim.uv.cwd()
+  local files = {}
   local r = vim.system({ "git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard" }):wait(2000)
   if r.code == 0 and r.stdout then
-    return vim.split(r.stdout, "\n", { trimempty = true })
-  end
-  local out = {}
-  for name, kind in vim.fs.dir(root, { depth = 8 }) do
-    if kind == "file" and not name:match("^%.git/") and not name:match("^%.chimera/") then
-      table.insert(out, name)
-      if #out >= 5000 then
-        break
+    files = vim.split(r.stdout, "\n", { trimempty = true })
+  else
+    for name, kind in vim.fs.dir(root, { depth = 8 }) do
+      if kind == "file" and not name:match("^%.git/") and not name:match("^%.chimera/") then
+        table.insert(files, name)
+        if #files >= 5000 then
+          break
+        end
       end
     end
   end
-  return out
+  listed = { at = now, files = files }
+  return files
 end
 
 --- What `word` (being typed: `#…` or `@…`) can become, as completion
@@ -63,47 +69,20 @@ function M.candidates(word)
   return items
 end
 
---- Whether project path `rel` names a secret (capabilities.secrets).
-local function secret(rel)
-  local patterns = state.config and state.config.capabilities.secrets or {}
-  local base = vim.fs.basename(rel):lower()
-  for _, p in ipairs(patterns) do
-    local ok, re = pcall(vim.regex, vim.fn.glob2regpat(p:lower()))
-    if ok and (re:match_str(base) or re:match_str(rel:lower())) then
-      return true
-    end
-  end
-  return false
-end
-
---- The text of project file `rel`, or why it is not sent.
+--- The text of project file `rel` (its buffer's when loaded), or why it
+--- is not sent: the core's rules decide (no `..`, no link, no secret, at
+--- most 200 KB of text).
 local function file_text(rel)
   local root = state.root or vim.uv.cwd()
-  local abs = vim.fs.normalize(root .. "/" .. rel)
-  local real = vim.uv.fs_realpath(abs)
-  if not real or not vim.startswith(real, vim.uv.fs_realpath(root) .. "/") then
-    return nil, "not a file of the project"
+  local config = require("chimera.config")
+  local text, why = require("chimera.loader").require().read_reference(config.to_json(state.config or config.resolve({})), root, rel)
+  if not text then
+    return nil, why
   end
-  if secret(rel) then
-    return nil, "a secret (capabilities.secrets): not sent"
-  end
-  local stat = vim.uv.fs_stat(real)
-  if not stat or stat.type ~= "file" then
-    return nil, "not a file"
-  end
-  if stat.size > MAX_BYTES then
-    return nil, ("%d bytes, more than the %d sent"):format(stat.size, MAX_BYTES)
-  end
-  local loaded = require("chimera.buffers").find(real)
+  local loaded = require("chimera.buffers").find(root .. "/" .. rel)
   if loaded then
     return table.concat(vim.api.nvim_buf_get_lines(loaded, 0, -1, false), "\n")
   end
-  local f = io.open(real, "rb")
-  if not f then
-    return nil, "unreadable"
-  end
-  local text = f:read("*a")
-  f:close()
   return text
 end
 

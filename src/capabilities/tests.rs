@@ -146,3 +146,26 @@ fn secret_names_match_in_any_case() {
         assert!(!caps.is_secret(plain), "{plain}");
     }
 }
+
+#[test]
+fn a_shared_file_is_a_readable_text_file_of_the_project_reached_through_no_link() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "TOP_SECRET\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("util.py"), "def f():\n    pass\n").unwrap();
+    std::fs::write(root.join(".ENV"), "TOKEN=x\n").unwrap();
+    std::fs::write(root.join("big.py"), "#".repeat(300_000)).unwrap();
+    std::fs::write(root.join("blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link.txt")).unwrap();
+    let c = caps("sandbox");
+    let share = |rel: &str| c.read_to_share(root, rel, 200 * 1024);
+    assert_eq!(share("util.py").unwrap(), "def f():\n    pass\n");
+    assert!(share("../secret.txt").is_err());
+    assert!(share(&outside.path().join("secret.txt").to_string_lossy()).is_err());
+    assert!(share("link.txt").unwrap_err().contains("link"));
+    assert!(share(".ENV").unwrap_err().contains("secret"));
+    assert!(share("big.py").is_err());
+    assert!(share("blob.bin").unwrap_err().contains("not text"));
+    assert!(share("gone.py").unwrap_err().contains("not a file"));
+}

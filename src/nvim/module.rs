@@ -15,6 +15,9 @@ use crate::messages::{BufferText, EffectsSince, ToCore};
 use crate::paths;
 use crate::runtime::{self, CoreHandle};
 
+/// Bytes of one file a chat reference (`@file`) sends at most.
+const REFERENCE_LIMIT: u64 = 200 * 1024;
+
 thread_local! {
     /// The running core. Only the main thread (where Lua runs) touches it.
     static CORE: RefCell<Option<CoreHandle>> = const { RefCell::new(None) };
@@ -194,6 +197,24 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                 .map_err(|e| mlua::Error::external(e.to_string()))?;
             CORE.with(|c| *c.borrow_mut() = Some(core));
             Ok(root.to_string_lossy().into_owned())
+        })?,
+    )?;
+    // read_reference(config_json, root, rel) -> the text `@rel` sends, or
+    // nil and why not (capabilities, links, size, text).
+    t.set(
+        "read_reference",
+        lua.create_function(|_, (config_json, root, rel): (String, String, String)| {
+            let config = Config::from_json(&config_json).map_err(|e| {
+                mlua::Error::external(format!("Chimera: invalid configuration: {e}"))
+            })?;
+            let caps = crate::capabilities::Capabilities::new(&config.capabilities, None)
+                .map_err(|e| mlua::Error::external(e.to_string()))?;
+            Ok(
+                match caps.read_to_share(Path::new(&root), &rel, REFERENCE_LIMIT) {
+                    Ok(text) => (Some(text), None),
+                    Err(why) => (None, Some(why)),
+                },
+            )
         })?,
     )?;
     // conflict_markers(root, id, path, text) -> the text of `path` with
