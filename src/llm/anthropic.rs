@@ -6,8 +6,7 @@ use serde_json::{json, Value};
 
 use super::openai::cap;
 use super::{
-    api_answer, for_each_line, names, send_json, ChatMessage, ChatOptions, LlmClient, LlmError,
-    Reply, ToolCall,
+    for_each_line, names, send_json, ChatMessage, ChatOptions, LlmClient, LlmError, Reply, ToolCall,
 };
 
 /// The API version every request names (`anthropic-version`).
@@ -31,30 +30,20 @@ pub(super) async fn chat(
     if !system.is_empty() {
         body["system"] = json!(system);
     }
-    if let Some(tools) = opts.tools.as_ref().and_then(Value::as_array) {
-        body["tools"] = tools
-            .iter()
-            .map(|t| {
-                let f = &t["function"];
-                json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
+    if opts.tools.is_some() {
+        body["tools"] = super::declared_tools(opts)
+            .map(|(name, description, parameters)| {
+                json!({"name": name, "description": description, "input_schema": parameters})
             })
             .collect();
     }
     super::pass_through(&mut body, cfg, None);
-    let resp = client
-        .request(reqwest::Method::POST, "messages")
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| client.send_error(e))?;
-    let resp = api_answer(client, resp).await?;
+    let resp = super::post(client, "messages", &body).await?;
     if !cfg.stream {
-        let text = resp.text().await.map_err(|e| client.send_error(e))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(&text))))?;
+        let v = super::whole_json(client, resp).await?;
         let blocks = v["content"]
             .as_array()
-            .ok_or_else(|| LlmError::BadReply(format!("no content in {}", cap(&text))))?;
+            .ok_or_else(|| LlmError::BadReply(format!("no content in {}", cap(&v.to_string()))))?;
         let mut reply = Reply::default();
         for b in blocks {
             match b["type"].as_str() {
@@ -75,11 +64,9 @@ pub(super) async fn chat(
     // The first tool_use block: its index, id, name and input so far.
     let mut call: Option<(u64, String, String, String)> = None;
     let done = for_each_line(resp, client, |line| {
-        let Some(data) = line.strip_prefix("data:") else {
+        let Some(v) = super::sse_json(line)? else {
             return Ok(false);
         };
-        let v: Value = serde_json::from_str(data.trim())
-            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(data))))?;
         match v["type"].as_str() {
             Some("error") => return Err(LlmError::BadReply(v["error"].to_string())),
             // Only the first call is used: one tool call per step.
@@ -151,11 +138,7 @@ fn wire_messages(messages: &[ChatMessage]) -> (String, Vec<Value>) {
                     blocks.push(json!({"type": "text", "text": m.content}));
                 }
                 for c in m.tool_calls.iter().flat_map(|c| c.as_array()).flatten() {
-                    let args = &c["function"]["arguments"];
-                    let input = args
-                        .as_str()
-                        .and_then(|raw| serde_json::from_str(raw).ok())
-                        .unwrap_or_else(|| args.clone());
+                    let input = super::call_arguments(c);
                     blocks.push(json!({"type": "tool_use", "id": c["id"], "name": c["function"]["name"], "input": input}));
                 }
                 turns.push(json!({"role": "assistant", "content": blocks}));

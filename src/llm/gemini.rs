@@ -5,10 +5,8 @@
 
 use serde_json::{json, Value};
 
-use super::openai::cap;
 use super::{
-    api_answer, for_each_line, send_json, ChatMessage, ChatOptions, LlmClient, LlmError, Reply,
-    ToolCall,
+    for_each_line, send_json, ChatMessage, ChatOptions, LlmClient, LlmError, Reply, ToolCall,
 };
 
 pub(super) async fn chat(
@@ -31,12 +29,10 @@ pub(super) async fn chat(
     if !system.is_empty() {
         body["systemInstruction"] = json!({"parts": [{"text": system}]});
     }
-    if let Some(tools) = opts.tools.as_ref().and_then(Value::as_array) {
-        let declarations: Vec<Value> = tools
-            .iter()
-            .map(|t| {
-                let f = &t["function"];
-                json!({"name": f["name"], "description": f["description"], "parameters": f["parameters"]})
+    if opts.tools.is_some() {
+        let declarations: Vec<Value> = super::declared_tools(opts)
+            .map(|(name, description, parameters)| {
+                json!({"name": name, "description": description, "parameters": parameters})
             })
             .collect();
         body["tools"] = json!([{ "functionDeclarations": declarations }]);
@@ -47,13 +43,7 @@ pub(super) async fn chat(
     } else {
         format!("models/{}:generateContent", cfg.model)
     };
-    let resp = client
-        .request(reqwest::Method::POST, &path)
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| client.send_error(e))?;
-    let resp = api_answer(client, resp).await?;
+    let resp = super::post(client, &path, &body).await?;
     let mut reply = Reply::default();
     let mut finished = false;
     let mut take = |v: &Value, on_delta: &(dyn Fn(&str) + Send + Sync)| -> Result<(), LlmError> {
@@ -88,19 +78,13 @@ pub(super) async fn chat(
         Ok(())
     };
     if !cfg.stream {
-        let text = resp.text().await.map_err(|e| client.send_error(e))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(&text))))?;
-        take(&v, &|_| {})?;
+        take(&super::whole_json(client, resp).await?, &|_| {})?;
         return Ok(reply);
     }
     for_each_line(resp, client, |line| {
-        let Some(data) = line.strip_prefix("data:") else {
-            return Ok(false);
-        };
-        let v: Value = serde_json::from_str(data.trim())
-            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(data))))?;
-        take(&v, on_delta)?;
+        if let Some(v) = super::sse_json(line)? {
+            take(&v, on_delta)?;
+        }
         Ok(false)
     })
     .await?;
@@ -126,11 +110,7 @@ fn wire_messages(messages: &[ChatMessage]) -> (String, Vec<Value>) {
                     parts.push(json!({"text": m.content}));
                 }
                 for c in m.tool_calls.iter().flat_map(|c| c.as_array()).flatten() {
-                    let args = &c["function"]["arguments"];
-                    let args = args
-                        .as_str()
-                        .and_then(|raw| serde_json::from_str(raw).ok())
-                        .unwrap_or_else(|| args.clone());
+                    let args = super::call_arguments(c);
                     if let Some(id) = c["id"].as_str() {
                         names.insert(id.to_owned(), c["function"]["name"].clone());
                     }

@@ -508,6 +508,74 @@ async fn send_json(
         .map_err(|e| LlmError::BadReply(e.to_string()))
 }
 
+/// POSTs the chat request `body` to `path`: the answer, if the API took it.
+async fn post(
+    client: &LlmClient,
+    path: &str,
+    body: &serde_json::Value,
+) -> Result<reqwest::Response, LlmError> {
+    let resp = client
+        .request(reqwest::Method::POST, path)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| client.send_error(e))?;
+    api_answer(client, resp).await
+}
+
+/// A whole (not streamed) answer as JSON.
+async fn whole_json(
+    client: &LlmClient,
+    resp: reqwest::Response,
+) -> Result<serde_json::Value, LlmError> {
+    let text = resp.text().await.map_err(|e| client.send_error(e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| LlmError::BadReply(format!("{e}: {}", openai::cap(&text))))
+}
+
+/// The JSON of a server-sent `data:` line (`None`: another line, or
+/// OpenAI's `[DONE]`, which [`is_done`] tells).
+fn sse_json(line: &str) -> Result<Option<serde_json::Value>, LlmError> {
+    let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+        return Ok(None);
+    };
+    if data == "[DONE]" {
+        return Ok(None);
+    }
+    serde_json::from_str(data)
+        .map(Some)
+        .map_err(|e| LlmError::BadReply(format!("{e}: {}", openai::cap(data))))
+}
+
+/// OpenAI's end of stream.
+fn is_done(line: &str) -> bool {
+    line.strip_prefix("data:").map(str::trim) == Some("[DONE]")
+}
+
+/// A call's arguments (OpenAI's shape keeps them as JSON text) as a value.
+fn call_arguments(call: &serde_json::Value) -> serde_json::Value {
+    let args = &call["function"]["arguments"];
+    args.as_str()
+        .and_then(|raw| serde_json::from_str(raw).ok())
+        .unwrap_or_else(|| args.clone())
+}
+
+/// The name, description and parameters of each tool offered in OpenAI's
+/// shape, for providers that declare tools their own way.
+fn declared_tools(
+    opts: &ChatOptions,
+) -> impl Iterator<Item = (&serde_json::Value, &serde_json::Value, &serde_json::Value)> {
+    opts.tools
+        .as_ref()
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let f = &t["function"];
+            (&f["name"], &f["description"], &f["parameters"])
+        })
+}
+
 /// `llm.headers` as sent: each `${VAR}` in a value replaced by the
 /// variable `lookup` finds.
 fn headers(

@@ -4,8 +4,7 @@ use serde_json::{json, Value};
 
 use super::openai::cap;
 use super::{
-    api_answer, for_each_line, names, send_json, ChatMessage, ChatOptions, LlmClient, LlmError,
-    Reply, ToolCall,
+    for_each_line, names, send_json, ChatMessage, ChatOptions, LlmClient, LlmError, Reply, ToolCall,
 };
 
 pub(super) async fn chat(
@@ -38,13 +37,7 @@ pub(super) async fn chat(
         body["tools"] = tools.clone();
     }
     super::pass_through(&mut body, cfg, Some("options"));
-    let resp = client
-        .request(reqwest::Method::POST, "api/chat")
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| client.send_error(e))?;
-    let resp = api_answer(client, resp).await?;
+    let resp = super::post(client, "api/chat", &body).await?;
     let mut out = String::new();
     let mut tool_call = None;
     let done = for_each_line(resp, client, |line| {
@@ -91,12 +84,7 @@ fn wire_message(m: &ChatMessage) -> Value {
         let calls: Vec<Value> = calls
             .iter()
             .map(|c| {
-                let args = &c["function"]["arguments"];
-                let args = args
-                    .as_str()
-                    .and_then(|raw| serde_json::from_str(raw).ok())
-                    .unwrap_or_else(|| args.clone());
-                json!({"function": {"name": c["function"]["name"], "arguments": args}})
+                json!({"function": {"name": c["function"]["name"], "arguments": super::call_arguments(c)}})
             })
             .collect();
         v["tool_calls"] = Value::Array(calls);

@@ -4,8 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{
-    api_answer, for_each_line, names, send_json, ChatMessage, ChatOptions, LlmClient, LlmError,
-    Reply, ToolCall,
+    for_each_line, names, send_json, ChatMessage, ChatOptions, LlmClient, LlmError, Reply, ToolCall,
 };
 
 pub(super) async fn chat(
@@ -33,17 +32,10 @@ pub(super) async fn chat(
         body["tool_choice"] = json!("auto");
     }
     super::pass_through(&mut body, cfg, None);
-    let resp = client
-        .request(reqwest::Method::POST, "chat/completions")
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| client.send_error(e))?;
-    let resp = api_answer(client, resp).await?;
+    let resp = super::post(client, "chat/completions", &body).await?;
     if !cfg.stream {
-        let text = resp.text().await.map_err(|e| client.send_error(e))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(&text))))?;
+        let v = super::whole_json(client, resp).await?;
+        let text = v.to_string();
         let message = &v["choices"][0]["message"];
         let tool_call = message["tool_calls"][0]
             .is_object()
@@ -72,15 +64,12 @@ pub(super) async fn chat(
     let mut call = PartialCall::default();
     let mut finished = false;
     let done = for_each_line(resp, client, |line| {
-        let Some(data) = line.strip_prefix("data:") else {
-            return Ok(false);
-        };
-        let data = data.trim();
-        if data == "[DONE]" {
+        if super::is_done(line) {
             return Ok(true);
         }
-        let v: Value = serde_json::from_str(data)
-            .map_err(|e| LlmError::BadReply(format!("{e}: {}", cap(data))))?;
+        let Some(v) = super::sse_json(line)? else {
+            return Ok(false);
+        };
         if let Some(err) = v.get("error") {
             return Err(LlmError::BadReply(err.to_string()));
         }
