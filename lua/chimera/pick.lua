@@ -8,6 +8,19 @@ local function chimera()
   return require("chimera")
 end
 
+--- What `vim.ui.select` calls back: `fn(choice.id)` for a choice, its
+--- error said (a picker's callback has no caller to raise to).
+local function then_call(fn)
+  return function(choice)
+    if choice then
+      local ok, err = pcall(fn, choice.id)
+      if not ok then
+        vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+      end
+    end
+  end
+end
+
 --- Calls `fn(id)` with proposal `id`, else the proposal under the cursor,
 --- else the only one; with several and none under the cursor, the one the
 --- user picks (nothing happens if they pick none).
@@ -31,14 +44,7 @@ function M.proposal(id, verb, fn)
         table.concat(files, ", ")
       )
     end,
-  }, function(choice)
-    if choice then
-      local ok, err = pcall(fn, choice.id)
-      if not ok then
-        vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
-      end
-    end
-  end)
+  }, then_call(fn))
 end
 
 --- Calls `fn(id)` with a snapshot the user picks, newest first.
@@ -56,14 +62,7 @@ function M.snapshot(verb, fn)
       format_item = function(s)
         return ("%s  %s  %s"):format(s.id, os.date("%Y-%m-%d %H:%M", math.floor((s.created_at or 0) / 1000)), s.message or "")
       end,
-    }, function(choice)
-      if choice then
-        local ok, err = pcall(fn, choice.id)
-        if not ok then
-          vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
-        end
-      end
-    end)
+    }, then_call(fn))
   end)
 end
 

@@ -69,6 +69,26 @@ function M.candidates(word)
   return items
 end
 
+--- The completions of the reference ending `before` (the line up to the
+--- cursor) as LSP items, and the byte column (from 0) where it starts;
+--- what the blink.cmp and nvim-cmp sources hand their plugin.
+function M.lsp_items(before)
+  local start = before:find("[#@][%w%._/%-]*$")
+  if not start then
+    return {}, nil
+  end
+  local kinds = vim.lsp.protocol.CompletionItemKind
+  local items = {}
+  for _, c in ipairs(M.candidates(before:sub(start))) do
+    table.insert(items, {
+      label = c.word,
+      kind = c.kind == "file" and kinds.File or kinds.Reference,
+      detail = c.menu,
+    })
+  end
+  return items, start - 1
+end
+
 --- The text of project file `rel` (its buffer's when loaded), or why it
 --- is not sent: the core's rules decide (no `..`, no link, no secret, at
 --- most 200 KB of text).

@@ -10,6 +10,17 @@ local function lines(buf)
   return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
 end
 
+--- The ghost-text note of proposal `id` in `buf`, if drawn.
+local function note_of(buf, id)
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
+    for _, chunk in ipairs(m[4].virt_text or {}) do
+      if chunk[1]:find("chimera " .. id, 1, true) then
+        return chunk[1]
+      end
+    end
+  end
+end
+
 local function proposal_ready(id)
   h.eq(chimera.wait(id, 20000), "completed", "state")
   h.wait_for("ghost text", function()
@@ -155,14 +166,7 @@ h.test("default keys never replace the user's own; the ghost note and checkhealt
   local buf = vim.api.nvim_get_current_buf()
   local id = chimera.spawn("tens")
   proposal_ready(id)
-  local note
-  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
-    for _, chunk in ipairs(m[4].virt_text or {}) do
-      if chunk[1]:find("accept", 1, true) then
-        note = chunk[1]
-      end
-    end
-  end
+  local note = note_of(buf, id)
   h.truthy(note and note:find("[<Leader>a accept, :Chimera reject]", 1, true), "the note names the keys that work: " .. tostring(note))
   vim.api.nvim_feedkeys(vim.keycode("<Leader>r"), "x", false)
   h.eq(mine, true, "the user's key still does the user's thing")
@@ -265,13 +269,7 @@ h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflic
   local id = chimera.spawn("make a and c return tens")
   proposal_ready(id)
   local function note()
-    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
-      for _, chunk in ipairs(m[4].virt_text or {}) do
-        if chunk[1]:find("chimera " .. id, 1, true) then
-          return chunk[1]
-        end
-      end
-    end
+    return note_of(buf, id)
   end
   h.truthy(note():find("tens · 2 hunks, +1 in n.py [", 1, true), note())
   -- The human edits a line the proposal changes: conflicted.
@@ -337,13 +335,7 @@ h.test("the ghost note counts the hunks off-screen, anew when the window scrolls
   local id = chimera.spawn("make x2 and x150 bigger")
   h.eq(chimera.wait(id, 20000), "completed")
   local function note()
-    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
-      for _, chunk in ipairs(m[4].virt_text or {}) do
-        if chunk[1]:find("chimera " .. id, 1, true) then
-          return chunk[1]
-        end
-      end
-    end
+    return note_of(buf, id)
   end
   h.wait_for("the note", function()
     return note() and note():find("2 hunks, 1 off-screen", 1, true)

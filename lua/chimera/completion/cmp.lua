@@ -25,19 +25,7 @@ end
 
 --- `params.context.cursor_before_line` as nvim-cmp gives it.
 function Source:complete(params, callback)
-  local before = params.context.cursor_before_line
-  local word = before:match("[#@][%w%._/%-]*$")
-  local items = {}
-  if word then
-    local kinds = vim.lsp.protocol.CompletionItemKind
-    for _, c in ipairs(references.candidates(word)) do
-      table.insert(items, {
-        label = c.word,
-        kind = c.kind == "file" and kinds.File or kinds.Reference,
-        detail = c.menu,
-      })
-    end
-  end
+  local items = references.lsp_items(params.context.cursor_before_line)
   callback({ items = items, isIncomplete = false })
 end
 
