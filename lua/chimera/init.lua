@@ -538,16 +538,12 @@ end
 
 --- A short statusline string: running agents and pending proposals.
 --- Calls `callback` with what the LLM server says of itself ({ ok,
---- message, models }): asked by the core when it runs, else directly.
+--- message, models }), asked by the core on its runtime (a server that
+--- does not answer never holds the editor).
 function M.llm_status(callback)
-  local lib = require("chimera.loader").require()
-  if state.root and lib.running() then
-    state.on_llm_status = callback
-    lib.check_llm()
-  else
-    local config = require("chimera.config")
-    callback(lib.check_llm_now(config.to_json(state.config or config.resolve({}))))
-  end
+  M.start()
+  state.on_llm_status = callback
+  require("chimera.loader").require().check_llm()
 end
 
 --- New agents ask `model` when their role names none (llm.roles); agents

@@ -71,8 +71,45 @@ end
 --- a message saying so when a native source (scripts/native-sources)
 --- changed between that commit and HEAD, else nil (current, or no way to
 --- tell: no git, a commit this clone does not have).
+--- The commit HEAD names in the checkout at `root`, read from `.git`
+--- without running git (nil where that is not plain: a worktree, say).
+local function head_commit(root)
+  local function read(path)
+    local f = io.open(path, "r")
+    if not f then
+      return nil
+    end
+    local text = f:read("*a")
+    f:close()
+    return text
+  end
+  local head = read(root .. "/.git/HEAD")
+  local ref = head and head:match("^ref: (%S+)")
+  if not ref then
+    return head and vim.trim(head)
+  end
+  local direct = read(root .. "/.git/" .. ref)
+  if direct then
+    return vim.trim(direct)
+  end
+  for line in (read(root .. "/.git/packed-refs") or ""):gmatch("[^\n]+") do
+    local hash, name = line:match("^(%x+) (%S+)$")
+    if name == ref then
+      return hash
+    end
+  end
+end
+
 function M.stale(commit, root)
-  if not commit or commit == "unknown" or vim.fn.executable("git") == 0 then
+  if not commit or commit == "unknown" then
+    return nil
+  end
+  -- Built from HEAD itself (the usual case): no git process needed.
+  local head = head_commit(root)
+  if head and head ~= "" and vim.startswith(head, commit) then
+    return nil
+  end
+  if vim.fn.executable("git") == 0 then
     return nil
   end
   local list = root .. "/scripts/native-sources"
