@@ -908,6 +908,14 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
 /// Records a new agent (`queued`), then starts it.
 fn spawn_agent(core: &Arc<Core>, mut job: Job) {
     job.file = job.file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
+    // A switch made after the task was given is not its model.
+    job.model = Some(
+        core.model
+            .read()
+            .ok()
+            .and_then(|m| m.clone())
+            .unwrap_or_else(|| core.config.llm.model.clone()),
+    );
     let rec = AgentRecord {
         context: job.context.clone(),
         owner: core.owner.clone(),
@@ -1038,7 +1046,10 @@ async fn run_agent(
         // it to the end whatever is chosen meanwhile.
         let mut config = core.config.clone();
         let role = agent::role(job, &config);
-        let chosen = core.model.read().ok().and_then(|m| m.clone());
+        let chosen = job
+            .model
+            .clone()
+            .or_else(|| core.model.read().ok().and_then(|m| m.clone()));
         config.llm.model = config
             .llm
             .roles

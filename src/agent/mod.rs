@@ -122,6 +122,9 @@ pub struct Job {
     pub chat: Option<tools::ChatTurn>,
     /// The ACP agent (`agents.external`) that does the work, if not ours.
     pub external: Option<String>,
+    /// The model chosen (`:Chimera model`, else `llm.model`) when the task
+    /// was given; `None`: the one chosen when it starts.
+    pub model: Option<String>,
 }
 
 impl Job {
@@ -149,6 +152,8 @@ impl From<crate::store::AgentRecord> for Job {
             // The conversation is not part of the record: a turn run again
             // after a restart is a plain tool-mode task.
             chat: None,
+            // Run again: with the model chosen then.
+            model: None,
         }
     }
 }
