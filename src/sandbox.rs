@@ -87,6 +87,44 @@ pub fn from_json(v: serde_json::Value) -> Value {
     }
 }
 
+/// A Python value as JSON (for host functions that pass a program's
+/// values on, e.g. an MCP tool's arguments). Values JSON cannot carry
+/// (bytes, dates, exceptions, …) are refused by their type's name.
+pub fn to_json(v: &Value) -> Result<serde_json::Value, String> {
+    use serde_json::Value as J;
+    Ok(match v {
+        Value::None => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::BigInt(b) => b
+            .to_string()
+            .parse::<serde_json::Number>()
+            .map(J::Number)
+            .map_err(|_| format!("the integer {b} does not fit in JSON"))?,
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(J::Number)
+            .ok_or_else(|| format!("{f} is not a JSON number"))?,
+        Value::String(s) => J::String(s.clone()),
+        Value::List(items) | Value::Tuple(items) => {
+            J::Array(items.iter().map(to_json).collect::<Result<_, _>>()?)
+        }
+        Value::Dict(pairs) => {
+            let mut map = serde_json::Map::new();
+            for (k, v) in pairs {
+                let Value::String(key) = k else {
+                    return Err(format!(
+                        "a JSON object's keys are strings, not {}",
+                        args::type_name(k)
+                    ));
+                };
+                map.insert(key.clone(), to_json(v)?);
+            }
+            J::Object(map)
+        }
+        other => return Err(format!("a {} cannot be sent as JSON", args::type_name(other))),
+    })
+}
+
 /// What a completed program left behind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -259,7 +297,8 @@ pub mod args {
         }
     }
 
-    fn get<'a>(
+    /// Argument `i`, or keyword `name`, as it was passed.
+    pub fn get<'a>(
         args: &'a [Value],
         kwargs: &'a [(Value, Value)],
         i: usize,

@@ -94,6 +94,7 @@ const FUNCTIONS: &[&str] = &[
     "system_stats",
     "web_search",
     "delegate",
+    "mcp_call",
 ];
 
 /// Whether `name` is one of the registry's host functions.
@@ -204,12 +205,46 @@ impl AgentHost {
 }
 
 impl AgentHost {
-    /// Calls the MCP tool `name` (`server.tool`) with JSON arguments; logged
-    /// as an effect whether it worked or not.
+    /// Calls the MCP tool `name` (`server.tool`) the agent was offered, with
+    /// JSON arguments; logged as an effect whether it worked or not.
     pub fn call_mcp(&self, name: &str, args: serde_json::Value) -> Result<String, String> {
         if !self.mcp_tools.iter().any(|t| t == name) {
             return Err(format!("there is no tool `{name}`"));
         }
+        self.mcp(name, args)
+    }
+
+    /// `mcp_call(server, tool, args)` of a program: code mode is offered no
+    /// list of tools, so the hub says when there is no such tool.
+    fn mcp_call(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<String, String> {
+        const F: &str = "mcp_call";
+        let server = args::string(F, a, kw, 0, "server")?;
+        let tool = args::string(F, a, kw, 1, "tool")?;
+        let arguments = match args::get(a, kw, 2, "args") {
+            None | Some(Value::None) => serde_json::json!({}),
+            Some(v @ Value::Dict(_)) => {
+                crate::sandbox::to_json(v).map_err(|e| format!("{F}(): `args`: {e}"))?
+            }
+            Some(other) => {
+                return Err(format!(
+                    "{F}(): `args` must be a dict of the tool's arguments, got {}",
+                    args::type_name(other)
+                ))
+            }
+        };
+        let name = format!("{server}.{tool}");
+        if !self.services.mcp.server_names().any(|n| n == server) {
+            let known: Vec<&str> = self.services.mcp.server_names().collect();
+            return Err(format!(
+                "{F}(): there is no MCP server `{server}` (mcp.servers has: {})",
+                known.join(", ")
+            ));
+        }
+        self.mcp(&name, arguments)
+            .map_err(|e| format!("{F}(): {e}"))
+    }
+
+    fn mcp(&self, name: &str, args: serde_json::Value) -> Result<String, String> {
         self.allowed(name, self.caps.check_mcp(name))?;
         let started = std::time::Instant::now();
         let input = format!("{name} {args}");
@@ -528,6 +563,7 @@ impl Host for AgentHost {
                 let query = args::string(name, &a, &kw, 0, "query")?;
                 self.web_search(&query).map(Value::String)
             }
+            "mcp_call" => self.mcp_call(&a, &kw).map(Value::String),
             "delegate" => {
                 let peer = args::string(name, &a, &kw, 0, "peer")?;
                 let task = args::string(name, &a, &kw, 1, "task")?;

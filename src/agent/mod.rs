@@ -369,7 +369,11 @@ pub async fn run(
         .await
         .flatten();
     }
-    let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json, language);
+    let more = match (form, &job.node) {
+        (EditForm::Program, None) => prompt::mcp_functions(&services.mcp, &caps),
+        _ => String::new(),
+    };
+    let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json, language, &more);
     // A task to fix what the tests show failing is tried afresh each
     // round, the tests judging every try, rather than repaired in
     // conversation: shown its failed answer, Qwen2.5-Coder 1.5B gave it
@@ -785,11 +789,13 @@ fn opening(
     form: EditForm,
     json: bool,
     language: &Language,
+    more_functions: &str,
 ) -> (ChatMessage, Vec<ChatMessage>) {
     let mut system = match &job.node {
         Some(n) => node::system_prompt(&n.view),
         None => prompt::system(form, language),
     };
+    system.push_str(more_functions);
     if json {
         let code = match form {
             EditForm::Program => "Python",

@@ -35,6 +35,25 @@ write_file(path, "\n".join(lines))
 submit_result("Added a docstring to load", [path])
 ```"#;
 
+/// The line offering `mcp_call` to a program, naming the MCP servers
+/// `caps` lets it use; nothing when there are none.
+pub fn mcp_functions(
+    hub: &crate::mcp::Hub,
+    caps: &crate::capabilities::Capabilities,
+) -> String {
+    let servers: Vec<&str> = hub
+        .server_names()
+        .filter(|s| caps.may_use_mcp_server(s))
+        .collect();
+    if servers.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\nAlso: mcp_call(server, tool, args) -> str: call the tool `tool` of an MCP server ({}) with a dict of its arguments; returns its text output.",
+        servers.join(", ")
+    )
+}
+
 /// What the model is asked to answer with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EditForm {

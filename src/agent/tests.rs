@@ -804,6 +804,50 @@ async fn without_an_mcp_capability_no_server_starts() {
     assert!(requests[1].contains("There is no tool `t.echo`"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_calls_mcp_tools_under_the_same_capabilities_and_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let program = r#"```python
+out = mcp_call("t", "echo", {"text": "hi there", "n": [1, 2.5, None, True]})
+for server, tool, a in [("t", "add", {"a": 1, "b": 2}), ("nosuch", "x", {}), ("t", "nosuch", {}), ("t", "echo", "text")]:
+    try:
+        mcp_call(server, tool, a)
+    except Exception as e:
+        out = out + "\n" + str(e)
+write_file("notes.txt", out)
+submit_result("called mcp", ["notes.txt"])
+```"#;
+    let (r, s, server) = run_job(
+        vec![Reply::OpenaiStream(program.into())],
+        None,
+        |c| mcp_config(c, &log, &["t.echo", "t.nosuch"]),
+        job(),
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "called mcp");
+    let prompt = server.requests.lock().unwrap()[0].clone();
+    assert!(prompt.contains("mcp_call(server, tool, args)") && prompt.contains("server (t)"), "{prompt}");
+    let notes = overlay_file(&s, "notes.txt").unwrap();
+    let lines: Vec<&str> = notes.lines().collect();
+    assert!(lines[0].contains("hi there"), "{notes}");
+    assert!(lines[1].contains("\"t.add\" is not allowed"), "{notes}");
+    assert!(lines[2].contains("no MCP server `nosuch` (mcp.servers has: t)"), "{notes}");
+    assert!(lines[3].contains("nosuch"), "{notes}");
+    assert!(lines[4].contains("`args` must be a dict"), "{notes}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.lines().filter(|l| l.starts_with("call")).count(), 1, "{calls}");
+    let effects = s.store.effects(0, Some("mcp")).unwrap();
+    assert_eq!(effects.len(), 2, "{effects:?}");
+    assert!(effects[0].input.starts_with("t.echo"), "{effects:?}");
+    assert!(effects[1].output.starts_with("error:"), "{effects:?}");
+    let denied = s.store.events_since(0).unwrap();
+    assert!(
+        denied.iter().any(|e| e.2 == "denied" && e.3.contains("t.add")),
+        "{denied:?}"
+    );
+}
+
 /// A SearXNG-like endpoint answering every request with `results`.
 async fn fake_search(results: serde_json::Value) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

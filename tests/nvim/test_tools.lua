@@ -248,4 +248,44 @@ h.test("an MCP tool configured in setup() is called by a tool-mode agent", funct
   h.truthy((h.read(log) or ""):find("t.write_marker(path: string)", 1, true), "offered to the model")
 end)
 
+h.test("a code-mode program calls an MCP tool with mcp_call(); the call is in the effect log", function()
+  local root = h.project({ ["app.py"] = APP })
+  local marker = root .. "/../mcp-code-marker-" .. vim.fn.getpid()
+  local program = table.concat({
+    "```python",
+    ('said = mcp_call("t", "write_marker", {"path": %q})'):format(marker),
+    "try:",
+    '    mcp_call("t", "echo", {"text": "not allowed"})',
+    "except Exception as e:",
+    "    log(str(e))",
+    "src = read_file('app.py')",
+    "write_file('app.py', src.replace('def parse_config(path):\\n', 'def parse_config(path):\\n    \"\"\"Parse the config.\"\"\"\\n'))",
+    "submit_result('used mcp from code: ' + said, ['app.py'])",
+    "```",
+  }, "\n")
+  local url, log = h.fake_llm({ { text = program } })
+  h.setup(url, {
+    llm = { edit_form = "program" },
+    mcp = { servers = { t = { command = { "python3", MCP_SERVER }, env = {} } } },
+    capabilities = { mcp = { "t.write_marker" } },
+  })
+  vim.cmd.edit("app.py")
+  vim.cmd("Chimera task add a docstring to parse_config")
+  local id = chimera.agents()[1].id
+  h.eq(chimera.wait(id, 20000), "completed", tostring((chimera.agent(id) or {}).error))
+  h.eq(vim.fn.filereadable(marker), 1, "the MCP tool ran")
+  os.remove(marker)
+  h.truthy(chimera.agent(id).summary:find("used mcp from code", 1, true), chimera.agent(id).summary)
+  h.truthy(table.concat(chimera.agent(id).log, "\n"):find('"t.echo" is not allowed', 1, true), vim.inspect(chimera.agent(id).log))
+  h.truthy((h.read(log) or ""):find("mcp_call(server, tool, args)", 1, true), "offered to the model")
+  local effects = h.effects({ kind = "mcp" })
+  h.eq(#effects, 1, "one MCP effect: the refused call never ran")
+  h.truthy(effects[1].input:find("t.write_marker", 1, true), effects[1].input)
+  h.eq(effects[1].agent_id, id, "the effect names its agent")
+  h.wait_for("the ghost text", function()
+    return #require("chimera.ghost").hunk_rows(vim.api.nvim_get_current_buf()) == 1
+  end)
+  chimera.reject(id)
+end)
+
 h.finish()
