@@ -96,6 +96,8 @@ pub enum ToCore {
         since: EffectsSince,
         kind: Option<String>,
     },
+    /// Send agent `agent_id`'s audit log ([`ToEditor::Calls`]).
+    Calls { agent_id: String },
     /// Start agent `id` on `task` with the project as in snapshot `snapshot`.
     Fork {
         id: String,
@@ -216,6 +218,11 @@ pub enum ToEditor {
     },
     /// Answer to [`ToCore::Effects`].
     Effects { effects: Vec<crate::store::Effect> },
+    /// Answer to [`ToCore::Calls`]: every tool call of the agent.
+    Calls {
+        agent_id: String,
+        calls: Vec<crate::store::ToolCall>,
+    },
     /// A new entry of the free chat.
     ChatEntry { entry: crate::store::ChatEntry },
     /// A piece of a chat turn's reply as it streams.

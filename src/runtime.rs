@@ -851,6 +851,16 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
         } => chat::send(core, id, message, file, cursor_line, context),
         ToCore::ChatHistory => chat::history(core),
         ToCore::ChatClear => chat::clear(core),
+        ToCore::Calls { agent_id } => {
+            let c = core.clone();
+            tokio::task::spawn_blocking(move || match c.store.tool_calls(&agent_id, 0) {
+                Ok(calls) => c.sink.send(ToEditor::Calls { agent_id, calls }),
+                Err(e) => c.notify(
+                    Level::Warn,
+                    format!("Chimera: cannot read the tool calls of {agent_id}: {e}"),
+                ),
+            });
+        }
         ToCore::NodeHistory { node_id } => {
             let c = core.clone();
             tokio::task::spawn_blocking(move || {

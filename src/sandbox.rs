@@ -121,7 +121,12 @@ pub fn to_json(v: &Value) -> Result<serde_json::Value, String> {
             }
             J::Object(map)
         }
-        other => return Err(format!("a {} cannot be sent as JSON", args::type_name(other))),
+        other => {
+            return Err(format!(
+                "a {} cannot be sent as JSON",
+                args::type_name(other)
+            ))
+        }
     })
 }
 

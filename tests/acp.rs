@@ -242,6 +242,24 @@ fn an_acp_agent_reads_the_unsaved_buffer_and_its_writes_become_a_proposal() {
             .any(|i| i.starts_with("session/request_permission")),
         "{inputs:?}"
     );
+    // And in the agent's audit log, as its tool calls.
+    let agent = effects[0].agent_id.clone().unwrap();
+    let calls: Vec<String> = store
+        .tool_calls(&agent, 0)
+        .unwrap()
+        .into_iter()
+        .map(|c| format!("{} {} {}", c.tool, c.args, c.ok))
+        .collect();
+    assert!(
+        calls.iter().any(|c| c.starts_with("fs/read_text_file ")
+            && c.contains("calc.py")
+            && c.ends_with("true")),
+        "{calls:?}"
+    );
+    assert!(
+        calls.iter().any(|c| c.starts_with("fs/write_text_file ")),
+        "{calls:?}"
+    );
 }
 
 #[test]

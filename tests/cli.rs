@@ -53,6 +53,70 @@ fn a_task_without_a_core_runs_here_then_diff_and_accept_write_the_file() {
 }
 
 #[test]
+fn every_tool_call_of_an_agent_is_in_its_audit_log() {
+    let call = |tool: &str, args: serde_json::Value| serde_json::json!({"text": serde_json::json!({"tool": tool, "args": args}).to_string()});
+    let p = project(&[
+        call("list_dir", serde_json::json!({"path": ""})),
+        call("read_file", serde_json::json!({"path": "calc.py"})),
+        call("read_file", serde_json::json!({"path": "../outside.py"})),
+        call(
+            "write_file",
+            serde_json::json!({"path": "calc.py", "content": format!("def add(a, b):\n    return a + b\n{}", "#\n".repeat(60))}),
+        ),
+        call(
+            "submit_result",
+            serde_json::json!({"summary": "fixed add", "changed_files": ["calc.py"]}),
+        ),
+    ]);
+    let id = p
+        .ok(&["task", "--mode", "tools", "--file", "calc.py", "fix", "add"])
+        .trim()
+        .to_owned();
+    assert!(p.ok(&["wait", &id]).contains("completed"));
+    let calls = p.json(&["calls", &id]);
+    let tools: Vec<&str> = calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "list_dir",
+            "read_file",
+            "read_file",
+            "write_file",
+            "submit_result"
+        ],
+        "{calls}"
+    );
+    assert_eq!(calls[0]["result"], "['calc.py']", "{calls}");
+    assert_eq!(calls[1]["ok"], true);
+    assert!(
+        calls[1]["args"].as_str().unwrap().contains("calc.py"),
+        "{calls}"
+    );
+    assert_eq!(calls[2]["ok"], false, "the escape is logged as refused");
+    assert!(
+        calls[2]["result"].as_str().unwrap().contains("outside"),
+        "{calls}"
+    );
+    assert!(
+        calls[3]["args"].as_str().unwrap().contains("bytes>"),
+        "a file's content is logged by its size: {calls}"
+    );
+    let shown = p.ok(&["calls", &id]);
+    assert!(
+        shown.contains("read_file(path=\"calc.py\") -> <32 bytes>"),
+        "{shown}"
+    );
+    assert!(shown.contains("error:"), "{shown}");
+    let none = p.run(&["calls", "nosuch"]);
+    assert_eq!(none.status.code(), Some(1), "an unknown agent");
+}
+
+#[test]
 fn with_a_core_serving_the_project_commands_go_to_it() {
     let mut p = project(&[
         fix_add(),

@@ -55,7 +55,7 @@ function M.refresh()
   if not (view and vim.api.nvim_buf_is_valid(view.buf)) then
     return
   end
-  local lines, ids = { "Chimera agents — <CR> conversation  a accept  r reject  R reject with feedback  c cancel  d diff  q close", "" }, {}
+  local lines, ids = { "Chimera agents — <CR> conversation  a accept  r reject  R reject with feedback  c cancel  d diff  t tool calls  q close", "" }, {}
   for _, a in ipairs(require("chimera").agents()) do
     table.insert(lines, line_for(a))
     ids[#lines] = a.id
@@ -140,6 +140,9 @@ function M.open()
   end))
   map("<CR>", act(function(id)
     require("chimera.transcript").open(id)
+  end))
+  map("t", act(function(id)
+    require("chimera.history").open_calls(id)
   end))
   map("q", function()
     vim.api.nvim_win_close(0, true)

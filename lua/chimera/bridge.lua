@@ -213,6 +213,10 @@ function handlers.rollback(msg)
   require("chimera.history").rollback_done(msg)
 end
 
+function handlers.calls(msg)
+  require("chimera.history").calls_arrived(msg)
+end
+
 function handlers.effects(msg)
   require("chimera.history").effects_arrived(msg)
 end

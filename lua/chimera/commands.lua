@@ -23,13 +23,19 @@ local function active_ids()
   return ids
 end
 
---- Removes `--hunk N` from `args`; returns N.
+local function agent_ids()
+  return vim.tbl_map(function(a)
+    return a.id
+  end, chimera().agents())
+end
+
 local function snapshot_ids()
   return vim.tbl_map(function(s)
     return s.id
   end, require("chimera.history").history())
 end
 
+--- Removes `--hunk N` from `args`; returns N.
 local function take_hunk(args)
   for i, a in ipairs(args) do
     if a == "--hunk" then
@@ -248,6 +254,23 @@ M.subcommands = {
       require("chimera.history").open_effects(opts)
     end,
   },
+  calls = {
+    desc = "an agent's audit log, every tool call it made: :Chimera calls [id] (missing: picked)",
+    complete = agent_ids,
+    run = function(args)
+      local function open(id)
+        if not chimera().agent(id) then
+          error(("chimera: no agent with id %s (see :Chimera agents)"):format(id), 0)
+        end
+        require("chimera.history").open_calls(id)
+      end
+      if args[1] then
+        open(args[1])
+      else
+        require("chimera.pick").agent("show the tool calls of", open)
+      end
+    end,
+  },
   dashboard = {
     desc = "open the project's web dashboard in the browser (needs api.enabled)",
     run = function()
@@ -285,11 +308,7 @@ M.subcommands = {
     desc = "chat with the Remora node at the cursor, else the free chat: :Chimera chat [--free] [--clear] [message]; an agent's conversation: :Chimera chat --agent [id]",
     flags = { "--free", "--clear", "--agent" },
     flag_values = {
-      ["--agent"] = function()
-        return vim.tbl_map(function(a)
-          return a.id
-        end, chimera().agents())
-      end,
+      ["--agent"] = agent_ids,
     },
     run = function(args)
       if args[1] == "--agent" then

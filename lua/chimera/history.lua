@@ -52,7 +52,7 @@ function M.rollback(id, opts)
 end
 
 -- Callbacks waiting for the core's answer, by what they wait for.
-local waiters = { snapshots = {}, effects = {} }
+local waiters = { snapshots = {}, effects = {}, calls = {} }
 
 --- Asks for the effects after `opts.since` (of `opts.kind`); `callback`
 --- gets them. Returns the last list received.
@@ -104,6 +104,17 @@ end
 function M.effects_arrived(msg)
   state.effects = msg.effects
   answer("effects", msg.effects)
+end
+
+--- Asks for agent `id`'s audit log (every tool call it made); `callback`
+--- gets the calls, oldest first.
+function M.calls(id, callback)
+  table.insert(waiters.calls, callback)
+  lib().calls(id)
+end
+
+function M.calls_arrived(msg)
+  answer("calls", msg.calls)
 end
 
 --- The lines `:Chimera history` shows.
@@ -188,6 +199,58 @@ function M.open_effects(opts)
       }
     )
   end)
+end
+
+--- `:Chimera calls {id}`: the agent's audit log in a buffer; <CR> shows
+--- a call whole.
+function M.open_calls(id)
+  M.calls(id, function(calls)
+    require("chimera.listview").show(
+      "calls",
+      ("Chimera calls of agent %s (every tool call, oldest first) — <CR> the whole call  q close"):format(id),
+      M.call_lines(calls),
+      calls,
+      {
+        { "<CR>", function(c)
+          local text = ("#%d %s, %d ms, %s\n\n%s(%s)\n\n-> %s"):format(
+            c.seq,
+            os.date("%H:%M:%S", math.floor(c.created_at / 1000)),
+            c.duration_ms,
+            c.ok and "ok" or "failed",
+            c.tool,
+            c.args,
+            c.result
+          )
+          vim.lsp.util.open_floating_preview(vim.split(text, "\n", { plain = true }), "text", {
+            border = "rounded",
+            focus_id = "chimera-call",
+            max_width = math.floor(vim.o.columns * 0.8),
+          })
+        end, "the whole call" },
+      }
+    )
+  end)
+end
+
+--- The lines `:Chimera calls` shows: `✗` marks a call that failed or was
+--- refused.
+function M.call_lines(calls)
+  local lines = {}
+  for _, c in ipairs(calls) do
+    table.insert(lines, ("#%d %s %s %5d ms  %s(%s) -> %s"):format(
+      c.seq,
+      os.date("%H:%M:%S", math.floor(c.created_at / 1000)),
+      c.ok and " " or "✗",
+      c.duration_ms,
+      c.tool,
+      (c.args:gsub("\n", " ")):sub(1, 60),
+      (c.result:gsub("\n", " ")):sub(1, 60)
+    ))
+  end
+  if #lines == 0 then
+    lines = { "No tool call recorded." }
+  end
+  return lines
 end
 
 --- The lines `:Chimera effects` shows.

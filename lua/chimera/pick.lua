@@ -66,6 +66,22 @@ function M.snapshot(verb, fn)
   end)
 end
 
+--- Calls `fn(id)` with an agent the user picks, newest first.
+function M.agent(verb, fn)
+  local agents = chimera().agents()
+  if #agents == 0 then
+    vim.notify("chimera: no agents yet (:Chimera task starts one)", vim.log.levels.WARN, { title = "Chimera" })
+    return
+  end
+  vim.ui.select(agents, {
+    prompt = ("Chimera: %s which agent?"):format(verb),
+    kind = "chimera.agent",
+    format_item = function(a)
+      return ("%s  %-9s  %s"):format(a.id, a.state or "", a.summary or a.task or "")
+    end,
+  }, then_call(fn))
+end
+
 --- A bare `:Chimera`: every subcommand with what it does.
 function M.subcommand(subcommands, run)
   local names = vim.tbl_keys(subcommands)

@@ -41,7 +41,8 @@ pub type Ask =
     Arc<dyn Fn(String) -> futures_util::future::BoxFuture<'static, Option<bool>> + Send + Sync>;
 
 impl Route {
-    /// Records a request in the effect log, whatever came of it.
+    /// Records a request in the effect log and the agent's audit log,
+    /// whatever came of it.
     fn logged<T>(&self, what: String, result: Result<T, String>) -> Result<T, String> {
         let output = match &result {
             Ok(_) => "ok".to_owned(),
@@ -50,6 +51,14 @@ impl Route {
         let _ = self
             .store
             .effect_record("acp", Some(&self.agent_id), &what, &output, 0);
+        let (tool, args) = what.split_once(' ').unwrap_or((&what, ""));
+        let _ = self.store.tool_call_record(
+            &self.agent_id,
+            tool,
+            args,
+            result.as_ref().map(|_| "ok").map_err(String::as_str),
+            0,
+        );
         result
     }
 

@@ -211,7 +211,12 @@ impl AgentHost {
         if !self.mcp_tools.iter().any(|t| t == name) {
             return Err(format!("there is no tool `{name}`"));
         }
-        self.mcp(name, args)
+        let shown = crate::api::sessions::brief(args.as_object().unwrap_or(&Default::default()));
+        let started = std::time::Instant::now();
+        let result = self.mcp(name, args);
+        let brief = result.as_ref().map(|r| shown_text(r));
+        self.audit(name, &shown, started, brief);
+        result
     }
 
     /// `mcp_call(server, tool, args)` of a program: code mode is offered no
@@ -403,6 +408,52 @@ fn apply_diff(
     (applied, skipped)
 }
 
+fn shown_text(s: &str) -> String {
+    shown(&Value::String(s.to_owned()))
+}
+
+/// A value as the audit log shows it: a text longer than a line by its
+/// size (a file's content says nothing more in a log).
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.len() > 80 || s.contains('\n') => format!("<{} bytes>", s.len()),
+        Value::String(s) => format!("{s:?}"),
+        Value::List(items) if items.len() > 20 => format!("<list of {}>", items.len()),
+        other => other.to_string(),
+    }
+}
+
+/// A call's arguments as the audit log shows them.
+fn shown_args(a: &[Value], kw: &[(Value, Value)]) -> String {
+    a.iter()
+        .map(shown)
+        .chain(kw.iter().map(|(k, v)| match k {
+            Value::String(k) => format!("{k}={}", shown(v)),
+            other => format!("{other}={}", shown(v)),
+        }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl AgentHost {
+    /// Adds a call to the agent's audit log.
+    fn audit(
+        &self,
+        tool: &str,
+        args: &str,
+        started: std::time::Instant,
+        result: Result<String, &String>,
+    ) {
+        let _ = self.store.tool_call_record(
+            &self.agent_id,
+            tool,
+            args,
+            result.as_deref().map_err(|e| e.as_str()),
+            started.elapsed().as_millis() as i64,
+        );
+    }
+}
+
 impl Host for AgentHost {
     fn has_function(&self, name: &str) -> bool {
         FUNCTIONS.contains(&name) || self.node.as_ref().is_some_and(|n| n.has_tool(name))
@@ -412,7 +463,23 @@ impl Host for AgentHost {
         self.cancel.is_cancelled()
     }
 
+    /// Every call, read or write, allowed or not, goes to the audit log.
     fn call(
+        &mut self,
+        name: &str,
+        a: Vec<Value>,
+        kw: Vec<(Value, Value)>,
+    ) -> Result<Value, String> {
+        let args = shown_args(&a, &kw);
+        let started = std::time::Instant::now();
+        let result = self.dispatch(name, a, kw);
+        self.audit(name, &args, started, result.as_ref().map(shown));
+        result
+    }
+}
+
+impl AgentHost {
+    fn dispatch(
         &mut self,
         name: &str,
         a: Vec<Value>,

@@ -37,10 +37,7 @@ submit_result("Added a docstring to load", [path])
 
 /// The line offering `mcp_call` to a program, naming the MCP servers
 /// `caps` lets it use; nothing when there are none.
-pub fn mcp_functions(
-    hub: &crate::mcp::Hub,
-    caps: &crate::capabilities::Capabilities,
-) -> String {
+pub fn mcp_functions(hub: &crate::mcp::Hub, caps: &crate::capabilities::Capabilities) -> String {
     let servers: Vec<&str> = hub
         .server_names()
         .filter(|s| caps.may_use_mcp_server(s))

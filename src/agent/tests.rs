@@ -827,23 +827,35 @@ submit_result("called mcp", ["notes.txt"])
     .await;
     assert_eq!(r.unwrap().summary, "called mcp");
     let prompt = server.requests.lock().unwrap()[0].clone();
-    assert!(prompt.contains("mcp_call(server, tool, args)") && prompt.contains("server (t)"), "{prompt}");
+    assert!(
+        prompt.contains("mcp_call(server, tool, args)") && prompt.contains("server (t)"),
+        "{prompt}"
+    );
     let notes = overlay_file(&s, "notes.txt").unwrap();
     let lines: Vec<&str> = notes.lines().collect();
     assert!(lines[0].contains("hi there"), "{notes}");
     assert!(lines[1].contains("\"t.add\" is not allowed"), "{notes}");
-    assert!(lines[2].contains("no MCP server `nosuch` (mcp.servers has: t)"), "{notes}");
+    assert!(
+        lines[2].contains("no MCP server `nosuch` (mcp.servers has: t)"),
+        "{notes}"
+    );
     assert!(lines[3].contains("nosuch"), "{notes}");
     assert!(lines[4].contains("`args` must be a dict"), "{notes}");
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(calls.lines().filter(|l| l.starts_with("call")).count(), 1, "{calls}");
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("call")).count(),
+        1,
+        "{calls}"
+    );
     let effects = s.store.effects(0, Some("mcp")).unwrap();
     assert_eq!(effects.len(), 2, "{effects:?}");
     assert!(effects[0].input.starts_with("t.echo"), "{effects:?}");
     assert!(effects[1].output.starts_with("error:"), "{effects:?}");
     let denied = s.store.events_since(0).unwrap();
     assert!(
-        denied.iter().any(|e| e.2 == "denied" && e.3.contains("t.add")),
+        denied
+            .iter()
+            .any(|e| e.2 == "denied" && e.3.contains("t.add")),
         "{denied:?}"
     );
 }

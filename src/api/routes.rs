@@ -71,6 +71,7 @@ pub fn router(backend: Shared) -> Router {
         .route("/agents", get(agents))
         .route("/agents/{id}", get(agent))
         .route("/agents/{id}/cancel", post(cancel))
+        .route("/agents/{id}/calls", get(calls))
         .route("/proposal/{id}/approve", post(approve))
         .route("/proposal/{id}/reject", post(reject))
         .route("/snapshots", get(snapshots).post(snapshot))
@@ -439,6 +440,25 @@ struct EffectsQuery {
     /// A sequence number or a snapshot ID.
     since: Option<String>,
     kind: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CallsQuery {
+    since: Option<i64>,
+}
+
+/// `GET /agents/{id}/calls`: the agent's audit log, oldest first.
+async fn calls(
+    State(b): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<CallsQuery>,
+) -> Answer {
+    find(&b, &id)?;
+    let all = b
+        .store()
+        .tool_calls(&id, q.since.unwrap_or(0))
+        .map_err(ApiError::internal)?;
+    Ok(Json(json!(all)))
 }
 
 async fn effects(State(b): State<Shared>, Query(q): Query<EffectsQuery>) -> Answer {

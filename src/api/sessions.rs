@@ -179,7 +179,7 @@ pub(super) async fn call(
 
 /// The arguments of a call as the effect log shows them: a file's content
 /// by its size, not its text.
-fn brief(args: &Map<String, Value>) -> String {
+pub(crate) fn brief(args: &Map<String, Value>) -> String {
     Value::Object(shown(args)).to_string()
 }
 

@@ -142,6 +142,9 @@ pub enum Command {
         #[arg(long, value_name = "K")]
         kind: Option<String>,
     },
+    /// Agent ID's audit log: every tool call it made (reads and lists
+    /// too), with its arguments and result in brief.
+    Calls { id: String },
     /// The Remora nodes (functions, classes, methods) of project file PATH.
     Nodes { path: String },
     /// One Remora node: where it is, its callers and callees.

@@ -261,6 +261,26 @@ pub fn effects(all: &Value, json: bool) {
     });
 }
 
+pub fn calls(all: &Value, json: bool) {
+    let header = format!("{:>6}  {:>6}  {:<12} CALL -> RESULT", "SEQ", "MS", "WHEN");
+    list(all, json, "no tool calls", header, |c| {
+        let outcome = if c["ok"].as_bool().unwrap_or(false) {
+            line(text(c, "result"), 40)
+        } else {
+            format!("error: {}", line(text(c, "result"), 60))
+        };
+        format!(
+            "{:>6}  {:>6}  {:<12} {}({}) -> {}",
+            c["seq"].as_i64().unwrap_or(0),
+            c["duration_ms"].as_i64().unwrap_or(0),
+            ago(c["created_at"].as_i64().unwrap_or(0)),
+            text(c, "tool"),
+            line(text(c, "args"), 50),
+            outcome
+        )
+    });
+}
+
 pub fn nodes(all: &Value, json: bool) {
     let header = format!(
         "{:<12} {:<9} {:>6}  {:>7} {:>7}  NAME",

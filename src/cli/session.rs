@@ -357,6 +357,10 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             };
             output::effects(&s.get(&path).await?, json);
         }
+        Command::Calls { id } => output::calls(
+            &s.get(&format!("/agents/{}/calls", url_part(&id))).await?,
+            json,
+        ),
         Command::Fork { id, text } => {
             let path = format!("/snapshots/{}/fork", url_part(&id));
             let answer = s

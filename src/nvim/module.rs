@@ -485,6 +485,10 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "calls",
+        lua.create_function(|_, agent_id: String| send(ToCore::Calls { agent_id }))?,
+    )?;
+    t.set(
         "effects",
         lua.create_function(|_, (since, kind): (Option<mlua::Value>, Option<String>)| {
             // A sequence number, or a snapshot ID (seed 004's `--since <snapshot>`).

@@ -3,11 +3,13 @@
 //! per-agent overlays, agent records, proposals and an append-only event log.
 //! One database means an accept or a recovery is a single transaction.
 
+mod calls;
 mod chat;
 mod history;
 mod remora;
 mod schema;
 
+pub use calls::ToolCall;
 pub use chat::ChatEntry;
 pub use history::{Effect, ManifestEntry, Snapshot};
 
@@ -826,6 +828,7 @@ impl Store {
         )?;
         // The effect log keeps the same window of history.
         tx.execute("DELETE FROM effects WHERE created_at < ?1", [cutoff])?;
+        tx.execute("DELETE FROM tool_calls WHERE created_at < ?1", [cutoff])?;
         // A snapshot's contents are named inside its manifest blob, which
         // SQL cannot read: gather them first, so a rollback or a fork from
         // any snapshot still finds every file.

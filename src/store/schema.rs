@@ -137,6 +137,19 @@ CREATE TABLE IF NOT EXISTS effects (
     snapshot_id TEXT,
     created_at  INTEGER NOT NULL
 );
+-- The audit log: every tool call an agent made (reads and lists too),
+-- with its arguments and result in brief.
+CREATE TABLE IF NOT EXISTS tool_calls (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id    TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args        TEXT NOT NULL,
+    ok          INTEGER NOT NULL,
+    result      TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tool_calls_agent ON tool_calls(agent_id, seq);
 -- Remora subscriptions: which events wake which node agent (JSON pattern).
 CREATE TABLE IF NOT EXISTS subscriptions (
     agent_id TEXT NOT NULL,

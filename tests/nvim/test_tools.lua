@@ -248,6 +248,52 @@ h.test("an MCP tool configured in setup() is called by a tool-mode agent", funct
   h.truthy((h.read(log) or ""):find("t.write_marker(path: string)", 1, true), "offered to the model")
 end)
 
+h.test(":Chimera calls shows every tool call an agent made, refused ones marked", function()
+  h.project({ ["app.py"] = APP, [".env"] = "TOKEN=x\n" })
+  local url = h.fake_llm({
+    { text = vim.json.encode({ tool = "list_dir", args = { path = "" } }) },
+    { text = vim.json.encode({ tool = "read_file", args = { path = ".env" } }) },
+    { text = vim.json.encode({ tool = "write_file", args = { path = "app.py", content = NEW } }) },
+    { text = vim.json.encode({ tool = "submit_result", args = { summary = "audited", changed_files = { "app.py" } } }) },
+  })
+  h.setup(url, { agents = { tool_calls = "text" } })
+  vim.cmd.edit("app.py")
+  vim.cmd("Chimera task --tools add a docstring to parse_config")
+  local id = chimera.agents()[1].id
+  h.eq(chimera.wait(id, 20000), "completed", tostring((chimera.agent(id) or {}).error))
+  vim.cmd("Chimera calls " .. id)
+  local buf
+  h.wait_for("the calls buffer", function()
+    buf = vim.fn.bufnr("chimera://calls")
+    return buf > 0 and #vim.api.nvim_buf_get_lines(buf, 0, -1, false) >= 6
+  end)
+  local lines = vim.api.nvim_buf_get_lines(buf, 2, -1, false)
+  h.eq(#lines, 4, table.concat(lines, "\n"))
+  h.truthy(lines[1]:find('list_dir(path="")', 1, true), lines[1])
+  h.truthy(lines[2]:find("✗", 1, true) and lines[2]:find('read_file(path=".env")', 1, true), lines[2])
+  h.truthy(lines[3]:find("content=<", 1, true), "a file's content by its size: " .. lines[3])
+  h.truthy(lines[4]:find("submit_result", 1, true), lines[4])
+  vim.cmd("close")
+  -- From the agents window, `t` on the agent's line.
+  vim.cmd("Chimera agents")
+  local row
+  h.wait_for("the agent's line", function()
+    for i, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+      if l:find(id, 1, true) then
+        row = i
+        return true
+      end
+    end
+  end)
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.api.nvim_feedkeys("t", "x", false)
+  h.wait_for("the calls buffer again", function()
+    return vim.api.nvim_get_current_buf() == vim.fn.bufnr("chimera://calls")
+      and #vim.api.nvim_buf_get_lines(0, 0, -1, false) == 6
+  end)
+  chimera.reject(id)
+end)
+
 h.test("a code-mode program calls an MCP tool with mcp_call(); the call is in the effect log", function()
   local root = h.project({ ["app.py"] = APP })
   local marker = root .. "/../mcp-code-marker-" .. vim.fn.getpid()
