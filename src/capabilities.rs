@@ -29,6 +29,12 @@ pub struct CapabilitiesConfig {
     /// An ACP agent's permission request the preset would refuse is asked
     /// of the human instead (in Neovim; with no editor, still refused).
     pub ask: bool,
+    /// Whether an agent may checkpoint its own overlay (`snapshot()`);
+    /// `None`: the preset says (only `developer`).
+    pub snapshot: Option<bool>,
+    /// Whether an agent may bring its overlay back to a checkpoint
+    /// (`rollback()`); `None`: the preset says (only `developer`).
+    pub rollback: Option<bool>,
 }
 
 impl Default for CapabilitiesConfig {
@@ -49,6 +55,8 @@ impl Default for CapabilitiesConfig {
                 ".netrc".into(),
             ],
             ask: false,
+            snapshot: None,
+            rollback: None,
         }
     }
 }
@@ -81,6 +89,8 @@ pub struct Capabilities {
     hosts: Vec<String>,
     mcp: GlobSet,
     mcp_patterns: Vec<String>,
+    snapshot: bool,
+    rollback: bool,
     /// The project root, when writes are checked against the disk too.
     root: Option<std::path::PathBuf>,
 }
@@ -135,6 +145,10 @@ impl Capabilities {
             hosts: config.hosts.clone(),
             mcp: globs(&config.mcp)?,
             mcp_patterns: config.mcp.clone(),
+            // As seed 004's presets: sandbox gives what an edit needs,
+            // developer what an experiment needs.
+            snapshot: config.snapshot.unwrap_or(preset == "developer"),
+            rollback: config.rollback.unwrap_or(preset == "developer"),
             preset,
             root: None,
         })
@@ -280,6 +294,30 @@ impl Capabilities {
                 .is_some_and(|rest| rest.starts_with('.'))
                 || p.starts_with(['*', '?', '[', '{'])
         })
+    }
+
+    /// `snapshot()`: checkpointing the agent's own overlay.
+    pub fn check_snapshot(&self) -> Result<(), Denied> {
+        if self.snapshot {
+            Ok(())
+        } else {
+            Err(self.deny(
+                "checkpoints are not allowed (capabilities.snapshot; on in the developer preset)"
+                    .into(),
+            ))
+        }
+    }
+
+    /// `rollback()`: bringing the agent's own overlay back to a checkpoint.
+    pub fn check_rollback(&self) -> Result<(), Denied> {
+        if self.rollback {
+            Ok(())
+        } else {
+            Err(self.deny(
+                "rolling back is not allowed (capabilities.rollback; on in the developer preset)"
+                    .into(),
+            ))
+        }
     }
 
     pub fn check_mcp(&self, tool: &str) -> Result<(), Denied> {

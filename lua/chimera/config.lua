@@ -187,6 +187,9 @@ M.defaults = {
     -- Ask you (vim.ui.select) when an ACP agent asks permission for what
     -- the preset would refuse, instead of refusing it.
     ask = false,
+    -- snapshot / rollback (true or false): whether an agent may checkpoint
+    -- its own changes and go back to a checkpoint (never your files).
+    -- Unset: only the "developer" preset may.
   },
   -- Default mappings; set one to false to skip it. The <Plug> mappings
   -- (<Plug>(chimera-accept), <Plug>(chimera-reject)) always exist.
@@ -238,6 +241,8 @@ local optional = {
   root = "string",
   ["llm.api_key_env"] = "string",
   ["tools.web_search_url"] = "string",
+  ["capabilities.snapshot"] = "boolean",
+  ["capabilities.rollback"] = "boolean",
 }
 
 -- Options whose value is a list of strings (replaced, not merged).

@@ -228,6 +228,23 @@ function M.check_tools(h, config)
     h.ok("agents' changes are tested with `" .. table.concat(tests, " ") .. "` (tests.command)")
   end
   h.ok(("agents run as %q (%s mode, tool calls %s)"):format(caps.preset, config.agents.mode, config.agents.tool_calls))
+  local function preset_allows(key)
+    if caps[key] == nil then
+      return caps.preset == "developer"
+    end
+    return caps[key]
+  end
+  local may_snapshot, may_rollback = preset_allows("snapshot"), preset_allows("rollback")
+  if may_snapshot and may_rollback then
+    h.ok("agents may checkpoint their own changes and roll them back (snapshot(), rollback(); never your files)")
+  elseif may_snapshot or may_rollback then
+    h.warn(("agents may %s but not %s: set capabilities.snapshot and capabilities.rollback alike"):format(
+      may_snapshot and "checkpoint (snapshot())" or "roll back (rollback())",
+      may_snapshot and "roll back to a checkpoint" or "take a checkpoint"
+    ))
+  else
+    h.info("agents may not checkpoint their own changes (capabilities.snapshot / rollback; on in the developer preset)")
+  end
   if caps.preset == "developer" and #caps.commands == 0 then
     h.warn("the developer preset allows capabilities.commands, which is empty: run_command runs nothing")
   end

@@ -95,6 +95,8 @@ const FUNCTIONS: &[&str] = &[
     "web_search",
     "delegate",
     "mcp_call",
+    "snapshot",
+    "rollback",
 ];
 
 /// Whether `name` is one of the registry's host functions.
@@ -307,6 +309,57 @@ impl AgentHost {
 }
 
 impl AgentHost {
+    /// `snapshot(name)`: checkpoints the agent's own overlay; its name
+    /// (`checkpoint-N` when none is given).
+    fn snapshot(&self, name: Option<String>) -> Result<String, String> {
+        self.allowed("snapshot", self.caps.check_snapshot())?;
+        let taken = self
+            .store
+            .checkpoints(&self.agent_id)
+            .map_err(|e| format!("snapshot(): {e}"))?;
+        let name = match name.map(|n| n.trim().to_owned()) {
+            Some(n) if !n.is_empty() => n,
+            _ => format!("checkpoint-{}", taken.len() + 1),
+        };
+        if name.chars().count() > 64 || name.chars().any(char::is_control) {
+            return Err("snapshot(): a name is one line of at most 64 characters".into());
+        }
+        self.store
+            .checkpoint_take(&self.agent_id, &name)
+            .map(|c| c.name)
+            .map_err(|e| format!("snapshot(): {e}"))
+    }
+
+    /// `rollback(name)`: the agent's overlay back to checkpoint `name`
+    /// (never the human's files); says what no rollback undoes.
+    fn rollback(&self, name: &str) -> Result<String, String> {
+        self.allowed("rollback", self.caps.check_rollback())?;
+        let back = self
+            .store
+            .checkpoint_restore(&self.agent_id, name)
+            .map_err(|e| format!("rollback(): {e}"))?;
+        let effects: Vec<String> = self
+            .store
+            .effects(back.effect_seq, None)
+            .map_err(|e| format!("rollback(): {e}"))?
+            .into_iter()
+            .filter(|e| e.agent_id.as_deref() == Some(self.agent_id.as_str()))
+            .map(|e| e.kind)
+            .collect();
+        let mut said = format!(
+            "Your files are as at checkpoint `{name}` ({} changed then).",
+            back.files
+        );
+        if !effects.is_empty() {
+            said.push_str(&format!(
+                " Not undone: {} action(s) since that no rollback reverses ({}).",
+                effects.len(),
+                effects.join(", ")
+            ));
+        }
+        Ok(said)
+    }
+
     /// `delegate`: `task` to A2A peer `peer` (a2a.peers), whose host the
     /// capabilities must allow; a diff in its answer is applied to this
     /// agent's overlay, file by file, where it applies and may be written.
@@ -631,6 +684,14 @@ impl AgentHost {
                 self.web_search(&query).map(Value::String)
             }
             "mcp_call" => self.mcp_call(&a, &kw).map(Value::String),
+            "snapshot" => {
+                let name = args::opt_string(name, &a, &kw, 0, "name")?;
+                self.snapshot(name).map(Value::String)
+            }
+            "rollback" => {
+                let to = args::string(name, &a, &kw, 0, "name")?;
+                self.rollback(&to).map(Value::String)
+            }
             "delegate" => {
                 let peer = args::string(name, &a, &kw, 0, "peer")?;
                 let task = args::string(name, &a, &kw, 1, "task")?;

@@ -370,7 +370,7 @@ pub async fn run(
         .flatten();
     }
     let more = match (form, &job.node) {
-        (EditForm::Program, None) => prompt::mcp_functions(&services.mcp, &caps),
+        (EditForm::Program, None) => prompt::more_functions(&services.mcp, &caps),
         _ => String::new(),
     };
     let (system, mut messages) = opening(job, &scene, view.as_ref(), form, json, language, &more);

@@ -35,20 +35,31 @@ write_file(path, "\n".join(lines))
 submit_result("Added a docstring to load", [path])
 ```"#;
 
-/// The line offering `mcp_call` to a program, naming the MCP servers
-/// `caps` lets it use; nothing when there are none.
-pub fn mcp_functions(hub: &crate::mcp::Hub, caps: &crate::capabilities::Capabilities) -> String {
+/// The host functions a program is offered beyond [`SYSTEM`]'s, as far as
+/// `caps` allows them: `mcp_call` (naming the MCP servers it may use),
+/// `snapshot` and `rollback`. Nothing when none is.
+pub fn more_functions(hub: &crate::mcp::Hub, caps: &crate::capabilities::Capabilities) -> String {
+    let mut lines = Vec::new();
     let servers: Vec<&str> = hub
         .server_names()
         .filter(|s| caps.may_use_mcp_server(s))
         .collect();
-    if servers.is_empty() {
+    if !servers.is_empty() {
+        lines.push(format!(
+            "- mcp_call(server, tool, args) -> str: call the tool `tool` of an MCP server ({}) with a dict of its arguments; returns its text output.",
+            servers.join(", ")
+        ));
+    }
+    if caps.check_snapshot().is_ok() {
+        lines.push("- snapshot(name) -> str: checkpoint your changes so far; returns the checkpoint's name.".into());
+    }
+    if caps.check_rollback().is_ok() {
+        lines.push("- rollback(name) -> str: undo your changes made since checkpoint `name` (e.g. when the tests fail after them).".into());
+    }
+    if lines.is_empty() {
         return String::new();
     }
-    format!(
-        "\n\nAlso: mcp_call(server, tool, args) -> str: call the tool `tool` of an MCP server ({}) with a dict of its arguments; returns its text output.",
-        servers.join(", ")
-    )
+    format!("\n\nAlso:\n{}", lines.join("\n"))
 }
 
 /// What the model is asked to answer with.

@@ -860,6 +860,129 @@ submit_result("called mcp", ["notes.txt"])
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_rolls_its_own_overlay_back_to_a_checkpoint() {
+    let program = r#"```python
+write_file("app.py", "def parse_config(path):\n    return {'ok': True}\n")
+name = snapshot("works")
+write_file("app.py", "def parse_config(path:\n")
+write_file("junk.py", "junk\n")
+delete_file("app.py")
+ask_llm("is this right?")
+log(rollback(name))
+try:
+    rollback("nosuch")
+except Exception as e:
+    log(str(e))
+log(snapshot())
+submit_result("tried, then went back", ["app.py"])
+```"#;
+    let developer = Job {
+        capabilities: Some("developer".into()),
+        ..job()
+    };
+    let (r, s, server) = run_job(
+        vec![
+            Reply::OpenaiStream(program.into()),
+            Reply::OpenaiStream("no".into()),
+        ],
+        None,
+        |_| {},
+        developer,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "tried, then went back");
+    assert!(server.requests.lock().unwrap()[0].contains("- rollback(name) -> str"));
+    assert_eq!(
+        overlay_text(&s).unwrap(),
+        "def parse_config(path):\n    return {'ok': True}\n"
+    );
+    assert!(
+        overlay_file(&s, "junk.py").is_none(),
+        "written after the checkpoint"
+    );
+    let log = s.store.agent("ag").unwrap().log;
+    assert!(
+        log[0].contains("as at checkpoint `works`")
+            && log[0].contains("Not undone: 1")
+            && log[0].contains("llm"),
+        "{log:?}"
+    );
+    assert!(
+        log[1].contains("no checkpoint `nosuch`") && log[1].contains("are: works"),
+        "{log:?}"
+    );
+    assert_eq!(log[2], "checkpoint-2");
+    let human = s.store.stable_entry("app.py").unwrap().unwrap();
+    assert_eq!(
+        s.store.blob(&human.hash).unwrap(),
+        b"def parse_config(path):\n    return {}\n",
+        "the human's file is as it was"
+    );
+
+    // Under the default preset (sandbox) neither is offered nor allowed.
+    let program = r#"```python
+try:
+    snapshot("x")
+except Exception as e:
+    log(str(e))
+write_file("app.py", "x = 1\n")
+submit_result("no checkpoints", ["app.py"])
+```"#;
+    let (r, s, server) = run_job(
+        vec![Reply::OpenaiStream(program.into())],
+        None,
+        |_| {},
+        job(),
+    )
+    .await;
+    r.unwrap();
+    assert!(!server.requests.lock().unwrap()[0].contains("snapshot("));
+    let log = s.store.agent("ag").unwrap().log;
+    assert!(
+        log[0].contains("checkpoints are not allowed (capabilities.snapshot"),
+        "{log:?}"
+    );
+    assert!(s.store.checkpoints("ag").unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_mode_offers_checkpoints_where_allowed() {
+    let (r, s, server) = run_tools_with(
+        vec![
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": DOCSTRING}),
+            ),
+            call("snapshot", serde_json::json!({})),
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": "broken(\n"}),
+            ),
+            call("rollback", serde_json::json!({"name": "checkpoint-1"})),
+            submit("rolled back"),
+        ],
+        Some(8192),
+        |c| {
+            c.capabilities.snapshot = Some(true);
+            c.capabilities.rollback = Some(true);
+        },
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "rolled back");
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[0].contains("rollback(name: string)"),
+        "{}",
+        requests[0]
+    );
+    assert!(
+        requests[2].contains("checkpoint-1"),
+        "the name goes back to the model"
+    );
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
+}
+
 /// A SearXNG-like endpoint answering every request with `results`.
 async fn fake_search(results: serde_json::Value) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

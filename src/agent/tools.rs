@@ -250,6 +250,20 @@ async fn offered(
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> (Vec<ToolSpec>, Vec<String>) {
     let mut tools = registry();
+    if caps.check_snapshot().is_ok() {
+        tools.push(spec(
+            "snapshot",
+            "Checkpoint your changes so far; returns the checkpoint's name.",
+            &[("name", "string?", "a name for it")],
+        ));
+    }
+    if caps.check_rollback().is_ok() {
+        tools.push(spec(
+            "rollback",
+            "Undo your changes made since a checkpoint (e.g. when the tests fail after them).",
+            &[("name", "string", "the checkpoint's name")],
+        ));
+    }
     if let Some(url) = services
         .web_search_url
         .as_deref()

@@ -169,3 +169,22 @@ fn a_shared_file_is_a_readable_text_file_of_the_project_reached_through_no_link(
     assert!(share("blob.bin").unwrap_err().contains("not text"));
     assert!(share("gone.py").unwrap_err().contains("not a file"));
 }
+
+#[test]
+fn checkpoints_are_for_developers_unless_the_configuration_says_otherwise() {
+    for (preset, allowed) in [("readonly", false), ("sandbox", false), ("developer", true)] {
+        let c = caps(preset);
+        assert_eq!(c.check_snapshot().is_ok(), allowed, "{preset}");
+        assert_eq!(c.check_rollback().is_ok(), allowed, "{preset}");
+    }
+    let config = CapabilitiesConfig {
+        snapshot: Some(true),
+        rollback: Some(false),
+        ..CapabilitiesConfig::default()
+    };
+    let sandbox = Capabilities::new(&config, Some("sandbox")).unwrap();
+    assert!(sandbox.check_snapshot().is_ok());
+    let developer = Capabilities::new(&config, Some("developer")).unwrap();
+    let denied = developer.check_rollback().unwrap_err().to_string();
+    assert!(denied.contains("capabilities.rollback"), "{denied}");
+}

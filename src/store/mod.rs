@@ -5,12 +5,14 @@
 
 mod calls;
 mod chat;
+mod checkpoints;
 mod history;
 mod remora;
 mod schema;
 
 pub use calls::ToolCall;
 pub use chat::ChatEntry;
+pub use checkpoints::Checkpoint;
 pub use history::{Effect, ManifestEntry, Snapshot};
 
 use std::path::{Path, PathBuf};
@@ -36,6 +38,8 @@ pub enum StoreError {
     NoAgent(String),
     #[error("no snapshot `{0}`; :Chimera history lists them")]
     NoSnapshot(String),
+    #[error("no checkpoint `{name}`; the checkpoints are: {have}")]
+    NoCheckpoint { name: String, have: String },
     #[error("agent {id} cannot go from {from} to {to}")]
     IllegalTransition {
         id: String,
@@ -859,6 +863,8 @@ impl Store {
                  UNION SELECT new_hash FROM proposal_files WHERE new_hash IS NOT NULL
                  UNION SELECT hash FROM agent_bases WHERE hash IS NOT NULL
                  UNION SELECT base_hash FROM agent_bases WHERE base_hash IS NOT NULL
+                 UNION SELECT hash FROM checkpoint_files WHERE hash IS NOT NULL
+                 UNION SELECT base_hash FROM checkpoint_files WHERE base_hash IS NOT NULL
                  UNION SELECT hash FROM purge_keep)",
             [],
         )?;

@@ -137,6 +137,25 @@ CREATE TABLE IF NOT EXISTS effects (
     snapshot_id TEXT,
     created_at  INTEGER NOT NULL
 );
+-- An agent's checkpoints of its own overlay (`snapshot()` in a program):
+-- what `rollback(name)` brings the overlay back to. `effect_seq` is the
+-- last effect before it.
+CREATE TABLE IF NOT EXISTS checkpoints (
+    agent_id   TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    effect_seq INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, name)
+);
+CREATE TABLE IF NOT EXISTS checkpoint_files (
+    agent_id  TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    path      TEXT NOT NULL,
+    hash      TEXT,
+    base_hash TEXT,
+    PRIMARY KEY (agent_id, name, path),
+    FOREIGN KEY (agent_id, name) REFERENCES checkpoints(agent_id, name) ON DELETE CASCADE
+);
 -- The audit log: every tool call an agent made (reads and lists too),
 -- with its arguments and result in brief.
 CREATE TABLE IF NOT EXISTS tool_calls (

@@ -294,6 +294,49 @@ h.test(":Chimera calls shows every tool call an agent made, refused ones marked"
   chimera.reject(id)
 end)
 
+h.test("an agent tries a change, checkpoints, breaks it and rolls its own overlay back; your file never moves", function()
+  h.project({ ["app.py"] = APP })
+  local program = table.concat({
+    "```python",
+    "src = read_file('app.py')",
+    "write_file('app.py', src.replace('    return {}', '    \"\"\"Parse the config.\"\"\"\\n    return {}'))",
+    "cp = snapshot('docstring')",
+    "write_file('app.py', 'def parse_config(path:\\n')",
+    "write_file('scratch.py', 'x = 1\\n')",
+    "log(rollback(cp))",
+    "submit_result('docstring, after a rollback', ['app.py'])",
+    "```",
+  }, "\n")
+  local url = h.fake_llm({ { text = program } })
+  h.setup(url, { llm = { edit_form = "program" }, capabilities = { snapshot = true, rollback = true } })
+  vim.cmd.edit("app.py")
+  vim.cmd("Chimera task add a docstring to parse_config")
+  local id = chimera.agents()[1].id
+  h.eq(chimera.wait(id, 20000), "completed", tostring((chimera.agent(id) or {}).error))
+  h.truthy(table.concat(chimera.agent(id).log, "\n"):find("as at checkpoint `docstring`", 1, true), vim.inspect(chimera.agent(id).log))
+  -- The proposal is the state at the checkpoint: one file, the docstring.
+  h.wait_for("the ghost text", function()
+    return #require("chimera.ghost").hunk_rows(vim.api.nvim_get_current_buf()) == 1
+  end)
+  h.eq(chimera.agent(id).changed_files, { "app.py" }, "only the file as at the checkpoint")
+  h.eq(vim.api.nvim_buf_get_lines(0, 0, -1, false), vim.split(APP, "\n", { trimempty = true }), "the buffer waits for the accept")
+  vim.cmd("Chimera calls " .. id)
+  h.wait_for("the calls", function()
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    return text:find('snapshot("docstring")', 1, true) and text:find('rollback("docstring")', 1, true)
+  end)
+  vim.cmd("close")
+  chimera.accept(id)
+  h.wait_for("the accept", function()
+    return vim.api.nvim_buf_get_lines(0, 1, 2, false)[1] == '    """Parse the config."""'
+  end)
+  h.eq(vim.fn.filereadable("scratch.py"), 0, "what was rolled back never reaches the disk")
+  vim.cmd("checkhealth chimera")
+  local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  vim.cmd("bwipeout")
+  h.truthy(health:find("agents may checkpoint their own changes and roll them back", 1, true), health)
+end)
+
 h.test("a code-mode program calls an MCP tool with mcp_call(); the call is in the effect log", function()
   local root = h.project({ ["app.py"] = APP })
   local marker = root .. "/../mcp-code-marker-" .. vim.fn.getpid()
