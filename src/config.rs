@@ -436,6 +436,8 @@ pub struct RemoraConfig {
     pub max_depth: usize,
     /// Time before the same node may be activated again in one chain, ms.
     pub cooldown_ms: u64,
+    /// Time a node asked a question has to answer it, ms.
+    pub answer_timeout_ms: u64,
 }
 
 /// Where node IDs live.
@@ -456,6 +458,7 @@ impl Default for RemoraConfig {
             ids: IdMode::Shadow,
             max_depth: 5,
             cooldown_ms: 30_000,
+            answer_timeout_ms: 120_000,
         }
     }
 }

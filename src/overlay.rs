@@ -36,6 +36,11 @@ impl<'a> Overlay<'a> {
         }
     }
 
+    /// The agent whose view this is.
+    pub fn agent(&self) -> &'a str {
+        self.agent
+    }
+
     /// The bytes of `path` as this agent sees them; `None` if absent.
     pub fn read(&self, path: &ProjectPath) -> Result<Option<Vec<u8>>, OverlayError> {
         let p = path.as_str();

@@ -167,6 +167,9 @@ M.defaults = {
     max_depth = 5,
     -- Time before a node may be activated again by the same chain, ms.
     cooldown_ms = 30000,
+    -- Time a node asked a question (message_node with a question, or
+    -- yours in its chat) has to answer, ms.
+    answer_timeout_ms = 120000,
   },
   -- What agents may do. Presets: "readonly" (read only), "sandbox" (read
   -- the project, write into their overlay, nothing else), "developer"
@@ -229,6 +232,7 @@ local positive = {
   ["agents.timeout_ms"] = true,
   ["sync.max_file_bytes"] = true,
   ["remora.max_depth"] = true,
+  ["remora.answer_timeout_ms"] = true,
   ["agents.max_iterations"] = true,
   ["agents.command_timeout_ms"] = true,
   ["tools.web_search_results"] = true,

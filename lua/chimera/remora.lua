@@ -260,6 +260,18 @@ function M.describe_event(r, node_id)
       return ("→ %s: %s"):format(r.to_agent, r.message)
     end
     return ("← %s: %s"):format(r.from_agent, r.message)
+  elseif t == "AgentQuestionEvent" then
+    if r.from_agent == node_id then
+      return ("→ %s asked: %s"):format(r.to_agent, r.question)
+    end
+    return ("← %s asks: %s"):format(r.from_agent, r.question)
+  elseif t == "AgentAnswerEvent" then
+    if r.to_agent == "human" then
+      return "answer: " .. r.answer
+    elseif r.from_agent == node_id then
+      return ("→ %s, answered: %s"):format(r.to_agent, r.answer)
+    end
+    return ("← %s answers: %s"):format(r.from_agent, r.answer)
   elseif t == "RewriteProposalEvent" then
     return "proposal " .. r.proposal_id .. " ready"
   elseif t == "RewriteAppliedEvent" then

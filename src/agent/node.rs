@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::lang::{self, Language};
+use crate::llm::ChatMessage;
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::remora::extract::{extract, RawNode};
@@ -102,7 +103,7 @@ pub fn system_prompt(view: &NodeView) -> String {
 
 # Core Rules
 1. You may ONLY edit your own body using `rewrite_self()`.
-2. To request changes elsewhere, use `message_node(target_id, request)`.
+2. To request changes elsewhere, use `message_node(target_id, request)`. A question (ending in ?) returns that node's answer.
 3. Your parent can edit you. You cannot edit your parent.
 4. All edits are proposals until the human approves.
 
@@ -560,6 +561,61 @@ pub trait NodeBus: Send + Sync {
         request: &str,
         correlation: Option<&str>,
     ) -> Result<String, String>;
+    /// Puts `question` from node `from` to node `to` within chain
+    /// `correlation`, as agent `asker`; the answer, or why there is none.
+    /// Blocks (call it off the async threads).
+    fn ask(
+        &self,
+        asker: &str,
+        from: &str,
+        to: &str,
+        question: &str,
+        correlation: Option<&str>,
+    ) -> Result<String, String>;
+}
+
+/// The conversation in which the node of `view` answers `question` from
+/// `asker` (a neighbour's label, or "The human"): one turn in prose, from
+/// its own code, changing nothing (seed §4b: the target's response goes
+/// back to the caller).
+pub fn answer_messages(view: &NodeView, asker: &str, question: &str) -> Vec<ChatMessage> {
+    let Some(n) = &view.node else {
+        return Vec::new();
+    };
+    let system = format!(
+        "You are the agent embodying the {language} {kind} `{name}` ({id}, {path}:{start}-{end}).
+
+# Your Source Code
+```{fence}
+{source}
+```
+
+# Graph Context
+- Called by: {callers}
+- You call: {callees}
+{custom}
+You are asked a question. Answer it from your source code in a few plain sentences. Do not write code and do not propose changes.",
+        language = lang::of_file(&n.file_path).name,
+        kind = n.node_type.as_str(),
+        name = n.name,
+        id = n.id,
+        path = n.file_path,
+        start = n.start_line,
+        end = n.end_line,
+        fence = lang::of_file(&n.file_path).fence,
+        source = view.source.trim_end(),
+        callers = labels(&view.callers),
+        callees = labels(&view.callees),
+        custom = if view.custom_prompt.trim().is_empty() {
+            String::new()
+        } else {
+            format!("\n# Custom Instructions\n{}\n", view.custom_prompt.trim())
+        },
+    );
+    vec![
+        ChatMessage::system(system),
+        ChatMessage::user(format!("{asker} asks: {}", question.trim())),
+    ]
 }
 
 /// A node agent's job: the node, its chain, and the bus.
@@ -746,6 +802,16 @@ impl NodeJob {
         )
     }
 
+    /// A question is answered by `to` at once; a request wakes its agent.
+    fn send(&self, asker: &str, from: &str, to: &str, request: &str) -> Result<String, String> {
+        let correlation = self.correlation.as_deref();
+        if crate::agent::tools::is_question(request) {
+            self.bus.ask(asker, from, to, request, correlation)
+        } else {
+            self.bus.message(from, to, request, correlation)
+        }
+    }
+
     /// A node ID, or the name of a neighbour (small models often give names).
     fn resolve_target(&self, target: &str) -> Result<String, String> {
         if crate::remora::ids::is_id(target) {
@@ -882,8 +948,7 @@ impl NodeJob {
             "message_node" => {
                 let to = self.resolve_target(&args::string(name, a, kw, 0, "target_id")?)?;
                 let request = args::string(name, a, kw, 1, "request")?;
-                self.bus
-                    .message(&me.id, &to, &request, self.correlation.as_deref())
+                self.send(ov.agent(), &me.id, &to, &request)
                     .map(Value::String)
             }
             "ask_parent" => {
@@ -892,8 +957,7 @@ impl NodeJob {
                     .parent_id
                     .as_deref()
                     .ok_or("ask_parent(): a file node has no parent")?;
-                self.bus
-                    .message(&me.id, parent, &request, self.correlation.as_deref())
+                self.send(ov.agent(), &me.id, parent, &request)
                     .map(Value::String)
             }
             other => Err(format!("unknown node tool `{other}`")),

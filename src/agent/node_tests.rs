@@ -189,6 +189,21 @@ impl NodeBus for RecordingBus {
             .push((from.into(), to.into(), request.into()));
         Ok(format!("{SENT}{to}"))
     }
+    fn ask(
+        &self,
+        asker: &str,
+        from: &str,
+        to: &str,
+        question: &str,
+        _: Option<&str>,
+    ) -> Result<String, String> {
+        self.sent.lock().unwrap().push((
+            from.into(),
+            to.into(),
+            format!("{asker} asked: {question}"),
+        ));
+        Ok(format!("{to} answers: 42"))
+    }
 }
 
 /// `helper`'s job, with `Config.load` as its callee, on a recording bus.
@@ -258,6 +273,66 @@ fn a_request_naming_one_neighbour_is_forwarded_when_the_node_stays_unchanged() {
     assert!(
         job.forward("add a docstring").is_none(),
         "no neighbour named"
+    );
+}
+
+#[test]
+fn a_question_is_asked_and_its_answer_returned_a_request_is_sent() {
+    let (helper, load, bus, job) = helper_calling_load();
+    let st = Store::open_in_memory(Path::new("/p")).unwrap();
+    let ov = Overlay::new(&st, "ag42", 1 << 20);
+    let s = |v: &str| Value::String(v.into());
+    let answer = job
+        .call(
+            &ov,
+            "message_node",
+            &[s(&load.id), s("What do you return?")],
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer, s(&format!("{} answers: 42", load.id)));
+    let sent = job
+        .call(
+            &ov,
+            "message_node",
+            &[s("load"), s("Can you return 2?")],
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        sent,
+        s(&format!("{SENT}{}", load.id)),
+        "a request, not a question"
+    );
+    let log = bus.sent.lock().unwrap().clone();
+    assert_eq!(
+        log[0],
+        (
+            helper.id.clone(),
+            load.id.clone(),
+            "ag42 asked: What do you return?".into()
+        )
+    );
+    assert_eq!(log[1].2, "Can you return 2?");
+}
+
+#[test]
+fn a_node_answers_from_its_own_source_in_prose() {
+    let (_, _, _, job) = helper_calling_load();
+    let messages = answer_messages(&job.view, "Config.load (rm_x)", "What do you return? ");
+    assert_eq!(messages.len(), 2);
+    let system = &messages[0].content;
+    assert!(
+        system.contains("embodying the Python function `helper`"),
+        "{system}"
+    );
+    assert!(system.contains(job.view.source.trim_end()), "{system}");
+    assert!(system.contains("Do not write code"), "{system}");
+    assert_eq!(
+        messages[1].content,
+        "Config.load (rm_x) asks: What do you return?"
     );
 }
 

@@ -168,7 +168,7 @@ const CHAT_RULES: &str = "You are a coding assistant chatting with the human in 
 
 /// Whether the human asks something rather than asks for something: a
 /// question's first step may only read or answer.
-fn is_question(said: &str) -> bool {
+pub(crate) fn is_question(said: &str) -> bool {
     let s = said.trim().to_lowercase();
     let request = ["can you", "could you", "would you", "will you", "please"]
         .iter()

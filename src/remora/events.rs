@@ -52,10 +52,26 @@ pub enum Event {
     },
     #[serde(rename = "HumanChatEvent")]
     HumanChat { to_agent: String, message: String },
+    /// A question to a node (`message_node` with a question, or the
+    /// human's): its answer comes back as [`Event::AgentAnswer`]; no agent
+    /// wakes for it.
+    #[serde(rename = "AgentQuestionEvent")]
+    AgentQuestion {
+        from_agent: String,
+        to_agent: String,
+        question: String,
+    },
+    /// A node's answer to a question (`to_agent` is `human` for the human's).
+    #[serde(rename = "AgentAnswerEvent")]
+    AgentAnswer {
+        from_agent: String,
+        to_agent: String,
+        answer: String,
+    },
 }
 
 /// Every event type, as stored.
-pub const EVENT_TYPES: [&str; 9] = [
+pub const EVENT_TYPES: [&str; 11] = [
     "AgentStartEvent",
     "AgentCompleteEvent",
     "AgentErrorEvent",
@@ -65,6 +81,8 @@ pub const EVENT_TYPES: [&str; 9] = [
     "RewriteRejectedEvent",
     "TopologyChangedEvent",
     "HumanChatEvent",
+    "AgentQuestionEvent",
+    "AgentAnswerEvent",
 ];
 
 impl Event {
@@ -79,6 +97,8 @@ impl Event {
             Event::RewriteRejected { .. } => EVENT_TYPES[6],
             Event::TopologyChanged { .. } => EVENT_TYPES[7],
             Event::HumanChat { .. } => EVENT_TYPES[8],
+            Event::AgentQuestion { .. } => EVENT_TYPES[9],
+            Event::AgentAnswer { .. } => EVENT_TYPES[10],
         }
     }
 
@@ -91,7 +111,9 @@ impl Event {
             | Event::RewriteProposal { agent_id, .. }
             | Event::RewriteApplied { agent_id, .. }
             | Event::RewriteRejected { agent_id, .. } => Some(agent_id),
-            Event::AgentMessage { from_agent, .. } => Some(from_agent),
+            Event::AgentMessage { from_agent, .. }
+            | Event::AgentQuestion { from_agent, .. }
+            | Event::AgentAnswer { from_agent, .. } => Some(from_agent),
             Event::TopologyChanged { .. } | Event::HumanChat { .. } => None,
         }
     }
@@ -99,9 +121,10 @@ impl Event {
     /// The agent (node) the event is addressed to, if any.
     pub fn to_agent(&self) -> Option<&str> {
         match self {
-            Event::AgentMessage { to_agent, .. } | Event::HumanChat { to_agent, .. } => {
-                Some(to_agent)
-            }
+            Event::AgentMessage { to_agent, .. }
+            | Event::HumanChat { to_agent, .. }
+            | Event::AgentQuestion { to_agent, .. }
+            | Event::AgentAnswer { to_agent, .. } => Some(to_agent),
             _ => None,
         }
     }

@@ -510,6 +510,16 @@ fn all_events() -> Vec<events::Event> {
             to_agent: "rm_a0000000".into(),
             message: "hi".into(),
         },
+        AgentQuestion {
+            from_agent: "rm_a0000000".into(),
+            to_agent: "rm_b0000000".into(),
+            question: "what do you return?".into(),
+        },
+        AgentAnswer {
+            from_agent: "rm_b0000000".into(),
+            to_agent: "rm_a0000000".into(),
+            answer: "one".into(),
+        },
     ]
 }
 
@@ -534,7 +544,7 @@ fn every_event_type_is_logged_in_order_and_replays_from_a_sequence() {
     assert_eq!(rest.iter().map(|r| r.seq).collect::<Vec<_>>(), seqs[5..]);
     // Filtered by node: from or to it.
     let b = st.remora_events_since(0, Some("rm_b0000000"), 100).unwrap();
-    assert_eq!(b.len(), 4);
+    assert_eq!(b.len(), 6);
     // The seed's wire names.
     let json = serde_json::to_value(&all[3]).unwrap();
     assert_eq!(json["event_type"], "AgentMessageEvent");
@@ -586,6 +596,8 @@ fn subscriptions_turn_events_into_triggers() {
             vec![],
             vec!["rm_b0000000".to_string()], // its proposal was rejected
             vec![],
+            vec![],
+            vec![], // a question is answered, not woken for
             vec![],
         ]
     );

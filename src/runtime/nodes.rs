@@ -269,6 +269,17 @@ fn wake(core: &Arc<Core>, t: &Trigger, event: &Event, event_id: String) {
             serde_json::to_string(other).unwrap_or_default()
         ),
     };
+    // The human's question is answered in the chat, with no agent run.
+    if let (Event::HumanChat { message, .. }, Some(c)) = (event, &t.correlation_id) {
+        if crate::agent::tools::is_question(message) {
+            let (core, to, question, c) =
+                (core.clone(), t.agent_id.clone(), message.clone(), c.clone());
+            tokio::spawn(async move {
+                let _ = answer(&core, &to, HUMAN, &to, &question, &c).await;
+            });
+            return;
+        }
+    }
     // The human's own chat already started the chain at this node.
     let correlation = match (event, &t.correlation_id) {
         (Event::HumanChat { .. }, Some(c)) => Some(c.clone()),
@@ -309,6 +320,100 @@ fn wake(core: &Arc<Core>, t: &Trigger, event: &Event, event_id: String) {
             Level::Warn,
             format!("Chimera: cannot wake {}: {e}", t.agent_id),
         );
+    }
+}
+
+/// Who asks when the human asks a node in its chat.
+const HUMAN: &str = "human";
+
+/// Node `to` answers `question` from `from` (a node, or [`HUMAN`]) in a
+/// turn of its own; the exchange is logged as AgentQuestion and
+/// AgentAnswer events (AgentError when no answer came). `asker` is the
+/// agent whose call it is, for the effect log.
+pub(super) async fn answer(
+    core: &Arc<Core>,
+    asker: &str,
+    from: &str,
+    to: &str,
+    question: &str,
+    correlation: &str,
+) -> Result<String, String> {
+    // The human's question is in the log already, as their chat.
+    if from != HUMAN {
+        core.emit(
+            Event::AgentQuestion {
+                from_agent: from.to_owned(),
+                to_agent: to.to_owned(),
+                question: question.to_owned(),
+            },
+            Some(correlation),
+        );
+    }
+    let result = answer_turn(core, asker, from, to, question).await;
+    let event = match &result {
+        Ok(answer) => Event::AgentAnswer {
+            from_agent: to.to_owned(),
+            to_agent: from.to_owned(),
+            answer: answer.clone(),
+        },
+        Err(error) => Event::AgentError {
+            agent_id: to.to_owned(),
+            error: error.clone(),
+        },
+    };
+    core.emit(event, Some(correlation));
+    result
+}
+
+/// One model call as node `to`, within `remora.answer_timeout_ms`.
+async fn answer_turn(
+    core: &Arc<Core>,
+    asker: &str,
+    from: &str,
+    to: &str,
+    question: &str,
+) -> Result<String, String> {
+    let view = core
+        .node_view(to)
+        .ok_or_else(|| format!("no node {to} in the index (is its file indexed?)"))?;
+    let who = if from == HUMAN {
+        "The human".to_owned()
+    } else {
+        core.remora_index
+            .read()
+            .topology()
+            .node(from)
+            .map(|n| format!("The {} `{}` ({from})", n.node_type.as_str(), n.name))
+            .unwrap_or_else(|| from.to_owned())
+    };
+    let messages = node::answer_messages(&view, &who, question);
+    let llm = core.llm.as_ref().map_err(Clone::clone)?;
+    let model = core
+        .config
+        .llm
+        .roles
+        .get("node")
+        .cloned()
+        .or_else(|| core.model.read().ok().and_then(|m| m.clone()))
+        .unwrap_or_else(|| core.config.llm.model.clone());
+    let llm = llm.with_model(&model);
+    let limit = std::time::Duration::from_millis(core.config.remora.answer_timeout_ms);
+    let cancel = core.shutdown.child_token();
+    let label = format!("{to} answers {from}: {question}");
+    let opts = crate::llm::ChatOptions::default();
+    let asked =
+        crate::agent::logged_chat(&core.store, asker, &label, &llm, &messages, &opts, &cancel);
+    match tokio::time::timeout(limit, asked).await {
+        Err(_) => {
+            cancel.cancel();
+            Err(format!(
+                "{to} did not answer within {} s (remora.answer_timeout_ms)",
+                limit.as_millis() as f64 / 1000.0
+            ))
+        }
+        Ok(Err(e)) => Err(format!("{to} could not answer: {e}")),
+        Ok(Ok(text)) if text.trim().is_empty() => Err(format!("{to} gave an empty answer")),
+        Ok(Ok(text)) => Ok(text.trim().to_owned()),
     }
 }
 
@@ -363,5 +468,39 @@ impl NodeBus for Bus {
             "{}{to}; it will act on it and its changes come to the human as proposals (chain {correlation})",
             node::SENT
         ))
+    }
+
+    fn ask(
+        &self,
+        asker: &str,
+        from: &str,
+        to: &str,
+        question: &str,
+        correlation: Option<&str>,
+    ) -> Result<String, String> {
+        let core = self.core.upgrade().ok_or("Chimera is stopping")?;
+        if self.node(to).is_none() {
+            return Err(format!("message_node(): no node {to}"));
+        }
+        let correlation = match correlation {
+            Some(c) => c.to_owned(),
+            None => core
+                .chains
+                .lock()
+                .map(|mut ch| ch.start(from, now_ms()))
+                .map_err(|e| e.to_string())?,
+        };
+        // Answering is a turn of `to`: it joins the chain as a woken node
+        // does, so a question back to a node in the chain is a cycle.
+        let depth = core
+            .chains
+            .lock()
+            .map_err(|e| e.to_string())?
+            .activate(&correlation, to, now_ms())
+            .map_err(|r| format!("message_node(): {r}"))?;
+        let _ = core.store.chain_record(&correlation, to, depth, now_ms());
+        tokio::runtime::Handle::current()
+            .block_on(answer(&core, asker, from, to, question, &correlation))
+            .map_err(|e| format!("message_node(): {e}"))
     }
 }

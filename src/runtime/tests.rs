@@ -661,6 +661,140 @@ fn node_agents_rewrite_themselves_message_each_other_and_stop_at_cycles() {
 }
 
 #[test]
+fn a_node_asked_a_question_answers_it_and_the_answer_returns_to_the_caller() {
+    use crate::remora::events::Event;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let asks = "```python\nsaid = message_node(get_my_callees()[0]['id'], 'What do you return?')\nrewrite_self('def load(self):\\n    \"\"\"' + said + '\"\"\"\\n    return helper()\\n')\n```";
+    let asks_in_vain = "```python\ntry:\n    said = message_node(get_my_callees()[0]['id'], 'Why?')\nexcept Exception as e:\n    said = str(e)\nrewrite_self('def load(self):\\n    \"\"\"' + said + '\"\"\"\\n    return helper()\\n')\n```";
+    let server = rt.block_on(FakeServer::start(vec![
+        Reply::OpenaiStream(asks.into()),
+        Reply::OpenaiStream("I return 1.".into()),
+        Reply::OpenaiStream("The number one.".into()),
+        Reply::OpenaiStream(asks_in_vain.into()),
+        Reply::Hang,
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let src = "class Config:\n    def load(self):\n        return helper()\n\n\ndef helper():\n    return 1\n";
+    std::fs::write(dir.path().join("app.py"), src).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut cfg = config(&server.url);
+    cfg.remora.cooldown_ms = 0;
+    cfg.remora.answer_timeout_ms = 700;
+    let (core, mut rx) = start_core(cfg, root.clone());
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: None }).then_some(())
+    });
+    let (load, helper) = {
+        let ix = core.remora.read();
+        let t = ix.topology();
+        (
+            t.node_at("app.py", 3).unwrap().clone(),
+            t.node_at("app.py", 7).unwrap().clone(),
+        )
+    };
+
+    // 1. `load` asks `helper`; the answer is what its call returns.
+    core.send(ToCore::NodeChat {
+        node_id: load.id.clone(),
+        message: "document what helper returns".into(),
+    })
+    .unwrap();
+    let mut seen = Vec::new();
+    let proposal = remora_event(&mut rx, &rt, &mut seen, "RewriteProposalEvent");
+    let Event::RewriteProposal { new_source, .. } = &proposal.event else {
+        unreachable!()
+    };
+    assert!(
+        new_source.contains("\"\"\"I return 1.\"\"\""),
+        "{new_source}"
+    );
+    let question = remora_event(&mut rx, &rt, &mut seen, "AgentQuestionEvent");
+    let answer = remora_event(&mut rx, &rt, &mut seen, "AgentAnswerEvent");
+    assert_eq!(
+        question.event,
+        Event::AgentQuestion {
+            from_agent: load.id.clone(),
+            to_agent: helper.id.clone(),
+            question: "What do you return?".into()
+        }
+    );
+    assert_eq!(
+        answer.event,
+        Event::AgentAnswer {
+            from_agent: helper.id.clone(),
+            to_agent: load.id.clone(),
+            answer: "I return 1.".into()
+        }
+    );
+    assert_eq!(
+        question.correlation_id, proposal.correlation_id,
+        "one chain"
+    );
+    assert!(
+        !seen.iter().any(
+            |r| matches!(&r.event, Event::AgentStart { agent_id, .. } if agent_id == &helper.id)
+        ),
+        "no agent of helper ran: it only answered"
+    );
+    let asked = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        asked.contains("embodying the Python function `helper`"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains(&format!(
+            "The method `load` ({}) asks: What do you return?",
+            load.id
+        )),
+        "{asked}"
+    );
+
+    // 2. The human asks `helper` in its chat: answered there, no proposal.
+    seen.clear();
+    core.send(ToCore::NodeChat {
+        node_id: helper.id.clone(),
+        message: "What do you return?".into(),
+    })
+    .unwrap();
+    let answer = remora_event(&mut rx, &rt, &mut seen, "AgentAnswerEvent");
+    assert_eq!(
+        answer.event,
+        Event::AgentAnswer {
+            from_agent: helper.id.clone(),
+            to_agent: "human".into(),
+            answer: "The number one.".into()
+        }
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|r| r.event.event_type() == "AgentStartEvent"),
+        "{seen:?}"
+    );
+
+    // 3. No answer in time: the caller's call fails with a clear error.
+    seen.clear();
+    core.send(ToCore::NodeChat {
+        node_id: load.id.clone(),
+        message: "document why helper returns what it does".into(),
+    })
+    .unwrap();
+    let error = remora_event(&mut rx, &rt, &mut seen, "AgentErrorEvent");
+    assert!(
+        matches!(&error.event, Event::AgentError { agent_id, error } if agent_id == &helper.id && error.contains("did not answer within 0.7 s (remora.answer_timeout_ms)")),
+        "{:?}",
+        error.event
+    );
+    let proposal = remora_event(&mut rx, &rt, &mut seen, "RewriteProposalEvent");
+    let Event::RewriteProposal { new_source, .. } = &proposal.event else {
+        unreachable!()
+    };
+    assert!(new_source.contains("did not answer within"), "{new_source}");
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
 fn snapshots_rollback_effects_and_fork_through_messages() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fork_reply = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('return {}', 'return {\"forked\": True}'))\nsubmit_result('fork', ['app.py'])\n```";

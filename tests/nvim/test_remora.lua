@@ -162,6 +162,64 @@ h.test("chat with a node, review its proposal in the panel, history survives a r
   end, 10000)
 end)
 
+h.test("a node asked a question answers it in the chat; a node asking a neighbour gets its answer", function()
+  local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL })
+  local asks = table.concat({
+    "```python",
+    "said = message_node(get_my_callees()[0]['id'], 'What do you return?')",
+    "rewrite_self('def load(self):\\n    \"\"\"' + said + '\"\"\"\\n    return helper(self)\\n')",
+    "```",
+  }, "\n")
+  local url, log = h.fake_llm({
+    { text = "It returns what helper makes of the config." },
+    { text = asks },
+    { text = "My argument, unchanged." },
+  })
+  h.setup(url, { remora = { cooldown_ms = 0 } })
+  vim.cmd.edit("app.py")
+  chimera.start()
+  indexed(root .. "/app.py")
+  indexed(root .. "/util.py")
+  vim.api.nvim_win_set_cursor(0, { 6, 8 })
+  local load = chimera.node_at_cursor()
+  local helper = chimera.callees(load.id)[1]
+  -- Your question: answered in the chat, no proposal.
+  vim.cmd("Chimera chat What do you return?")
+  local chat_buf = vim.api.nvim_get_current_buf()
+  local text
+  h.wait_for("the answer in the chat", function()
+    text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
+    return text:find("answer: It returns what helper makes of the config.", 1, true)
+  end, 20000)
+  h.truthy(text:find("You: What do you return?", 1, true), text)
+  h.eq(#chimera.proposals(), 0, "a question changes nothing")
+  h.truthy((h.read(log) or ""):find("asks: What do you return?", 1, true), "asked as the node")
+  -- load asks helper; helper's answer comes back into load's call.
+  require("chimera.remora").chat(load.id, "document what helper returns")
+  h.wait_for("the exchange in load's chat", function()
+    text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
+    return text:find("→ " .. helper.id .. " asked: What do you return?", 1, true)
+      and text:find("← " .. helper.id .. " answers: My argument, unchanged.", 1, true)
+      and text:find("proposal %w+ ready")
+  end, 20000)
+  local p = chimera.proposals()[1]
+  h.truthy(p, "load's proposal")
+  vim.api.nvim_set_current_buf(vim.fn.bufnr(root .. "/app.py"))
+  h.wait_for("the ghost text with the answer", function()
+    local marks = vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { details = true })
+    for _, m in ipairs(marks) do
+      for _, vl in ipairs(m[4].virt_lines or {}) do
+        for _, chunk in ipairs(vl) do
+          if chunk[1]:find("My argument, unchanged.", 1, true) then
+            return true
+          end
+        end
+      end
+    end
+  end)
+  chimera.reject(p.id)
+end)
+
 h.test("the panel shows an ordinary task's proposal for the node it changes, live", function()
   local two = "def first():\n    return 1\n\n\ndef second():\n    return 2\n"
   local root = h.project({ ["m.py"] = two })
