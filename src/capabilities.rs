@@ -24,6 +24,9 @@ pub struct CapabilitiesConfig {
     pub hosts: Vec<String>,
     /// MCP tools agents may call (`server.tool`, globs allowed).
     pub mcp: Vec<String>,
+    /// Environment variables agents may read (`env()`, `os.getenv`,
+    /// `os.environ`), by name; globs allowed. None by default.
+    pub env: Vec<String>,
     /// Files no agent may read or write, matched on the name and the path.
     pub secrets: Vec<String>,
     /// An ACP agent's permission request the preset would refuse is asked
@@ -46,6 +49,7 @@ impl Default for CapabilitiesConfig {
             commands: vec![],
             hosts: vec![],
             mcp: vec![],
+            env: vec![],
             secrets: vec![
                 ".env*".into(),
                 "*.pem".into(),
@@ -89,6 +93,7 @@ pub struct Capabilities {
     hosts: Vec<String>,
     mcp: GlobSet,
     mcp_patterns: Vec<String>,
+    env: GlobSet,
     snapshot: bool,
     rollback: bool,
     /// The project root, when writes are checked against the disk too.
@@ -145,6 +150,7 @@ impl Capabilities {
             hosts: config.hosts.clone(),
             mcp: globs(&config.mcp)?,
             mcp_patterns: config.mcp.clone(),
+            env: globs(&config.env)?,
             // As seed 004's presets: sandbox gives what an edit needs,
             // developer what an experiment needs.
             snapshot: config.snapshot.unwrap_or(preset == "developer"),
@@ -294,6 +300,22 @@ impl Capabilities {
                 .is_some_and(|rest| rest.starts_with('.'))
                 || p.starts_with(['*', '?', '[', '{'])
         })
+    }
+
+    /// Reading environment variable `name` (`capabilities.env`).
+    pub fn check_env(&self, name: &str) -> Result<(), Denied> {
+        if self.env.is_match(name) {
+            Ok(())
+        } else {
+            Err(self.deny(format!(
+                "reading the environment variable {name:?} is not allowed (capabilities.env)"
+            )))
+        }
+    }
+
+    /// Whether some environment variable may be read.
+    pub fn may_read_env(&self) -> bool {
+        !self.env.is_empty()
     }
 
     /// `snapshot()`: checkpointing the agent's own overlay.

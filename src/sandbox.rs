@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use monty::{MontyRun, RunProgress};
 use monty_types::{
-    CompileOptions, ExcType, MontyException, MontyObject, NameLookupResult, PrintWriter,
-    ResourceLimits, ResourceTracker,
+    CompileOptions, ExcType, MontyException, MontyObject, NameLookupResult, OsFunctionCall,
+    PrintWriter, ResourceLimits, ResourceTracker,
 };
 
 pub use monty_types::MontyObject as Value;
@@ -217,15 +217,41 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
                 }
             }
             RunProgress::OsCall(call) => {
-                let msg = format!(
-                    "{} is not available in the sandbox: use the host functions (read_file, write_file, list_dir, ...) instead",
-                    call.function_call
-                );
-                call.resume(
-                    MontyException::new(ExcType::PermissionError, Some(msg)),
-                    print,
-                )
-                .map_err(raised)?
+                // The environment is the host's `env` function, under its
+                // rules; every other OS call is refused.
+                let env_args = match &call.function_call {
+                    OsFunctionCall::Getenv(g) if host.has_function("env") => {
+                        Some(vec![Value::String(g.key.clone()), g.default.clone()])
+                    }
+                    OsFunctionCall::GetEnviron if host.has_function("env") => Some(vec![]),
+                    _ => None,
+                };
+                let Some(env_args) = env_args else {
+                    let msg = format!(
+                        "{} is not available in the sandbox: use the host functions (read_file, write_file, list_dir, ...) instead",
+                        call.function_call
+                    );
+                    progress = call
+                        .resume(
+                            MontyException::new(ExcType::PermissionError, Some(msg)),
+                            print,
+                        )
+                        .map_err(raised)?;
+                    continue;
+                };
+                calls += 1;
+                if calls > limits.max_host_calls {
+                    return Err(SandboxError::TooManyCalls(limits.max_host_calls));
+                }
+                match host.call("env", env_args, vec![]) {
+                    Ok(value) => call.resume(value, print).map_err(raised)?,
+                    Err(msg) => call
+                        .resume(
+                            MontyException::new(ExcType::PermissionError, Some(msg)),
+                            print,
+                        )
+                        .map_err(raised)?,
+                }
             }
             RunProgress::ResolveFutures(state) => {
                 let exc = MontyException::new(

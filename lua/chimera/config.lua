@@ -185,6 +185,8 @@ M.defaults = {
     -- Hosts agents may reach, and MCP tools ("server.tool", globs) they may call.
     hosts = {},
     mcp = {},
+    -- Environment variables agents may read (env(), os.getenv), by name; globs.
+    env = {},
     -- Files no agent may read or write, by name anywhere in the tree.
     secrets = { ".env*", "*.pem", "*.key", "id_*", "*.p12", ".netrc" },
     -- Ask you (vim.ui.select) when an ACP agent asks permission for what
@@ -256,6 +258,7 @@ local lists = {
   ["capabilities.commands"] = true,
   ["capabilities.hosts"] = true,
   ["capabilities.mcp"] = true,
+  ["capabilities.env"] = true,
   ["capabilities.secrets"] = true,
 }
 

@@ -245,6 +245,9 @@ function M.check_tools(h, config)
   else
     h.info("agents may not checkpoint their own changes (capabilities.snapshot / rollback; on in the developer preset)")
   end
+  if #caps.env > 0 then
+    h.ok("agents may read the environment variables " .. table.concat(caps.env, ", ") .. " (capabilities.env)")
+  end
   if caps.preset == "developer" and #caps.commands == 0 then
     h.warn("the developer preset allows capabilities.commands, which is empty: run_command runs nothing")
   end

@@ -97,6 +97,7 @@ const FUNCTIONS: &[&str] = &[
     "mcp_call",
     "snapshot",
     "rollback",
+    "env",
 ];
 
 /// Whether `name` is one of the registry's host functions.
@@ -309,6 +310,86 @@ impl AgentHost {
 }
 
 impl AgentHost {
+    /// `env(name, default=None)`: an environment variable the capabilities
+    /// let the agent read (`None`, or `default`, when unset); `env()`: all
+    /// of those that are set, as a dict. What `os.getenv` and `os.environ`
+    /// give a program too.
+    fn env(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<Value, String> {
+        let Some(name) = args::opt_string("env", a, kw, 0, "name")? else {
+            let set: Vec<(Value, Value)> = std::env::vars()
+                .filter(|(k, _)| self.caps.check_env(k).is_ok())
+                .map(|(k, v)| (Value::String(k), Value::String(v)))
+                .collect();
+            return Ok(Value::dict(set));
+        };
+        self.allowed("env", self.caps.check_env(&name))?;
+        Ok(match std::env::var(&name) {
+            Ok(v) => Value::String(v),
+            Err(_) => args::get(a, kw, 1, "default")
+                .cloned()
+                .unwrap_or(Value::None),
+        })
+    }
+
+    /// Runs an extension's tool (seed §3b) in the sandbox, its host calls
+    /// answered by this agent's host functions under its capabilities (an
+    /// extension tool is no way around them).
+    fn run_extension_tool(
+        &mut self,
+        tool: &crate::remora::extensions::ExtTool,
+        a: Vec<Value>,
+        kw: Vec<(Value, Value)>,
+    ) -> Result<Value, String> {
+        if !kw.is_empty() {
+            return Err(format!("{}(): pass the arguments by position", tool.name));
+        }
+        struct ExtHost<'h> {
+            agent: &'h mut AgentHost,
+            args: Vec<Value>,
+            result: Option<Value>,
+        }
+        impl Host for ExtHost<'_> {
+            fn has_function(&self, name: &str) -> bool {
+                matches!(name, "__chimera_args__" | "__chimera_return__")
+                    // No extension tool inside another: no recursion.
+                    || (FUNCTIONS.contains(&name) && name != "submit_result")
+                    || crate::agent::node::TOOLS.contains(&name)
+            }
+            fn cancelled(&self) -> bool {
+                self.agent.cancelled()
+            }
+            fn call(
+                &mut self,
+                name: &str,
+                a: Vec<Value>,
+                kw: Vec<(Value, Value)>,
+            ) -> Result<Value, String> {
+                match name {
+                    "__chimera_args__" => Ok(Value::List(std::mem::take(&mut self.args))),
+                    "__chimera_return__" => {
+                        self.result = a.into_iter().next();
+                        Ok(Value::None)
+                    }
+                    _ => self.agent.call(name, a, kw),
+                }
+            }
+        }
+        // `import os` for the seed's `os.environ.get(...)`: the sandbox
+        // answers it through `env`.
+        let code = format!(
+            "import os\n{}\n__chimera_return__({}(*__chimera_args__()))\n",
+            tool.source, tool.name
+        );
+        let mut host = ExtHost {
+            agent: self,
+            args: a,
+            result: None,
+        };
+        crate::sandbox::run(&code, &mut host, crate::sandbox::Limits::default())
+            .map_err(|e| format!("{}(): {e}", tool.name))?;
+        Ok(host.result.unwrap_or(Value::None))
+    }
+
     /// `snapshot(name)`: checkpoints the agent's own overlay; its name
     /// (`checkpoint-N` when none is given).
     fn snapshot(&self, name: Option<String>) -> Result<String, String> {
@@ -538,6 +619,9 @@ impl AgentHost {
         a: Vec<Value>,
         kw: Vec<(Value, Value)>,
     ) -> Result<Value, String> {
+        if let Some(tool) = self.node.as_ref().and_then(|n| n.extension_tool(name)) {
+            return self.run_extension_tool(&tool, a, kw);
+        }
         if let Some(node) = &self.node {
             if matches!(name, "rewrite_self" | "propose_new_node") {
                 if let Some(me) = &node.view.node {
@@ -684,6 +768,7 @@ impl AgentHost {
                 self.web_search(&query).map(Value::String)
             }
             "mcp_call" => self.mcp_call(&a, &kw).map(Value::String),
+            "env" => self.env(&a, &kw),
             "snapshot" => {
                 let name = args::opt_string(name, &a, &kw, 0, "name")?;
                 self.snapshot(name).map(Value::String)

@@ -1075,14 +1075,34 @@ impl Turn<'_> {
             None => code,
         };
         // A tool call as JSON (`{"tool": …, "args": {…}}`) runs that tool.
+        // It goes through the agent's host, as a program's calls do: its
+        // capabilities, its audit log.
         if let Some((tool, args)) = node::parse_tool_call(reply) {
-            let ov = Overlay::new(store, &job.id, self.config.sync.max_file_bytes);
-            return Ok(match j.call(&ov, &tool, &[], &args) {
-                Some(Ok(sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok(Made::new(Some(s), "message")),
-                Some(Ok(_)) if !store.overlay_entries(&job.id)?.is_empty() => Ok(Made::new(None, "tool call")),
-                Some(Ok(v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).")),
-                Some(Err(e)) => Err(e),
-                None => Err(format!("There is no tool `{tool}`; the tools are: {}.", node::TOOLS.join(", "))),
+            if !j.has_tool(&tool) {
+                return Ok(Err(format!(
+                    "There is no tool `{tool}`; the tools are: {}.",
+                    node::TOOLS.join(", ")
+                )));
+            }
+            let host = AgentHost::new(
+                store,
+                self.config,
+                self.llm,
+                self.services,
+                job,
+                self.cancel,
+                self.caps.clone(),
+            );
+            let (called, _) = host
+                .off_runtime(move |h| {
+                    sandbox::Host::call(h, &tool, vec![], args).map(|v| (tool, v))
+                })
+                .await?;
+            return Ok(match called {
+                Ok((_, sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok(Made::new(Some(s), "message")),
+                Ok(_) if !store.overlay_entries(&job.id)?.is_empty() => Ok(Made::new(None, "tool call")),
+                Ok((tool, v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).")),
+                Err(e) => Err(e),
             });
         }
         let form = splice::classify(self.scene.language(), &code, self.target_text());

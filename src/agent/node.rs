@@ -414,63 +414,6 @@ pub fn propose_new_node(
     Ok(new)
 }
 
-/// Runs an extension tool in its own sandbox: it may read the agent's
-/// view of the project (`read_file`) and `log`, nothing else.
-fn run_extension_tool(
-    ov: &Overlay<'_>,
-    tool: &crate::remora::extensions::ExtTool,
-    args: Vec<Value>,
-) -> Result<Value, String> {
-    struct ExtHost<'a, 'b> {
-        ov: &'a Overlay<'b>,
-        args: Vec<Value>,
-        result: Option<Value>,
-    }
-    impl crate::sandbox::Host for ExtHost<'_, '_> {
-        fn has_function(&self, name: &str) -> bool {
-            matches!(
-                name,
-                "__chimera_args__" | "__chimera_return__" | "read_file" | "log"
-            )
-        }
-        fn call(
-            &mut self,
-            name: &str,
-            a: Vec<Value>,
-            kw: Vec<(Value, Value)>,
-        ) -> Result<Value, String> {
-            match name {
-                "__chimera_args__" => Ok(Value::List(std::mem::take(&mut self.args))),
-                "__chimera_return__" => {
-                    self.result = a.into_iter().next();
-                    Ok(Value::None)
-                }
-                "read_file" => {
-                    let raw = args::string(name, &a, &kw, 0, "path")?;
-                    let p = ProjectPath::parse(&raw).map_err(|e| format!("read_file(): {e}"))?;
-                    self.ov
-                        .read_text(&p)
-                        .map(Value::String)
-                        .map_err(|e| format!("read_file(): {e}"))
-                }
-                _ => Ok(Value::None),
-            }
-        }
-    }
-    let code = format!(
-        "{}\n__chimera_return__({}(*__chimera_args__()))\n",
-        tool.source, tool.name
-    );
-    let mut host = ExtHost {
-        ov,
-        args,
-        result: None,
-    };
-    crate::sandbox::run(&code, &mut host, crate::sandbox::Limits::default())
-        .map_err(|e| format!("{}(): {e}", tool.name))?;
-    Ok(host.result.unwrap_or(Value::None))
-}
-
 /// The source inside a reply that is only a `rewrite_self(...)` call with
 /// one string literal, taken verbatim between its first and last quote
 /// (small models put unescaped triple quotes inside it).
@@ -847,16 +790,15 @@ impl NodeJob {
         a: &[Value],
         kw: &[(Value, Value)],
     ) -> Option<Result<Value, String>> {
-        if let Some(tool) = self.view.tools.iter().find(|t| t.name == name) {
-            if !kw.is_empty() {
-                return Some(Err(format!("{name}(): pass the arguments by position")));
-            }
-            return Some(run_extension_tool(ov, tool, a.to_vec()));
-        }
         if !TOOLS.contains(&name) {
             return None;
         }
         Some(self.call_tool(ov, name, a, kw))
+    }
+
+    /// The extension tool `name` of this node, if it has one.
+    pub fn extension_tool(&self, name: &str) -> Option<crate::remora::extensions::ExtTool> {
+        self.view.tools.iter().find(|t| t.name == name).cloned()
     }
 
     /// Whether `name` is one of this agent's tools (seed tools or extension ones).

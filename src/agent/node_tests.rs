@@ -350,57 +350,159 @@ fn json_tool_calls_are_read_in_the_usual_shapes() {
     assert!(parse_tool_call("{\"no\": 1}").is_none());
 }
 
-#[test]
-fn extension_tools_run_in_the_sandbox_with_read_access() {
-    let st = Store::open_in_memory(Path::new("/p")).unwrap();
+/// The seed's example extension (§3b), as written, plus a tool that reads
+/// any file it is given.
+const SEED_EXTENSION: &str = r#"from remora import ExtensionNode, tool
+
+class ConfigHandler(ExtensionNode):
+    """Handles all Config* classes."""
+
+    match_type = "class"
+    match_pattern = "Config*"  # fnmatch syntax
+
+    system_prompt = """
+    You are a configuration specialist. You ensure all config classes:
+    - Have sensible defaults
+    - Validate their inputs
+    - Document their fields
+    """
+
+    def get_workspaces(self) -> str:
+        return "- .env.template (read-only)\n- config/*.toml (read-write)"
+
+    @tool
+    async def read_env(self, key: str) -> str:
+        """Read an environment variable."""
+        return os.environ.get(key, "")
+
+    @tool
+    async def validate_config_schema(self) -> dict:
+        """Run JSON schema validation on this config class."""
+        # Implementation here
+        pass
+
+    @tool
+    def count_lines(self, path, extra):
+        """Count lines."""
+        log("counting " + path)
+        return len(read_file(path).splitlines()) + extra
+
+    @tool
+    def variable(self, name):
+        """An environment variable."""
+        return os.getenv(name)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extension_tools_run_with_the_agents_host_functions_and_capabilities() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Arc::new(Store::open(dir.path()).unwrap());
     st.stable_put("config.toml", b"KEY = 1\n", 0o644, 0, 1 << 20)
+        .unwrap();
+    st.stable_put(".env", b"TOKEN=x\n", 0o644, 0, 1 << 20)
         .unwrap();
     st.agent_insert(&crate::store::AgentRecord::new("ag", "t"))
         .unwrap();
-    let ov = Overlay::new(&st, "ag", 1 << 20);
+    let ext = crate::remora::extensions::parse(".remora/models/config_agents.py", SEED_EXTENSION)
+        .unwrap()
+        .remove(0);
     let ix = index(SRC);
-    let tools = crate::remora::extensions::parse(
-        "ext.py",
-        "match_pattern = \"*\"\n\ndef count_lines(path, extra):\n    \"\"\"Count lines.\"\"\"\n    return len(read_file(path).splitlines()) + extra\n",
-    )
-    .unwrap()
-    .remove(0)
-    .tools;
+    let config_node = node(&ix, "Config");
+    assert!(ext.matches(&config_node));
     let bus = Arc::new(RecordingBus {
         nodes: vec![],
         sent: Default::default(),
     });
-    let job = NodeJob {
-        view: NodeView {
-            node: Some(node(&ix, "helper")),
-            tools,
-            ..NodeView::default()
-        },
-        correlation: None,
-        bus,
+    let job = crate::agent::Job {
+        id: "ag".into(),
+        node: Some(NodeJob {
+            view: NodeView {
+                node: Some(config_node),
+                tools: ext.tools.clone(),
+                custom_prompt: ext.system_prompt.clone(),
+                ..NodeView::default()
+            },
+            correlation: None,
+            bus,
+        }),
+        ..crate::agent::Job::default()
     };
-    assert!(job.has_tool("count_lines"));
-    let out = job
-        .call(
-            &ov,
-            "count_lines",
-            &[Value::String("config.toml".into()), Value::Int(2)],
-            &[],
-        )
-        .unwrap()
+    assert!(system_prompt(&job.node.as_ref().unwrap().view)
+        .contains("count_lines(path, extra) (Count lines.)"));
+    let mut config = crate::config::Config::default();
+    config.capabilities.env = vec!["HOME".into()];
+    let llm = crate::llm::LlmClient::new(&config.llm).unwrap();
+    let services = crate::agent::Services::new(&config, dir.path().to_owned());
+    let caps = crate::agent::capabilities(&config, &job, &services).unwrap();
+    let host = crate::agent::AgentHost::new(
+        &st,
+        &config,
+        &llm,
+        &services,
+        &job,
+        &tokio_util::sync::CancellationToken::new(),
+        caps,
+    );
+    let s = |v: &str| Value::String(v.into());
+    let (results, host) = host
+        .off_runtime(move |h| {
+            use crate::sandbox::Host;
+            [
+                h.call("count_lines", vec![s("config.toml"), Value::Int(2)], vec![]),
+                h.call("count_lines", vec![s(".env"), Value::Int(0)], vec![]),
+                h.call("read_env", vec![s("HOME")], vec![]),
+                h.call("read_env", vec![s("PATH")], vec![]),
+                h.call("variable", vec![s("HOME")], vec![]),
+                h.call("variable", vec![s("PATH")], vec![]),
+                h.call("validate_config_schema", vec![], vec![]),
+                h.call(
+                    "count_lines",
+                    vec![s("missing.toml"), Value::Int(0)],
+                    vec![],
+                ),
+            ]
+        })
+        .await
         .unwrap();
-    assert_eq!(out, Value::Int(3));
-    let err = job
-        .call(
-            &ov,
-            "count_lines",
-            &[Value::String("missing.toml".into()), Value::Int(0)],
-            &[],
-        )
+    let home = std::env::var("HOME").unwrap();
+    assert_eq!(results[0], Ok(Value::Int(3)));
+    let secret = results[1].clone().unwrap_err();
+    assert!(
+        secret.contains("secret"),
+        "an extension tool is no way around the capabilities: {secret}"
+    );
+    assert_eq!(
+        results[2],
+        Ok(Value::String(home.clone())),
+        "the seed's os.environ.get, as written"
+    );
+    // os.environ holds only what may be read; os.getenv says what may not.
+    assert_eq!(results[3], Ok(Value::String(String::new())));
+    assert_eq!(results[4], Ok(Value::String(home)));
+    let denied = results[5].clone().unwrap_err();
+    assert!(
+        denied.contains("\"PATH\" is not allowed (capabilities.env)"),
+        "{denied}"
+    );
+    assert_eq!(results[6], Ok(Value::None));
+    assert!(results[7].clone().unwrap_err().contains("count_lines()"));
+    assert!(
+        host.logs.iter().any(|l| l == "counting config.toml"),
+        "{:?}",
+        host.logs
+    );
+    // Every call, the extension's own and those it made, is audited.
+    let calls: Vec<String> = st
+        .tool_calls("ag", 0)
         .unwrap()
-        .unwrap_err();
-    assert!(err.contains("count_lines()"), "{err}");
-    assert!(system_prompt(&job.view).contains("count_lines(path, extra) (Count lines.)"));
+        .into_iter()
+        .map(|c| c.tool)
+        .collect();
+    assert!(
+        calls.contains(&"read_file".to_owned()) && calls.contains(&"env".to_owned()),
+        "{calls:?}"
+    );
+    assert!(calls.contains(&"count_lines".to_owned()), "{calls:?}");
 }
 
 /// The node `qualname` of `text` indexed as the project file `path`.

@@ -37,7 +37,7 @@ submit_result("Added a docstring to load", [path])
 
 /// The host functions a program is offered beyond [`SYSTEM`]'s, as far as
 /// `caps` allows them: `mcp_call` (naming the MCP servers it may use),
-/// `snapshot` and `rollback`. Nothing when none is.
+/// `env`, `snapshot` and `rollback`. Nothing when none is.
 pub fn more_functions(hub: &crate::mcp::Hub, caps: &crate::capabilities::Capabilities) -> String {
     let mut lines = Vec::new();
     let servers: Vec<&str> = hub
@@ -49,6 +49,9 @@ pub fn more_functions(hub: &crate::mcp::Hub, caps: &crate::capabilities::Capabil
             "- mcp_call(server, tool, args) -> str: call the tool `tool` of an MCP server ({}) with a dict of its arguments; returns its text output.",
             servers.join(", ")
         ));
+    }
+    if caps.may_read_env() {
+        lines.push("- env(name, default=None) -> str: an environment variable you may read (os.getenv works too); env() gives all of them.".into());
     }
     if caps.check_snapshot().is_ok() {
         lines.push("- snapshot(name) -> str: checkpoint your changes so far; returns the checkpoint's name.".into());

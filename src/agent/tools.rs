@@ -250,6 +250,16 @@ async fn offered(
     progress: &(dyn Fn(String) + Send + Sync),
 ) -> (Vec<ToolSpec>, Vec<String>) {
     let mut tools = registry();
+    if caps.may_read_env() {
+        tools.push(spec(
+            "env",
+            "An environment variable you may read (no name: all of them).",
+            &[
+                ("name", "string?", "the variable's name"),
+                ("default", "string?", "what an unset one gives"),
+            ],
+        ));
+    }
     if caps.check_snapshot().is_ok() {
         tools.push(spec(
             "snapshot",

@@ -220,6 +220,62 @@ h.test("a node asked a question answers it in the chat; a node asking a neighbou
   chimera.reject(p.id)
 end)
 
+h.test("the seed's extension file runs as written: its read_env tool reads an allowed variable", function()
+  local seed_extension = table.concat({
+    "from remora import ExtensionNode, tool",
+    "",
+    "class ConfigHandler(ExtensionNode):",
+    '    """Handles all Config* classes."""',
+    "",
+    '    match_type = "class"',
+    '    match_pattern = "Config*"  # fnmatch syntax',
+    "",
+    '    system_prompt = """',
+    "    You are a configuration specialist.",
+    '    """',
+    "",
+    "    @tool",
+    "    async def read_env(self, key: str) -> str:",
+    '        """Read an environment variable."""',
+    '        return os.environ.get(key, "")',
+    "",
+  }, "\n")
+  local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL, [".remora/models/config_agents.py"] = seed_extension })
+  vim.env.CHIMERA_TEST_MODE = "staging"
+  local program = table.concat({
+    "```python",
+    "mode = read_env('CHIMERA_TEST_MODE')",
+    "try:",
+    "    variable = env('HOME')",
+    "except Exception as e:",
+    "    log(str(e))",
+    "rewrite_self('class Config:\\n    MODE = \"' + mode + '\"\\n\\n    def load(self):\\n        return helper(self)\\n')",
+    "```",
+  }, "\n")
+  local url, log = h.fake_llm({ { text = program } })
+  h.setup(url, { capabilities = { env = { "CHIMERA_TEST_*" } } })
+  vim.cmd.edit("app.py")
+  chimera.start()
+  indexed(root .. "/app.py")
+  vim.api.nvim_win_set_cursor(0, { 4, 0 })
+  local config = chimera.node_at_cursor()
+  h.eq(config.name, "Config")
+  vim.cmd("Chimera chat name the mode we run in")
+  h.wait_for("the proposal", function()
+    return #chimera.proposals() == 1
+  end, 20000)
+  local id = chimera.proposals()[1].id
+  h.truthy((h.read(log) or ""):find("read_env(key: str) -> str (Read an environment variable.)", 1, true), "the tool is offered to the model")
+  h.truthy((h.read(log) or ""):find("configuration specialist", 1, true), "the extension's prompt")
+  h.truthy(table.concat(chimera.agent(id).log, "\n"):find('"HOME" is not allowed (capabilities.env)', 1, true), vim.inspect(chimera.agent(id).log))
+  vim.api.nvim_set_current_buf(vim.fn.bufnr(root .. "/app.py"))
+  chimera.accept(id)
+  h.wait_for("the accept", function()
+    return vim.api.nvim_buf_get_lines(0, 4, 5, false)[1] == '    MODE = "staging"'
+  end, 10000)
+  vim.env.CHIMERA_TEST_MODE = nil
+end)
+
 h.test("the panel shows an ordinary task's proposal for the node it changes, live", function()
   local two = "def first():\n    return 1\n\n\ndef second():\n    return 2\n"
   local root = h.project({ ["m.py"] = two })
