@@ -106,6 +106,15 @@ pub enum ToCore {
     },
     /// The human says `message` to the agent of node `node_id`.
     NodeChat { node_id: String, message: String },
+    /// The human asks for a new `kind` node `name` in the scope at 1-based
+    /// `line` of `file` (a ghost node); its agent writes it.
+    NodeNew {
+        file: String,
+        line: usize,
+        kind: String,
+        name: String,
+        description: String,
+    },
     /// The human says `message` in the free chat; agent `id` takes the turn.
     Chat {
         id: String,
@@ -205,6 +214,14 @@ pub enum ToEditor {
     },
     /// Ask the user before ID comments are written into `files` files.
     RemoraConfirm { files: usize, nodes: usize },
+    /// A ghost node's agent `agent_id` is writing it: shown in `path` as a
+    /// placeholder at 1-based `line` until the agent ends.
+    GhostNode {
+        agent_id: String,
+        path: String,
+        line: usize,
+        label: String,
+    },
     /// The snapshots, newest first.
     Snapshots {
         snapshots: Vec<crate::store::Snapshot>,

@@ -842,6 +842,13 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
             }
         }
         ToCore::NodeChat { node_id, message } => nodes::chat(core, &node_id, message),
+        ToCore::NodeNew {
+            file,
+            line,
+            kind,
+            name,
+            description,
+        } => nodes::ghost(core, &file, line, &kind, &name, &description),
         ToCore::Chat {
             id,
             message,

@@ -78,6 +78,7 @@ function handlers.agent(msg)
   if rec.state ~= "running" then
     state.progress[rec.id] = nil
   end
+  require("chimera.remora").agent_changed(rec)
   if #redraw > 0 then
     require("chimera.ghost").render_paths(redraw)
   end
@@ -211,6 +212,10 @@ end
 
 function handlers.rollback(msg)
   require("chimera.history").rollback_done(msg)
+end
+
+function handlers.ghost_node(msg)
+  require("chimera.remora").ghost_arrived(msg)
 end
 
 function handlers.calls(msg)

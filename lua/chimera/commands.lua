@@ -373,9 +373,20 @@ M.subcommands = {
     end,
   },
   node = {
-    desc = "show the Remora node at the cursor: ID, type, location, parent, callers, callees",
-    run = function()
-      require("chimera.remora").show()
+    desc = "show the Remora node at the cursor; :Chimera node new {function|class|method} {name} [what it does]: a new node there, written by its agent",
+    complete = function()
+      return { "new" }
+    end,
+    flag_values = { new = { "function", "class", "method" } },
+    run = function(args)
+      if args[1] == "new" then
+        local what = #args > 3 and table.concat(vim.list_slice(args, 4), " ") or nil
+        require("chimera.remora").new_node(args[2], args[3], what)
+      elseif args[1] then
+        error(("chimera: unknown :Chimera node %s; use :Chimera node, or :Chimera node new {kind} {name}"):format(args[1]), 0)
+      else
+        require("chimera.remora").show()
+      end
     end,
   },
   remora = {

@@ -243,6 +243,25 @@ function M.toggle()
       end
       require("chimera.chat").open()
     end, "chat with the node")
+    map("n", function()
+      if not (source_win and vim.api.nvim_win_is_valid(source_win)) then
+        return
+      end
+      vim.ui.select(remora.KINDS, { prompt = "Chimera: a new" }, function(kind)
+        if not kind then
+          return
+        end
+        vim.ui.input({ prompt = ("Name of the new %s: "):format(kind) }, function(name)
+          if name and name ~= "" then
+            vim.api.nvim_set_current_win(source_win)
+            local ok, err = pcall(remora.new_node, kind, name)
+            if not ok then
+              vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+            end
+          end
+        end)
+      end)
+    end, "a new node here (a ghost node its agent writes)")
     map("q", M.close, "close")
   end
   vim.cmd("botright vsplit")

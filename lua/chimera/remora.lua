@@ -284,6 +284,74 @@ function M.describe_event(r, node_id)
   return t
 end
 
+local KINDS = { "function", "class", "method" }
+M.KINDS = KINDS
+local ghost_ns = vim.api.nvim_create_namespace("chimera_ghost_nodes")
+local ghosts = {} -- agent id -> { buf = buf, mark = extmark id }
+
+--- Asks for a new `kind` node `name` in the scope at the cursor (a ghost
+--- node): its agent writes it and the result is a proposal. Without a
+--- `description`, asks what it should do (empty: what its name says).
+function M.new_node(kind, name, description)
+  if not vim.tbl_contains(KINDS, kind) then
+    error(("chimera: a new node is a function, class or method, not %q: :Chimera node new {kind} {name}"):format(tostring(kind)), 0)
+  end
+  if type(name) ~= "string" or name == "" then
+    error("chimera: name the new node: :Chimera node new " .. kind .. " {name}", 0)
+  end
+  local file = real(vim.api.nvim_buf_get_name(0))
+  local line = vim.api.nvim_win_get_cursor(0)[1]
+  local function send(what)
+    lib().node_new(file, line, kind, name, what or "")
+  end
+  if description then
+    send(description)
+  else
+    vim.ui.input({ prompt = ("What should %s `%s` do? "):format(kind, name) }, function(what)
+      if what ~= nil then
+        send(what)
+      end
+    end)
+  end
+end
+
+--- The placeholder of a ghost node, where it will go, until its agent ends.
+function M.ghost_arrived(msg)
+  local buf = vim.fn.bufnr(msg.path)
+  if buf < 0 or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  local last = vim.api.nvim_buf_line_count(buf) - 1
+  local row, above = msg.line - 2, false
+  if row < 0 then
+    row, above = 0, true
+  end
+  ghosts[msg.agent_id] = {
+    buf = buf,
+    mark = vim.api.nvim_buf_set_extmark(buf, ghost_ns, math.min(row, last), 0, {
+      virt_lines = { { { ("◌ new %s — its agent is writing it"):format(msg.label), "Comment" } } },
+      virt_lines_above = above,
+    }),
+  }
+end
+
+--- An agent's state changed: a ghost node's placeholder goes when its
+--- agent ends (its proposal, if any, is ghost text by then).
+function M.agent_changed(rec)
+  local g = ghosts[rec.id]
+  if g and rec.state ~= "queued" and rec.state ~= "running" then
+    ghosts[rec.id] = nil
+    if vim.api.nvim_buf_is_valid(g.buf) then
+      pcall(vim.api.nvim_buf_del_extmark, g.buf, ghost_ns, g.mark)
+    end
+  end
+end
+
+--- The placeholders shown now, by agent id (for tests and statuslines).
+function M.ghosts()
+  return vim.deepcopy(ghosts)
+end
+
 --- Sends `message` to the agent of `node_id`.
 function M.chat(node_id, message)
   lib().node_chat(node_id, message)

@@ -1106,12 +1106,12 @@ impl Turn<'_> {
             });
         }
         let form = splice::classify(self.scene.language(), &code, self.target_text());
-        let (code, n) = match (form, node) {
-            (ReplyForm::Definitions(code) | ReplyForm::WholeFile(code), Some(n)) => (code, n),
+        let code = match (form, node) {
+            (ReplyForm::Definitions(code) | ReplyForm::WholeFile(code), Some(_)) => code,
             (form, _) => return self.attempt_form(form).await,
         };
         Ok(match &self.scene.target {
-            Some((path, text)) => match node::apply_reply(text, n, Some(&j.bus), &code) {
+            Some((path, text)) => match node::apply_reply(text, j, &code) {
                 Ok(new) => self.write(path, text, &new, "rewrite_self"),
                 // A node may not edit another: what it wrote for a
                 // neighbour goes to that neighbour as a request.

@@ -12,7 +12,7 @@ use crate::llm::ChatMessage;
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::remora::extract::{extract, RawNode};
-use crate::remora::{Node, NodeType};
+use crate::remora::{Node, NodeStatus, NodeType};
 use crate::sandbox::{args, Value};
 
 /// A node with everything its agent is told about it.
@@ -28,6 +28,9 @@ pub struct NodeView {
     pub workspaces: String,
     /// The extension's extra tools.
     pub tools: Vec<crate::remora::extensions::ExtTool>,
+    /// For a ghost node, the sibling it is written after (`None`: at the
+    /// end of its parent).
+    pub insert_after: Option<Node>,
 }
 
 fn label(n: &Node) -> String {
@@ -126,7 +129,11 @@ They run in a small Python subset: no imports, no open(), no % formatting.",
             .parent
             .as_ref()
             .map_or("None (top-level)".into(), label),
-        source = view.source.trim_end(),
+        source = if n.status == NodeStatus::Ghost {
+            "(none yet: the human asked for you by name; write yourself from scratch)"
+        } else {
+            view.source.trim_end()
+        },
         callers = labels(&view.callers),
         callees = labels(&view.callees),
         custom = if view.custom_prompt.trim().is_empty() {
@@ -414,6 +421,41 @@ pub fn propose_new_node(
     Ok(new)
 }
 
+/// A ghost node's first source: its own definition in `code`, inserted
+/// in its parent after `after` (else the sibling its view names).
+fn write_ghost(
+    text: &str,
+    ghost: &Node,
+    bus: Option<&Arc<dyn NodeBus>>,
+    after: Option<&Node>,
+    code: &str,
+) -> Result<String, String> {
+    let language = lang::of_file(&ghost.file_path);
+    let defs = reply_definitions(language, code);
+    let own = lang::outermost(&defs)
+        .into_iter()
+        .find(|d| d.name == ghost.name)
+        .ok_or_else(|| {
+            format!(
+                "Answer with your whole definition: one ```{} block defining `{}`.",
+                language.fence, ghost.name
+            )
+        })?;
+    let parent = ghost
+        .parent_id
+        .as_deref()
+        .and_then(|p| bus.and_then(|b| b.node(p)))
+        .ok_or_else(|| format!("the scope of `{}` is no longer indexed", ghost.name))?;
+    propose_new_node(
+        text,
+        &parent,
+        after,
+        ghost.node_type,
+        &ghost.name,
+        &code[own.start..own.end],
+    )
+}
+
 /// The source inside a reply that is only a `rewrite_self(...)` call with
 /// one string literal, taken verbatim between its first and last quote
 /// (small models put unescaped triple quotes inside it).
@@ -432,14 +474,14 @@ pub fn unwrap_rewrite_call(code: &str) -> Option<String> {
 /// A reply in the definitions form, for node `node` of `text`: the
 /// definition named like the node is its `rewrite_self`; any other new
 /// top-level definition in the reply is proposed as a sibling after it.
-pub fn apply_reply(
-    text: &str,
-    node: &Node,
-    bus: Option<&Arc<dyn NodeBus>>,
-    code: &str,
-) -> Result<String, String> {
+pub fn apply_reply(text: &str, job: &NodeJob, code: &str) -> Result<String, String> {
+    let node = job.me()?;
+    let bus = Some(&job.bus);
     let language = lang::of_file(&node.file_path);
     let code = clean_source(language, code);
+    if node.status == NodeStatus::Ghost {
+        return write_ghost(text, node, bus, job.view.insert_after.as_ref(), &code);
+    }
     if node.node_type == NodeType::File {
         return rewrite_self(text, node, &code);
     }
@@ -818,7 +860,20 @@ impl NodeJob {
             "rewrite_self" => {
                 let src = args::string(name, a, kw, 0, "new_source")?;
                 let (p, text) = Self::file_text(ov, &me.file_path)?;
-                let new = match rewrite_self(&text, me, &src) {
+                let written = if me.status == NodeStatus::Ghost {
+                    let language = lang::of_file(&me.file_path);
+                    let src = clean_source(language, &src);
+                    write_ghost(
+                        &text,
+                        me,
+                        Some(&self.bus),
+                        self.view.insert_after.as_ref(),
+                        &src,
+                    )
+                } else {
+                    rewrite_self(&text, me, &src)
+                };
+                let new = match written {
                     Ok(new) => new,
                     Err(e) => return self.redirect("", &src).unwrap_or(Err(e)).map(Value::String),
                 };

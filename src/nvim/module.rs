@@ -416,6 +416,27 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, confirmed: bool| send(ToCore::RemoraEnable { confirmed }))?,
     )?;
     t.set(
+        "node_new",
+        lua.create_function(
+            |_,
+             (file, line, kind, name, description): (
+                String,
+                usize,
+                String,
+                String,
+                Option<String>,
+            )| {
+                send(ToCore::NodeNew {
+                    file,
+                    line,
+                    kind,
+                    name,
+                    description: description.unwrap_or_default(),
+                })
+            },
+        )?,
+    )?;
+    t.set(
         "node_chat",
         lua.create_function(|_, (node_id, message): (String, String)| {
             if message.trim().is_empty() {

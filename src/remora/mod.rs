@@ -14,12 +14,14 @@
 //! - [`events`]: the seed's event types and subscriptions (triggers).
 //! - [`chain`]: activation chains: cycle, depth and cooldown checks.
 //! - [`extensions`]: extension nodes: prompts, workspaces and tools by match.
+//! - [`ghost`]: where a node the human asks for from the UI goes.
 
 pub mod by_query;
 pub mod chain;
 pub mod events;
 pub mod extensions;
 pub mod extract;
+pub mod ghost;
 pub mod ids;
 pub mod index;
 pub mod inject;
@@ -102,6 +104,8 @@ pub enum NodeStatus {
     /// Its definition is gone (deleted or renamed); kept for history and for
     /// agents that still refer to it.
     Orphaned,
+    /// Asked for and not written yet ([`ghost`]): in no file, never stored.
+    Ghost,
 }
 
 impl NodeStatus {
@@ -109,6 +113,7 @@ impl NodeStatus {
         match self {
             NodeStatus::Active => "active",
             NodeStatus::Orphaned => "orphaned",
+            NodeStatus::Ghost => "ghost",
         }
     }
 }

@@ -61,6 +61,7 @@ impl Core {
                 .map(|e| e.workspaces.clone())
                 .unwrap_or_default(),
             tools: ext.as_ref().map(|e| e.tools.clone()).unwrap_or_default(),
+            insert_after: None,
             node: Some(n),
         })
     }
@@ -222,6 +223,94 @@ pub(super) fn spawn_node_agent(
         },
     );
     Ok(id)
+}
+
+/// The human asks for a new node from the UI: its ghost goes in the scope
+/// at `line` of `file`, and its agent writes it; the result is a normal
+/// proposal. Shown as a placeholder until the agent ends.
+pub(super) fn ghost(
+    core: &Arc<Core>,
+    file: &str,
+    line: usize,
+    kind: &str,
+    name: &str,
+    description: &str,
+) {
+    let Some(rel) = core.rel(file) else {
+        core.notify(
+            Level::Error,
+            format!("Chimera: {file} is not a file of the project"),
+        );
+        return;
+    };
+    let placed = {
+        let ix = core.remora_index.read();
+        crate::remora::ghost::place(ix.topology(), rel.as_str(), line, kind, name)
+    };
+    let p = match placed {
+        Ok(p) => p,
+        Err(e) => {
+            core.notify(Level::Error, format!("Chimera: {e}"));
+            return;
+        }
+    };
+    let ghost = p.ghost;
+    let correlation = core
+        .chains
+        .lock()
+        .map(|mut c| c.start(&ghost.id, now_ms()))
+        .ok();
+    let id = crate::remora::ids::fresh()[crate::remora::ids::PREFIX.len()..].to_owned();
+    if let Err(e) = core
+        .store
+        .set_agent_node(&id, &ghost.id, correlation.as_deref())
+    {
+        core.notify(
+            Level::Error,
+            format!("Chimera: cannot start the agent of {name}: {e}"),
+        );
+        return;
+    }
+    let task = match description.trim() {
+        "" => format!("Write yourself: the new {kind} `{name}`, doing what your name says."),
+        what => format!("Write yourself: the new {kind} `{name}`. {what}"),
+    };
+    core.emit(
+        Event::AgentStart {
+            agent_id: ghost.id.clone(),
+            trigger_event_id: None,
+        },
+        correlation.as_deref(),
+    );
+    core.sink.send(ToEditor::GhostNode {
+        agent_id: id.clone(),
+        path: core.abs(rel.as_str()),
+        line: ghost.start_line,
+        label: format!("{kind} {name}"),
+    });
+    let view = NodeView {
+        parent: Some(p.parent),
+        insert_after: p.after,
+        node: Some(ghost.clone()),
+        ..NodeView::default()
+    };
+    spawn_agent(
+        core,
+        Job {
+            id,
+            task,
+            file: Some(core.abs(rel.as_str())),
+            cursor_line: Some(ghost.start_line.saturating_sub(1)),
+            node: Some(NodeJob {
+                view,
+                correlation,
+                bus: Arc::new(Bus {
+                    core: Arc::downgrade(core),
+                }),
+            }),
+            ..Job::default()
+        },
+    );
 }
 
 /// The human chats with node `node_id`: a new activation chain starts there.

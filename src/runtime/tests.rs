@@ -795,6 +795,92 @@ fn a_node_asked_a_question_answers_it_and_the_answer_returns_to_the_caller() {
 }
 
 #[test]
+fn a_ghost_node_asked_for_from_the_ui_is_written_by_its_agent_as_a_proposal() {
+    use crate::remora::events::Event;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(
+        "```python\ndef parse(text):\n    return text.split()\n```".into(),
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let src = "class Config:\n    def load(self):\n        return helper()\n\n\ndef helper():\n    return 1\n";
+    std::fs::write(dir.path().join("app.py"), src).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: None }).then_some(())
+    });
+    let file = root.join("app.py").to_string_lossy().into_owned();
+    // A method with the cursor outside any class: refused with what to do.
+    core.send(ToCore::NodeNew {
+        file: file.clone(),
+        line: 7,
+        kind: "method".into(),
+        name: "reset".into(),
+        description: String::new(),
+    })
+    .unwrap();
+    let refused = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Notify { message, .. } if message.contains("goes in a class") => {
+            Some(message.clone())
+        }
+        _ => None,
+    });
+    assert!(refused.contains("put the cursor inside one"), "{refused}");
+    // A function from inside `load`: after the class, written by its agent.
+    core.send(ToCore::NodeNew {
+        file: file.clone(),
+        line: 3,
+        kind: "function".into(),
+        name: "parse".into(),
+        description: "It splits text into words.".into(),
+    })
+    .unwrap();
+    let (agent, line) = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::GhostNode {
+            agent_id,
+            path,
+            line,
+            label,
+        } if path == &file && label == "function parse" => Some((agent_id.clone(), *line)),
+        _ => None,
+    });
+    assert_eq!(line, 4, "after Config, which ends on line 3");
+    let mut seen = Vec::new();
+    let proposal = remora_event(&mut rx, &rt, &mut seen, "RewriteProposalEvent");
+    let Event::RewriteProposal {
+        proposal_id,
+        new_source,
+        diff,
+        ..
+    } = &proposal.event
+    else {
+        unreachable!()
+    };
+    assert_eq!(proposal_id, &agent);
+    assert_eq!(new_source, "def parse(text):\n    return text.split()");
+    assert!(
+        diff.contains("+def parse(text):\n+    return text.split()\n+\n+\n def helper():"),
+        "{diff}"
+    );
+    let asked = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        asked.contains("(none yet: the human asked for you by name"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("Write yourself: the new function `parse`. It splits text into words."),
+        "{asked}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        src,
+        "nothing is written before the accept"
+    );
+    core.shutdown(Duration::from_secs(2));
+}
+
+#[test]
 fn snapshots_rollback_effects_and_fork_through_messages() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fork_reply = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('return {}', 'return {\"forked\": True}'))\nsubmit_result('fork', ['app.py'])\n```";

@@ -276,6 +276,57 @@ h.test("the seed's extension file runs as written: its read_env tool reads an al
   vim.env.CHIMERA_TEST_MODE = nil
 end)
 
+h.test(":Chimera node new: a ghost method at the cursor's class is written by its agent; a placeholder shows meanwhile", function()
+  local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL })
+  local url, log = h.fake_llm({
+    { text = "```python\ndef reset(self):\n    self.values = {}\n```", chunk_delay = 0.3 },
+  })
+  h.setup(url)
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  chimera.start()
+  indexed(root .. "/app.py")
+  -- A method outside a class is refused with what to do.
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(msg, ...)
+    table.insert(said, msg)
+    return notify(msg, ...)
+  end
+  vim.cmd("Chimera node new method reset empties the values")
+  h.wait_for("the refusal", function()
+    return vim.iter(said):any(function(m)
+      return m:find("a method goes in a class", 1, true) ~= nil
+    end)
+  end)
+  vim.notify = notify
+  -- In load, typed at once: the placeholder after load, then the proposal.
+  vim.api.nvim_win_set_cursor(0, { 6, 8 })
+  vim.cmd("Chimera node new method reset empties the values")
+  h.wait_for("the placeholder", function()
+    local marks = vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = true })
+    for _, m in ipairs(marks) do
+      local vl = m[4].virt_lines
+      if vl and vl[1][1][1]:find("new method reset", 1, true) then
+        return m[2] == 5
+      end
+    end
+  end, 20000)
+  h.wait_for("the proposal", function()
+    return #chimera.proposals() == 1 and vim.tbl_isempty(require("chimera.remora").ghosts())
+  end, 20000)
+  local prompt = h.read(log) or ""
+  h.truthy(prompt:find("Write yourself: the new method `reset`. empties the values", 1, true), prompt)
+  h.eq(h.read(root .. "/app.py"), APP, "nothing written before the accept")
+  chimera.accept(chimera.proposals()[1].id)
+  h.wait_for("the accepted method", function()
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    return lines[8] == "    def reset(self):" and lines[9] == "        self.values = {}"
+  end, 10000)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 4, 6, false), { "    def load(self):", "        return helper(self)" }, "load as it was")
+end)
+
 h.test("the panel shows an ordinary task's proposal for the node it changes, live", function()
   local two = "def first():\n    return 1\n\n\ndef second():\n    return 2\n"
   local root = h.project({ ["m.py"] = two })
