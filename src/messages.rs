@@ -96,6 +96,12 @@ pub enum ToCore {
         since: EffectsSince,
         kind: Option<String>,
     },
+    /// Point branch `name` at `snapshot` (default: the newest), then send
+    /// the snapshots; without `name`, say which branches there are.
+    Branch {
+        name: Option<String>,
+        snapshot: Option<String>,
+    },
     /// Send agent `agent_id`'s audit log ([`ToEditor::Calls`]).
     Calls { agent_id: String },
     /// Start agent `id` on `task` with the project as in snapshot `snapshot`.

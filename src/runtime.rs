@@ -633,6 +633,38 @@ fn send_snapshots(core: &Core) {
     }
 }
 
+/// `:Chimera branch [name] [snapshot]`: sets a branch, or lists them.
+fn branch(core: &Core, name: Option<String>, snapshot: Option<String>) {
+    let Some(name) = name else {
+        let said = match core.store.branches() {
+            Ok(b) if b.is_empty() => {
+                "Chimera: no branches; :Chimera branch {name} [snapshot] names one".to_owned()
+            }
+            Ok(b) => b
+                .iter()
+                .map(|b| format!("{} -> {}", b.name, b.snapshot_id))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(e) => format!("Chimera: cannot list the branches: {e}"),
+        };
+        core.notify(Level::Info, said);
+        return;
+    };
+    match core.store.branch_set(&name, snapshot.as_deref()) {
+        Ok(b) => {
+            core.notify(
+                Level::Info,
+                format!(
+                    "Chimera: branch {} -> snapshot {} (fork and rollback take its name)",
+                    b.name, b.snapshot_id
+                ),
+            );
+            send_snapshots(core);
+        }
+        Err(e) => core.notify(Level::Error, format!("Chimera: {e}")),
+    }
+}
+
 /// The editor's buffers as project paths and texts (links left out).
 fn buffer_map(core: &Core, buffers: Vec<BufferText>) -> HashMap<String, String> {
     buffers
@@ -812,6 +844,9 @@ fn route_buffer(core: &Arc<Core>, msg: ToCore) {
 fn route_other(core: &Arc<Core>, msg: ToCore) {
     match msg {
         ToCore::History => send_snapshots(core),
+        // Behind the snapshots already asked for: `:Chimera snapshot` then
+        // `:Chimera branch` typed at once names the new one.
+        ToCore::Branch { name, snapshot } => core.on_lifecycle(move |c| branch(c, name, snapshot)),
         ToCore::RemoraEnable { confirmed } => match &core.remora {
             // Through the lifecycle thread: behind the initial import, so
             // an enable typed right after start sees the whole project.

@@ -303,6 +303,20 @@ fn remora_nodes_a_chat_and_a_fork_from_the_shell() {
     let out = p.run(&["fork", "nosuchsnap", "x"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no snapshot nosuchsnap"));
+    // A branch names the snapshot; fork and history take and show it.
+    let set = p.json(&["branch", "exp/one", &snap]);
+    assert_eq!(set["snapshot_id"], snap.as_str());
+    let fork = p.ok(&["fork", "exp/one", "fix", "add"]).trim().to_owned();
+    assert_eq!(p.json(&["agent", &fork])["agent"]["task"], "fix add");
+    assert!(p.ok(&["history"]).contains("(head of exp/one)"));
+    assert_eq!(p.json(&["branch"])[0]["name"], "exp/one");
+    let out = p.run(&["branch", "a b"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a branch name"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -29,10 +29,14 @@ local function agent_ids()
   end, chimera().agents())
 end
 
+--- Snapshot IDs and branch names: what fork, rollback and --since take.
 local function snapshot_ids()
-  return vim.tbl_map(function(s)
-    return s.id
-  end, require("chimera.history").history())
+  local ids = {}
+  for _, s in ipairs(require("chimera.history").history()) do
+    table.insert(ids, s.id)
+    vim.list_extend(ids, s.branches or {})
+  end
+  return ids
 end
 
 --- Removes `--hunk N` from `args`; returns N.
@@ -252,6 +256,13 @@ M.subcommands = {
         end
       end
       require("chimera.history").open_effects(opts)
+    end,
+  },
+  branch = {
+    desc = "name a line of snapshots: :Chimera branch {name} [snapshot] (default: the newest; again: moves it); fork and rollback take its name; no name: the branches",
+    complete = snapshot_ids,
+    run = function(args)
+      require("chimera.history").branch(args[1], args[2])
     end,
   },
   calls = {

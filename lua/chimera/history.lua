@@ -42,6 +42,12 @@ local function buffer_texts()
   return texts
 end
 
+--- Points branch `name` at `snapshot` (default: the newest); without a
+--- name, says which branches there are.
+function M.branch(name, snapshot)
+  lib().branch(name, snapshot)
+end
+
 --- Rolls back to snapshot `id` (`opts.dry_run`: only tell what would change).
 function M.rollback(id, opts)
   opts = opts or {}
@@ -121,11 +127,13 @@ end
 function M.history_lines()
   local lines = {}
   for _, s in ipairs(M.history()) do
-    table.insert(lines, ("%s  %s  %4d files  %s"):format(
+    local heads = #(s.branches or {}) > 0 and ("  (head of %s)"):format(table.concat(s.branches, ", ")) or ""
+    table.insert(lines, ("%s  %s  %4d files  %s%s"):format(
       s.id,
       os.date("%Y-%m-%d %H:%M:%S", math.floor(s.created_at / 1000)),
       s.files,
-      s.message
+      s.message,
+      heads
     ))
   end
   if #lines == 0 then

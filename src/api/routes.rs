@@ -75,6 +75,7 @@ pub fn router(backend: Shared) -> Router {
         .route("/proposal/{id}/approve", post(approve))
         .route("/proposal/{id}/reject", post(reject))
         .route("/snapshots", get(snapshots).post(snapshot))
+        .route("/branches", get(branches).post(branch))
         .route("/rollback/{id}", post(rollback))
         .route("/snapshots/{id}/fork", post(fork))
         .route("/effects", get(effects))
@@ -370,6 +371,33 @@ async fn reject(
 async fn snapshots(State(b): State<Shared>) -> Answer {
     let all = b.store().snapshots().map_err(ApiError::internal)?;
     Ok(Json(json!(all)))
+}
+
+async fn branches(State(b): State<Shared>) -> Answer {
+    let all = b.store().branches().map_err(ApiError::internal)?;
+    Ok(Json(json!(all)))
+}
+
+#[derive(Debug, Deserialize)]
+struct BranchRequest {
+    name: String,
+    /// A snapshot ID or branch; default: the newest snapshot.
+    snapshot: Option<String>,
+}
+
+/// `POST /branches`: names a snapshot line — creates branch `name` at
+/// `snapshot`, or moves it there.
+async fn branch(State(b): State<Shared>, Json(req): Json<BranchRequest>) -> Answer {
+    let set =
+        b.store()
+            .branch_set(&req.name, req.snapshot.as_deref())
+            .map_err(|e| match e {
+                crate::store::StoreError::NoSnapshot(_)
+                | crate::store::StoreError::NoSnapshotYet => ApiError::not_found(e.to_string()),
+                crate::store::StoreError::BadBranch(_) => ApiError::bad(e.to_string()),
+                e => ApiError::internal(e),
+            })?;
+    Ok(Json(json!(set)))
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -120,6 +120,13 @@ pub enum Command {
     },
     /// The snapshots, newest first.
     History,
+    /// Name a line of snapshots: branch NAME at SNAPSHOT (default: the
+    /// newest), or move it there; fork, rollback and --since take its
+    /// name. Without NAME: the branches.
+    Branch {
+        name: Option<String>,
+        snapshot: Option<String>,
+    },
     /// Start an agent on TEXT working on the project as in snapshot ID.
     Fork {
         id: String,

@@ -230,8 +230,21 @@ pub fn history(all: &Value, json: bool) {
             ago(s["created_at"].as_i64().unwrap_or(0)),
             s["files"].as_u64().unwrap_or(0),
             line(text(s, "message"), 70)
-        )
+        ) + &branch_names(s)
     });
+}
+
+/// ` (head of exp, main)` for a snapshot some branches point at.
+fn branch_names(s: &Value) -> String {
+    let names: Vec<&str> = s["branches"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("  (head of {})", names.join(", "))
+    }
 }
 
 /// An answer that is a sentence (a rollback's report).
@@ -259,6 +272,26 @@ pub fn effects(all: &Value, json: bool) {
             line(text(e, "input"), 60)
         )
     });
+}
+
+pub fn branches(all: &Value, json: bool) {
+    let header = format!("{:<24} {:<14} MOVED", "BRANCH", "HEAD");
+    list(all, json, "no branches", header, |b| {
+        format!(
+            "{:<24} {:<14} {}",
+            text(b, "name"),
+            text(b, "snapshot_id"),
+            ago(b["updated_at"].as_i64().unwrap_or(0))
+        )
+    });
+}
+
+pub fn branch(set: &Value, json: bool) {
+    if json {
+        print_json(set);
+    } else {
+        println!("{} -> {}", text(set, "name"), text(set, "snapshot_id"));
+    }
 }
 
 pub fn calls(all: &Value, json: bool) {

@@ -357,6 +357,19 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             };
             output::effects(&s.get(&path).await?, json);
         }
+        Command::Branch { name: None, .. } => output::branches(&s.get("/branches").await?, json),
+        Command::Branch {
+            name: Some(name),
+            snapshot,
+        } => {
+            let set = s
+                .post(
+                    "/branches",
+                    Some(json!({ "name": name, "snapshot": snapshot })),
+                )
+                .await?;
+            output::branch(&set, json);
+        }
         Command::Calls { id } => output::calls(
             &s.get(&format!("/agents/{}/calls", url_part(&id))).await?,
             json,

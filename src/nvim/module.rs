@@ -506,6 +506,12 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "branch",
+        lua.create_function(|_, (name, snapshot): (Option<String>, Option<String>)| {
+            send(ToCore::Branch { name, snapshot })
+        })?,
+    )?;
+    t.set(
         "calls",
         lua.create_function(|_, agent_id: String| send(ToCore::Calls { agent_id }))?,
     )?;

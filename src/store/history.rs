@@ -15,6 +15,16 @@ pub struct Snapshot {
     /// Milliseconds since the epoch.
     pub created_at: i64,
     pub files: usize,
+    /// The branches whose head it is.
+    pub branches: Vec<String>,
+}
+
+/// A branch: a name for a line of snapshots, and its head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Branch {
+    pub name: String,
+    pub snapshot_id: String,
+    pub updated_at: i64,
 }
 
 /// One file of a snapshot.
@@ -56,14 +66,24 @@ fn cap(s: &str) -> String {
     format!("{}… ({} bytes in all)", &s[..end], s.len())
 }
 
-const SNAPSHOT_SELECT: &str = "SELECT id, message, created_at, files FROM snapshots";
+const SNAPSHOT_SELECT: &str = "SELECT s.id, s.message, s.created_at, s.files,
+    (SELECT group_concat(b.name, ' ') FROM branches b WHERE b.snapshot_id = s.id)
+    FROM snapshots s";
 
 fn snapshot_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
+    let branches: Option<String> = r.get(4)?;
+    let mut branches: Vec<String> = branches
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    branches.sort();
     Ok(Snapshot {
         id: r.get(0)?,
         message: r.get(1)?,
         created_at: r.get(2)?,
         files: r.get::<_, i64>(3)? as usize,
+        branches,
     })
 }
 
@@ -148,6 +168,7 @@ impl Store {
                 message: message.to_owned(),
                 created_at,
                 files,
+                branches: Vec::new(),
             })
         })
     }
@@ -156,22 +177,100 @@ impl Store {
     pub fn snapshots(&self) -> Result<Vec<Snapshot>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(&format!(
-            "{SNAPSHOT_SELECT} ORDER BY created_at DESC, rowid DESC"
+            "{SNAPSHOT_SELECT} ORDER BY s.created_at DESC, s.rowid DESC"
         ))?;
         let rows = stmt.query_map([], snapshot_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Snapshot `id`, or the head of branch `id`.
     pub fn snapshot(&self, id: &str) -> Result<Option<Snapshot>> {
+        let id = self.head(id)?;
         Ok(self
             .conn()
-            .prepare_cached(&format!("{SNAPSHOT_SELECT} WHERE id = ?1"))?
+            .prepare_cached(&format!("{SNAPSHOT_SELECT} WHERE s.id = ?1"))?
             .query_row([id], snapshot_from_row)
             .optional()?)
     }
 
-    /// The files of snapshot `id`, by path.
+    /// The snapshot `name` means: itself, else the head of the branch so
+    /// named (unknown names are left as they are, for the caller's error).
+    fn head(&self, name: &str) -> Result<String> {
+        let conn = self.conn();
+        let is_snapshot = conn
+            .prepare_cached("SELECT 1 FROM snapshots WHERE id = ?1")?
+            .exists([name])?;
+        if is_snapshot {
+            return Ok(name.to_owned());
+        }
+        let head: Option<String> = conn
+            .prepare_cached("SELECT snapshot_id FROM branches WHERE name = ?1")?
+            .query_row([name], |r| r.get(0))
+            .optional()?;
+        Ok(head.unwrap_or_else(|| name.to_owned()))
+    }
+
+    /// Points branch `name` at `snapshot` (a snapshot or branch; default:
+    /// the newest snapshot), creating it or moving it on.
+    pub fn branch_set(&self, name: &str, snapshot: Option<&str>) -> Result<Branch> {
+        let valid = (1..=64).contains(&name.len())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+            && !name.starts_with(['-', '/', '.']);
+        let is_snapshot = self
+            .conn()
+            .prepare_cached("SELECT 1 FROM snapshots WHERE id = ?1")?
+            .exists([name])?;
+        if !valid || is_snapshot {
+            return Err(StoreError::BadBranch(name.to_owned()));
+        }
+        let head = match snapshot {
+            Some(s) => {
+                self.snapshot(s)?
+                    .ok_or_else(|| StoreError::NoSnapshot(s.to_owned()))?
+                    .id
+            }
+            None => {
+                self.snapshots()?
+                    .into_iter()
+                    .next()
+                    .ok_or(StoreError::NoSnapshotYet)?
+                    .id
+            }
+        };
+        let updated_at = now_ms();
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO branches (name, snapshot_id, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (name) DO UPDATE SET snapshot_id = excluded.snapshot_id, updated_at = excluded.updated_at",
+            )?
+            .execute(params![name, head, updated_at])?;
+        Ok(Branch {
+            name: name.to_owned(),
+            snapshot_id: head,
+            updated_at,
+        })
+    }
+
+    /// Every branch, by name.
+    pub fn branches(&self) -> Result<Vec<Branch>> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT name, snapshot_id, updated_at FROM branches ORDER BY name")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Branch {
+                name: r.get(0)?,
+                snapshot_id: r.get(1)?,
+                updated_at: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The files of snapshot `id` (or of branch `id`'s head), by path.
     pub fn snapshot_manifest(&self, id: &str) -> Result<Vec<ManifestEntry>> {
+        let id = &self.head(id)?;
         let blob: Option<String> = self
             .conn()
             .prepare_cached("SELECT manifest FROM snapshots WHERE id = ?1")?
@@ -238,6 +337,7 @@ impl Store {
 
     /// The last effect's sequence number when snapshot `id` was taken.
     pub fn snapshot_effect_seq(&self, id: &str) -> Result<i64> {
+        let id = &self.head(id)?;
         let after: Option<i64> = self
             .conn()
             .prepare_cached("SELECT effect_seq FROM snapshots WHERE id = ?1")?

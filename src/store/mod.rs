@@ -13,7 +13,7 @@ mod schema;
 pub use calls::ToolCall;
 pub use chat::ChatEntry;
 pub use checkpoints::Checkpoint;
-pub use history::{Effect, ManifestEntry, Snapshot};
+pub use history::{Branch, Effect, ManifestEntry, Snapshot};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -36,8 +36,12 @@ pub enum StoreError {
     MissingBlob(String),
     #[error("no agent with id `{0}`")]
     NoAgent(String),
-    #[error("no snapshot `{0}`; :Chimera history lists them")]
+    #[error("no snapshot or branch `{0}`; :Chimera history lists them")]
     NoSnapshot(String),
+    #[error("no snapshot yet: `:Chimera snapshot` (or `chimera snapshot`) takes one")]
+    NoSnapshotYet,
+    #[error("`{0}` is not a branch name: 1 to 64 letters, digits, `.`, `_`, `-` or `/`, and no snapshot's ID")]
+    BadBranch(String),
     #[error("no checkpoint `{name}`; the checkpoints are: {have}")]
     NoCheckpoint { name: String, have: String },
     #[error("agent {id} cannot go from {from} to {to}")]

@@ -125,6 +125,13 @@ CREATE TABLE IF NOT EXISTS snapshots (
     -- The last effect before it: later effects happened after it.
     effect_seq INTEGER NOT NULL DEFAULT 0
 );
+-- Branches: a name for a line of snapshots, pointing at its head (what a
+-- fork, a rollback or `--since` may name instead of a snapshot ID).
+CREATE TABLE IF NOT EXISTS branches (
+    name        TEXT PRIMARY KEY,
+    snapshot_id TEXT NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
 -- Irreversible actions (LLM calls, commands, network, MCP), each after
 -- the latest snapshot at the time.
 CREATE TABLE IF NOT EXISTS effects (

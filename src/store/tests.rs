@@ -429,3 +429,55 @@ fn a_transaction_that_reads_then_writes_waits_for_another_process_instead_of_fai
     assert_eq!(mine.setting("k").unwrap().as_deref(), Some("v"));
     assert!(mine.agent("theirs").is_ok());
 }
+
+#[test]
+fn a_branch_names_a_snapshot_and_moves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store
+        .branch_set("exp", None)
+        .unwrap_err()
+        .to_string()
+        .contains("no snapshot yet"));
+    store
+        .stable_put("a.py", b"a = 1\n", 0o644, 0, 1 << 20)
+        .unwrap();
+    let first = store.snapshot_create("first").unwrap();
+    store
+        .stable_put("a.py", b"a = 2\n", 0o644, 0, 1 << 20)
+        .unwrap();
+    let second = store.snapshot_create("second").unwrap();
+    let exp = store.branch_set("exp/try-1", Some(&first.id)).unwrap();
+    assert_eq!(exp.snapshot_id, first.id);
+    // The branch stands for its head wherever a snapshot ID goes.
+    assert_eq!(store.snapshot("exp/try-1").unwrap().unwrap().id, first.id);
+    assert_eq!(
+        store.snapshot_manifest("exp/try-1").unwrap(),
+        store.snapshot_manifest(&first.id).unwrap()
+    );
+    assert_eq!(
+        store.snapshot_effect_seq("exp/try-1").unwrap(),
+        store.snapshot_effect_seq(&first.id).unwrap()
+    );
+    let listed = store.snapshots().unwrap();
+    assert_eq!(listed[1].branches, ["exp/try-1"]);
+    assert!(listed[0].branches.is_empty());
+    // Set again without a snapshot: it moves on to the newest.
+    store.branch_set("exp/try-1", None).unwrap();
+    store.branch_set("main", Some("exp/try-1")).unwrap();
+    assert_eq!(
+        store.snapshots().unwrap()[0].branches,
+        ["exp/try-1", "main"]
+    );
+    assert_eq!(store.branches().unwrap().len(), 2);
+    assert_eq!(store.snapshot("main").unwrap().unwrap().id, second.id);
+    for bad in ["", "a b", "-x", "../x", &"x".repeat(65), &first.id] {
+        let e = store.branch_set(bad, None).unwrap_err().to_string();
+        assert!(e.contains("not a branch name"), "{bad:?}: {e}");
+    }
+    let e = store
+        .branch_set("x", Some("nosuch"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no snapshot or branch `nosuch`"), "{e}");
+}

@@ -118,4 +118,60 @@ h.test("snapshot, accept, rollback with a dry run, effects, fork", function()
   h.eq(#vim.api.nvim_list_wins(), wins + 1, "<CR> shows the whole effect in a float")
 end)
 
+h.test(":Chimera branch names a snapshot; history shows it; rollback and fork take its name", function()
+  h.project({ ["app.py"] = APP })
+  h.setup((h.fake_llm({ { text = PROGRAM } })))
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  chimera.start()
+  local snap = chimera.snapshot("clean")
+  -- Typed at once, as a person would: the branch goes on the newest snapshot.
+  vim.cmd("Chimera branch try/one")
+  h.wait_for("the branch in history", function()
+    for _, s in ipairs(chimera.history()) do
+      if s.id == snap and vim.deep_equal(s.branches, { "try/one" }) then
+        return true
+      end
+    end
+  end)
+  vim.cmd("Chimera history")
+  local text
+  h.wait_for("the history buffer", function()
+    text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    return vim.api.nvim_buf_get_name(0):match("chimera://history$")
+  end)
+  h.truthy(text:find(snap .. ".*clean  %(head of try/one%)"), text)
+  vim.cmd("close")
+  h.truthy(vim.tbl_contains(vim.fn.getcompletion("Chimera rollback ", "cmdline"), "try/one"), "completion offers the branch")
+  -- A bad name is refused with the reason.
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(msg, ...)
+    table.insert(said, msg)
+    return notify(msg, ...)
+  end
+  vim.cmd("Chimera branch bad\\ name")
+  h.wait_for("the refusal", function()
+    return vim.iter(said):any(function(m)
+      return m:find("not a branch name", 1, true) ~= nil
+    end)
+  end)
+  vim.notify = notify
+  -- The buffer changes; a rollback to the branch brings it back.
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "def changed():" })
+  vim.cmd("write")
+  local outcomes = h.user_events("ChimeraRollback")
+  vim.cmd("Chimera rollback try/one")
+  h.wait_for("the rollback", function()
+    return #outcomes == 1
+  end)
+  h.truthy(outcomes[1].ok, outcomes[1].message)
+  h.wait_for("the buffer as on the branch", function()
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == vim.split(APP, "\n")[1]
+  end)
+  local fid = chimera.fork("try/one", "change it")
+  h.eq(chimera.wait(fid, 20000), "completed", tostring((chimera.agent(fid) or {}).error))
+  chimera.reject(fid)
+end)
+
 h.finish()
