@@ -121,6 +121,15 @@ fn a_tool_mode_agent_delegates_to_a_peer_and_its_change_lands_in_the_overlay() {
             .contains("delegate to other"),
         "{effects}"
     );
+    let fetched = me.json(&["effects", "--kind", "network"]);
+    assert!(
+        fetched[0]["input"]
+            .as_str()
+            .unwrap()
+            .starts_with("GET the agent card of other"),
+        "the card's fetch is a network effect too: {fetched}"
+    );
+    assert_eq!(fetched[0]["agent_id"], id.as_str());
     me.ok(&["accept", &id]);
     assert_eq!(me.file(), "def add(a, b):\n    return a + b\n");
     peer.stop_serving();

@@ -468,6 +468,17 @@ impl AgentHost {
             let endpoint = card["url"].as_str().unwrap_or_default().to_owned();
             Ok::<_, crate::a2a::A2aError>((card, endpoint))
         });
+        // Every request an agent makes is an effect, a read as well.
+        let fetched = answer
+            .as_ref()
+            .map(|(_, endpoint)| format!("sends to {endpoint}"));
+        self.record_effect(
+            "network",
+            &format!("GET the agent card of {peer} ({})", spec.url),
+            started,
+            &fetched.map_err(|e| e.to_string()),
+        );
+        let started = std::time::Instant::now();
         let (_, endpoint) = answer.map_err(|e| format!("delegate(): {e}"))?;
         // The card names where to send: that host must be allowed too.
         allowed(&endpoint)?;
