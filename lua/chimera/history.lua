@@ -180,6 +180,15 @@ function M.open()
   end)
 end
 
+--- One item of a list, whole, in a float.
+local function show_whole(text, focus_id)
+  vim.lsp.util.open_floating_preview(vim.split(text, "\n", { plain = true }), "text", {
+    border = "rounded",
+    focus_id = focus_id,
+    max_width = math.floor(vim.o.columns * 0.8),
+  })
+end
+
 --- `:Chimera effects`: the effects in a buffer; <CR> shows one whole.
 function M.open_effects(opts)
   M.effects(opts, function(effects)
@@ -198,11 +207,7 @@ function M.open_effects(opts)
             e.input,
             e.output
           )
-          vim.lsp.util.open_floating_preview(vim.split(text, "\n", { plain = true }), "text", {
-            border = "rounded",
-            focus_id = "chimera-effect",
-            max_width = math.floor(vim.o.columns * 0.8),
-          })
+          show_whole(text, "chimera-effect")
         end, "the whole effect" },
       }
     )
@@ -229,11 +234,7 @@ function M.open_calls(id)
             c.args,
             c.result
           )
-          vim.lsp.util.open_floating_preview(vim.split(text, "\n", { plain = true }), "text", {
-            border = "rounded",
-            focus_id = "chimera-call",
-            max_width = math.floor(vim.o.columns * 0.8),
-          })
+          show_whole(text, "chimera-call")
         end, "the whole call" },
       }
     )

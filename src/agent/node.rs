@@ -89,14 +89,7 @@ pub fn system_prompt(view: &NodeView) -> String {
 - Location: {path}:{start}-{end}
 - Parent: {parent}
 
-# Your Source Code
-```{fence}
-{source}
-```
-
-# Graph Context
-- Called by: {callers}
-- You call: {callees}
+{code}
 
 # Custom Instructions
 {custom}
@@ -129,13 +122,7 @@ They run in a small Python subset: no imports, no open(), no % formatting.",
             .parent
             .as_ref()
             .map_or("None (top-level)".into(), label),
-        source = if n.status == NodeStatus::Ghost {
-            "(none yet: the human asked for you by name; write yourself from scratch)"
-        } else {
-            view.source.trim_end()
-        },
-        callers = labels(&view.callers),
-        callees = labels(&view.callees),
+        code = code_and_neighbours(view, n),
         custom = if view.custom_prompt.trim().is_empty() {
             "None"
         } else {
@@ -559,6 +546,21 @@ pub trait NodeBus: Send + Sync {
     ) -> Result<String, String>;
 }
 
+/// A node's source and neighbours, as its prompts show them.
+fn code_and_neighbours(view: &NodeView, n: &Node) -> String {
+    let source = if n.status == NodeStatus::Ghost {
+        "(none yet: the human asked for you by name; write yourself from scratch)"
+    } else {
+        view.source.trim_end()
+    };
+    format!(
+        "# Your Source Code\n```{fence}\n{source}\n```\n\n# Graph Context\n- Called by: {callers}\n- You call: {callees}",
+        fence = lang::of_file(&n.file_path).fence,
+        callers = labels(&view.callers),
+        callees = labels(&view.callees),
+    )
+}
+
 /// The conversation in which the node of `view` answers `question` from
 /// `asker` (a neighbour's label, or "The human"): one turn in prose, from
 /// its own code, changing nothing (seed §4b: the target's response goes
@@ -570,14 +572,7 @@ pub fn answer_messages(view: &NodeView, asker: &str, question: &str) -> Vec<Chat
     let system = format!(
         "You are the agent embodying the {language} {kind} `{name}` ({id}, {path}:{start}-{end}).
 
-# Your Source Code
-```{fence}
-{source}
-```
-
-# Graph Context
-- Called by: {callers}
-- You call: {callees}
+{code}
 {custom}
 You are asked a question. Answer it from your source code in a few plain sentences. Do not write code and do not propose changes.",
         language = lang::of_file(&n.file_path).name,
@@ -587,10 +582,7 @@ You are asked a question. Answer it from your source code in a few plain sentenc
         path = n.file_path,
         start = n.start_line,
         end = n.end_line,
-        fence = lang::of_file(&n.file_path).fence,
-        source = view.source.trim_end(),
-        callers = labels(&view.callers),
-        callees = labels(&view.callees),
+        code = code_and_neighbours(view, n),
         custom = if view.custom_prompt.trim().is_empty() {
             String::new()
         } else {

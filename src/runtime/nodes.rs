@@ -511,6 +511,31 @@ struct Bus {
     core: Weak<Core>,
 }
 
+impl Bus {
+    /// The core, and the chain in which `from` reaches node `to` (a new
+    /// one when `from` is in none), once `to` is known to exist.
+    fn reach(
+        &self,
+        from: &str,
+        to: &str,
+        correlation: Option<&str>,
+    ) -> Result<(Arc<Core>, String), String> {
+        let core = self.core.upgrade().ok_or("Chimera is stopping")?;
+        if self.node(to).is_none() {
+            return Err(format!("message_node(): no node {to}"));
+        }
+        let correlation = match correlation {
+            Some(c) => c.to_owned(),
+            None => core
+                .chains
+                .lock()
+                .map(|mut ch| ch.start(from, now_ms()))
+                .map_err(|e| e.to_string())?,
+        };
+        Ok((core, correlation))
+    }
+}
+
 impl NodeBus for Bus {
     fn node(&self, id: &str) -> Option<Node> {
         let core = self.core.upgrade()?;
@@ -525,18 +550,7 @@ impl NodeBus for Bus {
         request: &str,
         correlation: Option<&str>,
     ) -> Result<String, String> {
-        let core = self.core.upgrade().ok_or("Chimera is stopping")?;
-        if self.node(to).is_none() {
-            return Err(format!("message_node(): no node {to}"));
-        }
-        let correlation = match correlation {
-            Some(c) => c.to_owned(),
-            None => core
-                .chains
-                .lock()
-                .map(|mut ch| ch.start(from, now_ms()))
-                .map_err(|e| e.to_string())?,
-        };
+        let (core, correlation) = self.reach(from, to, correlation)?;
         core.chains
             .lock()
             .map_err(|e| e.to_string())?
@@ -567,18 +581,7 @@ impl NodeBus for Bus {
         question: &str,
         correlation: Option<&str>,
     ) -> Result<String, String> {
-        let core = self.core.upgrade().ok_or("Chimera is stopping")?;
-        if self.node(to).is_none() {
-            return Err(format!("message_node(): no node {to}"));
-        }
-        let correlation = match correlation {
-            Some(c) => c.to_owned(),
-            None => core
-                .chains
-                .lock()
-                .map(|mut ch| ch.start(from, now_ms()))
-                .map_err(|e| e.to_string())?,
-        };
+        let (core, correlation) = self.reach(from, to, correlation)?;
         // Answering is a turn of `to`: it joins the chain as a woken node
         // does, so a question back to a node in the chain is a cycle.
         let depth = core

@@ -126,6 +126,31 @@ function M.user_events(pattern)
   return got
 end
 
+--- Runs `action`, then waits until a notification containing `text` is
+--- shown (what the user reads); returns it.
+function M.wait_for_notice(text, action)
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(msg, ...)
+    table.insert(said, msg)
+    return notify(msg, ...)
+  end
+  local ok, err = pcall(action)
+  local found
+  local waited, werr = pcall(M.wait_for, "the notice " .. text, function()
+    for _, m in ipairs(said) do
+      if tostring(m):find(text, 1, true) then
+        found = m
+        return true
+      end
+    end
+  end)
+  vim.notify = notify
+  assert(ok, err)
+  assert(waited, werr)
+  return found
+end
+
 --- setup() pointing at `url` (an OpenAI-compatible fake), quiet UI.
 function M.setup(url, extra)
   local opts = vim.tbl_deep_extend("force", {
