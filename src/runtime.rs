@@ -883,7 +883,27 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
             kind,
             name,
             description,
-        } => nodes::ghost(core, &file, line, &kind, &name, &description),
+        } => match &core.remora {
+            // Behind the import and the index of what was opened before:
+            // a new node asked for as soon as a file is open finds its scope.
+            Some(_) => {
+                let runtime = tokio::runtime::Handle::current();
+                let c = core.clone();
+                core.on_lifecycle(move |l| {
+                    if let Some(w) = &l.remora {
+                        w.send(remora::Job::Then(Box::new(move || {
+                            runtime.spawn(async move {
+                                nodes::ghost(&c, &file, line, &kind, &name, &description)
+                            });
+                        })))
+                    }
+                })
+            }
+            None => core.notify(
+                Level::Warn,
+                "Chimera: new nodes need Remora: `remora.index = true` in setup{}",
+            ),
+        },
         ToCore::Chat {
             id,
             message,

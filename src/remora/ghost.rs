@@ -26,7 +26,7 @@ pub enum GhostError {
     BadName(String),
     #[error("a new node is a function, class or method, not {0:?}")]
     BadKind(String),
-    #[error("{0} is not indexed yet: Remora indexes it when it is saved in the project")]
+    #[error("{0} has no Remora nodes: it must be a file of the project, saved, in a language Chimera reads (:help chimera-languages)")]
     NotIndexed(String),
     #[error("a method goes in a class: put the cursor inside one, or ask for a function")]
     NoClass,
@@ -167,6 +167,6 @@ mod tests {
         assert!(place(t, "other.py", 1, "function", "f")
             .unwrap_err()
             .to_string()
-            .contains("not indexed"));
+            .contains("has no Remora nodes"));
     }
 }

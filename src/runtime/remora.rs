@@ -40,7 +40,6 @@ impl SharedIndex {
 }
 
 /// Work for the worker.
-#[derive(Debug)]
 pub enum Job {
     /// Bring the index up to date with the whole stable layer.
     IndexAll,
@@ -49,6 +48,9 @@ pub enum Job {
     /// `:Chimera remora enable`: index everything; in inline mode, count
     /// the files that will get ID comments and, once confirmed, write them.
     Enable { confirmed: bool },
+    /// Run once the index holds what was asked before (a request typed
+    /// right after a file was opened sees that file's nodes).
+    Then(Box<dyn FnOnce() + Send>),
 }
 
 /// Setting key: the user ran `:Chimera remora enable` in this project.
@@ -91,6 +93,7 @@ fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
         let mut all = false;
         let mut enable = None;
         let mut changed = BTreeSet::new();
+        let mut then = Vec::new();
         for job in std::iter::once(first).chain(rx.try_iter()) {
             match job {
                 Job::IndexAll => all = true,
@@ -98,6 +101,7 @@ fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
                     changed.insert(p);
                 }
                 Job::Enable { confirmed } => enable = Some(confirmed),
+                Job::Then(f) => then.push(f),
             }
         }
         let result = (|| -> Result<(), String> {
@@ -117,6 +121,9 @@ fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
                 level: Level::Warn,
                 message: format!("Chimera: Remora index: {e}"),
             });
+        }
+        for f in then {
+            f();
         }
     }
 }

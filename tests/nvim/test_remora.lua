@@ -284,9 +284,8 @@ h.test(":Chimera node new: a ghost method at the cursor's class is written by it
   h.setup(url)
   vim.cmd.edit("app.py")
   local buf = vim.api.nvim_get_current_buf()
-  chimera.start()
-  indexed(root .. "/app.py")
-  -- A method outside a class is refused with what to do.
+  -- Typed as soon as the file is open, as a person does: no waiting for
+  -- the index. A method outside a class is refused with what to do.
   vim.api.nvim_win_set_cursor(0, { 1, 0 })
   h.wait_for_notice("a method goes in a class", function()
     vim.cmd("Chimera node new method reset empties the values")
