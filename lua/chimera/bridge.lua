@@ -78,7 +78,11 @@ function handlers.agent(msg)
   if rec.state ~= "running" then
     state.progress[rec.id] = nil
   end
-  require("chimera.remora").agent_changed(rec)
+  -- Ghost nodes exist only once remora.lua is loaded: never load it here.
+  local remora = package.loaded["chimera.remora"]
+  if remora then
+    remora.agent_changed(rec)
+  end
   if #redraw > 0 then
     require("chimera.ghost").render_paths(redraw)
   end
