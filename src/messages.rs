@@ -227,6 +227,8 @@ pub enum ToEditor {
         path: String,
         line: usize,
         label: String,
+        /// The whitespace its siblings are indented with.
+        indent: String,
     },
     /// The snapshots, newest first.
     Snapshots {

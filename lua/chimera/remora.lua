@@ -329,7 +329,7 @@ function M.ghost_arrived(msg)
   ghosts[msg.agent_id] = {
     buf = buf,
     mark = vim.api.nvim_buf_set_extmark(buf, ghost_ns, math.min(row, last), 0, {
-      virt_lines = { { { ("◌ new %s — its agent is writing it"):format(msg.label), "Comment" } } },
+      virt_lines = { { { ("%s◌ new %s — its agent is writing it"):format(msg.indent or "", msg.label), "Comment" } } },
       virt_lines_above = above,
     }),
   }

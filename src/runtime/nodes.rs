@@ -282,11 +282,18 @@ pub(super) fn ghost(
         },
         correlation.as_deref(),
     );
+    // The placeholder is indented as its siblings are.
+    let indent = match (&p.after, p.parent.node_type) {
+        (_, crate::remora::NodeType::File) => String::new(),
+        (Some(a), _) => line_indent(core, rel.as_str(), a.start_line),
+        (None, _) => line_indent(core, rel.as_str(), p.parent.start_line) + "    ",
+    };
     core.sink.send(ToEditor::GhostNode {
         agent_id: id.clone(),
         path: core.abs(rel.as_str()),
         line: ghost.start_line,
         label: format!("{kind} {name}"),
+        indent,
     });
     let view = NodeView {
         parent: Some(p.parent),
@@ -311,6 +318,21 @@ pub(super) fn ghost(
             ..Job::default()
         },
     );
+}
+
+/// The leading whitespace of 1-based `line` of `path` as the store has it.
+fn line_indent(core: &Core, path: &str, line: usize) -> String {
+    core.store
+        .stable_entry(path)
+        .ok()
+        .flatten()
+        .and_then(|e| core.store.blob(&e.hash).ok())
+        .and_then(|b| {
+            let text = String::from_utf8_lossy(&b).into_owned();
+            let l = text.lines().nth(line.saturating_sub(1))?;
+            Some(l[..l.len() - l.trim_start().len()].to_owned())
+        })
+        .unwrap_or_default()
 }
 
 /// The human chats with node `node_id`: a new activation chain starts there.

@@ -842,7 +842,11 @@ fn a_ghost_node_asked_for_from_the_ui_is_written_by_its_agent_as_a_proposal() {
             path,
             line,
             label,
-        } if path == &file && label == "function parse" => Some((agent_id.clone(), *line)),
+            indent,
+        } if path == &file && label == "function parse" => {
+            assert_eq!(indent, "", "a function of the file");
+            Some((agent_id.clone(), *line))
+        }
         _ => None,
     });
     assert_eq!(line, 4, "after Config, which ends on line 3");

@@ -297,7 +297,7 @@ h.test(":Chimera node new: a ghost method at the cursor's class is written by it
     local marks = vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = true })
     for _, m in ipairs(marks) do
       local vl = m[4].virt_lines
-      if vl and vl[1][1][1]:find("new method reset", 1, true) then
+      if vl and vl[1][1][1]:find("^    ◌ new method reset") then
         return m[2] == 5
       end
     end
