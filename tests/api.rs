@@ -462,6 +462,9 @@ async fn nothing_without_the_token_nor_on_any_address_but_loopback() {
             ("GET", "/events/stream"),
             ("POST", "/snapshots"),
             ("GET", "/status"),
+            ("POST", "/branches"),
+            ("GET", "/branches"),
+            ("GET", "/agents/x/calls"),
         ] {
             let mut req = http
                 .request(method.parse().unwrap(), format!("{base}{path}"))
@@ -487,6 +490,46 @@ async fn nothing_without_the_token_nor_on_any_address_but_loopback() {
     let api = Api::new(&h);
     assert_eq!(api.get("/agents").await, json!([]));
     assert_eq!(api.get("/snapshots").await.as_array().unwrap().len(), 0);
+    assert_eq!(api.get("/branches").await, json!([]));
+
+    // With the token, a branch name is still only a name: no path, no
+    // snapshot's ID in another case's clothes, nothing huge.
+    api.post("/snapshots", json!({"message": "one"})).await;
+    let snap = api.get("/snapshots").await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for name in [
+        "../../etc".to_owned(),
+        "/abs".to_owned(),
+        "a b".to_owned(),
+        snap.clone(),
+        "x".repeat(100_000),
+    ] {
+        let (status, v) = api
+            .send("POST", "/branches", Some(json!({"name": name})))
+            .await;
+        assert_eq!(status, 400, "{}: {v}", &name[..name.len().min(20)]);
+        assert!(
+            v["error"].as_str().unwrap().contains("not a branch name"),
+            "{v}"
+        );
+    }
+    let (status, v) = api
+        .send(
+            "POST",
+            "/branches",
+            Some(json!({"name": "ok", "snapshot": "../x"})),
+        )
+        .await;
+    assert_eq!(status, 404, "{v}");
+    // A name in another case is another branch, never the snapshot.
+    let upper = api
+        .post("/branches", json!({"name": snap.to_uppercase()}))
+        .await;
+    assert_eq!(upper["snapshot_id"], snap.as_str());
+    let (status, _) = api.send("GET", "/agents/..%2F..%2Fetc/calls", None).await;
+    assert_eq!(status, 404);
 
     // A page whose domain was rebound to 127.0.0.1 names itself as Host.
     let resp = http
