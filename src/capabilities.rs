@@ -168,6 +168,15 @@ impl Capabilities {
         self
     }
 
+    /// `Ok` when `allowed`, else refused with what `what` says.
+    fn allow(&self, allowed: bool, what: impl FnOnce() -> String) -> Result<(), Denied> {
+        if allowed {
+            Ok(())
+        } else {
+            Err(self.deny(what()))
+        }
+    }
+
     fn deny(&self, what: String) -> Denied {
         Denied {
             preset: self.preset.clone(),
@@ -274,13 +283,9 @@ impl Capabilities {
     }
 
     pub fn check_host(&self, host: &str) -> Result<(), Denied> {
-        if self.hosts.iter().any(|h| h == host) {
-            Ok(())
-        } else {
-            Err(self.deny(format!(
-                "reaching {host:?} is not allowed (capabilities.hosts)"
-            )))
-        }
+        self.allow(self.hosts.iter().any(|h| h == host), || {
+            format!("reaching {host:?} is not allowed (capabilities.hosts)")
+        })
     }
 
     /// `host`, on `port` if given, may be reached when it is listed as
@@ -304,13 +309,9 @@ impl Capabilities {
 
     /// Reading environment variable `name` (`capabilities.env`).
     pub fn check_env(&self, name: &str) -> Result<(), Denied> {
-        if self.env.is_match(name) {
-            Ok(())
-        } else {
-            Err(self.deny(format!(
-                "reading the environment variable {name:?} is not allowed (capabilities.env)"
-            )))
-        }
+        self.allow(self.env.is_match(name), || {
+            format!("reading the environment variable {name:?} is not allowed (capabilities.env)")
+        })
     }
 
     /// Whether some environment variable may be read.
@@ -320,36 +321,22 @@ impl Capabilities {
 
     /// `snapshot()`: checkpointing the agent's own overlay.
     pub fn check_snapshot(&self) -> Result<(), Denied> {
-        if self.snapshot {
-            Ok(())
-        } else {
-            Err(self.deny(
-                "checkpoints are not allowed (capabilities.snapshot; on in the developer preset)"
-                    .into(),
-            ))
-        }
+        self.allow(self.snapshot, || {
+            "checkpoints are not allowed (capabilities.snapshot; on in the developer preset)".into()
+        })
     }
 
     /// `rollback()`: bringing the agent's own overlay back to a checkpoint.
     pub fn check_rollback(&self) -> Result<(), Denied> {
-        if self.rollback {
-            Ok(())
-        } else {
-            Err(self.deny(
-                "rolling back is not allowed (capabilities.rollback; on in the developer preset)"
-                    .into(),
-            ))
-        }
+        self.allow(self.rollback, || {
+            "rolling back is not allowed (capabilities.rollback; on in the developer preset)".into()
+        })
     }
 
     pub fn check_mcp(&self, tool: &str) -> Result<(), Denied> {
-        if self.mcp.is_match(tool) {
-            Ok(())
-        } else {
-            Err(self.deny(format!(
-                "the MCP tool {tool:?} is not allowed (capabilities.mcp)"
-            )))
-        }
+        self.allow(self.mcp.is_match(tool), || {
+            format!("the MCP tool {tool:?} is not allowed (capabilities.mcp)")
+        })
     }
 }
 

@@ -633,6 +633,30 @@ fn send_snapshots(core: &Core) {
     }
 }
 
+impl Core {
+    /// Runs `f` on the runtime once the Remora index holds what was asked
+    /// before (the import and its index included); `false` when Remora is
+    /// off.
+    fn after_index(self: &Arc<Self>, f: impl FnOnce(&Arc<Core>) + Send + 'static) -> bool {
+        if self.remora.is_none() {
+            return false;
+        }
+        let runtime = tokio::runtime::Handle::current();
+        let core = self.clone();
+        // Through the lifecycle thread, behind the import; then the worker,
+        // behind the index; then back on the runtime.
+        let queued = move |l: &Arc<Core>| {
+            if let Some(w) = &l.remora {
+                w.send(remora::Job::Then(Box::new(move || {
+                    runtime.spawn(async move { f(&core) });
+                })))
+            }
+        };
+        self.on_lifecycle(queued);
+        true
+    }
+}
+
 /// `:Chimera branch [name] [snapshot]`: sets a branch, or lists them.
 fn branch(core: &Core, name: Option<String>, snapshot: Option<String>) {
     let Some(name) = name else {
@@ -883,27 +907,17 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
             kind,
             name,
             description,
-        } => match &core.remora {
-            // Behind the import and the index of what was opened before:
-            // a new node asked for as soon as a file is open finds its scope.
-            Some(_) => {
-                let runtime = tokio::runtime::Handle::current();
-                let c = core.clone();
-                core.on_lifecycle(move |l| {
-                    if let Some(w) = &l.remora {
-                        w.send(remora::Job::Then(Box::new(move || {
-                            runtime.spawn(async move {
-                                nodes::ghost(&c, &file, line, &kind, &name, &description)
-                            });
-                        })))
-                    }
-                })
+        } => {
+            // A new node asked for as soon as a file is open finds its scope.
+            let asked =
+                core.after_index(move |c| nodes::ghost(c, &file, line, &kind, &name, &description));
+            if !asked {
+                core.notify(
+                    Level::Warn,
+                    "Chimera: new nodes need Remora: `remora.index = true` in setup{}",
+                );
             }
-            None => core.notify(
-                Level::Warn,
-                "Chimera: new nodes need Remora: `remora.index = true` in setup{}",
-            ),
-        },
+        }
         ToCore::Chat {
             id,
             message,
