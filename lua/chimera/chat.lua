@@ -5,6 +5,7 @@
 --- calls and their results are shown folded, changes arrive as proposals,
 --- and the conversation is kept in the project's database.
 local remora = require("chimera.remora")
+local state = require("chimera.state")
 
 local M = {}
 
@@ -208,6 +209,20 @@ function M.send(node_id, message)
 end
 
 
+-- How long a chat typed before the first index waits for it.
+local INDEX_WAIT_MS = 10000
+
+--- Whether the first index of the project is still to come and `name`
+--- (a buffer's file) is in the project: the node at the cursor is not
+--- known yet, only not known *yet*.
+local function index_pending(name)
+  return state.config ~= nil
+    and state.config.remora.index
+    and state.topology_tick == nil
+    and state.root ~= nil
+    and vim.startswith(name, state.root .. "/")
+end
+
 --- Opens the chat with the node at the cursor (with `opts.free`, or
 --- outside any node: the free chat); with `message`, sends it too.
 function M.open(message, opts)
@@ -218,6 +233,26 @@ function M.open(message, opts)
     require("chimera.references").remember(vim.api.nvim_get_current_buf())
   end
   local n = not (opts and opts.free) and remora.node_at_cursor() or nil
+  if not n and not (opts and (opts.free or opts.waited)) and index_pending(name) then
+    -- Typed as soon as the file was open: the node at the cursor is known
+    -- once the first index comes (else, after a while, the free chat).
+    local win, done = vim.api.nvim_get_current_win(), false
+    local function again()
+      if done then
+        return
+      end
+      done = true
+      -- From the window it was typed in, and the chat takes the focus
+      -- as it would have then.
+      if vim.api.nvim_win_is_valid(win) then
+        vim.api.nvim_set_current_win(win)
+      end
+      M.open(message, vim.tbl_extend("force", opts or {}, { waited = true }))
+    end
+    vim.api.nvim_create_autocmd("User", { pattern = "ChimeraTopology", once = true, callback = vim.schedule_wrap(again) })
+    vim.defer_fn(again, INDEX_WAIT_MS)
+    return
+  end
   local node_id = n and n.id or "free"
   local buf = buffers[node_id]
   if not (buf and vim.api.nvim_buf_is_valid(buf)) then

@@ -91,6 +91,8 @@ function M.stop()
   end
   state.root = nil
   state.ready = false
+  -- The next core indexes afresh.
+  state.topology_tick = nil
   require("chimera.progress").stop()
   -- The core sends every agent and proposal again when it starts.
   local shown = {}

@@ -177,20 +177,21 @@ h.test("a node asked a question answers it in the chat; a node asking a neighbou
   })
   h.setup(url, { remora = { cooldown_ms = 0 } })
   vim.cmd.edit("app.py")
-  chimera.start()
-  indexed(root .. "/app.py")
-  indexed(root .. "/util.py")
+  -- Your question, typed as soon as the file is open: answered in the
+  -- node's chat, no proposal.
   vim.api.nvim_win_set_cursor(0, { 6, 8 })
-  local load = chimera.node_at_cursor()
-  local helper = chimera.callees(load.id)[1]
-  -- Your question: answered in the chat, no proposal.
   vim.cmd("Chimera chat What do you return?")
-  local chat_buf = vim.api.nvim_get_current_buf()
-  local text
+  local chat_buf, text
   h.wait_for("the answer in the chat", function()
+    chat_buf = vim.api.nvim_get_current_buf()
     text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n")
     return text:find("answer: It returns what helper makes of the config.", 1, true)
   end, 20000)
+  local load = vim.iter(chimera.nodes(root .. "/app.py")):find(function(n)
+    return n.name == "load"
+  end)
+  local helper = chimera.callees(load.id)[1]
+  h.truthy(vim.api.nvim_buf_get_name(chat_buf):find("chimera://chat/" .. load.id, 1, true), "the node's chat, not the free chat")
   h.truthy(text:find("You: What do you return?", 1, true), text)
   h.eq(#chimera.proposals(), 0, "a question changes nothing")
   h.truthy((h.read(log) or ""):find("asks: What do you return?", 1, true), "asked as the node")
@@ -255,11 +256,8 @@ h.test("the seed's extension file runs as written: its read_env tool reads an al
   local url, log = h.fake_llm({ { text = program } })
   h.setup(url, { capabilities = { env = { "CHIMERA_TEST_*" } } })
   vim.cmd.edit("app.py")
-  chimera.start()
-  indexed(root .. "/app.py")
+  -- Typed as soon as the file is open.
   vim.api.nvim_win_set_cursor(0, { 4, 0 })
-  local config = chimera.node_at_cursor()
-  h.eq(config.name, "Config")
   vim.cmd("Chimera chat name the mode we run in")
   h.wait_for("the proposal", function()
     return #chimera.proposals() == 1
