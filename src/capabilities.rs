@@ -82,13 +82,53 @@ pub enum CapabilitiesError {
     Glob(String, String),
 }
 
+/// The files `capabilities.secrets` names: no agent reads or writes them,
+/// no reference sends them, and the store never keeps their content.
+#[derive(Debug, Clone)]
+pub struct Secrets(GlobSet);
+
+impl Secrets {
+    pub fn new(patterns: &[String]) -> Result<Self, CapabilitiesError> {
+        let mut set = GlobSetBuilder::new();
+        for p in patterns {
+            // A secret pattern matches a name anywhere in the tree, in any
+            // case: `.ENV` and `ID_RSA` are as secret as `.env` and `id_rsa`
+            // (and are the same file on a case-insensitive disk).
+            for pattern in [p.clone(), format!("**/{p}")] {
+                set.add(
+                    GlobBuilder::new(&pattern)
+                        .case_insensitive(true)
+                        .build()
+                        .map_err(|e| CapabilitiesError::Glob(p.clone(), e.to_string()))?,
+                );
+            }
+        }
+        set.build()
+            .map(Self)
+            .map_err(|e| CapabilitiesError::Glob(patterns.join(", "), e.to_string()))
+    }
+
+    /// Whether `path` (a project path) is a secret.
+    pub fn is_match(&self, path: &str) -> bool {
+        self.0.is_match(path)
+    }
+}
+
+impl Default for Secrets {
+    /// The default `capabilities.secrets`.
+    fn default() -> Self {
+        // The default patterns are known-good globs.
+        Self::new(&CapabilitiesConfig::default().secrets).unwrap_or_else(|_| Self(GlobSet::empty()))
+    }
+}
+
 /// The rules one agent runs under.
 #[derive(Debug, Clone)]
 pub struct Capabilities {
     pub preset: String,
     read: GlobSet,
     write: Option<GlobSet>,
-    secrets: GlobSet,
+    secrets: Secrets,
     commands: Vec<String>,
     hosts: Vec<String>,
     mcp: GlobSet,
@@ -126,26 +166,10 @@ impl Capabilities {
             "developer" => (Some(globs(&config.write)?), config.commands.clone()),
             other => return Err(CapabilitiesError::Preset(other.to_owned())),
         };
-        let mut secrets = GlobSetBuilder::new();
-        for p in &config.secrets {
-            // A secret pattern matches a name anywhere in the tree, in any
-            // case: `.ENV` and `ID_RSA` are as secret as `.env` and `id_rsa`
-            // (and are the same file on a case-insensitive disk).
-            for pattern in [p.clone(), format!("**/{p}")] {
-                secrets.add(
-                    GlobBuilder::new(&pattern)
-                        .case_insensitive(true)
-                        .build()
-                        .map_err(|e| CapabilitiesError::Glob(p.clone(), e.to_string()))?,
-                );
-            }
-        }
         Ok(Self {
             read: globs(&config.read)?,
             write,
-            secrets: secrets
-                .build()
-                .map_err(|e| CapabilitiesError::Glob(config.secrets.join(", "), e.to_string()))?,
+            secrets: Secrets::new(&config.secrets)?,
             commands,
             hosts: config.hosts.clone(),
             mcp: globs(&config.mcp)?,

@@ -63,6 +63,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod store;
 pub mod sync;
+pub mod trust;
 
 #[cfg(feature = "neovim")]
 pub mod nvim;

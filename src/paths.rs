@@ -1,7 +1,8 @@
 //! The project root and project-relative paths. Every path an agent names
 //! goes through [`ProjectPath::parse`], which refuses `..`, absolute paths
-//! and `.git`/`.chimera`; [`crate::rootfs`] then reaches it on disk without
-//! following any symbolic link.
+//! and anything inside a `.git` or `.chimera` folder at any depth;
+//! [`crate::rootfs`] then reaches it on disk without following any
+//! symbolic link.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -14,7 +15,7 @@ pub enum PathError {
     Escapes(String),
     #[error("path `{0}` is empty")]
     Empty(String),
-    #[error("path `{0}` is inside `.git` or `.chimera`, which agents may not touch")]
+    #[error("path `{0}` is inside a `.git` or `.chimera` folder, which agents may not touch")]
     Reserved(String),
 }
 
@@ -42,7 +43,7 @@ impl ProjectPath {
         if parts.is_empty() {
             return Err(PathError::Empty(raw.to_owned()));
         }
-        if matches!(parts[0], ".git" | ".chimera") {
+        if parts.iter().any(|p| is_reserved_name(p)) {
             return Err(PathError::Reserved(raw.to_owned()));
         }
         Ok(Self(parts.join("/")))
@@ -76,6 +77,23 @@ impl std::fmt::Display for ProjectPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Whether a file or folder name is a repository's or a store's own
+/// folder: `.git` (a nested clone's hooks and config run code and hold
+/// tokens) or `.chimera`. Compared as the file systems people use compare
+/// them: in any case (macOS, Windows), without trailing dots and spaces
+/// (Windows) and without the characters HFS+ ignores, as git itself does
+/// (CVE-2014-9390); `git~1` is `.git`'s short name on Windows.
+pub fn is_reserved_name(name: &str) -> bool {
+    const IGNORED_BY_HFS: &[char] = &[
+        '\u{200c}', '\u{200d}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}',
+        '\u{202d}', '\u{202e}', '\u{206a}', '\u{206b}', '\u{206c}', '\u{206d}', '\u{206e}',
+        '\u{206f}', '\u{feff}',
+    ];
+    let bare: String = name.chars().filter(|c| !IGNORED_BY_HFS.contains(c)).collect();
+    let bare = bare.trim_end_matches(['.', ' ']).to_ascii_lowercase();
+    matches!(bare.as_str(), ".git" | ".chimera" | "git~1")
 }
 
 /// Normalises a directory argument ("", ".", "src/", "./src") for listing;
@@ -181,6 +199,30 @@ mod tests {
             Err(PathError::Reserved(_))
         ));
         assert!(matches!(ProjectPath::parse(""), Err(PathError::Empty(_))));
+    }
+
+    #[test]
+    fn a_git_or_chimera_folder_is_reserved_at_any_depth_and_in_any_spelling() {
+        for raw in [
+            "vendor/lib/.git/config",
+            "vendor/lib/.GIT/config",
+            "a/.Git",
+            "a/.git./hooks/x",
+            "a/.git /x",
+            "a/.g\u{200c}it/config",
+            "a/GIT~1/config",
+            "sub/.chimera/api.json",
+            "sub/.CHIMERA/chimera.db",
+            ".Git/config",
+        ] {
+            assert!(
+                matches!(ProjectPath::parse(raw), Err(PathError::Reserved(_))),
+                "{raw:?} was not refused"
+            );
+        }
+        for fine in [".gitignore", "a/.github/workflows/x.yml", "git/x", "a/.gitmodules", "chimera/x"] {
+            assert!(ProjectPath::parse(fine).is_ok(), "{fine:?} was refused");
+        }
     }
 
     #[test]

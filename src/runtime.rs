@@ -326,13 +326,31 @@ async fn main_loop(
     shared: SharedIndex,
     held: std::io::Result<Option<crate::api::control::Held>>,
 ) {
-    let store = match Store::open(&root) {
+    let secrets = crate::capabilities::Secrets::new(&config.capabilities.secrets).unwrap_or_default();
+    let store = match Store::open_with(&root, secrets) {
         Ok(s) => Arc::new(s),
         Err(e) => return without_store(&root, &sink, &mut rx, &e.to_string()).await,
     };
+    match store.forget_secrets() {
+        Ok(0) => {}
+        Ok(n) => sink.send(ToEditor::Notify {
+            level: Level::Info,
+            message: format!(
+                "Chimera: removed {n} copies of secret files (capabilities.secrets) that an older version kept in .chimera/chimera.db"
+            ),
+        }),
+        Err(e) => sink.send(ToEditor::Notify {
+            level: Level::Warn,
+            message: format!("Chimera: cannot remove secret files' copies from the store: {e}"),
+        }),
+    }
     // API clients hear what the editor hears.
     let events = Arc::new(crate::api::events::EventBus::new(sink, &root));
     let core = build_core(config, root, events.clone(), store, shared);
+    // Watching starts before the import walks the project: a file written
+    // in between is seen by one or the other (both: the watcher's change
+    // queues behind the import), never by neither.
+    let _watch = start_watcher(&core);
     let sink = core.sink.clone();
     let api = &core.config.api;
     let serving = crate::api::control::Serving {
@@ -356,7 +374,6 @@ async fn main_loop(
         move || c.on_lifecycle(|c| c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS))),
     );
     start_background(&core);
-    let _watch = start_watcher(&core);
     while let Some(msg) = rx.recv().await {
         if matches!(msg, ToCore::Shutdown) {
             break;

@@ -1,7 +1,7 @@
 //! Keeps the stable layer equal to the human's ground truth: a loaded
 //! buffer's text (pushed by the editor), else the file on disk (imported at
 //! start, then followed by a debounced file watcher that honours
-//! `.gitignore` and skips `.git/` and `.chimera/`).
+//! `.gitignore` and skips every `.git/` and `.chimera/`, nested ones too).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -69,7 +69,8 @@ pub fn is_accept_leftover(name: &str) -> bool {
 }
 
 /// Every file of the project that git would see: `.gitignore` (nested ones
-/// too) and `.git/info/exclude` honoured, `.git/` and `.chimera/` skipped.
+/// too) and `.git/info/exclude` honoured, every `.git/` and `.chimera/`
+/// skipped (a clone inside the project has its own).
 pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
@@ -77,7 +78,11 @@ pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
         .git_exclude(true)
         .git_global(false)
         .require_git(false)
-        .filter_entry(|e| !matches!(e.file_name().to_str(), Some(".git" | ".chimera")))
+        .filter_entry(|e| {
+            !e.file_name()
+                .to_str()
+                .is_some_and(crate::paths::is_reserved_name)
+        })
         .build();
     walker
         .filter_map(Result::ok)
@@ -272,6 +277,32 @@ fn is_tracked(root: &Path, ignore: &mut Ignores, abs: &Path) -> Option<ProjectPa
     Some(path)
 }
 
+/// The tracked project files a watcher event for `abs` concerns: the file
+/// itself, or every file in a folder that appeared (a `git clone`, an
+/// archive unpacked): their own events were sent before the watcher saw
+/// the folder, and are lost.
+fn tracked_at(root: &Path, ignore: &mut Ignores, abs: &Path) -> Vec<ProjectPath> {
+    let is_dir = std::fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        return is_tracked(root, ignore, abs).into_iter().collect();
+    }
+    if ProjectPath::from_absolute(root, abs).is_none() || ignore.ignored(abs, true) {
+        return vec![];
+    }
+    ignore::WalkBuilder::new(abs)
+        .standard_filters(false)
+        .filter_entry(|e| {
+            !e.file_name()
+                .to_str()
+                .is_some_and(crate::paths::is_reserved_name)
+        })
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|e| is_tracked(root, ignore, e.path()))
+        .collect()
+}
+
 /// A running file watcher; dropping it stops watching.
 pub struct WatchHandle {
     _watcher: notify::RecommendedWatcher,
@@ -348,7 +379,9 @@ pub fn watch(
             let judged = tokio::task::spawn_blocking(move || {
                 let changed = pending
                     .into_keys()
-                    .filter_map(|abs| is_tracked(&root2, &mut ignore, &abs))
+                    .flat_map(|abs| tracked_at(&root2, &mut ignore, &abs))
+                    .collect::<HashSet<_>>()
+                    .into_iter()
                     .collect::<Vec<_>>();
                 (changed, ignore)
             })

@@ -81,12 +81,12 @@ fn a_tool_mode_agent_delegates_to_a_peer_and_its_change_lands_in_the_overlay() {
             serde_json::json!({"summary": "add adds, by the other agent", "changed_files": ["calc.py"]}),
         ),
     ]);
-    let config_path = me.root.join(".chimera/config.json");
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
-    config["a2a"] = serde_json::json!({"peers": {"other": {"url": format!("http://127.0.0.1:{}", served.port), "token": served.token}}});
-    config["capabilities"] = serde_json::json!({"hosts": ["127.0.0.1"]});
-    std::fs::write(&config_path, config.to_string()).unwrap();
+    // The project's own options name the peer: they apply once trusted.
+    me.project_options(serde_json::json!({
+        "a2a": {"peers": {"other": {"url": format!("http://127.0.0.1:{}", served.port), "token": served.token}}},
+        "capabilities": {"hosts": ["127.0.0.1"]},
+    }));
+    me.ok(&["trust"]);
 
     let id = me
         .ok(&[

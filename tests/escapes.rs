@@ -455,3 +455,125 @@ fn another_neovims_unsaved_text_never_reaches_the_disk() {
         "B's accept landed on the disk's text: {disk}"
     );
 }
+
+#[test]
+fn a_repository_cloned_inside_the_project_keeps_its_git_folder_from_agents() {
+    let dir = project();
+    let code = "seen = [get_file_tree(), str(list_dir('vendor/lib')), str(search_files('TOKEN'))]\n\
+        for name in ['vendor/lib/.git/config', 'vendor/lib/.GIT/config', 'sub/.Chimera/api.json', 'vendor/lib/.git./config']:\n    try:\n        seen.append(read_file(name))\n    except Exception as e:\n        seen.append('refused')\n\
+        for name in ['vendor/lib/.git/config', 'vendor/lib/.Git/hooks/post-checkout']:\n    try:\n        write_file(name, '[core]\\n\\tfsmonitor = touch pwned\\n')\n    except Exception as e:\n        seen.append('write refused')\n\
+        write_file('seen.txt', ' | '.join(seen))\n\
+        submit_result('looked', ['seen.txt'])";
+    let mut run = start(dir.path(), vec![program(code)], |_| {});
+    // While the core runs, the person clones a library into vendor/lib
+    // (its remote URL carries a token) and a tool leaves a nested store.
+    for (name, text) in [
+        (
+            "vendor/lib/.git/config",
+            "[remote \"origin\"]\n\turl = https://me:GIT_TOKEN_1@example.com/lib\n",
+        ),
+        ("vendor/lib/.GIT/config", "url = https://GIT_TOKEN_2@example.com\n"),
+        ("vendor/lib/lib.py", "def g():\n    return 2\n"),
+        ("sub/.Chimera/api.json", "{\"token\": \"API_TOKEN_3\"}\n"),
+    ] {
+        let p = run.root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    // The watcher has seen the clone once the library's own file is in
+    // the stable layer.
+    let store = chimera::store::Store::open(&run.root).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while store.stable_entry("vendor/lib/lib.py").unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the watcher never saw the clone");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    run.spawn("a1", "look around");
+    let (paths, text) = run.wait(|m| match m {
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == "a1" => Some((
+            files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+            files
+                .iter()
+                .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )),
+        ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => {
+            panic!("failed: {:?}", agent.error)
+        }
+        _ => None,
+    });
+    assert!(text.contains("lib.py"), "the program ran: {text}");
+    assert!(!text.contains("TOKEN_"), "a nested .git or .chimera leaked: {text}");
+    assert_eq!(text.matches("write refused").count(), 2, "{text}");
+    assert!(
+        paths.iter().all(|p| p.ends_with("seen.txt")),
+        "a write into a nested .git became a proposal: {paths:?}"
+    );
+    let stored = store.stable_paths().unwrap();
+    assert!(
+        stored.iter().all(|p| !p.to_lowercase().contains("/.git") && !p.to_lowercase().contains("/.chimera")),
+        "the stable layer holds a nested .git or .chimera: {stored:?}"
+    );
+}
+
+#[test]
+fn another_account_reads_no_secret_from_the_store() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = project();
+    // A project as people keep them: readable by all, its secrets not.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, text) in [(".env", "ENV_SECRET_1=abc\n"), ("id_rsa", "RSA_SECRET_2\n")] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut run = start(dir.path(), vec![], |_| {});
+    // The person opens .env in Neovim and edits it.
+    run.send(ToCore::BufferText(chimera::messages::BufferText {
+        path: run.root.join(".env").to_string_lossy().into_owned(),
+        text: "ENV_SECRET_1=abc\nENV_SECRET_4=typed\n".into(),
+    }));
+    run.send(ToCore::Snapshot {
+        id: "s1".into(),
+        message: "with the secret open".into(),
+    });
+    run.wait(|m| matches!(m, ToEditor::Snapshots { .. }).then_some(()));
+    let store_dir = run.root.join(".chimera");
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(&store_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            bytes.extend(std::fs::read(&path).unwrap());
+        }
+    }
+    for secret in ["ENV_SECRET_1", "ENV_SECRET_4", "RSA_SECRET_2"] {
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret} is in .chimera/"
+        );
+    }
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&store_dir), 0o700);
+    assert_eq!(mode(&store_dir.join("chimera.db")), 0o600);
+    // As another account would try it, where this machine has one.
+    let as_nobody = std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--", "cat"])
+        .arg(store_dir.join("chimera.db"))
+        .output();
+    if let Ok(out) = as_nobody {
+        if rustix::process::getuid().is_root() {
+            assert!(!out.status.success(), "nobody read the store");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

@@ -23,7 +23,8 @@ async fn host(p: &Project, name: &str, args: &[&str]) -> Host {
     cmd.args(["mcp", "serve"])
         .args(args)
         .current_dir(&p.root)
-        .env("XDG_CONFIG_HOME", p.root.join("no-user-config"))
+        .env("XDG_CONFIG_HOME", &p.config_home)
+        .env("XDG_DATA_HOME", &p.data_home)
         .stderr(Stdio::inherit());
     let transport = TokioChildProcess::new(cmd).expect("chimera mcp serve starts");
     let info = rmcp::model::ClientConfig::new(

@@ -1,6 +1,34 @@
 --- `:checkhealth chimera`: the library, Neovim, the database and the LLM.
 local M = {}
 
+--- The project's own .chimera/config.json: Neovim reads only setup{}; the
+--- `chimera` command applies it, minus what waits for `chimera trust`.
+function M.check_project_options(h, lib, root)
+  if not (lib and root) then
+    return
+  end
+  local ok, p = pcall(lib.project_options, root)
+  if not ok or not p then
+    return
+  end
+  if p.trusted == nil then
+    h.warn(("%s cannot be used by the chimera command: %s"):format(p.file, p.error))
+  elseif p.trusted then
+    h.info(("%s is trusted (chimera trust): the chimera command applies all of it; Neovim uses setup{}"):format(p.file))
+  elseif #p.ignored > 0 then
+    h.warn(
+      ("%s is not trusted, so the chimera command ignores %s%s; Neovim uses setup{} alone"):format(
+        p.file,
+        table.concat(p.ignored, ", "),
+        p.error and (" (" .. p.error .. ")") or ""
+      ),
+      { "a cloned repository chooses that file: read it, then run `chimera trust` in the project" }
+    )
+  else
+    h.info(("%s sets nothing that needs trust; Neovim uses setup{}"):format(p.file))
+  end
+end
+
 function M.check()
   local h = vim.health
   local state = require("chimera.state")
@@ -54,6 +82,7 @@ function M.check()
   else
     h.warn("setup() was not called; defaults are used", { "add require('chimera').setup({}) to your config" })
   end
+  M.check_project_options(h, lib, state.root)
 
   h.start("Chimera: database")
   if state.root then

@@ -19,6 +19,13 @@ end
 
 local listed = { at = 0, files = {} } -- the project's files, as last listed
 
+--- Whether `name` lies in a `.git` or `.chimera` folder at any depth
+--- (the core refuses those; completion does not offer them).
+local function reserved(name)
+  local l = "/" .. name:lower()
+  return l:match("/%.git/") ~= nil or l:match("/%.chimera/") ~= nil
+end
+
 --- The project's files (as git sees them, else a walk of at most 5,000),
 --- listed again at most every 10 s: completion asks at every key.
 local function project_files()
@@ -30,10 +37,12 @@ local function project_files()
   local files = {}
   local r = vim.system({ "git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard" }):wait(2000)
   if r.code == 0 and r.stdout then
-    files = vim.split(r.stdout, "\n", { trimempty = true })
+    files = vim.tbl_filter(function(name)
+      return not reserved(name)
+    end, vim.split(r.stdout, "\n", { trimempty = true }))
   else
     for name, kind in vim.fs.dir(root, { depth = 8 }) do
-      if kind == "file" and not name:match("^%.git/") and not name:match("^%.chimera/") then
+      if kind == "file" and not reserved(name) then
         table.insert(files, name)
         if #files >= 5000 then
           break

@@ -1,6 +1,8 @@
-//! The CLI's options: the keys of `setup{}` as JSON, from the project's
-//! `.chimera/config.json`, else the user's `$XDG_CONFIG_HOME/chimera/config.json`,
-//! with `--llm-provider`, `--llm-url` and `--llm-model` on top.
+//! The CLI's options: the keys of `setup{}` as JSON, from the user's
+//! `$XDG_CONFIG_HOME/chimera/config.json` with the project's
+//! `.chimera/config.json` over it — the project's options that run, reach
+//! or read anything only once the user trusts that file ([`crate::trust`])
+//! — and `--llm-provider`, `--llm-url` and `--llm-model` on top.
 
 use std::path::{Path, PathBuf};
 
@@ -8,29 +10,67 @@ use serde_json::Value;
 
 use super::Global;
 use crate::config::Config;
+use crate::trust::{self, TrustDb};
 
 /// The options and where they came from.
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub config: Config,
-    /// The file read, if any.
-    pub file: Option<PathBuf>,
-    /// The file's JSON (for saying which keys it sets).
-    raw: Value,
+    /// The user's own file, if there is one.
+    pub user_file: Option<PathBuf>,
+    /// The project's file, if there is one.
+    pub project: Option<ProjectOptions>,
+    /// The user's file's JSON (for saying which keys it sets).
+    user_raw: Value,
+    /// The project's JSON as applied (without the keys ignored).
+    project_raw: Value,
     /// `llm` keys given on the command line.
     overridden: Vec<&'static str>,
 }
 
+/// The project's own options file and how much of it applies.
+#[derive(Debug, Clone)]
+pub struct ProjectOptions {
+    pub file: PathBuf,
+    /// Its content is what the user trusted (`chimera trust`).
+    pub trusted: bool,
+    /// The keys it sets that need trust (see [`trust::guarded_keys`]).
+    pub guarded: Vec<String>,
+    /// Why trust could not be checked, if it could not.
+    pub trust_error: Option<String>,
+}
+
+impl ProjectOptions {
+    /// The keys ignored because the file is not trusted.
+    pub fn ignored(&self) -> &[String] {
+        if self.trusted {
+            &[]
+        } else {
+            &self.guarded
+        }
+    }
+}
+
 impl Loaded {
-    /// Where `llm.<key>` came from: the command line, the file, or the default.
+    /// Where `llm.<key>` came from: the command line, a file, or the default.
     pub fn source(&self, key: &str) -> String {
         if self.overridden.contains(&key) {
             return format!("--llm-{key}");
         }
-        match (&self.file, self.raw.get("llm").and_then(|l| l.get(key))) {
-            (Some(f), Some(_)) => f.display().to_string(),
+        let sets = |raw: &Value| raw.get("llm").and_then(|l| l.get(key)).is_some();
+        match (&self.project, &self.user_file) {
+            (Some(p), _) if sets(&self.project_raw) => p.file.display().to_string(),
+            (_, Some(f)) if sets(&self.user_raw) => f.display().to_string(),
             _ => "default".to_owned(),
         }
+    }
+
+    /// The file the options mostly come from: the project's, else the user's.
+    pub fn file(&self) -> Option<&Path> {
+        self.project
+            .as_ref()
+            .map(|p| p.file.as_path())
+            .or(self.user_file.as_deref())
     }
 }
 
@@ -43,20 +83,75 @@ fn user_file() -> Option<PathBuf> {
     Some(base.join("chimera").join("config.json"))
 }
 
+/// The project's own options file.
+pub fn project_file(root: &Path) -> PathBuf {
+    root.join(".chimera").join("config.json")
+}
+
+fn read_json(f: &Path) -> Result<(Vec<u8>, Value), String> {
+    let bytes = std::fs::read(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+    let value = serde_json::from_slice::<Value>(&bytes)
+        .map_err(|e| format!("{} is not valid JSON: {e}", f.display()))?;
+    if !value.is_object() {
+        return Err(format!("{} must hold a JSON object", f.display()));
+    }
+    Ok((bytes, value))
+}
+
+fn parse(value: Value, from: &str) -> Result<Config, String> {
+    serde_json::from_value(value).map_err(|e| {
+        format!("bad option in {from}: {e} (the keys are those of setup{{}}; see :help chimera-config)")
+    })
+}
+
+/// `over` merged into `base`: objects key by key, anything else replaced.
+fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
 /// Reads the options for the project at `root`.
 pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
-    let candidates = [Some(root.join(".chimera").join("config.json")), user_file()];
-    let file = candidates.into_iter().flatten().find(|p| p.is_file());
-    let raw = match &file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-            serde_json::from_str::<Value>(&text)
-                .map_err(|e| format!("{} is not valid JSON: {e}", f.display()))?
-        }
+    let user_file = user_file().filter(|p| p.is_file());
+    let user_raw = match &user_file {
+        Some(f) => read_json(f)?.1,
         None => Value::Object(Default::default()),
     };
-    let mut merged = raw.clone();
+    let base = parse(
+        user_raw.clone(),
+        &user_file.as_ref().map_or("the defaults".into(), |f| f.display().to_string()),
+    )?;
+    let file = project_file(root);
+    let (project, project_raw) = if file.is_file() {
+        let (bytes, raw) = read_json(&file)?;
+        // Checked whole first: a bad key is an error even where it would be ignored.
+        let mut whole = user_raw.clone();
+        merge(&mut whole, raw.clone());
+        parse(whole, &file.display().to_string())?;
+        let guarded = trust::guarded_keys(&raw, &base);
+        let (trusted, trust_error) = match TrustDb::user().and_then(|db| db.is_trusted(&file, &bytes)) {
+            Ok(t) => (t, None),
+            Err(e) => (false, Some(e.to_string())),
+        };
+        let options = ProjectOptions {
+            file,
+            trusted,
+            guarded,
+            trust_error,
+        };
+        let applied = trust::without(raw, options.ignored());
+        (Some(options), applied)
+    } else {
+        (None, Value::Object(Default::default()))
+    };
+    let mut merged = user_raw.clone();
+    merge(&mut merged, project_raw.clone());
     let mut overridden = Vec::new();
     for (key, value) in [
         ("provider", &g.llm_provider),
@@ -64,31 +159,20 @@ pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
         ("model", &g.llm_model),
     ] {
         if let Some(v) = value {
-            let Some(obj) = merged.as_object_mut() else {
-                return Err("the config file must hold a JSON object".to_owned());
-            };
-            let llm = obj
-                .entry("llm")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let Some(llm) = llm.as_object_mut() {
-                llm.insert(key.to_owned(), Value::String(v.clone()));
-            }
+            merge(
+                &mut merged,
+                serde_json::json!({ "llm": { key: v } }),
+            );
             overridden.push(key);
         }
     }
-    let config: Config = serde_json::from_value(merged).map_err(|e| {
-        let from = file.as_ref().map_or_else(
-            || "the command line".to_owned(),
-            |f| f.display().to_string(),
-        );
-        format!(
-            "bad option in {from}: {e} (the keys are those of setup{{}}; see :help chimera-config)"
-        )
-    })?;
+    let config = parse(merged, "the command line")?;
     Ok(Loaded {
         config,
-        file,
-        raw,
+        user_file,
+        project,
+        user_raw,
+        project_raw,
         overridden,
     })
 }

@@ -12,7 +12,7 @@ mod config;
 mod output;
 mod session;
 
-pub use config::{load as load_config, Loaded};
+pub use config::{load as load_config, project_file, Loaded, ProjectOptions};
 
 /// Exit codes (documented in `chimera --help` and doc/chimera.txt).
 pub mod exit {
@@ -40,7 +40,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub struct Global {
     /// The project (default: the nearest folder above holding .git).
     #[arg(long, global = true, value_name = "DIR")]
@@ -63,6 +63,14 @@ pub struct Global {
 pub enum Command {
     /// Where the project, the core and each option come from.
     Status,
+    /// Trust the project's .chimera/config.json as it is now: its options
+    /// that run a program, reach a host, read the environment or widen the
+    /// capabilities apply (until the file changes). Read it first.
+    Trust {
+        /// Take the trust back instead.
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Start an agent on TEXT; prints its ID. Without a running core the
     /// agent runs in this process until its proposal is ready.
     Task {

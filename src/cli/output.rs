@@ -49,14 +49,24 @@ pub fn id(id: &str, json: bool) {
 }
 
 pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
-    let config_file = loaded.file.as_ref().map(|f| f.display().to_string());
+    let config_file = loaded.file().map(|f| f.display().to_string());
     let llm = &loaded.config.llm;
     let provider = serde_json::to_value(llm.provider).unwrap_or(Value::Null);
     if json {
+        let project = loaded.project.as_ref().map(|p| {
+            json!({
+                "file": p.file.display().to_string(),
+                "trusted": p.trusted,
+                "ignored": p.ignored(),
+                "trust_error": p.trust_error,
+            })
+        });
         print_json(&json!({
             "root": root.display().to_string(),
             "core": core,
             "config_file": config_file,
+            "user_config_file": loaded.user_file.as_ref().map(|f| f.display().to_string()),
+            "project_config": project,
             "llm": {
                 "provider": { "value": provider, "from": loaded.source("provider") },
                 "url": { "value": llm.url, "from": loaded.source("url") },
@@ -67,13 +77,16 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
     }
     println!("project   {}", root.display());
     match core {
-        Some(c) => println!("core      running (pid {})", c["pid"]),
+        Some(c) => println!("core      running (pid {}; its own options apply)", c["pid"]),
         None => println!("core      none running (commands that change something start one)"),
     }
-    println!(
-        "options   {}",
-        config_file.as_deref().unwrap_or("none (defaults)")
-    );
+    match &loaded.user_file {
+        Some(f) => println!("options   {}", f.display()),
+        None => println!("options   no file of yours (defaults)"),
+    }
+    if let Some(p) = &loaded.project {
+        println!("          {}{}", p.file.display(), trust_note(p));
+    }
     println!(
         "llm       provider {} ({})",
         provider.as_str().unwrap_or("?"),
@@ -81,6 +94,24 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
     );
     println!("          url {} ({})", llm.url, loaded.source("url"));
     println!("          model {} ({})", llm.model, loaded.source("model"));
+}
+
+/// What applies of the project's options file, in words.
+pub fn trust_note(p: &super::config::ProjectOptions) -> String {
+    if let Some(e) = &p.trust_error {
+        return format!(
+            " (not trusted: {e}; ignored: {})",
+            if p.guarded.is_empty() { "nothing".to_owned() } else { p.guarded.join(", ") }
+        );
+    }
+    match (p.trusted, p.guarded.is_empty()) {
+        (true, _) => " (trusted)".to_owned(),
+        (false, true) => " (not trusted; it sets nothing that needs trust)".to_owned(),
+        (false, false) => format!(
+            " (not trusted, so ignored: {}; read it, then `chimera trust`)",
+            p.guarded.join(", ")
+        ),
+    }
 }
 
 /// One line about an agent: its ID, state, and what it said.

@@ -189,6 +189,15 @@ pub async fn run(cli: Cli) -> i32 {
         eprintln!("chimera: {e}");
         return exit::FAILED;
     }
+    if let Command::Trust { revoke } = cli.command {
+        return match trust(&root, revoke, &cli.global) {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                eprintln!("chimera: {e}");
+                exit::FAILED
+            }
+        };
+    }
     let loaded = match super::load_config(&root, &cli.global) {
         Ok(l) => l,
         Err(e) => {
@@ -196,6 +205,11 @@ pub async fn run(cli: Cli) -> i32 {
             return exit::USAGE;
         }
     };
+    if let Some(p) = loaded.project.as_ref().filter(|p| !p.ignored().is_empty()) {
+        if !matches!(cli.command, Command::Status) {
+            eprintln!("chimera: {}{}", p.file.display(), output::trust_note(p));
+        }
+    }
     let mut s = Session {
         remote: Client::for_root(&root),
         root,
@@ -216,6 +230,40 @@ pub async fn run(cli: Cli) -> i32 {
     };
     s.close();
     code
+}
+
+/// `chimera trust [--revoke]`: records (or takes back) the user's trust in
+/// the project's options file as it is now, saying what that lets it do.
+fn trust(root: &Path, revoke: bool, g: &super::Global) -> Result<(), String> {
+    let file = super::config::project_file(root);
+    let db = crate::trust::TrustDb::user().map_err(|e| e.to_string())?;
+    if revoke {
+        let was = db.revoke(&file).map_err(|e| e.to_string())?;
+        println!(
+            "{} {}",
+            file.display(),
+            if was { "is no longer trusted" } else { "was not trusted" }
+        );
+        return Ok(());
+    }
+    let bytes = std::fs::read(&file)
+        .map_err(|e| format!("cannot read {}: {e} (nothing to trust)", file.display()))?;
+    // Refused while invalid: it would apply nothing anyway.
+    let loaded = super::load_config(root, g)?;
+    let raw: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let guarded = loaded.project.map(|p| p.guarded).unwrap_or_default();
+    db.trust(&file, &bytes).map_err(|e| e.to_string())?;
+    if guarded.is_empty() {
+        println!("trusted {} (it sets nothing that needs trust)", file.display());
+    } else {
+        println!("trusted {}; these now apply:", file.display());
+        for key in &guarded {
+            let value = key.split('.').try_fold(&raw, |v, k| v.get(k)).cloned().unwrap_or(Value::Null);
+            println!("  {key} = {value}");
+        }
+    }
+    println!("A change to the file is ignored until you trust it again.");
+    Ok(())
 }
 
 enum Failure {
@@ -255,6 +303,9 @@ fn url_part(s: &str) -> String {
 async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
     let json = s.json;
     match command {
+        // Answered by `run` before the options are read, so that trust in
+        // a file that no longer parses can still be taken back.
+        Command::Trust { .. } => {}
         Command::Status => {
             let running = s.remote.alive().await;
             let core = if running {

@@ -217,6 +217,32 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             )
         })?,
     )?;
+    // project_options(root) -> nil when the project has no options file,
+    // else {file, trusted, ignored, error}: what the `chimera` command
+    // applies of it (Neovim itself reads only setup{}), for :checkhealth.
+    t.set(
+        "project_options",
+        lua.create_function(|lua, root: String| {
+            let loaded = match crate::cli::load_config(Path::new(&root), &Default::default()) {
+                Ok(l) => l,
+                Err(e) => {
+                    let t = lua.create_table()?;
+                    t.set("file", crate::cli::project_file(Path::new(&root)).to_string_lossy().into_owned())?;
+                    t.set("error", e)?;
+                    return Ok(Some(t));
+                }
+            };
+            let Some(p) = loaded.project else {
+                return Ok(None);
+            };
+            let t = lua.create_table()?;
+            t.set("file", p.file.to_string_lossy().into_owned())?;
+            t.set("trusted", p.trusted)?;
+            t.set("ignored", p.ignored().to_vec())?;
+            t.set("error", p.trust_error)?;
+            Ok(Some(t))
+        })?,
+    )?;
     // conflict_markers(root, id, path, text) -> the text of `path` with
     // proposal `id` merged into `text` (the buffer's), clashes between
     // conflict markers; nil when nothing clashes.

@@ -87,6 +87,17 @@ fn snapshot_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
     })
 }
 
+/// One file's line of a manifest (read back by [`parse_manifest`]).
+pub(super) fn manifest_line(e: &ManifestEntry) -> String {
+    format!(
+        "{:o} {} {} {}\n",
+        e.mode,
+        if e.too_large { "L" } else { "-" },
+        e.hash,
+        e.path
+    )
+}
+
 pub(super) fn parse_manifest(text: &str) -> Vec<ManifestEntry> {
     text.lines()
         .filter_map(|l| {
@@ -125,10 +136,12 @@ impl Store {
                 while let Some(r) = rows.next()? {
                     let (path, hash, mode, large): (String, String, u32, bool) =
                         (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
-                    manifest.push_str(&format!(
-                        "{mode:o} {} {hash} {path}\n",
-                        if large { "L" } else { "-" }
-                    ));
+                    manifest.push_str(&manifest_line(&ManifestEntry {
+                        path,
+                        hash,
+                        mode,
+                        too_large: large,
+                    }));
                     files += 1;
                 }
             }

@@ -6,7 +6,9 @@
 mod calls;
 mod chat;
 mod checkpoints;
+mod forget;
 mod history;
+mod private;
 mod remora;
 mod schema;
 
@@ -32,6 +34,8 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("refusing to use `{path}`: it {why}")]
+    Unsafe { path: PathBuf, why: &'static str },
     #[error("blob {0} is missing from the store; run `:Chimera` again to re-import the project")]
     MissingBlob(String),
     #[error("no agent with id `{0}`")]
@@ -324,33 +328,50 @@ pub struct ProposalFile {
 pub struct Store {
     conn: Mutex<Connection>,
     root: PathBuf,
+    /// Files whose content never enters the store (`capabilities.secrets`).
+    secrets: crate::capabilities::Secrets,
 }
 
 impl Store {
-    /// Opens (creating if needed) `<root>/.chimera/chimera.db`.
+    /// Opens (creating if needed) `<root>/.chimera/chimera.db`, keeping
+    /// out the default secrets.
     pub fn open(root: &Path) -> Result<Self> {
+        Self::open_with(root, crate::capabilities::Secrets::default())
+    }
+
+    /// Opens the store of `root`, keeping out the files `secrets` names.
+    /// `.chimera/` and the database are its owner's alone (0700, 0600): they
+    /// hold the project's text and the agents' transcripts.
+    pub fn open_with(root: &Path, secrets: crate::capabilities::Secrets) -> Result<Self> {
         let dir = root.join(".chimera");
-        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Create {
-            path: dir.clone(),
-            source,
-        })?;
+        private::make_dir(&dir)?;
         let ignore = dir.join(".gitignore");
-        if !ignore.exists() {
+        if std::fs::symlink_metadata(&ignore).is_err() {
             std::fs::write(&ignore, "*\n").map_err(|source| StoreError::Create {
                 path: ignore,
                 source,
             })?;
         }
-        let conn = Connection::open(dir.join("chimera.db"))?;
-        Self::init(conn, root)
+        let db = dir.join("chimera.db");
+        private::make_files(&db)?;
+        let conn = Connection::open(&db)?;
+        Self::init(conn, root, secrets)
     }
 
     /// An in-memory store, for tests and benchmarks.
     pub fn open_in_memory(root: &Path) -> Result<Self> {
-        Self::init(Connection::open_in_memory()?, root)
+        Self::init(
+            Connection::open_in_memory()?,
+            root,
+            crate::capabilities::Secrets::default(),
+        )
     }
 
-    fn init(mut conn: Connection, root: &Path) -> Result<Self> {
+    fn init(
+        mut conn: Connection,
+        root: &Path,
+        secrets: crate::capabilities::Secrets,
+    ) -> Result<Self> {
         // Several Neovim instances may share the file: wait for a lock rather
         // than fail at once.
         conn.busy_timeout(Duration::from_secs(5))?;
@@ -379,6 +400,7 @@ impl Store {
         Ok(Self {
             conn: Mutex::new(conn),
             root: root.to_path_buf(),
+            secrets,
         })
     }
 
@@ -438,9 +460,17 @@ impl Store {
         stable_entry(&self.conn(), path)
     }
 
+    /// Whether `path` is a secret, whose content the store never keeps.
+    pub fn is_secret(&self, path: &str) -> bool {
+        self.secrets.is_match(path)
+    }
+
     /// Puts a file read from disk in the stable layer; returns whether it
-    /// changed.
+    /// changed. A secret is not kept.
     pub fn stable_store(&self, f: &DiskFile, max_bytes: u64) -> Result<bool> {
+        if self.is_secret(&f.path) {
+            return self.stable_delete(&f.path);
+        }
         let conn = self.conn();
         match &f.data {
             Some(data) => stable_put(&conn, &f.path, data, f.mode, f.mtime_ns, max_bytes),
@@ -448,7 +478,8 @@ impl Store {
         }
     }
 
-    /// Puts `data` at `path` in the stable layer; returns whether it changed.
+    /// Puts `data` at `path` in the stable layer; returns whether it
+    /// changed. A secret is not kept.
     pub fn stable_put(
         &self,
         path: &str,
@@ -457,6 +488,9 @@ impl Store {
         mtime_ns: i64,
         max_bytes: u64,
     ) -> Result<bool> {
+        if self.is_secret(path) {
+            return self.stable_delete(path);
+        }
         let conn = self.conn();
         stable_put(&conn, path, data, mode, mtime_ns, max_bytes)
     }
@@ -520,7 +554,7 @@ impl Store {
         let imported = (|| {
             let tx = conn.transaction()?;
             let mut changed = 0;
-            for f in files {
+            for f in files.iter().filter(|f| !self.secrets.is_match(&f.path)) {
                 let put = match &f.data {
                     Some(data) => stable_put(&tx, &f.path, data, f.mode, f.mtime_ns, max_bytes)?,
                     None => stable_put_too_large(&tx, &f.path, f.size, f.mode, f.mtime_ns)?,
@@ -837,42 +871,7 @@ impl Store {
         // The effect log keeps the same window of history.
         tx.execute("DELETE FROM effects WHERE created_at < ?1", [cutoff])?;
         tx.execute("DELETE FROM tool_calls WHERE created_at < ?1", [cutoff])?;
-        // A snapshot's contents are named inside its manifest blob, which
-        // SQL cannot read: gather them first, so a rollback or a fork from
-        // any snapshot still finds every file.
-        tx.execute_batch(
-            "CREATE TEMP TABLE IF NOT EXISTS purge_keep (hash TEXT PRIMARY KEY);
-             DELETE FROM purge_keep;",
-        )?;
-        {
-            let manifests: Vec<String> = tx
-                .prepare("SELECT manifest FROM snapshots")?
-                .query_map([], |r| r.get(0))?
-                .collect::<std::result::Result<_, _>>()?;
-            let mut keep = tx.prepare("INSERT OR IGNORE INTO purge_keep (hash) VALUES (?1)")?;
-            for manifest in manifests {
-                keep.execute([&manifest])?;
-                let text = blob(&tx, &manifest)?;
-                for entry in history::parse_manifest(&String::from_utf8_lossy(&text)) {
-                    keep.execute([&entry.hash])?;
-                }
-            }
-        }
-        let blobs = tx.execute(
-            "DELETE FROM blobs WHERE hash NOT IN (
-                 SELECT hash FROM stable
-                 UNION SELECT hash FROM overlays WHERE hash IS NOT NULL
-                 UNION SELECT base_hash FROM overlays WHERE base_hash IS NOT NULL
-                 UNION SELECT base_hash FROM proposal_files WHERE base_hash IS NOT NULL
-                 UNION SELECT new_hash FROM proposal_files WHERE new_hash IS NOT NULL
-                 UNION SELECT hash FROM agent_bases WHERE hash IS NOT NULL
-                 UNION SELECT base_hash FROM agent_bases WHERE base_hash IS NOT NULL
-                 UNION SELECT hash FROM checkpoint_files WHERE hash IS NOT NULL
-                 UNION SELECT base_hash FROM checkpoint_files WHERE base_hash IS NOT NULL
-                 UNION SELECT hash FROM purge_keep)",
-            [],
-        )?;
-        tx.execute("DELETE FROM purge_keep", [])?;
+        let blobs = delete_unreferenced_blobs(&tx)?;
         tx.commit()?;
         Ok((agents, blobs))
     }
@@ -916,6 +915,47 @@ pub fn blob(conn: &Connection, hash: &str) -> Result<Vec<u8>> {
         .query_row([hash], |r| r.get(0))
         .optional()?
         .ok_or_else(|| StoreError::MissingBlob(hash.to_owned()))
+}
+
+/// Deletes every blob nothing references any more; returns how many.
+pub(crate) fn delete_unreferenced_blobs(tx: &Transaction<'_>) -> Result<usize> {
+    // A snapshot's contents are named inside its manifest blob, which
+    // SQL cannot read: gather them first, so a rollback or a fork from
+    // any snapshot still finds every file.
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS purge_keep (hash TEXT PRIMARY KEY);
+         DELETE FROM purge_keep;",
+    )?;
+    {
+        let manifests: Vec<String> = tx
+            .prepare("SELECT manifest FROM snapshots")?
+            .query_map([], |r| r.get(0))?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut keep = tx.prepare("INSERT OR IGNORE INTO purge_keep (hash) VALUES (?1)")?;
+        for manifest in manifests {
+            keep.execute([&manifest])?;
+            let text = blob(tx, &manifest)?;
+            for entry in history::parse_manifest(&String::from_utf8_lossy(&text)) {
+                keep.execute([&entry.hash])?;
+            }
+        }
+    }
+    let blobs = tx.execute(
+        "DELETE FROM blobs WHERE hash NOT IN (
+             SELECT hash FROM stable
+             UNION SELECT hash FROM overlays WHERE hash IS NOT NULL
+             UNION SELECT base_hash FROM overlays WHERE base_hash IS NOT NULL
+             UNION SELECT base_hash FROM proposal_files WHERE base_hash IS NOT NULL
+             UNION SELECT new_hash FROM proposal_files WHERE new_hash IS NOT NULL
+             UNION SELECT hash FROM agent_bases WHERE hash IS NOT NULL
+             UNION SELECT base_hash FROM agent_bases WHERE base_hash IS NOT NULL
+             UNION SELECT hash FROM checkpoint_files WHERE hash IS NOT NULL
+             UNION SELECT base_hash FROM checkpoint_files WHERE base_hash IS NOT NULL
+             UNION SELECT hash FROM purge_keep)",
+        [],
+    )?;
+    tx.execute("DELETE FROM purge_keep", [])?;
+    Ok(blobs)
 }
 
 pub fn stable_entry(conn: &Connection, path: &str) -> Result<Option<StableEntry>> {

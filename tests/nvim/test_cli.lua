@@ -8,11 +8,14 @@ local chimera = require("chimera")
 local BIN = vim.fs.dirname(assert(os.getenv("CHIMERA_LIB"), "CHIMERA_LIB names the library")) .. "/chimera"
 local CALC = "def add(a, b):\n    return a - b\n"
 
+-- The files this user trusts (`chimera trust`), kept out of the real home.
+local ENV = { NO_COLOR = "1", XDG_DATA_HOME = vim.fn.tempname() }
+
 --- `chimera ARGS` in the project, as a person runs it in another terminal.
 local function cli(root, args)
   local cmd = { BIN }
   vim.list_extend(cmd, args)
-  local out = vim.system(cmd, { cwd = root, env = { NO_COLOR = "1" } }):wait()
+  local out = vim.system(cmd, { cwd = root, env = ENV }):wait()
   h.eq(out.code, 0, "chimera " .. table.concat(args, " ") .. ": " .. (out.stderr or ""))
   return out.stdout
 end
@@ -92,7 +95,9 @@ h.test("a task the shell started before Neovim opened the project shows in Neovi
   local f = assert(io.open(root .. "/.chimera/config.json", "w"))
   f:write(vim.json.encode({ llm = { provider = "openai", url = url .. "/v1", model = "fake-model", max_retries = 0 } }))
   f:close()
-  local shell = vim.system({ BIN, "task", "--file", "calc.py", "fix add" }, { cwd = root, env = { NO_COLOR = "1" } })
+  -- Its llm.url waits for the user's trust.
+  cli(root, { "trust" })
+  local shell = vim.system({ BIN, "task", "--file", "calc.py", "fix add" }, { cwd = root, env = ENV })
   h.wait_for("the shell's core to hold the project", function()
     return vim.uv.fs_stat(root .. "/.chimera/core.sock") ~= nil
   end, 10000)
@@ -153,6 +158,30 @@ h.test("with api.enabled Neovim serves the HTTP API; a task from it shows as gho
   h.wait_for("api.json removed when Neovim's core stops", function()
     return vim.uv.fs_stat(root .. "/.chimera/api.json") == nil
   end)
+end)
+
+h.test("checkhealth says what the chimera command ignores of a project's untrusted options", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  vim.fn.mkdir(root .. "/.chimera", "p")
+  local f = assert(io.open(root .. "/.chimera/config.json", "w"))
+  f:write(vim.json.encode({ tests = { command = { "sh", "-c", "id > pwned" } }, llm = { model = "m" } }))
+  f:close()
+  h.setup((h.fake_llm({})))
+  vim.cmd.edit("calc.py")
+  chimera.start()
+  local function health()
+    vim.env.XDG_DATA_HOME = ENV.XDG_DATA_HOME
+    vim.cmd("checkhealth chimera")
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    vim.cmd("bwipeout")
+    return text
+  end
+  local before = health()
+  h.truthy(before:find("config.json is not trusted, so the chimera command ignores tests.command", 1, true), before)
+  cli(root, { "trust" })
+  local after = health()
+  h.truthy(after:find("config.json is trusted (chimera trust)", 1, true), after)
+  h.eq(vim.uv.fs_stat(root .. "/pwned"), nil, "nothing of the file ran")
 end)
 
 h.finish()

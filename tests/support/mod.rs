@@ -9,11 +9,15 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_chimera");
 
-/// A git project with `calc.py`, its options pointing at a fake LLM server
-/// that answers with `replies` in order.
+/// A git project with `calc.py`, and a user whose own options (outside the
+/// project) point at a fake LLM server that answers with `replies` in order.
 pub struct Project {
     _dir: tempfile::TempDir,
     pub root: PathBuf,
+    /// The user's `$XDG_CONFIG_HOME`.
+    pub config_home: PathBuf,
+    /// The user's `$XDG_DATA_HOME` (the trusted files).
+    pub data_home: PathBuf,
     llm: Child,
     pub serve: Option<Child>,
 }
@@ -60,9 +64,10 @@ pub fn project(replies: &[serde_json::Value]) -> Project {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    std::fs::create_dir_all(root.join(".chimera")).unwrap();
+    let config_home = dir.path().join("config");
+    std::fs::create_dir_all(config_home.join("chimera")).unwrap();
     std::fs::write(
-        root.join(".chimera/config.json"),
+        config_home.join("chimera/config.json"),
         serde_json::json!({
             "llm": {"provider": "openai", "url": format!("http://127.0.0.1:{port}/v1"), "model": "fake", "max_retries": 0},
             "tests": {"command": "off"},
@@ -71,8 +76,10 @@ pub fn project(replies: &[serde_json::Value]) -> Project {
     )
     .unwrap();
     Project {
+        data_home: dir.path().join("data"),
         _dir: dir,
         root,
+        config_home,
         llm,
         serve: None,
     }
@@ -83,15 +90,28 @@ pub fn fix_add() -> serde_json::Value {
 }
 
 impl Project {
-    /// `chimera ARGS` run in the project's folder.
-    pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
+    /// The `chimera` binary as the project's user runs it there, with ARGS.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
             .current_dir(&self.root)
             .env("NO_COLOR", "1")
-            .env("XDG_CONFIG_HOME", self.root.join("no-user-config"))
+            .env("XDG_CONFIG_HOME", &self.config_home)
+            .env("XDG_DATA_HOME", &self.data_home);
+        cmd
+    }
+
+    /// `chimera ARGS` run in the project's folder.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args)
             .output()
             .expect("the chimera binary runs")
+    }
+
+    /// Writes the project's own options file (`.chimera/config.json`).
+    pub fn project_options(&self, options: serde_json::Value) {
+        std::fs::create_dir_all(self.root.join(".chimera")).unwrap();
+        std::fs::write(self.root.join(".chimera/config.json"), options.to_string()).unwrap();
     }
 
     /// [`Project::run`], which must succeed; its stdout.
@@ -119,10 +139,8 @@ impl Project {
 
     /// `chimera serve` in the background, once its socket answers.
     pub fn serve(&mut self) {
-        let child = Command::new(BIN)
-            .arg("serve")
-            .current_dir(&self.root)
-            .env("XDG_CONFIG_HOME", self.root.join("no-user-config"))
+        let child = self
+            .command(&["serve"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -154,10 +172,8 @@ impl Project {
     /// `chimera serve --port 0 --json`, once it prints where it listens.
     pub fn serve_http(&mut self) -> Http {
         use std::io::BufRead;
-        let mut child = Command::new(BIN)
-            .args(["serve", "--port", "0", "--json"])
-            .current_dir(&self.root)
-            .env("XDG_CONFIG_HOME", self.root.join("no-user-config"))
+        let mut child = self
+            .command(&["serve", "--port", "0", "--json"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
