@@ -49,7 +49,7 @@ before="$(cat "$project/app.py")"
 task="${ACP_TASK:-In app.py, make greet(name) return 'Hello, world!' when name is empty.}"
 echo "== chimera task --agent opencode: $task"
 start=$(date +%s)
-id="$(cd "$project" && XDG_CONFIG_HOME="$project/.no-user-config" "$chimera" trust && XDG_CONFIG_HOME="$project/.no-user-config" "$chimera" task --agent opencode --file app.py "$task")"
+id="$(cd "$project" && XDG_CONFIG_HOME="$project/.no-user-config" "$chimera" trust >&2 && XDG_CONFIG_HOME="$project/.no-user-config" "$chimera" task --agent opencode --file app.py "$task")"
 echo "agent $id, $(( $(date +%s) - start )) s"
 cd "$project"
 "$chimera" agent "$id" || true
