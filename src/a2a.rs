@@ -16,6 +16,8 @@ pub enum A2aError {
         status: u16,
         body: String,
     },
+    #[error("{url} answered HTTP {status}, a redirect to {to}: not followed (a redirect could lead to a host capabilities.hosts does not allow); give the final URL instead")]
+    Redirect { url: String, status: u16, to: String },
     #[error("{url} is not an A2A agent: {detail}")]
     NotA2a { url: String, detail: String },
     #[error("the agent answered with an error ({code}): {message}")]
@@ -54,6 +56,13 @@ async fn get_json(req: reqwest::RequestBuilder, url: &str) -> Result<Value, A2aE
         detail: e.to_string(),
     })?;
     let status = resp.status().as_u16();
+    if let Some(to) = crate::llm::redirect_target(&resp) {
+        return Err(A2aError::Redirect {
+            url: url.to_owned(),
+            status,
+            to,
+        });
+    }
     let body = resp.text().await.map_err(|e| A2aError::Unreachable {
         url: url.to_owned(),
         detail: e.to_string(),

@@ -577,3 +577,111 @@ fn another_account_reads_no_secret_from_the_store() {
         }
     }
 }
+
+/// A scripted HTTP peer on 127.0.0.1: `answer` maps a request's first
+/// line to the whole response; every request it gets is kept.
+fn http_peer(
+    answer: impl Fn(&str) -> String + Send + 'static,
+) -> (u16, Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = heard.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 65536];
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            let text = String::from_utf8_lossy(&got).to_string();
+            let first = text.lines().next().unwrap_or_default().to_owned();
+            kept.lock().unwrap().push(text);
+            let _ = stream.write_all(answer(&first).as_bytes());
+        }
+    });
+    (port, heard)
+}
+
+#[test]
+fn a_redirect_never_takes_an_agents_request_to_a_host_it_may_not_reach() {
+    // B is not in capabilities.hosts; it would answer with a diff.
+    let (b, b_heard) = http_peer(|_| {
+        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t","status":{"state":"completed"},"artifacts":[{"parts":[{"kind":"text","text":"--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 666\n"}]}]}}"#;
+        format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
+    });
+    // A is allowed: its card is real, its endpoint redirects to B.
+    let own_port = Arc::new(std::sync::atomic::AtomicU16::new(0));
+    let known = own_port.clone();
+    let (a, _) = http_peer(move |first| {
+        if first.starts_with("GET /.well-known/agent-card.json") {
+            let body = format!(
+                r#"{{"name":"a","url":"http://127.0.0.1:{}/a2a","version":"1","skills":[]}}"#,
+                known.load(std::sync::atomic::Ordering::SeqCst)
+            );
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
+        } else if first.starts_with("GET /moved/") {
+            format!("HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{b}/.well-known/agent-card.json\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        } else {
+            format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:{b}/a2a\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        }
+    });
+    own_port.store(a, std::sync::atomic::Ordering::SeqCst);
+    let code = "out = []\nfor peer in ['posts', 'card']:\n    try:\n        out.append(delegate(peer, 'fix f'))\n    except Exception as e:\n        out.append('refused: ' + str(e))\ntry:\n    out.append(web_search('where'))\nexcept Exception as e:\n    out.append('refused: ' + str(e))\nwrite_file('seen.txt', ' | '.join(out))\nsubmit_result('delegated', ['seen.txt'])";
+    let dir = project();
+    let mut run = start(dir.path(), vec![program(code)], |c| {
+        c.capabilities.hosts = vec![format!("127.0.0.1:{a}")];
+        c.tools.web_search_url = Some(format!("http://127.0.0.1:{a}"));
+        for (name, url) in [
+            ("posts", format!("http://127.0.0.1:{a}")),
+            ("card", format!("http://127.0.0.1:{a}/moved/x")),
+        ] {
+            c.a2a.peers.insert(
+                name.into(),
+                chimera::config::A2aPeer {
+                    url,
+                    token: None,
+                },
+            );
+        }
+    });
+    run.spawn("a1", "delegate");
+    let (paths, text) = run.wait(|m| match m {
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == "a1" => Some((
+            files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+            files
+                .iter()
+                .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )),
+        ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => {
+            panic!("failed: {:?}", agent.error)
+        }
+        _ => None,
+    });
+    assert!(b_heard.lock().unwrap().is_empty(), "a redirect reached B: {:?}", b_heard.lock().unwrap());
+    assert!(
+        paths.len() == 1 && paths[0].ends_with("/seen.txt"),
+        "B's diff was applied: {paths:?} {text}"
+    );
+    assert_eq!(text.matches("not followed").count(), 3, "{text}");
+    let store = chimera::store::Store::open(&run.root).unwrap();
+    let log: Vec<String> = store
+        .effects(0, None)
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{} {}", e.input, e.output))
+        .collect();
+    let log = log.join("\n");
+    assert!(log.contains(&format!("127.0.0.1:{b}")), "the effect log names where the redirect led: {log}");
+}

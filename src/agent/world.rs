@@ -174,6 +174,8 @@ pub enum SearchError {
     Unreachable(String, String),
     #[error("the search endpoint answered HTTP {0}")]
     Status(u16),
+    #[error("the search endpoint answered with a redirect to {0}: not followed (it could lead to a host capabilities.hosts does not allow); set tools.web_search_url to the final URL")]
+    Redirect(String),
     #[error("the search endpoint's answer is not SearXNG JSON: {0}")]
     BadReply(String),
     #[error("the search endpoint did not answer within 15 s")]
@@ -202,6 +204,9 @@ pub async fn search(
             .send()
             .await
             .map_err(|e| SearchError::Unreachable(base.to_string(), e.to_string()))?;
+        if let Some(to) = crate::llm::redirect_target(&resp) {
+            return Err(SearchError::Redirect(to));
+        }
         if !resp.status().is_success() {
             return Err(SearchError::Status(resp.status().as_u16()));
         }
