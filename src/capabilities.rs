@@ -230,15 +230,46 @@ impl Capabilities {
         limit: u64,
     ) -> Result<String, String> {
         let p = crate::paths::ProjectPath::parse(rel).map_err(|e| e.to_string())?;
-        if self.is_secret(p.as_str()) {
-            return Err("a secret (capabilities.secrets): not sent".into());
-        }
-        self.check_read(p.as_str()).map_err(|d| d.to_string())?;
-        crate::rootfs::check_no_links(root, &p).map_err(|e| e.to_string())?;
+        self.check_share(root, &p)?;
         let data = crate::rootfs::read(root, &p, limit)
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("`{p}` is not a file of the project"))?;
         String::from_utf8(data).map_err(|_| format!("`{p}` is not text"))
+    }
+
+    /// Whether project file `p` may go to the model as a reference:
+    /// readable here, never a secret, reached through no link.
+    fn check_share(&self, root: &std::path::Path, p: &crate::paths::ProjectPath) -> Result<(), String> {
+        if self.is_secret(p.as_str()) {
+            return Err("a secret (capabilities.secrets): not sent".into());
+        }
+        self.check_read(p.as_str()).map_err(|d| d.to_string())?;
+        crate::rootfs::check_no_links(root, p).map_err(|e| e.to_string())
+    }
+
+    /// Whether the file a buffer shows (`abs`, its name) may go to the
+    /// model as `#buffer` or `#selection`: the rules of
+    /// [`Capabilities::read_to_share`], and a file of the project.
+    pub fn may_share_buffer(&self, root: &std::path::Path, abs: &str) -> Result<(), String> {
+        let abs = std::path::Path::new(abs);
+        // The folder is resolved (a project reached through a linked
+        // folder is still the project); the file itself is not, so a
+        // link is seen for what it is.
+        let real = abs
+            .parent()
+            .and_then(|d| d.canonicalize().ok())
+            .zip(abs.file_name())
+            .map(|(d, name)| d.join(name));
+        let p = real
+            .as_deref()
+            .and_then(|real| crate::paths::ProjectPath::from_absolute(root, real))
+            .ok_or_else(|| {
+                format!(
+                    "{} is not a file of the project (outside it, or in .git or .chimera): not sent",
+                    abs.display()
+                )
+            })?;
+        self.check_share(root, &p)
     }
 
     pub fn check_read(&self, path: &str) -> Result<(), Denied> {

@@ -115,6 +115,15 @@ local function file_text(rel)
   return text
 end
 
+--- Why the buffer of file `name` may not go to the model as #buffer or
+--- #selection (nil when it may): the core's rules for `@path`, and a file
+--- of the project.
+local function refuse_buffer(name)
+  local root = state.root or vim.uv.cwd()
+  local config = require("chimera.config")
+  return require("chimera.loader").require().may_share_buffer(config.to_json(state.config or config.resolve({})), root, name)
+end
+
 local function block(title, text)
   return ("%s:\n```\n%s\n```"):format(title, text)
 end
@@ -131,7 +140,10 @@ function M.context(message)
   for ref in message:gmatch("[#@][%w%._/%-]+") do
     if not seen[ref] then
       seen[ref] = true
-      if ref == "#buffer" then
+      local refused = (ref == "#buffer" or ref == "#selection") and name and name ~= "" and refuse_buffer(name)
+      if refused then
+        table.insert(problems, ("%s: %s"):format(ref, refused))
+      elseif ref == "#buffer" then
         if name and name ~= "" then
           table.insert(parts, block("#buffer (" .. rel_of(name) .. ")", table.concat(vim.api.nvim_buf_get_lines(origin.buf, 0, -1, false), "\n")))
         else

@@ -217,6 +217,19 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             )
         })?,
     )?;
+    // may_share_buffer(config_json, root, abs) -> nil when the buffer of
+    // file `abs` may go to the model as #buffer / #selection, else why not.
+    t.set(
+        "may_share_buffer",
+        lua.create_function(|_, (config_json, root, abs): (String, String, String)| {
+            let config = Config::from_json(&config_json).map_err(|e| {
+                mlua::Error::external(format!("Chimera: invalid configuration: {e}"))
+            })?;
+            let caps = crate::capabilities::Capabilities::new(&config.capabilities, None)
+                .map_err(|e| mlua::Error::external(e.to_string()))?;
+            Ok(caps.may_share_buffer(Path::new(&root), &abs).err())
+        })?,
+    )?;
     // project_options(root) -> nil when the project has no options file,
     // else {file, trusted, ignored, error}: what the `chimera` command
     // applies of it (Neovim itself reads only setup{}), for :checkhealth.

@@ -172,6 +172,52 @@ h.test("the chat prompt: several lines, #selection, #buffer and @file go with th
   h.truthy(not sent:find("hunter2", 1, true), "the secret did not")
 end)
 
+h.test("#buffer and #selection from a secret, a link to one or a file outside the project send nothing", function()
+  local root = h.project({ ["app.py"] = APP, [".env"] = "TOKEN=hunter2\n", ["id_rsa"] = "RSA_KEY_TEXT\n" })
+  vim.uv.fs_symlink(root .. "/.env", root .. "/notes.txt")
+  local outside = vim.fn.tempname()
+  vim.fn.mkdir(outside, "p")
+  local f = assert(io.open(outside .. "/creds.py", "w"))
+  f:write("OUTSIDE_SECRET = 1\n")
+  f:close()
+  local script = {}
+  for _ = 1, 4 do
+    table.insert(script, { text = "It parses the config." })
+  end
+  local url, log = h.fake_llm(script)
+  h.setup(url, { agents = { tool_calls = "text" } })
+  for i, file in ipairs({ root .. "/.env", root .. "/id_rsa", root .. "/notes.txt", outside .. "/creds.py" }) do
+    -- The person opens the file, selects a line and asks about it at once.
+    vim.cmd.edit(file)
+    vim.cmd("normal! Vy")
+    vim.cmd("Chimera chat --free")
+    local chat_buf = vim.api.nvim_get_current_buf()
+    vim.api.nvim_feedkeys("i", "x", false)
+    local prompt = vim.api.nvim_get_current_buf()
+    vim.cmd("stopinsert")
+    vim.api.nvim_buf_set_lines(prompt, 0, -1, false, { "explain #buffer and #selection" })
+    local warned
+    local notify = vim.notify
+    vim.notify = function(m)
+      warned = m
+    end
+    vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+    vim.notify = notify
+    h.truthy(warned and warned:find("#buffer: ", 1, true) and warned:find("#selection: ", 1, true), file .. ": " .. tostring(warned))
+    local ok = pcall(h.wait_for, "answer " .. i, function()
+      return table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n"):find("Agent: It parses the config.", 1, true)
+    end)
+    h.truthy(ok, file .. ": " .. table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), "\n") .. vim.inspect(vim.api.nvim_buf_get_name(chat_buf)))
+    vim.cmd("Chimera chat --clear")
+    vim.cmd("only")
+  end
+  local sent = h.read(log)
+  h.truthy(sent:find("explain #buffer", 1, true), "the questions were asked")
+  for _, leak in ipairs({ "hunter2", "RSA_KEY_TEXT", "OUTSIDE_SECRET" }) do
+    h.truthy(not sent:find(leak, 1, true), leak .. " was sent: " .. sent)
+  end
+end)
+
 h.test("system_stats() tells a program the project's disk and the busiest processes", function()
   h.project({ ["app.py"] = APP })
   local program = table.concat({
