@@ -164,7 +164,20 @@ async fn the_core_loop_over_http_with_a_live_stream_that_resumes() {
     let mut p = proj();
     let h = p.serve_http();
     let api = Api::new(&h);
-    assert!(h.dashboard.contains(&format!("#token={}", h.token)));
+    // The printed link logs in once, and never shows the token.
+    assert!(!h.dashboard.contains(&h.token), "{}", h.dashboard);
+    let code = h.dashboard.split("#login=").nth(1).expect("a login link");
+    let anon = Api {
+        token: String::new(),
+        ..Api::new(&h)
+    };
+    let (status, answer) = anon.send("POST", "/login", Some(json!({"code": code}))).await;
+    assert_eq!((status, answer["token"].as_str()), (200, Some(h.token.as_str())));
+    let (status, answer) = anon.send("POST", "/login", Some(json!({"code": code}))).await;
+    assert_eq!(status, 401);
+    assert!(answer["error"].as_str().unwrap().contains("used already"), "{answer}");
+    let (status, _) = anon.send("POST", "/login", Some(json!({"code": "1.2.3"}))).await;
+    assert_eq!(status, 401);
     assert_eq!(api.get("/status").await["api_port"], h.port);
 
     let mut live = api.stream("/events/stream", None).await;

@@ -47,8 +47,9 @@ class Project:
             stderr=subprocess.DEVNULL,
         )
         port = wait_for("the fake LLM", lambda: port_file.exists() and port_file.read_text().strip())
-        (self.root / ".chimera").mkdir()
-        (self.root / ".chimera" / "config.json").write_text(
+        # The user's own options (outside the project) name the model.
+        (self.tmp / "cfg" / "chimera").mkdir(parents=True)
+        (self.tmp / "cfg" / "chimera" / "config.json").write_text(
             json.dumps(
                 {
                     "llm": {"provider": "openai", "url": f"http://127.0.0.1:{port}/v1", "model": "fake", "max_retries": 0},
@@ -56,7 +57,7 @@ class Project:
                 }
             )
         )
-        self.env = dict(os.environ, XDG_CONFIG_HOME=str(self.tmp / "cfg"), NO_COLOR="1")
+        self.env = dict(os.environ, XDG_CONFIG_HOME=str(self.tmp / "cfg"), XDG_DATA_HOME=str(self.tmp / "data"), NO_COLOR="1")
         self.serve = subprocess.Popen(
             [str(BIN), "serve", "--port", "0", "--json"],
             cwd=self.root,

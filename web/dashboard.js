@@ -96,12 +96,25 @@ async function act(fn) {
 
 // ---- token ----------------------------------------------------------------
 
-function takeTokenFromAddress() {
-  const m = location.hash.match(/token=([0-9a-fA-F]+)/);
-  if (m) {
-    localStorage.setItem(TOKEN_KEY, m[1]);
-    history.replaceState(null, "", location.pathname);
+// A one-time login link (`#login=CODE`, from :Chimera dashboard or
+// `chimera serve`) is exchanged for the token once; the address keeps
+// neither. Resolves to the token, or null (and says why).
+async function takeTokenFromAddress() {
+  const m = location.hash.match(/login=([0-9a-zA-Z.]+)/);
+  if (!m) return null;
+  history.replaceState(null, "", location.pathname);
+  const res = await fetch("/login", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ code: m[1] }),
+  });
+  const data = await res.json().catch(() => ({ error: res.statusText }));
+  if (!res.ok) {
+    $("login-error").textContent = data.error || res.statusText;
+    return null;
   }
+  localStorage.setItem(TOKEN_KEY, data.token);
+  return data.token;
 }
 
 function logout(message) {
@@ -646,10 +659,11 @@ function start() {
   setInterval(() => {
     if (state.tab === "agents") renderAgents();
   }, 30000);
-  takeTokenFromAddress();
-  const saved = localStorage.getItem(TOKEN_KEY);
-  if (saved) login(saved);
-  else logout();
+  takeTokenFromAddress().then((fresh) => {
+    const saved = fresh || localStorage.getItem(TOKEN_KEY);
+    if (saved) login(saved);
+    else logout($("login-error").textContent);
+  });
 }
 
 start();

@@ -500,8 +500,9 @@ function M.served()
   return require("chimera.loader").require().served(state.root)
 end
 
---- The web dashboard's address (token included), opened in the browser
---- unless `opts.open == false` (see :help chimera-http).
+--- The web dashboard's address, opened in the browser (logged in once
+--- through a private page, so that no secret is on the browser's command
+--- line) unless `opts.open == false` (see :help chimera-http).
 function M.dashboard(opts)
   M.start()
   local served
@@ -518,7 +519,7 @@ function M.dashboard(opts)
     error("Chimera: the HTTP API is off: set `api = { enabled = true }` in setup{} (or run `chimera serve` in a shell)", 0)
   end
   if not (opts and opts.open == false) then
-    vim.ui.open(url)
+    vim.ui.open(require("chimera.loader").require().dashboard_opener(state.root) or url)
   end
   return url
 end

@@ -28,11 +28,35 @@ pub struct ApiInfo {
 }
 
 impl ApiInfo {
-    /// The dashboard's address, with the token in the fragment (which a
-    /// browser never sends): opening it logs in.
+    /// The dashboard's address, which asks for the token.
     pub fn dashboard_url(&self) -> String {
-        format!("http://127.0.0.1:{}/#token={}", self.port, self.token)
+        format!("http://127.0.0.1:{}/", self.port)
     }
+
+    /// The dashboard's address with a one-time code good for `lifetime`
+    /// in the fragment (which a browser never sends): opening it logs in
+    /// once. Never the token itself.
+    pub fn login_url(&self, lifetime: std::time::Duration) -> String {
+        format!(
+            "{}#login={}",
+            self.dashboard_url(),
+            super::login::mint(&self.token, lifetime)
+        )
+    }
+}
+
+/// Writes `.chimera/dashboard.html`, a page of the user's alone (0600)
+/// that sends the browser on to a fresh login link, and returns its
+/// `file://` address: a browser is started with that on its command line,
+/// which every account on the machine can read, and it holds no secret.
+pub fn write_opener(root: &Path, info: &ApiInfo) -> std::io::Result<String> {
+    let url = info.login_url(super::login::OPENED);
+    let page = format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>Chimera</title><a href=\"{url}\">Open the dashboard</a>\n"
+    );
+    let path = root.join(".chimera").join("dashboard.html");
+    write_private(&path, page.as_bytes())?;
+    Ok(format!("file://{}", path.display()))
 }
 
 /// `.chimera/api.json` of the project at `root`.
@@ -57,18 +81,24 @@ fn new_token() -> std::io::Result<String> {
 /// Writes `info` whole or not at all, readable by its user only; a link
 /// planted at the path is replaced, never followed.
 fn write_info(root: &Path, info: &ApiInfo) -> std::io::Result<()> {
+    write_private(&info_path(root), serde_json::to_string_pretty(info)?.as_bytes())
+}
+
+/// Writes `data` at `path` whole or not at all, readable by its user only;
+/// a link planted at the path is replaced, never followed.
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let path = info_path(root);
-    let tmp = path.with_file_name(format!("api.json.{}.tmp", std::process::id()));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!("{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&tmp)?;
-    f.write_all(serde_json::to_string_pretty(info)?.as_bytes())?;
+    f.write_all(data)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, &path)
+    std::fs::rename(&tmp, path)
 }
 
 /// Removes `.chimera/api.json` if it still announces this process.
@@ -118,12 +148,21 @@ impl Bound {
         let token = self.info.token.clone();
         let port = self.info.port;
         let mcp = crate::mcp::server::http_service(api.clone(), stop.child_token());
+        let redeemed = std::sync::Arc::new(super::login::Redeemed::default());
+        let for_login = self.info.token.clone();
         let app =
             Router::new()
                 .merge(api.nest_service("/mcp", mcp).layer(middleware::from_fn(
                     move |req, next| authorize(token.clone(), req, next),
                 )))
                 .merge(super::dashboard::router())
+                // A one-time link's code for the token (no token needed).
+                .route(
+                    "/login",
+                    axum::routing::post(move |body: axum::body::Bytes| {
+                        login(for_login.clone(), redeemed.clone(), body)
+                    }),
+                )
                 // Discovery is public, as A2A has it; `/a2a` needs the token.
                 .route(
                     "/.well-known/agent-card.json",
@@ -140,12 +179,28 @@ impl Bound {
     }
 }
 
+/// `POST /login {"code"}`: the token, once per good code.
+async fn login(
+    token: String,
+    redeemed: std::sync::Arc<super::login::Redeemed>,
+    body: axum::body::Bytes,
+) -> Response {
+    let code = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v["code"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    match redeemed.redeem(&token, &code) {
+        Ok(()) => Json(json!({ "token": token })).into_response(),
+        Err(e) => refuse(StatusCode::UNAUTHORIZED, &e.to_string()),
+    }
+}
+
 fn refuse(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
 
 /// Equal, in a time that does not depend on where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -9,6 +9,7 @@ pub mod control;
 mod dashboard;
 pub mod events;
 pub mod http;
+pub mod login;
 mod nodes;
 pub mod routes;
 pub mod sessions;

@@ -578,10 +578,14 @@ async fn serve(s: &mut Session, port: Option<u16>) -> Result<i32, Failure> {
     if s.json {
         println!(
             "{}",
-            json!({ "root": s.root, "port": info.port, "dashboard": info.dashboard_url() })
+            json!({ "root": s.root, "port": info.port, "dashboard": info.login_url(crate::api::login::PRINTED) })
         );
     } else {
-        println!("Dashboard: {}", info.dashboard_url());
+        println!(
+            "Dashboard: {} (logs in once, within 10 minutes; then {})",
+            info.login_url(crate::api::login::PRINTED),
+            info.dashboard_url()
+        );
         println!(
             "API:       http://127.0.0.1:{}/ (token in {})",
             info.port,

@@ -306,6 +306,23 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             )
         })?,
     )?;
+    // dashboard_opener(root) -> the file:// address of a private page
+    // that logs the browser in once (nil when no API serves the project):
+    // what `:Chimera dashboard` hands the browser, no secret on its
+    // command line.
+    t.set(
+        "dashboard_opener",
+        lua.create_function(|_, root: String| {
+            let root = Path::new(&root);
+            let pid = crate::api::control::holder(root);
+            let Some(info) = crate::api::http::read_info(root).filter(|i| Some(i.pid) == pid) else {
+                return Ok(None);
+            };
+            crate::api::http::write_opener(root, &info)
+                .map(Some)
+                .map_err(|e| mlua::Error::external(format!("Chimera: cannot write the dashboard's login page: {e}")))
+        })?,
+    )?;
     t.set(
         "running",
         lua.create_function(|_, ()| Ok(CORE.with(|c| c.borrow().is_some())))?,

@@ -10,6 +10,7 @@ Screenshots go to $CHIMERA_SCREENSHOTS (default: target/screenshots).
 
 Usage: python3 tests/web/test_dashboard.py  (after `cargo build`)
 """
+import json
 import os
 import shutil
 import sys
@@ -43,7 +44,9 @@ def agent_item(page, agent_id):
 def run(p, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     url = p.said["dashboard"]
-    token = url.split("#token=")[1]
+    assert "#login=" in url, url
+    token = json.loads((p.root / ".chimera" / "api.json").read_text())["token"]
+    assert token not in url, url
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     errors = []
@@ -53,7 +56,7 @@ def run(p, browser):
     # and the token is gone from the address bar.
     page.goto(url)
     expect(page.locator("#link")).to_have_text("live")
-    assert "token" not in page.url, page.url
+    assert "login" not in page.url and token not in page.url, page.url
     expect(page.locator("#root")).to_contain_text("proj")
 
     # A task typed in a shell arrives live; its proposal appears with it.
@@ -142,6 +145,12 @@ def run(p, browser):
     again.goto(url.split("#")[0])
     expect(again.locator("#link")).to_have_text("live")
     expect(again.locator("#login")).to_be_hidden()
+
+    # The login link worked once: another browser opening it is refused.
+    thief = browser.new_context().new_page()
+    thief.goto(url)
+    expect(thief.locator("#login-error")).to_contain_text("used already")
+    expect(thief.locator("#app")).to_be_hidden()
 
     # A browser without it asks, refuses a wrong one, takes the right one.
     fresh = browser.new_context().new_page()
