@@ -617,3 +617,63 @@ fn outward_address() -> Option<std::net::IpAddr> {
     let ip = s.local_addr().ok()?.ip();
     (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
+
+#[test]
+fn a_thousand_half_sent_requests_from_another_process_never_starve_the_owner() {
+    use std::io::{BufRead, Read, Write};
+    let p = proj();
+    // `chimera serve` with the file limit Neovim runs under.
+    let mut serve = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 256 && exec \"$0\" serve --port 0 --json", support::BIN])
+        .current_dir(&p.root)
+        .env("XDG_CONFIG_HOME", &p.config_home)
+        .env("XDG_DATA_HOME", &p.data_home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = serde_json::from_str::<Value>(&line).unwrap()["port"].as_u64().unwrap();
+    let token: String = serde_json::from_str::<Value>(
+        &std::fs::read_to_string(p.root.join(".chimera/api.json")).unwrap(),
+    )
+    .unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The attacker: a thousand connections, each with half a request.
+    let mut held = Vec::new();
+    for _ in 0..1000 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port as u16)) {
+            let _ = s.write_all(format!("GET /status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n").as_bytes());
+            held.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // The owner, meanwhile: every request answered, at once.
+    for _ in 0..5 {
+        let started = Instant::now();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port as u16));
+        let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .expect("the owner could not even connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(
+            format!("GET /status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "the owner was not served: {answer:?}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    }
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", serve.id())).unwrap().count();
+    assert!(fds < 200, "the server holds {fds} files");
+    drop(held);
+    let _ = serve.kill();
+    let _ = serve.wait();
+}

@@ -201,12 +201,7 @@ pub fn spawn(
                 Err(e) => trouble(format!("the HTTP API is off: {e}")),
             }
         }
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(stop.clone().cancelled_owned())
-            .await;
+        super::serve::serve(listener, router, super::serve::Limits::default(), stop.clone()).await;
         let _ = std::fs::remove_file(&held.path);
-        if let Err(e) = served {
-            trouble(format!("the control socket stopped: {e}"));
-        }
     });
 }

@@ -171,11 +171,9 @@ impl Bound {
                 .layer(middleware::from_fn(move |req, next| {
                     loopback_host(port, req, next)
                 }));
-        let served = axum::serve(self.listener, app)
-            .with_graceful_shutdown(stop.cancelled_owned())
-            .await;
+        super::serve::serve(self.listener, app, super::serve::Limits::default(), stop).await;
         withdraw(&self.root);
-        served
+        Ok(())
     }
 }
 

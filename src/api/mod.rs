@@ -12,6 +12,7 @@ pub mod http;
 pub mod login;
 mod nodes;
 pub mod routes;
+mod serve;
 pub mod sessions;
 mod stream;
 
