@@ -36,10 +36,11 @@ test-scripts: debug-lib
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 10
 
 ## SIGKILL during accept, 500 times: the core's accept in a child process,
-## then a real headless Neovim; and during rollback, purge and snapshot
-## (make test runs shorter rounds).
+## then a real headless Neovim; an accept cut after every one of 120
+## renames, and each rename failing in turn; and during rollback, purge and
+## snapshot (make test runs shorter rounds).
 crash-test: debug-lib
-	CHIMERA_CRASH_CYCLES=500 cargo test --no-default-features --test crash -- --nocapture sigkill
+	CHIMERA_CRASH_CYCLES=500 CHIMERA_CRASH_EVERY=1 cargo test --no-default-features --test crash -- --nocapture
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 500
 
 ## The lifecycle simulation, 1,000,000 steps (make test runs 10,000);

@@ -17,7 +17,11 @@ pub enum A2aError {
         body: String,
     },
     #[error("{url} answered HTTP {status}, a redirect to {to}: not followed (a redirect could lead to a host capabilities.hosts does not allow); give the final URL instead")]
-    Redirect { url: String, status: u16, to: String },
+    Redirect {
+        url: String,
+        status: u16,
+        to: String,
+    },
     #[error("{url} is not an A2A agent: {detail}")]
     NotA2a { url: String, detail: String },
     #[error("the agent answered with an error ({code}): {message}")]

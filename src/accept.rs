@@ -394,7 +394,8 @@ pub fn accept_some(
             (vec![f], partial)
         }
     };
-    store.transaction(|tx| {
+    let mut intent: Option<store::journal::Pending> = None;
+    let accepted = store.transaction(|tx| {
         let mut out = Accepted::default();
         let mut disk: Vec<rootfs::Write> = Vec::new();
         for f in &files {
@@ -456,6 +457,14 @@ pub fn accept_some(
             }
             out.files.push(f.path.clone());
         }
+        // Several renames are not one: a crash between two leaves the
+        // journal, and the next start puts the replaced files back.
+        if disk.len() > 1 {
+            intent = Some(store.intend(
+                &format!("the accept of agent {agent}"),
+                disk.iter().map(store::journal::Entry::of).collect(),
+            )?);
+        }
         rootfs::write_all(root, &disk)?;
         // What is left to review: the other files, and the rest of a partly
         // accepted one (its base is now the new stable content).
@@ -494,7 +503,25 @@ pub fn accept_some(
             &serde_json::json!({"files": out.files, "hunk": hunk}),
         )?;
         Ok(out)
-    })
+    });
+    settle(intent, accepted, store, root)
+}
+
+/// After a multi-file write and its transaction: the journal goes once the
+/// store committed; else what the write left is put back.
+pub(crate) fn settle<T>(
+    intent: Option<store::journal::Pending>,
+    result: Result<T, AcceptError>,
+    store: &Store,
+    root: &Path,
+) -> Result<T, AcceptError> {
+    if let Some(intent) = intent {
+        match &result {
+            Ok(_) => intent.done(),
+            Err(_) => intent.abandon(store, root),
+        }
+    }
+    result
 }
 
 /// Drops hunk `which` from `agent`'s proposal; the

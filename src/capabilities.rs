@@ -239,7 +239,11 @@ impl Capabilities {
 
     /// Whether project file `p` may go to the model as a reference:
     /// readable here, never a secret, reached through no link.
-    fn check_share(&self, root: &std::path::Path, p: &crate::paths::ProjectPath) -> Result<(), String> {
+    fn check_share(
+        &self,
+        root: &std::path::Path,
+        p: &crate::paths::ProjectPath,
+    ) -> Result<(), String> {
         if self.is_secret(p.as_str()) {
             return Err("a secret (capabilities.secrets): not sent".into());
         }

@@ -47,6 +47,7 @@ pub mod cli;
 pub mod command;
 pub mod config;
 pub mod diff;
+pub mod failpoint;
 pub mod lang;
 pub mod lifecycle;
 pub mod llm;

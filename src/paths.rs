@@ -91,7 +91,10 @@ pub fn is_reserved_name(name: &str) -> bool {
         '\u{202d}', '\u{202e}', '\u{206a}', '\u{206b}', '\u{206c}', '\u{206d}', '\u{206e}',
         '\u{206f}', '\u{feff}',
     ];
-    let bare: String = name.chars().filter(|c| !IGNORED_BY_HFS.contains(c)).collect();
+    let bare: String = name
+        .chars()
+        .filter(|c| !IGNORED_BY_HFS.contains(c))
+        .collect();
     let bare = bare.trim_end_matches(['.', ' ']).to_ascii_lowercase();
     matches!(bare.as_str(), ".git" | ".chimera" | "git~1")
 }
@@ -220,7 +223,13 @@ mod tests {
                 "{raw:?} was not refused"
             );
         }
-        for fine in [".gitignore", "a/.github/workflows/x.yml", "git/x", "a/.gitmodules", "chimera/x"] {
+        for fine in [
+            ".gitignore",
+            "a/.github/workflows/x.yml",
+            "git/x",
+            "a/.gitmodules",
+            "chimera/x",
+        ] {
             assert!(ProjectPath::parse(fine).is_ok(), "{fine:?} was refused");
         }
     }

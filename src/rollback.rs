@@ -178,20 +178,38 @@ pub fn apply(
             expect,
         });
     }
-    rootfs::write_all(root, &disk)?;
-    store.transaction(|tx| -> Result<(), AcceptError> {
-        for p in &plan.restore {
-            if let Some(e) = manifest.get(p) {
-                let size = store::blob(tx, &e.hash)?.len() as u64;
-                store::stable_set(tx, p, &e.hash, size, e.mode, store::now_ms() * 1_000_000)?;
-            }
-        }
-        for p in &plan.delete {
-            tx.execute("DELETE FROM stable WHERE path = ?1", [p])
-                .map_err(store::StoreError::from)?;
-        }
-        Ok(())
-    })?;
+    let intent = match disk.len() {
+        0 | 1 => None,
+        _ => Some(store.intend(
+            &format!("the rollback to snapshot {}", snapshot.id),
+            disk.iter().map(store::journal::Entry::of).collect(),
+        )?),
+    };
+    let written = rootfs::write_all(root, &disk)
+        .map_err(AcceptError::from)
+        .and_then(|()| {
+            store.transaction(|tx| -> Result<(), AcceptError> {
+                for p in &plan.restore {
+                    if let Some(e) = manifest.get(p) {
+                        let size = store::blob(tx, &e.hash)?.len() as u64;
+                        store::stable_set(
+                            tx,
+                            p,
+                            &e.hash,
+                            size,
+                            e.mode,
+                            store::now_ms() * 1_000_000,
+                        )?;
+                    }
+                }
+                for p in &plan.delete {
+                    tx.execute("DELETE FROM stable WHERE path = ?1", [p])
+                        .map_err(store::StoreError::from)?;
+                }
+                Ok(())
+            })
+        });
+    crate::accept::settle(intent, written, store, root)?;
     Ok(out)
 }
 

@@ -354,6 +354,9 @@ pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
     for (k, &i) in order.iter().enumerate() {
         let t = &targets[i];
         let done = match &t.temp {
+            // The crash harness fails a rename here, or kills the process
+            // right after one.
+            _ if crate::failpoint::hit("rename") => Err(Errno::IO),
             Some(temp) => rustix::fs::renameat(&t.dir, temp.as_str(), &t.dir, t.name.as_str()),
             None => match rustix::fs::unlinkat(&t.dir, t.name.as_str(), AtFlags::empty()) {
                 Err(Errno::NOENT) => Ok(()),
@@ -370,6 +373,7 @@ pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
                 other => other,
             });
         }
+        crate::failpoint::hit("after-rename");
     }
     // The renames are durable once their directories are synced; syncs
     // that wait together are committed together.

@@ -326,11 +326,28 @@ async fn main_loop(
     shared: SharedIndex,
     held: std::io::Result<Option<crate::api::control::Held>>,
 ) {
-    let secrets = crate::capabilities::Secrets::new(&config.capabilities.secrets).unwrap_or_default();
+    let secrets =
+        crate::capabilities::Secrets::new(&config.capabilities.secrets).unwrap_or_default();
     let store = match Store::open_with(&root, secrets) {
         Ok(s) => Arc::new(s),
         Err(e) => return without_store(&root, &sink, &mut rx, &e.to_string()).await,
     };
+    // Before the import: stable still says what the files held before a
+    // write that a crash cut.
+    match crate::store::journal::recover(&store, &root) {
+        Ok(done) => {
+            for r in done {
+                sink.send(ToEditor::Notify {
+                    level: Level::Warn,
+                    message: format!("Chimera: {}", r.describe()),
+                });
+            }
+        }
+        Err(e) => sink.send(ToEditor::Notify {
+            level: Level::Error,
+            message: format!("Chimera: {e}"),
+        }),
+    }
     match store.forget_secrets() {
         Ok(0) => {}
         Ok(n) => sink.send(ToEditor::Notify {

@@ -154,19 +154,16 @@ const GUARDED: &[&str] = &[
 /// `base`'s.
 pub fn guarded_keys(project: &Value, base: &Config) -> Vec<String> {
     let base = serde_json::to_value(base).unwrap_or(Value::Null);
-    let at = |v: &Value, dotted: &str| {
-        dotted
-            .split('.')
-            .try_fold(v, |v, k| v.get(k))
-            .cloned()
-    };
+    let at = |v: &Value, dotted: &str| dotted.split('.').try_fold(v, |v, k| v.get(k)).cloned();
     let mut keys: Vec<String> = GUARDED
         .iter()
         .filter(|k| at(project, k).is_some_and(|v| Some(&v) != at(&base, k).as_ref()))
         .map(|k| (*k).to_owned())
         .collect();
     // A mode ("auto", "off") runs nothing of the repository's own choosing.
-    if at(project, "tests.command").is_some_and(|v| v.is_array() && Some(&v) != at(&base, "tests.command").as_ref()) {
+    if at(project, "tests.command")
+        .is_some_and(|v| v.is_array() && Some(&v) != at(&base, "tests.command").as_ref())
+    {
         keys.push("tests.command".to_owned());
     }
     if let Some(caps) = project.get("capabilities").and_then(Value::as_object) {
@@ -184,7 +181,11 @@ pub fn guarded_keys(project: &Value, base: &Config) -> Vec<String> {
 fn wider(name: &str, value: &Value, was: &Value) -> bool {
     let list = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let rank = |v: &Value| match v.as_str() {
@@ -197,7 +198,9 @@ fn wider(name: &str, value: &Value, was: &Value) -> bool {
         // Fewer secret patterns: more files readable.
         "secrets" => list(was).iter().any(|p| !list(value).contains(p)),
         "commands" | "hosts" | "mcp" | "env" => list(value).iter().any(|p| !list(was).contains(p)),
-        "ask" | "snapshot" | "rollback" => value.as_bool() == Some(true) && was.as_bool() != Some(true),
+        "ask" | "snapshot" | "rollback" => {
+            value.as_bool() == Some(true) && was.as_bool() != Some(true)
+        }
         // Globs cannot be compared for width: any change waits for trust.
         _ => value != was,
     }
@@ -208,9 +211,7 @@ pub fn without(mut project: Value, keys: &[String]) -> Value {
     for dotted in keys {
         let mut parts: Vec<&str> = dotted.split('.').collect();
         let Some(last) = parts.pop() else { continue };
-        let parent = parts
-            .iter()
-            .try_fold(&mut project, |v, k| v.get_mut(*k));
+        let parent = parts.iter().try_fold(&mut project, |v, k| v.get_mut(*k));
         if let Some(obj) = parent.and_then(Value::as_object_mut) {
             obj.remove(last);
         }
@@ -232,8 +233,13 @@ mod tests {
         assert!(!db.is_trusted(&file, b"{}").unwrap());
         db.trust(&file, b"{}").unwrap();
         assert!(db.is_trusted(&file, b"{}").unwrap());
-        assert!(!db.is_trusted(&file, b"{ }").unwrap(), "a changed file is asked again");
-        assert!(!db.is_trusted(&dir.path().join("other.json"), b"{}").unwrap());
+        assert!(
+            !db.is_trusted(&file, b"{ }").unwrap(),
+            "a changed file is asked again"
+        );
+        assert!(!db
+            .is_trusted(&dir.path().join("other.json"), b"{}")
+            .unwrap());
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(db.path()).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
@@ -241,7 +247,10 @@ mod tests {
         assert!(!db.is_trusted(&file, b"{}").unwrap());
         assert!(!db.revoke(&file).unwrap());
         std::fs::write(db.path(), "not json").unwrap();
-        assert!(matches!(db.is_trusted(&file, b"{}"), Err(TrustError::Corrupt(_))));
+        assert!(matches!(
+            db.is_trusted(&file, b"{}"),
+            Err(TrustError::Corrupt(_))
+        ));
     }
 
     #[test]
@@ -265,10 +274,22 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "a2a.peers", "agents.external", "capabilities.commands", "capabilities.env",
-                "capabilities.hosts", "capabilities.preset", "capabilities.secrets",
-                "capabilities.snapshot", "capabilities.write", "llm.api_key_env", "llm.headers",
-                "llm.url", "mcp.servers", "root", "tests.command", "tools.web_search_url",
+                "a2a.peers",
+                "agents.external",
+                "capabilities.commands",
+                "capabilities.env",
+                "capabilities.hosts",
+                "capabilities.preset",
+                "capabilities.secrets",
+                "capabilities.snapshot",
+                "capabilities.write",
+                "llm.api_key_env",
+                "llm.headers",
+                "llm.url",
+                "mcp.servers",
+                "root",
+                "tests.command",
+                "tools.web_search_url",
             ]
         );
         let kept = without(hostile, &keys);
@@ -285,6 +306,10 @@ mod tests {
             "tests": {"command": "off"},
             "capabilities": {"preset": "readonly", "secrets": ["*.key", ".env*", "*.pem", "id_*", "*.p12", ".netrc", "*.secret"]},
         });
-        assert!(guarded_keys(&harmless, &base).is_empty(), "{:?}", guarded_keys(&harmless, &base));
+        assert!(
+            guarded_keys(&harmless, &base).is_empty(),
+            "{:?}",
+            guarded_keys(&harmless, &base)
+        );
     }
 }

@@ -171,12 +171,24 @@ async fn the_core_loop_over_http_with_a_live_stream_that_resumes() {
         token: String::new(),
         ..Api::new(&h)
     };
-    let (status, answer) = anon.send("POST", "/login", Some(json!({"code": code}))).await;
-    assert_eq!((status, answer["token"].as_str()), (200, Some(h.token.as_str())));
-    let (status, answer) = anon.send("POST", "/login", Some(json!({"code": code}))).await;
+    let (status, answer) = anon
+        .send("POST", "/login", Some(json!({"code": code})))
+        .await;
+    assert_eq!(
+        (status, answer["token"].as_str()),
+        (200, Some(h.token.as_str()))
+    );
+    let (status, answer) = anon
+        .send("POST", "/login", Some(json!({"code": code})))
+        .await;
     assert_eq!(status, 401);
-    assert!(answer["error"].as_str().unwrap().contains("used already"), "{answer}");
-    let (status, _) = anon.send("POST", "/login", Some(json!({"code": "1.2.3"}))).await;
+    assert!(
+        answer["error"].as_str().unwrap().contains("used already"),
+        "{answer}"
+    );
+    let (status, _) = anon
+        .send("POST", "/login", Some(json!({"code": "1.2.3"})))
+        .await;
     assert_eq!(status, 401);
     assert_eq!(api.get("/status").await["api_port"], h.port);
 
@@ -624,7 +636,11 @@ fn a_thousand_half_sent_requests_from_another_process_never_starve_the_owner() {
     let p = proj();
     // `chimera serve` with the file limit Neovim runs under.
     let mut serve = std::process::Command::new("sh")
-        .args(["-c", "ulimit -n 256 && exec \"$0\" serve --port 0 --json", support::BIN])
+        .args([
+            "-c",
+            "ulimit -n 256 && exec \"$0\" serve --port 0 --json",
+            support::BIN,
+        ])
         .current_dir(&p.root)
         .env("XDG_CONFIG_HOME", &p.config_home)
         .env("XDG_DATA_HOME", &p.data_home)
@@ -636,7 +652,9 @@ fn a_thousand_half_sent_requests_from_another_process_never_starve_the_owner() {
     std::io::BufReader::new(serve.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let port = serde_json::from_str::<Value>(&line).unwrap()["port"].as_u64().unwrap();
+    let port = serde_json::from_str::<Value>(&line).unwrap()["port"]
+        .as_u64()
+        .unwrap();
     let token: String = serde_json::from_str::<Value>(
         &std::fs::read_to_string(p.root.join(".chimera/api.json")).unwrap(),
     )
@@ -648,7 +666,9 @@ fn a_thousand_half_sent_requests_from_another_process_never_starve_the_owner() {
     let mut held = Vec::new();
     for _ in 0..1000 {
         if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port as u16)) {
-            let _ = s.write_all(format!("GET /status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n").as_bytes());
+            let _ = s.write_all(
+                format!("GET /status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n").as_bytes(),
+            );
             held.push(s);
         }
     }
@@ -668,10 +688,19 @@ fn a_thousand_half_sent_requests_from_another_process_never_starve_the_owner() {
         .unwrap();
         let mut answer = String::new();
         let _ = s.read_to_string(&mut answer);
-        assert!(answer.starts_with("HTTP/1.1 200"), "the owner was not served: {answer:?}");
-        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "the owner was not served: {answer:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
     }
-    let fds = std::fs::read_dir(format!("/proc/{}/fd", serve.id())).unwrap().count();
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", serve.id()))
+        .unwrap()
+        .count();
     assert!(fds < 200, "the server holds {fds} files");
     drop(held);
     let _ = serve.kill();

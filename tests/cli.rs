@@ -324,7 +324,9 @@ fn remora_nodes_a_chat_and_a_fork_from_the_shell() {
 fn mcp_list_and_call_reach_the_configured_servers_and_log_the_call() {
     let p = project(&[fix_add()]);
     let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_server.py");
-    p.project_options(serde_json::json!({"mcp": {"servers": {"t": {"command": ["python3", server]}}}}));
+    p.project_options(
+        serde_json::json!({"mcp": {"servers": {"t": {"command": ["python3", server]}}}}),
+    );
     let out = p.run(&["mcp", "list"]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no MCP servers"),
@@ -382,7 +384,9 @@ fn eavesdropper() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
     let kept = heard.clone();
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
-            stream.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
             let mut buf = [0u8; 65536];
             if let Ok(n) = stream.read(&mut buf) {
                 kept.lock().unwrap().extend_from_slice(&buf[..n]);
@@ -416,7 +420,10 @@ fn a_cloned_repositorys_options_run_nothing_reach_no_host_and_read_no_secret_unt
     };
     let out = task(&p);
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "the user's own model did the task: {err}");
+    assert!(
+        out.status.success(),
+        "the user's own model did the task: {err}"
+    );
     assert!(
         err.contains("not trusted") && err.contains("tests.command") && err.contains("llm.headers"),
         "the user is told what is ignored: {err}"
@@ -428,10 +435,20 @@ fn a_cloned_repositorys_options_run_nothing_reach_no_host_and_read_no_secret_unt
     let out = p.run(&["mcp", "list"]);
     assert!(!out.status.success());
     assert!(!mcp_ran.exists(), "the repository's MCP server ran");
-    assert!(heard.lock().unwrap().is_empty(), "the repository's host was reached");
+    assert!(
+        heard.lock().unwrap().is_empty(),
+        "the repository's host was reached"
+    );
     let status = p.json(&["status"]);
     let ignored = status["project_config"]["ignored"].to_string();
-    for key in ["llm.url", "llm.headers", "tests.command", "mcp.servers", "capabilities.preset", "capabilities.commands"] {
+    for key in [
+        "llm.url",
+        "llm.headers",
+        "tests.command",
+        "mcp.servers",
+        "capabilities.preset",
+        "capabilities.commands",
+    ] {
         assert!(ignored.contains(key), "{key} not ignored: {ignored}");
     }
     assert_eq!(status["project_config"]["trusted"], false);
@@ -440,11 +457,17 @@ fn a_cloned_repositorys_options_run_nothing_reach_no_host_and_read_no_secret_unt
     // The user reads the file and trusts it: now it applies (and so would
     // the attack: trust is the user's decision).
     let trusted = p.ok(&["trust"]);
-    assert!(trusted.contains("tests.command = ") && trusted.contains("llm.url = "), "{trusted}");
+    assert!(
+        trusted.contains("tests.command = ") && trusted.contains("llm.url = "),
+        "{trusted}"
+    );
     assert_eq!(p.json(&["status"])["project_config"]["trusted"], true);
     let _ = task(&p);
     let said = String::from_utf8_lossy(&heard.lock().unwrap()).to_string();
-    assert!(said.contains("SECRET_VALUE_42"), "trusted options apply: {said}");
+    assert!(
+        said.contains("SECRET_VALUE_42"),
+        "trusted options apply: {said}"
+    );
     // A changed file is not trusted any more.
     let file = p.root.join(".chimera/config.json");
     let mut text = std::fs::read_to_string(&file).unwrap();

@@ -157,6 +157,15 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
         }
         let store = Store::open(root).unwrap();
         assert_eq!(store.integrity_check().unwrap(), "ok", "cycle {cycle}");
+        // The restart's recovery puts back what a cut accept replaced.
+        let recovered = chimera::store::journal::recover(&store, root).unwrap();
+        let cut = new_on_disk.iter().any(|n| *n) && !new_on_disk.iter().all(|n| *n);
+        if cut {
+            killed_during += 1;
+        }
+        let new_on_disk: Vec<bool> = (0..FILES)
+            .map(|i| std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap() == new(i))
+            .collect();
         let rec = store.agent("ag").unwrap();
         let accepted_event = store
             .events_since(0)
@@ -177,9 +186,12 @@ fn sigkill_during_accept_never_leaves_a_half_written_file_or_a_disagreeing_store
                     !accepted_event,
                     "cycle {cycle}: an accepted event for an unaccepted proposal"
                 );
-                if new_on_disk.iter().any(|n| *n) {
-                    killed_during += 1;
-                } else {
+                // Wholly before: not one file of the cut accept is left new.
+                assert!(
+                    new_on_disk.iter().all(|n| !*n),
+                    "cycle {cycle}: completed but files are new after recovery ({recovered:?})"
+                );
+                if !cut {
                     killed_before += 1;
                 }
             }
@@ -363,4 +375,186 @@ fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_res
     println!(
         "history crash harness: {cycles} cycles (rollback, purge, snapshot in turn), 0 failures"
     );
+}
+
+/// Files of the failpoint harness: enough that a cut lands between two of
+/// many renames, as in the 1,500-file accept.
+const MANY: usize = 120;
+
+fn setup_many(root: &Path) {
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    for i in 0..MANY {
+        std::fs::write(root.join(format!("m{i}.py")), old(i)).unwrap();
+    }
+    let store = Store::open(root).unwrap();
+    sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
+    store
+        .agent_insert(&AgentRecord {
+            state: AgentState::Running,
+            rounds: 1,
+            owner: "x".into(),
+            ..AgentRecord::new("ag", "crash")
+        })
+        .unwrap();
+    let ov = Overlay::new(&store, "ag", 1 << 20);
+    for i in 0..MANY {
+        ov.write(
+            &ProjectPath::parse(&format!("m{i}.py")).unwrap(),
+            new(i).as_bytes(),
+        )
+        .unwrap();
+    }
+    accept::build_proposal(&store, "ag").unwrap();
+    let mut rec = store.agent("ag").unwrap();
+    rec.state = AgentState::Completed;
+    store.agent_update(&rec).unwrap();
+}
+
+/// Which files hold the agent's text (the others must hold the old one).
+fn new_files(root: &Path, cycle: &str) -> Vec<usize> {
+    (0..MANY)
+        .filter(|&i| {
+            let text = std::fs::read_to_string(root.join(format!("m{i}.py"))).unwrap();
+            assert!(
+                text == old(i) || text == new(i),
+                "{cycle}: m{i}.py is half-written"
+            );
+            text == new(i)
+        })
+        .collect()
+}
+
+/// The project is wholly as before the accept, and the store says so: the
+/// agent still `completed` with its whole proposal, stable the old text.
+fn wholly_before(store: &Store, root: &Path, cycle: &str) {
+    assert_eq!(
+        new_files(root, cycle),
+        Vec::<usize>::new(),
+        "{cycle}: files still new"
+    );
+    assert_eq!(
+        store.agent("ag").unwrap().state,
+        AgentState::Completed,
+        "{cycle}"
+    );
+    assert_eq!(
+        store.proposal_files("ag").unwrap().len(),
+        MANY,
+        "{cycle}: the proposal shrank"
+    );
+    for i in 0..MANY {
+        let e = store.stable_entry(&format!("m{i}.py")).unwrap().unwrap();
+        assert_eq!(
+            store.blob(&e.hash).unwrap(),
+            old(i).as_bytes(),
+            "{cycle}: stable m{i}.py"
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(root.join(".chimera"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("intent-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{cycle}: {leftovers:?}");
+}
+
+/// Where the failpoint harness cuts: after every rename for `make
+/// crash-test` (`CHIMERA_CRASH_EVERY=1`), else a spread of them.
+fn cut_points() -> Vec<usize> {
+    if std::env::var("CHIMERA_CRASH_EVERY").is_ok() {
+        (1..=MANY).collect()
+    } else {
+        vec![1, 2, MANY / 2, MANY - 1, MANY]
+    }
+}
+
+#[test]
+fn an_accept_killed_after_any_rename_is_put_back_whole_and_the_store_agrees() {
+    for k in cut_points() {
+        let cycle = format!("killed after rename {k} of {MANY}");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        setup_many(root);
+        let status = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+            .env("CHIMERA_CRASH_CHILD", root)
+            .env("CHIMERA_FAILPOINTS", format!("after-rename={k}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .and_then(|mut c| {
+                c.stdin.as_mut().unwrap().write_all(b"go\n")?;
+                c.wait()
+            })
+            .unwrap();
+        assert!(!status.success(), "{cycle}: the child was not cut");
+        // The failpoint cut exactly there.
+        assert_eq!(new_files(root, &cycle).len(), k, "{cycle}");
+        // The restart: recovery first, then the import.
+        let store = Store::open(root).unwrap();
+        let recovered = chimera::store::journal::recover(&store, root).unwrap();
+        assert_eq!(recovered.len(), 1, "{cycle}: {recovered:?}");
+        assert_eq!(recovered[0].restored.len(), k, "{cycle}");
+        assert!(
+            recovered[0].describe().contains("put back"),
+            "{}",
+            recovered[0].describe()
+        );
+        sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
+        accept::rebase(&store, "ag").unwrap();
+        wholly_before(&store, root, &cycle);
+        // Then the human decides, and gets all of it or none of it.
+        if k % 2 == 0 {
+            accept::reject(&store, "ag", None).unwrap();
+            assert_eq!(new_files(root, &cycle), Vec::<usize>::new());
+        } else {
+            accept::accept(&store, root, "ag", &HashMap::new()).unwrap();
+            assert_eq!(new_files(root, &cycle).len(), MANY, "{cycle}");
+            assert_eq!(store.agent("ag").unwrap().state, AgentState::Accepted);
+        }
+    }
+}
+
+#[test]
+fn a_rename_that_fails_midway_undoes_the_ones_before_it() {
+    for k in cut_points() {
+        let cycle = format!("rename {k} of {MANY} failed");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        setup_many(root);
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "crash_child_tolerant",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("CHIMERA_CRASH_CHILD", root)
+            .env("CHIMERA_FAILPOINTS", format!("rename={k}:error"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("accept failed"), "{cycle}: {said}");
+        let store = Store::open(root).unwrap();
+        // No restart needed: the failed accept put everything back itself.
+        wholly_before(&store, root, &cycle);
+        assert!(chimera::store::journal::recover(&store, root)
+            .unwrap()
+            .is_empty());
+    }
+}
+
+/// The child of the failing-rename harness: accepts, says how it went.
+#[test]
+fn crash_child_tolerant() {
+    let Ok(root) = std::env::var("CHIMERA_CRASH_CHILD") else {
+        return;
+    };
+    let root = Path::new(&root);
+    let store = Store::open(root).unwrap();
+    match accept::accept(&store, root, "ag", &HashMap::new()) {
+        Ok(_) => println!("accepted"),
+        Err(e) => println!("accept failed: {e}"),
+    }
 }

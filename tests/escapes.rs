@@ -472,7 +472,10 @@ fn a_repository_cloned_inside_the_project_keeps_its_git_folder_from_agents() {
             "vendor/lib/.git/config",
             "[remote \"origin\"]\n\turl = https://me:GIT_TOKEN_1@example.com/lib\n",
         ),
-        ("vendor/lib/.GIT/config", "url = https://GIT_TOKEN_2@example.com\n"),
+        (
+            "vendor/lib/.GIT/config",
+            "url = https://GIT_TOKEN_2@example.com\n",
+        ),
         ("vendor/lib/lib.py", "def g():\n    return 2\n"),
         ("sub/.Chimera/api.json", "{\"token\": \"API_TOKEN_3\"}\n"),
     ] {
@@ -485,7 +488,10 @@ fn a_repository_cloned_inside_the_project_keeps_its_git_folder_from_agents() {
     let store = chimera::store::Store::open(&run.root).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while store.stable_entry("vendor/lib/lib.py").unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "the watcher never saw the clone");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watcher never saw the clone"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
@@ -509,7 +515,10 @@ fn a_repository_cloned_inside_the_project_keeps_its_git_folder_from_agents() {
         _ => None,
     });
     assert!(text.contains("lib.py"), "the program ran: {text}");
-    assert!(!text.contains("TOKEN_"), "a nested .git or .chimera leaked: {text}");
+    assert!(
+        !text.contains("TOKEN_"),
+        "a nested .git or .chimera leaked: {text}"
+    );
     assert_eq!(text.matches("write refused").count(), 2, "{text}");
     assert!(
         paths.iter().all(|p| p.ends_with("seen.txt")),
@@ -590,7 +599,9 @@ fn http_peer(
     let kept = heard.clone();
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
-            stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_millis(300)))
+                .unwrap();
             let mut got = Vec::new();
             let mut buf = [0u8; 65536];
             while let Ok(n) = stream.read(&mut buf) {
@@ -641,13 +652,9 @@ fn a_redirect_never_takes_an_agents_request_to_a_host_it_may_not_reach() {
             ("posts", format!("http://127.0.0.1:{a}")),
             ("card", format!("http://127.0.0.1:{a}/moved/x")),
         ] {
-            c.a2a.peers.insert(
-                name.into(),
-                chimera::config::A2aPeer {
-                    url,
-                    token: None,
-                },
-            );
+            c.a2a
+                .peers
+                .insert(name.into(), chimera::config::A2aPeer { url, token: None });
         }
     });
     run.spawn("a1", "delegate");
@@ -669,7 +676,11 @@ fn a_redirect_never_takes_an_agents_request_to_a_host_it_may_not_reach() {
         }
         _ => None,
     });
-    assert!(b_heard.lock().unwrap().is_empty(), "a redirect reached B: {:?}", b_heard.lock().unwrap());
+    assert!(
+        b_heard.lock().unwrap().is_empty(),
+        "a redirect reached B: {:?}",
+        b_heard.lock().unwrap()
+    );
     assert!(
         paths.len() == 1 && paths[0].ends_with("/seen.txt"),
         "B's diff was applied: {paths:?} {text}"
@@ -683,5 +694,8 @@ fn a_redirect_never_takes_an_agents_request_to_a_host_it_may_not_reach() {
         .map(|e| format!("{} {}", e.input, e.output))
         .collect();
     let log = log.join("\n");
-    assert!(log.contains(&format!("127.0.0.1:{b}")), "the effect log names where the redirect led: {log}");
+    assert!(
+        log.contains(&format!("127.0.0.1:{b}")),
+        "the effect log names where the redirect led: {log}"
+    );
 }

@@ -201,7 +201,13 @@ pub fn spawn(
                 Err(e) => trouble(format!("the HTTP API is off: {e}")),
             }
         }
-        super::serve::serve(listener, router, super::serve::Limits::default(), stop.clone()).await;
+        super::serve::serve(
+            listener,
+            router,
+            super::serve::Limits::default(),
+            stop.clone(),
+        )
+        .await;
         let _ = std::fs::remove_file(&held.path);
     });
 }

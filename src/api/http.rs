@@ -81,14 +81,20 @@ fn new_token() -> std::io::Result<String> {
 /// Writes `info` whole or not at all, readable by its user only; a link
 /// planted at the path is replaced, never followed.
 fn write_info(root: &Path, info: &ApiInfo) -> std::io::Result<()> {
-    write_private(&info_path(root), serde_json::to_string_pretty(info)?.as_bytes())
+    write_private(
+        &info_path(root),
+        serde_json::to_string_pretty(info)?.as_bytes(),
+    )
 }
 
 /// Writes `data` at `path` whole or not at all, readable by its user only;
 /// a link planted at the path is replaced, never followed.
 fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!("{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()

@@ -99,7 +99,12 @@ impl http_body::Body for Counted {
 }
 
 /// Serves `router` on `listener` under `limits` until `stop`.
-pub async fn serve<L: Listener>(mut listener: L, router: Router, limits: Limits, stop: CancellationToken) {
+pub async fn serve<L: Listener>(
+    mut listener: L,
+    router: Router,
+    limits: Limits,
+    stop: CancellationToken,
+) {
     let start = Instant::now();
     let open: Arc<Mutex<Vec<Arc<Conn>>>> = Arc::default();
     let all = |open: &Mutex<Vec<Arc<Conn>>>| open.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -172,7 +177,9 @@ where
                 Ok(r) => r,
                 Err(never) => match never {},
             };
-            Ok::<_, std::convert::Infallible>(response.map(|inner| Body::new(Counted { inner, _busy: busy })))
+            Ok::<_, std::convert::Infallible>(
+                response.map(|inner| Body::new(Counted { inner, _busy: busy })),
+            )
         }
     });
     let served = hyper::server::conn::http1::Builder::new()
@@ -180,7 +187,12 @@ where
         .header_read_timeout(limits.headers)
         .serve_connection(TokioIo::new(io), service);
     tokio::pin!(served);
-    let mut tick = tokio::time::interval(limits.idle.min(Duration::from_secs(1)).max(Duration::from_millis(50)));
+    let mut tick = tokio::time::interval(
+        limits
+            .idle
+            .min(Duration::from_secs(1))
+            .max(Duration::from_millis(50)),
+    );
     loop {
         tokio::select! {
             _ = &mut served => return,
@@ -234,14 +246,24 @@ mod tests {
         let connect = || tokio::net::TcpStream::connect(addr);
 
         let mut half = connect().await.unwrap();
-        half.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+        half.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
         let took = closed_after(&mut half).await;
-        assert!(took < Duration::from_secs(2), "a half-sent request held {took:?}");
+        assert!(
+            took < Duration::from_secs(2),
+            "a half-sent request held {took:?}"
+        );
 
         let mut idle = connect().await.unwrap();
-        idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
         let took = closed_after(&mut idle).await;
-        assert!(took < Duration::from_secs(2), "an idle keep-alive connection held {took:?}");
+        assert!(
+            took < Duration::from_secs(2),
+            "an idle keep-alive connection held {took:?}"
+        );
 
         // Two held, a third comes: the one idle longest goes at once.
         let mut first = connect().await.unwrap();
@@ -250,14 +272,20 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let mut third = connect().await.unwrap();
         let took = closed_after(&mut first).await;
-        assert!(took < Duration::from_millis(250), "the oldest stayed {took:?}");
+        assert!(
+            took < Duration::from_millis(250),
+            "the oldest stayed {took:?}"
+        );
         third
             .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             .await
             .unwrap();
         let mut answer = String::new();
         third.read_to_string(&mut answer).await.unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("hi"), "{answer}");
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with("hi"),
+            "{answer}"
+        );
         stop.cancel();
     }
 }

@@ -100,7 +100,9 @@ fn read_json(f: &Path) -> Result<(Vec<u8>, Value), String> {
 
 fn parse(value: Value, from: &str) -> Result<Config, String> {
     serde_json::from_value(value).map_err(|e| {
-        format!("bad option in {from}: {e} (the keys are those of setup{{}}; see :help chimera-config)")
+        format!(
+            "bad option in {from}: {e} (the keys are those of setup{{}}; see :help chimera-config)"
+        )
     })
 }
 
@@ -125,7 +127,9 @@ pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
     };
     let base = parse(
         user_raw.clone(),
-        &user_file.as_ref().map_or("the defaults".into(), |f| f.display().to_string()),
+        &user_file
+            .as_ref()
+            .map_or("the defaults".into(), |f| f.display().to_string()),
     )?;
     let file = project_file(root);
     let (project, project_raw) = if file.is_file() {
@@ -135,10 +139,11 @@ pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
         merge(&mut whole, raw.clone());
         parse(whole, &file.display().to_string())?;
         let guarded = trust::guarded_keys(&raw, &base);
-        let (trusted, trust_error) = match TrustDb::user().and_then(|db| db.is_trusted(&file, &bytes)) {
-            Ok(t) => (t, None),
-            Err(e) => (false, Some(e.to_string())),
-        };
+        let (trusted, trust_error) =
+            match TrustDb::user().and_then(|db| db.is_trusted(&file, &bytes)) {
+                Ok(t) => (t, None),
+                Err(e) => (false, Some(e.to_string())),
+            };
         let options = ProjectOptions {
             file,
             trusted,
@@ -159,10 +164,7 @@ pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
         ("model", &g.llm_model),
     ] {
         if let Some(v) = value {
-            merge(
-                &mut merged,
-                serde_json::json!({ "llm": { key: v } }),
-            );
+            merge(&mut merged, serde_json::json!({ "llm": { key: v } }));
             overridden.push(key);
         }
     }

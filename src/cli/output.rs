@@ -77,7 +77,10 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
     }
     println!("project   {}", root.display());
     match core {
-        Some(c) => println!("core      running (pid {}; its own options apply)", c["pid"]),
+        Some(c) => println!(
+            "core      running (pid {}; its own options apply)",
+            c["pid"]
+        ),
         None => println!("core      none running (commands that change something start one)"),
     }
     match &loaded.user_file {
@@ -101,7 +104,11 @@ pub fn trust_note(p: &super::config::ProjectOptions) -> String {
     if let Some(e) = &p.trust_error {
         return format!(
             " (not trusted: {e}; ignored: {})",
-            if p.guarded.is_empty() { "nothing".to_owned() } else { p.guarded.join(", ") }
+            if p.guarded.is_empty() {
+                "nothing".to_owned()
+            } else {
+                p.guarded.join(", ")
+            }
         );
     }
     match (p.trusted, p.guarded.is_empty()) {

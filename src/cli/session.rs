@@ -242,7 +242,11 @@ fn trust(root: &Path, revoke: bool, g: &super::Global) -> Result<(), String> {
         println!(
             "{} {}",
             file.display(),
-            if was { "is no longer trusted" } else { "was not trusted" }
+            if was {
+                "is no longer trusted"
+            } else {
+                "was not trusted"
+            }
         );
         return Ok(());
     }
@@ -254,11 +258,18 @@ fn trust(root: &Path, revoke: bool, g: &super::Global) -> Result<(), String> {
     let guarded = loaded.project.map(|p| p.guarded).unwrap_or_default();
     db.trust(&file, &bytes).map_err(|e| e.to_string())?;
     if guarded.is_empty() {
-        println!("trusted {} (it sets nothing that needs trust)", file.display());
+        println!(
+            "trusted {} (it sets nothing that needs trust)",
+            file.display()
+        );
     } else {
         println!("trusted {}; these now apply:", file.display());
         for key in &guarded {
-            let value = key.split('.').try_fold(&raw, |v, k| v.get(k)).cloned().unwrap_or(Value::Null);
+            let value = key
+                .split('.')
+                .try_fold(&raw, |v, k| v.get(k))
+                .cloned()
+                .unwrap_or(Value::Null);
             println!("  {key} = {value}");
         }
     }

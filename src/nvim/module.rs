@@ -240,7 +240,12 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
                 Ok(l) => l,
                 Err(e) => {
                     let t = lua.create_table()?;
-                    t.set("file", crate::cli::project_file(Path::new(&root)).to_string_lossy().into_owned())?;
+                    t.set(
+                        "file",
+                        crate::cli::project_file(Path::new(&root))
+                            .to_string_lossy()
+                            .into_owned(),
+                    )?;
                     t.set("error", e)?;
                     return Ok(Some(t));
                 }
@@ -315,12 +320,17 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, root: String| {
             let root = Path::new(&root);
             let pid = crate::api::control::holder(root);
-            let Some(info) = crate::api::http::read_info(root).filter(|i| Some(i.pid) == pid) else {
+            let Some(info) = crate::api::http::read_info(root).filter(|i| Some(i.pid) == pid)
+            else {
                 return Ok(None);
             };
             crate::api::http::write_opener(root, &info)
                 .map(Some)
-                .map_err(|e| mlua::Error::external(format!("Chimera: cannot write the dashboard's login page: {e}")))
+                .map_err(|e| {
+                    mlua::Error::external(format!(
+                        "Chimera: cannot write the dashboard's login page: {e}"
+                    ))
+                })
         })?,
     )?;
     t.set(

@@ -86,17 +86,25 @@ mod tests {
         let db = root.path().join(".chimera/chimera.db");
         {
             // As an older Chimera kept them: no secret patterns at all.
-            let old = Store::open_with(root.path(), crate::capabilities::Secrets::new(&[]).unwrap())
+            let old =
+                Store::open_with(root.path(), crate::capabilities::Secrets::new(&[]).unwrap())
+                    .unwrap();
+            old.stable_put(".env", b"ENV_SECRET_1=abc\n", 0o600, 0, 1 << 20)
                 .unwrap();
-            old.stable_put(".env", b"ENV_SECRET_1=abc\n", 0o600, 0, 1 << 20).unwrap();
-            old.stable_put("keys/id_rsa", b"RSA_SECRET_2\n", 0o600, 0, 1 << 20).unwrap();
-            old.stable_put("app.py", b"x = 1\n", 0o644, 0, 1 << 20).unwrap();
+            old.stable_put("keys/id_rsa", b"RSA_SECRET_2\n", 0o600, 0, 1 << 20)
+                .unwrap();
+            old.stable_put("app.py", b"x = 1\n", 0o644, 0, 1 << 20)
+                .unwrap();
             old.snapshot_create("before").unwrap();
         }
         let raw = std::fs::read(&db).unwrap();
         let wal = std::fs::read(root.path().join(".chimera/chimera.db-wal")).unwrap_or_default();
-        let holds = |bytes: &[u8], what: &str| bytes.windows(what.len()).any(|w| w == what.as_bytes());
-        assert!(holds(&raw, "ENV_SECRET_1") || holds(&wal, "ENV_SECRET_1"), "the setup kept it");
+        let holds =
+            |bytes: &[u8], what: &str| bytes.windows(what.len()).any(|w| w == what.as_bytes());
+        assert!(
+            holds(&raw, "ENV_SECRET_1") || holds(&wal, "ENV_SECRET_1"),
+            "the setup kept it"
+        );
 
         let store = Store::open(root.path()).unwrap();
         assert_eq!(store.forget_secrets().unwrap(), 4);
@@ -106,14 +114,20 @@ mod tests {
         assert_eq!(manifest.len(), 1, "{manifest:?}");
         assert_eq!(snapshot.files, 1);
         // New secrets are not kept either, whichever door they come by.
-        store.stable_put(".ENV.local", b"ENV_SECRET_3\n", 0o600, 0, 1 << 20).unwrap();
+        store
+            .stable_put(".ENV.local", b"ENV_SECRET_3\n", 0o600, 0, 1 << 20)
+            .unwrap();
         assert_eq!(store.stable_paths().unwrap(), vec!["app.py"]);
         drop(store);
         let mut bytes = std::fs::read(&db).unwrap();
-        bytes.extend(std::fs::read(root.path().join(".chimera/chimera.db-wal")).unwrap_or_default());
+        bytes
+            .extend(std::fs::read(root.path().join(".chimera/chimera.db-wal")).unwrap_or_default());
         for secret in ["ENV_SECRET_1", "RSA_SECRET_2", "ENV_SECRET_3"] {
             assert!(!holds(&bytes, secret), "{secret} is still in .chimera/");
         }
-        assert_eq!(Store::open(root.path()).unwrap().forget_secrets().unwrap(), 0);
+        assert_eq!(
+            Store::open(root.path()).unwrap().forget_secrets().unwrap(),
+            0
+        );
     }
 }

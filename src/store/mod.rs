@@ -8,6 +8,7 @@ mod chat;
 mod checkpoints;
 mod forget;
 mod history;
+pub mod journal;
 mod private;
 mod remora;
 mod schema;

@@ -24,7 +24,9 @@ fn make_private(path: &Path, meta: &std::fs::Metadata, dir: bool, mode: u32) -> 
         why,
     };
     if meta.file_type().is_symlink() {
-        return Err(unsafe_because("is a symbolic link (a cloned repository may ship one); remove it"));
+        return Err(unsafe_because(
+            "is a symbolic link (a cloned repository may ship one); remove it",
+        ));
     }
     if meta.is_dir() != dir {
         return Err(unsafe_because(if dir {
@@ -34,7 +36,9 @@ fn make_private(path: &Path, meta: &std::fs::Metadata, dir: bool, mode: u32) -> 
         }));
     }
     if meta.uid() != rustix::process::getuid().as_raw() {
-        return Err(unsafe_because("belongs to another account; remove it or run as its owner"));
+        return Err(unsafe_because(
+            "belongs to another account; remove it or run as its owner",
+        ));
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -97,20 +101,31 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(dir.join("chimera.db-wal"), "").unwrap();
-        std::fs::set_permissions(dir.join("chimera.db-wal"), std::fs::Permissions::from_mode(0o644))
-            .unwrap();
+        std::fs::set_permissions(
+            dir.join("chimera.db-wal"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
         let store = Store::open(root.path()).unwrap();
-        store.stable_put("a.py", b"x = 1\n", 0o644, 0, 1 << 20).unwrap();
+        store
+            .stable_put("a.py", b"x = 1\n", 0o644, 0, 1 << 20)
+            .unwrap();
         assert_eq!(mode(&dir), 0o700);
         for name in ["chimera.db", "chimera.db-wal", "chimera.db-shm"] {
             assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
         }
         let fresh = tempfile::tempdir().unwrap();
         let store = Store::open(fresh.path()).unwrap();
-        store.stable_put("a.py", b"x = 1\n", 0o644, 0, 1 << 20).unwrap();
+        store
+            .stable_put("a.py", b"x = 1\n", 0o644, 0, 1 << 20)
+            .unwrap();
         assert_eq!(mode(&fresh.path().join(".chimera")), 0o700);
         for name in ["chimera.db", "chimera.db-wal", "chimera.db-shm"] {
-            assert_eq!(mode(&fresh.path().join(".chimera").join(name)), 0o600, "{name}");
+            assert_eq!(
+                mode(&fresh.path().join(".chimera").join(name)),
+                0o600,
+                "{name}"
+            );
         }
     }
 
@@ -119,7 +134,9 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         let root = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), root.path().join(".chimera")).unwrap();
-        let err = Store::open(root.path()).err().expect("a linked .chimera was used");
+        let err = Store::open(root.path())
+            .err()
+            .expect("a linked .chimera was used");
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 

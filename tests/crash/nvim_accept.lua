@@ -20,6 +20,11 @@ if vim.env.CRASH_RECOVER == "1" then
       or a.state == "completed")
   end, 5)
   local a = chimera.agent("crash01")
+  if vim.env.CRASH_RECOVER_ONLY == "1" then
+    io.stdout:write((a or {}).state or "none", "\n")
+    io.stdout:flush()
+    os.exit(0)
+  end
   if a and a.state == "completed" then
     vim.wait(1000, function()
       return chimera.proposals()[1] ~= nil

@@ -5,8 +5,8 @@ cycle, the moment the first file is renamed into place). After each
 kill: every file is wholly old or wholly new, PRAGMA integrity_check is
 ok, the lifecycle and the event log agree (accepted <=> an "accepted"
 event <=> all files new on disk and in stable), and a restarted Neovim
-recovers: it rebases what is left of the proposal onto the disk and
-accepting it completes the change.
+recovers: a cut accept is put back whole (every file old, the proposal
+there to review again), and accepting it completes the change.
 
   tests/crash/nvim_crash.py CYCLES   (CHIMERA_LIB: the library to load)
 """
@@ -117,8 +117,20 @@ def main():
                 assert all(stable[f"m{i}.py"] == old(i) for i in range(FILES)), f"cycle {cycle}: stable moved without the accept"
                 counts["during" if any(texts) else "before"] += 1
                 leftovers = [n for n in os.listdir(root) if n.endswith(".tmp")]
-                # Restart: recovery rebases onto the disk; accepting the rest completes it.
+                # Restart: a cut accept is put back whole before anything
+                # else; the proposal is there to review again.
                 env["CRASH_RECOVER"] = "1"
+                env["CRASH_RECOVER_ONLY"] = "1"
+                out = subprocess.run([nvim, "--headless", "--clean", "-l", script], cwd=root, env=env,
+                                     capture_output=True, text=True, timeout=60).stdout.strip()
+                del env["CRASH_RECOVER_ONLY"]
+                assert out.endswith("completed"), f"cycle {cycle}: after the restart {out!r}"
+                for i in range(FILES):
+                    assert open(os.path.join(root, f"m{i}.py")).read() == old(i), \
+                        f"cycle {cycle}: m{i}.py is still new after the restart: not wholly before"
+                assert not [n for n in os.listdir(os.path.join(root, ".chimera")) if n.startswith("intent-")], \
+                    f"cycle {cycle}: the journal was left"
+                # Accepting it again completes it.
                 out = subprocess.run([nvim, "--headless", "--clean", "-l", script], cwd=root, env=env,
                                      capture_output=True, text=True, timeout=60).stdout.strip()
                 assert out.endswith("accepted"), f"cycle {cycle}: recovery ended {out!r}"
