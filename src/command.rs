@@ -77,10 +77,11 @@ pub fn checkout(
 }
 
 /// Runs `argv` in `dir` (no shell; stdin closed) for at most `limit`, or
-/// until `cancelled` says so. The command runs in a process group of its
-/// own, and the whole group is killed at the limit or a cancel: a child it
-/// left running (a test server, `sleep &`) neither outlives it nor holds
-/// its output open.
+/// until `cancelled` says so. The command runs under a supervisor
+/// ([`crate::reaper`]) that ends everything it started when it exits, at
+/// the limit, at a cancel or when the core dies: a child it left running
+/// (a test server, `sleep &`, a daemon that called `setsid`) neither
+/// outlives it nor holds its output open.
 pub fn run(
     argv: &[String],
     dir: &Path,
@@ -92,15 +93,14 @@ pub fn run(
         .ok_or("run_command(): the command is empty")?;
     let started = Instant::now();
     let mut command = Command::new(program);
-    #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
+    command
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stderr(Stdio::piped());
+    let (mut child, stop) = crate::reaper::spawn(&mut command)
         .map_err(|e| format!("run_command(): cannot start {program:?}: {e}"))?;
     let readers = [
         child
@@ -133,8 +133,19 @@ pub fn run(
             (buf, total)
         })
     });
-    let kill_group = |child: &mut std::process::Child| {
-        #[cfg(unix)]
+    // Stopping the supervisor ends the whole tree; it exits once all of
+    // it is gone. One that cannot (a process stuck in the kernel) is not
+    // waited for longer than a moment, and its group is killed.
+    let mut stop = Some(stop);
+    let mut kill_group = |child: &mut std::process::Child| {
+        drop(stop.take());
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
         if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
@@ -143,11 +154,8 @@ pub fn run(
     };
     let status = loop {
         match child.try_wait() {
-            Ok(Some(s)) => {
-                // Whatever it left behind goes with it.
-                kill_group(&mut child);
-                break Ok(s.code());
-            }
+            // The supervisor ended what the command left behind.
+            Ok(Some(s)) => break Ok(s.code()),
             Ok(None) if started.elapsed() >= limit => {
                 kill_group(&mut child);
                 break Ok(None);
@@ -283,6 +291,109 @@ mod tests {
         let pid = std::fs::read_to_string(dir.path().join("child2.pid")).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         assert!(!alive(pid.trim()));
+    }
+
+    /// A daemon as servers make one: fork, `setsid`, fork again; the
+    /// grandchild writes its PID to `name` and sleeps.
+    fn daemon(name: &str) -> Vec<String> {
+        argv(&[
+            "python3",
+            "-c",
+            &format!(
+                "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        open('{name}', 'w').write(str(os.getpid()))\n        time.sleep(40)\n    os._exit(0)\ntime.sleep(0.3)\nimport sys; sys.stdout.write('parent done')"
+            ),
+        ])
+    }
+
+    fn pid_in(dir: &Path, name: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Ok(pid) = std::fs::read_to_string(dir.join(name)) {
+                if !pid.is_empty() {
+                    return pid;
+                }
+            }
+            assert!(Instant::now() < deadline, "{name} was never written");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_daemon_that_left_the_session_ends_with_its_command() {
+        let dir = tempfile::tempdir().unwrap();
+        // The command exits first, its daemon running.
+        let r = run(
+            &daemon("d1.pid"),
+            dir.path(),
+            Duration::from_secs(10),
+            &never,
+        )
+        .unwrap();
+        assert_eq!((r.status, r.stdout.as_str()), (Some(0), "parent done"));
+        // Not held open by the daemon's copy of the output either.
+        assert!(r.duration < Duration::from_secs(5), "{:?}", r.duration);
+        let pid = pid_in(dir.path(), "d1.pid");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!alive(pid.trim()), "the setsid daemon outlived its command");
+        // At the time limit.
+        let mut slow = daemon("d2.pid");
+        slow[2] = slow[2].replace("time.sleep(0.3)", "time.sleep(30)");
+        let r = run(&slow, dir.path(), Duration::from_millis(800), &never).unwrap();
+        assert_eq!(r.status, None);
+        assert!(r.duration < Duration::from_secs(5), "{:?}", r.duration);
+        let pid = pid_in(dir.path(), "d2.pid");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !alive(pid.trim()),
+            "the setsid daemon outlived the time limit"
+        );
+        // At a cancel.
+        let started = Instant::now();
+        let cancel = || started.elapsed() > Duration::from_millis(800);
+        let mut slow = daemon("d3.pid");
+        slow[2] = slow[2].replace("time.sleep(0.3)", "time.sleep(30)");
+        assert!(run(&slow, dir.path(), Duration::from_secs(60), &cancel).is_err());
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        let pid = pid_in(dir.path(), "d3.pid");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!alive(pid.trim()), "the setsid daemon outlived the cancel");
+    }
+
+    /// The core whose death the next test checks: runs a daemon's command
+    /// and waits to be killed. Run by that test only.
+    #[test]
+    fn a_core_that_dies() {
+        let Ok(dir) = std::env::var("CHIMERA_DYING_CORE") else {
+            return;
+        };
+        let mut slow = daemon("d4.pid");
+        slow[2] = slow[2].replace("time.sleep(0.3)", "time.sleep(30)");
+        let _ = run(&slow, Path::new(&dir), Duration::from_secs(60), &never);
+    }
+
+    #[test]
+    fn a_daemon_ends_when_the_core_that_ran_its_command_dies() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "command::tests::a_core_that_dies",
+                "--test-threads=1",
+            ])
+            .env("CHIMERA_DYING_CORE", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = pid_in(dir.path(), "d4.pid");
+        assert!(alive(pid.trim()));
+        core.kill().unwrap(); // SIGKILL: no destructor runs
+        core.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while alive(pid.trim()) {
+            assert!(Instant::now() < deadline, "the daemon outlived the core");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]

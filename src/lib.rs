@@ -57,6 +57,11 @@ pub mod messages;
 pub mod overlay;
 pub mod paths;
 pub mod python;
+#[cfg(target_os = "linux")]
+pub mod reaper;
+#[cfg(not(target_os = "linux"))]
+#[path = "reaper_portable.rs"]
+pub mod reaper;
 pub mod remora;
 pub mod rollback;
 pub mod rootfs;
