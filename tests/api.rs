@@ -706,3 +706,39 @@ fn a_thousand_half_sent_requests_from_another_process_never_starve_the_owner() {
     let _ = serve.kill();
     let _ = serve.wait();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_empty_is_no_body_and_one_that_is_not_json_is_never_ignored() {
+    let mut p = proj();
+    let h = p.serve_http();
+    let api = Api::new(&h);
+    let id = api.post("/tasks", json!({"task": "fix add", "file": "calc.py"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while api.get(&format!("/agents/{id}")).await["agent"]["state"] != "completed" {
+        assert!(Instant::now() < deadline, "no proposal");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let raw = |content_type: &'static str, body: &'static str| {
+        api.http
+            .post(format!("{}/proposal/{id}/approve", api.base))
+            .bearer_auth(&api.token)
+            .header("content-type", content_type)
+            .body(body)
+    };
+    // A hunk asked for in a body the client forgot to label: read, not
+    // dropped (which would accept the whole proposal).
+    let resp = raw("text/plain", r#"{"hunk": 99}"#).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 409);
+    assert!(resp.text().await.unwrap().contains("no hunk 99"));
+    let resp = raw("application/json", "{not json").send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    assert!(resp.text().await.unwrap().contains("not the JSON"));
+    assert_eq!(api.get(&format!("/agents/{id}")).await["agent"]["state"], "completed");
+    // An empty JSON body is the whole proposal, as no body is.
+    let resp = raw("application/json", "").send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200, "{:?}", resp.text().await);
+    assert_eq!(api.get(&format!("/agents/{id}")).await["agent"]["state"], "accepted");
+}

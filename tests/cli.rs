@@ -478,3 +478,23 @@ fn a_cloned_repositorys_options_run_nothing_reach_no_host_and_read_no_secret_unt
     assert!(p.ok(&["trust", "--revoke"]).contains("no longer trusted"));
     assert_eq!(p.json(&["status"])["project_config"]["trusted"], false);
 }
+
+#[test]
+fn output_piped_into_a_reader_that_stops_early_ends_quietly() {
+    let p = project(&[]);
+    for i in 0..40 {
+        p.ok(&["snapshot", &format!("snapshot number {i}")]);
+    }
+    // As `chimera history | head -1` does: the reader closes at once.
+    let mut child = p
+        .command(&["history"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+}

@@ -63,6 +63,30 @@ impl IntoResponse for ApiError {
 
 pub(super) type Answer = Result<Json<Value>, ApiError>;
 
+/// A JSON body a route may go without: an empty one (whatever its content
+/// type says) is `None`; any other must be the JSON the route takes — a
+/// body sent with another content type is read too, never dropped (a
+/// `{"hunk": 2}` ignored would accept the whole proposal).
+pub(super) struct OptionalBody<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S>
+    for OptionalBody<T>
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::bad(format!("cannot read the body: {e}")))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(None));
+        }
+        serde_json::from_slice(&bytes)
+            .map(|v| Self(Some(v)))
+            .map_err(|e| ApiError::bad(format!("the body is not the JSON this route takes: {e}")))
+    }
+}
+
 /// Every route of the API.
 pub fn router(backend: Shared) -> Router {
     Router::new()
@@ -299,9 +323,9 @@ fn hunk_ref(n: Option<usize>) -> Result<Option<HunkRef>, ApiError> {
 async fn approve(
     State(b): State<Shared>,
     UrlPath(id): UrlPath<String>,
-    body: Option<Json<Verdict>>,
+    OptionalBody(body): OptionalBody<Verdict>,
 ) -> Answer {
-    let v = body.map(|Json(v)| v).unwrap_or_default();
+    let v = body.unwrap_or_default();
     let rec = find(&b, &id)?;
     if rec.state != AgentState::Completed {
         return Err(ApiError::conflict(format!(
@@ -350,9 +374,9 @@ async fn approve(
 async fn reject(
     State(b): State<Shared>,
     UrlPath(id): UrlPath<String>,
-    body: Option<Json<Verdict>>,
+    OptionalBody(body): OptionalBody<Verdict>,
 ) -> Answer {
-    let v = body.map(|Json(v)| v).unwrap_or_default();
+    let v = body.unwrap_or_default();
     find(&b, &id)?;
     let msg = match hunk_ref(v.hunk)? {
         Some(hunk) => ToCore::RejectHunk {
@@ -405,8 +429,8 @@ struct SnapshotRequest {
     message: Option<String>,
 }
 
-async fn snapshot(State(b): State<Shared>, body: Option<Json<SnapshotRequest>>) -> Answer {
-    let message = body.and_then(|Json(r)| r.message).unwrap_or_default();
+async fn snapshot(State(b): State<Shared>, OptionalBody(body): OptionalBody<SnapshotRequest>) -> Answer {
+    let message = body.and_then(|r| r.message).unwrap_or_default();
     let id = take_snapshot(&b, message).await?;
     Ok(Json(json!({ "id": id })))
 }

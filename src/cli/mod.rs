@@ -8,9 +8,30 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// `println!` for the command's output. A reader that has gone (`chimera
+/// history | head -1`) ends the command quietly: a closed pipe is the
+/// reader's choice, not an error.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            $crate::cli::stdout_failed(e)
+        }
+    }};
+}
+
 mod config;
 mod output;
 mod session;
+
+/// Ends the command after its output could not be written.
+pub(crate) fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(exit::OK)
+    }
+    eprintln!("chimera: cannot write the output: {e}");
+    std::process::exit(exit::FAILED)
+}
 
 pub use config::{load as load_config, project_file, Loaded, ProjectOptions};
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::Loaded;
 
 fn print_json(v: &Value) {
-    println!("{v}");
+    out!("{v}");
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -44,7 +44,7 @@ pub fn id(id: &str, json: bool) {
     if json {
         print_json(&json!({ "id": id }));
     } else {
-        println!("{id}");
+        out!("{id}");
     }
 }
 
@@ -75,28 +75,28 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
         }));
         return;
     }
-    println!("project   {}", root.display());
+    out!("project   {}", root.display());
     match core {
-        Some(c) => println!(
+        Some(c) => out!(
             "core      running (pid {}; its own options apply)",
             c["pid"]
         ),
-        None => println!("core      none running (commands that change something start one)"),
+        None => out!("core      none running (commands that change something start one)"),
     }
     match &loaded.user_file {
-        Some(f) => println!("options   {}", f.display()),
-        None => println!("options   no file of yours (defaults)"),
+        Some(f) => out!("options   {}", f.display()),
+        None => out!("options   no file of yours (defaults)"),
     }
     if let Some(p) = &loaded.project {
-        println!("          {}{}", p.file.display(), trust_note(p));
+        out!("          {}{}", p.file.display(), trust_note(p));
     }
-    println!(
+    out!(
         "llm       provider {} ({})",
         provider.as_str().unwrap_or("?"),
         loaded.source("provider")
     );
-    println!("          url {} ({})", llm.url, loaded.source("url"));
-    println!("          model {} ({})", llm.model, loaded.source("model"));
+    out!("          url {} ({})", llm.url, loaded.source("url"));
+    out!("          model {} ({})", llm.model, loaded.source("model"));
 }
 
 /// What applies of the project's options file, in words.
@@ -136,7 +136,7 @@ pub fn agent_state(agent: &Value, json: bool) {
             out.push_str(&format!(": {}", line(text(agent, key), 200)));
         }
     }
-    println!("{out}");
+    out!("{out}");
 }
 
 /// A list of records: as JSON, else `none` when it is empty, else
@@ -148,12 +148,12 @@ fn list(all: &Value, json: bool, none: &str, header: String, row: impl Fn(&Value
     }
     let items = all.as_array().map(Vec::as_slice).unwrap_or_default();
     if items.is_empty() {
-        println!("{none}");
+        out!("{none}");
         return;
     }
-    println!("{header}");
+    out!("{header}");
     for item in items {
-        println!("{}", row(item));
+        out!("{}", row(item));
     }
 }
 
@@ -184,26 +184,26 @@ pub fn agent(one: &Value, json: bool) {
         return;
     }
     let a = &one["agent"];
-    println!("agent     {}", text(a, "id"));
-    println!("state     {}", text(a, "state"));
-    println!("task      {}", text(a, "task"));
+    out!("agent     {}", text(a, "id"));
+    out!("state     {}", text(a, "state"));
+    out!("task      {}", text(a, "task"));
     if !text(a, "file").is_empty() {
-        println!("file      {}", text(a, "file"));
+        out!("file      {}", text(a, "file"));
     }
     for key in ["summary", "error"] {
         if !text(a, key).is_empty() {
-            println!("{key:<9} {}", text(a, key));
+            out!("{key:<9} {}", text(a, key));
         }
     }
     if let Some(files) = a["changed_files"].as_array().filter(|f| !f.is_empty()) {
         let names: Vec<&str> = files.iter().filter_map(Value::as_str).collect();
-        println!("changes   {}", names.join(", "));
+        out!("changes   {}", names.join(", "));
     }
-    println!("rounds    {}", a["rounds"]);
+    out!("rounds    {}", a["rounds"]);
     if let Some(log) = a["log"].as_array().filter(|l| !l.is_empty()) {
-        println!("log:");
+        out!("log:");
         for l in log.iter().filter_map(Value::as_str) {
-            println!("  {l}");
+            out!("  {l}");
         }
     }
 }
@@ -233,8 +233,8 @@ pub fn diff(one: &Value, json: bool) {
             _ => None,
         };
         match code {
-            Some(c) => println!("\x1b[{c}m{l}\x1b[0m"),
-            None => println!("{l}"),
+            Some(c) => out!("\x1b[{c}m{l}\x1b[0m"),
+            None => out!("{l}"),
         }
     }
 }
@@ -248,7 +248,7 @@ pub fn accepted(answer: &Value, json: bool) {
         .as_array()
         .map(|f| f.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    println!(
+    out!(
         "accepted {}: {}",
         text(&answer["agent"], "id"),
         if files.is_empty() {
@@ -290,7 +290,7 @@ pub fn message(answer: &Value, json: bool) {
     if json {
         print_json(answer);
     } else {
-        println!("{}", text(answer, "message"));
+        out!("{}", text(answer, "message"));
     }
 }
 
@@ -328,7 +328,7 @@ pub fn branch(set: &Value, json: bool) {
     if json {
         print_json(set);
     } else {
-        println!("{} -> {}", text(set, "name"), text(set, "snapshot_id"));
+        out!("{} -> {}", text(set, "name"), text(set, "snapshot_id"));
     }
 }
 
@@ -377,28 +377,28 @@ pub fn node(one: &Value, json: bool) {
         return;
     }
     let n = &one["node"];
-    println!("node      {}", text(n, "id"));
-    println!("{:<9} {}", text(n, "node_type"), text(n, "qualname"));
-    println!(
+    out!("node      {}", text(n, "id"));
+    out!("{:<9} {}", text(n, "node_type"), text(n, "qualname"));
+    out!(
         "where     {}:{}-{}",
         text(n, "file_path"),
         n["start_line"],
         n["end_line"]
     );
     if one["parent"].is_object() {
-        println!("parent    {}", neighbour(&one["parent"]));
+        out!("parent    {}", neighbour(&one["parent"]));
     }
     if let Some(source) = one["source"].as_str() {
-        println!("source:");
+        out!("source:");
         for l in source.lines() {
-            println!("  {l}");
+            out!("  {l}");
         }
     }
     for key in ["callers", "callees"] {
         let all = one[key].as_array().map(Vec::as_slice).unwrap_or_default();
-        println!("{key:<9} {}", if all.is_empty() { "none" } else { "" });
+        out!("{key:<9} {}", if all.is_empty() { "none" } else { "" });
         for m in all {
-            println!("  {}", neighbour(m));
+            out!("  {}", neighbour(m));
         }
     }
 }
@@ -436,8 +436,8 @@ pub fn events(all: &Value, json: bool) {
 /// Where the HTTP API of a running core listens, for `status`.
 pub fn api(port: Option<u64>) {
     match port {
-        Some(p) => println!("api       http://127.0.0.1:{p}/ (token in .chimera/api.json)"),
-        None => println!("api       off (`chimera serve`, or `api.enabled`)"),
+        Some(p) => out!("api       http://127.0.0.1:{p}/ (token in .chimera/api.json)"),
+        None => out!("api       off (`chimera serve`, or `api.enabled`)"),
     }
 }
 
@@ -452,7 +452,7 @@ pub fn mcp_tools(tools: &[crate::mcp::McpTool], json: bool) {
         return;
     }
     for t in tools {
-        println!("{:<28} {}", t.name, line(&t.description, 80));
+        out!("{:<28} {}", t.name, line(&t.description, 80));
     }
 }
 
@@ -462,25 +462,25 @@ pub fn a2a_card(card: &Value, json: bool) {
         print_json(card);
         return;
     }
-    println!(
+    out!(
         "{} {} (A2A {})",
         card["name"].as_str().unwrap_or("?"),
         card["version"].as_str().unwrap_or(""),
         card["protocolVersion"].as_str().unwrap_or("?")
     );
-    println!(
+    out!(
         "  {}",
         line(card["description"].as_str().unwrap_or(""), 100)
     );
-    println!("  answers at {}", card["url"].as_str().unwrap_or("?"));
+    out!("  answers at {}", card["url"].as_str().unwrap_or("?"));
     if card["securitySchemes"]
         .as_object()
         .is_some_and(|s| !s.is_empty())
     {
-        println!("  needs a token (--token or $A2A_TOKEN)");
+        out!("  needs a token (--token or $A2A_TOKEN)");
     }
     for skill in card["skills"].as_array().into_iter().flatten() {
-        println!(
+        out!(
             "  skill {:<20} {}",
             skill["id"].as_str().unwrap_or("?"),
             line(skill["description"].as_str().unwrap_or(""), 80)
@@ -495,10 +495,10 @@ pub fn a2a_task(task: &Value, json: bool) {
         return;
     }
     if task["kind"] == "message" {
-        println!("{}", crate::a2a::artifact_text(task));
+        out!("{}", crate::a2a::artifact_text(task));
         return;
     }
-    println!(
+    out!(
         "{} {}",
         task["id"].as_str().unwrap_or("?"),
         task["status"]["state"].as_str().unwrap_or("?")
@@ -509,11 +509,11 @@ pub fn a2a_task(task: &Value, json: bool) {
         .flatten()
     {
         if let Some(t) = part["text"].as_str() {
-            println!("{t}");
+            out!("{t}");
         }
     }
     let artifacts = crate::a2a::artifact_text(task);
     if !artifacts.is_empty() {
-        println!("{artifacts}");
+        out!("{artifacts}");
     }
 }

@@ -239,7 +239,7 @@ fn trust(root: &Path, revoke: bool, g: &super::Global) -> Result<(), String> {
     let db = crate::trust::TrustDb::user().map_err(|e| e.to_string())?;
     if revoke {
         let was = db.revoke(&file).map_err(|e| e.to_string())?;
-        println!(
+        out!(
             "{} {}",
             file.display(),
             if was {
@@ -258,22 +258,22 @@ fn trust(root: &Path, revoke: bool, g: &super::Global) -> Result<(), String> {
     let guarded = loaded.project.map(|p| p.guarded).unwrap_or_default();
     db.trust(&file, &bytes).map_err(|e| e.to_string())?;
     if guarded.is_empty() {
-        println!(
+        out!(
             "trusted {} (it sets nothing that needs trust)",
             file.display()
         );
     } else {
-        println!("trusted {}; these now apply:", file.display());
+        out!("trusted {}; these now apply:", file.display());
         for key in &guarded {
             let value = key
                 .split('.')
                 .try_fold(&raw, |v, k| v.get(k))
                 .cloned()
                 .unwrap_or(Value::Null);
-            println!("  {key} = {value}");
+            out!("  {key} = {value}");
         }
     }
-    println!("A change to the file is ignored until you trust it again.");
+    out!("A change to the file is ignored until you trust it again.");
     Ok(())
 }
 
@@ -461,9 +461,9 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
         } => {
             let answer = s.post("/remora/enable", None).await?;
             if json {
-                println!("{answer}");
+                out!("{answer}");
             } else {
-                println!("Remora enabled: the project is being indexed");
+                out!("Remora enabled: the project is being indexed");
             }
         }
         Command::Serve { port } => return serve(s, port).await,
@@ -587,17 +587,17 @@ async fn serve(s: &mut Session, port: Option<u16>) -> Result<i32, Failure> {
         }
     };
     if s.json {
-        println!(
+        out!(
             "{}",
             json!({ "root": s.root, "port": info.port, "dashboard": info.login_url(crate::api::login::PRINTED) })
         );
     } else {
-        println!(
+        out!(
             "Dashboard: {} (logs in once, within 10 minutes; then {})",
             info.login_url(crate::api::login::PRINTED),
             info.dashboard_url()
         );
-        println!(
+        out!(
             "API:       http://127.0.0.1:{}/ (token in {})",
             info.port,
             crate::api::http::info_path(&s.root).display()
@@ -699,9 +699,9 @@ async fn mcp(s: &mut Session, action: McpAction) -> Result<i32, Failure> {
             }
             let text = called.map_err(|e| Failure::Failed(e.to_string()))?;
             if s.json {
-                println!("{}", json!({ "tool": tool, "output": text }));
+                out!("{}", json!({ "tool": tool, "output": text }));
             } else {
-                println!("{text}");
+                out!("{text}");
             }
             Ok(exit::OK)
         }
