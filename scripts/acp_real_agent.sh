@@ -5,7 +5,9 @@
 # --agent opencode` on the demo sample. Its reads and writes go through
 # Chimera: the project stays untouched, the result is a proposal.
 # Prints what the agent did: its state, summary, the proposal's diff and
-# its requests from the effect log. Needs network access to npm once.
+# its requests from the effect log. Exit 1 when any file of the project
+# changed on disk, 2 when the agent proposed nothing (nothing was tested).
+# Needs network access to npm once.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 . "$here/scripts/model-server.sh"
@@ -45,22 +47,30 @@ cat > "$project/.chimera/config.json" <<EOF
   }
 }
 EOF
-before="$(cat "$project/app.py")"
+# Every file of the project (not the store), by content: the agent may
+# change none of them before an accept.
+tree_sum() { (cd "$1" && find . -path ./.chimera -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
+before="$(tree_sum "$project")"
 task="${ACP_TASK:-In app.py, make greet(name) return 'Hello, world!' when name is empty.}"
 echo "== chimera task --agent opencode: $task"
 start=$(date +%s)
 id="$(cd "$project" && XDG_CONFIG_HOME="$project/.no-user-config" "$chimera" trust >&2 && XDG_CONFIG_HOME="$project/.no-user-config" "$chimera" task --agent opencode --file app.py "$task")"
 echo "agent $id, $(( $(date +%s) - start )) s"
 cd "$project"
-"$chimera" agent "$id" || true
+"$chimera" agent "$id"
 echo "== proposal"
-"$chimera" diff "$id" || true
+diff_text="$("$chimera" diff "$id")"
+echo "$diff_text"
 echo "== its requests (effect log, kind acp)"
 "$chimera" effects --kind acp | head -40
-if [ "$(cat app.py)" = "$before" ]; then
-  echo "== app.py untouched on disk (as it must be before an accept)"
-else
-  echo "== app.py CHANGED on disk without an accept" >&2
+if [ "$(tree_sum "$project")" != "$before" ]; then
+  echo "== the project CHANGED on disk without an accept" >&2
   exit 1
 fi
+if [ -z "$diff_text" ]; then
+  # Nothing was written, so nothing was tested: say so, never pass.
+  echo "== inconclusive: the agent proposed no change (its model made no write)" >&2
+  exit 2
+fi
+echo "== the project untouched on disk, the agent's change a proposal (as it must be before an accept)"
 rm -rf "$project"

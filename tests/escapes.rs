@@ -152,7 +152,7 @@ fn a_file_a_task_names_to_create_never_lands_through_a_link_on_a_secret_or_outsi
     std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
     // A small model's answer for a file the task creates: its content.
     let definitions = Reply::OpenaiStream("```python\ndef pwn():\n    return 1\n```".into());
-    let mut run = start(dir.path(), vec![definitions; 4], |c| {
+    let mut run = start(dir.path(), vec![definitions; 5], |c| {
         c.llm.model = "qwen2.5-coder-0.5b-instruct".into()
     });
     for (id, task, why) in [
@@ -166,7 +166,12 @@ fn a_file_a_task_names_to_create_never_lands_through_a_link_on_a_secret_or_outsi
             "create keys/Server.PEM with a function pwn",
             "secret",
         ),
-        ("up", "create ../evil.py with a function pwn", ""),
+        ("up", "create ../evil.py with a function pwn", "leaves the project root"),
+        (
+            "hooks",
+            "write vendor/lib/.git/hooks/post-checkout to print hi",
+            "inside a `.git` or `.chimera` folder",
+        ),
     ] {
         run.spawn(id, task);
         let rec = run.settled(id);

@@ -214,7 +214,17 @@ proptest! {
                                     prop_assert!(now.contains(l), "human line {:?} lost:\n{}", l, human);
                                 }
                             }
-                            Err(_) => {
+                            Err(e) => {
+                                // Refused only for the reason the human can see: their
+                                // edit overlaps the agent's.
+                                prop_assert!(
+                                    matches!(e, accept::AcceptError::Conflict(_)),
+                                    "an accept failed for another reason: {}", e
+                                );
+                                prop_assert!(
+                                    store.agent(&id).unwrap().conflicted,
+                                    "refused as a conflict the record does not show"
+                                );
                                 let e = store.stable_entry("f.py").unwrap().unwrap();
                                 prop_assert_eq!(store.blob(&e.hash).unwrap(), human.as_bytes().to_vec(), "a refused accept changes nothing");
                                 accept::reject(&store, &id, None).unwrap();

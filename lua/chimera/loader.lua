@@ -21,6 +21,36 @@ end
 
 local cached
 
+--- An error's message without the stack traceback Lua appends to an error
+--- raised in a native function: the person reading a notification wants
+--- what broke and what to do, not where in Lua it surfaced.
+function M.message(err)
+  return (tostring(err):gsub("\nstack traceback:.*$", ""))
+end
+
+--- `lib` with every function's errors reduced to their message.
+local function plain_errors(lib)
+  local wrapped = {}
+  for name, value in pairs(lib) do
+    if type(value) == "function" then
+      wrapped[name] = function(...)
+        local out = { n = 0 }
+        local function keep(ok, ...)
+          out = { n = select("#", ...), ... }
+          return ok
+        end
+        if not keep(pcall(value, ...)) then
+          error(M.message(out[1]), 0)
+        end
+        return unpack(out, 1, out.n)
+      end
+    else
+      wrapped[name] = value
+    end
+  end
+  return wrapped
+end
+
 --- The library this Neovim loads: $CHIMERA_LIB when set, else the
 --- plugin's own `lua/chimera_native.so`.
 function M.active_path()
@@ -34,7 +64,7 @@ function M.load()
     return cached
   end
   if package.loaded.chimera_native then
-    cached = package.loaded.chimera_native
+    cached = plain_errors(package.loaded.chimera_native)
     return cached
   end
   local path = M.active_path()
@@ -63,8 +93,8 @@ function M.load()
   if stale then
     return nil, stale
   end
-  cached = lib
-  return lib
+  cached = plain_errors(lib)
+  return cached
 end
 
 --- Whether a library built from `commit` is behind the checkout at `root`:

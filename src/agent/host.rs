@@ -340,17 +340,15 @@ impl AgentHost {
         a: Vec<Value>,
         kw: Vec<(Value, Value)>,
     ) -> Result<Value, String> {
-        if !kw.is_empty() {
-            return Err(format!("{}(): pass the arguments by position", tool.name));
-        }
         struct ExtHost<'h> {
             agent: &'h mut AgentHost,
             args: Vec<Value>,
+            kwargs: Vec<(Value, Value)>,
             result: Option<Value>,
         }
         impl Host for ExtHost<'_> {
             fn has_function(&self, name: &str) -> bool {
-                matches!(name, "__chimera_args__" | "__chimera_return__")
+                matches!(name, "__chimera_args__" | "__chimera_kwargs__" | "__chimera_return__")
                     // No extension tool inside another: no recursion.
                     || (FUNCTIONS.contains(&name) && name != "submit_result")
                     || crate::agent::node::TOOLS.contains(&name)
@@ -366,6 +364,7 @@ impl AgentHost {
             ) -> Result<Value, String> {
                 match name {
                     "__chimera_args__" => Ok(Value::List(std::mem::take(&mut self.args))),
+                    "__chimera_kwargs__" => Ok(Value::dict(std::mem::take(&mut self.kwargs))),
                     "__chimera_return__" => {
                         self.result = a.into_iter().next();
                         Ok(Value::None)
@@ -377,12 +376,13 @@ impl AgentHost {
         // `import os` for the seed's `os.environ.get(...)`: the sandbox
         // answers it through `env`.
         let code = format!(
-            "import os\n{}\n__chimera_return__({}(*__chimera_args__()))\n",
+            "import os\n{}\n__chimera_return__({}(*__chimera_args__(), **__chimera_kwargs__()))\n",
             tool.source, tool.name
         );
         let mut host = ExtHost {
             agent: self,
             args: a,
+            kwargs: kw,
             result: None,
         };
         crate::sandbox::run(&code, &mut host, crate::sandbox::Limits::default())

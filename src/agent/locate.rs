@@ -197,6 +197,23 @@ pub fn file_in_answer(answer: &str, files: &[String]) -> Option<Place> {
         })
 }
 
+/// A path the task names that no file of the project could be (`..`, an
+/// absolute path, inside `.git`), when it names no file of the project:
+/// the task is about a file Chimera may not touch, and no other file is
+/// what it means. `None` when the task names a project file too (the
+/// outside path is then data: "make load read ../data.json").
+pub fn outside_the_project(task: &str, files: &[String]) -> Option<(String, String)> {
+    let m = mentions(task);
+    if !named_files(&m, files).is_empty() {
+        return None;
+    }
+    m.files.iter().find_map(|t| {
+        crate::paths::ProjectPath::parse(t)
+            .err()
+            .map(|e| (t.clone(), e.to_string()))
+    })
+}
+
 /// Paths the task names that are no file of the project: files to create.
 fn new_files(m: &Mentions, files: &[String]) -> Vec<String> {
     m.files
@@ -510,6 +527,11 @@ mod tests {
         let p = find("add a module stats.py with a function variance", None).unwrap();
         assert!(p.new && p.file == "stats.py", "{p:?}");
         assert_eq!(find("create ../outside.py", None).map(|p| p.file), None);
+        let files = vec!["app.py".to_owned()];
+        assert!(outside_the_project("create ../evil.py with a function pwn", &files).is_some());
+        assert!(outside_the_project("write to vendor/.git/hooks/post-checkout", &files).is_some());
+        assert_eq!(outside_the_project("make load in app.py read ../data.json", &files), None);
+        assert_eq!(outside_the_project("add a function pwn", &files), None);
     }
 
     #[test]

@@ -560,6 +560,15 @@ impl Scene {
             .as_ref()
             .and_then(|n| n.view.node.as_ref())
             .map(|n| n.file_path.clone());
+        // A task about a file outside the project is refused before the
+        // model is asked: it would otherwise land in some other file.
+        if node_file.is_none() {
+            if let Some((path, why)) = locate::outside_the_project(&job.task, &tree) {
+                return Err(AgentError::Denied(format!(
+                    "the task is about `{path}`, which Chimera may not change: {why}"
+                )));
+            }
+        }
         // The task's own words decide; the buffer it was typed in is evidence.
         let place = match node_file {
             Some(file) => Some(locate::Place {

@@ -460,6 +460,13 @@ async fn extension_tools_run_with_the_agents_host_functions_and_capabilities() {
                     vec![s("missing.toml"), Value::Int(0)],
                     vec![],
                 ),
+                // Named, as a node's JSON tool call gives them.
+                h.call(
+                    "count_lines",
+                    vec![],
+                    vec![(s("extra"), Value::Int(2)), (s("path"), s("config.toml"))],
+                ),
+                h.call("count_lines", vec![s("config.toml")], vec![(s("extra"), Value::Int(1))]),
             ]
         })
         .await
@@ -486,6 +493,8 @@ async fn extension_tools_run_with_the_agents_host_functions_and_capabilities() {
     );
     assert_eq!(results[6], Ok(Value::None));
     assert!(results[7].clone().unwrap_err().contains("count_lines()"));
+    assert_eq!(results[8], Ok(Value::Int(3)), "named arguments");
+    assert_eq!(results[9], Ok(Value::Int(2)), "positional and named");
     assert!(
         host.logs.iter().any(|l| l == "counting config.toml"),
         "{:?}",

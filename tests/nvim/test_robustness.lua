@@ -15,6 +15,9 @@ h.test("native functions raise catchable Lua errors that say what to do", functi
   ok, err = pcall(lib.start, "{not json", "/tmp")
   h.eq(ok, false, "bad config fails")
   h.truthy(tostring(err):find("invalid configuration", 1, true), tostring(err))
+  -- What a notification shows is the message, never Lua's traceback.
+  h.eq(type(err), "string")
+  h.truthy(not err:find("traceback", 1, true) and not err:find("\n", 1, true), err)
   h.project({ ["a.py"] = "x = 1\n" })
   h.setup("http://127.0.0.1:9")
   ok, err = pcall(chimera.spawn, "   ")
