@@ -353,7 +353,11 @@ mod tests {
         let mut slow = daemon("d3.pid");
         slow[2] = slow[2].replace("time.sleep(0.3)", "time.sleep(30)");
         assert!(run(&slow, dir.path(), Duration::from_secs(60), &cancel).is_err());
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
         let pid = pid_in(dir.path(), "d3.pid");
         std::thread::sleep(Duration::from_millis(100));
         assert!(!alive(pid.trim()), "the setsid daemon outlived the cancel");

@@ -712,7 +712,9 @@ async fn a_body_that_is_empty_is_no_body_and_one_that_is_not_json_is_never_ignor
     let mut p = proj();
     let h = p.serve_http();
     let api = Api::new(&h);
-    let id = api.post("/tasks", json!({"task": "fix add", "file": "calc.py"})).await["id"]
+    let id = api
+        .post("/tasks", json!({"task": "fix add", "file": "calc.py"}))
+        .await["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -736,9 +738,15 @@ async fn a_body_that_is_empty_is_no_body_and_one_that_is_not_json_is_never_ignor
     let resp = raw("application/json", "{not json").send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 400);
     assert!(resp.text().await.unwrap().contains("not the JSON"));
-    assert_eq!(api.get(&format!("/agents/{id}")).await["agent"]["state"], "completed");
+    assert_eq!(
+        api.get(&format!("/agents/{id}")).await["agent"]["state"],
+        "completed"
+    );
     // An empty JSON body is the whole proposal, as no body is.
     let resp = raw("application/json", "").send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200, "{:?}", resp.text().await);
-    assert_eq!(api.get(&format!("/agents/{id}")).await["agent"]["state"], "accepted");
+    assert_eq!(
+        api.get(&format!("/agents/{id}")).await["agent"]["state"],
+        "accepted"
+    );
 }

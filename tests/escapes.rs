@@ -166,7 +166,11 @@ fn a_file_a_task_names_to_create_never_lands_through_a_link_on_a_secret_or_outsi
             "create keys/Server.PEM with a function pwn",
             "secret",
         ),
-        ("up", "create ../evil.py with a function pwn", "leaves the project root"),
+        (
+            "up",
+            "create ../evil.py with a function pwn",
+            "leaves the project root",
+        ),
         (
             "hooks",
             "write vendor/lib/.git/hooks/post-checkout to print hi",

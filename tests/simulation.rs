@@ -12,7 +12,14 @@
 //! - no agent is `running` without a task;
 //! - every snapshot can be restored (every file it names is stored);
 //! - every proposal shown is based on the human's current text, or marked
-//!   conflicted; the store's view equals the buffers and the disk.
+//!   conflicted; the store's view equals the buffers and the disk;
+//! - an accept is refused only as a conflict the record shows, and an
+//!   accepted proposal's lines are all in the human's files afterwards;
+//! - a rollback brings back exactly the text the model recorded when the
+//!   snapshot was taken (not merely an `ok` reply);
+//! - a restart reopens the store from its file, recovers and re-imports.
+//!
+//! The human inserts lines and also rewrites lines, agents' included.
 //!
 //! `CHIMERA_SIM_STEPS` (default 10,000, split over several seeds) and
 //! `CHIMERA_SIM_SEED` (one seed) choose the run; a failure prints the seed
@@ -91,6 +98,12 @@ struct Sim {
     /// Lines the human typed since the last rollback, and their file.
     typed: BTreeMap<String, String>,
     counter: usize,
+    /// The model's record of every snapshot: each file's text then
+    /// (`None`: it did not exist).
+    snapshots: HashMap<String, BTreeMap<String, Option<String>>>,
+    /// Agents (and files) whose buffer edit met the human's typing in the
+    /// same lines and was not applied (the human was told).
+    unapplied: BTreeSet<String>,
     stats: BTreeMap<&'static str, usize>,
     /// The last steps, for the failure message.
     recent: std::collections::VecDeque<&'static str>,
@@ -132,6 +145,8 @@ impl Sim {
             working: BTreeSet::new(),
             typed: BTreeMap::new(),
             counter: 0,
+            snapshots: HashMap::new(),
+            unapplied: BTreeSet::new(),
             stats: BTreeMap::new(),
             recent: Default::default(),
         }
@@ -169,6 +184,26 @@ impl Sim {
     /// The human's text of `path`: the buffer if open, else the disk.
     fn truth(&self, path: &str) -> Option<String> {
         self.buffers.get(path).cloned().or_else(|| self.disk(path))
+    }
+
+    /// Every file of the project as the human has it: the four files and
+    /// whatever agents created (`new_*.py`).
+    fn files_now(&self) -> BTreeMap<String, Option<String>> {
+        let mut paths: BTreeSet<String> = self.human_files().into_iter().collect();
+        for e in std::fs::read_dir(&self.root).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("new_") {
+                paths.insert(name);
+            }
+        }
+        paths.extend(self.buffers.keys().cloned());
+        paths
+            .into_iter()
+            .map(|p| {
+                let t = self.truth(&p);
+                (p, t)
+            })
+            .collect()
     }
 
     fn agents_in(&self, state: AgentState) -> Vec<String> {
@@ -244,19 +279,39 @@ impl Sim {
             let out = self
                 .lc
                 .buffer_moved(&e.agent, &pp(&e.path), &e.base, &wanted, &now);
+            if out
+                .notices
+                .iter()
+                .any(|(_, m)| m.contains("was not applied"))
+            {
+                // The human typed over the same lines as the edit arrived:
+                // their text is kept and they are told (as documented).
+                self.unapplied.insert(e.agent.clone());
+                self.unapplied.insert(e.path.clone());
+            }
             for e2 in out.buffer_edits.clone() {
                 self.edit_buffer(e2, depth + 1);
             }
         }
     }
 
-    /// `text` with a new human line at a random place; remembered.
+    /// `text` with a new human line at a random place, or one of its
+    /// lines (an agent's too) rewritten by the human; remembered.
     fn type_into(&mut self, path: &str, text: &str) -> String {
         let n = self.fresh();
         let marker = format!("# human {n}");
         let lines = text.lines().count();
-        let at = self.rng.below(lines + 1);
-        let typed = set_lines(text, at, at, std::slice::from_ref(&marker));
+        let typed = if lines > 0 && self.rng.chance(30) {
+            let at = self.rng.below(lines);
+            let old = text.lines().nth(at).unwrap_or_default().to_owned();
+            // The human's own earlier line, rewritten, is theirs to lose.
+            self.typed.remove(&old);
+            *self.stats.entry("human rewrites a line").or_default() += 1;
+            set_lines(text, at, at + 1, std::slice::from_ref(&marker))
+        } else {
+            let at = self.rng.below(lines + 1);
+            set_lines(text, at, at, std::slice::from_ref(&marker))
+        };
         self.buffers.insert(path.to_owned(), typed.clone());
         self.typed.insert(marker, path.to_owned());
         typed
@@ -430,8 +485,66 @@ impl Sim {
                     return;
                 };
                 let hunk = self.rng.chance(30).then(|| self.some_hunk(&id));
+                let whole = hunk.is_none();
+                // The lines the proposal brings, by file.
+                let brings: Vec<(String, Vec<String>)> =
+                    chimera::accept::proposal_diffs(&self.store, &id)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|d| {
+                            let lines = d.hunks.iter().flat_map(|h| h.new_lines.clone()).collect();
+                            (d.path.clone(), lines)
+                        })
+                        .collect();
                 let out = self.lc.accept(&id, self.buffer_map(), hunk);
+                let said: Vec<String> = out.notices.iter().map(|(_, m)| m.clone()).collect();
                 self.apply(out);
+                let rec = self.store.agent(&id).unwrap();
+                // A whole accept that left the proposal pending was refused.
+                let refused = rec.state == AgentState::Completed;
+                let through_link = brings.iter().any(|(p, _)| p.starts_with("out/"));
+                let under_late_change = brings.iter().any(|(p, _)| self.unreported.contains(p));
+                if whole && refused && through_link && !rec.conflicted {
+                    // A file written through the link is refused whole.
+                    assert!(said.iter().any(|m| m.contains("symbolic link")), "{said:?}");
+                    *self.stats.entry("accept refused (link)").or_default() += 1;
+                } else if whole && refused && under_late_change && !rec.conflicted {
+                    // The disk changed under it (the watcher not yet caught
+                    // up): nothing written, the proposal rebased to review.
+                    assert!(
+                        said.iter().any(|m| m.contains("changed on disk")),
+                        "{said:?}"
+                    );
+                    *self
+                        .stats
+                        .entry("accept refused (disk changed)")
+                        .or_default() += 1;
+                } else if whole && refused {
+                    assert!(
+                        rec.conflicted,
+                        "seed {} step {}: an accept of {id} was refused, not as a conflict: {said:?}",
+                        self.seed, self.step
+                    );
+                    *self.stats.entry("accept refused (conflict)").or_default() += 1;
+                } else if whole && rec.state == AgentState::Accepted && self.unapplied.contains(&id)
+                {
+                    *self
+                        .stats
+                        .entry("accepted, typed over as it arrived")
+                        .or_default() += 1;
+                } else if whole && rec.state == AgentState::Accepted {
+                    *self.stats.entry("accepted whole").or_default() += 1;
+                    for (path, lines) in brings {
+                        let text = self.truth(&path).unwrap_or_default();
+                        for l in lines {
+                            assert!(
+                                text.lines().any(|t| t == l),
+                                "seed {} step {}: accepted {id}, but its line {l:?} is not in {path}:\n{text}",
+                                self.seed, self.step
+                            );
+                        }
+                    }
+                }
                 "accept"
             }
             68..=75 => {
@@ -461,8 +574,31 @@ impl Sim {
                 "cancel"
             }
             79..=85 => {
+                // A snapshot is of what the store was told: every late
+                // disk change in first, as a person's `:Chimera snapshot`
+                // after the watcher caught up.
+                for p in std::mem::take(&mut self.unreported) {
+                    let out = self.lc.disk_changed(&pp(&p));
+                    self.apply(out);
+                }
+                let before: BTreeSet<String> = self
+                    .store
+                    .snapshots()
+                    .unwrap()
+                    .into_iter()
+                    .map(|s| s.id)
+                    .collect();
                 let out = self.lc.snapshot(None, "sim");
                 self.apply(out);
+                let taken = self
+                    .store
+                    .snapshots()
+                    .unwrap()
+                    .into_iter()
+                    .find(|s| !before.contains(&s.id))
+                    .expect("a snapshot was taken");
+                let model = self.files_now();
+                self.snapshots.insert(taken.id, model);
                 "snapshot"
             }
             86..=90 => {
@@ -475,6 +611,8 @@ impl Sim {
                     let out = self.lc.disk_changed(&pp(&p));
                     self.apply(out);
                 }
+                let mark = self.counter;
+                self.unapplied.retain(|k| !k.ends_with(".py"));
                 let out = self.lc.rollback(&s.id, false, &self.buffer_map());
                 let ok = out
                     .replies
@@ -482,6 +620,50 @@ impl Sim {
                     .any(|r| matches!(r, chimera::messages::ToEditor::Rollback { ok: true, .. }));
                 assert!(ok, "rollback to {} failed: {:?}", s.id, out.replies);
                 self.apply(out);
+                // What the model recorded when it was taken, file by file.
+                // (Lines the human typed while the rollback's edits arrived
+                // are theirs, and not the snapshot's.)
+                if self.counter != mark {
+                    // The human typed (or rewrote a line) as the text came
+                    // back: what survives of theirs is checked above.
+                    *self.stats.entry("rollback typed over").or_default() += 1;
+                } else if let Some(then) = self.snapshots.get(&s.id) {
+                    let typed_since = |text: Option<String>| {
+                        text.map(|t| {
+                            t.lines()
+                                .filter(|l| {
+                                    !l.strip_prefix("# human ")
+                                        .and_then(|n| n.parse::<usize>().ok())
+                                        .is_some_and(|n| n > mark)
+                                })
+                                .map(|l| format!("{l}\n"))
+                                .collect::<String>()
+                        })
+                    };
+                    let mut paths: BTreeSet<String> = then.keys().cloned().collect();
+                    paths.extend(self.files_now().into_keys());
+                    // A buffer the human typed over as its text came back
+                    // keeps theirs (they are told).
+                    for p in paths.iter().filter(|p| self.unapplied.contains(*p)) {
+                        *self
+                            .stats
+                            .entry("rolled back, typed over as it arrived")
+                            .or_default() += 1;
+                        let _ = p;
+                    }
+                    paths.retain(|p| !self.unapplied.contains(p));
+                    for p in paths {
+                        assert_eq!(
+                            typed_since(self.truth(&p)),
+                            then.get(&p).cloned().flatten(),
+                            "seed {} step {}: the rollback to {} did not bring back {p}",
+                            self.seed,
+                            self.step,
+                            s.id
+                        );
+                    }
+                    *self.stats.entry("rollback checked").or_default() += 1;
+                }
                 // Going back is the human's choice: their later lines may go.
                 self.typed.clear();
                 "rollback"
@@ -490,13 +672,19 @@ impl Sim {
                 // Neovim quits and starts again: the working agents are
                 // recovered and run again; buffers are pushed again.
                 self.restarts += 1;
+                // The store is opened again from its file, as a new
+                // Neovim does: a cut write undone, the project imported.
+                let store = Arc::new(Store::open(&self.root).unwrap());
+                self.store = store;
+                chimera::store::journal::recover(&self.store, &self.root).unwrap();
                 let buffers = OpenBuffers::default();
+                for path in self.buffers.keys() {
+                    buffers.insert(path);
+                }
+                chimera::sync::import(&self.store, &self.root, 1 << 20, &buffers).unwrap();
+                self.unreported.clear();
                 self.lc = Self::lifecycle(&self.store, &self.root, buffers, self.restarts);
                 self.working.clear();
-                for p in std::mem::take(&mut self.unreported) {
-                    let out = self.lc.disk_changed(&pp(&p));
-                    self.apply(out);
-                }
                 let out = self.lc.recover(i64::MAX / 4, 0);
                 self.apply(out);
                 for (path, text) in self.buffers.clone() {
@@ -673,8 +861,13 @@ fn the_lifecycle_holds_its_promises_under_random_interleavings() {
     // Every kind of step happened, so the run tested what it claims.
     for kind in [
         "accept",
+        "accepted whole",
+        "accept refused (conflict)",
+        "accept refused (link)",
+        "human rewrites a line",
         "reject",
         "rollback",
+        "rollback checked",
         "restart",
         "buffer moved",
         "the watcher reports",

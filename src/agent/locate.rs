@@ -530,7 +530,10 @@ mod tests {
         let files = vec!["app.py".to_owned()];
         assert!(outside_the_project("create ../evil.py with a function pwn", &files).is_some());
         assert!(outside_the_project("write to vendor/.git/hooks/post-checkout", &files).is_some());
-        assert_eq!(outside_the_project("make load in app.py read ../data.json", &files), None);
+        assert_eq!(
+            outside_the_project("make load in app.py read ../data.json", &files),
+            None
+        );
         assert_eq!(outside_the_project("add a function pwn", &files), None);
     }
 

@@ -466,7 +466,11 @@ async fn extension_tools_run_with_the_agents_host_functions_and_capabilities() {
                     vec![],
                     vec![(s("extra"), Value::Int(2)), (s("path"), s("config.toml"))],
                 ),
-                h.call("count_lines", vec![s("config.toml")], vec![(s("extra"), Value::Int(1))]),
+                h.call(
+                    "count_lines",
+                    vec![s("config.toml")],
+                    vec![(s("extra"), Value::Int(1))],
+                ),
             ]
         })
         .await

@@ -429,7 +429,10 @@ struct SnapshotRequest {
     message: Option<String>,
 }
 
-async fn snapshot(State(b): State<Shared>, OptionalBody(body): OptionalBody<SnapshotRequest>) -> Answer {
+async fn snapshot(
+    State(b): State<Shared>,
+    OptionalBody(body): OptionalBody<SnapshotRequest>,
+) -> Answer {
     let message = body.and_then(|r| r.message).unwrap_or_default();
     let id = take_snapshot(&b, message).await?;
     Ok(Json(json!({ "id": id })))
