@@ -621,25 +621,11 @@ impl Sim {
                 assert!(ok, "rollback to {} failed: {:?}", s.id, out.replies);
                 self.apply(out);
                 // What the model recorded when it was taken, file by file.
-                // (Lines the human typed while the rollback's edits arrived
-                // are theirs, and not the snapshot's.)
                 if self.counter != mark {
                     // The human typed (or rewrote a line) as the text came
                     // back: what survives of theirs is checked above.
                     *self.stats.entry("rollback typed over").or_default() += 1;
                 } else if let Some(then) = self.snapshots.get(&s.id) {
-                    let typed_since = |text: Option<String>| {
-                        text.map(|t| {
-                            t.lines()
-                                .filter(|l| {
-                                    !l.strip_prefix("# human ")
-                                        .and_then(|n| n.parse::<usize>().ok())
-                                        .is_some_and(|n| n > mark)
-                                })
-                                .map(|l| format!("{l}\n"))
-                                .collect::<String>()
-                        })
-                    };
                     let mut paths: BTreeSet<String> = then.keys().cloned().collect();
                     paths.extend(self.files_now().into_keys());
                     // A buffer the human typed over as its text came back
@@ -654,7 +640,7 @@ impl Sim {
                     paths.retain(|p| !self.unapplied.contains(p));
                     for p in paths {
                         assert_eq!(
-                            typed_since(self.truth(&p)),
+                            self.truth(&p),
                             then.get(&p).cloned().flatten(),
                             "seed {} step {}: the rollback to {} did not bring back {p}",
                             self.seed,
