@@ -458,6 +458,14 @@ impl Lifecycle {
     /// Someone changed `path` after the watcher last looked: their text is
     /// the ground truth, the proposal is rebased onto it, nothing written.
     fn changed_under_accept(&self, id: &str, path: &str) -> Outcome {
+        if self.unsaved_elsewhere(path) {
+            let mut out = self.change(id, Shown::Unchanged);
+            out.notices.push((
+                Level::Warn,
+                format!("Chimera: {path} has unsaved changes in another Neovim on this project; nothing was written (writing the accept would write them too). Save or undo them there, then accept again"),
+            ));
+            return out;
+        }
         let rebased = match ProjectPath::parse(path) {
             Ok(p) => self.disk_changed(&p),
             Err(_) => Outcome::default(),
@@ -468,6 +476,20 @@ impl Lifecycle {
             format!("Chimera: {path} changed on disk just before the accept of {id}; nothing was written. The proposal now includes that change: review it and accept again"),
         ));
         out
+    }
+
+    /// Whether the stable text of `path` is a buffer's that is not ours,
+    /// newer than the file on disk: another Neovim on the project has
+    /// unsaved changes there.
+    fn unsaved_elsewhere(&self, path: &str) -> bool {
+        if self.buffers.contains(path) {
+            return false;
+        }
+        let disk = std::fs::symlink_metadata(self.root.join(path))
+            .ok()
+            .map(|m| crate::sync::file_meta(&m).1);
+        let stable = self.store.stable_entry(path).ok().flatten();
+        matches!((stable, disk), (Some(e), Some(disk)) if e.mtime_ns > disk)
     }
 
     /// A buffer edit of `id` (an accept or a rollback) found the buffer

@@ -708,3 +708,43 @@ fn a_redirect_never_takes_an_agents_request_to_a_host_it_may_not_reach() {
         "the effect log names where the redirect led: {log}"
     );
 }
+
+#[test]
+fn another_neovim_typing_after_the_proposal_never_gets_its_unsaved_text_written() {
+    let dir = project();
+    let docstring = "src = read_file('app.py')\nwrite_file('app.py', src.replace('def f():', 'def f():\\n    \"\"\"One.\"\"\"'))\nsubmit_result('docstring', ['app.py'])";
+    let a = start(dir.path(), vec![], |_| {});
+    let mut b = start(
+        dir.path(),
+        vec![program(docstring), program(docstring), program(docstring)],
+        |_| {},
+    );
+    b.spawn("b1", "add a docstring");
+    assert_eq!(b.settled("b1").state, AgentState::Completed);
+    // Now, in instance A, the person types into app.py without saving.
+    let unsaved = "def f():\n    return 1\n\nUNSAVED_IN_A = True\n";
+    a.send(ToCore::BufferText(chimera::messages::BufferText {
+        path: a.root.join("app.py").to_string_lossy().into_owned(),
+        text: unsaved.into(),
+    }));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut said = Vec::new();
+    for _ in 0..2 {
+        accept(&b, "b1");
+        said.push(b.wait(|m| match m {
+            ToEditor::Resolved { .. } => Some("resolved".to_owned()),
+            ToEditor::Notify { message, .. } => Some(message.clone()),
+            _ => None,
+        }));
+        std::thread::sleep(Duration::from_millis(300));
+        let disk = std::fs::read_to_string(b.root.join("app.py")).unwrap();
+        assert!(
+            !disk.contains("UNSAVED_IN_A"),
+            "A's unsaved text was written: {disk}\n{said:?}"
+        );
+    }
+    assert!(
+        !said.iter().any(|m| m.contains("changed on disk")),
+        "the disk did not change, another Neovim has unsaved text: {said:?}"
+    );
+}
