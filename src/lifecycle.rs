@@ -334,13 +334,20 @@ impl Lifecycle {
             .ok()
             .flatten()
             .map_or(0o644, |e| e.mode);
-        match self.store.stable_put(
-            path.as_str(),
-            text.as_bytes(),
-            mode,
-            now_ms() * 1_000_000,
-            self.max_file_bytes,
-        ) {
+        let put = self
+            .store
+            .stable_put(
+                path.as_str(),
+                text.as_bytes(),
+                mode,
+                now_ms() * 1_000_000,
+                self.max_file_bytes,
+            )
+            .and_then(|changed| {
+                self.store.stable_mark_buffer(path.as_str(), &self.owner)?;
+                Ok(changed)
+            });
+        match put {
             Ok(true) => self.stable_changed(path.as_str()),
             Ok(false) => Outcome::default(),
             Err(e) => Outcome::notice(Level::Warn, format!("Chimera: cannot record {path}: {e}")),
@@ -478,18 +485,16 @@ impl Lifecycle {
         out
     }
 
-    /// Whether the stable text of `path` is a buffer's that is not ours,
-    /// newer than the file on disk: another Neovim on the project has
-    /// unsaved changes there.
+    /// Whether the stable text of `path` is another instance's loaded
+    /// buffer: another Neovim on the project has unsaved changes there.
     fn unsaved_elsewhere(&self, path: &str) -> bool {
-        if self.buffers.contains(path) {
-            return false;
-        }
-        let disk = std::fs::symlink_metadata(self.root.join(path))
-            .ok()
-            .map(|m| crate::sync::file_meta(&m).1);
-        let stable = self.store.stable_entry(path).ok().flatten();
-        matches!((stable, disk), (Some(e), Some(disk)) if e.mtime_ns > disk)
+        !self.buffers.contains(path)
+            && self
+                .store
+                .stable_buffer_owner(path)
+                .ok()
+                .flatten()
+                .is_some_and(|owner| owner != self.owner)
     }
 
     /// A buffer edit of `id` (an accept or a rollback) found the buffer

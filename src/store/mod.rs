@@ -496,6 +496,25 @@ impl Store {
         stable_put(&conn, path, data, mode, mtime_ns, max_bytes)
     }
 
+    /// Records that the stable text of `path` is instance `owner`'s loaded
+    /// buffer (cleared by any other write of it).
+    pub fn stable_mark_buffer(&self, path: &str, owner: &str) -> Result<()> {
+        self.conn()
+            .prepare_cached("UPDATE stable SET buffer_owner = ?2 WHERE path = ?1")?
+            .execute(params![path, owner])?;
+        Ok(())
+    }
+
+    /// The instance whose loaded buffer the stable text of `path` is.
+    pub fn stable_buffer_owner(&self, path: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT buffer_owner FROM stable WHERE path = ?1")?
+            .query_row([path], |r| r.get::<_, Option<String>>(0))
+            .optional()?
+            .flatten())
+    }
+
     /// Removes `path` from the stable layer; returns whether it was there.
     pub fn stable_delete(&self, path: &str) -> Result<bool> {
         Ok(self
@@ -991,8 +1010,10 @@ pub fn stable_put(
     if let Some(old) = stable_entry(conn, path)? {
         if old.hash == hash && old.mode == mode {
             if old.mtime_ns != mtime_ns {
-                conn.prepare_cached("UPDATE stable SET mtime_ns = ?2 WHERE path = ?1")?
-                    .execute(params![path, mtime_ns])?;
+                conn.prepare_cached(
+                    "UPDATE stable SET mtime_ns = ?2, buffer_owner = NULL WHERE path = ?1",
+                )?
+                .execute(params![path, mtime_ns])?;
             }
             return Ok(false);
         }
@@ -1000,7 +1021,8 @@ pub fn stable_put(
     conn.prepare_cached(
         "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
-                                          mtime_ns = excluded.mtime_ns, too_large = excluded.too_large",
+                                          mtime_ns = excluded.mtime_ns, too_large = excluded.too_large,
+                                          buffer_owner = NULL",
     )?
     .execute(params![path, hash, mode, data.len() as i64, mtime_ns, too_large])?;
     Ok(true)
@@ -1023,7 +1045,7 @@ pub fn stable_put_too_large(
     conn.prepare_cached(
         "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, 1)
          ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
-                                          mtime_ns = excluded.mtime_ns, too_large = 1",
+                                          mtime_ns = excluded.mtime_ns, too_large = 1, buffer_owner = NULL",
     )?
     .execute(params![path, hash, mode, size as i64, mtime_ns])?;
     Ok(true)
@@ -1042,7 +1064,7 @@ pub fn stable_set(
     conn.prepare_cached(
         "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, 0)
          ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
-                                          mtime_ns = excluded.mtime_ns, too_large = 0",
+                                          mtime_ns = excluded.mtime_ns, too_large = 0, buffer_owner = NULL",
     )?
     .execute(params![path, hash, mode, size as i64, mtime_ns])?;
     Ok(())

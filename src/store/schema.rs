@@ -221,6 +221,9 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("agents", "external", "TEXT"),
     // The machine an instance runs on: its pid means something only there.
     ("instances", "host", "TEXT NOT NULL DEFAULT ''"),
+    // The instance whose loaded buffer the stable text is (NULL: the
+    // file's, or what an accept or rollback wrote).
+    ("stable", "buffer_owner", "TEXT"),
 ];
 
 /// Indexes over added columns, created after them.
