@@ -2,7 +2,9 @@
 //! makes the K-th pass (from 1) through point NAME abort the process, as a
 //! SIGKILL would at that instant; `NAME=K:error` makes it fail instead.
 //! Read once; with the variable unset a point costs one check of a
-//! `OnceLock`.
+//! `OnceLock`. A test running many cuts in one process arms a point on its
+//! own thread instead ([`cut_here`]): the pass unwinds with [`Cut`], as far
+//! as the thread's work is concerned a process that died there.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -32,9 +34,31 @@ fn armed() -> &'static Option<HashMap<String, Arm>> {
     })
 }
 
+/// The payload of a pass cut by [`cut_here`].
+#[derive(Debug)]
+pub struct Cut;
+
+thread_local! {
+    static HERE: std::cell::Cell<Option<(&'static str, usize)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Arms point `name` on this thread: its `k`-th pass from now unwinds
+/// with [`Cut`] (`k` = 0: disarmed).
+pub fn cut_here(name: &'static str, k: usize) {
+    HERE.with(|h| h.set((k > 0).then_some((name, k))));
+}
+
 /// Passes point `name`: aborts the process, or returns `true` (fail here),
 /// on the pass it is armed for; else `false`.
 pub fn hit(name: &str) -> bool {
+    HERE.with(|h| match h.get() {
+        Some((armed, 1)) if armed == name => {
+            h.set(None);
+            std::panic::panic_any(Cut);
+        }
+        Some((armed, k)) if armed == name => h.set(Some((armed, k - 1))),
+        _ => {}
+    });
     let Some(points) = armed() else {
         return false;
     };

@@ -17,7 +17,9 @@
 //!   accepted proposal's lines are all in the human's files afterwards;
 //! - a rollback brings back exactly the text the model recorded when the
 //!   snapshot was taken (not merely an `ok` reply);
-//! - a restart reopens the store from its file, recovers and re-imports.
+//! - a restart reopens the store from its file, recovers and re-imports;
+//!   an accept cut between two renames (a thread-local failpoint unwinds
+//!   as the process would die) leaves the project wholly as before.
 //!
 //! The human inserts lines and also rewrites lines, agents' included.
 //!
@@ -654,30 +656,15 @@ impl Sim {
                 self.typed.clear();
                 "rollback"
             }
-            91..=94 => {
-                // Neovim quits and starts again: the working agents are
-                // recovered and run again; buffers are pushed again.
-                self.restarts += 1;
-                // The store is opened again from its file, as a new
-                // Neovim does: a cut write undone, the project imported.
-                let store = Arc::new(Store::open(&self.root).unwrap());
-                self.store = store;
-                chimera::store::journal::recover(&self.store, &self.root).unwrap();
-                let buffers = OpenBuffers::default();
-                for path in self.buffers.keys() {
-                    buffers.insert(path);
-                }
-                chimera::sync::import(&self.store, &self.root, 1 << 20, &buffers).unwrap();
-                self.unreported.clear();
-                self.lc = Self::lifecycle(&self.store, &self.root, buffers, self.restarts);
-                self.working.clear();
-                let out = self.lc.recover(i64::MAX / 4, 0);
-                self.apply(out);
-                for (path, text) in self.buffers.clone() {
-                    let out = self.lc.buffer_text(&pp(&path), &text);
-                    self.apply(out);
-                }
+            91..=93 => {
+                self.restart();
                 "restart"
+            }
+            94 => {
+                if !self.crash_during_an_accept() {
+                    return;
+                }
+                "crash during an accept"
             }
             _ => {
                 let out = self.lc.purge(0);
@@ -690,6 +677,84 @@ impl Sim {
         if self.recent.len() > 8 {
             self.recent.pop_front();
         }
+    }
+
+    /// Neovim quits (or dies) and starts again: the store is opened from
+    /// its file, a cut write undone, the project imported; the working
+    /// agents are recovered and run again; buffers are pushed again.
+    fn restart(&mut self) {
+        {
+            self.restarts += 1;
+            // The store is opened again from its file, as a new
+            // Neovim does: a cut write undone, the project imported.
+            let store = Arc::new(Store::open(&self.root).unwrap());
+            self.store = store;
+            chimera::store::journal::recover(&self.store, &self.root).unwrap();
+            let buffers = OpenBuffers::default();
+            for path in self.buffers.keys() {
+                buffers.insert(path);
+            }
+            chimera::sync::import(&self.store, &self.root, 1 << 20, &buffers).unwrap();
+            self.unreported.clear();
+            self.lc = Self::lifecycle(&self.store, &self.root, buffers, self.restarts);
+            self.working.clear();
+            let out = self.lc.recover(i64::MAX / 4, 0);
+            self.apply(out);
+            for (path, text) in self.buffers.clone() {
+                let out = self.lc.buffer_text(&pp(&path), &text);
+                self.apply(out);
+            }
+        }
+    }
+
+    /// An accept of several files on disk is cut between two renames (the
+    /// process dies there), then Neovim starts again: the project is
+    /// wholly as before it, the proposal still there to review.
+    fn crash_during_an_accept(&mut self) -> bool {
+        let candidates: Vec<String> = self
+            .agents_in(AgentState::Completed)
+            .into_iter()
+            .filter(|id| {
+                let rec = self.store.agent(id).unwrap();
+                let files = self.store.proposal_files(id).unwrap();
+                !rec.conflicted
+                    && files.len() >= 2
+                    && files.iter().all(|f| {
+                        !self.buffers.contains_key(&f.path)
+                            && !self.unreported.contains(&f.path)
+                            && !f.path.starts_with("out/")
+                    })
+            })
+            .collect();
+        let Some(id) = self.rng.pick(&candidates).cloned() else {
+            return false;
+        };
+        let n = self.store.proposal_files(&id).unwrap().len();
+        let before = self.files_now();
+        let k = 1 + self.rng.below(n - 1);
+        chimera::failpoint::cut_here("after-rename", k);
+        let buffers = self.buffer_map();
+        let cut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.lc.accept(&id, buffers, None)
+        }));
+        chimera::failpoint::cut_here("after-rename", 0);
+        assert!(
+            cut.is_err(),
+            "seed {} step {}: the accept of {id} was not cut",
+            self.seed,
+            self.step
+        );
+        self.restart();
+        assert_eq!(
+            self.files_now(),
+            before,
+            "seed {} step {}: after an accept of {id} cut after rename {k} of {n} and a restart, the project is not as before",
+            self.seed,
+            self.step
+        );
+        assert_eq!(self.store.agent(&id).unwrap().state, AgentState::Completed);
+        assert_eq!(self.store.proposal_files(&id).unwrap().len(), n);
+        true
     }
 
     // ---- what must hold after every step ----------------------------------
@@ -805,6 +870,20 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn run(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
+    // A cut accept unwinds as a dying process would: not a failure to print.
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info
+                .payload()
+                .downcast_ref::<chimera::failpoint::Cut>()
+                .is_none()
+            {
+                default(info);
+            }
+        }));
+    });
     let mut sim = Sim::new(seed);
     for step in 0..steps {
         sim.step = step;
@@ -855,6 +934,7 @@ fn the_lifecycle_holds_its_promises_under_random_interleavings() {
         "rollback",
         "rollback checked",
         "restart",
+        "crash during an accept",
         "buffer moved",
         "the watcher reports",
     ] {
