@@ -52,7 +52,7 @@ pub mod exit {
     name = "chimera",
     version = crate::VERSION,
     about = "AI agents propose changes to your code; you review and accept them.",
-    after_help = "Exit codes: 0 done, 1 the command failed, 2 bad arguments or configuration, 3 `wait` timed out.\nOptions are read from <root>/.chimera/config.json, else $XDG_CONFIG_HOME/chimera/config.json (the keys of setup{})."
+    after_help = "Exit codes: 0 done, 1 the command failed, 2 bad arguments or configuration, 3 `wait` timed out.\nOptions are read from $XDG_CONFIG_HOME/chimera/config.json with <root>/.chimera/config.json over it (the keys of setup{}); what the project's file would run, reach or read waits for `chimera trust`."
 )]
 pub struct Cli {
     #[command(flatten)]
