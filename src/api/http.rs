@@ -70,14 +70,6 @@ pub fn read_info(root: &Path) -> Option<ApiInfo> {
     serde_json::from_str(&text).ok()
 }
 
-/// 32 random bytes from the system, as hex.
-fn new_token() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// Writes `info` whole or not at all, readable by its user only; a link
 /// planted at the path is replaced, never followed.
 fn write_info(root: &Path, info: &ApiInfo) -> std::io::Result<()> {
@@ -136,7 +128,7 @@ pub async fn bind(root: &Path, port: u16) -> std::io::Result<Bound> {
         })?;
     let info = ApiInfo {
         port: listener.local_addr()?.port(),
-        token: new_token()?,
+        token: crate::store::random_token()?,
         pid: std::process::id(),
     };
     write_info(root, &info)?;
@@ -247,7 +239,10 @@ mod tests {
 
     #[test]
     fn tokens_are_random_and_compared_whole() {
-        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        let (a, b) = (
+            crate::store::random_token().unwrap(),
+            crate::store::random_token().unwrap(),
+        );
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
         assert!(same(a.as_bytes(), a.as_bytes()));

@@ -4,7 +4,8 @@
 //! leaves it behind: the next start ([`recover`]) puts back every file that
 //! was already replaced, so the project is wholly as it was before and the
 //! store — which never committed — agrees with it. A journal whose writer
-//! still runs is locked and left alone.
+//! still runs is locked and left alone; one this store did not sign (a
+//! cloned repository's) is dropped unread.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
@@ -72,10 +73,7 @@ impl Pending {
     /// replaced is put back, and the intent removed. Left for the next
     /// start if that cannot be done now.
     pub fn abandon(self, store: &Store, root: &Path) {
-        let undone = std::fs::read(&self.path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Intent>(&b).ok())
-            .map(|intent| undo(store, root, intent));
+        let undone = read_signed(store, &self.path).map(|intent| undo(store, root, intent));
         if matches!(undone, Some(Ok(_))) {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -137,10 +135,16 @@ impl Store {
         let unique = super::unique_digest().to_hex()[..12].to_owned();
         let path = dir.join(format!("intent-{}-{unique}.json", std::process::id()));
         let tmp = path.with_extension("tmp");
-        let text = serde_json::to_vec(&Intent {
+        let body = serde_json::to_vec(&Intent {
             what: what.to_owned(),
             entries,
         })?;
+        let mut text = blake3::keyed_hash(&self.journal_key, &body)
+            .to_hex()
+            .as_bytes()
+            .to_vec();
+        text.push(b'\n');
+        text.extend(body);
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -195,13 +199,11 @@ pub fn recover(store: &Store, root: &Path) -> Result<Vec<Recovered>> {
         if rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
             continue;
         }
-        let intent: Intent = match std::fs::read(&path).map(|b| serde_json::from_slice(&b)) {
-            Ok(Ok(i)) => i,
-            // Written whole (temp file and rename) or not at all.
-            _ => {
-                let _ = std::fs::remove_file(&path);
-                continue;
-            }
+        // Written whole (temp file and rename) or not at all; signed by
+        // this store, or not ours.
+        let Some(intent) = read_signed(store, &path) else {
+            let _ = std::fs::remove_file(&path);
+            continue;
         };
         let done = undo(store, root, intent)?;
         let _ = std::fs::remove_file(&path);
@@ -211,6 +213,18 @@ pub fn recover(store: &Store, root: &Path) -> Result<Vec<Recovered>> {
         }
     }
     Ok(out)
+}
+
+/// The intent at `path` if this store signed it.
+fn read_signed(store: &Store, path: &Path) -> Option<Intent> {
+    let text = std::fs::read(path).ok()?;
+    let split = text.iter().position(|b| *b == b'\n')?;
+    let (mac, body) = (&text[..split], &text[split + 1..]);
+    // `Hash`'s `==` takes the same time wherever the two differ.
+    let given = blake3::Hash::from_hex(mac).ok()?;
+    (given == blake3::keyed_hash(&store.journal_key, body))
+        .then(|| serde_json::from_slice(body).ok())
+        .flatten()
 }
 
 /// Puts back the files of `intent` that its write replaced, unless the
@@ -271,4 +285,62 @@ fn undo(store: &Store, root: &Path, intent: Intent) -> Result<Recovered> {
         source: std::io::Error::other(format!("cannot put back the files of a cut write: {e}")),
     })?;
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_this_store_did_not_write_changes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("app.py"), "x = 1\n").unwrap();
+        let store = Store::open(root.path()).unwrap();
+        // What a cloned repository could ship: "undo" the creation of a
+        // file whose content it knows, that is, delete it.
+        let planted = Intent {
+            what: "an accept".into(),
+            entries: vec![Entry {
+                path: "app.py".into(),
+                before: None,
+                before_known: true,
+                after: Some(hash_bytes(b"x = 1\n")),
+                mode: 0o644,
+            }],
+        };
+        let path = root.path().join(".chimera/intent-1-planted.json");
+        std::fs::write(&path, serde_json::to_vec(&planted).unwrap()).unwrap();
+        assert!(recover(&store, root.path()).unwrap().is_empty());
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("app.py")).unwrap(),
+            "x = 1\n"
+        );
+        assert!(!path.exists(), "the foreign journal is dropped");
+    }
+
+    #[test]
+    fn a_journal_of_this_store_is_undone() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("app.py"), "x = 2\n").unwrap();
+        let store = Store::open(root.path()).unwrap();
+        let pending = store
+            .intend(
+                "an accept",
+                vec![Entry {
+                    path: "app.py".into(),
+                    before: None,
+                    before_known: true,
+                    after: Some(hash_bytes(b"x = 2\n")),
+                    mode: 0o644,
+                }],
+            )
+            .unwrap();
+        drop(pending); // the process died: its lock goes, the journal stays
+        let done = recover(&store, root.path()).unwrap();
+        assert_eq!(done.len(), 1);
+        assert!(
+            !root.path().join("app.py").exists(),
+            "the created file is undone"
+        );
+    }
 }

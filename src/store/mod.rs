@@ -104,6 +104,14 @@ pub fn process_runs(pid: u32) -> bool {
 
 /// 32 bytes no other call of this or any other process returns (the time,
 /// a counter and the process, hashed): the stuff of new IDs.
+/// 32 random bytes from the system, as hex: tokens and keys.
+pub fn random_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 pub fn unique_digest() -> blake3::Hash {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = SystemTime::now()
@@ -331,6 +339,9 @@ pub struct Store {
     root: PathBuf,
     /// Files whose content never enters the store (`capabilities.secrets`).
     secrets: crate::capabilities::Secrets,
+    /// Signs this store's write journals, so that one a cloned repository
+    /// ships is not taken for ours (`journal`).
+    journal_key: [u8; 32],
 }
 
 impl Store {
@@ -398,10 +409,34 @@ impl Store {
             }
         }
         conn.execute_batch(schema::LATE_INDEXES)?;
+        let read_key = |conn: &Connection| {
+            conn.query_row(
+                "SELECT value FROM settings WHERE key = 'journal_key'",
+                [],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+        };
+        // Made once, by the first open; a read-only open writes nothing.
+        let key = match read_key(&conn)? {
+            Some(key) => key,
+            None => {
+                let key = random_token().map_err(|source| StoreError::Create {
+                    path: root.join(".chimera"),
+                    source,
+                })?;
+                conn.execute(
+                    "INSERT OR IGNORE INTO settings (key, value) VALUES ('journal_key', ?1)",
+                    [key],
+                )?;
+                read_key(&conn)?.unwrap_or_default()
+            }
+        };
         Ok(Self {
             conn: Mutex::new(conn),
             root: root.to_path_buf(),
             secrets,
+            journal_key: *blake3::hash(key.as_bytes()).as_bytes(),
         })
     }
 
