@@ -63,6 +63,13 @@ pub fn file_meta(meta: &std::fs::Metadata) -> (u32, i64) {
     (mode, mtime)
 }
 
+/// Whether a walk may enter `e`: not a `.git` or `.chimera` folder.
+fn outside_reserved(e: &ignore::DirEntry) -> bool {
+    !e.file_name()
+        .to_str()
+        .is_some_and(crate::paths::is_reserved_name)
+}
+
 /// A temporary file of an accept that was cut short (see `accept::write_files`).
 pub fn is_accept_leftover(name: &str) -> bool {
     name.starts_with('.') && name.contains(".chimera-") && name.ends_with(".tmp")
@@ -78,11 +85,7 @@ pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
         .git_exclude(true)
         .git_global(false)
         .require_git(false)
-        .filter_entry(|e| {
-            !e.file_name()
-                .to_str()
-                .is_some_and(crate::paths::is_reserved_name)
-        })
+        .filter_entry(outside_reserved)
         .build();
     walker
         .filter_map(Result::ok)
@@ -291,11 +294,7 @@ fn tracked_at(root: &Path, ignore: &mut Ignores, abs: &Path) -> Vec<ProjectPath>
     }
     ignore::WalkBuilder::new(abs)
         .standard_filters(false)
-        .filter_entry(|e| {
-            !e.file_name()
-                .to_str()
-                .is_some_and(crate::paths::is_reserved_name)
-        })
+        .filter_entry(outside_reserved)
         .build()
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_some_and(|t| t.is_file()))

@@ -30,8 +30,13 @@ fn new(i: usize) -> String {
 }
 
 fn setup(root: &Path) {
+    setup_n(root, FILES);
+}
+
+/// `n` files and an agent `ag` whose completed proposal rewrites each.
+fn setup_n(root: &Path, n: usize) {
     std::fs::create_dir_all(root.join(".git")).unwrap();
-    for i in 0..FILES {
+    for i in 0..n {
         std::fs::write(root.join(format!("m{i}.py")), old(i)).unwrap();
     }
     let store = Store::open(root).unwrap();
@@ -45,7 +50,7 @@ fn setup(root: &Path) {
         })
         .unwrap();
     let ov = Overlay::new(&store, "ag", 1 << 20);
-    for i in 0..FILES {
+    for i in 0..n {
         ov.write(
             &ProjectPath::parse(&format!("m{i}.py")).unwrap(),
             new(i).as_bytes(),
@@ -382,32 +387,7 @@ fn sigkill_during_rollback_purge_or_snapshot_keeps_files_whole_and_snapshots_res
 const MANY: usize = 120;
 
 fn setup_many(root: &Path) {
-    std::fs::create_dir_all(root.join(".git")).unwrap();
-    for i in 0..MANY {
-        std::fs::write(root.join(format!("m{i}.py")), old(i)).unwrap();
-    }
-    let store = Store::open(root).unwrap();
-    sync::import(&store, root, 1 << 20, &OpenBuffers::default()).unwrap();
-    store
-        .agent_insert(&AgentRecord {
-            state: AgentState::Running,
-            rounds: 1,
-            owner: "x".into(),
-            ..AgentRecord::new("ag", "crash")
-        })
-        .unwrap();
-    let ov = Overlay::new(&store, "ag", 1 << 20);
-    for i in 0..MANY {
-        ov.write(
-            &ProjectPath::parse(&format!("m{i}.py")).unwrap(),
-            new(i).as_bytes(),
-        )
-        .unwrap();
-    }
-    accept::build_proposal(&store, "ag").unwrap();
-    let mut rec = store.agent("ag").unwrap();
-    rec.state = AgentState::Completed;
-    store.agent_update(&rec).unwrap();
+    setup_n(root, MANY);
 }
 
 /// Which files hold the agent's text (the others must hold the old one).

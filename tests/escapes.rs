@@ -109,6 +109,31 @@ impl Run {
         })
     }
 
+    /// Agent `id`'s proposal once it is there: its files, and every line
+    /// it adds, joined.
+    fn proposed(&mut self, id: &str) -> (Vec<String>, String) {
+        self.wait(|m| match m {
+            ToEditor::Agent {
+                agent,
+                proposal: Some(files),
+                ..
+            } if agent.id == id => Some((
+                files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+                files
+                    .iter()
+                    .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )),
+            ToEditor::Agent { agent, .. }
+                if agent.id == id && agent.state == AgentState::Failed =>
+            {
+                panic!("failed: {:?}", agent.error)
+            }
+            _ => None,
+        })
+    }
+
     /// Everything the model was sent, all requests joined.
     fn model_saw(&self) -> String {
         self.server.requests.lock().unwrap().join("\n")
@@ -505,24 +530,7 @@ fn a_repository_cloned_inside_the_project_keeps_its_git_folder_from_agents() {
     }
     std::thread::sleep(Duration::from_millis(500));
     run.spawn("a1", "look around");
-    let (paths, text) = run.wait(|m| match m {
-        ToEditor::Agent {
-            agent,
-            proposal: Some(files),
-            ..
-        } if agent.id == "a1" => Some((
-            files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
-            files
-                .iter()
-                .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )),
-        ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => {
-            panic!("failed: {:?}", agent.error)
-        }
-        _ => None,
-    });
+    let (paths, text) = run.proposed("a1");
     assert!(text.contains("lib.py"), "the program ran: {text}");
     assert!(
         !text.contains("TOKEN_"),
@@ -667,24 +675,7 @@ fn a_redirect_never_takes_an_agents_request_to_a_host_it_may_not_reach() {
         }
     });
     run.spawn("a1", "delegate");
-    let (paths, text) = run.wait(|m| match m {
-        ToEditor::Agent {
-            agent,
-            proposal: Some(files),
-            ..
-        } if agent.id == "a1" => Some((
-            files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
-            files
-                .iter()
-                .flat_map(|f| f.hunks.iter().flat_map(|h| h.new_lines.clone()))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )),
-        ToEditor::Agent { agent, .. } if agent.state == AgentState::Failed => {
-            panic!("failed: {:?}", agent.error)
-        }
-        _ => None,
-    });
+    let (paths, text) = run.proposed("a1");
     assert!(
         b_heard.lock().unwrap().is_empty(),
         "a redirect reached B: {:?}",
