@@ -85,7 +85,12 @@ pub enum CapabilitiesError {
 /// The files `capabilities.secrets` names: no agent reads or writes them,
 /// no reference sends them, and the store never keeps their content.
 #[derive(Debug, Clone)]
-pub struct Secrets(GlobSet);
+pub struct Secrets {
+    set: GlobSet,
+    /// The patterns, one per line: what a store checked its contents
+    /// against last.
+    patterns: String,
+}
 
 impl Secrets {
     pub fn new(patterns: &[String]) -> Result<Self, CapabilitiesError> {
@@ -104,13 +109,21 @@ impl Secrets {
             }
         }
         set.build()
-            .map(Self)
+            .map(|set| Self {
+                set,
+                patterns: patterns.join("\n"),
+            })
             .map_err(|e| CapabilitiesError::Glob(patterns.join(", "), e.to_string()))
     }
 
     /// Whether `path` (a project path) is a secret.
     pub fn is_match(&self, path: &str) -> bool {
-        self.0.is_match(path)
+        self.set.is_match(path)
+    }
+
+    /// The patterns, one per line.
+    pub fn patterns(&self) -> &str {
+        &self.patterns
     }
 }
 
@@ -118,7 +131,10 @@ impl Default for Secrets {
     /// The default `capabilities.secrets`.
     fn default() -> Self {
         // The default patterns are known-good globs.
-        Self::new(&CapabilitiesConfig::default().secrets).unwrap_or_else(|_| Self(GlobSet::empty()))
+        Self::new(&CapabilitiesConfig::default().secrets).unwrap_or_else(|_| Self {
+            set: GlobSet::empty(),
+            patterns: String::new(),
+        })
     }
 }
 

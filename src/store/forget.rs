@@ -5,7 +5,7 @@
 //! they referenced are deleted with their pages overwritten and the WAL
 //! emptied, so no copy is left in `.chimera/`.
 
-use rusqlite::{params, Transaction};
+use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::{blob, delete_unreferenced_blobs, history, put_blob, Result, Store};
 
@@ -20,10 +20,26 @@ const TABLES: &[&str] = &[
 
 impl Store {
     /// Forgets every secret the store holds; returns how many files' rows
-    /// (and snapshot lines) went. Nothing to do costs one scan of paths.
+    /// (and snapshot lines) went. Done once per set of secret patterns:
+    /// the store keeps out what they match from then on.
     pub fn forget_secrets(&self) -> Result<usize> {
         let mut conn = self.conn();
+        let done: Option<String> = conn
+            .query_row(
+                "SELECT value FROM settings WHERE key = 'secrets_forgotten'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if done.as_deref() == Some(self.secrets.patterns()) {
+            return Ok(0);
+        }
         let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO settings (key, value) VALUES ('secrets_forgotten', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [self.secrets.patterns()],
+        )?;
         let mut forgotten = 0;
         for table in TABLES {
             let paths: Vec<String> = tx
@@ -36,6 +52,7 @@ impl Store {
         }
         forgotten += self.forget_in_manifests(&tx)?;
         if forgotten == 0 {
+            tx.commit()?;
             return Ok(0);
         }
         // Deleted pages keep their bytes until reused; these are zeroed.
@@ -129,5 +146,10 @@ mod tests {
             Store::open(root.path()).unwrap().forget_secrets().unwrap(),
             0
         );
+        // New patterns: looked through again.
+        let wider = crate::capabilities::Secrets::new(&["*.py".into()]).unwrap();
+        let store = Store::open_with(root.path(), wider).unwrap();
+        assert_eq!(store.forget_secrets().unwrap(), 2, "app.py and its snapshot line");
+        assert!(store.stable_paths().unwrap().is_empty());
     }
 }
