@@ -46,6 +46,7 @@ pub mod capabilities;
 pub mod cli;
 pub mod command;
 pub mod config;
+pub mod confine;
 pub mod diff;
 pub mod failpoint;
 pub mod lang;
@@ -70,6 +71,7 @@ pub mod sandbox;
 pub mod store;
 pub mod sync;
 pub mod trust;
+pub mod workdir;
 
 #[cfg(feature = "neovim")]
 pub mod nvim;

@@ -172,6 +172,95 @@ pub fn check_no_links(root: &Path, path: &ProjectPath) -> Result<(), DiskError> 
     }
 }
 
+/// Writes `data` to `path` under `root` in place — no temporary file, no
+/// sync — never through a link: for a scratch folder whose content is not
+/// the human's (an agent's working folder), where a program may have
+/// swapped a folder for a link meanwhile.
+pub fn write_scratch(
+    root: &Path,
+    path: &ProjectPath,
+    data: &[u8],
+    mode: u32,
+) -> Result<(), DiskError> {
+    let p = path.as_str();
+    let (dir, name) = open_parent(root, path, true)?.ok_or_else(|| io_err(p, Errno::NOENT))?;
+    let fd = rustix::fs::openat(
+        &dir,
+        name.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode & 0o777),
+    )
+    .map_err(|e| classify(&dir, &name, p, e))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| io_err(p, e))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(DiskError::NotAFile(p.to_owned()));
+    }
+    let mut f = std::fs::File::from(fd);
+    f.write_all(data).map_err(|e| io_err(p, e))?;
+    rustix::fs::fchmod(&f, Mode::from_raw_mode(mode & 0o777)).map_err(|e| io_err(p, e))
+}
+
+/// Removes whatever is at `path` under `root` (a file, a link — not what
+/// it points to — or a whole folder), reaching it through no link.
+pub fn remove_scratch(root: &Path, path: &ProjectPath) -> Result<(), DiskError> {
+    let p = path.as_str();
+    let Some((dir, name)) = open_parent(root, path, false)? else {
+        return Ok(());
+    };
+    let name = std::ffi::CString::new(name).map_err(|e| io_err(p, std::io::Error::other(e)))?;
+    remove_raw(&dir, &name, p)
+}
+
+/// Removes entry `name` (any name, `.git` too) of folder `dir` (a project
+/// path, "" for the root) under `root`, and all it holds, through no link.
+pub fn remove_entry(root: &Path, dir: &str, name: &str) -> Result<(), DiskError> {
+    let mut fd = open_root(root, dir)?;
+    for part in dir
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != "." && *p != "..")
+    {
+        let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+        fd = match rustix::fs::openat(&fd, part, flags, Mode::empty()) {
+            Ok(next) => next,
+            Err(Errno::NOENT) => return Ok(()),
+            Err(e) => return Err(classify(&fd, part, dir, e)),
+        };
+    }
+    let cname = std::ffi::CString::new(name).map_err(|e| io_err(dir, std::io::Error::other(e)))?;
+    remove_raw(&fd, &cname, dir)
+}
+
+/// Removes entry `name` of `dir` and, for a folder, all it holds, by
+/// descriptors only.
+fn remove_raw(dir: &OwnedFd, name: &std::ffi::CStr, path: &str) -> Result<(), DiskError> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(io_err(path, e)),
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+            let inner = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| io_err(path, e))?;
+            let mut names = Vec::new();
+            for entry in rustix::fs::Dir::read_from(&inner).map_err(|e| io_err(path, e))? {
+                let entry = entry.map_err(|e| io_err(path, e))?;
+                let n = entry.file_name();
+                if n != c"." && n != c".." {
+                    names.push(n.to_owned());
+                }
+            }
+            for n in names {
+                remove_raw(&inner, &n, path)?;
+            }
+            rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR).map_err(|e| io_err(path, e))
+        }
+        Ok(_) => rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(|e| io_err(path, e)),
+    }
+}
+
 /// One file of a batch, its directory open, between the steps of [`write_all`].
 struct Target<'a> {
     write: &'a Write,

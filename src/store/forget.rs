@@ -149,7 +149,11 @@ mod tests {
         // New patterns: looked through again.
         let wider = crate::capabilities::Secrets::new(&["*.py".into()]).unwrap();
         let store = Store::open_with(root.path(), wider).unwrap();
-        assert_eq!(store.forget_secrets().unwrap(), 2, "app.py and its snapshot line");
+        assert_eq!(
+            store.forget_secrets().unwrap(),
+            2,
+            "app.py and its snapshot line"
+        );
         assert!(store.stable_paths().unwrap().is_empty());
     }
 }

@@ -160,6 +160,16 @@ pub struct StableEntry {
     pub too_large: bool,
 }
 
+/// One file of an agent's view ([`Store::view`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewEntry {
+    pub path: String,
+    pub hash: Hash,
+    pub mode: u32,
+    /// Its content is not stored (larger than `sync.max_file_bytes`).
+    pub too_large: bool,
+}
+
 /// One path in an agent's overlay: new content, or a whiteout (`hash: None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverlayEntry {
@@ -647,6 +657,46 @@ impl Store {
             params![agent, path, hash, base_hash],
         )?;
         Ok(())
+    }
+
+    /// Every file `agent` sees, sorted: the stable layer with the agent's
+    /// overlay over it (whiteouts remove a file, new files have mode 0644).
+    pub fn view(&self, agent: &str) -> Result<Vec<ViewEntry>> {
+        let mut files: std::collections::BTreeMap<String, ViewEntry> = {
+            let conn = self.conn();
+            let mut stmt = conn
+                .prepare_cached("SELECT path, hash, mode, too_large FROM stable ORDER BY path")?;
+            let rows = stmt.query_map([], |r| {
+                Ok(ViewEntry {
+                    path: r.get(0)?,
+                    hash: r.get(1)?,
+                    mode: r.get(2)?,
+                    too_large: r.get(3)?,
+                })
+            })?;
+            rows.map(|r| r.map(|e| (e.path.clone(), e)))
+                .collect::<std::result::Result<_, _>>()?
+        };
+        for (path, entry) in self.overlay_entries(agent)? {
+            match entry.hash {
+                None => {
+                    files.remove(&path);
+                }
+                Some(hash) => {
+                    let mode = files.get(&path).map_or(0o644, |e| e.mode);
+                    files.insert(
+                        path.clone(),
+                        ViewEntry {
+                            path,
+                            hash,
+                            mode,
+                            too_large: false,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(files.into_values().collect())
     }
 
     pub fn overlay_entries(&self, agent: &str) -> Result<Vec<(String, OverlayEntry)>> {

@@ -1,0 +1,322 @@
+//! Confinement by the kernel of the programs agents start (an ACP agent,
+//! and everything it starts in turn): they may read only the system's own
+//! directories and the ones they are given, and write only into theirs.
+//! On Linux this is Landlock: a rule set made in the core and entered by
+//! the child between `fork` and `exec`, which every descendant inherits
+//! and none can leave. The project root is never among the places given —
+//! a rule that holds it or lies inside it is refused — so its files and
+//! secrets are out of reach by any path, link or `..`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Why a program could not be confined.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    #[error("this system cannot confine programs (Linux with Landlock is needed: kernel 5.13 or later, `landlock` in the LSM list)")]
+    Unavailable,
+    #[error("{path} {how} the project ({root}); a confined program may not be given it — choose a folder outside the project")]
+    TouchesProject {
+        path: PathBuf,
+        root: PathBuf,
+        how: &'static str,
+    },
+    #[error("cannot set up the confinement: {0}")]
+    Setup(String),
+}
+
+/// Where a confined program may go.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// Folders and files it may read and run programs from.
+    pub read: Vec<PathBuf>,
+    /// Folders and files it may also create, change and delete.
+    pub write: Vec<PathBuf>,
+}
+
+/// The system's folders every program reads: its libraries, its
+/// configuration, `/proc` and `/dev`. `/tmp`, `/home` and `/var` are not
+/// among them.
+const SYSTEM: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix",
+    "/snap",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run/systemd/resolve",
+];
+
+/// Devices every program may write to.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+impl Rules {
+    /// The system's folders (read) and devices (write) that exist here.
+    pub fn system() -> Rules {
+        let existing = |list: &[&str]| -> Vec<PathBuf> {
+            list.iter()
+                .map(PathBuf::from)
+                .filter(|p| p.exists())
+                .collect()
+        };
+        Rules {
+            read: existing(SYSTEM),
+            write: existing(DEVICES),
+        }
+    }
+
+    /// Checks that no rule holds `root` or lies inside it. A system
+    /// folder that holds it (a project under `/opt`) is dropped: the
+    /// program loses that folder, not the project its protection.
+    pub fn keep_out(&mut self, root: &Path) -> Result<(), ConfineError> {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let check = |rules: &mut Vec<PathBuf>| -> Result<(), ConfineError> {
+            let mut kept = Vec::with_capacity(rules.len());
+            for p in rules.drain(..) {
+                let real = p.canonicalize().unwrap_or_else(|_| p.clone());
+                if real.starts_with(&root) {
+                    return Err(ConfineError::TouchesProject {
+                        path: p,
+                        root: root.clone(),
+                        how: "lies inside",
+                    });
+                }
+                if root.starts_with(&real) {
+                    if SYSTEM.iter().any(|s| Path::new(s) == p) {
+                        continue;
+                    }
+                    return Err(ConfineError::TouchesProject {
+                        path: p,
+                        root: root.clone(),
+                        how: "holds",
+                    });
+                }
+                kept.push(p);
+            }
+            *rules = kept;
+            Ok(())
+        };
+        check(&mut self.read)?;
+        check(&mut self.write)
+    }
+
+    /// The folder a program is installed in, readable: `program` as found
+    /// on `PATH`, its links resolved; for a package of `node_modules`,
+    /// that `node_modules` (a launcher runs its platform's package beside
+    /// it); else the folder above its `bin`. Arguments that name existing
+    /// files (a script, its configuration) are readable too.
+    pub fn program(&mut self, argv: &[String]) {
+        let Some((program, args)) = argv.split_first() else {
+            return;
+        };
+        if let Some(real) = find_program(program).and_then(|p| p.canonicalize().ok()) {
+            let node_modules = real
+                .ancestors()
+                .find(|a| a.file_name().is_some_and(|n| n == "node_modules"));
+            let install = match node_modules {
+                Some(n) => Some(n.to_path_buf()),
+                None => real.parent().map(|bin| {
+                    let above = bin.parent().filter(|_| bin.ends_with("bin"));
+                    above.unwrap_or(bin).to_path_buf()
+                }),
+            };
+            self.read.extend(install.filter(|p| p.parent().is_some()));
+        }
+        for a in args {
+            let p = Path::new(a);
+            if p.is_absolute() && p.is_file() {
+                self.read.push(p.to_path_buf());
+            }
+        }
+    }
+}
+
+/// `name` as a shell would run it: a path as given, else the first
+/// executable of that name on `PATH`.
+fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Whether this system can confine programs at all.
+pub fn available() -> bool {
+    imp::available()
+}
+
+/// Makes `command`, once spawned, run confined to `rules`; every process
+/// it starts inherits the confinement. Must be called before any other
+/// `pre_exec` that forks (the supervisor of [`crate::reaper`] is confined
+/// too).
+pub fn confine(command: &mut Command, rules: &Rules) -> Result<(), ConfineError> {
+    imp::confine(command, rules)
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    use landlock::{
+        path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    };
+
+    use super::{ConfineError, Rules};
+
+    /// The newest rights this build knows; an older kernel enforces what
+    /// it has (best effort), a kernel without Landlock none at all, which
+    /// [`available`] tells.
+    const ABI_WANTED: ABI = ABI::V6;
+
+    pub fn available() -> bool {
+        Ruleset::default()
+            .handle_access(AccessFs::from_all(ABI::V1))
+            .and_then(|r| r.create())
+            .ok()
+            .and_then(Option::<OwnedFd>::from)
+            .is_some()
+    }
+
+    fn setup(e: impl std::fmt::Display) -> ConfineError {
+        ConfineError::Setup(e.to_string())
+    }
+
+    pub fn confine(command: &mut Command, rules: &Rules) -> Result<(), ConfineError> {
+        let read = AccessFs::from_read(ABI_WANTED);
+        let all = AccessFs::from_all(ABI_WANTED);
+        let created = Ruleset::default()
+            .handle_access(all)
+            .map_err(setup)?
+            .scope(Scope::from_all(ABI_WANTED))
+            .map_err(setup)?
+            .create()
+            .map_err(setup)?
+            .add_rules(path_beneath_rules(&rules.read, read))
+            .map_err(setup)?
+            .add_rules(path_beneath_rules(&rules.write, all))
+            .map_err(setup)?;
+        let fd: OwnedFd = Option::<OwnedFd>::from(created).ok_or(ConfineError::Unavailable)?;
+        // SAFETY: between fork and exec the closure makes two system calls
+        // and allocates nothing. The rule set's descriptor is close-on-exec:
+        // the program never holds it.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::{ConfineError, Rules};
+    use std::process::Command;
+
+    pub fn available() -> bool {
+        false
+    }
+
+    pub fn confine(_: &mut Command, _: &Rules) -> Result<(), ConfineError> {
+        Err(ConfineError::Unavailable)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn sh(rules: &Rules, script: &str) -> (bool, String) {
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", script]);
+        confine(&mut c, rules).unwrap();
+        let out = c.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_confined_program_writes_only_where_it_may_and_reads_nothing_of_the_project() {
+        assert!(available(), "these machines have Landlock");
+        let t = tempfile::tempdir().unwrap();
+        let (root, work) = (t.path().join("proj"), t.path().join("work"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(root.join(".env"), "SECRET=1\n").unwrap();
+        let mut rules = Rules::system();
+        rules.write.push(work.clone());
+        rules.keep_out(&root).unwrap();
+        let r = root.display();
+        let w = work.display();
+        assert!(sh(&rules, &format!("echo hi > {w}/a && cat {w}/a")).0);
+        assert!(
+            !sh(&rules, &format!("cat {r}/.env")).0,
+            "the project is unreadable"
+        );
+        assert!(!sh(&rules, &format!("echo x > {r}/new")).0);
+        assert!(!sh(&rules, &format!("ln -s {r}/.env {w}/l && cat {w}/l")).0);
+        assert!(!sh(&rules, &format!("cd {w} && cat ../proj/.env")).0);
+        // A child that leaves the process group is confined all the same.
+        let (_, _) = sh(
+            &rules,
+            &format!("setsid sh -c 'echo late > {r}/late' ; sleep 0.2"),
+        );
+        assert!(!root.join("new").exists() && !root.join("late").exists());
+        assert_eq!(std::fs::read_to_string(work.join("a")).unwrap(), "hi\n");
+    }
+
+    #[test]
+    fn a_rule_that_holds_the_project_or_lies_in_it_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("proj");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let mut holds = Rules {
+            read: vec![t.path().to_path_buf()],
+            write: vec![],
+        };
+        assert!(matches!(
+            holds.keep_out(&root),
+            Err(ConfineError::TouchesProject { how: "holds", .. })
+        ));
+        let mut inside = Rules {
+            read: vec![],
+            write: vec![root.join("sub")],
+        };
+        assert!(matches!(
+            inside.keep_out(&root),
+            Err(ConfineError::TouchesProject {
+                how: "lies inside",
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,366 @@
+//! A real folder holding one agent's view of the project, for programs
+//! that work on files themselves (an ACP agent and what it runs): filled
+//! from the view — the human's files and unsaved text, the agent's own
+//! changes, no secrets, no `.git` or `.chimera` — kept between the agent's
+//! runs, and read back: what a program changed there becomes the agent's
+//! overlay writes. It lies outside the project; the core reaches into it
+//! through no link, so nothing a program plants there leads the core out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::paths::ProjectPath;
+use crate::rootfs::{self, DiskError};
+use crate::store::{Store, StoreError};
+
+/// Why an agent's folder could not be filled or read.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkdirError {
+    #[error("the agent's folder {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the agent's folder: {0}")]
+    Disk(#[from] DiskError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a program changed in its folder, to be taken into the overlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Write(ProjectPath, Vec<u8>),
+    Delete(ProjectPath),
+}
+
+/// Something a program left that is not taken, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub path: String,
+    pub why: String,
+}
+
+/// How a file looked when the folder last agreed with the view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    hash: String,
+    stat: Stat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    len: u64,
+    mtime: SystemTime,
+    ino: u64,
+}
+
+impl Stat {
+    fn of(m: &std::fs::Metadata) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        Stat {
+            len: m.len(),
+            mtime: m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            ino: m.ino(),
+        }
+    }
+}
+
+/// A change within this long of the last look may share its timestamp
+/// (file times tick coarsely): such a file is read, not trusted by stat.
+const RACY: Duration = Duration::from_millis(50);
+
+/// One agent's folder.
+#[derive(Debug)]
+pub struct Workdir {
+    files: PathBuf,
+    tmp: PathBuf,
+    seen: BTreeMap<String, Seen>,
+    /// Files of the view left out of the folder (secrets, files the agent
+    /// may not see, files too large): a program cannot write them blind.
+    hidden: BTreeSet<String>,
+    /// What was refused at the last read-back (not said again until it
+    /// changes).
+    refused: BTreeMap<String, Option<Stat>>,
+    /// When the folder and `seen` last agreed.
+    looked: SystemTime,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkdirError + '_ {
+    move |source| WorkdirError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Makes `dir` and its parents, readable by their owner only.
+fn private_dir(dir: &Path) -> Result<(), WorkdirError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io(dir))
+}
+
+/// Everything under `dir` without following links: regular files by
+/// project path with their stat; anything else (a link, a device, a name
+/// that is no project path) in `odd`.
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    files: &mut BTreeMap<String, Stat>,
+    odd: &mut Vec<(String, &'static str)>,
+) -> Result<(), WorkdirError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(dir)(e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(io(dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            odd.push((
+                format!("{prefix}{}", name.to_string_lossy()),
+                "its name is not UTF-8",
+            ));
+            continue;
+        };
+        let rel = format!("{prefix}{name}");
+        if ProjectPath::parse(&rel).is_err() {
+            odd.push((rel, "a reserved name (.git, .chimera)"));
+            continue;
+        }
+        let meta = entry.metadata().map_err(io(&entry.path()))?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            walk(&entry.path(), &format!("{rel}/"), files, odd)?;
+        } else if kind.is_file() {
+            files.insert(rel, Stat::of(&meta));
+        } else if kind.is_symlink() {
+            odd.push((rel, "a symbolic link (links are not taken)"));
+        } else {
+            odd.push((rel, "not a regular file"));
+        }
+    }
+    Ok(())
+}
+
+impl Workdir {
+    /// A new, empty folder `name` under `parent` (made if missing).
+    pub fn create(parent: &Path, name: &str) -> Result<Workdir, WorkdirError> {
+        let base = parent.join(name);
+        let (files, tmp) = (base.join("files"), base.join("tmp"));
+        private_dir(&files)?;
+        private_dir(&tmp)?;
+        Ok(Workdir {
+            files,
+            tmp,
+            seen: BTreeMap::new(),
+            hidden: BTreeSet::new(),
+            refused: BTreeMap::new(),
+            looked: SystemTime::UNIX_EPOCH,
+        })
+    }
+
+    /// The project as the agent sees it.
+    pub fn files(&self) -> &Path {
+        &self.files
+    }
+
+    /// The programs' own temporary folder (`TMPDIR`).
+    pub fn tmp(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// The project path of `abs` if it names a file in this folder.
+    pub fn project_path(&self, abs: &Path) -> Option<ProjectPath> {
+        ProjectPath::from_absolute(&self.files, abs)
+    }
+
+    fn unchanged(&self, seen: &Seen, now: Stat) -> bool {
+        seen.stat == now && now.mtime + RACY < self.looked
+    }
+
+    /// Whether file `path`, now `now`, still holds what was `seen`: by
+    /// its stat, or when that is too recent to trust, by its content.
+    fn holds(&self, path: &str, seen: &Seen, now: Stat) -> bool {
+        if seen.stat != now {
+            return false;
+        }
+        if self.unchanged(seen, now) {
+            return true;
+        }
+        let Ok(p) = ProjectPath::parse(path) else {
+            return false;
+        };
+        matches!(rootfs::read(&self.files, &p, now.len), Ok(Some(d)) if crate::store::hash_bytes(&d) == seen.hash)
+    }
+
+    /// Makes the folder hold `agent`'s view of the project, as far as
+    /// `visible` lets it see: writes only the files that differ from what
+    /// it held, and removes everything else (what a program left there
+    /// since the last read-back, links, other files). Call it while no
+    /// program works in the folder. The files written.
+    pub fn fill(
+        &mut self,
+        store: &Store,
+        agent: &str,
+        visible: &dyn Fn(&str) -> bool,
+    ) -> Result<usize, WorkdirError> {
+        let (mut on_disk, mut odd) = (BTreeMap::new(), Vec::new());
+        walk(&self.files, "", &mut on_disk, &mut odd)?;
+        for (path, _) in &odd {
+            remove(&self.files, path)?;
+        }
+        let mut wanted = BTreeMap::new();
+        self.hidden.clear();
+        for e in store.view(agent)? {
+            if e.too_large || !visible(&e.path) {
+                self.hidden.insert(e.path);
+            } else {
+                wanted.insert(e.path.clone(), e);
+            }
+        }
+        for path in on_disk.keys().filter(|p| !wanted.contains_key(*p)) {
+            remove(&self.files, path)?;
+            self.seen.remove(path);
+        }
+        let mut written = 0;
+        let mut seen = BTreeMap::new();
+        for (path, e) in wanted {
+            let kept = match (self.seen.get(&path), on_disk.get(&path)) {
+                (Some(s), Some(now)) if s.hash == e.hash && self.holds(&path, s, *now) => {
+                    Some(Seen {
+                        hash: s.hash.clone(),
+                        stat: *now,
+                    })
+                }
+                _ => None,
+            };
+            let s = match kept {
+                Some(s) => s,
+                None => {
+                    let p = match ProjectPath::parse(&path) {
+                        Ok(p) => p,
+                        Err(_) => continue,
+                    };
+                    let data = store.blob(&e.hash)?;
+                    if rootfs::write_scratch(&self.files, &p, &data, e.mode).is_err() {
+                        // A folder where a file goes (or the reverse):
+                        // cleared, then written.
+                        remove(&self.files, &path)?;
+                        rootfs::write_scratch(&self.files, &p, &data, e.mode)?;
+                    }
+                    written += 1;
+                    let meta = std::fs::symlink_metadata(self.files.join(&path))
+                        .map_err(io(&self.files))?;
+                    Seen {
+                        hash: e.hash,
+                        stat: Stat::of(&meta),
+                    }
+                }
+            };
+            seen.insert(path, s);
+        }
+        self.seen = seen;
+        self.refused.clear();
+        self.looked = SystemTime::now();
+        Ok(written)
+    }
+
+    /// What a program changed in the folder since it was filled or last
+    /// read back: files written (at most `limit` bytes each) and deleted,
+    /// and what is not taken (links, reserved names, files the agent may
+    /// not see, files too large), each said once. The folder's state is
+    /// from then on the one compared with.
+    pub fn read_back(&mut self, limit: u64) -> Result<(Vec<Change>, Vec<Refused>), WorkdirError> {
+        let looked = SystemTime::now();
+        let (mut on_disk, mut odd) = (BTreeMap::new(), Vec::new());
+        walk(&self.files, "", &mut on_disk, &mut odd)?;
+        let mut changes = Vec::new();
+        let mut refused = Vec::new();
+        let mut refused_now = BTreeMap::new();
+        let mut refuse = |path: String, stat: Option<Stat>, why: String| {
+            if self.refused.get(&path) != Some(&stat) {
+                refused.push(Refused {
+                    path: path.clone(),
+                    why,
+                });
+            }
+            refused_now.insert(path, stat);
+        };
+        for (path, why) in odd {
+            refuse(path, None, why.to_owned());
+        }
+        for (path, now) in &on_disk {
+            if self.hidden.contains(path) {
+                refuse(
+                    path.clone(),
+                    Some(*now),
+                    "this agent may not see that file (a secret, outside capabilities.read, or too large)".into(),
+                );
+                continue;
+            }
+            let seen = self.seen.get(path);
+            if seen.is_some_and(|s| self.unchanged(s, *now)) {
+                continue;
+            }
+            let Ok(p) = ProjectPath::parse(path) else {
+                continue;
+            };
+            let data = match rootfs::read(&self.files, &p, limit) {
+                Ok(Some(d)) => d,
+                // Gone or swapped for a link meanwhile: seen next time.
+                Ok(None) | Err(DiskError::Symlink(_) | DiskError::NotAFile(_)) => continue,
+                Err(DiskError::TooLarge { limit, .. }) => {
+                    refuse(
+                        path.clone(),
+                        Some(*now),
+                        format!("larger than {limit} bytes (sync.max_file_bytes)"),
+                    );
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let hash = crate::store::hash_bytes(&data);
+            if seen.is_none_or(|s| s.hash != hash) {
+                changes.push(Change::Write(p, data));
+            }
+            self.seen.insert(path.clone(), Seen { hash, stat: *now });
+        }
+        let gone: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|p| !on_disk.contains_key(*p))
+            .cloned()
+            .collect();
+        for path in gone {
+            self.seen.remove(&path);
+            if let Ok(p) = ProjectPath::parse(&path) {
+                changes.push(Change::Delete(p));
+            }
+        }
+        self.refused = refused_now;
+        self.looked = looked;
+        Ok((changes, refused))
+    }
+}
+
+/// Removes `path` (whatever it is) from the folder `root`, through no link.
+fn remove(root: &Path, path: &str) -> Result<(), WorkdirError> {
+    match ProjectPath::parse(path) {
+        Ok(p) => Ok(rootfs::remove_scratch(root, &p)?),
+        // A reserved name (`.git`): removed by its raw name from its
+        // folder, reached through no link.
+        Err(_) => {
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+            Ok(rootfs::remove_entry(root, dir, name)?)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
