@@ -755,13 +755,16 @@ fn bench_acp_write() {
     std::fs::create_dir_all(root.join(".git")).unwrap();
     std::fs::write(root.join("out.py"), "x = 0\n").unwrap();
     let n = 500;
-    let script = dir.path().join("script.json");
+    // The agent's own files, outside the project: it may write there.
+    let state = dir.path().join("agent-state");
+    std::fs::create_dir_all(&state).unwrap();
+    let script = state.join("script.json");
     std::fs::write(
         &script,
         serde_json::json!([[{"write_timed": ["out.py", n]}]]).to_string(),
     )
     .unwrap();
-    let log = dir.path().join("agent.log");
+    let log = state.join("agent.log");
     let mut config = Config::default();
     config.tests.command = serde_json::from_value(serde_json::json!("off")).unwrap();
     config.agents.external.insert(
@@ -775,7 +778,8 @@ fn bench_acp_write() {
                 "--log".into(),
                 log.to_string_lossy().into(),
             ],
-            env: Default::default(),
+            writable: vec![state.to_string_lossy().into()],
+            ..Default::default()
         },
     );
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -88,6 +88,18 @@ pub fn run(
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Ran, String> {
+    run_confined(argv, dir, None, limit, cancelled)
+}
+
+/// [`run`], confined by the kernel to `rules` when given
+/// ([`crate::confine`]).
+pub fn run_confined(
+    argv: &[String],
+    dir: &Path,
+    rules: Option<&crate::confine::Rules>,
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Ran, String> {
     let (program, args) = argv
         .split_first()
         .ok_or("run_command(): the command is empty")?;
@@ -100,6 +112,9 @@ pub fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(rules) = rules {
+        crate::confine::confine(&mut command, rules).map_err(|e| format!("run_command(): {e}"))?;
+    }
     let (mut child, stop) = crate::reaper::spawn(&mut command)
         .map_err(|e| format!("run_command(): cannot start {program:?}: {e}"))?;
     let readers = [

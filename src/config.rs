@@ -359,6 +359,70 @@ pub struct ExternalAgent {
     pub command: Vec<String>,
     /// Variables added to its environment.
     pub env: std::collections::BTreeMap<String, String>,
+    /// Folders and files outside the system's it may read besides its own
+    /// install (`~` is the home folder): what its program needs.
+    pub readable: Vec<String>,
+    /// Folders and files it may also write: its own state. Added to the
+    /// known agents' own (see [`ExternalAgent::state`]).
+    pub writable: Vec<String>,
+    /// Runs it without the kernel's confinement, where this system has
+    /// none. It still works in its own folder, not the project.
+    pub unconfined: bool,
+}
+
+/// The state folders known agents keep (their sessions, logs, caches,
+/// logins), by a word of their command line.
+const KNOWN_STATE: &[(&str, &[&str])] = &[
+    (
+        "opencode",
+        &[
+            "~/.local/share/opencode",
+            "~/.local/state/opencode",
+            "~/.config/opencode",
+            "~/.cache/opencode",
+        ],
+    ),
+    (
+        "claude",
+        &["~/.claude", "~/.claude.json", "~/.config/claude"],
+    ),
+    ("codex", &["~/.codex"]),
+    ("gemini", &["~/.gemini"]),
+    ("npx", &["~/.npm"]),
+    ("uvx", &["~/.cache/uv", "~/.local/share/uv"]),
+];
+
+impl ExternalAgent {
+    /// Where it may write besides its folder: the state folders of the
+    /// agents its command line names, and `writable`, `~` expanded.
+    pub fn state(&self) -> Vec<std::path::PathBuf> {
+        let line = self.command.join(" ").to_lowercase();
+        let known = KNOWN_STATE
+            .iter()
+            .filter(|(word, _)| line.contains(word))
+            .flat_map(|(_, dirs)| dirs.iter().map(|d| d.to_string()));
+        known
+            .chain(self.writable.iter().cloned())
+            .filter_map(|d| expand_home(&d))
+            .collect()
+    }
+
+    /// `readable`, `~` expanded.
+    pub fn readable(&self) -> Vec<std::path::PathBuf> {
+        self.readable
+            .iter()
+            .filter_map(|d| expand_home(d))
+            .collect()
+    }
+}
+
+/// `~/x` as a path in the home folder; other paths as they are; `None`
+/// for `~` when there is no home.
+fn expand_home(p: &str) -> Option<std::path::PathBuf> {
+    match p.strip_prefix("~/") {
+        Some(rest) => Some(std::path::PathBuf::from(std::env::var_os("HOME")?).join(rest)),
+        None => Some(std::path::PathBuf::from(p)),
+    }
 }
 
 /// How a tool-mode agent asks the model for tool calls.

@@ -117,26 +117,21 @@ impl Rules {
     }
 
     /// The folder a program is installed in, readable: `program` as found
-    /// on `PATH`, its links resolved; for a package of `node_modules`,
-    /// that `node_modules` (a launcher runs its platform's package beside
-    /// it); else the folder above its `bin`. Arguments that name existing
-    /// files (a script, its configuration) are readable too.
+    /// on `PATH`, its links resolved (see [`install_dir`]), and for a
+    /// script, its interpreter's (`#!/usr/bin/env node`). Arguments that
+    /// name existing files (a script, its configuration) are readable too.
     pub fn program(&mut self, argv: &[String]) {
         let Some((program, args)) = argv.split_first() else {
             return;
         };
-        if let Some(real) = find_program(program).and_then(|p| p.canonicalize().ok()) {
-            let node_modules = real
-                .ancestors()
-                .find(|a| a.file_name().is_some_and(|n| n == "node_modules"));
-            let install = match node_modules {
-                Some(n) => Some(n.to_path_buf()),
-                None => real.parent().map(|bin| {
-                    let above = bin.parent().filter(|_| bin.ends_with("bin"));
-                    above.unwrap_or(bin).to_path_buf()
-                }),
-            };
-            self.read.extend(install.filter(|p| p.parent().is_some()));
+        let real = find_program(program).and_then(|p| p.canonicalize().ok());
+        if let Some(real) = real {
+            self.read.extend(install_dir(&real));
+            let interpreter = interpreter_of(&real)
+                .and_then(|i| find_program(&i))
+                .and_then(|p| p.canonicalize().ok());
+            self.read
+                .extend(interpreter.as_deref().and_then(install_dir));
         }
         for a in args {
             let p = Path::new(a);
@@ -144,6 +139,47 @@ impl Rules {
                 self.read.push(p.to_path_buf());
             }
         }
+    }
+}
+
+/// Where the program at `real` is installed: for a package of
+/// `node_modules`, that `node_modules` (a launcher runs its platform's
+/// package beside it); else the folder above its `bin` or `shims`, or its
+/// own folder.
+fn install_dir(real: &Path) -> Option<PathBuf> {
+    let node_modules = real
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "node_modules"));
+    let dir = match node_modules {
+        Some(n) => n.to_path_buf(),
+        None => {
+            // `bin/` of a prefix, or `shims/` of a version manager (pyenv,
+            // asdf, mise) whose shims run the versions beside them.
+            let bin = real.parent()?;
+            let above = bin
+                .parent()
+                .filter(|_| bin.ends_with("bin") || bin.ends_with("shims"));
+            above.unwrap_or(bin).to_path_buf()
+        }
+    };
+    // Never a whole file system or a home folder.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    (dir.parent().is_some() && Some(&dir) != home.as_ref()).then_some(dir)
+}
+
+/// The interpreter a script names on its `#!` line (through `env`).
+fn interpreter_of(script: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next()?).into_owned();
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    if first.ends_with("/env") {
+        words.find(|w| !w.starts_with('-')).map(str::to_owned)
+    } else {
+        Some(first.to_owned())
     }
 }
 

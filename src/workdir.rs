@@ -76,6 +76,8 @@ const RACY: Duration = Duration::from_millis(50);
 pub struct Workdir {
     files: PathBuf,
     tmp: PathBuf,
+    /// What the program says on stderr, for the errors that name it.
+    stderr: PathBuf,
     seen: BTreeMap<String, Seen>,
     /// Files of the view left out of the folder (secrets, files the agent
     /// may not see, files too large): a program cannot write them blind.
@@ -158,6 +160,7 @@ impl Workdir {
         Ok(Workdir {
             files,
             tmp,
+            stderr: base.join("stderr.log"),
             seen: BTreeMap::new(),
             hidden: BTreeSet::new(),
             refused: BTreeMap::new(),
@@ -173,6 +176,23 @@ impl Workdir {
     /// The programs' own temporary folder (`TMPDIR`).
     pub fn tmp(&self) -> &Path {
         &self.tmp
+    }
+
+    /// Where the program's stderr goes (beside the folder, not in it).
+    pub fn stderr(&self) -> &Path {
+        &self.stderr
+    }
+
+    /// The last lines the program wrote to stderr, on one line.
+    pub fn stderr_tail(&self) -> String {
+        let text = std::fs::read(&self.stderr).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text[text.len().saturating_sub(600)..]).into_owned();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        lines[lines.len().saturating_sub(3)..].join(" / ")
     }
 
     /// The project path of `abs` if it names a file in this folder.

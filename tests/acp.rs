@@ -34,6 +34,10 @@ fn run_with(turns: Value, preset: &str) -> Run {
 
 /// The scripted ACP agent playing `turns`, logging to `dir/<name>.log`.
 fn scripted(dir: &Path, name: &str, turns: &Value) -> (ExternalAgent, PathBuf) {
+    // Its own folder, outside the project: a confined agent may write
+    // there (its log) and nowhere else.
+    let dir = &dir.join(format!("{name}-state"));
+    std::fs::create_dir_all(dir).unwrap();
     let script = dir.join(format!("{name}.json"));
     std::fs::write(&script, turns.to_string()).unwrap();
     let log = dir.join(format!("{name}.log"));
@@ -47,7 +51,8 @@ fn scripted(dir: &Path, name: &str, turns: &Value) -> (ExternalAgent, PathBuf) {
             "--log".into(),
             log.to_string_lossy().into(),
         ],
-        env: Default::default(),
+        writable: vec![dir.to_string_lossy().into()],
+        ..Default::default()
     };
     (spec, log)
 }
@@ -217,13 +222,22 @@ fn an_acp_agent_reads_the_unsaved_buffer_and_its_writes_become_a_proposal() {
     let init = &r.received("initialize")[0];
     assert_eq!(init["clientCapabilities"]["fs"]["readTextFile"], true);
     assert_eq!(init["clientCapabilities"]["fs"]["writeTextFile"], true);
-    assert_eq!(
-        r.received("session/new")[0]["cwd"],
-        r.root.to_string_lossy().as_ref()
+    // The session is rooted in the agent's own folder, outside the
+    // project, holding the project as the agent sees it.
+    let cwd = r.received("session/new")[0]["cwd"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !Path::new(&cwd).starts_with(&r.root) && !r.root.starts_with(&cwd),
+        "{cwd}"
     );
     let prompt = r.received("session/prompt")[0]["prompt"][0]["text"].clone();
     assert!(prompt.as_str().unwrap().starts_with("fix add"), "{prompt}");
-    assert!(prompt.as_str().unwrap().contains("calc.py"), "{prompt}");
+    assert!(
+        prompt.as_str().unwrap().contains(&format!("{cwd}/calc.py")),
+        "{prompt}"
+    );
     // Every request is in the effect log.
     let store = chimera::store::Store::open(&r.root).unwrap();
     let effects = store.effects(0, Some("acp")).unwrap();
@@ -334,7 +348,7 @@ fn under_readonly_permission_is_refused_and_nothing_is_written() {
 }
 
 #[test]
-fn cancel_reaches_the_agent_and_feedback_continues_its_session() {
+fn cancel_reaches_the_agent_and_feedback_starts_it_again_told_everything() {
     let mut r = run_with(
         json!([
             [{"say": "thinking"}, {"wait_cancel": true}],
@@ -366,12 +380,15 @@ fn cancel_reaches_the_agent_and_feedback_continues_its_session() {
     assert_eq!(lines, ["    return b + a"]);
     let prompts = r.received("session/prompt");
     let (first, again) = (&prompts[1], &prompts[2]);
-    assert_eq!(
-        first["sessionId"], again["sessionId"],
-        "the same session goes on"
-    );
+    // Each run is a process of its own: the feedback comes first, then
+    // the whole story.
+    assert_ne!(first["sessionId"], again["sessionId"]);
     let text = again["prompt"][0]["text"].as_str().unwrap();
-    assert!(text.contains("put b first"), "{text}");
+    assert!(
+        text.starts_with("The human rejected your change with this feedback: put b first")
+            && text.contains("fix add"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -415,11 +432,11 @@ fn a_change_that_does_not_parse_goes_back_to_the_agent_and_the_process_dies_with
 }
 
 #[test]
-fn terminals_run_allowed_commands_in_a_copy_of_the_overlay() {
+fn terminals_run_allowed_commands_in_the_agents_folder_and_what_they_change_is_proposed() {
     let mut r = run_configured(
         json!([[
             {"write": ["calc.py", "def add(a, b):\n    return a + b\n"]},
-            {"terminal": ["python3", "-c", "import calc; print(calc.add(2, 3)); open('calc.py', 'w').write('gone')"]},
+            {"terminal": ["python3", "-c", "import calc; print(calc.add(2, 3)); open('ran.txt', 'w').write('5\\n')"]},
             {"terminal": ["rm", "-rf", "."]}
         ]]),
         |c| {
@@ -431,10 +448,11 @@ fn terminals_run_allowed_commands_in_a_copy_of_the_overlay() {
     let (_, lines) = r.reaches("term", "completed");
     assert_eq!(
         lines,
-        ["    return a + b"],
-        "the command's own write stays in its copy"
+        ["    return a + b", "5"],
+        "what the command wrote is part of the proposal"
     );
     assert_eq!(r.disk(), CALC);
+    assert!(!r.root.join("ran.txt").exists(), "and not in the project");
     // The allowed command ran on the agent's version of the file.
     let created = r.answers("terminal/create");
     assert!(
@@ -563,7 +581,7 @@ fn feedback_after_the_agent_process_died_starts_a_new_session_with_the_whole_sto
     assert_ne!(prompts[0]["sessionId"], prompts[1]["sessionId"]);
     let text = prompts[1]["prompt"][0]["text"].as_str().unwrap();
     assert!(
-        text.starts_with("fix add") && text.contains("put b first"),
+        text.contains("fix add") && text.contains("put b first"),
         "{text}"
     );
 }
@@ -626,7 +644,7 @@ fn the_agents_turn_streams_to_the_editor_and_stays_in_its_log() {
     );
     assert_eq!(agent.summary.as_deref(), Some("Fixing add. Done."));
 
-    // Feedback is the next turn of the same conversation.
+    // Feedback starts the next run, said first.
     r.send(ToCore::Reject {
         id: "talk".into(),
         feedback: Some("put b first".into()),
@@ -648,4 +666,162 @@ fn the_agents_turn_streams_to_the_editor_and_stays_in_its_log() {
     // `chimera agent` reads the same record.
     let store = chimera::store::Store::open(&r.root).unwrap();
     assert_eq!(store.agent("talk").unwrap().log.len(), 7);
+}
+
+/// Every file under `dir` but the agents' own state and the store: path
+/// and content (a link: its target).
+fn everything_under(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut all = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            if name.ends_with("-state") || name.ends_with(".chimera") {
+                continue;
+            }
+            let kind = e.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(p);
+            } else if kind.is_symlink() {
+                all.insert(name, format!("-> {:?}", std::fs::read_link(&p).unwrap()));
+            } else {
+                all.insert(name, std::fs::read_to_string(&p).unwrap_or_default());
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn a_hostile_agent_writing_and_reading_on_its_own_reaches_nothing_outside_its_folder() {
+    let outside = std::cell::RefCell::new(PathBuf::new());
+    let script = |root: &Path, out: &Path| {
+        let r = root.display();
+        json!([[
+            {"disk_write": ["calc.py", "def add(a, b):\n    return a + b\n"]},
+            {"disk_write": ["../evil.py", "x"]},
+            {"disk_write": [format!("{r}/calc.py"), "owned"]},
+            {"disk_write": [format!("{r}/new.py"), "owned"]},
+            {"disk_write": [format!("{}/planted.txt", out.display()), "owned"]},
+            {"symlink": [format!("{r}/calc.py"), "link.py"]},
+            {"disk_write": ["link.py", "through the link"]},
+            {"symlink": [format!("{r}/.env"), "env_link"]},
+            {"disk_read": "env_link"},
+            {"disk_read": format!("{r}/.env")},
+            {"disk_read": ".env"},
+            {"disk_read": format!("{}/secret.txt", out.display())},
+            {"detached_write": [format!("{r}/late.py"), "late", 1.5]},
+            {"detached_write": ["late.py", "late", 1.5]},
+            {"ignore_term": true},
+            {"say": "Fixed add."}
+        ]])
+    };
+    // The script names the project's real path, known once it is made.
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("proj");
+    *outside.borrow_mut() = t.path().join("outside");
+    let mut r = run_in(CALC, json!([]), |c, dir| {
+        std::fs::create_dir_all(dir.join("outside")).unwrap();
+        std::fs::write(dir.join("outside/secret.txt"), "OUTSIDE_SECRET=1\n").unwrap();
+        std::fs::write(dir.join("proj/.env"), "API_KEY=hunter2\n").unwrap();
+        let (fake, _) = scripted(
+            dir,
+            "fake",
+            &script(&dir.join("proj"), &dir.join("outside")),
+        );
+        c.agents.external.insert("fake".into(), fake);
+        c.capabilities.preset = "sandbox".into();
+    });
+    let _ = (root, t);
+    let base = r.root.parent().unwrap().to_path_buf();
+    let before = everything_under(&base);
+    r.spawn("evil", "fix add");
+    let (agent, lines) = r.reaches("evil", "completed");
+    assert_eq!(lines, ["    return a + b"], "{agent}");
+    // The detached children had time to write, had they lived.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(
+        everything_under(&base),
+        before,
+        "nothing outside its folder changed"
+    );
+    let results: Vec<Value> = r
+        .log()
+        .into_iter()
+        .filter(|e| e.get("disk").is_some())
+        .collect();
+    let outcome = |step: &str, path: &str| -> Value {
+        results
+            .iter()
+            .find(|e| {
+                // A bare name is the relative try; `dir/name`, the absolute one.
+                e["disk"] == step
+                    && e["path"].as_str().is_some_and(|p| {
+                        p == path || (path.contains('/') && p.ends_with(&format!("/{path}")))
+                    })
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no {step} of {path}: {results:#?}"))
+    };
+    assert_eq!(
+        outcome("disk_write", "calc.py")["ok"],
+        true,
+        "its folder is its own"
+    );
+    assert_eq!(
+        outcome("symlink", "link.py")["ok"],
+        true,
+        "links in it are its own business"
+    );
+    for (step, refused) in [
+        ("disk_write", "../evil.py"),
+        ("disk_write", "proj/calc.py"),
+        ("disk_write", "proj/new.py"),
+        ("disk_write", "outside/planted.txt"),
+        ("disk_write", "link.py"),
+        ("disk_read", "env_link"),
+        ("disk_read", "proj/.env"),
+        ("disk_read", "outside/secret.txt"),
+    ] {
+        let o = outcome(step, refused);
+        assert_eq!(o["ok"], false, "{step} {refused}: {o:#?}");
+    }
+    assert!(
+        outcome("disk_read", ".env")["error"]
+            .as_str()
+            .unwrap()
+            .contains("No such file"),
+        "a secret is not in its folder at all"
+    );
+    let said = serde_json::to_string(&r.log()).unwrap();
+    assert!(
+        !said.contains("hunter2") && !said.contains("OUTSIDE_SECRET"),
+        "no secret was read"
+    );
+    // Nor is one anywhere Chimera keeps what the agent did.
+    let store = chimera::store::Store::open(&r.root).unwrap();
+    let kept = format!(
+        "{:?} {:?} {:?} {:?}",
+        store.agent("evil").unwrap(),
+        store.effects(0, None).unwrap(),
+        store.tool_calls("evil", 0).unwrap(),
+        chimera::accept::proposal_unified(&store, "evil").unwrap()
+    );
+    assert!(!kept.contains("hunter2") && !kept.contains("OUTSIDE_SECRET"));
+    // The link it left is refused when its folder is read back.
+    assert!(kept.contains("link.py"), "the refusal is in the log");
+    // Its detached children ended with its run, before they could try.
+    assert!(
+        !results.iter().any(|e| e["disk"] == "detached_write"),
+        "{results:#?}"
+    );
+    for pid in r.log().iter().filter_map(|e| e["detached"].as_i64()) {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+            !st.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        assert!(!alive, "detached child {pid} outlived the run");
+    }
 }

@@ -2,7 +2,8 @@
 """A scripted ACP agent (Agent Client Protocol v1, JSON-RPC over stdio) for
 the tests. Each `session/prompt` runs the next turn of the script given
 with --script (a JSON list of turns; a turn is a list of steps; the last
-turn repeats). Steps:
+turn repeats; the count of turns played is kept beside the script, so a
+new process of the same script goes on where the last one ended). Steps:
   {"say": "text"}                       an agent_message_chunk update
   {"read": "path"}                      fs/read_text_file (the answer is kept)
   {"replace": ["path", "old", "new"]}   read path, write it back with old -> new
@@ -17,12 +18,21 @@ turn repeats). Steps:
   {"sleep": seconds}
   {"exit_after_turn": true}             the process exits once the turn's answer is sent
   {"write_timed": ["path", n]}          n writes of ~1 KB, each round trip's ms logged
+As a hostile agent would, on its own, not through the client (each result
+logged as {"disk": step, "path": ..., "ok": bool, "text"/"error": ...}):
+  {"disk_write": ["path", "content"]}   open(path, "w") relative to its cwd
+  {"disk_read": "path"}                 open(path).read()
+  {"symlink": ["target", "link"]}       os.symlink
+  {"detached_write": ["path", "content", seconds]}
+                                        a double-forked setsid child writes later
+  {"ignore_term": true}                 SIGTERM is ignored (from the start)
 Every message received and every answer to the agent's requests go to
 --log, one JSON per line, so tests can check what the client said.
 """
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -39,7 +49,6 @@ out_lock = threading.Lock()
 pending = {}  # request id -> Event, answer
 cancelled = threading.Event()
 next_id = [1000]
-turn_index = [0]
 cwds = {}  # session id -> its cwd
 
 
@@ -77,9 +86,42 @@ def update(session, upd):
     send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": upd}})
 
 
+def next_turn():
+    """The index of the turn to play, counted across processes."""
+    counter = args.script + ".played"
+    try:
+        with open(counter) as f:
+            played = int(f.read() or 0)
+    except FileNotFoundError:
+        played = 0
+    with open(counter, "w") as f:
+        f.write(str(played + 1))
+    return played
+
+
+def disk(what, path, act):
+    try:
+        got = act()
+        log({"disk": what, "path": path, "ok": True, "text": got if isinstance(got, str) else None})
+    except OSError as e:
+        log({"disk": what, "path": path, "ok": False, "error": str(e)})
+
+
+def detached_write(path, content, delay):
+    """A grandchild in a session of its own writes `path` after `delay`."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            log({"detached": os.getpid()})
+            time.sleep(delay)
+            disk("detached_write", path, lambda: open(path, "w").write(content))
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+
+
 def run_turn(rid, session, prompt):
-    steps = SCRIPT[min(turn_index[0], len(SCRIPT) - 1)]
-    turn_index[0] += 1
+    steps = SCRIPT[min(next_turn(), len(SCRIPT) - 1)]
     cancelled.clear()
     stop = "end_turn"
     leave = False
@@ -137,6 +179,20 @@ def run_turn(rid, session, prompt):
             time.sleep(step["sleep"])
         elif "exit_after_turn" in step:
             leave = True
+        elif "disk_write" in step:
+            path, content = step["disk_write"]
+            disk("disk_write", path, lambda: open(path, "w").write(content))
+        elif "disk_read" in step:
+            path = step["disk_read"]
+            disk("disk_read", path, lambda: open(path).read())
+        elif "symlink" in step:
+            target, link = step["symlink"]
+            disk("symlink", link, lambda: os.symlink(target, link))
+        elif "detached_write" in step:
+            path, content, delay = step["detached_write"]
+            detached_write(path, content, delay)
+        elif "ignore_term" in step:
+            pass  # done at the start: only the main thread may
         elif "write_timed" in step:
             path, n = step["write_timed"]
             times = []
@@ -152,6 +208,8 @@ def run_turn(rid, session, prompt):
 
 
 def main():
+    if any("ignore_term" in step for turn in SCRIPT for step in turn):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for line in sys.stdin:
         line = line.strip()
         if not line:

@@ -346,7 +346,8 @@ local function check_peers(peers)
   end
 end
 
--- `agents.external`: name -> { command = {...}, env = {...} } (ACP agents).
+-- `agents.external`: name -> { command = {...}, env = {...}, readable, writable,
+-- unconfined } (ACP agents).
 local function check_external(agents)
   if type(agents) ~= "table" then
     return "chimera: option `agents.external` must be a table of agents by name"
@@ -359,10 +360,22 @@ local function check_external(agents)
     if type(agent) ~= "table" or agent.command == nil then
       return where .. " must be a table { command = { \"program\", \"arg\" }, env = {...} }"
     end
+    local known = { command = true, env = true, readable = true, writable = true, unconfined = true }
     for key in pairs(agent) do
-      if key ~= "command" and key ~= "env" then
-        return ("%s: unknown key `%s` (command, env)"):format(where, tostring(key))
+      if not known[key] then
+        return ("%s: unknown key `%s` (command, env, readable, writable, unconfined)"):format(where, tostring(key))
       end
+    end
+    for _, key in ipairs({ "readable", "writable" }) do
+      local list = agent[key]
+      if list ~= nil and (type(list) ~= "table" or not vim.iter(list):all(function(p)
+        return type(p) == "string"
+      end)) then
+        return ("%s: `%s` must be a list of folders or files (strings; ~ is your home)"):format(where, key)
+      end
+    end
+    if agent.unconfined ~= nil and type(agent.unconfined) ~= "boolean" then
+      return where .. ": `unconfined` must be true or false"
     end
     local bad = check_program(where, agent)
     if bad then
@@ -605,7 +618,14 @@ local function servers_json(servers)
   local out = vim.empty_dict()
   for name, server in pairs(servers) do
     local env = map_json(server.env)
-    out[name] = { command = server.command or {}, url = server.url, env = env }
+    out[name] = {
+      command = server.command or {},
+      url = server.url,
+      env = env,
+      readable = server.readable,
+      writable = server.writable,
+      unconfined = server.unconfined,
+    }
   end
   return out
 end

@@ -1,9 +1,13 @@
 //! ACP agents: coding agents of the user's (Claude Code, opencode, Gemini
 //! CLI…) driven over the Agent Client Protocol. Chimera is their editor:
-//! it starts each configured agent once, opens a session per task, and
-//! answers their file requests from a Chimera agent's overlay
-//! ([`requests`]), so their work arrives as a proposal — reviewed, rebased
-//! and accepted like any other — and never touches the human's files.
+//! each run of a Chimera agent starts the configured program in that
+//! agent's own folder ([`crate::workdir`]: its view of the project, outside
+//! the project), confined by the kernel ([`crate::confine`]) so that it can
+//! neither read nor change the project by any path. Its file requests
+//! ([`requests`]) and its own writes both land in that folder; after each
+//! turn what changed there is read back into the agent's overlay, so its
+//! work arrives as a proposal — reviewed, rebased and accepted like any
+//! other. The program and everything it started end with the run.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +32,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, AgentError, Done, Job, Services};
 use crate::config::{Config, ExternalAgent};
+use crate::confine::{self, Rules};
 use crate::store::Store;
+use crate::workdir::Workdir;
 
 pub mod requests;
 mod terminals;
@@ -42,6 +48,7 @@ type Routes = Arc<Mutex<HashMap<String, Arc<Route>>>>;
 /// What a running agent process is asked to do.
 enum Command {
     NewSession {
+        cwd: PathBuf,
         reply: oneshot::Sender<Result<SessionId, String>>,
     },
     Prompt {
@@ -54,22 +61,43 @@ enum Command {
     },
 }
 
-/// One agent process and the connection to it.
+/// One agent process and the connection to it; dropping it ends the
+/// process and everything it started.
 struct Process {
     commands: mpsc::UnboundedSender<Command>,
-    /// Ends the process (with its process group).
+    /// Ends the process (with every process it started).
     stop: CancellationToken,
     /// Cancelled once the connection to the process has ended.
     gone: CancellationToken,
+    /// A turn was just cancelled: the process is given a moment to hear
+    /// it before it ends.
+    linger: std::sync::atomic::AtomicBool,
 }
 
-/// The agent processes of one core, started on first use and stopped with
-/// it; and which session each Chimera agent had, so feedback continues it.
+impl Drop for Process {
+    fn drop(&mut self) {
+        let stop = self.stop.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) if self.linger.load(std::sync::atomic::Ordering::Relaxed) => {
+                rt.spawn(async move {
+                    tokio::time::sleep(CANCEL_GRACE).await;
+                    stop.cancel();
+                });
+            }
+            _ => stop.cancel(),
+        }
+    }
+}
+
+/// The ACP side of one core: the sessions' routes, and each Chimera
+/// agent's folder, kept between its runs and removed with the core.
 pub struct Pool {
     root: PathBuf,
     routes: Routes,
-    processes: Mutex<HashMap<String, Arc<Process>>>,
-    sessions: Mutex<HashMap<String, (String, SessionId)>>,
+    workdirs: Mutex<HashMap<String, Arc<Mutex<Workdir>>>>,
+    /// Where the folders live: a private temporary folder, never in the
+    /// project.
+    base: Mutex<Option<tempfile::TempDir>>,
     shutdown: CancellationToken,
 }
 
@@ -78,131 +106,195 @@ impl Pool {
         Pool {
             root,
             routes: Routes::default(),
-            processes: Mutex::new(HashMap::new()),
-            sessions: Mutex::new(HashMap::new()),
+            workdirs: Mutex::new(HashMap::new()),
+            base: Mutex::new(None),
             shutdown,
         }
     }
 
-    /// The running process of agent `name`, started if it is not.
-    fn process(&self, name: &str, spec: &ExternalAgent) -> Result<Arc<Process>, String> {
-        let mut all = self.processes.lock().map_err(|e| e.to_string())?;
-        if let Some(p) = all.get(name) {
-            if !p.gone.is_cancelled() {
-                return Ok(p.clone());
-            }
+    /// Chimera agent `agent`'s folder, made on its first run.
+    fn workdir(&self, agent: &str) -> Result<Arc<Mutex<Workdir>>, AgentError> {
+        let broken =
+            |e: String| AgentError::External(format!("cannot make the agent's folder: {e}"));
+        let mut all = self.workdirs.lock().map_err(|e| broken(e.to_string()))?;
+        if let Some(w) = all.get(agent) {
+            return Ok(w.clone());
         }
-        let p = Arc::new(start(
-            name,
-            spec,
-            &self.root,
-            self.routes.clone(),
-            self.shutdown.child_token(),
-        )?);
-        all.insert(name.to_owned(), p.clone());
-        // Sessions of an earlier process of this agent died with it.
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.retain(|_, (n, _)| n != name);
+        let mut base = self.base.lock().map_err(|e| broken(e.to_string()))?;
+        if base.is_none() {
+            *base = Some(
+                tempfile::Builder::new()
+                    .prefix("chimera-agents-")
+                    .tempdir()
+                    .map_err(|e| broken(e.to_string()))?,
+            );
         }
-        Ok(p)
-    }
-
-    /// Whether agent `name`'s process has gone (its connection closes
-    /// soon after the process exits: a moment is given to notice).
-    async fn died(&self, name: &str) -> bool {
-        let Some(p) = self
-            .processes
-            .lock()
-            .ok()
-            .and_then(|all| all.get(name).cloned())
-        else {
-            return true;
-        };
-        tokio::time::timeout(std::time::Duration::from_secs(1), p.gone.cancelled())
-            .await
-            .is_ok()
-    }
-
-    fn session_of(&self, agent: &str, name: &str) -> Option<SessionId> {
-        self.sessions
-            .lock()
-            .ok()?
-            .get(agent)
-            .filter(|(n, _)| n == name)
-            .map(|(_, s)| s.clone())
+        let parent = base
+            .as_ref()
+            .map(|b| b.path().to_path_buf())
+            .unwrap_or_default();
+        let w = Arc::new(Mutex::new(
+            Workdir::create(&parent, agent).map_err(|e| broken(e.to_string()))?,
+        ));
+        all.insert(agent.to_owned(), w.clone());
+        Ok(w)
     }
 }
 
-impl Drop for Pool {
-    fn drop(&mut self) {
-        if let Ok(all) = self.processes.lock() {
-            for p in all.values() {
-                p.stop.cancel();
-            }
-        }
-    }
-}
-
-/// Kills the agent's whole process group when dropped: agents often run
-/// behind launchers (`npx`, `uvx`) whose children would outlive them.
-struct Group(Option<u32>);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(pid) = self
-            .0
-            .and_then(|p| rustix::process::Pid::from_raw(p as i32))
-        {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-    }
-}
-
-/// Starts agent `name` in `root` and its connection's task.
-fn start(
+/// The confinement of agent `name` working in `work`: the system's
+/// folders, its own install, what its options list, and its folder —
+/// never the project. `None` when it runs unconfined by its options.
+fn rules_for(
     name: &str,
     spec: &ExternalAgent,
     root: &Path,
+    files: &Path,
+    tmp: &Path,
+) -> Result<Option<Rules>, AgentError> {
+    if spec.unconfined {
+        return Ok(None);
+    }
+    if !confine::available() {
+        return Err(AgentError::Denied(format!(
+            "{}; the agent {name} does not start unconfined unless agents.external.{name}.unconfined = true",
+            confine::ConfineError::Unavailable
+        )));
+    }
+    let mut rules = Rules::system();
+    rules.program(&spec.command);
+    rules
+        .read
+        .extend(spec.readable().into_iter().filter(|p| p.exists()));
+    for dir in spec.state() {
+        // Its state folders are its own: made if missing (a file that is
+        // missing is left out).
+        let looks_like_file = dir.extension().is_some_and(|e| e == "json");
+        if !dir.exists() && !looks_like_file {
+            let _ = std::fs::create_dir_all(&dir);
+        }
+        if dir.exists() {
+            rules.write.push(dir);
+        }
+    }
+    rules.write.push(files.to_path_buf());
+    rules.write.push(tmp.to_path_buf());
+    rules
+        .keep_out(root)
+        .map_err(|e| AgentError::Denied(format!("agents.external.{name}: {e}")))?;
+    Ok(Some(rules))
+}
+
+/// The supervisor of an agent's process tree ([`crate::reaper`]): dropping
+/// it ends every process the agent started, and reaps the supervisor.
+struct Supervised {
+    child: Option<std::process::Child>,
+    stop: Option<crate::reaper::Stop>,
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        // The supervisor ends the tree once its pipe closes, and exits;
+        // only one that cannot (stuck in the kernel) is killed, with its
+        // group. Killing it first would orphan what it has yet to end.
+        drop(self.stop.take());
+        if let Some(mut child) = self.child.take() {
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+                while std::time::Instant::now() < deadline {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            });
+        }
+    }
+}
+
+/// Starts agent `name` in folder `files` (temporary files in `tmp`),
+/// confined by `rules`, and its connection's task.
+fn start(
+    name: &str,
+    spec: &ExternalAgent,
+    (files, tmp, stderr): (&Path, &Path, &Path),
+    rules: Option<&Rules>,
     routes: Routes,
     stop: CancellationToken,
-) -> Result<Process, String> {
+) -> Result<Process, AgentError> {
     let (program, args) = spec
         .command
         .split_first()
-        .ok_or_else(|| format!("agents.external.{name}.command is empty"))?;
-    let mut child = tokio::process::Command::new(program)
+        .ok_or_else(|| AgentError::Denied(format!("agents.external.{name}.command is empty")))?;
+    let failed =
+        |e: String| AgentError::External(format!("cannot start the agent {name} ({program}): {e}"));
+    let mut command = std::process::Command::new(program);
+    command
         .args(args)
         .envs(&spec.env)
-        .current_dir(root)
+        .env("TMPDIR", tmp)
+        .env("PWD", files)
+        .current_dir(files)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the agent {name} ({program}): {e}"))?;
-    let group = Group(child.id());
-    let stdin = child.stdin.take().ok_or("no stdin")?.compat_write();
-    let stdout = child.stdout.take().ok_or("no stdout")?.compat();
+        .stderr(
+            std::fs::File::create(stderr)
+                .map(std::process::Stdio::from)
+                .unwrap_or_else(|_| std::process::Stdio::null()),
+        );
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    if let Some(rules) = rules {
+        confine::confine(&mut command, rules).map_err(|e| failed(e.to_string()))?;
+    }
+    let (mut child, tree) =
+        crate::reaper::spawn(&mut command).map_err(|e| failed(e.to_string()))?;
+    let pipes = child.stdin.take().zip(child.stdout.take());
+    let supervised = Supervised {
+        child: Some(child),
+        stop: Some(tree),
+    };
+    let (stdin, stdout) = pipes.ok_or_else(|| failed("no pipes".into()))?;
+    let stdin = tokio::process::ChildStdin::from_std(stdin)
+        .map_err(|e| failed(e.to_string()))?
+        .compat_write();
+    let stdout = tokio::process::ChildStdout::from_std(stdout)
+        .map_err(|e| failed(e.to_string()))?
+        .compat();
     let (tx, rx) = mpsc::unbounded_channel();
-    let root = root.to_path_buf();
     let stopped = stop.clone();
     let gone = CancellationToken::new();
     let ended = gone.clone();
+    let terminal_rules = rules.cloned();
+    let terminal_dir = files.to_path_buf();
     tokio::spawn(async move {
-        let _child = child;
-        let _group = group;
+        let _supervised = supervised;
         let _ended = ended.drop_guard();
+        let place = Place {
+            dir: terminal_dir,
+            rules: terminal_rules,
+        };
         tokio::select! {
             _ = stopped.cancelled() => {}
-            _ = connect(ByteStreams::new(stdin, stdout), root, routes, rx) => {}
+            _ = connect(ByteStreams::new(stdin, stdout), routes, place, rx) => {}
         }
     });
     Ok(Process {
         commands: tx,
         stop,
         gone,
+        linger: Default::default(),
     })
+}
+
+/// Where an agent's terminals run: its folder, under its confinement.
+#[derive(Clone)]
+pub(crate) struct Place {
+    pub dir: PathBuf,
+    pub rules: Option<Rules>,
 }
 
 fn route_of(routes: &Routes, session: &SessionId) -> Option<Arc<Route>> {
@@ -222,8 +314,8 @@ fn no_session(session: &SessionId) -> agent_client_protocol::Error {
 /// Speaks ACP with the agent until it goes or `commands` closes.
 async fn connect<T>(
     transport: T,
-    root: PathBuf,
     routes: Routes,
+    place: Place,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) -> Result<(), agent_client_protocol::Error>
 where
@@ -236,7 +328,7 @@ where
         routes.clone(),
         routes,
     );
-    let terminals = Arc::new(Terminals::default());
+    let terminals = Arc::new(Terminals::new(place));
     let (t1, t2, t3, t4, t5) = (
         terminals.clone(),
         terminals.clone(),
@@ -362,9 +454,9 @@ where
             .await?;
             while let Some(command) = commands.recv().await {
                 match command {
-                    Command::NewSession { reply } => {
+                    Command::NewSession { cwd, reply } => {
                         let made = cx
-                            .send_request(NewSessionRequest::new(root.clone()))
+                            .send_request(NewSessionRequest::new(cwd))
                             .block_task()
                             .await
                             .map(|r| r.session_id)
@@ -397,20 +489,24 @@ where
                     }
                 }
             }
+            // The process was let go: the connection stays until it is
+            // ended (a last `session/cancel` still reaches it).
+            std::future::pending::<()>().await;
             Ok(())
         })
         .await
 }
 
 /// What the agent is told for `job`'s first turn: the task, and where the
-/// human was.
-fn first_prompt(job: &Job, root: &Path) -> String {
+/// human was (in the agent's folder, the only project it has).
+fn first_prompt(job: &Job, root: &Path, files: &Path) -> String {
     let mut text = job.task.clone();
-    if let Some(file) = &job.file {
-        text.push_str(&format!(
-            "\n\nThe file in question: {}",
-            root.join(file).display()
-        ));
+    let file = job.file.as_deref().map(|f| {
+        crate::paths::ProjectPath::from_absolute(root, Path::new(f))
+            .map_or_else(|| files.join(f), |p| files.join(p.as_str()))
+    });
+    if let Some(file) = file {
+        text.push_str(&format!("\n\nThe file in question: {}", file.display()));
         if let Some(line) = job.cursor_line {
             text.push_str(&format!(" (cursor on line {})", line + 1));
         }
@@ -421,8 +517,8 @@ fn first_prompt(job: &Job, root: &Path) -> String {
     text
 }
 
-/// Runs `job` with the ACP agent it names; its writes stay in the job's
-/// overlay, which becomes the proposal.
+/// Runs `job` with the ACP agent it names, in the job's folder; what it
+/// changed there becomes the job's overlay, which becomes the proposal.
 pub async fn run(
     pool: &Pool,
     store: Arc<Store>,
@@ -450,6 +546,7 @@ pub async fn run(
         ))
     })?;
     let caps = agent::capabilities(config, job, services)?;
+    let workdir = pool.workdir(&job.id)?;
     let transcript = Arc::new(Mutex::new(transcript::Transcript::default()));
     let one = Attempt {
         pool,
@@ -459,18 +556,19 @@ pub async fn run(
         config,
         job,
         caps: &caps,
+        workdir: &workdir,
         progress: &progress,
         show: &show,
         transcript: &transcript,
         ask,
     };
-    let mut result = one.run(cancel).await;
-    if matches!(result, Err(AgentError::External(_))) && pool.died(name).await {
+    let mut result = one.run(cancel, false).await;
+    if let Err((AgentError::External(_), true)) = &result {
         // The process went away under the session (it crashed, or exited
         // after its last turn): once more, in a new one, told everything.
-        result = one.run(cancel).await;
+        result = one.run(cancel, true).await;
     }
-    let rounds = result?;
+    let rounds = result.map_err(|(e, _)| e)?;
     let changed = agent::tools::changed_files(&store, &job.id)?;
     let words = transcript
         .lock()
@@ -514,6 +612,7 @@ struct Attempt<'a> {
     config: &'a Config,
     job: &'a Job,
     caps: &'a crate::capabilities::Capabilities,
+    workdir: &'a Arc<Mutex<Workdir>>,
     progress: &'a Arc<dyn Fn(String) + Send + Sync>,
     show: &'a Arc<dyn Fn(transcript::Piece) + Send + Sync>,
     transcript: &'a Arc<Mutex<transcript::Transcript>>,
@@ -521,46 +620,91 @@ struct Attempt<'a> {
 }
 
 impl Attempt<'_> {
-    /// The turns taken.
-    async fn run(&self, cancel: &CancellationToken) -> Result<u32, AgentError> {
+    /// The turns taken; on failure, also whether the process died.
+    async fn run(
+        &self,
+        cancel: &CancellationToken,
+        again: bool,
+    ) -> Result<u32, (AgentError, bool)> {
         let (pool, name, job) = (self.pool, self.name, self.job);
-        let process = pool
-            .process(name, self.spec)
-            .map_err(AgentError::External)?;
-        let stopped = || AgentError::External(format!("the agent {name} stopped"));
-        // Feedback continues the session that made the rejected change.
-        let (session, mut text) = match (pool.session_of(&job.id, name), job.feedback.last()) {
-            (Some(s), Some(f)) => (
-                s,
-                format!(
-                    "The human rejected your change with this feedback: {}\nChange the files accordingly.",
-                    f.feedback
-                ),
-            ),
-            _ => {
-                let (reply, made) = oneshot::channel();
-                process
-                    .commands
-                    .send(Command::NewSession { reply })
-                    .map_err(|_| stopped())?;
-                let s = made
-                    .await
-                    .map_err(|_| stopped())?
-                    .map_err(|e| AgentError::External(format!("{name} opened no session: {e}")))?;
-                let mut text = first_prompt(job, &pool.root);
-                for f in &job.feedback {
-                    text.push_str(&format!("\n\nAn earlier attempt was rejected: {}", f.feedback));
-                }
-                (s, text)
-            }
+        let broken = |e: String| {
+            (
+                AgentError::External(format!("the agent's folder: {e}")),
+                false,
+            )
         };
-        if let Ok(mut s) = pool.sessions.lock() {
-            s.insert(job.id.clone(), (name.to_owned(), session.clone()));
+        // The folder holds the agent's view as of now: the human's latest
+        // text, the job's own changes, nothing a program left since.
+        let (files, tmp, stderr) = {
+            let mut w = self.workdir.lock().map_err(|e| broken(e.to_string()))?;
+            w.fill(self.store, &job.id, &|f| self.caps.may_see(f))
+                .map_err(|e| broken(e.to_string()))?;
+            (
+                w.files().to_path_buf(),
+                w.tmp().to_path_buf(),
+                w.stderr().to_path_buf(),
+            )
+        };
+        let rules = rules_for(name, self.spec, &pool.root, &files, &tmp).map_err(|e| (e, false))?;
+        let process = start(
+            name,
+            self.spec,
+            (&files, &tmp, &stderr),
+            rules.as_ref(),
+            pool.routes.clone(),
+            pool.shutdown.child_token(),
+        )
+        .map_err(|e| (e, false))?;
+        let died = |e: AgentError| (e, !again);
+        let stopped = || {
+            let said = self
+                .workdir
+                .lock()
+                .map(|w| w.stderr_tail())
+                .unwrap_or_default();
+            AgentError::External(if said.is_empty() {
+                format!("the agent {name} stopped")
+            } else {
+                format!("the agent {name} stopped; it said: {said}")
+            })
+        };
+        let (reply, made) = oneshot::channel();
+        process
+            .commands
+            .send(Command::NewSession {
+                cwd: files.clone(),
+                reply,
+            })
+            .map_err(|_| died(stopped()))?;
+        let session = made.await.map_err(|_| died(stopped()))?.map_err(|e| {
+            (
+                AgentError::External(format!("{name} opened no session: {e}")),
+                false,
+            )
+        })?;
+        // A run starts a new process: feedback on an earlier run comes
+        // first, then the whole story.
+        let mut text = String::new();
+        if let Some((last, earlier)) = job.feedback.split_last() {
+            text.push_str(&format!(
+                "The human rejected your change with this feedback: {}\nChange the files accordingly. The task was:\n\n",
+                last.feedback
+            ));
+            text.push_str(&first_prompt(job, &pool.root, &files));
+            for f in earlier {
+                text.push_str(&format!(
+                    "\n\nAn earlier attempt was rejected: {}",
+                    f.feedback
+                ));
+            }
+        } else {
+            text = first_prompt(job, &pool.root, &files);
         }
         let route = Arc::new(Route {
             agent_id: job.id.clone(),
             store: self.store.clone(),
             caps: self.caps.clone(),
+            files,
             max_bytes: self.config.sync.max_file_bytes,
             progress: self.progress.clone(),
             show: self.show.clone(),
@@ -572,7 +716,7 @@ impl Attempt<'_> {
         });
         let key = session.0.to_string();
         if let Ok(mut r) = pool.routes.lock() {
-            r.insert(key.clone(), route);
+            r.insert(key.clone(), route.clone());
         }
         let result = Turns {
             name,
@@ -580,6 +724,8 @@ impl Attempt<'_> {
             session: &session,
             store: self.store,
             job,
+            route: &route,
+            workdir: self.workdir,
             repair_rounds: self.config.agents.repair_rounds,
             show: self.show,
             transcript: self.transcript,
@@ -589,7 +735,17 @@ impl Attempt<'_> {
         if let Ok(mut r) = pool.routes.lock() {
             r.remove(&key);
         }
-        result
+        let gone = match &result {
+            Err(AgentError::External(_)) if !again => {
+                tokio::time::timeout(std::time::Duration::from_secs(1), process.gone.cancelled())
+                    .await
+                    .is_ok()
+            }
+            _ => false,
+        };
+        // The process, and all it started, ends with the run.
+        drop(process);
+        result.map_err(|e| (e, gone))
     }
 }
 
@@ -618,6 +774,8 @@ struct Turns<'a> {
     session: &'a SessionId,
     store: &'a Store,
     job: &'a Job,
+    route: &'a Route,
+    workdir: &'a Mutex<Workdir>,
     repair_rounds: u32,
     show: &'a Arc<dyn Fn(transcript::Piece) + Send + Sync>,
     transcript: &'a Mutex<transcript::Transcript>,
@@ -641,6 +799,17 @@ impl Turns<'_> {
         let _ = self.store.agent_log_append(&self.job.id, &lines);
     }
 
+    /// What the agent changed in its folder, into its overlay.
+    fn take_back(&self) -> Result<(), AgentError> {
+        let mut w = self
+            .workdir
+            .lock()
+            .map_err(|e| AgentError::External(format!("the agent's folder: {e}")))?;
+        self.route
+            .take_back(&mut w)
+            .map_err(|e| AgentError::External(format!("the agent's folder: {e}")))
+    }
+
     /// Runs turns until the overlay may be proposed; the turns taken.
     async fn run(&self, text: &mut String, cancel: &CancellationToken) -> Result<u32, AgentError> {
         let mut rounds = 0;
@@ -661,18 +830,25 @@ impl Turns<'_> {
             // However this run ends (a timeout drops it), a turn left
             // running is cancelled.
             let mut pending = CancelOnDrop {
-                commands: &self.process.commands,
+                process: self.process,
                 session: self.session,
                 armed: true,
             };
+            let mut done = done;
             let stop = tokio::select! {
-                r = done => r,
+                r = &mut done => r,
                 _ = cancel.cancelled() => {
+                    // Told, and given a moment to end its turn before its
+                    // process ends with the run.
+                    pending.fire();
+                    let _ = tokio::time::timeout(CANCEL_GRACE, done).await;
                     self.keep_turn();
+                    self.take_back()?;
                     return Err(AgentError::Cancelled);
                 }
             };
             self.keep_turn();
+            self.take_back()?;
             let stop = stop
                 .map_err(|_| self.stopped())?
                 .map_err(|e| AgentError::External(format!("{}: {e}", self.name)))?;
@@ -703,20 +879,34 @@ impl Turns<'_> {
     }
 }
 
+/// How long a cancelled turn is given to end before its process is ended.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Sends `session/cancel` for a turn still running when dropped.
 struct CancelOnDrop<'a> {
-    commands: &'a mpsc::UnboundedSender<Command>,
+    process: &'a Process,
     session: &'a SessionId,
     armed: bool,
 }
 
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.commands.send(Command::Cancel {
+impl CancelOnDrop<'_> {
+    /// Sends the cancel now (once), and lets the process linger so that
+    /// it hears it however the run ends from here on.
+    fn fire(&mut self) {
+        if std::mem::take(&mut self.armed) {
+            self.process
+                .linger
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = self.process.commands.send(Command::Cancel {
                 session: self.session.clone(),
             });
         }
+    }
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        self.fire();
     }
 }
 

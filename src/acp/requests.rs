@@ -1,7 +1,9 @@
-//! What an ACP agent's requests do in Chimera: file reads see the Chimera
-//! agent's overlay over the human's text (unsaved buffers included),
-//! writes go into that overlay and never to the project, and permission is
-//! decided by the agent's capabilities. Every request is in the effect log.
+//! What an ACP agent's requests do in Chimera: file reads and writes act on
+//! the agent's own folder (its view of the project, unsaved buffers
+//! included; never the project), checked by its capabilities as any
+//! agent's are; what changed in the folder is taken into the Chimera
+//! agent's overlay after each turn; permission is decided by the
+//! capabilities. Every request is in the effect log.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -16,12 +18,15 @@ use crate::capabilities::Capabilities;
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::store::Store;
+use crate::workdir::{Change, Workdir};
 
 /// The Chimera agent an ACP session works for.
 pub struct Route {
     pub agent_id: String,
     pub store: Arc<Store>,
     pub caps: Capabilities,
+    /// The agent's folder: the project as it sees it.
+    pub files: std::path::PathBuf,
     pub max_bytes: u64,
     pub progress: Arc<dyn Fn(String) + Send + Sync>,
     /// Shows a streamed piece of the turn to the human.
@@ -62,25 +67,22 @@ impl Route {
         result
     }
 
-    /// The project path an agent names (ACP paths are absolute; a relative
-    /// one is taken from the root), if it may be touched at all.
+    /// The project path an agent names: in its folder (ACP paths are
+    /// absolute; a relative one is taken from the folder), or the
+    /// project's own path for it; never a link.
     fn path(&self, raw: &Path) -> Result<ProjectPath, String> {
-        let root = self.store.root();
         let p = if raw.is_absolute() {
-            ProjectPath::from_absolute(root, raw)
+            ProjectPath::from_absolute(&self.files, raw)
+                .or_else(|| ProjectPath::from_absolute(self.store.root(), raw))
                 .ok_or_else(|| format!("{} is outside the project", raw.display()))?
         } else {
             ProjectPath::parse(&raw.to_string_lossy()).map_err(|e| e.to_string())?
         };
-        crate::rootfs::check_no_links(root, &p).map_err(|e| e.to_string())?;
+        crate::rootfs::check_no_links(&self.files, &p).map_err(|e| e.to_string())?;
         Ok(p)
     }
 
-    pub(super) fn overlay(&self) -> Overlay<'_> {
-        Overlay::new(&self.store, &self.agent_id, self.max_bytes)
-    }
-
-    /// `fs/read_text_file`: the text as this agent sees it, from `line`
+    /// `fs/read_text_file`: the text in the agent's folder, from `line`
     /// (1-based) for `limit` lines.
     pub fn read(&self, req: &ReadTextFileRequest) -> Result<String, String> {
         let what = format!("fs/read_text_file {}", req.path.display());
@@ -89,13 +91,17 @@ impl Route {
             self.caps
                 .check_read(p.as_str())
                 .map_err(|d| d.to_string())?;
-            let text = self.overlay().read_text(&p).map_err(|e| e.to_string())?;
+            let data = crate::rootfs::read(&self.files, &p, self.max_bytes)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("file `{p}` does not exist"))?;
+            let text = String::from_utf8(data)
+                .map_err(|_| format!("file `{p}` is binary or not UTF-8"))?;
             Ok(slice_lines(&text, req.line, req.limit))
         })();
         self.logged(what, result)
     }
 
-    /// `fs/write_text_file`: into the overlay, never the project.
+    /// `fs/write_text_file`: into the agent's folder, never the project.
     pub fn write(&self, req: &WriteTextFileRequest) -> Result<(), String> {
         let what = format!(
             "fs/write_text_file {} ({} bytes)",
@@ -107,13 +113,55 @@ impl Route {
             self.caps
                 .check_write(p.as_str())
                 .map_err(|d| d.to_string())?;
-            self.overlay()
-                .write(&p, req.content.as_bytes())
+            if req.content.len() as u64 > self.max_bytes {
+                return Err(format!(
+                    "`{p}` would be {} bytes, over the limit of {} (sync.max_file_bytes)",
+                    req.content.len(),
+                    self.max_bytes
+                ));
+            }
+            let mode = self
+                .store
+                .stable_entry(p.as_str())
+                .ok()
+                .flatten()
+                .map_or(0o644, |e| e.mode);
+            crate::rootfs::write_scratch(&self.files, &p, req.content.as_bytes(), mode)
                 .map_err(|e| e.to_string())?;
             (self.progress)(format!("wrote {p}"));
             Ok(())
         })();
         self.logged(what, result)
+    }
+
+    /// Takes what changed in the agent's folder since the last look into
+    /// the Chimera agent's overlay, each change checked as a write is;
+    /// what is refused stays out, and the log says why.
+    pub fn take_back(&self, work: &mut Workdir) -> Result<(), crate::workdir::WorkdirError> {
+        let (changes, refused) = work.read_back(self.max_bytes)?;
+        let overlay = Overlay::new(&self.store, &self.agent_id, self.max_bytes);
+        for change in changes {
+            let (what, p) = match &change {
+                Change::Write(p, data) => (format!("changed {p} ({} bytes)", data.len()), p),
+                Change::Delete(p) => (format!("deleted {p}"), p),
+            };
+            let result = self
+                .caps
+                .check_write(p.as_str())
+                .map_err(|d| d.to_string())
+                .and_then(|()| {
+                    match &change {
+                        Change::Write(p, data) => overlay.write(p, data),
+                        Change::Delete(p) => overlay.delete(p),
+                    }
+                    .map_err(|e| e.to_string())
+                });
+            let _ = self.logged(format!("folder {what}"), result);
+        }
+        for r in refused {
+            let _ = self.logged(format!("folder left {}", r.path), Err::<(), _>(r.why));
+        }
+        Ok(())
     }
 
     /// `session/request_permission`: allowed when the capabilities allow

@@ -1,7 +1,8 @@
-//! An ACP agent's terminals, run as a built-in agent's `run_command` is:
-//! only commands its capabilities allow, in a scratch checkout of its
-//! overlay (never the project), killed at `agents.command_timeout_ms` or
-//! when the agent asks; each one an effect of kind `command`.
+//! An ACP agent's terminals: only commands its capabilities allow, run in
+//! the agent's own folder under the agent's confinement (so what they
+//! change is read back with the turn, and nothing outside is reached),
+//! killed at `agents.command_timeout_ms` or when the agent asks; each one
+//! an effect of kind `command`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +13,7 @@ use agent_client_protocol::v1::schema::{CreateTerminalRequest, TerminalExitStatu
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::Route;
+use super::{Place, Route};
 use crate::command::Ran;
 
 /// How a terminal's command ended (`None` while it runs).
@@ -25,13 +26,21 @@ struct Terminal {
 }
 
 /// The terminals of every session of one agent process.
-#[derive(Default)]
 pub struct Terminals {
+    place: Place,
     next: AtomicU64,
     open: Mutex<HashMap<String, Terminal>>,
 }
 
 impl Terminals {
+    pub(crate) fn new(place: Place) -> Self {
+        Terminals {
+            place,
+            next: AtomicU64::new(0),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Starts `req`'s command for `route` if its capabilities allow it;
     /// the terminal's ID.
     pub fn create(
@@ -57,13 +66,15 @@ impl Terminals {
         let kill = CancellationToken::new();
         let stop = kill.clone();
         (route.progress)(format!("running {}", argv.join(" ")));
+        let place = self.place.clone();
         tokio::task::spawn_blocking(move || {
-            let ran = (|| {
-                let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-                crate::command::checkout(&route.overlay(), dir.path(), |f| route.caps.may_see(f))
-                    .map_err(|e| format!("cannot check out the project: {e}"))?;
-                crate::command::run(&argv, dir.path(), limit, &move || stop.is_cancelled())
-            })();
+            let ran = crate::command::run_confined(
+                &argv,
+                &place.dir,
+                place.rules.as_ref(),
+                limit,
+                &move || stop.is_cancelled(),
+            );
             let output = match &ran {
                 Ok(r) => r.describe(),
                 Err(e) => format!("error: {e}"),

@@ -15,7 +15,12 @@ local function fake_agent(turns)
   local f = assert(io.open(script, "w"))
   f:write(vim.json.encode(turns))
   f:close()
-  return { command = { "python3", h.repo .. "/tests/fake_acp_agent.py", "--script", script, "--log", log } }, log
+  -- Confined, it writes only its own folder (its log) besides its work.
+  return {
+    command = { "python3", h.repo .. "/tests/fake_acp_agent.py", "--script", script, "--log", log },
+    writable = { dir },
+  },
+    log
 end
 
 h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is one undo step", function()
