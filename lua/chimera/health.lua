@@ -191,15 +191,29 @@ function M.check_acp(h, config)
     return
   end
   h.start("Chimera: ACP agents")
+  local lib = require("chimera.loader").load()
+  local can_confine = lib and lib.can_confine and lib.can_confine()
   local names = vim.tbl_keys(agents)
   table.sort(names)
   for _, name in ipairs(names) do
-    local program = agents[name].command[1]
+    local agent = agents[name]
+    local program = agent.command[1]
     if vim.fn.executable(program) == 1 then
-      h.ok(("%s: %s (:Chimera task --agent %s …)"):format(name, table.concat(agents[name].command, " "), name))
+      h.ok(("%s: %s (:Chimera task --agent %s …)"):format(name, table.concat(agent.command, " "), name))
     else
       h.error(("%s: `%s` is not an executable on PATH"):format(name, program), {
         "install it, or give its full path in agents.external." .. name .. ".command",
+      })
+    end
+    if agent.unconfined then
+      h.warn(("%s runs unconfined: only its good manners keep it out of your files and secrets"):format(name), {
+        "remove agents.external." .. name .. ".unconfined where the kernel can confine it (:help chimera-confinement)",
+      })
+    elseif can_confine then
+      h.ok(("%s is confined by the kernel to its own folder (it cannot read or change the project)"):format(name))
+    elseif lib then
+      h.error(("%s cannot start: this system cannot confine it (Linux with Landlock is needed)"):format(name), {
+        "set agents.external." .. name .. ".unconfined = true to run it anyway, at your own risk",
       })
     end
   end

@@ -230,6 +230,12 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             Ok(caps.may_share_buffer(Path::new(&root), &abs).err())
         })?,
     )?;
+    // can_confine() -> whether the kernel confines ACP agents here
+    // (Landlock), for :checkhealth.
+    t.set(
+        "can_confine",
+        lua.create_function(|_, ()| Ok(crate::confine::available()))?,
+    )?;
     // project_options(root) -> nil when the project has no options file,
     // else {file, trusted, ignored, error}: what the `chimera` command
     // applies of it (Neovim itself reads only setup{}), for :checkhealth.
