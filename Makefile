@@ -21,7 +21,9 @@ test-core:
 	cargo test --no-default-features
 	cargo clippy --all-targets -- -D warnings
 
+# The real opencode (npm) for tests/nvim/test_opencode.lua.
 test-lua: debug-lib
+	scripts/install-opencode.sh >/dev/null
 	@set -e; for t in tests/nvim/test_*.lua; do \
 	  echo "== $$t"; \
 	  CHIMERA_LIB=$(DEBUG_LIB) timeout 300 $(NVIM) --headless --clean -l $$t; \

@@ -11,11 +11,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 . "$here/scripts/model-server.sh"
-oc="$here/.deps/opencode"
-if [ ! -x "$oc/node_modules/.bin/opencode" ]; then
-  mkdir -p "$oc"
-  (cd "$oc" && npm install --no-audit --no-fund --silent opencode-ai >&2)
-fi
+oc_bin="$("$here/scripts/install-opencode.sh")"
 chimera="${CHIMERA_BIN:-$here/target/release/chimera}"
 [ -x "$chimera" ] || { echo "build it first: cargo build --release" >&2; exit 1; }
 port="${DEMO_PORT:-8092}"
@@ -43,7 +39,7 @@ cat > "$project/.chimera/config.json" <<EOF
   "tests": { "command": "off" },
   "agents": {
     "timeout_ms": 900000,
-    "external": { "opencode": { "command": ["$oc/node_modules/.bin/opencode", "acp"] } }
+    "external": { "opencode": { "command": ["$oc_bin", "acp"] } }
   }
 }
 EOF

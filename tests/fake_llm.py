@@ -8,7 +8,12 @@ order; each entry is one of:
   {"status": 500, "body": "..."}  an HTTP error
   {"hang": true}                  never answer
   {"text": "...", "chunk_delay": 0.05}  stream slowly (seconds between chunks)
-When the script is exhausted the last entry repeats. Writes the chosen
+  {"tool_calls": [{"name": "write", "arguments": {...}}]}
+                                  native tool calls (OpenAI form), as a model
+                                  that makes them answers
+When the script is exhausted the last entry repeats. With --only-with-tools,
+requests that offer no tools (an agent's title or summary requests) are
+answered "Fixing it" and leave the script where it is. Writes the chosen
 port to --port-file and each request body to --log (one JSON per line).
 """
 import argparse
@@ -23,6 +28,7 @@ parser.add_argument("--port-file", required=True)
 parser.add_argument("--log")
 parser.add_argument("--timing", help="append the wall time after each reply's last byte")
 parser.add_argument("--models", default="fake-model", help="the models it lists, comma-separated")
+parser.add_argument("--only-with-tools", action="store_true", help="script only requests that offer tools")
 args = parser.parse_args()
 
 with open(args.script) as f:
@@ -78,7 +84,13 @@ class Handler(BaseHTTPRequestHandler):
         if args.log:
             with lock, open(args.log, "a") as f:
                 f.write(json.dumps(body) + "\n")
-        reply = next_reply()
+        if args.only_with_tools and not body.get("tools"):
+            reply = {"text": "Fixing it"}
+        else:
+            reply = next_reply()
+        if "tool_calls" in reply:
+            self.tool_calls(body, reply["tool_calls"])
+            return
         if reply.get("hang"):
             time.sleep(3600)
             return
@@ -122,6 +134,30 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
+
+def _tool_calls(self, body, calls):
+    """Answers with native tool calls, streamed as OpenAI streams them."""
+    listed = [
+        {"id": "call_%d_%d" % (position, i), "type": "function",
+         "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+        for i, c in enumerate(calls)
+    ]
+    if not body.get("stream"):
+        out = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": listed},
+                            "finish_reason": "tool_calls"}]}
+        self.send(200, "application/json", json.dumps(out))
+        return
+    deltas = [dict(call, index=i) for i, call in enumerate(listed)]
+    events = [
+        "data: " + json.dumps({"choices": [{"delta": {"role": "assistant", "tool_calls": deltas}, "finish_reason": None}]}) + "\n\n",
+        "data: " + json.dumps({"choices": [{"delta": {}, "finish_reason": "tool_calls"}],
+                               "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}) + "\n\n",
+        "data: [DONE]\n\n",
+    ]
+    self.send(200, "text/event-stream", "".join(events))
+
+
+Handler.tool_calls = _tool_calls
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True

@@ -106,6 +106,9 @@ function M.fake_llm(script, opts)
   if opts and opts.models then
     vim.list_extend(cmd, { "--models", table.concat(opts.models, ",") })
   end
+  if opts and opts.only_with_tools then
+    table.insert(cmd, "--only-with-tools")
+  end
   local proc = vim.system(cmd)
   table.insert(servers, proc)
   M.wait_for("the fake LLM to listen", function()
