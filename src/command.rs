@@ -2,7 +2,8 @@
 //! a shell in a scratch checkout of the agent's view of the project (the
 //! human's files plus the agent's overlay), with a time limit and an output
 //! cap, so an agent can run the tests on its own change before proposing it.
-//! Nothing it does touches the human's files.
+//! The kernel confines it to that checkout ([`crate::confine`]): it can
+//! neither read nor change the human's files.
 
 use std::io::Read;
 use std::path::Path;
@@ -91,12 +92,67 @@ pub fn run(
     run_confined(argv, dir, None, limit, cancelled)
 }
 
-/// [`run`], confined by the kernel to `rules` when given
-/// ([`crate::confine`]).
+/// Where a confined command may go ([`crate::confine`]), and its own
+/// temporary folder (`TMPDIR`).
+#[derive(Debug, Clone)]
+pub struct Confined {
+    pub rules: crate::confine::Rules,
+    pub tmp: std::path::PathBuf,
+}
+
+impl Confined {
+    /// A command working in `dir`: the system's folders, the program's
+    /// install, `dir` and `tmp` — nothing that holds or lies in `root`
+    /// (a program installed in the project is not readable). `None`
+    /// where the kernel cannot confine ([`crate::confine::available`]).
+    pub fn in_scratch(argv: &[String], dir: &Path, tmp: &Path, root: &Path) -> Option<Confined> {
+        if !crate::confine::available() {
+            return None;
+        }
+        let mut rules = crate::confine::Rules::system();
+        if let Some(program) = argv.first() {
+            rules.program(program);
+        }
+        rules.drop_touching(root);
+        rules.write.push(dir.to_path_buf());
+        rules.write.push(tmp.to_path_buf());
+        Some(Confined {
+            rules,
+            tmp: tmp.to_path_buf(),
+        })
+    }
+}
+
+/// Runs `argv` as [`run`] does, in a scratch checkout of `view` (only the
+/// files `visible` lets it see) that is removed afterwards, confined by
+/// the kernel to that checkout where it can be
+/// ([`Confined::in_scratch`]): `run_command`'s and the test runs' way.
+pub fn run_in_checkout(
+    view: &Overlay<'_>,
+    visible: impl Fn(&str) -> bool,
+    argv: &[String],
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Ran, String> {
+    let scratch = tempfile::Builder::new()
+        .prefix("chimera-run-")
+        .tempdir()
+        .map_err(|e| format!("run_command(): no scratch folder: {e}"))?;
+    let (dir, tmp) = (scratch.path().join("files"), scratch.path().join("tmp"));
+    for d in [&dir, &tmp] {
+        std::fs::create_dir_all(d).map_err(|e| format!("run_command(): {}: {e}", d.display()))?;
+    }
+    checkout(view, &dir, visible)
+        .map_err(|e| format!("run_command(): cannot check out the project: {e}"))?;
+    let confined = Confined::in_scratch(argv, &dir, &tmp, view.root());
+    run_confined(argv, &dir, confined.as_ref(), limit, cancelled)
+}
+
+/// [`run`], confined by the kernel when `confined` is given.
 pub fn run_confined(
     argv: &[String],
     dir: &Path,
-    rules: Option<&crate::confine::Rules>,
+    confined: Option<&Confined>,
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Ran, String> {
@@ -112,8 +168,10 @@ pub fn run_confined(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(rules) = rules {
-        crate::confine::confine(&mut command, rules).map_err(|e| format!("run_command(): {e}"))?;
+    if let Some(c) = confined {
+        command.env("TMPDIR", &c.tmp);
+        crate::confine::confine(&mut command, &c.rules)
+            .map_err(|e| format!("run_command(): {e}"))?;
     }
     let (mut child, stop) = crate::reaper::spawn(&mut command)
         .map_err(|e| format!("run_command(): cannot start {program:?}: {e}"))?;

@@ -55,6 +55,23 @@ const SYSTEM: &[&str] = &[
     "/run/systemd/resolve",
 ];
 
+/// Toolchains installed in the home folder that programs run from (read
+/// only): compilers, interpreters and their package caches — not the
+/// folders beside them that keep logins (`~/.cargo/credentials.toml`).
+const TOOLCHAINS: &[&str] = &[
+    "~/.rustup",
+    "~/.cargo/bin",
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.local/bin",
+    "~/.local/lib",
+    "~/.pyenv",
+    "~/.nvm",
+    "~/.asdf/installs",
+    "~/.local/share/mise/installs",
+    "~/go/pkg/mod",
+];
+
 /// Devices every program may write to.
 const DEVICES: &[&str] = &[
     "/dev/null",
@@ -67,7 +84,8 @@ const DEVICES: &[&str] = &[
 ];
 
 impl Rules {
-    /// The system's folders (read) and devices (write) that exist here.
+    /// The system's folders and the toolchains in the home folder (read),
+    /// and devices (write), as far as they exist here.
     pub fn system() -> Rules {
         let existing = |list: &[&str]| -> Vec<PathBuf> {
             list.iter()
@@ -75,8 +93,13 @@ impl Rules {
                 .filter(|p| p.exists())
                 .collect()
         };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let toolchains = TOOLCHAINS.iter().filter_map(|t| {
+            let p = home.as_ref()?.join(t.strip_prefix("~/")?);
+            p.exists().then_some(p)
+        });
         Rules {
-            read: existing(SYSTEM),
+            read: existing(SYSTEM).into_iter().chain(toolchains).collect(),
             write: existing(DEVICES),
         }
     }
@@ -116,23 +139,38 @@ impl Rules {
         check(&mut self.write)
     }
 
+    /// Drops every rule that holds `root` or lies inside it: for rules
+    /// made up automatically (a command's), where losing a folder is
+    /// better than failing.
+    pub fn drop_touching(&mut self, root: &Path) {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        for rules in [&mut self.read, &mut self.write] {
+            rules.retain(|p| {
+                let real = p.canonicalize().unwrap_or_else(|_| p.clone());
+                !real.starts_with(&root) && !root.starts_with(&real)
+            });
+        }
+    }
+
     /// The folder a program is installed in, readable: `program` as found
     /// on `PATH`, its links resolved (see [`install_dir`]), and for a
-    /// script, its interpreter's (`#!/usr/bin/env node`). Arguments that
-    /// name existing files (a script, its configuration) are readable too.
-    pub fn program(&mut self, argv: &[String]) {
-        let Some((program, args)) = argv.split_first() else {
+    /// script, its interpreter's (`#!/usr/bin/env node`).
+    pub fn program(&mut self, program: &str) {
+        let Some(real) = find_program(program).and_then(|p| p.canonicalize().ok()) else {
             return;
         };
-        let real = find_program(program).and_then(|p| p.canonicalize().ok());
-        if let Some(real) = real {
-            self.read.extend(install_dir(&real));
-            let interpreter = interpreter_of(&real)
-                .and_then(|i| find_program(&i))
-                .and_then(|p| p.canonicalize().ok());
-            self.read
-                .extend(interpreter.as_deref().and_then(install_dir));
-        }
+        self.read.extend(install_dir(&real));
+        let interpreter = interpreter_of(&real)
+            .and_then(|i| find_program(&i))
+            .and_then(|p| p.canonicalize().ok());
+        self.read
+            .extend(interpreter.as_deref().and_then(install_dir));
+    }
+
+    /// The existing files that `args` name by absolute path, readable: a
+    /// script and its configuration on a command line the user wrote
+    /// (never one an agent chose).
+    pub fn files_named(&mut self, args: &[String]) {
         for a in args {
             let p = Path::new(a);
             if p.is_absolute() && p.is_file() {
@@ -162,8 +200,17 @@ fn install_dir(real: &Path) -> Option<PathBuf> {
             above.unwrap_or(bin).to_path_buf()
         }
     };
-    // Never a whole file system or a home folder.
+    // Never a whole file system or a home folder; of a hidden folder of
+    // the home (`~/.cargo`, `~/.local`, which may hold logins) only the
+    // `bin/` itself — its toolchain is in [`TOOLCHAINS`].
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let hidden_in_home = dir.parent() == home.as_deref()
+        && dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    if hidden_in_home {
+        return real.parent().map(Path::to_path_buf);
+    }
     (dir.parent().is_some() && Some(&dir) != home.as_ref()).then_some(dir)
 }
 

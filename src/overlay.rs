@@ -36,6 +36,11 @@ impl<'a> Overlay<'a> {
         }
     }
 
+    /// The project's root.
+    pub fn root(&self) -> &std::path::Path {
+        self.store.root()
+    }
+
     /// The agent whose view this is.
     pub fn agent(&self) -> &'a str {
         self.agent

@@ -424,6 +424,44 @@ fn secret_files_are_invisible_whatever_their_case_and_never_copied_for_commands(
 }
 
 #[test]
+fn run_command_is_confined_to_its_checkout_by_the_kernel() {
+    let dir = project();
+    std::fs::write(dir.path().join(".env"), "ENV_SECRET=1\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "OUTSIDE_SECRET=1\n").unwrap();
+    let (root, out) = (
+        dir.path().canonicalize().unwrap().display().to_string(),
+        outside.path().display().to_string(),
+    );
+    // By absolute paths, which a checkout does not change, and by a
+    // child that leaves the process group and writes later.
+    let code = format!(
+        "seen = [run_command(['cat', '{root}/.env', '{out}/secret.txt'])]\n\
+        seen.append(run_command(['sh', '-c', 'echo owned > {root}/app.py; echo owned > {out}/planted; echo mine > app.py; (setsid sh -c \"sleep 1; echo late > {root}/late.py\" &)']))\n\
+        write_file('seen.txt', ' | '.join(seen))\n\
+        submit_result('looked', ['seen.txt'])"
+    );
+    let mut run = start(dir.path(), vec![program(&code)], |c| {
+        c.capabilities.preset = "developer".into();
+        c.capabilities.commands = vec!["cat".into(), "sh".into()];
+    });
+    run.spawn("a1", "look around");
+    let (_, seen) = run.proposed("a1");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        seen.contains("Permission denied"),
+        "the kernel refused: {seen}"
+    );
+    assert!(!seen.contains("SECRET"), "a secret leaked: {seen}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("app.py")).unwrap(),
+        "def f():\n    return 1\n"
+    );
+    assert!(!dir.path().join("late.py").exists());
+    assert!(!outside.path().join("planted").exists());
+}
+
+#[test]
 fn memory_bombs_end_the_agent_failed_and_never_the_process() {
     let dir = project();
     let bombs = [

@@ -161,7 +161,10 @@ fn rules_for(
         )));
     }
     let mut rules = Rules::system();
-    rules.program(&spec.command);
+    if let Some((program, args)) = spec.command.split_first() {
+        rules.program(program);
+        rules.files_named(args);
+    }
     rules
         .read
         .extend(spec.readable().into_iter().filter(|p| p.exists()));
@@ -268,14 +271,17 @@ fn start(
     let stopped = stop.clone();
     let gone = CancellationToken::new();
     let ended = gone.clone();
-    let terminal_rules = rules.cloned();
+    let terminal_confined = rules.map(|rules| crate::command::Confined {
+        rules: rules.clone(),
+        tmp: tmp.to_path_buf(),
+    });
     let terminal_dir = files.to_path_buf();
     tokio::spawn(async move {
         let _supervised = supervised;
         let _ended = ended.drop_guard();
         let place = Place {
             dir: terminal_dir,
-            rules: terminal_rules,
+            confined: terminal_confined,
         };
         tokio::select! {
             _ = stopped.cancelled() => {}
@@ -294,7 +300,7 @@ fn start(
 #[derive(Clone)]
 pub(crate) struct Place {
     pub dir: PathBuf,
-    pub rules: Option<Rules>,
+    pub confined: Option<crate::command::Confined>,
 }
 
 fn route_of(routes: &Routes, session: &SessionId) -> Option<Arc<Route>> {

@@ -71,7 +71,7 @@ impl Terminals {
             let ran = crate::command::run_confined(
                 &argv,
                 &place.dir,
-                place.rules.as_ref(),
+                place.confined.as_ref(),
                 limit,
                 &move || stop.is_cancelled(),
             );

@@ -328,7 +328,7 @@ fn summary_line(ran: &command::Ran) -> String {
     }
 }
 
-/// Runs `argv` in a scratch copy of `view`.
+/// Runs `argv` in a confined scratch copy of `view`.
 fn run_in_copy(
     view: &Overlay<'_>,
     caps: &Capabilities,
@@ -336,9 +336,7 @@ fn run_in_copy(
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<command::Ran, String> {
-    let dir = tempfile::tempdir().map_err(|e| format!("no scratch folder: {e}"))?;
-    command::checkout(view, dir.path(), |f| caps.may_see(f))?;
-    command::run(argv, dir.path(), limit, cancelled)
+    command::run_in_checkout(view, |f| caps.may_see(f), argv, limit, cancelled)
 }
 
 /// Tests `agent`'s change (see the module's comment).

@@ -724,14 +724,14 @@ impl AgentHost {
             "run_command" => {
                 let argv = args::string_list(name, &a, &kw, 0, "argv")?;
                 self.allowed(name, self.caps.check_command(&argv))?;
-                let dir = tempfile::tempdir().map_err(|e| format!("run_command(): {e}"))?;
-                crate::command::checkout(&self.overlay(), dir.path(), |f| self.caps.may_see(f))
-                    .map_err(|e| format!("run_command(): cannot check out the project: {e}"))?;
                 let cancel = self.cancel.clone();
-                let ran =
-                    crate::command::run(&argv, dir.path(), self.command_timeout, &move || {
-                        cancel.is_cancelled()
-                    })?;
+                let ran = crate::command::run_in_checkout(
+                    &self.overlay(),
+                    |f| self.caps.may_see(f),
+                    &argv,
+                    self.command_timeout,
+                    &move || cancel.is_cancelled(),
+                )?;
                 let text = ran.describe();
                 let _ = self.store.effect_record(
                     "command",
