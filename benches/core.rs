@@ -135,6 +135,96 @@ fn bench_import(files: &[(String, Vec<u8>)]) {
     );
 }
 
+/// An external agent's folder for a 1,500-file project: filling it next
+/// to `git worktree add` of the same tree (goal: ratio <= 1), filling it
+/// again for the agent's next run after the human changed 10 files (goal:
+/// <= 0.1 of that git), and reading back a run that changed 10 files
+/// (goal: <= 50 ms). And what the kernel's confinement adds to starting a
+/// process (goal: <= 5 ms).
+fn bench_workdir(files: &[(String, Vec<u8>)]) {
+    use chimera::workdir::Workdir;
+    let runs = 5;
+    let (mut fill, mut refill, mut back, mut base) = (vec![], vec![], vec![], vec![]);
+    for run in 0..runs {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        write_tree(&root, files);
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let store = Store::open(&root).unwrap();
+        sync::import(&store, &root, 2 << 20, &OpenBuffers::default()).unwrap();
+        agent(&store, "a");
+        let mut w = Workdir::create(&dir.path().join("work"), "a").unwrap();
+        let t = Instant::now();
+        let n = w.fill(&store, "a", &|_| true).unwrap();
+        fill.push(t.elapsed());
+        assert_eq!(n, files.len());
+        for (rel, data) in files.iter().take(10) {
+            let mut d = data.clone();
+            d.extend_from_slice(format!("# human {run}\n").as_bytes());
+            store.stable_put(rel, &d, 0o644, 2, 2 << 20).unwrap();
+        }
+        // The next run comes after this one's turn, not within the same
+        // tick of the file clock.
+        std::thread::sleep(Duration::from_millis(60));
+        let t = Instant::now();
+        assert_eq!(w.fill(&store, "a", &|_| true).unwrap(), 10);
+        refill.push(t.elapsed());
+        std::thread::sleep(Duration::from_millis(60));
+        for (rel, _) in files.iter().skip(100).take(10) {
+            std::fs::write(w.files().join(rel), format!("changed {run}\n")).unwrap();
+        }
+        let t = Instant::now();
+        let (changes, _) = w.read_back(2 << 20).unwrap();
+        back.push(t.elapsed());
+        assert_eq!(changes.len(), 10);
+
+        let repo = tempfile::tempdir().unwrap();
+        write_tree(repo.path(), files);
+        git(repo.path(), &["init", "-q"]);
+        git(repo.path(), &["add", "-A"]);
+        git(repo.path(), &["commit", "-q", "-m", "tree"]);
+        let t = Instant::now();
+        git(repo.path(), &["worktree", "add", "-q", "wt"]);
+        base.push(t.elapsed());
+    }
+    let (f, r, b, g) = (median(fill), median(refill), median(back), median(base));
+    println!(
+        "agent folder of {} files: fill {:.1} ms, git worktree add {:.1} ms, ratio {:.2} (target <= 1); \
+         next run after 10 human edits {:.1} ms, ratio {:.3} (target <= 0.1); \
+         reading back 10 changed files {:.1} ms (target <= 50)",
+        files.len(),
+        f.as_secs_f64() * 1e3,
+        g.as_secs_f64() * 1e3,
+        f.as_secs_f64() / g.as_secs_f64(),
+        r.as_secs_f64() * 1e3,
+        r.as_secs_f64() / g.as_secs_f64(),
+        b.as_secs_f64() * 1e3,
+    );
+    // Starting /bin/true 50 times, plain and confined.
+    let start = |confined: bool| {
+        let mut times = Vec::new();
+        for _ in 0..50 {
+            let t = Instant::now();
+            let mut c = Command::new("/bin/true");
+            if confined {
+                let mut rules = chimera::confine::Rules::system();
+                rules.program("/bin/true");
+                chimera::confine::confine(&mut c, &rules).unwrap();
+            }
+            assert!(c.status().unwrap().success());
+            times.push(t.elapsed());
+        }
+        median(times)
+    };
+    let (plain, confined) = (start(false), start(true));
+    println!(
+        "starting a process: {:.2} ms, confined {:.2} ms: {:.2} ms added (target <= 5)",
+        plain.as_secs_f64() * 1e3,
+        confined.as_secs_f64() * 1e3,
+        (confined.as_secs_f64() - plain.as_secs_f64()) * 1e3
+    );
+}
+
 fn agent(store: &Store, id: &str) {
     store
         .agent_insert(&AgentRecord {
@@ -919,6 +1009,7 @@ fn main() {
     bench_acp_write();
     bench_cli_agents();
     let files = python_corpus();
+    bench_workdir(&files);
     bench_snapshots(&files);
     bench_import(&files);
     bench_overlay();

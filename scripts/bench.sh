@@ -6,7 +6,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 nvim="$(scripts/install-nvim.sh)"
 echo "== core (cargo bench)"
-cargo bench --no-default-features --bench core 2>/dev/null | grep -E "^(import|overlay|accept|rebase|100 agents|snapshot|cli|sse|acp|mcp)"
+cargo bench --no-default-features --bench core 2>/dev/null | grep -E "^(import|overlay|accept|rebase|100 agents|snapshot|cli|sse|acp|mcp|agent folder|starting a process)"
 echo "== remora: index Django's sources (from PyPI) vs a bare tree-sitter parse and ctags -R"
 corpus="${REMORA_CORPUS:-}"
 if [ -z "$corpus" ]; then

@@ -40,6 +40,9 @@ fn text(conn: &Connection, hash: Option<&str>) -> Result<String, StoreError> {
     }
 }
 
+/// Why an agent ended `settled` when the human's text caught up with it.
+pub const SETTLED_BY_THE_HUMAN: &str = "your text already holds every change it made";
+
 /// Turns `agent`'s overlay into a proposal against the current stable
 /// layer. Changes the human made meanwhile are merged in; returns the files
 /// that could not be merged (a conflict) — their proposal is left as the
@@ -220,7 +223,7 @@ pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
                 // is left to review, so the agent is done, not pending.
                 let nothing_left = out.is_empty() && rec.state == AgentState::Completed;
                 if nothing_left {
-                    rec.state = AgentState::Accepted;
+                    rec.state = AgentState::Settled;
                     store::discard_changes(tx, agent)?;
                 }
                 store::agent_update(tx, &rec)?;
@@ -228,8 +231,8 @@ pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
                     store::append_event(
                         tx,
                         Some(agent),
-                        "accepted",
-                        &serde_json::json!({"files": [], "reason": "every change is already in your files"}),
+                        "settled",
+                        &serde_json::json!({"files": [], "reason": SETTLED_BY_THE_HUMAN}),
                     )?;
                 }
             }
@@ -319,8 +322,19 @@ pub fn accept_some(
         });
     }
     let (_, conflicted) = rebase(store, agent)?;
-    if store.agent(agent)?.state == AgentState::Accepted {
-        // The rebase found every change already in the human's files.
+    let mut rec = store.agent(agent)?;
+    if rec.state == AgentState::Settled {
+        // The rebase found every change already in the human's files; the
+        // human asked to accept it, so it is theirs: accepted, nothing
+        // written.
+        rec.state = AgentState::Accepted;
+        rec.updated_at = now_ms();
+        store.agent_update(&rec)?;
+        store.append_event(
+            Some(agent),
+            "accepted",
+            &serde_json::json!({"files": [], "reason": SETTLED_BY_THE_HUMAN}),
+        )?;
         return Ok(Accepted {
             done: true,
             ..Accepted::default()

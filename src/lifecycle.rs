@@ -235,7 +235,7 @@ impl Lifecycle {
     /// An agent's run ended well: its overlay becomes a proposal, shown
     /// together with the state that makes it reviewable. A run that
     /// changed nothing (an answer, messages to other nodes) has nothing to
-    /// review and ends `accepted`.
+    /// review and ends `settled`.
     pub fn complete(&self, id: &str, summary: &str, rounds: u32) -> Outcome {
         let conflicts = match accept::build_proposal(&self.store, id) {
             Ok(c) => c,
@@ -246,7 +246,7 @@ impl Lifecycle {
             Err(e) => return self.fail(id, &e.to_string()),
         };
         if files.is_empty() {
-            return self.state_change(id, AgentState::Accepted, Shown::Unchanged, |r| {
+            return self.state_change(id, AgentState::Settled, Shown::Unchanged, |r| {
                 r.summary = Some(summary.to_owned());
                 r.rounds = rounds;
             });
@@ -277,7 +277,7 @@ impl Lifecycle {
 
     /// The human's text of `path` changed (a buffer, the disk, an accept):
     /// every proposal on it is rebased; one whose every change the human
-    /// already has ends `accepted`.
+    /// already has ends `settled`, and is said so.
     pub fn stable_changed(&self, path: &str) -> Outcome {
         let mut out = Outcome {
             changed_paths: vec![path.to_owned()],
@@ -298,16 +298,18 @@ impl Lifecycle {
                 let ended = self
                     .store
                     .agent(id)
-                    .is_ok_and(|rec| rec.state == AgentState::Accepted);
+                    .is_ok_and(|rec| rec.state == AgentState::Settled);
                 if ended {
-                    self.change(id, Shown::Cleared).verdict(
-                        id,
-                        Verdict::Accepted {
-                            files: vec![],
-                            hunk: None,
-                            done: true,
-                        },
-                    )
+                    // Nobody accepted anything: no verdict, only what happened.
+                    let mut out = self.change(id, Shown::Cleared);
+                    out.notices.push((
+                        Level::Info,
+                        format!(
+                            "Chimera: agent {id} settled: {}; nothing is left to review",
+                            accept::SETTLED_BY_THE_HUMAN
+                        ),
+                    ));
+                    out
                 } else {
                     match self.proposal(id) {
                         Ok(shown) => self.change(id, shown),

@@ -381,6 +381,7 @@ const WITHOUT_DIFF = {
   queued: "Waiting for a free slot…",
   running: "Working on it…",
   accepted: "Accepted: its changes are in your files.",
+  settled: "Settled: nothing left to review — it changed nothing, or your text already holds its change.",
   rejected: "Rejected.",
   cancelled: "Cancelled.",
   failed: "It failed (see Error).",

@@ -16,6 +16,7 @@ local STATE_HL = {
   running = "DiagnosticInfo",
   completed = "DiagnosticOk",
   accepted = "Comment",
+  settled = "Comment",
   rejected = "Comment",
   cancelled = "Comment",
   failed = "DiagnosticError",

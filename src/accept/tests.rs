@@ -232,7 +232,7 @@ fn rebase_follows_human_edits_between_proposal_and_accept() {
 }
 
 #[test]
-fn a_proposal_already_in_the_humans_files_ends_accepted() {
+fn a_proposal_already_in_the_humans_files_ends_settled_not_accepted() {
     let f = fixture(&[("a.py", "1\n2\n"), ("b.py", "x\n")]);
     agent(
         &f,
@@ -256,13 +256,17 @@ fn a_proposal_already_in_the_humans_files_ends_accepted() {
     let (changed, conflicted) = rebase(&f.store, "ag").unwrap();
     assert!(changed && !conflicted);
     let rec = f.store.agent("ag").unwrap();
-    assert_eq!(rec.state, AgentState::Accepted, "nothing left to review");
+    assert_eq!(
+        rec.state,
+        AgentState::Settled,
+        "nothing left to review, and nobody accepted it"
+    );
     assert!(f.store.proposal_files("ag").unwrap().is_empty());
     let events = f.store.events_since(0).unwrap();
     let (_, agent_id, kind, _) = events.last().unwrap();
     assert_eq!(
         (agent_id.as_deref(), kind.as_str()),
-        (Some("ag"), "accepted")
+        (Some("ag"), "settled")
     );
 }
 

@@ -188,7 +188,7 @@ fn state(s: AgentState) -> &'static str {
     match s {
         AgentState::Queued => "submitted",
         AgentState::Running => "working",
-        AgentState::Completed | AgentState::Accepted => "completed",
+        AgentState::Completed | AgentState::Accepted | AgentState::Settled => "completed",
         AgentState::Rejected => "rejected",
         AgentState::Failed => "failed",
         AgentState::Cancelled => "canceled",
@@ -199,6 +199,10 @@ fn status(rec: &AgentRecord) -> Value {
     let said = match rec.state {
         AgentState::Completed => Some("A proposal waits for the human's review.".to_owned()),
         AgentState::Accepted => Some("The human accepted the change.".to_owned()),
+        AgentState::Settled => Some(
+            "Nothing is left to review: it changed nothing, or the human's text already holds its change."
+                .to_owned(),
+        ),
         AgentState::Rejected => Some("The human rejected the change.".to_owned()),
         AgentState::Failed => rec.error.clone(),
         _ => None,
@@ -226,7 +230,10 @@ fn task(b: &Shared, rec: &AgentRecord) -> Value {
         "status": status(rec),
         "metadata": { "chimera": { "state": rec.state.as_str(), "files": rec.changed_files } },
     });
-    if matches!(rec.state, AgentState::Completed | AgentState::Accepted) {
+    if matches!(
+        rec.state,
+        AgentState::Completed | AgentState::Accepted | AgentState::Settled
+    ) {
         let diff = crate::accept::proposal_unified(b.store(), &rec.id).unwrap_or_default();
         task["artifacts"] = json!([{
             "artifactId": format!("{}-proposal", rec.id),
@@ -286,7 +293,12 @@ fn stream(b: Shared, id: Value, agent: String) -> impl IntoResponse {
                 }
             } else if last != Some(rec.state) {
                 let done = !rec.state.is_active();
-                if done && matches!(rec.state, AgentState::Completed | AgentState::Accepted) {
+                if done
+                    && matches!(
+                        rec.state,
+                        AgentState::Completed | AgentState::Accepted | AgentState::Settled
+                    )
+                {
                     let artifact = task(&b, &rec)["artifacts"][0].clone();
                     let _ = tx
                         .send(answer(&id, json!({ "kind": "artifact-update", "taskId": rec.id, "contextId": rec.id, "artifact": artifact, "lastChunk": true })))

@@ -71,11 +71,11 @@ fn a_completed_state_and_its_proposal_are_one_message() {
 }
 
 #[test]
-fn a_run_that_changed_nothing_ends_accepted_with_nothing_to_review() {
+fn a_run_that_changed_nothing_ends_settled_with_nothing_to_review() {
     let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
     ran(&lc, "ag", &[]);
     let out = lc.complete("ag", "an answer", 1);
-    assert_eq!(kinds(&announce(&out, &lc.root)), ["agent accepted"]);
+    assert_eq!(kinds(&announce(&out, &lc.root)), ["agent settled"]);
     assert_eq!(
         lc.store.agent("ag").unwrap().summary.as_deref(),
         Some("an answer")
@@ -117,15 +117,20 @@ fn feedback_clears_the_proposal_and_hands_back_the_agent_to_run_again() {
 }
 
 #[test]
-fn typing_the_proposal_yourself_ends_it_accepted_once() {
+fn typing_the_proposal_yourself_ends_it_settled_once_and_says_so() {
     let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
     ran(&lc, "ag", &[("a.py", "x = 2\n")]);
     lc.complete("ag", "two", 1);
     let p = ProjectPath::parse("a.py").unwrap();
     let out = lc.buffer_text(&p, "x = 2\n");
+    // Nobody accepted anything: no verdict, and the human is told why it
+    // ended.
     assert_eq!(
         kinds(&announce(&out, &lc.root)),
-        ["agent accepted -proposal", "resolved true"]
+        [
+            "agent settled -proposal",
+            "notify Chimera: agent ag settled: your text already holds every change it made; nothing is left to review"
+        ]
     );
     assert!(lc.buffer_text(&p, "x = 2\n").changes.is_empty(), "once");
 }

@@ -89,7 +89,10 @@ pub(super) fn send(
             }
         }
         let Ok(rec) = c.store.agent(&id) else { return };
-        let ended_well = matches!(rec.state, AgentState::Completed | AgentState::Accepted);
+        let ended_well = matches!(
+            rec.state,
+            AgentState::Completed | AgentState::Accepted | AgentState::Settled
+        );
         if !answered && ended_well {
             // Code mode says what it did only in its summary.
             if let Some(summary) = rec.summary.as_deref().filter(|s| !s.is_empty()) {

@@ -99,7 +99,9 @@ pub(super) fn after_run(core: &Arc<Core>, agent: &str, job: &NodeJob) {
     };
     let correlation = job.correlation.as_deref();
     match rec.state {
-        crate::store::AgentState::Completed | crate::store::AgentState::Accepted => {
+        crate::store::AgentState::Completed
+        | crate::store::AgentState::Accepted
+        | crate::store::AgentState::Settled => {
             let text = |hash: &Option<String>| {
                 hash.as_deref()
                     .and_then(|h| core.store.blob(h).ok())

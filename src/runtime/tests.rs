@@ -1129,7 +1129,7 @@ fn the_free_chat_streams_keeps_its_history_across_restarts_and_proposes_changes(
     // have been announced before the answer's chat entry).
     let store = Store::open(&root).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while store.agent("c1").unwrap().state != AgentState::Accepted {
+    while store.agent("c1").unwrap().state != AgentState::Settled {
         assert!(
             std::time::Instant::now() < deadline,
             "the turn never ended: {:?}",

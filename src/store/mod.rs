@@ -186,6 +186,10 @@ pub enum AgentState {
     Running,
     Completed,
     Accepted,
+    /// Ended with nothing to review, and nobody accepted anything: the
+    /// run changed no file (an answer, messages to other nodes), or the
+    /// human's text already holds every change it made.
+    Settled,
     Rejected,
     Failed,
     Cancelled,
@@ -198,6 +202,7 @@ impl AgentState {
             Self::Running => "running",
             Self::Completed => "completed",
             Self::Accepted => "accepted",
+            Self::Settled => "settled",
             Self::Rejected => "rejected",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
@@ -210,6 +215,7 @@ impl AgentState {
             "running" => Self::Running,
             "completed" => Self::Completed,
             "accepted" => Self::Accepted,
+            "settled" => Self::Settled,
             "rejected" => Self::Rejected,
             "failed" => Self::Failed,
             "cancelled" => Self::Cancelled,
@@ -226,23 +232,26 @@ impl AgentState {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            Self::Accepted | Self::Rejected | Self::Failed | Self::Cancelled
+            Self::Accepted | Self::Settled | Self::Rejected | Self::Failed | Self::Cancelled
         )
     }
 
     /// The lifecycle: `queued → running → completed → accepted | rejected`,
     /// plus `failed` and `cancelled`. A running agent whose owner died goes
     /// back to `queued` (recovery); a completed one may run again (reject
-    /// with feedback). A run that changed nothing (an answer in the chat,
-    /// messages to other nodes) has nothing to review and ends `accepted`.
+    /// with feedback). Only a human (or a script of theirs) makes an agent
+    /// `accepted`; a run that changed nothing, or whose every change the
+    /// human's text already holds, ends `settled`.
     pub fn can_become(self, to: Self) -> bool {
         use AgentState::*;
         self == to
             || matches!(
                 (self, to),
                 (Queued, Running | Cancelled | Failed)
-                    | (Running, Completed | Accepted | Failed | Cancelled | Queued)
-                    | (Completed, Accepted | Rejected | Queued | Cancelled | Failed)
+                    | (Running, Completed | Settled | Failed | Cancelled | Queued)
+                    | (Completed, Accepted | Settled | Rejected | Queued | Cancelled | Failed)
+                    // The human accepts what their text already holds.
+                    | (Settled, Accepted)
             )
     }
 }
@@ -970,7 +979,7 @@ impl Store {
         let tx = conn.transaction()?;
         let cutoff = now_ms() - older_than_ms;
         let agents = tx.execute(
-            "DELETE FROM agents WHERE state IN ('accepted', 'rejected', 'failed', 'cancelled') AND updated_at < ?1",
+            "DELETE FROM agents WHERE state IN ('accepted', 'settled', 'rejected', 'failed', 'cancelled') AND updated_at < ?1",
             [cutoff],
         )?;
         // The effect log keeps the same window of history.

@@ -256,6 +256,11 @@ fn purge_removes_old_terminal_agents_and_unreferenced_blobs_only() {
     done.state = AgentState::Failed;
     done.updated_at = now_ms() - 100_000;
     store.agent_insert(&done).unwrap();
+    // Every end state is purged, `settled` too.
+    let mut settled = record("settled");
+    settled.state = AgentState::Settled;
+    settled.updated_at = now_ms() - 100_000;
+    store.agent_insert(&settled).unwrap();
     let mut review = record("review");
     review.state = AgentState::Completed;
     review.updated_at = now_ms() - 100_000;
@@ -275,7 +280,7 @@ fn purge_removes_old_terminal_agents_and_unreferenced_blobs_only() {
         .effect_record("llm", Some("review"), "new call", "y", 1)
         .unwrap();
     let (agents, blobs) = store.purge(50_000).unwrap();
-    assert_eq!((agents, blobs), (1, 1));
+    assert_eq!((agents, blobs), (2, 1));
     let effects = store.effects(0, None).unwrap();
     assert_eq!(
         effects.len(),

@@ -135,7 +135,7 @@ h.test("the human typing elsewhere rebases the proposal; accept keeps both", fun
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched")
 end)
 
-h.test("typing exactly what the agent proposed ends the proposal as accepted", function()
+h.test("typing exactly what the agent proposed settles the proposal, said so, not accepted", function()
   local root, buf = open_app()
   local accepted = h.user_events("ChimeraAccepted")
   local id = chimera.spawn("add a docstring to parse_config")
@@ -143,16 +143,16 @@ h.test("typing exactly what the agent proposed ends the proposal as accepted", f
   h.wait_for("ghost text", function()
     return #ghost_lines(buf) > 0
   end)
-  vim.api.nvim_buf_set_lines(buf, 1, 1, false, { '    """Parse the config file."""' })
+  h.wait_for_notice("your text already holds every change it made", function()
+    vim.api.nvim_buf_set_lines(buf, 1, 1, false, { '    """Parse the config file."""' })
+  end)
   h.wait_for("the agent to end", function()
-    return chimera.agent(id).state == "accepted"
+    return chimera.agent(id).state == "settled"
   end)
   h.wait_for("the ghost text to go", function()
     return #ghost_lines(buf) == 0 and #chimera.proposals() == 0
   end)
-  h.wait_for("User ChimeraAccepted", function()
-    return #accepted == 1 and accepted[1].id == id
-  end)
+  h.eq(#accepted, 0, "nobody accepted anything")
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched: the human has not saved")
 end)
 
