@@ -72,6 +72,7 @@ pub mod store;
 pub mod sync;
 pub mod trust;
 pub mod workdir;
+pub mod workspace;
 
 #[cfg(feature = "neovim")]
 pub mod nvim;

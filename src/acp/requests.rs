@@ -15,10 +15,10 @@ use agent_client_protocol::v1::schema::{
 
 use super::transcript::{last_line, Piece, Transcript};
 use crate::capabilities::Capabilities;
-use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::store::Store;
 use crate::workdir::{Change, Workdir};
+use crate::workspace::Workspace;
 
 /// The Chimera agent an ACP session works for.
 pub struct Route {
@@ -139,24 +139,16 @@ impl Route {
     /// what is refused stays out, and the log says why.
     pub fn take_back(&self, work: &mut Workdir) -> Result<(), crate::workdir::WorkdirError> {
         let (changes, refused) = work.read_back(self.max_bytes)?;
-        let overlay = Overlay::new(&self.store, &self.agent_id, self.max_bytes);
+        let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
         for change in changes {
-            let (what, p) = match &change {
-                Change::Write(p, data) => (format!("changed {p} ({} bytes)", data.len()), p),
-                Change::Delete(p) => (format!("deleted {p}"), p),
+            let (what, result) = match &change {
+                Change::Write(p, data) => (
+                    format!("changed {p} ({} bytes)", data.len()),
+                    ws.write(p, data),
+                ),
+                Change::Delete(p) => (format!("deleted {p}"), ws.delete(p)),
             };
-            let result = self
-                .caps
-                .check_write(p.as_str())
-                .map_err(|d| d.to_string())
-                .and_then(|()| {
-                    match &change {
-                        Change::Write(p, data) => overlay.write(p, data),
-                        Change::Delete(p) => overlay.delete(p),
-                    }
-                    .map_err(|e| e.to_string())
-                });
-            let _ = self.logged(format!("folder {what}"), result);
+            let _ = self.logged(format!("folder {what}"), result.map_err(|e| e.to_string()));
         }
         for r in refused {
             let _ = self.logged(format!("folder left {}", r.path), Err::<(), _>(r.why));

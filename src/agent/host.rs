@@ -12,6 +12,7 @@ use crate::overlay::Overlay;
 use crate::paths::{parse_dir, ProjectPath};
 use crate::sandbox::{args, Host, Value};
 use crate::store::Store;
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// What a write that would change nothing is refused with; tool mode
 /// then asks the next reply as a code block.
@@ -164,6 +165,24 @@ impl AgentHost {
     fn path(fname: &str, a: &[Value], kw: &[(Value, Value)]) -> Result<ProjectPath, String> {
         let raw = args::string(fname, a, kw, 0, "path")?;
         ProjectPath::parse(&raw).map_err(|e| format!("{fname}(): {e}"))
+    }
+
+    /// The agent's files behind its capabilities.
+    fn workspace(&self) -> Workspace<'_> {
+        Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes)
+    }
+
+    /// A file operation's failure as the program sees it; a refusal is
+    /// logged as `allowed` logs one.
+    fn refused(&self, fname: &str, e: WorkspaceError) -> String {
+        if let WorkspaceError::Denied(why) = &e {
+            let _ = self.store.append_event(
+                Some(&self.agent_id),
+                "denied",
+                &serde_json::json!({"call": fname, "reason": why}),
+            );
+        }
+        format!("{fname}(): {e}")
     }
 
     /// Refuses a call the capabilities forbid, with the reason, and logs it.
@@ -651,39 +670,38 @@ impl AgentHost {
         match name {
             "get_task" => Ok(Value::String(self.task.clone())),
             "read_file" => {
-                let p = Self::path(name, &a, &kw)?;
-                self.allowed(name, self.caps.check_read(p.as_str()))?;
-                self.overlay()
-                    .read_text(&p)
+                let ws = self.workspace();
+                let raw = args::string(name, &a, &kw, 0, "path")?;
+                ws.path(&raw)
+                    .and_then(|p| ws.read_text(&p))
                     .map(Value::String)
-                    .map_err(|e| format!("read_file(): {e}"))
+                    .map_err(|e| self.refused(name, e))
             }
             "write_file" => {
-                let p = Self::path(name, &a, &kw)?;
-                self.allowed(name, self.caps.check_write(p.as_str()))?;
+                let raw = args::string(name, &a, &kw, 0, "path")?;
                 let content = args::string(name, &a, &kw, 1, "content")?;
-                self.overlay()
-                    .write(&p, content.as_bytes())
-                    .map_err(|e| format!("write_file(): {e}"))?;
+                let ws = self.workspace();
+                let p = ws
+                    .path(&raw)
+                    .and_then(|p| ws.write(&p, content.as_bytes()).map(|()| p))
+                    .map_err(|e| self.refused(name, e))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
             }
             "delete_file" => {
-                let p = Self::path(name, &a, &kw)?;
-                self.allowed(name, self.caps.check_write(p.as_str()))?;
-                self.overlay()
-                    .delete(&p)
-                    .map_err(|e| format!("delete_file(): {e}"))?;
+                let raw = args::string(name, &a, &kw, 0, "path")?;
+                let ws = self.workspace();
+                let p = ws
+                    .path(&raw)
+                    .and_then(|p| ws.delete(&p).map(|()| p))
+                    .map_err(|e| self.refused(name, e))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
             }
             "list_dir" => {
                 let raw = args::opt_string(name, &a, &kw, 0, "path")?.unwrap_or_default();
                 let dir = parse_dir(&raw).map_err(|e| format!("list_dir(): {e}"))?;
-                let entries = self
-                    .overlay()
-                    .list_dir(&dir, |f| self.caps.may_see(f))
-                    .map_err(|e| e.to_string())?;
+                let entries = self.workspace().list_dir(&dir).map_err(|e| e.to_string())?;
                 Ok(Value::List(
                     entries.into_iter().map(Value::String).collect(),
                 ))

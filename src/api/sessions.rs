@@ -18,9 +18,9 @@ use serde_json::{json, Map, Value};
 use super::routes::{error_in, new_id, Answer, ApiError, Shared};
 use crate::capabilities::{Capabilities, Denied};
 use crate::messages::{AgentView, ToCore};
-use crate::overlay::Overlay;
-use crate::paths::{parse_dir, ProjectPath};
+use crate::paths::parse_dir;
 use crate::store::AgentState;
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// How a session's agent is marked (`external` = this and the host's name).
 pub const AGENT_PREFIX: &str = "mcp:";
@@ -239,6 +239,19 @@ fn denied(d: Denied) -> ApiError {
     ApiError(StatusCode::FORBIDDEN, d.to_string())
 }
 
+/// A file operation's failure as an HTTP status.
+fn refused(e: WorkspaceError) -> ApiError {
+    let status = match &e {
+        WorkspaceError::Denied(_) => StatusCode::FORBIDDEN,
+        WorkspaceError::NotFound(_) => StatusCode::NOT_FOUND,
+        WorkspaceError::Invalid(_) | WorkspaceError::TooLarge(_) | WorkspaceError::NotText(_) => {
+            StatusCode::BAD_REQUEST
+        }
+        WorkspaceError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    ApiError(status, e.to_string())
+}
+
 impl Call<'_> {
     async fn run(&self, tool: &str) -> Result<Value, ApiError> {
         match tool {
@@ -278,47 +291,45 @@ impl Call<'_> {
         }
     }
 
-    fn path(&self) -> Result<ProjectPath, ApiError> {
-        let raw = self.string("path")?;
-        let p = ProjectPath::parse(&raw).map_err(|e| ApiError::bad(e.to_string()))?;
-        crate::rootfs::check_no_links(self.b.root(), &p)
-            .map_err(|e| ApiError(StatusCode::FORBIDDEN, e.to_string()))?;
-        Ok(p)
-    }
-
     fn max_bytes(&self) -> u64 {
         self.b.config().map_or(0, |c| c.sync.max_file_bytes)
     }
 
-    /// The session's view: its agent's overlay over the human's text (an
-    /// agent ID with nothing in it reads the human's text alone).
-    fn with_overlay<R>(&self, f: impl FnOnce(&Overlay<'_>) -> R) -> R {
-        let agent = self.session.agent.as_deref().unwrap_or("");
-        f(&Overlay::new(self.b.store(), agent, self.max_bytes()))
+    /// The session's files: its agent's overlay over the human's text (an
+    /// agent ID with nothing in it reads the human's text alone), behind
+    /// its capabilities.
+    fn with_workspace<R>(&self, agent: Option<&str>, f: impl FnOnce(&Workspace<'_>) -> R) -> R {
+        let agent = agent.or(self.session.agent.as_deref()).unwrap_or("");
+        f(&Workspace::new(
+            self.b.store(),
+            agent,
+            &self.session.caps,
+            self.max_bytes(),
+        ))
     }
 
     fn read_file(&self) -> Result<Value, ApiError> {
-        let p = self.path()?;
-        self.session.caps.check_read(p.as_str()).map_err(denied)?;
-        self.with_overlay(|o| o.read_text(&p))
+        let raw = self.string("path")?;
+        self.with_workspace(None, |ws| ws.path(&raw).and_then(|p| ws.read_text(&p)))
             .map(Value::String)
-            .map_err(|e| ApiError::not_found(e.to_string()))
+            .map_err(refused)
     }
 
     fn list_dir(&self) -> Result<Value, ApiError> {
         let raw = self.opt_string("path")?.unwrap_or_default();
         let dir = parse_dir(&raw).map_err(|e| ApiError::bad(e.to_string()))?;
-        let caps = &self.session.caps;
-        self.with_overlay(|o| o.list_dir(&dir, |f| caps.may_see(f)))
+        self.with_workspace(None, |ws| ws.list_dir(&dir))
             .map(|entries| json!(entries))
-            .map_err(|e| ApiError::bad(e.to_string()))
+            .map_err(refused)
     }
 
     fn search_files(&self) -> Result<Value, ApiError> {
         let pattern = self.string("pattern")?;
-        self.with_overlay(|o| crate::agent::host::search(o, &self.session.caps, &pattern))
-            .map(|found| json!(found))
-            .map_err(ApiError::bad)
+        self.with_workspace(None, |ws| {
+            crate::agent::host::search(ws.overlay(), &self.session.caps, &pattern)
+        })
+        .map(|found| json!(found))
+        .map_err(ApiError::bad)
     }
 
     /// The agent this session writes into, recorded `running` at its
@@ -356,23 +367,30 @@ impl Call<'_> {
     }
 
     async fn write_file(&self) -> Result<Value, ApiError> {
-        let p = self.path()?;
+        let raw = self.string("path")?;
         let content = self.string("content")?;
-        self.session.caps.check_write(p.as_str()).map_err(denied)?;
+        // Refused before a proposal is opened for it.
+        let p = self
+            .with_workspace(None, |ws| {
+                ws.path(&raw).and_then(|p| ws.may_write(&p).map(|()| p))
+            })
+            .map_err(refused)?;
         let agent = self.writer().await?;
-        Overlay::new(self.b.store(), &agent, self.max_bytes())
-            .write(&p, content.as_bytes())
-            .map_err(|e| ApiError::bad(e.to_string()))?;
+        self.with_workspace(Some(&agent), |ws| ws.write(&p, content.as_bytes()))
+            .map_err(refused)?;
         Ok(json!({ "written": p.as_str(), "agent": agent }))
     }
 
     async fn delete_file(&self) -> Result<Value, ApiError> {
-        let p = self.path()?;
-        self.session.caps.check_write(p.as_str()).map_err(denied)?;
+        let raw = self.string("path")?;
+        let p = self
+            .with_workspace(None, |ws| {
+                ws.path(&raw).and_then(|p| ws.may_write(&p).map(|()| p))
+            })
+            .map_err(refused)?;
         let agent = self.writer().await?;
-        Overlay::new(self.b.store(), &agent, self.max_bytes())
-            .delete(&p)
-            .map_err(|e| ApiError::not_found(e.to_string()))?;
+        self.with_workspace(Some(&agent), |ws| ws.delete(&p))
+            .map_err(refused)?;
         Ok(json!({ "deleted": p.as_str(), "agent": agent }))
     }
 
@@ -443,7 +461,10 @@ impl Call<'_> {
     }
 
     fn nodes(&self) -> Result<Value, ApiError> {
-        let p = self.path()?;
+        let raw = self.string("path")?;
+        let p = self
+            .with_workspace(None, |ws| ws.path(&raw))
+            .map_err(refused)?;
         self.session.caps.check_read(p.as_str()).map_err(denied)?;
         let ix = super::nodes::index(self.b)?;
         let ix = ix.read();
@@ -486,9 +507,11 @@ impl Call<'_> {
                 .collect();
             return Ok(json!(seen));
         }
-        let source = ProjectPath::parse(&node.file_path)
+        let source = self
+            .with_workspace(None, |ws| {
+                ws.path(&node.file_path).and_then(|p| ws.read_text(&p))
+            })
             .ok()
-            .and_then(|p| self.with_overlay(|o| o.read_text(&p)).ok())
             .and_then(|text| crate::agent::node::node_source(&text, &node));
         Ok(json!({ "node": node, "source": source }))
     }
