@@ -74,6 +74,8 @@ const RACY: Duration = Duration::from_millis(50);
 /// One agent's folder.
 #[derive(Debug)]
 pub struct Workdir {
+    /// Holds `files`, `tmp` and `stderr`: removed whole with the agent.
+    base: PathBuf,
     files: PathBuf,
     tmp: PathBuf,
     /// What the program says on stderr, for the errors that name it.
@@ -158,6 +160,7 @@ impl Workdir {
         private_dir(&files)?;
         private_dir(&tmp)?;
         Ok(Workdir {
+            base: base.clone(),
             files,
             tmp,
             stderr: base.join("stderr.log"),
@@ -166,6 +169,18 @@ impl Workdir {
             refused: BTreeMap::new(),
             looked: SystemTime::UNIX_EPOCH,
         })
+    }
+
+    /// Removes the folder and all in it (once its agent has ended);
+    /// nothing in it is followed out of it.
+    pub fn remove(self) -> Result<(), WorkdirError> {
+        let parent = self.base.parent().unwrap_or(&self.base).to_path_buf();
+        let name = self
+            .base
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(rootfs::remove_entry(&parent, "", &name)?)
     }
 
     /// The project as the agent sees it.

@@ -825,3 +825,31 @@ fn a_hostile_agent_writing_and_reading_on_its_own_reaches_nothing_outside_its_fo
         assert!(!alive, "detached child {pid} outlived the run");
     }
 }
+
+#[test]
+fn an_ended_agents_folder_is_removed_and_a_pending_ones_kept() {
+    let mut r = run_with(
+        json!([[{"replace": ["calc.py", "a - b", "a + b"]}]]),
+        "sandbox",
+    );
+    let folder =
+        |r: &Run, n: usize| PathBuf::from(r.received("session/new")[n]["cwd"].as_str().unwrap());
+    r.spawn("one", "fix add");
+    r.reaches("one", "completed");
+    r.spawn("two", "fix add");
+    r.reaches("two", "completed");
+    let (one, two) = (folder(&r, 0), folder(&r, 1));
+    assert!(one.exists() && two.exists(), "both may still run again");
+    r.send(ToCore::Reject {
+        id: "one".into(),
+        feedback: None,
+    });
+    r.reaches("one", "rejected");
+    r.spawn("three", "fix add");
+    r.reaches("three", "completed");
+    assert!(
+        !one.exists(),
+        "the rejected agent's copy of the project is gone"
+    );
+    assert!(two.exists(), "a pending proposal keeps its folder");
+}

@@ -112,11 +112,30 @@ impl Pool {
         }
     }
 
-    /// Chimera agent `agent`'s folder, made on its first run.
-    fn workdir(&self, agent: &str) -> Result<Arc<Mutex<Workdir>>, AgentError> {
+    /// Chimera agent `agent`'s folder, made on its first run. The
+    /// folders of agents that have ended go first: a copy of the project
+    /// is kept only while its agent may run again.
+    fn workdir(&self, store: &Store, agent: &str) -> Result<Arc<Mutex<Workdir>>, AgentError> {
         let broken =
             |e: String| AgentError::External(format!("cannot make the agent's folder: {e}"));
         let mut all = self.workdirs.lock().map_err(|e| broken(e.to_string()))?;
+        let ended: Vec<String> = all
+            .keys()
+            .filter(|id| {
+                id.as_str() != agent && store.agent(id).map_or(true, |rec| rec.state.is_terminal())
+            })
+            .cloned()
+            .collect();
+        for id in ended {
+            let gone = all
+                .remove(&id)
+                .and_then(|w| Arc::try_unwrap(w).ok())
+                .and_then(|w| w.into_inner().ok());
+            if let Some(w) = gone {
+                // Left behind, it goes with the core's temporary folder.
+                let _ = w.remove();
+            }
+        }
         if let Some(w) = all.get(agent) {
             return Ok(w.clone());
         }
@@ -552,7 +571,7 @@ pub async fn run(
         ))
     })?;
     let caps = agent::capabilities(config, job, services)?;
-    let workdir = pool.workdir(&job.id)?;
+    let workdir = pool.workdir(&store, &job.id)?;
     let transcript = Arc::new(Mutex::new(transcript::Transcript::default()));
     let one = Attempt {
         pool,
