@@ -77,6 +77,26 @@ pub fn checkout(
     Ok(n)
 }
 
+/// Ends a supervised tree ([`crate::reaper`]): `stop` dropped, the
+/// supervisor ends everything the command started and exits; only one
+/// that cannot within 2 s (stuck in the kernel) is killed with its group.
+/// Killing it first would orphan what it has yet to end.
+pub fn end_tree(child: &mut std::process::Child, stop: crate::reaper::Stop) {
+    drop(stop);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Runs `argv` in `dir` (no shell; stdin closed) for at most `limit`, or
 /// until `cancelled` says so. The command runs under a supervisor
 /// ([`crate::reaper`]) that ends everything it started when it exits, at
@@ -211,19 +231,9 @@ pub fn run_confined(
     // waited for longer than a moment, and its group is killed.
     let mut stop = Some(stop);
     let mut kill_group = |child: &mut std::process::Child| {
-        drop(stop.take());
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if let Some(stop) = stop.take() {
+            end_tree(child, stop);
         }
-        if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-        let _ = child.kill();
-        let _ = child.wait();
     };
     let status = loop {
         match child.try_wait() {

@@ -108,47 +108,28 @@ impl Rules {
     /// folder that holds it (a project under `/opt`) is dropped: the
     /// program loses that folder, not the project its protection.
     pub fn keep_out(&mut self, root: &Path) -> Result<(), ConfineError> {
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        let check = |rules: &mut Vec<PathBuf>| -> Result<(), ConfineError> {
+        let root = real(root);
+        for rules in [&mut self.read, &mut self.write] {
             let mut kept = Vec::with_capacity(rules.len());
             for p in rules.drain(..) {
-                let real = p.canonicalize().unwrap_or_else(|_| p.clone());
-                if real.starts_with(&root) {
-                    return Err(ConfineError::TouchesProject {
-                        path: p,
-                        root: root.clone(),
-                        how: "lies inside",
-                    });
+                match touches(&p, &root) {
+                    None => kept.push(p),
+                    Some("holds") if SYSTEM.iter().any(|s| Path::new(s) == p) => {}
+                    Some(how) => return Err(ConfineError::TouchesProject { path: p, root, how }),
                 }
-                if root.starts_with(&real) {
-                    if SYSTEM.iter().any(|s| Path::new(s) == p) {
-                        continue;
-                    }
-                    return Err(ConfineError::TouchesProject {
-                        path: p,
-                        root: root.clone(),
-                        how: "holds",
-                    });
-                }
-                kept.push(p);
             }
             *rules = kept;
-            Ok(())
-        };
-        check(&mut self.read)?;
-        check(&mut self.write)
+        }
+        Ok(())
     }
 
     /// Drops every rule that holds `root` or lies inside it: for rules
     /// made up automatically (a command's), where losing a folder is
     /// better than failing.
     pub fn drop_touching(&mut self, root: &Path) {
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let root = real(root);
         for rules in [&mut self.read, &mut self.write] {
-            rules.retain(|p| {
-                let real = p.canonicalize().unwrap_or_else(|_| p.clone());
-                !real.starts_with(&root) && !root.starts_with(&real)
-            });
+            rules.retain(|p| touches(p, &root).is_none());
         }
     }
 
@@ -230,6 +211,25 @@ fn interpreter_of(script: &Path) -> Option<String> {
     }
 }
 
+/// `p` with its links resolved, as the kernel sees it (as given when it
+/// does not exist).
+fn real(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// How rule `p` touches the project at `root` (resolved): it "lies
+/// inside" it, it "holds" it, or not at all.
+fn touches(p: &Path, root: &Path) -> Option<&'static str> {
+    let p = real(p);
+    if p.starts_with(root) {
+        Some("lies inside")
+    } else if root.starts_with(&p) {
+        Some("holds")
+    } else {
+        None
+    }
+}
+
 /// `name` as a shell would run it: a path as given, else the first
 /// executable of that name on `PATH`.
 fn find_program(name: &str) -> Option<PathBuf> {
@@ -242,9 +242,11 @@ fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Whether this system can confine programs at all.
+/// Whether this system can confine programs at all (asked of the kernel
+/// once).
 pub fn available() -> bool {
-    imp::available()
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(imp::available)
 }
 
 /// Makes `command`, once spawned, run confined to `rules`; every process

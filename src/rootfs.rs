@@ -200,19 +200,9 @@ pub fn write_scratch(
     rustix::fs::fchmod(&f, Mode::from_raw_mode(mode & 0o777)).map_err(|e| io_err(p, e))
 }
 
-/// Removes whatever is at `path` under `root` (a file, a link — not what
-/// it points to — or a whole folder), reaching it through no link.
-pub fn remove_scratch(root: &Path, path: &ProjectPath) -> Result<(), DiskError> {
-    let p = path.as_str();
-    let Some((dir, name)) = open_parent(root, path, false)? else {
-        return Ok(());
-    };
-    let name = std::ffi::CString::new(name).map_err(|e| io_err(p, std::io::Error::other(e)))?;
-    remove_raw(&dir, &name, p)
-}
-
 /// Removes entry `name` (any name, `.git` too) of folder `dir` (a project
-/// path, "" for the root) under `root`, and all it holds, through no link.
+/// path, "" for the root) under `root` — a file, a link (not what it
+/// points to) or a folder with all it holds — reaching it through no link.
 pub fn remove_entry(root: &Path, dir: &str, name: &str) -> Result<(), DiskError> {
     let mut fd = open_root(root, dir)?;
     for part in dir

@@ -384,17 +384,11 @@ impl Workdir {
     }
 }
 
-/// Removes `path` (whatever it is) from the folder `root`, through no link.
+/// Removes `path` (whatever it is, `.git` too) from the folder `root`,
+/// through no link.
 fn remove(root: &Path, path: &str) -> Result<(), WorkdirError> {
-    match ProjectPath::parse(path) {
-        Ok(p) => Ok(rootfs::remove_scratch(root, &p)?),
-        // A reserved name (`.git`): removed by its raw name from its
-        // folder, reached through no link.
-        Err(_) => {
-            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-            Ok(rootfs::remove_entry(root, dir, name)?)
-        }
-    }
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    Ok(rootfs::remove_entry(root, dir, name)?)
 }
 
 #[cfg(test)]

@@ -208,32 +208,13 @@ fn rules_for(
 
 /// The supervisor of an agent's process tree ([`crate::reaper`]): dropping
 /// it ends every process the agent started, and reaps the supervisor.
-struct Supervised {
-    child: Option<std::process::Child>,
-    stop: Option<crate::reaper::Stop>,
-}
+struct Supervised(Option<(std::process::Child, crate::reaper::Stop)>);
 
 impl Drop for Supervised {
     fn drop(&mut self) {
-        // The supervisor ends the tree once its pipe closes, and exits;
-        // only one that cannot (stuck in the kernel) is killed, with its
-        // group. Killing it first would orphan what it has yet to end.
-        drop(self.stop.take());
-        if let Some(mut child) = self.child.take() {
-            std::thread::spawn(move || {
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-                while std::time::Instant::now() < deadline {
-                    if let Ok(Some(_)) = child.try_wait() {
-                        return;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-                }
-                let _ = child.kill();
-                let _ = child.wait();
-            });
+        // Off the runtime: ending the tree may take a moment.
+        if let Some((mut child, stop)) = self.0.take() {
+            std::thread::spawn(move || crate::command::end_tree(&mut child, stop));
         }
     }
 }
@@ -275,10 +256,7 @@ fn start(
     let (mut child, tree) =
         crate::reaper::spawn(&mut command).map_err(|e| failed(e.to_string()))?;
     let pipes = child.stdin.take().zip(child.stdout.take());
-    let supervised = Supervised {
-        child: Some(child),
-        stop: Some(tree),
-    };
+    let supervised = Supervised(Some((child, tree)));
     let (stdin, stdout) = pipes.ok_or_else(|| failed("no pipes".into()))?;
     let stdin = tokio::process::ChildStdin::from_std(stdin)
         .map_err(|e| failed(e.to_string()))?
