@@ -234,10 +234,14 @@ function M.event(msg)
   local r = msg.record
   track_pending(r)
   for id in pairs(nodes_of(r)) do
+    -- While a history is asked for again, the answer replaces the one
+    -- kept: the event is kept for the answer too (it may have been read
+    -- before the event was written).
+    if M.early[id] then
+      table.insert(M.early[id], r)
+    end
     if M.history[id] then
       table.insert(M.history[id], r)
-    elseif M.early[id] then
-      table.insert(M.early[id], r)
     end
     changed(id)
   end
