@@ -46,6 +46,16 @@ impl<'a> Overlay<'a> {
         self.agent
     }
 
+    /// The store it lies in.
+    pub fn store(&self) -> &'a Store {
+        self.store
+    }
+
+    /// The largest file it holds (`sync.max_file_bytes`).
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
     /// The bytes of `path` as this agent sees them; `None` if absent.
     pub fn read(&self, path: &ProjectPath) -> Result<Option<Vec<u8>>, OverlayError> {
         let p = path.as_str();
@@ -87,6 +97,21 @@ impl<'a> Overlay<'a> {
 
     /// Writes `data` to `path` in the overlay.
     pub fn write(&self, path: &ProjectPath, data: &[u8]) -> Result<(), OverlayError> {
+        let base = self.store.stable_entry(path.as_str())?.map(|e| e.hash);
+        self.write_from(path, data, base.as_deref())
+    }
+
+    /// Writes `data` to `path` as a change of the human's text whose hash
+    /// is `base` (what the agent worked from; `None`: a file that was not
+    /// there), when the overlay has no entry for `path` yet (one it has
+    /// keeps its base). The proposal merges the change onto the human's
+    /// text as it is by then.
+    pub fn write_from(
+        &self,
+        path: &ProjectPath,
+        data: &[u8],
+        base: Option<&str>,
+    ) -> Result<(), OverlayError> {
         if data.len() as u64 > self.max_bytes {
             return Err(OverlayError::TooLarge {
                 path: path.to_string(),
@@ -95,20 +120,25 @@ impl<'a> Overlay<'a> {
             });
         }
         let hash = self.store.put_blob(data)?;
-        let base = self.store.stable_entry(path.as_str())?.map(|e| e.hash);
         self.store
-            .overlay_set(self.agent, path.as_str(), Some(&hash), base.as_deref())?;
+            .overlay_set(self.agent, path.as_str(), Some(&hash), base)?;
         Ok(())
     }
 
     /// Deletes `path` for this agent only (a whiteout over stable).
     pub fn delete(&self, path: &ProjectPath) -> Result<(), OverlayError> {
+        let base = self.store.stable_entry(path.as_str())?.map(|e| e.hash);
+        self.delete_from(path, base.as_deref())
+    }
+
+    /// Deletes `path` for this agent as a change of the human's text whose
+    /// hash is `base`, as [`Overlay::write_from`] writes.
+    pub fn delete_from(&self, path: &ProjectPath, base: Option<&str>) -> Result<(), OverlayError> {
         if !self.exists(path)? {
             return Err(OverlayError::NotFound(path.to_string()));
         }
-        let base = self.store.stable_entry(path.as_str())?.map(|e| e.hash);
         self.store
-            .overlay_set(self.agent, path.as_str(), None, base.as_deref())?;
+            .overlay_set(self.agent, path.as_str(), None, base)?;
         Ok(())
     }
 

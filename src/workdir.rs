@@ -24,6 +24,12 @@ pub enum WorkdirError {
     },
     #[error("the agent's folder: {0}")]
     Disk(#[from] DiskError),
+    /// A program filled its folder beyond reason (a hostile agent, a
+    /// runaway loop): the walk stops rather than take seconds per turn.
+    #[error(
+        "the agent's folder holds more than {limit} files or folders (not counting what the project's ignore rules leave out); nothing more is taken from it"
+    )]
+    TooMany { limit: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -31,8 +37,17 @@ pub enum WorkdirError {
 /// What a program changed in its folder, to be taken into the overlay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    Write(ProjectPath, Vec<u8>),
-    Delete(ProjectPath),
+    /// `was`: the hash of what the folder held there before (`None`: a
+    /// new file), the text the program changed.
+    Write {
+        path: ProjectPath,
+        data: Vec<u8>,
+        was: Option<String>,
+    },
+    Delete {
+        path: ProjectPath,
+        was: Option<String>,
+    },
 }
 
 /// Something a program left that is not taken, and why.
@@ -71,6 +86,11 @@ impl Stat {
 /// (file times tick coarsely): such a file is read, not trusted by stat.
 const RACY: Duration = Duration::from_millis(50);
 
+/// How many entries beyond its view a folder may hold before a walk
+/// gives up on it (a 1,500-file project walks in about 10 ms; this is
+/// over a second).
+const MAX_EXTRA_ENTRIES: usize = 200_000;
+
 /// One agent's folder.
 #[derive(Debug)]
 pub struct Workdir {
@@ -89,6 +109,8 @@ pub struct Workdir {
     refused: BTreeMap<String, Option<Stat>>,
     /// When the folder and `seen` last agreed.
     looked: SystemTime,
+    /// Entries beyond the view's files a walk accepts.
+    max_entries: usize,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkdirError + '_ {
@@ -108,48 +130,138 @@ fn private_dir(dir: &Path) -> Result<(), WorkdirError> {
         .map_err(io(dir))
 }
 
-/// Everything under `dir` without following links: regular files by
-/// project path with their stat; anything else (a link, a device, a name
-/// that is no project path) in `odd`.
-fn walk(
-    dir: &Path,
-    prefix: &str,
-    files: &mut BTreeMap<String, Stat>,
-    odd: &mut Vec<(String, &'static str)>,
-) -> Result<(), WorkdirError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io(dir)(e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(io(dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            odd.push((
-                format!("{prefix}{}", name.to_string_lossy()),
-                "its name is not UTF-8",
-            ));
-            continue;
-        };
-        let rel = format!("{prefix}{name}");
+/// What a walk of the folder found: regular files by project path with
+/// their stat; anything else (a link, a device, a reserved name, a name
+/// that is no project path) in `odd`, with why it is not taken.
+#[derive(Default)]
+struct Found {
+    files: BTreeMap<String, Stat>,
+    odd: Vec<(String, &'static str)>,
+}
+
+impl Found {
+    /// Sorts one entry (not followed if a link); whether to descend.
+    fn entry(
+        &mut self,
+        rel: String,
+        kind: std::fs::FileType,
+        meta: impl FnOnce() -> Option<std::fs::Metadata>,
+    ) -> bool {
         if ProjectPath::parse(&rel).is_err() {
-            odd.push((rel, "a reserved name (.git, .chimera)"));
-            continue;
-        }
-        let meta = entry.metadata().map_err(io(&entry.path()))?;
-        let kind = meta.file_type();
-        if kind.is_dir() {
-            walk(&entry.path(), &format!("{rel}/"), files, odd)?;
-        } else if kind.is_file() {
-            files.insert(rel, Stat::of(&meta));
+            self.odd.push((rel, "a reserved name (.git, .chimera)"));
+        } else if kind.is_dir() {
+            return true;
         } else if kind.is_symlink() {
-            odd.push((rel, "a symbolic link (links are not taken)"));
-        } else {
-            odd.push((rel, "not a regular file"));
+            self.odd
+                .push((rel, "a symbolic link (links are not taken)"));
+        } else if !kind.is_file() {
+            self.odd.push((rel, "not a regular file"));
+        } else if let Some(m) = meta() {
+            self.files.insert(rel, Stat::of(&m));
+        }
+        false
+    }
+}
+
+/// Everything under `dir`, without following links, at most `limit`
+/// entries.
+fn walk(dir: &Path, limit: usize) -> Result<Found, WorkdirError> {
+    let mut found = Found::default();
+    let mut budget = limit;
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(&dir)(e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(io(&dir))?;
+            budget = budget
+                .checked_sub(1)
+                .ok_or(WorkdirError::TooMany { limit })?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                found.odd.push((
+                    format!("{prefix}{}", name.to_string_lossy()),
+                    "its name is not UTF-8",
+                ));
+                continue;
+            };
+            let rel = format!("{prefix}{name}");
+            let kind = entry.file_type().map_err(io(&entry.path()))?;
+            if found.entry(rel.clone(), kind, || entry.metadata().ok()) {
+                stack.push((entry.path(), format!("{rel}/")));
+            }
         }
     }
-    Ok(())
+    Ok(found)
+}
+
+/// [`walk`], leaving out what the folder's ignore rules (its
+/// `.gitignore` files, as the project's import reads them) leave out:
+/// a test run's caches and a build's products are not the agent's
+/// proposal.
+fn walk_kept(dir: &Path, limit: usize) -> Result<Found, WorkdirError> {
+    use std::sync::{Arc, Mutex};
+    let reserved = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&reserved);
+    let root = dir.to_path_buf();
+    let walker = ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .git_ignore(true)
+        .git_exclude(false)
+        .git_global(false)
+        .parents(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(move |e| {
+            let reserved = e
+                .file_name()
+                .to_str()
+                .is_some_and(crate::paths::is_reserved_name);
+            if reserved {
+                if let (Ok(mut r), Ok(rel)) = (seen.lock(), e.path().strip_prefix(&root)) {
+                    r.push(rel.to_string_lossy().into_owned());
+                }
+            }
+            !reserved
+        })
+        .build();
+    let mut found = Found::default();
+    let mut budget = limit;
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => match e.io_error() {
+                Some(io_e) if io_e.kind() == std::io::ErrorKind::NotFound => continue,
+                _ => return Err(io(dir)(std::io::Error::other(e.to_string()))),
+            },
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        budget = budget
+            .checked_sub(1)
+            .ok_or(WorkdirError::TooMany { limit })?;
+        let Ok(rel) = entry.path().strip_prefix(dir) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else {
+            found
+                .odd
+                .push((rel.to_string_lossy().into_owned(), "its name is not UTF-8"));
+            continue;
+        };
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
+        found.entry(rel.to_owned(), kind, || entry.metadata().ok());
+    }
+    for rel in reserved.lock().map(|r| r.clone()).unwrap_or_default() {
+        found.odd.push((rel, "a reserved name (.git, .chimera)"));
+    }
+    Ok(found)
 }
 
 impl Workdir {
@@ -168,6 +280,7 @@ impl Workdir {
             hidden: BTreeSet::new(),
             refused: BTreeMap::new(),
             looked: SystemTime::UNIX_EPOCH,
+            max_entries: MAX_EXTRA_ENTRIES,
         })
     }
 
@@ -215,6 +328,11 @@ impl Workdir {
         ProjectPath::from_absolute(&self.files, abs)
     }
 
+    /// How many entries a walk of the folder accepts.
+    fn limit(&self) -> usize {
+        self.max_entries + self.seen.len() + self.hidden.len()
+    }
+
     fn unchanged(&self, seen: &Seen, now: Stat) -> bool {
         seen.stat == now && now.mtime + RACY < self.looked
     }
@@ -245,8 +363,20 @@ impl Workdir {
         agent: &str,
         visible: &dyn Fn(&str) -> bool,
     ) -> Result<usize, WorkdirError> {
-        let (mut on_disk, mut odd) = (BTreeMap::new(), Vec::new());
-        walk(&self.files, "", &mut on_disk, &mut odd)?;
+        let Found {
+            files: on_disk,
+            odd,
+        } = match walk(&self.files, self.limit()) {
+            Ok(found) => found,
+            Err(WorkdirError::TooMany { .. }) => {
+                // Cheaper to start afresh than to compare.
+                rootfs::remove_entry(&self.base, "", "files")?;
+                private_dir(&self.files)?;
+                self.seen.clear();
+                Found::default()
+            }
+            Err(e) => return Err(e),
+        };
         for (path, _) in &odd {
             remove(&self.files, path)?;
         }
@@ -313,8 +443,22 @@ impl Workdir {
     /// from then on the one compared with.
     pub fn read_back(&mut self, limit: u64) -> Result<(Vec<Change>, Vec<Refused>), WorkdirError> {
         let looked = SystemTime::now();
-        let (mut on_disk, mut odd) = (BTreeMap::new(), Vec::new());
-        walk(&self.files, "", &mut on_disk, &mut odd)?;
+        let Found {
+            files: mut on_disk,
+            odd,
+        } = walk_kept(&self.files, self.limit())?;
+        // A file of the view the rules now leave out is still there: it
+        // is compared, not deleted.
+        let left_out: Vec<(String, Stat)> = self
+            .seen
+            .keys()
+            .filter(|p| !on_disk.contains_key(*p))
+            .filter_map(|p| {
+                let m = std::fs::symlink_metadata(self.files.join(p)).ok()?;
+                m.is_file().then(|| (p.clone(), Stat::of(&m)))
+            })
+            .collect();
+        on_disk.extend(left_out);
         let mut changes = Vec::new();
         let mut refused = Vec::new();
         let mut refused_now = BTreeMap::new();
@@ -362,7 +506,11 @@ impl Workdir {
             };
             let hash = crate::store::hash_bytes(&data);
             if seen.is_none_or(|s| s.hash != hash) {
-                changes.push(Change::Write(p, data));
+                changes.push(Change::Write {
+                    path: p,
+                    data,
+                    was: seen.map(|s| s.hash.clone()),
+                });
             }
             self.seen.insert(path.clone(), Seen { hash, stat: *now });
         }
@@ -373,9 +521,9 @@ impl Workdir {
             .cloned()
             .collect();
         for path in gone {
-            self.seen.remove(&path);
+            let was = self.seen.remove(&path).map(|s| s.hash);
             if let Ok(p) = ProjectPath::parse(&path) {
-                changes.push(Change::Delete(p));
+                changes.push(Change::Delete { path: p, was });
             }
         }
         self.refused = refused_now;

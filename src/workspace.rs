@@ -2,13 +2,30 @@
 //! overlay behind its capabilities — a path of the project (no `..`, no
 //! `.git`), reached through no link, readable or writable as the
 //! capabilities say, never a secret, never over the size limit. Every
-//! front end goes through it: host functions (code and tool mode), MCP
-//! sessions, and what an ACP agent left in its folder.
+//! front end goes through it: host functions (code and tool mode), node
+//! tools, extension tools (through the host functions), a diff an A2A
+//! peer sent back, MCP sessions, and what an ACP agent left in its folder.
 
 use crate::capabilities::Capabilities;
 use crate::overlay::{Overlay, OverlayError};
 use crate::paths::ProjectPath;
 use crate::store::{Store, StoreError};
+use crate::workdir::{Change, Workdir, WorkdirError};
+
+/// The human's text of each file as an agent last read it (by hash; `None`:
+/// not there), so that a whole file it writes later is taken as a change of
+/// that text and merged onto what the human typed since, never written
+/// over it: a model takes seconds between reading and writing.
+#[derive(Debug, Clone, Default)]
+pub struct ReadFrom(std::collections::HashMap<String, Option<String>>);
+
+/// One thing a program left in its folder: taken into the overlay, or
+/// not and why.
+#[derive(Debug)]
+pub struct Taken {
+    pub what: String,
+    pub result: Result<(), String>,
+}
 
 /// Why an agent's file operation was refused or failed; the message says
 /// what to do.
@@ -85,6 +102,49 @@ impl<'a> Workspace<'a> {
         Ok(self.overlay.write(p, data)?)
     }
 
+    /// Writes `data` to `p` as a change of the text whose hash is `base`
+    /// ([`Overlay::write_from`]), if it may.
+    pub fn write_from(
+        &self,
+        p: &ProjectPath,
+        data: &[u8],
+        base: Option<&str>,
+    ) -> Result<(), WorkspaceError> {
+        self.may_write(p)?;
+        Ok(self.overlay.write_from(p, data, base)?)
+    }
+
+    /// Reads `p` as [`Workspace::read_text`] does, remembering in `read`
+    /// which text of the human's it was.
+    pub fn read_noted(
+        &self,
+        p: &ProjectPath,
+        read: &mut ReadFrom,
+    ) -> Result<String, WorkspaceError> {
+        let text = self.read_text(p)?;
+        let human = self
+            .overlay
+            .store()
+            .stable_entry(p.as_str())?
+            .map(|e| e.hash);
+        read.0.insert(p.as_str().to_owned(), human);
+        Ok(text)
+    }
+
+    /// Writes `data` to `p` as a change of the text the agent last read of
+    /// it (see [`ReadFrom`]); of the human's text now if it never read it.
+    pub fn write_read(
+        &self,
+        p: &ProjectPath,
+        data: &[u8],
+        read: &ReadFrom,
+    ) -> Result<(), WorkspaceError> {
+        match read.0.get(p.as_str()) {
+            Some(base) => self.write_from(p, data, base.as_deref()),
+            None => self.write(p, data),
+        }
+    }
+
     /// Deletes `p` for the agent (a whiteout), if it may.
     pub fn delete(&self, p: &ProjectPath) -> Result<(), WorkspaceError> {
         self.may_write(p)?;
@@ -96,6 +156,38 @@ impl<'a> Workspace<'a> {
         self.caps
             .check_write(p.as_str())
             .map_err(|d| WorkspaceError::Denied(d.to_string()))
+    }
+
+    /// Takes what a program changed in the agent's folder since the last
+    /// look ([`Workdir::read_back`]) into the overlay, each change checked
+    /// as a write is. What was taken or refused, in words, for the log.
+    pub fn take_back(&self, work: &mut Workdir) -> Result<Vec<Taken>, WorkdirError> {
+        let (changes, refused) = work.read_back(self.overlay.max_bytes())?;
+        let mut said = Vec::with_capacity(changes.len() + refused.len());
+        // A change is of the text the folder held: what the human typed
+        // since is merged with it, never written over.
+        for change in changes {
+            said.push(match &change {
+                Change::Write { path, data, was } => Taken {
+                    what: format!("changed {path} ({} bytes)", data.len()),
+                    result: self
+                        .write_from(path, data, was.as_deref())
+                        .map_err(|e| e.to_string()),
+                },
+                Change::Delete { path, was } => Taken {
+                    what: format!("deleted {path}"),
+                    result: self
+                        .may_write(path)
+                        .and_then(|()| Ok(self.overlay.delete_from(path, was.as_deref())?))
+                        .map_err(|e| e.to_string()),
+                },
+            });
+        }
+        said.extend(refused.into_iter().map(|r| Taken {
+            what: format!("left {}", r.path),
+            result: Err(r.why),
+        }));
+        Ok(said)
     }
 
     /// The entries directly in `dir` that the agent may know of.
@@ -162,5 +254,62 @@ mod tests {
             ws.write(&none, &big),
             Err(WorkspaceError::TooLarge(_))
         ));
+    }
+}
+
+#[cfg(test)]
+mod take_back_tests {
+    use super::*;
+
+    /// The human types in a file while a program works on its copy in the
+    /// agent's folder: the proposal is the program's change merged onto
+    /// the human's text, not the copy written over it.
+    #[test]
+    fn what_a_program_changed_is_merged_onto_what_the_human_typed_meanwhile() {
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory(t.path()).unwrap();
+        store
+            .stable_put("app.py", b"a = 1\nb = 2\nc = 3\n", 0o644, 1, 1 << 20)
+            .unwrap();
+        store
+            .stable_put("gone.py", b"g = 1\n", 0o644, 1, 1 << 20)
+            .unwrap();
+        store
+            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+            .unwrap();
+        let caps = Capabilities::new(&Default::default(), None).unwrap();
+        let mut w = Workdir::create(&t.path().join("work"), "ag").unwrap();
+        w.fill(&store, "ag", &|_| true).unwrap();
+        std::fs::write(w.files().join("app.py"), "a = 1\nb = 2\nc = 30\n").unwrap();
+        std::fs::remove_file(w.files().join("gone.py")).unwrap();
+        // Meanwhile the human's text moves on.
+        store
+            .stable_put(
+                "app.py",
+                b"# mine\na = 1\nb = 2\nc = 3\n",
+                0o644,
+                2,
+                1 << 20,
+            )
+            .unwrap();
+        store
+            .stable_put("gone.py", b"g = 2\n", 0o644, 2, 1 << 20)
+            .unwrap();
+        let ws = Workspace::new(&store, "ag", &caps, 1 << 20);
+        let taken = ws.take_back(&mut w).unwrap();
+        assert!(taken.iter().all(|t| t.result.is_ok()), "{taken:?}");
+        let conflicts = crate::accept::build_proposal(&store, "ag").unwrap();
+        assert_eq!(
+            conflicts,
+            ["gone.py"],
+            "a deletion of what the human changed"
+        );
+        let files = store.proposal_files("ag").unwrap();
+        let app = files.iter().find(|f| f.path == "app.py").unwrap();
+        assert_eq!(
+            store.blob(app.new_hash.as_deref().unwrap()).unwrap(),
+            b"# mine\na = 1\nb = 2\nc = 30\n",
+            "the human's line is kept"
+        );
     }
 }

@@ -289,6 +289,39 @@ fn an_edit_on_disk_just_before_the_accept_is_never_written_over() {
     );
 }
 
+/// A model takes seconds between reading a file and writing it whole:
+/// what the human typed meanwhile is merged with the write, never undone
+/// by it.
+#[test]
+fn a_whole_file_written_after_the_human_typed_in_it_keeps_what_they_typed() {
+    let dir = project();
+    let code = "src = read_file('app.py')\n\
+        run_command(['sleep', '2'])\n\
+        write_file('app.py', src.replace('return 1', 'return 2'))\n\
+        submit_result('two', ['app.py'])";
+    let mut run = start(dir.path(), vec![program(code)], |c| {
+        c.capabilities.preset = "developer".into();
+        c.capabilities.commands = vec!["sleep".into()];
+    });
+    run.spawn("a1", "return 2");
+    run.wait(|m| match m {
+        ToEditor::Agent { agent, .. } if agent.id == "a1" && agent.state == AgentState::Running => {
+            Some(())
+        }
+        _ => None,
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    let app = run.root.join("app.py");
+    std::fs::write(&app, "# typed by the human\ndef f():\n    return 1\n").unwrap();
+    assert_eq!(run.settled("a1").state, AgentState::Completed);
+    accept(&run, "a1");
+    run.wait(|m| matches!(m, ToEditor::Resolved { accepted: true, .. }).then_some(()));
+    assert_eq!(
+        std::fs::read_to_string(&app).unwrap(),
+        "# typed by the human\ndef f():\n    return 2\n"
+    );
+}
+
 #[test]
 fn a_multi_file_accept_with_one_unwritable_file_changes_nothing() {
     let dir = project();

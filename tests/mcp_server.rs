@@ -416,3 +416,27 @@ async fn the_http_api_serves_mcp_on_slash_mcp_behind_its_token() {
         .await;
     assert!(error, "{why}");
 }
+
+/// A host reads a file, the human types in it, the host writes the file
+/// whole from what it read: the proposal keeps the human's lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_written_whole_after_the_human_typed_keeps_what_they_typed() {
+    let p = project(&[]);
+    let h = host(&p, "claude-code", &[]).await;
+    let before = ok(&h, "read_file", json!({"path": "calc.py"})).await;
+    let typed = format!("{before}\n\ndef typed_by_the_human():\n    return 1\n");
+    std::fs::write(p.root.join("calc.py"), &typed).unwrap();
+    // The watcher reports it (a debounce of a fraction of a second).
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    ok(
+        &h,
+        "write_file",
+        json!({"path": "calc.py", "content": before.replace("a - b", "a + b")}),
+    )
+    .await;
+    let proposed: Value =
+        serde_json::from_str(&ok(&h, "propose", json!({"summary": "add adds"})).await).unwrap();
+    let id = proposed["id"].as_str().unwrap().to_owned();
+    p.ok(&["accept", &id]);
+    assert_eq!(p.file(), typed.replace("a - b", "a + b"));
+}

@@ -810,7 +810,7 @@ impl Turns<'_> {
             .map_err(|e| AgentError::External(format!("the agent's folder: {e}")))?;
         self.route
             .take_back(&mut w)
-            .map_err(|e| AgentError::External(format!("the agent's folder: {e}")))
+            .map_err(|e| AgentError::External(e.to_string()))
     }
 
     /// Runs turns until the overlay may be proposed; the turns taken.

@@ -17,7 +17,7 @@ use super::transcript::{last_line, Piece, Transcript};
 use crate::capabilities::Capabilities;
 use crate::paths::ProjectPath;
 use crate::store::Store;
-use crate::workdir::{Change, Workdir};
+use crate::workdir::Workdir;
 use crate::workspace::Workspace;
 
 /// The Chimera agent an ACP session works for.
@@ -138,20 +138,9 @@ impl Route {
     /// the Chimera agent's overlay, each change checked as a write is;
     /// what is refused stays out, and the log says why.
     pub fn take_back(&self, work: &mut Workdir) -> Result<(), crate::workdir::WorkdirError> {
-        let (changes, refused) = work.read_back(self.max_bytes)?;
         let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
-        for change in changes {
-            let (what, result) = match &change {
-                Change::Write(p, data) => (
-                    format!("changed {p} ({} bytes)", data.len()),
-                    ws.write(p, data),
-                ),
-                Change::Delete(p) => (format!("deleted {p}"), ws.delete(p)),
-            };
-            let _ = self.logged(format!("folder {what}"), result.map_err(|e| e.to_string()));
-        }
-        for r in refused {
-            let _ = self.logged(format!("folder left {}", r.path), Err::<(), _>(r.why));
+        for taken in ws.take_back(work)? {
+            let _ = self.logged(format!("folder {}", taken.what), taken.result);
         }
         Ok(())
     }

@@ -43,6 +43,8 @@ pub struct AgentHost {
     pub services: super::Services,
     /// The MCP tools (`server.tool`) this agent was offered.
     pub mcp_tools: Vec<String>,
+    /// Which of the human's text each file was when last read.
+    pub read: crate::workspace::ReadFrom,
 }
 
 /// `search_files`: the files `overlay` shows whose path matches `pattern`
@@ -140,6 +142,7 @@ impl AgentHost {
             command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
             services: services.clone(),
             mcp_tools: Vec::new(),
+            read: Default::default(),
         }
     }
 
@@ -518,7 +521,7 @@ impl AgentHost {
         self.record_effect("a2a", &input, started, &said);
         let answer = sent.map_err(|e| format!("delegate(): {e}"))?;
         let text = crate::a2a::artifact_text(&answer);
-        let (applied, skipped) = apply_diff(&self.overlay(), &self.caps, &text);
+        let (applied, skipped) = apply_diff(&self.workspace(), &text);
         self.written.extend(applied.iter().cloned());
         let mut out = format!(
             "{peer} answered: task {} {}.\n{text}",
@@ -535,23 +538,19 @@ impl AgentHost {
     }
 }
 
-/// Applies the unified diff in `text` (another agent's answer) to
-/// `overlay`, file by file, where `caps` allow the write and the change
-/// applies to the file as it is. The files written, and those not, each
-/// with why.
-fn apply_diff(
-    overlay: &Overlay<'_>,
-    caps: &crate::capabilities::Capabilities,
-    text: &str,
-) -> (Vec<String>, Vec<String>) {
+/// Applies the unified diff in `text` (another agent's answer) to the
+/// agent's files through its [`Workspace`], file by file, where the write
+/// is allowed and the change applies to the file as it is. The files
+/// written, and those not, each with why.
+fn apply_diff(ws: &Workspace<'_>, text: &str) -> (Vec<String>, Vec<String>) {
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
     for (path, hunks) in crate::diff::parse_unified(text) {
         let written = (|| -> Result<(), String> {
-            let p = ProjectPath::parse(&path).map_err(|e| e.to_string())?;
-            caps.check_write(p.as_str()).map_err(|d| d.to_string())?;
-            let old = if overlay.exists(&p).map_err(|e| e.to_string())? {
-                overlay.read_text(&p).map_err(|e| e.to_string())?
+            let p = ws.path(&path).map_err(|e| e.to_string())?;
+            ws.may_write(&p).map_err(|e| e.to_string())?;
+            let old = if ws.overlay().exists(&p).map_err(|e| e.to_string())? {
+                ws.read_text(&p).map_err(|e| e.to_string())?
             } else {
                 String::new()
             };
@@ -559,9 +558,9 @@ fn apply_diff(
             let new = crate::diff::apply(&old, &hunks, eol, final_newline)
                 .ok_or("its change does not apply to the file as it is here")?;
             if new.is_empty() && !old.is_empty() {
-                overlay.delete(&p).map_err(|e| e.to_string())
+                ws.delete(&p).map_err(|e| e.to_string())
             } else {
-                overlay.write(&p, new.as_bytes()).map_err(|e| e.to_string())
+                ws.write(&p, new.as_bytes()).map_err(|e| e.to_string())
             }
         })();
         match written {
@@ -658,7 +657,7 @@ impl AgentHost {
                     self.allowed(name, self.caps.check_write(&me.file_path))?;
                 }
             }
-            if let Some(result) = node.call(&self.overlay(), name, &a, &kw) {
+            if let Some(result) = node.call(&self.workspace(), name, &a, &kw) {
                 if let Ok(Value::String(s)) = &result {
                     if s.starts_with(super::node::SENT) {
                         self.messages_sent.push(s.clone());
@@ -670,12 +669,13 @@ impl AgentHost {
         match name {
             "get_task" => Ok(Value::String(self.task.clone())),
             "read_file" => {
-                let ws = self.workspace();
                 let raw = args::string(name, &a, &kw, 0, "path")?;
-                ws.path(&raw)
-                    .and_then(|p| ws.read_text(&p))
-                    .map(Value::String)
-                    .map_err(|e| self.refused(name, e))
+                // The fields apart: the workspace borrows, `read` is noted.
+                let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
+                let text = ws
+                    .path(&raw)
+                    .and_then(|p| ws.read_noted(&p, &mut self.read));
+                text.map(Value::String).map_err(|e| self.refused(name, e))
             }
             "write_file" => {
                 let raw = args::string(name, &a, &kw, 0, "path")?;
@@ -683,7 +683,10 @@ impl AgentHost {
                 let ws = self.workspace();
                 let p = ws
                     .path(&raw)
-                    .and_then(|p| ws.write(&p, content.as_bytes()).map(|()| p))
+                    .and_then(|p| {
+                        ws.write_read(&p, content.as_bytes(), &self.read)
+                            .map(|()| p)
+                    })
                     .map_err(|e| self.refused(name, e))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
@@ -761,11 +764,14 @@ impl AgentHost {
                 Ok(Value::String(text))
             }
             "write_definitions" => {
-                let p = Self::path(name, &a, &kw)?;
-                self.allowed(name, self.caps.check_write(p.as_str()))?;
+                let raw = args::string(name, &a, &kw, 0, "path")?;
+                let ws = self.workspace();
+                let p = ws
+                    .path(&raw)
+                    .and_then(|p| ws.may_write(&p).map(|()| p))
+                    .map_err(|e| self.refused(name, e))?;
                 let code = args::string(name, &a, &kw, 1, "code")?;
-                let old = self
-                    .overlay()
+                let old = ws
                     .read_text(&p)
                     .map_err(|e| format!("write_definitions(): {e}"))?;
                 let language = crate::lang::of_file(p.as_str());
@@ -783,8 +789,7 @@ impl AgentHost {
                         "write_definitions(): the result does not parse.\n{problem}"
                     ));
                 }
-                self.overlay()
-                    .write(&p, new.as_bytes())
+                ws.write(&p, new.as_bytes())
                     .map_err(|e| format!("write_definitions(): {e}"))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
@@ -840,7 +845,8 @@ mod tests {
         let caps = crate::capabilities::Capabilities::new(&Default::default(), None)
             .unwrap()
             .on_disk(dir.path().to_path_buf());
-        let ov = Overlay::new(&store, "ag", 1 << 20);
+        let ws = Workspace::new(&store, "ag", &caps, 1 << 20);
+        let ov = ws.overlay();
         let answer = [
             crate::diff::unified("calc.py", "x = 1\n", "x = 2\n"),
             crate::diff::unified("new.py", "", "y = 1\n"),
@@ -850,7 +856,7 @@ mod tests {
             crate::diff::unified("calc.py", "z = 9\n", "z = 0\n"),
         ]
         .concat();
-        let (applied, skipped) = apply_diff(&ov, &caps, &answer);
+        let (applied, skipped) = apply_diff(&ws, &answer);
         assert_eq!(applied, ["calc.py", "new.py"], "{skipped:?}");
         assert_eq!(skipped.len(), 4, "{skipped:?}");
         assert!(skipped[3].contains("does not apply"), "{skipped:?}");

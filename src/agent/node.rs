@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use crate::lang::{self, Language};
 use crate::llm::ChatMessage;
-use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::remora::extract::{extract, RawNode};
 use crate::remora::{Node, NodeStatus, NodeType};
 use crate::sandbox::{args, Value};
+use crate::workspace::Workspace;
 
 /// A node with everything its agent is told about it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -810,16 +810,16 @@ impl NodeJob {
         }
     }
 
-    fn file_text(ov: &Overlay<'_>, path: &str) -> Result<(ProjectPath, String), String> {
-        let p = ProjectPath::parse(path).map_err(|e| e.to_string())?;
-        let text = ov.read_text(&p).map_err(|e| e.to_string())?;
+    fn file_text(ws: &Workspace<'_>, path: &str) -> Result<(ProjectPath, String), String> {
+        let p = ws.path(path).map_err(|e| e.to_string())?;
+        let text = ws.read_text(&p).map_err(|e| e.to_string())?;
         Ok((p, text))
     }
 
     /// Runs node tool `name`; `None` when `name` is not one.
     pub fn call(
         &self,
-        ov: &Overlay<'_>,
+        ws: &Workspace<'_>,
         name: &str,
         a: &[Value],
         kw: &[(Value, Value)],
@@ -827,7 +827,7 @@ impl NodeJob {
         if !TOOLS.contains(&name) {
             return None;
         }
-        Some(self.call_tool(ov, name, a, kw))
+        Some(self.call_tool(ws, name, a, kw))
     }
 
     /// The extension tool `name` of this node, if it has one.
@@ -842,7 +842,7 @@ impl NodeJob {
 
     fn call_tool(
         &self,
-        ov: &Overlay<'_>,
+        ws: &Workspace<'_>,
         name: &str,
         a: &[Value],
         kw: &[(Value, Value)],
@@ -851,7 +851,7 @@ impl NodeJob {
         match name {
             "rewrite_self" => {
                 let src = args::string(name, a, kw, 0, "new_source")?;
-                let (p, text) = Self::file_text(ov, &me.file_path)?;
+                let (p, text) = Self::file_text(ws, &me.file_path)?;
                 let written = if me.status == NodeStatus::Ghost {
                     let language = lang::of_file(&me.file_path);
                     let src = clean_source(language, &src);
@@ -869,7 +869,7 @@ impl NodeJob {
                     Ok(new) => new,
                     Err(e) => return self.redirect("", &src).unwrap_or(Err(e)).map(Value::String),
                 };
-                ov.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
+                ws.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
                 Ok(Value::String(format!(
                     "proposed a rewrite of {} for the human to review",
                     me.id
@@ -908,10 +908,10 @@ impl NodeJob {
                     })?),
                     None => None,
                 };
-                let (p, text) = Self::file_text(ov, &parent.file_path)?;
+                let (p, text) = Self::file_text(ws, &parent.file_path)?;
                 let new =
                     propose_new_node(&text, &parent, after.as_ref(), node_type, &new_name, &src)?;
-                ov.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
+                ws.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
                 Ok(Value::String(format!(
                     "proposed a new {kind} `{new_name}` in {}",
                     parent.id
@@ -923,7 +923,7 @@ impl NodeJob {
                     .bus
                     .node(&id)
                     .ok_or_else(|| format!("read_node(): no node {id}"))?;
-                let (_, text) = Self::file_text(ov, &n.file_path)?;
+                let (_, text) = Self::file_text(ws, &n.file_path)?;
                 node_source(&text, &n)
                     .map(Value::String)
                     .ok_or_else(|| format!("read_node(): {id} is no longer in {}", n.file_path))
@@ -937,7 +937,7 @@ impl NodeJob {
             "message_node" => {
                 let to = self.resolve_target(&args::string(name, a, kw, 0, "target_id")?)?;
                 let request = args::string(name, a, kw, 1, "request")?;
-                self.send(ov.agent(), &me.id, &to, &request)
+                self.send(ws.overlay().agent(), &me.id, &to, &request)
                     .map(Value::String)
             }
             "ask_parent" => {
@@ -946,7 +946,7 @@ impl NodeJob {
                     .parent_id
                     .as_deref()
                     .ok_or("ask_parent(): a file node has no parent")?;
-                self.send(ov.agent(), &me.id, parent, &request)
+                self.send(ws.overlay().agent(), &me.id, parent, &request)
                     .map(Value::String)
             }
             other => Err(format!("unknown node tool `{other}`")),

@@ -280,7 +280,8 @@ fn a_request_naming_one_neighbour_is_forwarded_when_the_node_stays_unchanged() {
 fn a_question_is_asked_and_its_answer_returned_a_request_is_sent() {
     let (helper, load, bus, job) = helper_calling_load();
     let st = Store::open_in_memory(Path::new("/p")).unwrap();
-    let ov = Overlay::new(&st, "ag42", 1 << 20);
+    let caps = crate::capabilities::Capabilities::new(&Default::default(), None).unwrap();
+    let ov = Workspace::new(&st, "ag42", &caps, 1 << 20);
     let s = |v: &str| Value::String(v.into());
     let answer = job
         .call(

@@ -20,7 +20,7 @@ use crate::capabilities::{Capabilities, Denied};
 use crate::messages::{AgentView, ToCore};
 use crate::paths::parse_dir;
 use crate::store::AgentState;
-use crate::workspace::{Workspace, WorkspaceError};
+use crate::workspace::{ReadFrom, Workspace, WorkspaceError};
 
 /// How a session's agent is marked (`external` = this and the host's name).
 pub const AGENT_PREFIX: &str = "mcp:";
@@ -38,6 +38,8 @@ struct Session {
     caps: Capabilities,
     /// The agent this session writes into, once it wrote.
     agent: Option<String>,
+    /// Which of the human's text each file was when the host last read it.
+    read: ReadFrom,
 }
 
 impl Sessions {
@@ -52,6 +54,14 @@ impl Sessions {
                     "no MCP session {id} (it ended, or its core restarted); open a new one"
                 ))
             })
+    }
+
+    fn set_read(&self, id: &str, read: ReadFrom) {
+        if let Ok(mut open) = self.open.lock() {
+            if let Some(s) = open.get_mut(id) {
+                s.read = read;
+            }
+        }
     }
 
     fn set_agent(&self, id: &str, agent: Option<String>) {
@@ -96,6 +106,7 @@ pub(super) async fn open(
                 client: client.clone(),
                 caps,
                 agent: None,
+                read: ReadFrom::default(),
             },
         );
     let _ = b.store().effect_record(
@@ -310,9 +321,14 @@ impl Call<'_> {
 
     fn read_file(&self) -> Result<Value, ApiError> {
         let raw = self.string("path")?;
-        self.with_workspace(None, |ws| ws.path(&raw).and_then(|p| ws.read_text(&p)))
-            .map(Value::String)
-            .map_err(refused)
+        let mut read = self.session.read.clone();
+        let text = self
+            .with_workspace(None, |ws| {
+                ws.path(&raw).and_then(|p| ws.read_noted(&p, &mut read))
+            })
+            .map_err(refused)?;
+        self.sessions.set_read(self.id, read);
+        Ok(Value::String(text))
     }
 
     fn list_dir(&self) -> Result<Value, ApiError> {
@@ -376,8 +392,10 @@ impl Call<'_> {
             })
             .map_err(refused)?;
         let agent = self.writer().await?;
-        self.with_workspace(Some(&agent), |ws| ws.write(&p, content.as_bytes()))
-            .map_err(refused)?;
+        self.with_workspace(Some(&agent), |ws| {
+            ws.write_read(&p, content.as_bytes(), &self.session.read)
+        })
+        .map_err(refused)?;
         Ok(json!({ "written": p.as_str(), "agent": agent }))
     }
 

@@ -23,6 +23,31 @@ fn all(_: &str) -> bool {
     true
 }
 
+/// Changes as `write PATH TEXT [from HASH-OF]` / `delete PATH`, sorted:
+/// `was` named by the text it hashes.
+fn said(changes: &[Change], texts: &[&str]) -> Vec<String> {
+    let named = |was: &Option<String>| match was {
+        None => String::new(),
+        Some(h) => texts
+            .iter()
+            .find(|t| crate::store::hash_bytes(t.as_bytes()) == *h)
+            .map_or(" from ?".into(), |t| format!(" from {t:?}")),
+    };
+    let mut out: Vec<String> = changes
+        .iter()
+        .map(|c| match c {
+            Change::Write { path, data, was } => format!(
+                "write {path} {:?}{}",
+                String::from_utf8_lossy(data),
+                named(was)
+            ),
+            Change::Delete { path, was } => format!("delete {path}{}", named(was)),
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 #[test]
 fn the_folder_holds_the_view_and_what_a_program_changes_is_read_back_once() {
     let (_t, store, mut w) = setup(&[
@@ -52,14 +77,13 @@ fn the_folder_holds_the_view_and_what_a_program_changes_is_read_back_once() {
     std::fs::write(f.join("app.py"), "x = 2\n").unwrap();
     std::fs::write(f.join("new.py"), "n\n").unwrap();
     std::fs::remove_file(f.join("gone.py")).unwrap();
-    let (mut changes, refused) = w.read_back(1 << 20).unwrap();
-    changes.sort_by_key(|c| format!("{c:?}"));
+    let (changes, refused) = w.read_back(1 << 20).unwrap();
     assert_eq!(
-        changes,
-        vec![
-            Change::Delete(ProjectPath::parse("gone.py").unwrap()),
-            Change::Write(ProjectPath::parse("app.py").unwrap(), b"x = 2\n".to_vec()),
-            Change::Write(ProjectPath::parse("new.py").unwrap(), b"n\n".to_vec()),
+        said(&changes, &["x = 1\n", "g\n"]),
+        [
+            "delete gone.py from \"g\\n\"",
+            "write app.py \"x = 2\\n\" from \"x = 1\\n\"",
+            "write new.py \"n\\n\"",
         ]
     );
     assert!(refused.is_empty());
@@ -133,4 +157,65 @@ fn a_refill_writes_only_what_changed_and_undoes_what_was_not_taken() {
         "v = 7\n"
     );
     assert!(!w.files().join("stray.py").exists());
+}
+
+#[test]
+fn what_the_projects_ignore_rules_leave_out_is_not_taken_and_not_a_deletion() {
+    let (_t, store, mut w) = setup(&[
+        (".gitignore", "__pycache__/\n*.log\n"),
+        ("app.py", "x = 1\n"),
+        ("lib/util.py", "y\n"),
+    ]);
+    w.fill(&store, "a", &all).unwrap();
+    let f = w.files().to_path_buf();
+    // A test run leaves its caches; a build its products.
+    std::fs::create_dir_all(f.join("__pycache__")).unwrap();
+    std::fs::write(f.join("__pycache__/app.cpython-311.pyc"), [0u8, 1, 2]).unwrap();
+    std::fs::create_dir_all(f.join("lib/__pycache__")).unwrap();
+    std::fs::write(f.join("lib/__pycache__/util.pyc"), [0u8]).unwrap();
+    std::fs::write(f.join("run.log"), "ran\n").unwrap();
+    std::fs::write(f.join("app.py"), "x = 2\n").unwrap();
+    let (changes, refused) = w.read_back(1 << 20).unwrap();
+    assert_eq!(
+        said(&changes, &["x = 1\n"]),
+        ["write app.py \"x = 2\\n\" from \"x = 1\\n\""],
+        "only the project's own file"
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+
+    // An agent that ignores a file of the project does not delete it,
+    // and what it then writes there is still seen.
+    std::fs::write(f.join(".gitignore"), "__pycache__/\n*.log\nlib/\n").unwrap();
+    std::fs::write(f.join("lib/util.py"), "z\n").unwrap();
+    let (changes, _) = w.read_back(1 << 20).unwrap();
+    assert_eq!(
+        said(&changes, &["__pycache__/\n*.log\n", "y\n"]),
+        [
+            "write .gitignore \"__pycache__/\\n*.log\\nlib/\\n\" from \"__pycache__/\\n*.log\\n\"",
+            "write lib/util.py \"z\\n\" from \"y\\n\"",
+        ]
+    );
+}
+
+#[test]
+fn a_folder_with_too_many_entries_is_refused_and_started_afresh() {
+    let (_t, store, mut w) = setup(&[("app.py", "x = 1\n")]);
+    w.max_entries = 50;
+    w.fill(&store, "a", &all).unwrap();
+    let f = w.files().to_path_buf();
+    std::fs::create_dir_all(f.join("many")).unwrap();
+    for i in 0..=50 {
+        std::fs::write(f.join(format!("many/{i}")), "").unwrap();
+    }
+    let err = w.read_back(1 << 20).unwrap_err();
+    assert!(
+        err.to_string().contains("more than 51 files or folders"),
+        "{err}"
+    );
+    assert_eq!(w.fill(&store, "a", &all).unwrap(), 1);
+    assert!(!f.join("many").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.join("app.py")).unwrap(),
+        "x = 1\n"
+    );
 }
