@@ -22,6 +22,10 @@
 //!   as the process would die) leaves the project wholly as before.
 //!
 //! The human inserts lines and also rewrites lines, agents' included.
+//! Some agents work as an external program does: on files in a folder of
+//! their own, by their own calls — links out, `.git`, a secret among them —
+//! and what they left is taken back through their `Workspace` when they
+//! finish, while the human goes on typing in the meantime.
 //!
 //! `CHIMERA_SIM_STEPS` (default 10,000, split over several seeds) and
 //! `CHIMERA_SIM_SEED` (one seed) choose the run; a failure prints the seed
@@ -31,12 +35,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use chimera::capabilities::Capabilities;
 use chimera::diff::{hunk_keys, HunkRef};
 use chimera::lifecycle::{BufferEdit, Lifecycle, Outcome};
 use chimera::overlay::Overlay;
 use chimera::paths::ProjectPath;
 use chimera::store::{AgentRecord, AgentState, Store};
 use chimera::sync::OpenBuffers;
+use chimera::workdir::Workdir;
+use chimera::workspace::Workspace;
 
 /// splitmix64: small, fast, and the same everywhere.
 struct Rng(u64);
@@ -109,6 +116,10 @@ struct Sim {
     stats: BTreeMap<&'static str, usize>,
     /// The last steps, for the failure message.
     recent: std::collections::VecDeque<&'static str>,
+    /// Agents that work in a folder of their own, as an ACP agent does.
+    folders: HashMap<String, Workdir>,
+    folders_dir: tempfile::TempDir,
+    caps: Capabilities,
 }
 
 impl Sim {
@@ -132,6 +143,9 @@ impl Sim {
         let buffers = OpenBuffers::default();
         chimera::sync::import(&store, &root, 1 << 20, &buffers).unwrap();
         let lc = Self::lifecycle(&store, &root, buffers, 0);
+        let caps = Capabilities::new(&Default::default(), None)
+            .unwrap()
+            .on_disk(root.clone());
         Self {
             rng: Rng(seed),
             seed,
@@ -151,6 +165,9 @@ impl Sim {
             unapplied: BTreeSet::new(),
             stats: BTreeMap::new(),
             recent: Default::default(),
+            folders: HashMap::new(),
+            folders_dir: tempfile::tempdir().unwrap(),
+            caps,
         }
     }
 
@@ -321,11 +338,23 @@ impl Sim {
 
     // ---- an agent's work ------------------------------------------------
 
-    /// `id` runs: it writes into its overlay (or is left working).
+    /// `id` runs: it writes into its overlay or its folder (or is left
+    /// working).
     fn work(&mut self, id: &str) {
         let out = self.lc.start(id);
         self.apply(out);
         self.working.insert(id.to_owned());
+        if self.folders.contains_key(id) || self.rng.chance(25) {
+            self.work_in_folder(id);
+        } else {
+            self.work_in_overlay(id);
+        }
+        if self.rng.chance(70) {
+            self.finish(id);
+        }
+    }
+
+    fn work_in_overlay(&mut self, id: &str) {
         let store = self.store.clone();
         let ov = Overlay::new(&store, id, 1 << 20);
         for _ in 0..1 + self.rng.below(2) {
@@ -356,30 +385,129 @@ impl Sim {
                     let Ok(text) = ov.read_text(&pp(&f)) else {
                         continue;
                     };
-                    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-                    // Agents change their own and the original lines, never
-                    // the human's: a human line may only go by a conflict.
-                    let theirs: Vec<usize> = (0..lines.len())
-                        .filter(|&k| !lines[k].starts_with("# human"))
-                        .collect();
-                    if self.rng.chance(50) || theirs.is_empty() {
-                        let at = self.rng.below(lines.len() + 1);
-                        lines.insert(at, format!("{id} added {}", self.fresh()));
-                    } else {
-                        let k = *self.rng.pick(&theirs).unwrap();
-                        lines[k] = format!("{} / {id}", lines[k]);
-                    }
-                    let new = lines.join("\n") + "\n";
+                    let new = self.agent_edit(id, &text);
                     ov.write(&pp(&f), new.as_bytes()).unwrap();
                 }
             }
         }
-        if self.rng.chance(70) {
-            self.finish(id);
+    }
+
+    /// `text` as agent `id` changes it: a line added, or one of its own or
+    /// the original lines changed — never the human's (a human line may
+    /// only go by a conflict).
+    fn agent_edit(&mut self, id: &str, text: &str) -> String {
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        let theirs: Vec<usize> = (0..lines.len())
+            .filter(|&k| !lines[k].starts_with("# human"))
+            .collect();
+        if self.rng.chance(50) || theirs.is_empty() {
+            let at = self.rng.below(lines.len() + 1);
+            lines.insert(at, format!("{id} added {}", self.fresh()));
+        } else {
+            let k = *self.rng.pick(&theirs).unwrap();
+            lines[k] = format!("{} / {id}", lines[k]);
         }
+        lines.join("\n") + "\n"
+    }
+
+    /// `id` works as an external program: its folder is filled from its
+    /// view, then it changes files there with its own calls, tries links
+    /// out, `.git` and a secret. Taken back when it finishes.
+    fn work_in_folder(&mut self, id: &str) {
+        let mut w = match self.folders.remove(id) {
+            Some(w) => w,
+            None => Workdir::create(self.folders_dir.path(), id).unwrap(),
+        };
+        let caps = self.caps.clone();
+        w.fill(&self.store, id, &|f| caps.may_see(f)).unwrap();
+        let files = w.files().to_path_buf();
+        for _ in 0..1 + self.rng.below(3) {
+            match self.rng.below(12) {
+                0 => {
+                    let n = self.fresh();
+                    let _ = std::os::unix::fs::symlink(
+                        self.root.join("f0.py"),
+                        files.join(format!("link_{n}.py")),
+                    );
+                    let _ = std::os::unix::fs::symlink(
+                        self.outside.path(),
+                        files.join(format!("out_{n}")),
+                    );
+                }
+                1 => {
+                    std::fs::create_dir_all(files.join(".git")).unwrap();
+                    std::fs::write(files.join(".git/HEAD"), "ref: evil\n").unwrap();
+                }
+                2 => std::fs::write(files.join(".env"), "TOKEN=stolen\n").unwrap(),
+                3 | 4 => {
+                    let name = format!("new_{}.py", self.fresh());
+                    std::fs::write(files.join(name), format!("made by {id}\n")).unwrap();
+                }
+                5 => {
+                    let news: Vec<String> = std::fs::read_dir(&files)
+                        .unwrap()
+                        .flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|f| f.starts_with("new_"))
+                        .collect();
+                    if let Some(f) = self.rng.pick(&news).cloned() {
+                        std::fs::remove_file(files.join(f)).unwrap();
+                    }
+                }
+                _ => {
+                    let names = self.human_files();
+                    let f = self.rng.pick(&names).unwrap().clone();
+                    let Ok(text) = std::fs::read_to_string(files.join(&f)) else {
+                        continue;
+                    };
+                    let new = self.agent_edit(id, &text);
+                    std::fs::write(files.join(&f), new).unwrap();
+                }
+            }
+        }
+        self.folders.insert(id.to_owned(), w);
+        *self
+            .stats
+            .entry("an agent works in its folder")
+            .or_default() += 1;
+    }
+
+    /// What `id` left in its folder, taken into its overlay as after an
+    /// ACP turn: links, `.git` and secrets are refused, never taken.
+    fn take_back(&mut self, id: &str) {
+        let Some(mut w) = self.folders.remove(id) else {
+            return;
+        };
+        let ws = Workspace::new(&self.store, id, &self.caps, 1 << 20);
+        for t in ws.take_back(&mut w).unwrap() {
+            let hostile = ["link_", "out_", ".git", ".env"]
+                .iter()
+                .any(|h| t.what.contains(h));
+            assert_eq!(
+                t.result.is_err(),
+                hostile,
+                "seed {} step {}: {id} {}: {:?}",
+                self.seed,
+                self.step,
+                t.what,
+                t.result
+            );
+        }
+        for f in ws.overlay().files().unwrap() {
+            assert!(
+                !["link_", "out_", ".git", ".env"]
+                    .iter()
+                    .any(|h| f.starts_with(h)),
+                "seed {} step {}: {id} took {f}",
+                self.seed,
+                self.step
+            );
+        }
+        self.folders.insert(id.to_owned(), w);
     }
 
     fn finish(&mut self, id: &str) {
+        self.take_back(id);
         self.working.remove(id);
         let out = if self.rng.chance(10) {
             self.lc.fail(id, "the model gave up")
@@ -698,6 +826,11 @@ impl Sim {
             self.unreported.clear();
             self.lc = Self::lifecycle(&self.store, &self.root, buffers, self.restarts);
             self.working.clear();
+            // The agents' programs died with the editor: their folders
+            // are made again when they run again.
+            for (_, w) in self.folders.drain() {
+                w.remove().unwrap();
+            }
             let out = self.lc.recover(i64::MAX / 4, 0);
             self.apply(out);
             for (path, text) in self.buffers.clone() {
