@@ -294,6 +294,17 @@ function M.check_tools(h, config)
   if caps.preset == "developer" and #caps.commands == 0 then
     h.warn("the developer preset allows capabilities.commands, which is empty: run_command runs nothing")
   end
+  local lib = require("chimera.loader").load()
+  if (tests ~= "off" or #caps.commands > 0) and lib and lib.can_confine then
+    if lib.can_confine() then
+      h.ok("the programs agents run (tests, run_command) are confined by the kernel to a copy of the project")
+    else
+      h.warn("the programs agents run (tests, run_command) work in a copy of the project, but this system cannot confine them: one that names your files by their full path reaches them", {
+        "on Linux, a kernel with Landlock (5.13 or later, enabled) confines them (:help chimera-confinement)",
+        "or set tests.command = \"off\" and leave capabilities.commands empty",
+      })
+    end
+  end
   local url = config.tools.web_search_url
   if not url then
     h.info("web_search is off (set tools.web_search_url to a SearXNG endpoint)")

@@ -224,6 +224,7 @@ h.test("checkhealth says which ACP agents the kernel confines and warns of an un
   local lines = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") .. (out.output or "")
   h.truthy(lines:find("fake is confined by the kernel to its own folder", 1, true), lines)
   h.truthy(lines:find("loose runs unconfined", 1, true), lines)
+  h.truthy(lines:find("the programs agents run (tests, run_command) are confined by the kernel", 1, true), lines)
 end)
 
 h.finish()
