@@ -7,7 +7,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::overlay::Overlay;
@@ -180,7 +180,8 @@ pub fn run_confined(
         .split_first()
         .ok_or("run_command(): the command is empty")?;
     let started = Instant::now();
-    let mut command = Command::new(program);
+    let mut command = crate::confine::command(program, confined.map(|c| &c.rules))
+        .map_err(|e| format!("run_command(): {e}"))?;
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     command
         .args(args)
@@ -190,8 +191,6 @@ pub fn run_confined(
         .stderr(Stdio::piped());
     if let Some(c) = confined {
         command.env("TMPDIR", &c.tmp);
-        crate::confine::confine(&mut command, &c.rules)
-            .map_err(|e| format!("run_command(): {e}"))?;
     }
     let (mut child, stop) = crate::reaper::spawn(&mut command)
         .map_err(|e| format!("run_command(): cannot start {program:?}: {e}"))?;

@@ -3,17 +3,21 @@
 //! directories and the ones they are given, and write only into theirs.
 //! On Linux this is Landlock: a rule set made in the core and entered by
 //! the child between `fork` and `exec`, which every descendant inherits
-//! and none can leave. The project root is never among the places given —
+//! and none can leave. On macOS it is a Seatbelt profile the program is
+//! started under (`sandbox-exec`, [`seatbelt`]), inherited the same way.
+//! The project root is never among the places given —
 //! a rule that holds it or lies inside it is refused — so its files and
 //! secrets are out of reach by any path, link or `..`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod seatbelt;
+
 /// Why a program could not be confined.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfineError {
-    #[error("this system cannot confine programs (Linux with Landlock is needed: kernel 5.13 or later, `landlock` in the LSM list)")]
+    #[error("this system cannot confine programs (Linux with Landlock is needed: kernel 5.13 or later, `landlock` in the LSM list; or macOS with /usr/bin/sandbox-exec)")]
     Unavailable,
     #[error("{path} {how} the project ({root}); a confined program may not be given it — choose a folder outside the project")]
     TouchesProject {
@@ -53,6 +57,11 @@ const SYSTEM: &[&str] = &[
     "/sys",
     "/dev",
     "/run/systemd/resolve",
+    // macOS
+    "/System",
+    "/Library",
+    "/private/etc",
+    "/private/var/db/timezone",
 ];
 
 /// Toolchains installed in the home folder that programs run from (read
@@ -249,12 +258,16 @@ pub fn available() -> bool {
     *AVAILABLE.get_or_init(imp::available)
 }
 
-/// Makes `command`, once spawned, run confined to `rules`; every process
-/// it starts inherits the confinement. Must be called before any other
-/// `pre_exec` that forks (the supervisor of [`crate::reaper`] is confined
-/// too).
-pub fn confine(command: &mut Command, rules: &Rules) -> Result<(), ConfineError> {
-    imp::confine(command, rules)
+/// A command that runs `program`, confined to `rules` when they are
+/// given; every process it starts inherits the confinement. Its
+/// arguments, environment and folder are the caller's to set; any other
+/// `pre_exec` that forks must come after (the supervisor of
+/// [`crate::reaper`] is confined too).
+pub fn command(program: &str, rules: Option<&Rules>) -> Result<Command, ConfineError> {
+    match rules {
+        None => Ok(Command::new(program)),
+        Some(rules) => imp::command(program, rules),
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -287,7 +300,8 @@ mod imp {
         ConfineError::Setup(e.to_string())
     }
 
-    pub fn confine(command: &mut Command, rules: &Rules) -> Result<(), ConfineError> {
+    pub fn command(program: &str, rules: &Rules) -> Result<Command, ConfineError> {
+        let mut command = Command::new(program);
         let read = AccessFs::from_read(ABI_WANTED);
         let all = AccessFs::from_all(ABI_WANTED);
         let created = Ruleset::default()
@@ -316,11 +330,36 @@ mod imp {
                 Ok(())
             });
         }
-        Ok(())
+        Ok(command)
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+mod imp {
+    use std::path::Path;
+    use std::process::{Command, Stdio};
+
+    use super::seatbelt::{arguments, SANDBOX_EXEC};
+    use super::{ConfineError, Rules};
+
+    /// `sandbox-exec` is there and enters a profile.
+    pub fn available() -> bool {
+        Command::new(SANDBOX_EXEC)
+            .args(["-p", "(version 1)(allow default)", "/usr/bin/true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    pub fn command(program: &str, rules: &Rules) -> Result<Command, ConfineError> {
+        let mut command = Command::new(SANDBOX_EXEC);
+        command.args(arguments(Path::new(program), rules));
+        Ok(command)
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod imp {
     use super::{ConfineError, Rules};
     use std::process::Command;
@@ -329,7 +368,7 @@ mod imp {
         false
     }
 
-    pub fn confine(_: &mut Command, _: &Rules) -> Result<(), ConfineError> {
+    pub fn command(_: &str, _: &Rules) -> Result<Command, ConfineError> {
         Err(ConfineError::Unavailable)
     }
 }
@@ -339,9 +378,8 @@ mod tests {
     use super::*;
 
     fn sh(rules: &Rules, script: &str) -> (bool, String) {
-        let mut c = Command::new("/bin/sh");
+        let mut c = command("/bin/sh", Some(rules)).unwrap();
         c.args(["-c", script]);
-        confine(&mut c, rules).unwrap();
         let out = c.output().unwrap();
         (
             out.status.success(),

@@ -212,7 +212,7 @@ function M.check_acp(h, config)
     elseif can_confine then
       h.ok(("%s is confined by the kernel to its own folder (it cannot read or change the project)"):format(name))
     elseif lib then
-      h.error(("%s cannot start: this system cannot confine it (Linux with Landlock is needed)"):format(name), {
+      h.error(("%s cannot start: this system cannot confine it (Linux with Landlock, or macOS, is needed)"):format(name), {
         "set agents.external." .. name .. ".unconfined = true to run it anyway, at your own risk",
       })
     end
@@ -300,7 +300,7 @@ function M.check_tools(h, config)
       h.ok("the programs agents run (tests, run_command) are confined by the kernel to a copy of the project")
     else
       h.warn("the programs agents run (tests, run_command) work in a copy of the project, but this system cannot confine them: one that names your files by their full path reaches them", {
-        "on Linux, a kernel with Landlock (5.13 or later, enabled) confines them (:help chimera-confinement)",
+        "a Linux kernel with Landlock (5.13 or later, enabled) or macOS confines them (:help chimera-confinement)",
         "or set tests.command = \"off\" and leave capabilities.commands empty",
       })
     end

@@ -235,7 +235,7 @@ fn start(
         .ok_or_else(|| AgentError::Denied(format!("agents.external.{name}.command is empty")))?;
     let failed =
         |e: String| AgentError::External(format!("cannot start the agent {name} ({program}): {e}"));
-    let mut command = std::process::Command::new(program);
+    let mut command = confine::command(program, rules).map_err(|e| failed(e.to_string()))?;
     command
         .args(args)
         .envs(&spec.env)
@@ -250,9 +250,6 @@ fn start(
                 .unwrap_or_else(|_| std::process::Stdio::null()),
         );
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    if let Some(rules) = rules {
-        confine::confine(&mut command, rules).map_err(|e| failed(e.to_string()))?;
-    }
     let (mut child, tree) =
         crate::reaper::spawn(&mut command).map_err(|e| failed(e.to_string()))?;
     let pipes = child.stdin.take().zip(child.stdout.take());
