@@ -42,6 +42,7 @@ pub mod accept;
 pub mod acp;
 pub mod agent;
 pub mod api;
+pub mod brief;
 pub mod capabilities;
 pub mod cli;
 pub mod command;

@@ -417,3 +417,22 @@ impl FileView {
         })
     }
 }
+
+/// Where the core's messages go (the Neovim bridge, or a channel in tests).
+pub trait EditorSink: Send + Sync + 'static {
+    fn send(&self, msg: ToEditor);
+    /// Whether a person reads this sink and can answer a question
+    /// ([`ToEditor::Permission`]).
+    fn asks_the_human(&self) -> bool {
+        false
+    }
+}
+
+impl EditorSink for tokio::sync::mpsc::UnboundedSender<ToEditor> {
+    fn asks_the_human(&self) -> bool {
+        true
+    }
+    fn send(&self, msg: ToEditor) {
+        let _ = tokio::sync::mpsc::UnboundedSender::send(self, msg);
+    }
+}

@@ -26,24 +26,7 @@ mod nodes;
 pub mod remora;
 pub use remora::SharedIndex;
 
-/// Where the core's messages go (the Neovim bridge, or a channel in tests).
-pub trait EditorSink: Send + Sync + 'static {
-    fn send(&self, msg: ToEditor);
-    /// Whether a person reads this sink and can answer a question
-    /// ([`ToEditor::Permission`]).
-    fn asks_the_human(&self) -> bool {
-        false
-    }
-}
-
-impl EditorSink for mpsc::UnboundedSender<ToEditor> {
-    fn asks_the_human(&self) -> bool {
-        true
-    }
-    fn send(&self, msg: ToEditor) {
-        let _ = mpsc::UnboundedSender::send(self, msg);
-    }
-}
+pub use crate::messages::EditorSink;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {

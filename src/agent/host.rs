@@ -16,7 +16,7 @@ use crate::workspace::{Workspace, WorkspaceError};
 
 /// What a write that would change nothing is refused with; tool mode
 /// then asks the next reply as a code block.
-pub(super) const STAYS_AS_IT_WAS: &str = "would stay exactly as it was";
+const STAYS_AS_IT_WAS: &str = "would stay exactly as it was";
 
 /// Everything a program's host calls need.
 pub struct AgentHost {
@@ -45,6 +45,9 @@ pub struct AgentHost {
     pub mcp_tools: Vec<String>,
     /// Which of the human's text each file was when last read.
     pub read: crate::workspace::ReadFrom,
+    /// The last call was a write refused because it changed nothing
+    /// (tool mode then asks for the block in another form).
+    pub refused_unchanged: bool,
 }
 
 /// `search_files`: the files `overlay` shows whose path matches `pattern`
@@ -143,6 +146,7 @@ impl AgentHost {
             services: services.clone(),
             mcp_tools: Vec::new(),
             read: Default::default(),
+            refused_unchanged: false,
         }
     }
 
@@ -236,7 +240,7 @@ impl AgentHost {
         if !self.mcp_tools.iter().any(|t| t == name) {
             return Err(format!("there is no tool `{name}`"));
         }
-        let shown = crate::api::sessions::brief(args.as_object().unwrap_or(&Default::default()));
+        let shown = crate::brief::brief(args.as_object().unwrap_or(&Default::default()));
         let started = std::time::Instant::now();
         let result = self.mcp(name, args);
         let brief = result.as_ref().map(|r| shown_text(r));
@@ -635,6 +639,7 @@ impl Host for AgentHost {
     ) -> Result<Value, String> {
         let args = shown_args(&a, &kw);
         let started = std::time::Instant::now();
+        self.refused_unchanged = false;
         let result = self.dispatch(name, a, kw);
         self.audit(name, &args, started, result.as_ref().map(shown));
         result
@@ -780,6 +785,7 @@ impl AgentHost {
                 // Said now, not at submit_result: small models otherwise
                 // write the file back as it was and submit it again and again.
                 if new == old {
+                    self.refused_unchanged = true;
                     return Err(format!(
                         "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
                     ));

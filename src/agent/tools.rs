@@ -866,6 +866,7 @@ pub async fn run(
                 });
             }
         }
+        host.refused_unchanged = false;
         let result = match call {
             Err(problem) => Err(problem),
             Ok((tool, _)) if !tools.iter().any(|t| t.name == tool) => Err(format!(
@@ -958,7 +959,7 @@ pub async fn run(
         }
         // Only a write refused for changing nothing: other errors (a bad
         // path, a wrong argument) are the call's, answered as such.
-        let unchanged = matches!(&result, Err(e) if e.contains(super::host::STAYS_AS_IT_WAS));
+        let unchanged = result.is_err() && host.refused_unchanged;
         let block_path = write_path.filter(|_| unchanged && !native);
         let mut text = result_message(result);
         if let Some(path) = block_path {

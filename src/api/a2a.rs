@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::routes::{new_id, Shared};
+use super::backend::{new_id, Shared};
 use crate::messages::ToCore;
 use crate::store::{AgentRecord, AgentState};
 
@@ -146,7 +146,7 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
     }
     let file = message["metadata"]["file"]
         .as_str()
-        .map(|f| super::routes::task_file(b, f))
+        .map(|f| super::backend::task_file(b, f))
         .transpose()?;
     let id = new_id(8);
     b.call(ToCore::Spawn {

@@ -9,6 +9,30 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
+/// Longest socket path the platform takes (`sun_path`, with room to spare).
+const MAX_SOCKET_PATH: usize = 100;
+
+/// Where the control socket of the project at `root` lives:
+/// `.chimera/core.sock`, or, when that path is too long for a socket, a
+/// file named after the root in a directory of the user's under the
+/// system's temporary directory.
+pub fn socket_path(root: &Path) -> PathBuf {
+    let inside = root.join(".chimera").join("core.sock");
+    if inside.as_os_str().len() <= MAX_SOCKET_PATH {
+        return inside;
+    }
+    let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
+    private_dir().join(format!("{}.sock", &hash[..16]))
+}
+
+/// `<tmp>/chimera-<uid>`: the short home of sockets whose project path is long.
+fn private_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("chimera-{}", rustix::process::getuid().as_raw()))
+}
+
+/// Largest request body the API takes, announced or not.
+pub const BODY_LIMIT: u64 = 2 * 1024 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("the Chimera core at {socket} did not answer: {message}")]
@@ -38,7 +62,7 @@ impl Client {
     /// connected yet).
     pub fn for_root(root: &Path) -> Self {
         Self {
-            target: Target::Socket(super::control::socket_path(root)),
+            target: Target::Socket(socket_path(root)),
         }
     }
 

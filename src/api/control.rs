@@ -9,35 +9,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::Router;
+
+use super::client::socket_path;
 use tokio_util::sync::CancellationToken;
 
 /// How often a core that does not hold the socket tries again (a lock
 /// and an open: cheap), so that Neovim takes over from a `chimera`
 /// command's core well within the 2 s a shell task has to show there.
 const RETRY: Duration = Duration::from_millis(250);
-/// Longest socket path the platform takes (`sun_path`, with room to spare).
-const MAX_SOCKET_PATH: usize = 100;
-
-/// Where the control socket of the project at `root` lives:
-/// `.chimera/core.sock`, or, when that path is too long for a socket, a
-/// file named after the root in a directory of the user's under the
-/// system's temporary directory.
-pub fn socket_path(root: &Path) -> PathBuf {
-    let inside = root.join(".chimera").join("core.sock");
-    if inside.as_os_str().len() <= MAX_SOCKET_PATH {
-        return inside;
-    }
-    let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
-    private_dir().join(format!("{}.sock", &hash[..16]))
-}
-
-/// `<tmp>/chimera-<uid>`: the short home of sockets whose project path is long.
-fn private_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("chimera-{}", rustix::process::getuid().as_raw()))
-}
-
 /// Refuses to use the directory of the project's socket when it is the
-/// shared fallback ([`socket_path`]) and someone else could have prepared
+/// shared fallback ([`super::client::socket_path`]) and someone else could have prepared
 /// it: it must be this user's and closed to everyone else, or a client
 /// would hand its requests to whoever listens there. Creates it if missing.
 pub fn check_socket_dir(root: &Path) -> std::io::Result<()> {

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use crate::messages::EditorSink;
 use crate::messages::{Level, ProposedFile, ToEditor};
 use crate::paths::ProjectPath;
-use crate::runtime::EditorSink;
 
 /// Events kept for clients that reconnect.
 const KEPT: usize = 4096;

@@ -195,11 +195,6 @@ fn refuse(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
 
-/// Equal, in a time that does not depend on where they differ.
-pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 async fn authorize(token: String, req: Request, next: Next) -> Response {
     let given = req
         .headers()
@@ -207,7 +202,7 @@ async fn authorize(token: String, req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match given {
-        Some(t) if same(t.trim().as_bytes(), token.as_bytes()) => next.run(req).await,
+        Some(t) if super::login::same(t.trim().as_bytes(), token.as_bytes()) => next.run(req).await,
         _ => refuse(
             StatusCode::UNAUTHORIZED,
             "missing or wrong token: send `Authorization: Bearer TOKEN`, TOKEN from the project's .chimera/api.json",
@@ -235,6 +230,7 @@ async fn loopback_host(port: u16, req: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
+    use super::super::login::same;
     use super::*;
 
     #[test]

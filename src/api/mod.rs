@@ -4,6 +4,7 @@
 //! per project holds; [`client`] is what the `chimera` CLI speaks it with.
 
 mod a2a;
+pub mod backend;
 pub mod client;
 pub mod control;
 mod dashboard;
@@ -16,4 +17,5 @@ mod serve;
 pub mod sessions;
 mod stream;
 
-pub use routes::{router, Backend};
+pub use backend::Backend;
+pub use routes::router;

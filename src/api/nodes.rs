@@ -6,10 +6,10 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::routes::{Answer, ApiError, Shared};
+use super::backend::{Answer, ApiError, Shared};
 use crate::messages::ToCore;
+use crate::remora::shared::SharedIndex;
 use crate::remora::Node;
-use crate::runtime::SharedIndex;
 
 /// Events a node's log returns at most.
 const EVENT_LIMIT: usize = 1_000;

@@ -10,82 +10,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures_util::future::BoxFuture;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::backend::{
+    error_in, new_id, take_snapshot, task_file, Answer, ApiError, OptionalBody, Shared,
+};
 use crate::diff::HunkRef;
-use crate::messages::{AgentView, EffectsSince, FileView, Level, ToCore, ToEditor};
-use crate::store::{AgentState, Store};
-
-/// The core as the API sees it.
-pub trait Backend: Send + Sync + 'static {
-    fn store(&self) -> &Store;
-    fn root(&self) -> &Path;
-    /// Runs `msg` as if the editor had sent it; resolves to what the core
-    /// told the editor about it (empty for messages that are not
-    /// transitions).
-    fn call(&self, msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>>;
-    /// The live feed of what the core tells the editor.
-    fn events(&self) -> Arc<super::events::EventBus>;
-    /// The Remora topology (`None` when `remora.index` is off).
-    fn index(&self) -> Option<crate::runtime::SharedIndex>;
-    /// The core's options (`None` when no core runs: reads of the store).
-    fn config(&self) -> Option<&crate::config::Config>;
-}
-
-pub(super) type Shared = Arc<dyn Backend>;
-
-/// An error answer: `{"error": message}` with its status.
-#[derive(Debug)]
-pub struct ApiError(pub StatusCode, pub String);
-
-impl ApiError {
-    pub(super) fn bad(message: impl Into<String>) -> Self {
-        Self(StatusCode::BAD_REQUEST, message.into())
-    }
-    pub(super) fn not_found(message: impl Into<String>) -> Self {
-        Self(StatusCode::NOT_FOUND, message.into())
-    }
-    pub(super) fn conflict(message: impl Into<String>) -> Self {
-        Self(StatusCode::CONFLICT, message.into())
-    }
-    pub(super) fn internal(e: impl std::fmt::Display) -> Self {
-        Self(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
-    }
-}
-
-pub(super) type Answer = Result<Json<Value>, ApiError>;
-
-/// A JSON body a route may go without: an empty one (whatever its content
-/// type says) is `None`; any other must be the JSON the route takes — a
-/// body sent with another content type is read too, never dropped (a
-/// `{"hunk": 2}` ignored would accept the whole proposal).
-pub(super) struct OptionalBody<T>(pub Option<T>);
-
-impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S>
-    for OptionalBody<T>
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::bad(format!("cannot read the body: {e}")))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Self(None));
-        }
-        serde_json::from_slice(&bytes)
-            .map(|v| Self(Some(v)))
-            .map_err(|e| ApiError::bad(format!("the body is not the JSON this route takes: {e}")))
-    }
-}
+use crate::messages::{AgentView, EffectsSince, FileView, ToCore, ToEditor};
+use crate::store::AgentState;
 
 /// Every route of the API.
 pub fn router(backend: Shared) -> Router {
@@ -130,8 +63,7 @@ pub fn router(backend: Shared) -> Router {
         .with_state(backend)
 }
 
-/// Largest request body taken, announced or not.
-pub const BODY_LIMIT: u64 = 2 * 1024 * 1024;
+pub use super::client::BODY_LIMIT;
 
 /// Refuses a body announced larger than [`BODY_LIMIT`] before reading any
 /// of it (a client still sending it would otherwise see the socket close
@@ -233,21 +165,6 @@ async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
     Ok(Json(json!({ "id": id })))
 }
 
-/// The absolute path of project file `f` a task names. The core would drop
-/// a file reached through a link (it may lead outside): that is said
-/// rather than the task run without it.
-pub(super) fn task_file(b: &Shared, f: &str) -> Result<String, String> {
-    let p = crate::paths::ProjectPath::parse(f).map_err(|e| e.to_string())?;
-    crate::rootfs::check_no_links(b.root(), &p).map_err(|e| e.to_string())?;
-    Ok(b.root().join(p.as_str()).to_string_lossy().into_owned())
-}
-
-/// A new ID of `len` hex digits, as the editor makes them (agents 8,
-/// snapshots 12).
-pub(super) fn new_id(len: usize) -> String {
-    crate::store::unique_digest().to_hex()[..len].to_owned()
-}
-
 async fn agents(State(b): State<Shared>) -> Answer {
     let all = b.store().agents().map_err(ApiError::internal)?;
     let views: Vec<AgentView> = all.iter().map(AgentView::from).collect();
@@ -286,17 +203,6 @@ fn after(b: &Shared, id: &str, told: &[ToEditor]) -> Answer {
     }
     let rec = find(b, id)?;
     Ok(Json(json!({ "agent": AgentView::from(&rec) })))
-}
-
-/// The first error the core told the editor, if any.
-pub(super) fn error_in(told: &[ToEditor]) -> Option<String> {
-    told.iter().find_map(|m| match m {
-        ToEditor::Notify {
-            level: Level::Error,
-            message,
-        } => Some(message.trim_start_matches("Chimera: ").to_owned()),
-        _ => None,
-    })
 }
 
 async fn cancel(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
@@ -436,21 +342,6 @@ async fn snapshot(
     let message = body.and_then(|r| r.message).unwrap_or_default();
     let id = take_snapshot(&b, message).await?;
     Ok(Json(json!({ "id": id })))
-}
-
-/// Has the core take a snapshot; its ID.
-pub(super) async fn take_snapshot(b: &Shared, message: String) -> Result<String, ApiError> {
-    let id = new_id(12);
-    let told = b
-        .call(ToCore::Snapshot {
-            id: id.clone(),
-            message,
-        })
-        .await;
-    match error_in(&told) {
-        Some(e) => Err(ApiError::internal(e)),
-        None => Ok(id),
-    }
 }
 
 #[derive(Debug, Default, Deserialize)]

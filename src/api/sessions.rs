@@ -15,7 +15,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::routes::{error_in, new_id, Answer, ApiError, Shared};
+use super::backend::{error_in, new_id, Answer, ApiError, Shared};
 use crate::capabilities::{Capabilities, Denied};
 use crate::messages::{AgentView, ToCore};
 use crate::paths::parse_dir;
@@ -180,28 +180,12 @@ pub(super) async fn call(
             "{} called {} {}",
             session.client,
             req.tool,
-            brief(&req.args)
+            crate::brief::brief(&req.args)
         ),
         &output,
         started.elapsed().as_millis() as i64,
     );
     result.map(|v| Json(json!({ "result": v })))
-}
-
-/// The arguments of a call as the effect log shows them: a file's content
-/// by its size, not its text.
-pub(crate) fn brief(args: &Map<String, Value>) -> String {
-    Value::Object(shown(args)).to_string()
-}
-
-/// `args` with every long text replaced by its size.
-pub(crate) fn shown(args: &Map<String, Value>) -> Map<String, Value> {
-    args.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) if s.len() > 120 => (k.clone(), json!(format!("<{} bytes>", s.len()))),
-            v => (k.clone(), v.clone()),
-        })
-        .collect()
 }
 
 /// `DELETE /sessions/{id}`: the host went away; what it wrote and did not
@@ -542,7 +526,7 @@ impl Call<'_> {
             }));
         }
         let message = self.opt_string("message")?.unwrap_or_default();
-        let id = super::routes::take_snapshot(self.b, message).await?;
+        let id = super::backend::take_snapshot(self.b, message).await?;
         Ok(json!({ "id": id }))
     }
 }

@@ -11,8 +11,8 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 
+use super::backend::Shared;
 use super::events::{Event, EventBus, Resume};
-use super::routes::Shared;
 
 /// A stream's place in the feed.
 struct Follow {

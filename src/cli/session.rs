@@ -11,8 +11,10 @@ use serde_json::{json, Value};
 use super::{exit, output, A2aAction, Cli, Command, McpAction, RemoraAction};
 use crate::api::client::{Client, ClientError};
 use crate::api::events::EventBus;
+use crate::messages::EditorSink;
 use crate::messages::{Level, ToCore, ToEditor};
-use crate::runtime::{CoreHandle, EditorSink, SharedIndex};
+use crate::remora::shared::SharedIndex;
+use crate::runtime::CoreHandle;
 use crate::store::Store;
 
 /// How often `wait` and a foreground task look at the agent.

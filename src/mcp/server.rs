@@ -187,13 +187,13 @@ impl Bridge {
         // close can beat its answer. The core is told, with the contents
         // by their size, so the refusal is in the effect log too.
         let size = body.to_string().len() as u64;
-        if size > crate::api::routes::BODY_LIMIT {
+        if size > crate::api::client::BODY_LIMIT {
             body = json!({
                 "tool": tool,
-                "args": crate::api::sessions::shown(&args),
+                "args": crate::brief::shown(&args),
                 "refused": format!(
                     "the call is {size} bytes; at most {} are taken (files up to sync.max_file_bytes)",
-                    crate::api::routes::BODY_LIMIT
+                    crate::api::client::BODY_LIMIT
                 ),
             });
         }

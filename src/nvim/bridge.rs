@@ -23,8 +23,8 @@ use nvim_oxi::libuv::AsyncHandle;
 use nvim_oxi::mlua::{self, LuaSerdeExt};
 
 use crate::diff::FileDiff;
+use crate::messages::EditorSink;
 use crate::messages::{AgentView, FileView, ProposedFile, ToEditor};
-use crate::runtime::EditorSink;
 
 /// The core's side of the bridge.
 pub struct NvimSink {

@@ -308,7 +308,7 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
             lua.to_value_with(
                 // Options, not JSON nulls: what is missing is nil in Lua.
                 &Served {
-                    socket: crate::api::control::socket_path(root),
+                    socket: crate::api::client::socket_path(root),
                     pid,
                     own: pid == Some(std::process::id()),
                     api,

@@ -25,6 +25,7 @@ pub mod ghost;
 pub mod ids;
 pub mod index;
 pub mod inject;
+pub mod shared;
 pub mod topology;
 
 use serde::{Deserialize, Serialize};

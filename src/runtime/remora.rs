@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 use super::EditorSink;
 use crate::config::{IdMode, RemoraConfig};
@@ -14,30 +14,9 @@ use crate::messages::{Level, ToEditor};
 use crate::remora::index::Indexer;
 use crate::remora::inject::{self, IdEdit};
 use crate::remora::is_indexed;
+pub use crate::remora::shared::SharedIndex;
 use crate::store::Store;
 use crate::sync::OpenBuffers;
-
-/// The topology the editor reads.
-#[derive(Clone, Default)]
-pub struct SharedIndex(Arc<RwLock<Indexer>>);
-
-impl From<Indexer> for SharedIndex {
-    fn from(ix: Indexer) -> Self {
-        SharedIndex(Arc::new(RwLock::new(ix)))
-    }
-}
-
-impl SharedIndex {
-    pub fn read(&self) -> RwLockReadGuard<'_, Indexer> {
-        // A panic while writing leaves at worst a stale topology, which the
-        // next change repairs: a poisoned lock is still usable.
-        self.0.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Indexer> {
-        self.0.write().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// Work for the worker.
 pub enum Job {

@@ -1,0 +1,126 @@
+//! What every route shares: the core as the API sees it ([`Backend`]),
+//! the error answer and its JSON shape, and the small helpers routes and
+//! MCP sessions both use. A leaf of the API: routes import it, never the
+//! reverse.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+
+use crate::messages::{Level, ToCore, ToEditor};
+use crate::store::Store;
+
+/// The core as the API sees it.
+pub trait Backend: Send + Sync + 'static {
+    fn store(&self) -> &Store;
+    fn root(&self) -> &Path;
+    /// Runs `msg` as if the editor had sent it; resolves to what the core
+    /// told the editor about it (empty for messages that are not
+    /// transitions).
+    fn call(&self, msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>>;
+    /// The live feed of what the core tells the editor.
+    fn events(&self) -> Arc<super::events::EventBus>;
+    /// The Remora topology (`None` when `remora.index` is off).
+    fn index(&self) -> Option<crate::remora::shared::SharedIndex>;
+    /// The core's options (`None` when no core runs: reads of the store).
+    fn config(&self) -> Option<&crate::config::Config>;
+}
+
+pub(crate) type Shared = Arc<dyn Backend>;
+
+/// An error answer: `{"error": message}` with its status.
+#[derive(Debug)]
+pub struct ApiError(pub StatusCode, pub String);
+
+impl ApiError {
+    pub(crate) fn bad(message: impl Into<String>) -> Self {
+        Self(StatusCode::BAD_REQUEST, message.into())
+    }
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        Self(StatusCode::NOT_FOUND, message.into())
+    }
+    pub(crate) fn conflict(message: impl Into<String>) -> Self {
+        Self(StatusCode::CONFLICT, message.into())
+    }
+    pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
+        Self(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+pub(crate) type Answer = Result<Json<Value>, ApiError>;
+
+/// A JSON body a route may go without: an empty one (whatever its content
+/// type says) is `None`; any other must be the JSON the route takes — a
+/// body sent with another content type is read too, never dropped (a
+/// `{"hunk": 2}` ignored would accept the whole proposal).
+pub(crate) struct OptionalBody<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S>
+    for OptionalBody<T>
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::bad(format!("cannot read the body: {e}")))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(None));
+        }
+        serde_json::from_slice(&bytes)
+            .map(|v| Self(Some(v)))
+            .map_err(|e| ApiError::bad(format!("the body is not the JSON this route takes: {e}")))
+    }
+}
+
+/// The absolute path of project file `f` a task names. The core would drop
+/// a file reached through a link (it may lead outside): that is said
+/// rather than the task run without it.
+pub(crate) fn task_file(b: &Shared, f: &str) -> Result<String, String> {
+    let p = crate::paths::ProjectPath::parse(f).map_err(|e| e.to_string())?;
+    crate::rootfs::check_no_links(b.root(), &p).map_err(|e| e.to_string())?;
+    Ok(b.root().join(p.as_str()).to_string_lossy().into_owned())
+}
+
+/// A new ID of `len` hex digits, as the editor makes them (agents 8,
+/// snapshots 12).
+pub(crate) fn new_id(len: usize) -> String {
+    crate::store::unique_digest().to_hex()[..len].to_owned()
+}
+
+/// The first error the core told the editor, if any.
+pub(crate) fn error_in(told: &[ToEditor]) -> Option<String> {
+    told.iter().find_map(|m| match m {
+        ToEditor::Notify {
+            level: Level::Error,
+            message,
+        } => Some(message.trim_start_matches("Chimera: ").to_owned()),
+        _ => None,
+    })
+}
+
+/// Has the core take a snapshot; its ID.
+pub(crate) async fn take_snapshot(b: &Shared, message: String) -> Result<String, ApiError> {
+    let id = new_id(12);
+    let told = b
+        .call(ToCore::Snapshot {
+            id: id.clone(),
+            message,
+        })
+        .await;
+    match error_in(&told) {
+        Some(e) => Err(ApiError::internal(e)),
+        None => Ok(id),
+    }
+}
