@@ -50,6 +50,7 @@ pub mod config;
 pub mod confine;
 pub mod diff;
 pub mod failpoint;
+pub mod hash;
 pub mod lang;
 pub mod lifecycle;
 pub mod llm;

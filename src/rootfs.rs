@@ -12,8 +12,8 @@ use std::path::Path;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::hash::hash_bytes;
 use crate::paths::ProjectPath;
-use crate::store::hash_bytes;
 
 /// Why a file of the project could not be read or written.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use tree_sitter::{InputEdit, Node as TsNode, QueryCursor, QueryMatch, StreamingIterator, Tree};
 
-use super::extract::{file_node, newline_of, Extracted, IdSpan, RawNode, RawRef, Target};
+use super::extracted::{file_node, newline_of, Extracted, IdSpan, RawNode, RawRef, Target};
 use super::{ids, EdgeKind, NodeType};
 use crate::lang::{self, DefKind, Language};
 

@@ -21,6 +21,7 @@ pub mod chain;
 pub mod events;
 pub mod extensions;
 pub mod extract;
+pub mod extracted;
 pub mod ghost;
 pub mod ids;
 pub mod index;

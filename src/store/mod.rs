@@ -13,6 +13,7 @@ mod private;
 mod remora;
 mod schema;
 
+pub use crate::hash::{hash_bytes, random_token, unique_digest, Hash};
 pub use calls::ToolCall;
 pub use chat::ChatEntry;
 pub use checkpoints::Checkpoint;
@@ -65,16 +66,9 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub const AGENT_LOG_LINES: usize = 200;
 pub const AGENT_LOG_LINE_BYTES: usize = 1_000;
 
-/// The content hash of a blob (blake3, hex).
-pub type Hash = String;
-
 /// SQLite's default: the WAL is copied into the database file once it holds
 /// this many pages.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
-
-pub fn hash_bytes(data: &[u8]) -> Hash {
-    blake3::hash(data).to_hex().to_string()
-}
 
 /// This machine's name, to tell whether an instance's pid is one of ours.
 pub fn this_host() -> String {
@@ -100,32 +94,6 @@ pub fn process_runs(pid: u32) -> bool {
         rustix::process::test_kill_process(pid),
         Err(rustix::io::Errno::SRCH)
     )
-}
-
-/// 32 bytes no other call of this or any other process returns (the time,
-/// a counter and the process, hashed): the stuff of new IDs.
-/// 32 random bytes from the system, as hex: tokens and keys.
-pub fn random_token() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-pub fn unique_digest() -> blake3::Hash {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&nanos.to_le_bytes());
-    hasher.update(
-        &COUNTER
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            .to_le_bytes(),
-    );
-    hasher.update(&std::process::id().to_le_bytes());
-    hasher.finalize()
 }
 
 /// Milliseconds since the Unix epoch.
