@@ -6,7 +6,7 @@
 
 use tree_sitter::{Node, QueryCursor, StreamingIterator};
 
-use super::splice::{dedent, reindent, Edits};
+use super::reply::{dedent, reindent, Edits};
 use super::{line_start, Language};
 
 /// `new`, the text a change proposes for a file that was `old`, with each

@@ -8,6 +8,7 @@
 mod definitions;
 mod docs;
 mod modules;
+pub mod reply;
 pub mod splice;
 mod syntax;
 

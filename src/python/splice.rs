@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::{definitions, parse, DefKind, Definition};
-pub use crate::lang::splice::{dedent, reindent, ReplyForm, SpliceError};
-use crate::lang::splice::{holds_most_of, method_named, top_level_names, Edits};
+pub use crate::lang::reply::{dedent, reindent, ReplyForm, SpliceError};
+use crate::lang::reply::{holds_most_of, method_named, top_level_names, Edits};
 
 const HOST_CALLS: &[&str] = &[
     "write_file(",
