@@ -19,7 +19,9 @@ use crate::store::{now_ms, AgentRecord, AgentState, Store};
 use crate::sync::{self, OpenBuffers};
 
 mod announce;
+mod refusal;
 pub use announce::announce;
+pub use refusal::{Refusal, RefusalKind, Told};
 
 /// What the editor shows of an agent's proposal after a transition.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,12 +106,34 @@ pub struct Outcome {
     /// Other answers to the editor (a rollback's report).
     pub replies: Vec<ToEditor>,
     pub notices: Vec<(Level, String)>,
+    /// The command was refused (also said among `notices`).
+    pub refused: Option<Refusal>,
 }
 
 impl Outcome {
     fn notice(level: Level, message: impl Into<String>) -> Self {
         Self {
             notices: vec![(level, message.into())],
+            ..Self::default()
+        }
+    }
+
+    /// An accept held back for the human's sake (their text moved): a
+    /// warning to the editor, a conflict to other clients.
+    fn held_back(message: String) -> Self {
+        Self {
+            notices: vec![(Level::Warn, format!("Chimera: {message}"))],
+            refused: Some(Refusal::new(RefusalKind::Conflict, message)),
+            ..Self::default()
+        }
+    }
+
+    /// A refusal of `kind`: said to the editor as an error, and typed for
+    /// other clients.
+    fn refuse(kind: impl Into<RefusalKind>, message: String) -> Self {
+        Self {
+            notices: vec![(Level::Error, format!("Chimera: {message}"))],
+            refused: Some(Refusal::new(kind.into(), message)),
             ..Self::default()
         }
     }
@@ -146,6 +170,7 @@ impl Outcome {
         self.snapshots = other.snapshots.or(self.snapshots);
         self.replies.extend(other.replies);
         self.notices.extend(other.notices);
+        self.refused = self.refused.or(other.refused);
         self
     }
 }
@@ -166,7 +191,7 @@ impl Lifecycle {
     fn change(&self, id: &str, shown: Shown) -> Outcome {
         match self.store.agent(id) {
             Ok(agent) => Outcome::shows(agent, shown),
-            Err(e) => Outcome::notice(Level::Error, format!("Chimera: agent {id}: {e}")),
+            Err(e) => Outcome::refuse(&e, format!("agent {id}: {e}")),
         }
     }
 
@@ -198,10 +223,7 @@ impl Lifecycle {
     ) -> Outcome {
         match self.set_state(id, state, f) {
             Ok(agent) => Outcome::shows(agent, shown),
-            Err(e) => Outcome::notice(
-                Level::Error,
-                format!("Chimera: cannot record agent {id}: {e}"),
-            ),
+            Err(e) => Outcome::refuse(&e, format!("cannot record agent {id}: {e}")),
         }
     }
 
@@ -218,9 +240,9 @@ impl Lifecycle {
                     error: Some(format!("cannot record the agent: {e}")),
                     ..rec
                 };
-                let out = Outcome::shows(failed, Shown::Unchanged).then(Outcome::notice(
-                    Level::Error,
-                    format!("Chimera: cannot create agent {id}: {e}"),
+                let out = Outcome::shows(failed, Shown::Unchanged).then(Outcome::refuse(
+                    RefusalKind::Failed,
+                    format!("cannot create agent {id}: {e}"),
                 ));
                 (out, false)
             }
@@ -237,13 +259,20 @@ impl Lifecycle {
     /// changed nothing (an answer, messages to other nodes) has nothing to
     /// review and ends `settled`.
     pub fn complete(&self, id: &str, summary: &str, rounds: u32) -> Outcome {
+        // The agent fails, said as such; a client that asked for the
+        // proposal (an MCP session) is refused.
+        let failed = |kind: RefusalKind, e: &dyn std::fmt::Display| {
+            let mut out = self.fail(id, &e.to_string());
+            out.refused = Some(Refusal::new(kind, format!("cannot propose {id}: {e}")));
+            out
+        };
         let conflicts = match accept::build_proposal(&self.store, id) {
             Ok(c) => c,
-            Err(e) => return self.fail(id, &e.to_string()),
+            Err(e) => return failed((&e).into(), &e),
         };
         let files: Vec<String> = match self.store.proposal_files(id) {
             Ok(f) => f.into_iter().map(|f| f.path).collect(),
-            Err(e) => return self.fail(id, &e.to_string()),
+            Err(e) => return failed((&e).into(), &e),
         };
         if files.is_empty() {
             return self.state_change(id, AgentState::Settled, Shown::Unchanged, |r| {
@@ -253,7 +282,7 @@ impl Lifecycle {
         }
         let shown = match self.proposal(id) {
             Ok(shown) => shown,
-            Err(e) => return self.fail(id, &e.to_string()),
+            Err(e) => return failed((&e).into(), &e),
         };
         self.state_change(id, AgentState::Completed, shown, |r| {
             r.summary = Some(summary.to_owned());
@@ -313,10 +342,7 @@ impl Lifecycle {
                 } else {
                     match self.proposal(id) {
                         Ok(shown) => self.change(id, shown),
-                        Err(e) => Outcome::notice(
-                            Level::Error,
-                            format!("Chimera: cannot show proposal {id}: {e}"),
-                        ),
+                        Err(e) => Outcome::refuse(&e, format!("cannot show proposal {id}: {e}")),
                     }
                 }
             }
@@ -385,10 +411,7 @@ impl Lifecycle {
                 snapshots: Some(snapshots),
                 ..Outcome::default()
             },
-            Err(e) => Outcome::notice(
-                Level::Error,
-                format!("Chimera: cannot snapshot the project: {e}"),
-            ),
+            Err(e) => Outcome::refuse(&e, format!("cannot snapshot the project: {e}")),
         }
     }
 
@@ -429,10 +452,8 @@ impl Lifecycle {
                     AcceptError::Conflict(_) => self.proposal(id).unwrap_or(Shown::Unchanged),
                     _ => Shown::Unchanged,
                 };
-                let mut o = self.change(id, shown);
-                o.notices
-                    .push((Level::Error, format!("Chimera: cannot accept {id}: {e}")));
-                o
+                self.change(id, shown)
+                    .then(Outcome::refuse(&e, format!("cannot accept {id}: {e}")))
             }
         });
         out
@@ -468,23 +489,17 @@ impl Lifecycle {
     /// the ground truth, the proposal is rebased onto it, nothing written.
     fn changed_under_accept(&self, id: &str, path: &str) -> Outcome {
         if self.unsaved_elsewhere(path) {
-            let mut out = self.change(id, Shown::Unchanged);
-            out.notices.push((
-                Level::Warn,
-                format!("Chimera: {path} has unsaved changes in another Neovim on this project; nothing was written (writing the accept would write them too). Save or undo them there, then accept again"),
+            return self.change(id, Shown::Unchanged).then(Outcome::held_back(
+                format!("{path} has unsaved changes in another Neovim on this project; nothing was written (writing the accept would write them too). Save or undo them there, then accept again"),
             ));
-            return out;
         }
         let rebased = match ProjectPath::parse(path) {
             Ok(p) => self.disk_changed(&p),
             Err(_) => Outcome::default(),
         };
-        let mut out = self.change(id, Shown::Unchanged).then(rebased);
-        out.notices.push((
-            Level::Warn,
-            format!("Chimera: {path} changed on disk just before the accept of {id}; nothing was written. The proposal now includes that change: review it and accept again"),
-        ));
-        out
+        self.change(id, Shown::Unchanged)
+            .then(rebased)
+            .then(Outcome::held_back(format!("{path} changed on disk just before the accept of {id}; nothing was written. The proposal now includes that change: review it and accept again")))
     }
 
     /// Whether the stable text of `path` is another instance's loaded
@@ -544,10 +559,7 @@ impl Lifecycle {
                     },
                 )
             }
-            Err(e) => Outcome::notice(
-                Level::Error,
-                format!("Chimera: cannot reject a hunk of {id}: {e}"),
-            ),
+            Err(e) => Outcome::refuse(&e, format!("cannot reject a hunk of {id}: {e}")),
         }
     }
 
@@ -580,7 +592,7 @@ impl Lifecycle {
                 out.run.extend(again);
                 out
             }
-            Err(e) => Outcome::notice(Level::Error, format!("Chimera: cannot reject {id}: {e}")),
+            Err(e) => Outcome::refuse(&e, format!("cannot reject {id}: {e}")),
         }
     }
 
@@ -595,7 +607,7 @@ impl Lifecycle {
                     rec.state.as_str()
                 ),
             ),
-            Err(e) => Outcome::notice(Level::Error, format!("Chimera: {e}")),
+            Err(e) => Outcome::refuse(&e, e.to_string()),
         }
     }
 
@@ -717,10 +729,7 @@ impl Lifecycle {
         })();
         match result {
             Ok(()) => self.change(&id, Shown::Unchanged),
-            Err(e) => Outcome::notice(
-                Level::Error,
-                format!("Chimera: cannot fork snapshot {snapshot}: {e}"),
-            ),
+            Err(e) => Outcome::refuse(&e, format!("cannot fork snapshot {snapshot}: {e}")),
         }
     }
 

@@ -407,7 +407,7 @@ impl crate::api::Backend for Served {
     fn root(&self) -> &std::path::Path {
         &self.0.root
     }
-    fn call(&self, msg: ToCore) -> futures_util::future::BoxFuture<'static, Vec<ToEditor>> {
+    fn call(&self, msg: ToCore) -> futures_util::future::BoxFuture<'static, lifecycle::Told> {
         let core = self.0.clone();
         Box::pin(async move { answer(&core, msg).await })
     }
@@ -793,12 +793,15 @@ fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Box<ToCore>> 
 /// all the same) and returns what the editor was told: a transition's
 /// announcement, once it ran; nothing for other messages, once the
 /// lifecycle steps they queued ran.
-async fn answer(core: &Arc<Core>, msg: ToCore) -> Vec<ToEditor> {
+async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
     match transition(core, msg) {
         Ok(step) => {
             let (tx, rx) = tokio::sync::oneshot::channel();
             core.on_lifecycle(move |c| {
-                let _ = tx.send(c.publish_told(step(c)));
+                let out = step(c);
+                let refused = out.refused.clone();
+                let messages = c.publish_told(out);
+                let _ = tx.send(lifecycle::Told { messages, refused });
             });
             rx.await.unwrap_or_default()
         }
@@ -807,7 +810,7 @@ async fn answer(core: &Arc<Core>, msg: ToCore) -> Vec<ToEditor> {
             // Steps run in order: once this one has, so has what `msg`
             // queued (a spawn's record is in the store).
             core.on_lifecycle_done(|_| {}).await;
-            Vec::new()
+            lifecycle::Told::default()
         }
     }
 }

@@ -12,7 +12,8 @@ use axum::Json;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use crate::messages::{Level, ToCore, ToEditor};
+use crate::lifecycle::{Refusal, RefusalKind, Told};
+use crate::messages::ToCore;
 use crate::store::Store;
 
 /// The core as the API sees it.
@@ -22,7 +23,7 @@ pub trait Backend: Send + Sync + 'static {
     /// Runs `msg` as if the editor had sent it; resolves to what the core
     /// told the editor about it (empty for messages that are not
     /// transitions).
-    fn call(&self, msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>>;
+    fn call(&self, msg: ToCore) -> BoxFuture<'static, Told>;
     /// The live feed of what the core tells the editor.
     fn events(&self) -> Arc<super::events::EventBus>;
     /// The Remora topology (`None` when `remora.index` is off).
@@ -99,15 +100,17 @@ pub(crate) fn new_id(len: usize) -> String {
     crate::store::unique_digest().to_hex()[..len].to_owned()
 }
 
-/// The first error the core told the editor, if any.
-pub(crate) fn error_in(told: &[ToEditor]) -> Option<String> {
-    told.iter().find_map(|m| match m {
-        ToEditor::Notify {
-            level: Level::Error,
-            message,
-        } => Some(message.trim_start_matches("Chimera: ").to_owned()),
-        _ => None,
-    })
+/// A refusal's status: the kind decides, never the words.
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        let status = match r.kind {
+            RefusalKind::NotFound => StatusCode::NOT_FOUND,
+            RefusalKind::Conflict => StatusCode::CONFLICT,
+            RefusalKind::Invalid => StatusCode::BAD_REQUEST,
+            RefusalKind::Failed => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError(status, r.message)
+    }
 }
 
 /// Has the core take a snapshot; its ID.
@@ -119,8 +122,28 @@ pub(crate) async fn take_snapshot(b: &Shared, message: String) -> Result<String,
             message,
         })
         .await;
-    match error_in(&told) {
-        Some(e) => Err(ApiError::internal(e)),
+    match told.refused {
+        Some(r) => Err(r.into()),
         None => Ok(id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new kind of refusal gets its status here (the match in `from`
+    /// is exhaustive: adding a kind does not build until it has one).
+    #[test]
+    fn a_refusals_status_comes_from_its_kind() {
+        for (kind, status) in [
+            (RefusalKind::NotFound, 404),
+            (RefusalKind::Conflict, 409),
+            (RefusalKind::Invalid, 400),
+            (RefusalKind::Failed, 500),
+        ] {
+            let e = ApiError::from(Refusal::new(kind, "why"));
+            assert_eq!((e.0.as_u16(), e.1.as_str()), (status, "why"));
+        }
     }
 }

@@ -13,10 +13,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::backend::{
-    error_in, new_id, take_snapshot, task_file, Answer, ApiError, OptionalBody, Shared,
-};
+use super::backend::{new_id, take_snapshot, task_file, Answer, ApiError, OptionalBody, Shared};
 use crate::diff::HunkRef;
+use crate::lifecycle::Told;
 use crate::messages::{AgentView, EffectsSince, FileView, ToCore, ToEditor};
 use crate::store::AgentState;
 
@@ -197,9 +196,9 @@ async fn agent(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer 
 }
 
 /// The agent's record as the core left it after `told`.
-fn after(b: &Shared, id: &str, told: &[ToEditor]) -> Answer {
-    if let Some(e) = error_in(told) {
-        return Err(ApiError::conflict(e));
+fn after(b: &Shared, id: &str, told: &Told) -> Answer {
+    if let Some(r) = &told.refused {
+        return Err(r.clone().into());
     }
     let rec = find(b, id)?;
     Ok(Json(json!({ "agent": AgentView::from(&rec) })))
@@ -247,7 +246,7 @@ async fn approve(
             hunk,
         })
         .await;
-    let files = told.iter().find_map(|m| match m {
+    let files = told.messages.iter().find_map(|m| match m {
         ToEditor::Resolved {
             id: of,
             accepted: true,
@@ -271,9 +270,9 @@ async fn approve(
                 json!({ "agent": AgentView::from(&rec), "files": files }),
             ))
         }
-        None => Err(ApiError::conflict(error_in(&told).unwrap_or_else(|| {
-            format!("agent {id}'s proposal was not accepted")
-        }))),
+        None => Err(told.refused.map(ApiError::from).unwrap_or_else(|| {
+            ApiError::conflict(format!("agent {id}'s proposal was not accepted"))
+        })),
     }
 }
 
@@ -364,7 +363,7 @@ async fn rollback(
             buffers: Vec::new(),
         })
         .await;
-    let report = told.iter().find_map(|m| match m {
+    let report = told.messages.iter().find_map(|m| match m {
         ToEditor::Rollback { ok, message, .. } => Some((*ok, message.clone())),
         _ => None,
     });
@@ -373,11 +372,10 @@ async fn rollback(
             json!({ "id": id, "dry_run": dry_run, "message": message }),
         )),
         Some((false, message)) => Err(ApiError::conflict(message)),
-        None => {
-            Err(ApiError::internal(error_in(&told).unwrap_or_else(|| {
-                format!("rollback to {id} said nothing")
-            })))
-        }
+        None => Err(told
+            .refused
+            .map(ApiError::from)
+            .unwrap_or_else(|| ApiError::internal(format!("rollback to {id} said nothing")))),
     }
 }
 

@@ -15,7 +15,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::backend::{error_in, new_id, Answer, ApiError, Shared};
+use super::backend::{new_id, Answer, ApiError, Shared};
 use crate::capabilities::{Capabilities, Denied};
 use crate::messages::{AgentView, ToCore};
 use crate::paths::parse_dir;
@@ -359,8 +359,8 @@ impl Call<'_> {
                 capabilities: self.session.caps.preset.clone(),
             })
             .await;
-        if let Some(e) = error_in(&told) {
-            return Err(ApiError::internal(e));
+        if let Some(r) = told.refused {
+            return Err(r.into());
         }
         self.sessions.set_agent(self.id, Some(agent.clone()));
         Ok(agent)
@@ -428,8 +428,8 @@ impl Call<'_> {
                 summary,
             })
             .await;
-        if let Some(e) = error_in(&told) {
-            return Err(ApiError::conflict(e));
+        if let Some(r) = told.refused {
+            return Err(r.into());
         }
         self.sessions.set_agent(self.id, None);
         self.status_of(&agent)

@@ -52,8 +52,8 @@ impl crate::api::Backend for StoreOnly {
     fn root(&self) -> &Path {
         &self.root
     }
-    fn call(&self, _msg: ToCore) -> BoxFuture<'static, Vec<ToEditor>> {
-        Box::pin(async { Vec::new() })
+    fn call(&self, _msg: ToCore) -> BoxFuture<'static, crate::lifecycle::Told> {
+        Box::pin(async { crate::lifecycle::Told::default() })
     }
     fn events(&self) -> Arc<EventBus> {
         self.events.clone()

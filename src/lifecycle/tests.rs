@@ -152,6 +152,48 @@ fn a_failed_accept_keeps_the_proposal_and_says_why() {
         "{kinds:?}"
     );
     assert_eq!(lc.store.agent("ag").unwrap().state, AgentState::Completed);
+    assert_eq!(
+        out.refused.map(|r| r.kind),
+        Some(RefusalKind::Conflict),
+        "a client that asked is refused, typed"
+    );
+}
+
+#[test]
+fn every_refusal_is_typed_for_clients_and_said_to_the_editor() {
+    let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
+    let kind = |out: &Outcome| out.refused.as_ref().map(|r| r.kind);
+    assert_eq!(
+        kind(&lc.accept("nosuch", HashMap::new(), None)),
+        Some(RefusalKind::NotFound)
+    );
+    ran(&lc, "ag", &[("a.py", "x = 2\n")]);
+    lc.complete("ag", "two", 1);
+    assert_eq!(
+        kind(&lc.accept("ag", HashMap::new(), Some(HunkRef::Number(9)))),
+        Some(RefusalKind::Conflict),
+        "no hunk 9"
+    );
+    let accepted = lc.accept("ag", HashMap::new(), None);
+    assert_eq!(kind(&accepted), None, "{:?}", accepted.notices);
+    let again = lc.accept("ag", HashMap::new(), None);
+    assert_eq!(
+        kind(&again),
+        Some(RefusalKind::Conflict),
+        "no proposal left"
+    );
+    // What the editor is told is the same refusal in words.
+    let said = kinds(&announce(&again, &lc.root));
+    let message = &again.refused.as_ref().unwrap().message;
+    assert!(
+        said.iter()
+            .any(|k| k == &format!("notify Chimera: {message}")),
+        "{said:?}"
+    );
+    assert_eq!(
+        kind(&lc.fork(AgentRecord::new("f", "t"), "nosuch")),
+        Some(RefusalKind::NotFound)
+    );
 }
 
 #[test]
