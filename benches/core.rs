@@ -474,13 +474,7 @@ fn bench_many_agents() {
     for i in 0..n {
         core.send(ToCore::Spawn {
             id: format!("a{i}"),
-            task: "t".into(),
-            context: None,
-            file: None,
-            cursor_line: None,
-            mode: None,
-            capabilities: None,
-            external: None,
+            spec: chimera::task::TaskSpec::new("t"),
         })
         .unwrap();
     }
@@ -881,13 +875,10 @@ fn bench_acp_write() {
     };
     core.send(ToCore::Spawn {
         id: "w".into(),
-        task: "write".into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-        mode: None,
-        capabilities: None,
-        external: Some("fake".into()),
+        spec: chimera::task::TaskSpec {
+            external: Some("fake".into()),
+            ..chimera::task::TaskSpec::new("write")
+        },
     })
     .unwrap();
     rt.block_on(async {

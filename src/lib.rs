@@ -72,6 +72,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod store;
 pub mod sync;
+pub mod task;
 pub mod trust;
 pub mod workdir;
 pub mod workspace;

@@ -13,16 +13,8 @@ pub enum ToCore {
     /// Start an agent with the id the editor chose (so `spawn()` can return it at once).
     Spawn {
         id: String,
-        task: String,
-        context: Option<String>,
-        file: Option<String>,
-        cursor_line: Option<usize>,
-        /// Code or tool mode; `None`: `agents.mode`.
-        mode: Option<crate::config::AgentMode>,
-        /// A capabilities preset; `None`: `capabilities.preset`.
-        capabilities: Option<String>,
-        /// An ACP agent of `agents.external` to do it; `None`: Chimera's own.
-        external: Option<String>,
+        /// Checked by the client ([`crate::task::TaskSpec::check`]).
+        spec: crate::task::TaskSpec,
     },
     /// Accept a proposal. `buffers` holds the current text of every loaded
     /// buffer among the proposal's files, so the accept sees what the human sees.

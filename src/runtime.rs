@@ -444,11 +444,11 @@ async fn without_store(
             ToCore::Shutdown => return,
             // The editor shows the new agent as queued: it ends at once,
             // failed with the reason, rather than waiting forever.
-            ToCore::Spawn { id, task, .. } => sink.send(ToEditor::Agent {
+            ToCore::Spawn { id, spec } => sink.send(ToEditor::Agent {
                 agent: AgentView::from(&AgentRecord {
                     state: crate::store::AgentState::Failed,
                     error: Some(reason.clone()),
-                    ..AgentRecord::new(id, task)
+                    ..AgentRecord::new(id, spec.task)
                 }),
                 proposal: None,
                 cleared: false,
@@ -819,29 +819,7 @@ async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
 fn route_rest(core: &Arc<Core>, msg: ToCore) {
     match msg {
         ToCore::Shutdown => {}
-        ToCore::Spawn {
-            id,
-            task,
-            context,
-            file,
-            cursor_line,
-            mode,
-            capabilities,
-            external,
-        } => spawn_agent(
-            core,
-            Job {
-                id,
-                task,
-                context,
-                file,
-                cursor_line,
-                mode,
-                capabilities,
-                external,
-                ..Job::default()
-            },
-        ),
+        ToCore::Spawn { id, spec } => spawn_agent(core, Job::new(id, spec)),
         msg
         @ (ToCore::BufferText(_) | ToCore::BufferClosed { .. } | ToCore::BufferMoved { .. }) => {
             route_buffer(core, msg)

@@ -103,13 +103,12 @@ impl Run {
     fn spawn_by(&self, id: &str, task: &str, by: Option<&str>) {
         self.send(ToCore::Spawn {
             id: id.into(),
-            task: task.into(),
-            context: None,
-            file: Some(self.root.join("calc.py").to_string_lossy().into()),
-            cursor_line: Some(1),
-            mode: None,
-            capabilities: None,
-            external: by.map(str::to_owned),
+            spec: chimera::task::TaskSpec {
+                file: Some(self.root.join("calc.py").to_string_lossy().into()),
+                line: Some(2),
+                external: by.map(str::to_owned),
+                ..chimera::task::TaskSpec::new(task)
+            },
         });
     }
 

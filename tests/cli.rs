@@ -8,6 +8,30 @@ use std::time::{Duration, Instant};
 
 use support::{fix_add, project, BIN};
 
+/// `--line` counts from 1, as the help says and an editor shows: the
+/// last line of `f` is in `f`, not in the function after it.
+#[test]
+fn a_tasks_line_counts_from_one() {
+    let p = project(&[fix_add()]);
+    p.write(
+        "app.py",
+        "def f():\n    x = 1\n    return x\ndef g():\n    return 2\n",
+    );
+    let id = p
+        .ok(&["task", "--file", "app.py", "--line", "3", "add a docstring"])
+        .trim()
+        .to_owned();
+    p.ok(&["wait", &id]);
+    let saw = p.model_saw();
+    assert!(saw.contains("The cursor is in function `f`"), "{saw}");
+    let refused = p.run(&["task", "--file", "app.py", "--line", "0", "x"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("from 1"),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn a_task_without_a_core_runs_here_then_diff_and_accept_write_the_file() {
     let p = project(&[fix_add()]);

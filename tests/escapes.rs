@@ -86,13 +86,7 @@ impl Run {
     fn spawn(&self, id: &str, task: &str) {
         self.send(ToCore::Spawn {
             id: id.into(),
-            task: task.into(),
-            context: None,
-            file: None,
-            cursor_line: None,
-            mode: None,
-            capabilities: None,
-            external: None,
+            spec: chimera::task::TaskSpec::new(task),
         });
     }
 
@@ -385,13 +379,11 @@ fn a_buffer_opened_through_a_link_never_reaches_the_model() {
         }));
         run.send(ToCore::Spawn {
             id: format!("a{i}"),
-            task: "summarise this file".into(),
-            context: None,
-            file: Some(path),
-            cursor_line: Some(1),
-            mode: None,
-            capabilities: None,
-            external: None,
+            spec: chimera::task::TaskSpec {
+                file: Some(path),
+                line: Some(2),
+                ..chimera::task::TaskSpec::new("summarise this file")
+            },
         });
         run.settled(&format!("a{i}"));
     }

@@ -167,9 +167,15 @@ function M.spawn(task, opts)
   M.start()
   local file, cursor_line = task_target(opts)
   local id = queued_agent(task, opts.context, opts.agent)
-  require("chimera.loader")
-    .require()
-    .spawn(id, task, opts.context, file, cursor_line, opts.mode, opts.capabilities, opts.agent)
+  require("chimera.loader").require().spawn(id, {
+    task = task,
+    context = opts.context,
+    file = file,
+    line = cursor_line and cursor_line + 1,
+    mode = opts.mode,
+    capabilities = opts.capabilities,
+    agent = opts.agent,
+  })
   return id
 end
 

@@ -128,6 +128,22 @@ pub struct Job {
 }
 
 impl Job {
+    /// The job of a task a client gave (checked already: a mode that is
+    /// not one runs in the default mode).
+    pub fn new(id: String, spec: crate::task::TaskSpec) -> Self {
+        Job {
+            cursor_line: spec.cursor_line(),
+            mode: spec.agent_mode().ok().flatten(),
+            id,
+            task: spec.task,
+            context: spec.context,
+            file: spec.file,
+            capabilities: spec.capabilities,
+            external: spec.external,
+            ..Job::default()
+        }
+    }
+
     /// The cursor's line when the task was typed in `path`'s buffer.
     fn cursor_in(&self, path: &str) -> Option<usize> {
         self.cursor_line

@@ -151,13 +151,10 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
     let id = new_id(8);
     b.call(ToCore::Spawn {
         id: id.clone(),
-        task: text,
-        context: None,
-        file,
-        cursor_line: None,
-        mode: None,
-        capabilities: None,
-        external: None,
+        spec: crate::task::TaskSpec {
+            file,
+            ..crate::task::TaskSpec::new(text)
+        },
     })
     .await;
     let _ = b.store().effect_record(

@@ -18,6 +18,7 @@ use crate::diff::HunkRef;
 use crate::lifecycle::Told;
 use crate::messages::{AgentView, EffectsSince, FileView, ToCore, ToEditor};
 use crate::store::AgentState;
+use crate::task::TaskSpec;
 
 /// Every route of the API.
 pub fn router(backend: Shared) -> Router {
@@ -119,46 +120,16 @@ async fn status(State(b): State<Shared>) -> Answer {
     })))
 }
 
-#[derive(Debug, Deserialize)]
-struct TaskRequest {
-    task: String,
-    /// A project path (relative to the root).
-    file: Option<String>,
-    /// The cursor line in `file`, from 1.
-    line: Option<usize>,
-    mode: Option<String>,
-    capabilities: Option<String>,
-    /// An ACP agent of `agents.external`.
-    agent: Option<String>,
-}
-
-async fn task(State(b): State<Shared>, Json(req): Json<TaskRequest>) -> Answer {
-    if req.task.trim().is_empty() {
-        return Err(ApiError::bad(
-            "the task is empty; say what the agent should do",
-        ));
+/// `POST /tasks`: a [`TaskSpec`] (`line` from 1; `agent` names an ACP agent).
+async fn task(State(b): State<Shared>, Json(mut spec): Json<TaskSpec>) -> Answer {
+    spec.check().map_err(|e| ApiError::bad(e.to_string()))?;
+    if let Some(f) = spec.file.take() {
+        spec.file = Some(task_file(&b, &f).map_err(|e| ApiError::bad(format!("--file {f}: {e}")))?);
     }
-    let mode = match req.mode.as_deref() {
-        None => None,
-        Some(m) => Some(crate::config::AgentMode::parse(m).ok_or_else(|| {
-            ApiError::bad(format!("mode must be \"code\" or \"tools\", not {m:?}"))
-        })?),
-    };
-    let file = req
-        .file
-        .as_deref()
-        .map(|f| task_file(&b, f).map_err(|e| ApiError::bad(format!("--file {f}: {e}"))))
-        .transpose()?;
     let id = new_id(8);
     b.call(ToCore::Spawn {
         id: id.clone(),
-        task: req.task,
-        context: None,
-        file,
-        cursor_line: req.line,
-        mode,
-        capabilities: req.capabilities,
-        external: req.agent,
+        spec,
     })
     .await;
     Ok(Json(json!({ "id": id })))

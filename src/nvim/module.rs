@@ -38,18 +38,6 @@ fn send(msg: ToCore) -> mlua::Result<()> {
     with_core(|core| core.send(msg))
 }
 
-/// spawn(id, task, context, file, cursor_line, mode, capabilities).
-type SpawnArgs = (
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<usize>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
 /// A hunk as Lua names it: a number (from 1, in file order) or a hunk's key.
 fn hunk_ref(v: mlua::Value) -> mlua::Result<Option<HunkRef>> {
     let bad = || {
@@ -345,33 +333,15 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "spawn",
-        lua.create_function(
-            |_, (id, task, context, file, cursor_line, mode, capabilities, external): SpawnArgs| {
-                if task.trim().is_empty() {
-                    return Err(mlua::Error::external(
-                        "Chimera: the task is empty; say what the agent should do",
-                    ));
-                }
-                let mode = match mode.as_deref() {
-                    None => None,
-                    Some(m) => Some(crate::config::AgentMode::parse(m).ok_or_else(|| {
-                        mlua::Error::external(format!(
-                            "Chimera: mode must be \"code\" or \"tools\", not {m:?}"
-                        ))
-                    })?),
-                };
-                send(ToCore::Spawn {
-                    id,
-                    task,
-                    context,
-                    file,
-                    cursor_line,
-                    mode,
-                    capabilities,
-                    external,
-                })
-            },
-        )?,
+        lua.create_function(|lua, (id, spec): (String, mlua::Value)| {
+            use mlua::LuaSerdeExt;
+            let spec: crate::task::TaskSpec = lua
+                .from_value(spec)
+                .map_err(|e| mlua::Error::external(format!("Chimera: the task is not one: {e}")))?;
+            spec.check()
+                .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
+            send(ToCore::Spawn { id, spec })
+        })?,
     )?;
     t.set(
         "accept",

@@ -9,13 +9,7 @@ const GOOD: &str = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', s
 fn spawn(id: &str, task: &str) -> ToCore {
     ToCore::Spawn {
         id: id.into(),
-        task: task.into(),
-        context: None,
-        file: None,
-        cursor_line: None,
-        mode: None,
-        capabilities: None,
-        external: None,
+        spec: crate::task::TaskSpec::new(task),
     }
 }
 

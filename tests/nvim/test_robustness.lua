@@ -9,7 +9,7 @@ end
 h.test("native functions raise catchable Lua errors that say what to do", function()
   local lib = require("chimera.loader").require()
   pcall(lib.stop)
-  local ok, err = pcall(lib.spawn, "x", "task", nil, nil)
+  local ok, err = pcall(lib.spawn, "x", { task = "task" })
   h.eq(ok, false, "spawn before start fails")
   h.truthy(tostring(err):find("setup", 1, true), "message says to call setup: " .. tostring(err))
   ok, err = pcall(lib.start, "{not json", "/tmp")

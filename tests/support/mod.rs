@@ -19,6 +19,8 @@ pub struct Project {
     /// The user's `$XDG_DATA_HOME` (the trusted files).
     pub data_home: PathBuf,
     llm: Child,
+    /// Every request the fake LLM server was sent, a JSON line each.
+    llm_log: PathBuf,
     pub serve: Option<Child>,
 }
 
@@ -46,6 +48,8 @@ pub fn project(replies: &[serde_json::Value]) -> Project {
         .arg(&script)
         .arg("--port-file")
         .arg(&port_file)
+        .arg("--log")
+        .arg(dir.path().join("llm.log"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -77,11 +81,19 @@ pub fn project(replies: &[serde_json::Value]) -> Project {
     .unwrap();
     Project {
         data_home: dir.path().join("data"),
+        llm_log: dir.path().join("llm.log"),
         _dir: dir,
         root,
         config_home,
         llm,
         serve: None,
+    }
+}
+
+impl Project {
+    /// Every request the model was sent so far, as the server logged them.
+    pub fn model_saw(&self) -> String {
+        std::fs::read_to_string(&self.llm_log).unwrap_or_default()
     }
 }
 
