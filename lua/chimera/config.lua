@@ -650,6 +650,7 @@ function M.to_json(config)
     tools = config.tools,
     tests = config.tests,
     mcp = { servers = servers_json(config.mcp.servers), timeout_ms = config.mcp.timeout_ms },
+    a2a = { peers = map_json(config.a2a.peers) },
     api = config.api,
   })
 end

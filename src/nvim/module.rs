@@ -224,6 +224,15 @@ pub fn build(lua: &Lua) -> mlua::Result<Table> {
         "can_confine",
         lua.create_function(|_, ()| Ok(crate::confine::available()))?,
     )?;
+    // default_config() -> the core's own defaults as JSON (what the CLI and
+    // `chimera serve` run with), for the test that Lua's table agrees.
+    t.set(
+        "default_config",
+        lua.create_function(|_, ()| {
+            serde_json::to_string(&crate::config::Config::default())
+                .map_err(mlua::Error::external)
+        })?,
+    )?;
     // project_options(root) -> nil when the project has no options file,
     // else {file, trusted, ignored, error}: what the `chimera` command
     // applies of it (Neovim itself reads only setup{}), for :checkhealth.

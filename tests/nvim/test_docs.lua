@@ -32,4 +32,42 @@ h.test("the help tags are valid", function()
   h.truthy(vim.uv.fs_stat(dir .. "/doc/tags"), "tags written")
 end)
 
+-- The core runs with its own defaults where no Neovim sent options (the
+-- `chimera` command, `chimera serve`): they must be the ones documented here.
+h.test("the core's defaults are the Lua defaults table", function()
+  local config = require("chimera.config")
+  local lib = require("chimera.loader").require()
+  local from_lua = vim.json.decode(config.to_json(config.resolve({})))
+  local from_rust = vim.json.decode(lib.default_config())
+  local function empty(v)
+    return v == nil or v == vim.NIL or (type(v) == "table" and next(v) == nil)
+  end
+  local differ = {}
+  local function walk(a, b, path)
+    local keys = {}
+    for k in pairs(a) do
+      keys[k] = true
+    end
+    for k in pairs(b) do
+      keys[k] = true
+    end
+    for k in pairs(keys) do
+      local p = path and (path .. "." .. k) or k
+      local x, y = a[k], b[k]
+      if type(x) == "table" and type(y) == "table" and not vim.islist(x) and not vim.islist(y) then
+        walk(x, y, p)
+      elseif not (empty(x) and empty(y)) and not vim.deep_equal(x, y) then
+        table.insert(differ, ("%s: Lua %s, core %s"):format(p, vim.inspect(x), vim.inspect(y)))
+      end
+    end
+  end
+  walk(from_lua, from_rust)
+  table.sort(differ)
+  h.eq(differ, {}, "defaults that differ")
+  -- Every section the user sets reaches the core (a2a.peers once did not).
+  local peers = { other = { url = "http://127.0.0.1:9", token = "t" } }
+  local sent = vim.json.decode(config.to_json(config.resolve({ a2a = { peers = peers } })))
+  h.eq(sent.a2a.peers, peers, "a2a.peers is sent")
+end)
+
 h.finish()
