@@ -44,7 +44,7 @@ end
 local lib = require("chimera.loader").require()
 chimera.start()
 require("chimera.state").agents.crash01 = { id = "crash01", state = "queued", task = "crash", created_at = 0 }
-lib.spawn("crash01", "rewrite every module", nil, nil, nil)
+lib.spawn("crash01", { task = "rewrite every module" })
 if chimera.wait("crash01", 20000) ~= "completed" then
   io.stdout:write("not completed: ", tostring((chimera.agent("crash01") or {}).error), "\n")
   os.exit(1)
