@@ -53,11 +53,10 @@ impl Route {
             Ok(_) => "ok".to_owned(),
             Err(e) => format!("refused: {e}"),
         };
-        let _ = self
-            .store
+        self.store
             .effect_record("acp", Some(&self.agent_id), &what, &output, 0);
         let (tool, args) = what.split_once(' ').unwrap_or((&what, ""));
-        let _ = self.store.tool_call_record(
+        self.store.tool_call_record(
             &self.agent_id,
             tool,
             args,

@@ -52,7 +52,7 @@ impl Terminals {
         let mut argv = vec![req.command.clone()];
         argv.extend(req.args.iter().cloned());
         if let Err(denied) = route.caps.check_command(&argv) {
-            let _ = route.store.effect_record(
+            route.store.effect_record(
                 "command",
                 Some(&route.agent_id),
                 &argv.join(" "),
@@ -80,7 +80,7 @@ impl Terminals {
                 Err(e) => format!("error: {e}"),
             };
             let ms = ran.as_ref().map_or(0, |r| r.duration.as_millis() as i64);
-            let _ = route.store.effect_record(
+            route.store.effect_record(
                 "command",
                 Some(&route.agent_id),
                 &argv.join(" "),

@@ -183,7 +183,7 @@ impl AgentHost {
     /// logged as `allowed` logs one.
     fn refused(&self, fname: &str, e: WorkspaceError) -> String {
         if let WorkspaceError::Denied(why) = &e {
-            let _ = self.store.append_event(
+            self.store.audit_event(
                 Some(&self.agent_id),
                 "denied",
                 &serde_json::json!({"call": fname, "reason": why}),
@@ -199,7 +199,7 @@ impl AgentHost {
         check: Result<(), crate::capabilities::Denied>,
     ) -> Result<(), String> {
         check.map_err(|denied| {
-            let _ = self.store.append_event(
+            self.store.audit_event(
                 Some(&self.agent_id),
                 "denied",
                 &serde_json::json!({"call": fname, "reason": denied.to_string()}),
@@ -301,7 +301,7 @@ impl AgentHost {
             Ok(text) => text.clone(),
             Err(e) => format!("error: {e}"),
         };
-        let _ = self.store.effect_record(
+        self.store.effect_record(
             kind,
             Some(&self.agent_id),
             input,
@@ -611,7 +611,7 @@ impl AgentHost {
         started: std::time::Instant,
         result: Result<String, &String>,
     ) {
-        let _ = self.store.tool_call_record(
+        self.store.tool_call_record(
             &self.agent_id,
             tool,
             args,
@@ -759,7 +759,7 @@ impl AgentHost {
                     &move || cancel.is_cancelled(),
                 )?;
                 let text = ran.describe();
-                let _ = self.store.effect_record(
+                self.store.effect_record(
                     "command",
                     Some(&self.agent_id),
                     &argv.join(" "),

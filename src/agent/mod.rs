@@ -225,7 +225,7 @@ pub(crate) async fn logged_reply(
         },
         Err(e) => format!("error: {e}"),
     };
-    let _ = store.effect_record(
+    store.effect_record(
         "llm",
         Some(agent),
         label,

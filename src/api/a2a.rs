@@ -157,7 +157,7 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
         },
     })
     .await;
-    let _ = b.store().effect_record(
+    b.store().effect_record(
         "a2a",
         Some(&id),
         "a task received over A2A (message/send)",
@@ -261,8 +261,7 @@ async fn cancel(b: &Shared, id: &Value, params: &Value) -> Value {
         );
     }
     b.call(ToCore::Cancel { id: rec.id.clone() }).await;
-    let _ = b
-        .store()
+    b.store()
         .effect_record("a2a", Some(&rec.id), "tasks/cancel", "ok", 0);
     match b.store().agent(&rec.id) {
         Ok(rec) => answer(id, task(b, &rec)),

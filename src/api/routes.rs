@@ -114,6 +114,9 @@ async fn status(State(b): State<Shared>) -> Answer {
         "root": b.root().to_string_lossy(),
         "pid": std::process::id(),
         "version": crate::VERSION,
+        // Effect and audit records that could not be written (the work
+        // they record went on): a gap in the logs is said, not hidden.
+        "unrecorded": b.store().unrecorded(),
         "api_port": super::http::read_info(b.root())
             .filter(|i| i.pid == std::process::id())
             .map(|i| i.port),

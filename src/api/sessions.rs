@@ -109,7 +109,7 @@ pub(super) async fn open(
                 read: ReadFrom::default(),
             },
         );
-    let _ = b.store().effect_record(
+    b.store().effect_record(
         "mcp",
         None,
         &format!("{client} opened an MCP session ({preset})"),
@@ -173,7 +173,7 @@ pub(super) async fn call(
         .ok()
         .and_then(|s| s.agent)
         .or(session.agent);
-    let _ = b.store().effect_record(
+    b.store().effect_record(
         "mcp",
         agent.as_deref(),
         &format!(

@@ -520,7 +520,7 @@ async fn a2a(s: &mut Session, action: A2aAction) -> Result<i32, Failure> {
                     "delegate to {} ({url}): {text}",
                     card["name"].as_str().unwrap_or("?")
                 );
-                let _ = store.effect_record(
+                store.effect_record(
                     "a2a",
                     None,
                     &what,
@@ -691,7 +691,7 @@ async fn mcp(s: &mut Session, action: McpAction) -> Result<i32, Failure> {
             };
             // An MCP call may act on the world: it is an effect like an agent's.
             if let Ok(store) = Store::open(&s.root) {
-                let _ = store.effect_record(
+                store.effect_record(
                     "mcp",
                     None,
                     &format!("{tool} {args}"),

@@ -35,7 +35,8 @@ fn capped(s: &str) -> &str {
 }
 
 impl Store {
-    /// Records that `agent` called `tool`.
+    /// Records that `agent` called `tool`; `None` when it could not be
+    /// written (kept, see [`Store::unrecorded`]).
     pub fn tool_call_record(
         &self,
         agent: &str,
@@ -43,26 +44,32 @@ impl Store {
         args: &str,
         result: std::result::Result<&str, &str>,
         duration_ms: i64,
-    ) -> Result<i64> {
-        let conn = self.conn();
+    ) -> Option<i64> {
         let (ok, text) = match result {
             Ok(t) => (true, t),
             Err(t) => (false, t),
         };
-        conn.prepare_cached(
-            "INSERT INTO tool_calls (agent_id, tool, args, ok, result, duration_ms, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            agent,
-            tool,
-            capped(args),
-            ok,
-            capped(text),
-            duration_ms,
-            now_ms()
-        ])?;
-        Ok(conn.last_insert_rowid())
+        let conn = self.conn();
+        let r = conn
+            .prepare_cached(
+                "INSERT INTO tool_calls (agent_id, tool, args, ok, result, duration_ms, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    agent,
+                    tool,
+                    capped(args),
+                    ok,
+                    capped(text),
+                    duration_ms,
+                    now_ms()
+                ])
+            })
+            .map(|_| conn.last_insert_rowid())
+            .map_err(Into::into);
+        drop(conn);
+        self.noted(r)
     }
 
     /// `agent`'s tool calls after sequence `since`, oldest first.

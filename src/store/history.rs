@@ -294,7 +294,9 @@ impl Store {
         Ok(parse_manifest(&String::from_utf8_lossy(&data)))
     }
 
-    /// Records an irreversible action after the latest snapshot.
+    /// Records an irreversible action after the latest snapshot; its
+    /// sequence, or `None` when it could not be written (kept, see
+    /// [`Store::unrecorded`]).
     pub fn effect_record(
         &self,
         kind: &str,
@@ -302,28 +304,31 @@ impl Store {
         input: &str,
         output: &str,
         duration_ms: i64,
-    ) -> Result<i64> {
-        let conn = self.conn();
-        let snapshot: Option<String> = conn
-            .prepare_cached(
-                "SELECT id FROM snapshots ORDER BY created_at DESC, rowid DESC LIMIT 1",
+    ) -> Option<i64> {
+        let r = (|| {
+            let conn = self.conn();
+            let snapshot: Option<String> = conn
+                .prepare_cached(
+                    "SELECT id FROM snapshots ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                )?
+                .query_row([], |r| r.get(0))
+                .optional()?;
+            conn.prepare_cached(
+                "INSERT INTO effects (kind, agent_id, input, output, duration_ms, snapshot_id, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
-            .query_row([], |r| r.get(0))
-            .optional()?;
-        conn.prepare_cached(
-            "INSERT INTO effects (kind, agent_id, input, output, duration_ms, snapshot_id, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            kind,
-            agent,
-            cap(input),
-            cap(output),
-            duration_ms,
-            snapshot,
-            now_ms()
-        ])?;
-        Ok(conn.last_insert_rowid())
+            .execute(params![
+                kind,
+                agent,
+                cap(input),
+                cap(output),
+                duration_ms,
+                snapshot,
+                now_ms()
+            ])?;
+            Ok(conn.last_insert_rowid())
+        })();
+        self.noted(r)
     }
 
     /// Effects after sequence `since` (0: all), of `kind` if given, oldest first.

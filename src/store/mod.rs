@@ -3,6 +3,7 @@
 //! per-agent overlays, agent records, proposals and an append-only event log.
 //! One database means an accept or a recovery is a single transaction.
 
+mod audit;
 mod calls;
 mod chat;
 mod checkpoints;
@@ -14,6 +15,7 @@ mod remora;
 mod schema;
 
 pub use crate::hash::{hash_bytes, random_token, unique_digest, Hash};
+pub use audit::Unrecorded;
 pub use calls::ToolCall;
 pub use chat::ChatEntry;
 pub use checkpoints::Checkpoint;
@@ -329,6 +331,8 @@ pub struct Store {
     /// Signs this store's write journals, so that one a cloned repository
     /// ships is not taken for ours (`journal`).
     journal_key: [u8; 32],
+    /// Effect and audit records that could not be written.
+    unrecorded: Mutex<audit::Unrecorded>,
 }
 
 impl Store {
@@ -424,6 +428,7 @@ impl Store {
             root: root.to_path_buf(),
             secrets,
             journal_key: *blake3::hash(key.as_bytes()).as_bytes(),
+            unrecorded: Mutex::default(),
         })
     }
 
