@@ -13,6 +13,47 @@ use monty_types::{
 
 pub use monty_types::MontyObject as Value;
 
+/// Why a host function did not do what a program asked. Its words are
+/// the exception the program sees (`RuntimeError`); its kind is for the
+/// host's audit (a refusal is logged as one).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// The capabilities or the project's rules refuse it.
+    #[error("{0}")]
+    Denied(String),
+    /// Anything else: a bad argument, a missing file, a tool that failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl HostError {
+    /// A failure, in the words of `e`.
+    pub fn failed(e: impl std::fmt::Display) -> Self {
+        HostError::Failed(e.to_string())
+    }
+
+    /// The same error as host function `fname` says it (a refusal stays
+    /// one).
+    pub fn within(self, fname: &str) -> Self {
+        match self {
+            HostError::Denied(w) => HostError::Denied(format!("{fname}(): {w}")),
+            HostError::Failed(w) => HostError::Failed(format!("{fname}(): {w}")),
+        }
+    }
+}
+
+impl From<String> for HostError {
+    fn from(s: String) -> Self {
+        HostError::Failed(s)
+    }
+}
+
+impl From<&str> for HostError {
+    fn from(s: &str) -> Self {
+        HostError::Failed(s.to_owned())
+    }
+}
+
 /// Host functions offered to the sandboxed program.
 pub trait Host {
     /// Whether `name` is a host function (resolved when the program uses it).
@@ -25,7 +66,7 @@ pub trait Host {
         name: &str,
         args: Vec<Value>,
         kwargs: Vec<(Value, Value)>,
-    ) -> Result<Value, String>;
+    ) -> Result<Value, HostError>;
     /// Checked at every host call; `true` stops the program at once.
     fn cancelled(&self) -> bool {
         false
@@ -211,8 +252,11 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
                     .set_max_duration(limits.cpu_time + host_time);
                 match result {
                     Ok(value) => call.resume(value, print).map_err(raised)?,
-                    Err(msg) => call
-                        .resume(MontyException::new(ExcType::RuntimeError, Some(msg)), print)
+                    Err(e) => call
+                        .resume(
+                            MontyException::new(ExcType::RuntimeError, Some(e.to_string())),
+                            print,
+                        )
                         .map_err(raised)?,
                 }
             }
@@ -245,9 +289,9 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
                 }
                 match host.call("env", env_args, vec![]) {
                     Ok(value) => call.resume(value, print).map_err(raised)?,
-                    Err(msg) => call
+                    Err(e) => call
                         .resume(
-                            MontyException::new(ExcType::PermissionError, Some(msg)),
+                            MontyException::new(ExcType::PermissionError, Some(e.to_string())),
                             print,
                         )
                         .map_err(raised)?,
@@ -275,14 +319,15 @@ pub mod args {
         kwargs: &[(Value, Value)],
         i: usize,
         name: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, super::HostError> {
         match get(args, kwargs, i, name) {
             Some(Value::String(s)) => Ok(s.clone()),
             Some(other) => Err(format!(
                 "{fname}(): argument `{name}` must be a str, got {}",
                 type_name(other)
-            )),
-            None => Err(format!("{fname}(): missing argument `{name}`")),
+            )
+            .into()),
+            None => Err(format!("{fname}(): missing argument `{name}`").into()),
         }
     }
 
@@ -293,7 +338,7 @@ pub mod args {
         kwargs: &[(Value, Value)],
         i: usize,
         name: &str,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, super::HostError> {
         match get(args, kwargs, i, name) {
             None | Some(Value::None) => Ok(None),
             Some(_) => string(fname, args, kwargs, i, name).map(Some),
@@ -307,7 +352,7 @@ pub mod args {
         kwargs: &[(Value, Value)],
         i: usize,
         name: &str,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, super::HostError> {
         match get(args, kwargs, i, name) {
             None | Some(Value::None) => Ok(vec![]),
             Some(Value::String(s)) => Ok(vec![s.clone()]),
@@ -318,13 +363,15 @@ pub mod args {
                     other => Err(format!(
                         "{fname}(): `{name}` must hold strings, got {}",
                         type_name(other)
-                    )),
+                    )
+                    .into()),
                 })
                 .collect(),
             Some(other) => Err(format!(
                 "{fname}(): argument `{name}` must be a list of str, got {}",
                 type_name(other)
-            )),
+            )
+            .into()),
         }
     }
 
@@ -376,7 +423,7 @@ mod tests {
             name: &str,
             args: Vec<Value>,
             _kwargs: Vec<(Value, Value)>,
-        ) -> Result<Value, String> {
+        ) -> Result<Value, super::HostError> {
             self.calls.push((name.to_owned(), args.clone()));
             match name {
                 "echo" => Ok(args.into_iter().next().unwrap_or(Value::None)),

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::llm::{ChatMessage, LlmClient};
 use crate::overlay::Overlay;
 use crate::paths::{parse_dir, ProjectPath};
+use crate::sandbox::HostError;
 use crate::sandbox::{args, Host, Value};
 use crate::store::Store;
 use crate::workspace::{Workspace, WorkspaceError};
@@ -169,9 +170,9 @@ impl AgentHost {
         Overlay::new(&self.store, &self.agent_id, self.max_bytes)
     }
 
-    fn path(fname: &str, a: &[Value], kw: &[(Value, Value)]) -> Result<ProjectPath, String> {
+    fn path(fname: &str, a: &[Value], kw: &[(Value, Value)]) -> Result<ProjectPath, HostError> {
         let raw = args::string(fname, a, kw, 0, "path")?;
-        ProjectPath::parse(&raw).map_err(|e| format!("{fname}(): {e}"))
+        ProjectPath::parse(&raw).map_err(|e| HostError::Failed(format!("{fname}(): {e}")))
     }
 
     /// The agent's files behind its capabilities.
@@ -179,36 +180,26 @@ impl AgentHost {
         Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes)
     }
 
-    /// A file operation's failure as the program sees it; a refusal is
-    /// logged as `allowed` logs one.
-    fn refused(&self, fname: &str, e: WorkspaceError) -> String {
-        if let WorkspaceError::Denied(why) = &e {
-            self.store.audit_event(
-                Some(&self.agent_id),
-                "denied",
-                &serde_json::json!({"call": fname, "reason": why}),
-            );
+    /// A file operation's failure as the program sees it (a refusal is
+    /// logged by [`Host::call`]).
+    fn refused(&self, fname: &str, e: WorkspaceError) -> HostError {
+        let said = format!("{fname}(): {e}");
+        match e {
+            WorkspaceError::Denied(_) => HostError::Denied(said),
+            _ => HostError::Failed(said),
         }
-        format!("{fname}(): {e}")
     }
 
-    /// Refuses a call the capabilities forbid, with the reason, and logs it.
+    /// Refuses a call the capabilities forbid, with the reason.
     fn allowed(
         &self,
         fname: &str,
         check: Result<(), crate::capabilities::Denied>,
-    ) -> Result<(), String> {
-        check.map_err(|denied| {
-            self.store.audit_event(
-                Some(&self.agent_id),
-                "denied",
-                &serde_json::json!({"call": fname, "reason": denied.to_string()}),
-            );
-            format!("{fname}(): {denied}")
-        })
+    ) -> Result<(), HostError> {
+        check.map_err(|denied| HostError::Denied(format!("{fname}(): {denied}")))
     }
 
-    fn ask_llm(&self, prompt: String, context: Option<String>) -> Result<String, String> {
+    fn ask_llm(&self, prompt: String, context: Option<String>) -> Result<String, HostError> {
         let mut content = prompt;
         if let Some(ctx) = context.filter(|c| !c.is_empty()) {
             content.push_str("\n\nContext:\n");
@@ -229,41 +220,45 @@ impl AgentHost {
                 &Default::default(),
                 &self.cancel,
             ))
-            .map_err(|e| format!("ask_llm(): {e}"))
+            .map_err(|e| HostError::Failed(format!("ask_llm(): {e}")))
     }
 }
 
 impl AgentHost {
     /// Calls the MCP tool `name` (`server.tool`) the agent was offered, with
     /// JSON arguments; logged as an effect whether it worked or not.
-    pub fn call_mcp(&self, name: &str, args: serde_json::Value) -> Result<String, String> {
+    pub fn call_mcp(&self, name: &str, args: serde_json::Value) -> Result<String, HostError> {
         if !self.mcp_tools.iter().any(|t| t == name) {
-            return Err(format!("there is no tool `{name}`"));
+            return Err(format!("there is no tool `{name}`").into());
         }
         let shown = crate::brief::brief(args.as_object().unwrap_or(&Default::default()));
         let started = std::time::Instant::now();
         let result = self.mcp(name, args);
-        let brief = result.as_ref().map(|r| shown_text(r));
+        self.log_denial(name, &result);
+        let brief = result
+            .as_ref()
+            .map(|r| shown_text(r))
+            .map_err(HostError::to_string);
         self.audit(name, &shown, started, brief);
         result
     }
 
     /// `mcp_call(server, tool, args)` of a program: code mode is offered no
     /// list of tools, so the hub says when there is no such tool.
-    fn mcp_call(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<String, String> {
+    fn mcp_call(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<String, HostError> {
         const F: &str = "mcp_call";
         let server = args::string(F, a, kw, 0, "server")?;
         let tool = args::string(F, a, kw, 1, "tool")?;
         let arguments = match args::get(a, kw, 2, "args") {
             None | Some(Value::None) => serde_json::json!({}),
-            Some(v @ Value::Dict(_)) => {
-                crate::sandbox::to_json(v).map_err(|e| format!("{F}(): `args`: {e}"))?
-            }
+            Some(v @ Value::Dict(_)) => crate::sandbox::to_json(v)
+                .map_err(|e| HostError::Failed(format!("{F}(): `args`: {e}")))?,
             Some(other) => {
                 return Err(format!(
                     "{F}(): `args` must be a dict of the tool's arguments, got {}",
                     args::type_name(other)
-                ))
+                )
+                .into())
             }
         };
         let name = format!("{server}.{tool}");
@@ -272,13 +267,13 @@ impl AgentHost {
             return Err(format!(
                 "{F}(): there is no MCP server `{server}` (mcp.servers has: {})",
                 known.join(", ")
-            ));
+            )
+            .into());
         }
-        self.mcp(&name, arguments)
-            .map_err(|e| format!("{F}(): {e}"))
+        self.mcp(&name, arguments).map_err(|e| e.within(F))
     }
 
-    fn mcp(&self, name: &str, args: serde_json::Value) -> Result<String, String> {
+    fn mcp(&self, name: &str, args: serde_json::Value) -> Result<String, HostError> {
         self.allowed(name, self.caps.check_mcp(name))?;
         let started = std::time::Instant::now();
         let input = format!("{name} {args}");
@@ -286,7 +281,7 @@ impl AgentHost {
             .runtime
             .block_on(self.services.mcp.call(name, args, &self.cancel));
         self.record_effect("mcp", &input, started, &result);
-        result.map_err(|e| e.to_string())
+        result.map_err(HostError::failed)
     }
 
     /// Records an action no rollback undoes, whether it worked or not.
@@ -311,14 +306,15 @@ impl AgentHost {
     }
 
     /// Asks the configured search endpoint; logged as a network effect.
-    fn web_search(&self, query: &str) -> Result<String, String> {
+    fn web_search(&self, query: &str) -> Result<String, HostError> {
         let base = self
             .services
             .web_search_url
             .as_deref()
             .ok_or("web_search(): no search endpoint is configured (tools.web_search_url)")?;
-        let url = reqwest::Url::parse(base)
-            .map_err(|e| format!("web_search(): tools.web_search_url {base:?}: {e}"))?;
+        let url = reqwest::Url::parse(base).map_err(|e| {
+            HostError::Failed(format!("web_search(): tools.web_search_url {base:?}: {e}"))
+        })?;
         let host = url.host_str().unwrap_or("");
         self.allowed("web_search", self.caps.check_endpoint(host, url.port()))?;
         let started = std::time::Instant::now();
@@ -331,7 +327,7 @@ impl AgentHost {
         ));
         let input = format!("web_search {query:?} via {}", url.authority());
         self.record_effect("network", &input, started, &result);
-        result.map_err(|e| format!("web_search(): {e}"))
+        result.map_err(|e| HostError::Failed(format!("web_search(): {e}")))
     }
 }
 
@@ -340,7 +336,7 @@ impl AgentHost {
     /// let the agent read (`None`, or `default`, when unset); `env()`: all
     /// of those that are set, as a dict. What `os.getenv` and `os.environ`
     /// give a program too.
-    fn env(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<Value, String> {
+    fn env(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<Value, HostError> {
         let Some(name) = args::opt_string("env", a, kw, 0, "name")? else {
             let set: Vec<(Value, Value)> = std::env::vars()
                 .filter(|(k, _)| self.caps.check_env(k).is_ok())
@@ -365,7 +361,7 @@ impl AgentHost {
         tool: &crate::remora::extensions::ExtTool,
         a: Vec<Value>,
         kw: Vec<(Value, Value)>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, HostError> {
         struct ExtHost<'h> {
             agent: &'h mut AgentHost,
             args: Vec<Value>,
@@ -387,7 +383,7 @@ impl AgentHost {
                 name: &str,
                 a: Vec<Value>,
                 kw: Vec<(Value, Value)>,
-            ) -> Result<Value, String> {
+            ) -> Result<Value, HostError> {
                 match name {
                     "__chimera_args__" => Ok(Value::List(std::mem::take(&mut self.args))),
                     "__chimera_kwargs__" => Ok(Value::dict(std::mem::take(&mut self.kwargs))),
@@ -412,18 +408,18 @@ impl AgentHost {
             result: None,
         };
         crate::sandbox::run(&code, &mut host, crate::sandbox::Limits::default())
-            .map_err(|e| format!("{}(): {e}", tool.name))?;
+            .map_err(|e| HostError::Failed(format!("{}(): {e}", tool.name)))?;
         Ok(host.result.unwrap_or(Value::None))
     }
 
     /// `snapshot(name)`: checkpoints the agent's own overlay; its name
     /// (`checkpoint-N` when none is given).
-    fn snapshot(&self, name: Option<String>) -> Result<String, String> {
+    fn snapshot(&self, name: Option<String>) -> Result<String, HostError> {
         self.allowed("snapshot", self.caps.check_snapshot())?;
         let taken = self
             .store
             .checkpoints(&self.agent_id)
-            .map_err(|e| format!("snapshot(): {e}"))?;
+            .map_err(|e| HostError::Failed(format!("snapshot(): {e}")))?;
         let name = match name.map(|n| n.trim().to_owned()) {
             Some(n) if !n.is_empty() => n,
             _ => format!("checkpoint-{}", taken.len() + 1),
@@ -434,21 +430,21 @@ impl AgentHost {
         self.store
             .checkpoint_take(&self.agent_id, &name)
             .map(|c| c.name)
-            .map_err(|e| format!("snapshot(): {e}"))
+            .map_err(|e| HostError::Failed(format!("snapshot(): {e}")))
     }
 
     /// `rollback(name)`: the agent's overlay back to checkpoint `name`
     /// (never the human's files); says what no rollback undoes.
-    fn rollback(&self, name: &str) -> Result<String, String> {
+    fn rollback(&self, name: &str) -> Result<String, HostError> {
         self.allowed("rollback", self.caps.check_rollback())?;
         let back = self
             .store
             .checkpoint_restore(&self.agent_id, name)
-            .map_err(|e| format!("rollback(): {e}"))?;
+            .map_err(|e| HostError::Failed(format!("rollback(): {e}")))?;
         let effects: Vec<String> = self
             .store
             .effects(back.effect_seq, None)
-            .map_err(|e| format!("rollback(): {e}"))?
+            .map_err(|e| HostError::Failed(format!("rollback(): {e}")))?
             .into_iter()
             .filter(|e| e.agent_id.as_deref() == Some(self.agent_id.as_str()))
             .map(|e| e.kind)
@@ -470,7 +466,7 @@ impl AgentHost {
     /// `delegate`: `task` to A2A peer `peer` (a2a.peers), whose host the
     /// capabilities must allow; a diff in its answer is applied to this
     /// agent's overlay, file by file, where it applies and may be written.
-    fn delegate(&mut self, peer: &str, task: &str) -> Result<String, String> {
+    fn delegate(&mut self, peer: &str, task: &str) -> Result<String, HostError> {
         let spec = self.services.a2a_peers.get(peer).cloned().ok_or_else(|| {
             let known: Vec<&str> = self.services.a2a_peers.keys().map(String::as_str).collect();
             format!(
@@ -478,8 +474,9 @@ impl AgentHost {
                 known.join(", ")
             )
         })?;
-        let allowed = |url: &str| -> Result<(), String> {
-            let u = reqwest::Url::parse(url).map_err(|e| format!("delegate(): {url:?}: {e}"))?;
+        let allowed = |url: &str| -> Result<(), HostError> {
+            let u = reqwest::Url::parse(url)
+                .map_err(|e| HostError::Failed(format!("delegate(): {url:?}: {e}")))?;
             self.allowed(
                 "delegate",
                 self.caps
@@ -502,16 +499,16 @@ impl AgentHost {
             "network",
             &format!("GET the agent card of {peer} ({})", spec.url),
             started,
-            &fetched.map_err(|e| e.to_string()),
+            &fetched.map_err(HostError::failed),
         );
         let started = std::time::Instant::now();
-        let (_, endpoint) = answer.map_err(|e| format!("delegate(): {e}"))?;
+        let (_, endpoint) = answer.map_err(|e| HostError::Failed(format!("delegate(): {e}")))?;
         // The card names where to send: that host must be allowed too.
         allowed(&endpoint)?;
         let sent = self.runtime.block_on(async {
             tokio::select! {
-                r = crate::a2a::send(&http, &endpoint, spec.token.as_deref(), task, true) => r.map_err(|e| e.to_string()),
-                _ = self.cancel.cancelled() => Err("cancelled".to_owned()),
+                r = crate::a2a::send(&http, &endpoint, spec.token.as_deref(), task, true) => r.map_err(HostError::failed),
+                _ = self.cancel.cancelled() => Err(HostError::from("cancelled")),
             }
         });
         let input = format!("delegate to {peer} ({endpoint}): {task}");
@@ -523,7 +520,7 @@ impl AgentHost {
             )
         });
         self.record_effect("a2a", &input, started, &said);
-        let answer = sent.map_err(|e| format!("delegate(): {e}"))?;
+        let answer = sent.map_err(|e| HostError::Failed(format!("delegate(): {e}")))?;
         let text = crate::a2a::artifact_text(&answer);
         let (applied, skipped) = apply_diff(&self.workspace(), &text);
         self.written.extend(applied.iter().cloned());
@@ -550,11 +547,11 @@ fn apply_diff(ws: &Workspace<'_>, text: &str) -> (Vec<String>, Vec<String>) {
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
     for (path, hunks) in crate::diff::parse_unified(text) {
-        let written = (|| -> Result<(), String> {
-            let p = ws.path(&path).map_err(|e| e.to_string())?;
-            ws.may_write(&p).map_err(|e| e.to_string())?;
-            let old = if ws.overlay().exists(&p).map_err(|e| e.to_string())? {
-                ws.read_text(&p).map_err(|e| e.to_string())?
+        let written = (|| -> Result<(), HostError> {
+            let p = ws.path(&path).map_err(HostError::failed)?;
+            ws.may_write(&p).map_err(HostError::failed)?;
+            let old = if ws.overlay().exists(&p).map_err(HostError::failed)? {
+                ws.read_text(&p).map_err(HostError::failed)?
             } else {
                 String::new()
             };
@@ -562,9 +559,9 @@ fn apply_diff(ws: &Workspace<'_>, text: &str) -> (Vec<String>, Vec<String>) {
             let new = crate::diff::apply(&old, &hunks, eol, final_newline)
                 .ok_or("its change does not apply to the file as it is here")?;
             if new.is_empty() && !old.is_empty() {
-                ws.delete(&p).map_err(|e| e.to_string())
+                ws.delete(&p).map_err(HostError::failed)
             } else {
-                ws.write(&p, new.as_bytes()).map_err(|e| e.to_string())
+                ws.write(&p, new.as_bytes()).map_err(HostError::failed)
             }
         })();
         match written {
@@ -603,19 +600,30 @@ fn shown_args(a: &[Value], kw: &[(Value, Value)]) -> String {
 }
 
 impl AgentHost {
+    /// A refused call is an event of its own in the audit trail.
+    fn log_denial<T>(&self, name: &str, result: &Result<T, HostError>) {
+        if let Err(HostError::Denied(why)) = result {
+            self.store.audit_event(
+                Some(&self.agent_id),
+                "denied",
+                &serde_json::json!({"call": name, "reason": why}),
+            );
+        }
+    }
+
     /// Adds a call to the agent's audit log.
     fn audit(
         &self,
         tool: &str,
         args: &str,
         started: std::time::Instant,
-        result: Result<String, &String>,
+        result: Result<String, String>,
     ) {
         self.store.tool_call_record(
             &self.agent_id,
             tool,
             args,
-            result.as_deref().map_err(|e| e.as_str()),
+            result.as_deref().map_err(String::as_str),
             started.elapsed().as_millis() as i64,
         );
     }
@@ -636,12 +644,14 @@ impl Host for AgentHost {
         name: &str,
         a: Vec<Value>,
         kw: Vec<(Value, Value)>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, HostError> {
         let args = shown_args(&a, &kw);
         let started = std::time::Instant::now();
         self.refused_unchanged = false;
         let result = self.dispatch(name, a, kw);
-        self.audit(name, &args, started, result.as_ref().map(shown));
+        self.log_denial(name, &result);
+        let logged = result.as_ref().map(shown).map_err(HostError::to_string);
+        self.audit(name, &args, started, logged);
         result
     }
 }
@@ -652,7 +662,7 @@ impl AgentHost {
         name: &str,
         a: Vec<Value>,
         kw: Vec<(Value, Value)>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, HostError> {
         if let Some(tool) = self.node.as_ref().and_then(|n| n.extension_tool(name)) {
             return self.run_extension_tool(&tool, a, kw);
         }
@@ -708,15 +718,16 @@ impl AgentHost {
             }
             "list_dir" => {
                 let raw = args::opt_string(name, &a, &kw, 0, "path")?.unwrap_or_default();
-                let dir = parse_dir(&raw).map_err(|e| format!("list_dir(): {e}"))?;
-                let entries = self.workspace().list_dir(&dir).map_err(|e| e.to_string())?;
+                let dir =
+                    parse_dir(&raw).map_err(|e| HostError::Failed(format!("list_dir(): {e}")))?;
+                let entries = self.workspace().list_dir(&dir).map_err(HostError::failed)?;
                 Ok(Value::List(
                     entries.into_iter().map(Value::String).collect(),
                 ))
             }
             "file_exists" => {
                 let p = Self::path(name, &a, &kw)?;
-                let exists = self.overlay().exists(&p).map_err(|e| e.to_string())?;
+                let exists = self.overlay().exists(&p).map_err(HostError::failed)?;
                 Ok(Value::Bool(exists && self.caps.may_see(p.as_str())))
             }
             "search_files" => {
@@ -729,7 +740,7 @@ impl AgentHost {
                 ))
             }
             "get_file_tree" => {
-                let mut files = self.overlay().files().map_err(|e| e.to_string())?;
+                let mut files = self.overlay().files().map_err(HostError::failed)?;
                 files.retain(|f| self.caps.may_see(f));
                 Ok(Value::String(files.join("\n")))
             }
@@ -778,25 +789,26 @@ impl AgentHost {
                 let code = args::string(name, &a, &kw, 1, "code")?;
                 let old = ws
                     .read_text(&p)
-                    .map_err(|e| format!("write_definitions(): {e}"))?;
+                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
                 let language = crate::lang::of_file(p.as_str());
                 let new = crate::lang::splice::splice_definitions(language, &old, &code, None)
-                    .map_err(|e| format!("write_definitions(): {e}"))?;
+                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
                 // Said now, not at submit_result: small models otherwise
                 // write the file back as it was and submit it again and again.
                 if new == old {
                     self.refused_unchanged = true;
                     return Err(format!(
                         "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
-                    ));
+                    ).into());
                 }
                 if let Some(problem) = crate::lang::syntax_problem(language, &new) {
                     return Err(format!(
                         "write_definitions(): the result does not parse.\n{problem}"
-                    ));
+                    )
+                    .into());
                 }
                 ws.write(&p, new.as_bytes())
-                    .map_err(|e| format!("write_definitions(): {e}"))?;
+                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
             }
@@ -828,7 +840,7 @@ impl AgentHost {
                 self.submitted = Some((summary, files));
                 Ok(Value::Bool(true))
             }
-            other => Err(format!("unknown host function `{other}`")),
+            other => Err(format!("unknown host function `{other}`").into()),
         }
     }
 }

@@ -1127,7 +1127,7 @@ impl Turn<'_> {
                 Ok((_, sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok(Made::new(Some(s), "message")),
                 Ok(_) if !store.overlay_entries(&job.id)?.is_empty() => Ok(Made::new(None, "tool call")),
                 Ok((tool, v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).")),
-                Err(e) => Err(e),
+                Err(e) => Err(e.to_string()),
             });
         }
         let form = splice::classify(self.scene.language(), &code, self.target_text());
@@ -1146,7 +1146,7 @@ impl Turn<'_> {
                         .flatten()
                 }) {
                     Some(Ok(sent)) => Ok(Made::new(Some(sent), "message")),
-                    Some(Err(refused)) => Err(refused),
+                    Some(Err(refused)) => Err(refused.to_string()),
                     None => Err(e),
                 },
             },

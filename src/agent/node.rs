@@ -12,6 +12,7 @@ use crate::llm::ChatMessage;
 use crate::paths::ProjectPath;
 use crate::remora::extract::{extract, RawNode};
 use crate::remora::{Node, NodeStatus, NodeType};
+use crate::sandbox::HostError;
 use crate::sandbox::{args, Value};
 use crate::workspace::Workspace;
 
@@ -462,7 +463,7 @@ pub fn unwrap_rewrite_call(code: &str) -> Option<String> {
 /// definition named like the node is its `rewrite_self`; any other new
 /// top-level definition in the reply is proposed as a sibling after it.
 pub fn apply_reply(text: &str, job: &NodeJob, code: &str) -> Result<String, String> {
-    let node = job.me()?;
+    let node = job.me().map_err(|e| e.to_string())?;
     let bus = Some(&job.bus);
     let language = lang::of_file(&node.file_path);
     let code = clean_source(language, code);
@@ -717,16 +718,16 @@ fn node_value(n: &Node) -> Value {
 }
 
 impl NodeJob {
-    fn me(&self) -> Result<&Node, String> {
+    fn me(&self) -> Result<&Node, HostError> {
         self.view
             .node
             .as_ref()
-            .ok_or_else(|| "this agent has no node".to_owned())
+            .ok_or_else(|| HostError::from("this agent has no node"))
     }
 
     /// When `code` defines a neighbour (not this node), sends it to that
     /// neighbour as a request: a node may not edit another, but it may ask.
-    pub fn redirect(&self, task: &str, code: &str) -> Option<Result<String, String>> {
+    pub fn redirect(&self, task: &str, code: &str) -> Option<Result<String, HostError>> {
         let me = self.view.node.as_ref()?;
         let language = lang::of_file(&me.file_path);
         let code = clean_source(language, code);
@@ -749,13 +750,13 @@ impl NodeJob {
         Some(
             self.bus
                 .message(&me.id, &target.id, &request, self.correlation.as_deref())
-                .map_err(|e| format!("message_node(): {e}")),
+                .map_err(|e| HostError::Failed(format!("message_node(): {e}"))),
         )
     }
 
     /// When the request names exactly one neighbour, sends it there: the
     /// agent left itself unchanged, so the request was not for it.
-    pub fn forward(&self, task: &str) -> Option<Result<String, String>> {
+    pub fn forward(&self, task: &str) -> Option<Result<String, HostError>> {
         let me = self.view.node.as_ref()?;
         let words: Vec<&str> = task
             .split(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -775,22 +776,23 @@ impl NodeJob {
         Some(
             self.bus
                 .message(&me.id, &target.id, task.trim(), self.correlation.as_deref())
-                .map_err(|e| format!("message_node(): {e}")),
+                .map_err(|e| HostError::Failed(format!("message_node(): {e}"))),
         )
     }
 
     /// A question is answered by `to` at once; a request wakes its agent.
-    fn send(&self, asker: &str, from: &str, to: &str, request: &str) -> Result<String, String> {
+    fn send(&self, asker: &str, from: &str, to: &str, request: &str) -> Result<String, HostError> {
         let correlation = self.correlation.as_deref();
         if crate::agent::tools::is_question(request) {
             self.bus.ask(asker, from, to, request, correlation)
         } else {
             self.bus.message(from, to, request, correlation)
         }
+        .map_err(HostError::Failed)
     }
 
     /// A node ID, or the name of a neighbour (small models often give names).
-    fn resolve_target(&self, target: &str) -> Result<String, String> {
+    fn resolve_target(&self, target: &str) -> Result<String, HostError> {
         if crate::remora::ids::is_id(target) {
             return Ok(target.to_owned());
         }
@@ -805,14 +807,14 @@ impl NodeJob {
             [one] => Ok(one.id.clone()),
             [] => Err(format!(
                 "no node {target:?} among your neighbours; give a node ID (rm_...) from your Graph Context"
-            )),
-            _ => Err(format!("{target:?} names several nodes; give its node ID (rm_...)")),
+            ).into()),
+            _ => Err(format!("{target:?} names several nodes; give its node ID (rm_...)").into()),
         }
     }
 
-    fn file_text(ws: &Workspace<'_>, path: &str) -> Result<(ProjectPath, String), String> {
-        let p = ws.path(path).map_err(|e| e.to_string())?;
-        let text = ws.read_text(&p).map_err(|e| e.to_string())?;
+    fn file_text(ws: &Workspace<'_>, path: &str) -> Result<(ProjectPath, String), HostError> {
+        let p = ws.path(path).map_err(HostError::failed)?;
+        let text = ws.read_text(&p).map_err(HostError::failed)?;
         Ok((p, text))
     }
 
@@ -823,7 +825,7 @@ impl NodeJob {
         name: &str,
         a: &[Value],
         kw: &[(Value, Value)],
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, HostError>> {
         if !TOOLS.contains(&name) {
             return None;
         }
@@ -846,7 +848,7 @@ impl NodeJob {
         name: &str,
         a: &[Value],
         kw: &[(Value, Value)],
-    ) -> Result<Value, String> {
+    ) -> Result<Value, HostError> {
         let me = self.me()?;
         match name {
             "rewrite_self" => {
@@ -867,9 +869,14 @@ impl NodeJob {
                 };
                 let new = match written {
                     Ok(new) => new,
-                    Err(e) => return self.redirect("", &src).unwrap_or(Err(e)).map(Value::String),
+                    Err(e) => {
+                        return self
+                            .redirect("", &src)
+                            .unwrap_or(Err(HostError::Failed(e)))
+                            .map(Value::String)
+                    }
                 };
-                ws.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
+                ws.write(&p, new.as_bytes()).map_err(HostError::failed)?;
                 Ok(Value::String(format!(
                     "proposed a rewrite of {} for the human to review",
                     me.id
@@ -887,7 +894,7 @@ impl NodeJob {
                     other => {
                         return Err(format!(
                             "propose_new_node(): node_type must be \"function\", \"method\" or \"class\", not {other:?}"
-                        ))
+                        ).into())
                     }
                 };
                 let parent = match &me.parent_id {
@@ -911,7 +918,7 @@ impl NodeJob {
                 let (p, text) = Self::file_text(ws, &parent.file_path)?;
                 let new =
                     propose_new_node(&text, &parent, after.as_ref(), node_type, &new_name, &src)?;
-                ws.write(&p, new.as_bytes()).map_err(|e| e.to_string())?;
+                ws.write(&p, new.as_bytes()).map_err(HostError::failed)?;
                 Ok(Value::String(format!(
                     "proposed a new {kind} `{new_name}` in {}",
                     parent.id
@@ -924,9 +931,9 @@ impl NodeJob {
                     .node(&id)
                     .ok_or_else(|| format!("read_node(): no node {id}"))?;
                 let (_, text) = Self::file_text(ws, &n.file_path)?;
-                node_source(&text, &n)
-                    .map(Value::String)
-                    .ok_or_else(|| format!("read_node(): {id} is no longer in {}", n.file_path))
+                node_source(&text, &n).map(Value::String).ok_or_else(|| {
+                    HostError::Failed(format!("read_node(): {id} is no longer in {}", n.file_path))
+                })
             }
             "get_my_callers" => Ok(Value::List(
                 self.view.callers.iter().map(node_value).collect(),
@@ -949,7 +956,7 @@ impl NodeJob {
                 self.send(ws.overlay().agent(), &me.id, parent, &request)
                     .map(Value::String)
             }
-            other => Err(format!("unknown node tool `{other}`")),
+            other => Err(format!("unknown node tool `{other}`").into()),
         }
     }
 }

@@ -478,7 +478,7 @@ async fn extension_tools_run_with_the_agents_host_functions_and_capabilities() {
         .unwrap();
     let home = std::env::var("HOME").unwrap();
     assert_eq!(results[0], Ok(Value::Int(3)));
-    let secret = results[1].clone().unwrap_err();
+    let secret = results[1].clone().unwrap_err().to_string();
     assert!(
         secret.contains("secret"),
         "an extension tool is no way around the capabilities: {secret}"
@@ -491,13 +491,17 @@ async fn extension_tools_run_with_the_agents_host_functions_and_capabilities() {
     // os.environ holds only what may be read; os.getenv says what may not.
     assert_eq!(results[3], Ok(Value::String(String::new())));
     assert_eq!(results[4], Ok(Value::String(home)));
-    let denied = results[5].clone().unwrap_err();
+    let denied = results[5].clone().unwrap_err().to_string();
     assert!(
         denied.contains("\"PATH\" is not allowed (capabilities.env)"),
         "{denied}"
     );
     assert_eq!(results[6], Ok(Value::None));
-    assert!(results[7].clone().unwrap_err().contains("count_lines()"));
+    assert!(results[7]
+        .clone()
+        .unwrap_err()
+        .to_string()
+        .contains("count_lines()"));
     assert_eq!(results[8], Ok(Value::Int(3)), "named arguments");
     assert_eq!(results[9], Ok(Value::Int(2)), "positional and named");
     assert!(

@@ -19,7 +19,7 @@ use super::{AgentError, AgentHost, Done, Job, Services};
 use crate::capabilities::Capabilities;
 use crate::config::{Config, Provider, ToolCalls};
 use crate::llm::{ChatMessage, ChatOptions, LlmClient};
-use crate::sandbox::{self, Host, Value};
+use crate::sandbox::{self, Host, HostError, Value};
 use crate::store::Store;
 
 /// A turn of the free chat (seed 002's REPL): the conversation so far, and
@@ -502,11 +502,11 @@ fn ask_for_block(path: &str, task: &str) -> String {
 }
 
 /// The result of a tool as the model sees it (capped).
-fn result_message(result: Result<Value, String>) -> String {
+fn result_message(result: Result<Value, HostError>) -> String {
     const CAP: usize = 6000;
     let json = match result {
         Ok(v) => json!({"ok": true, "result": to_json(&v)}),
-        Err(e) => json!({"ok": false, "error": e}),
+        Err(e) => json!({"ok": false, "error": e.to_string()}),
     };
     let mut s = json.to_string();
     if s.len() > CAP {
@@ -868,7 +868,7 @@ pub async fn run(
         }
         host.refused_unchanged = false;
         let result = match call {
-            Err(problem) => Err(problem),
+            Err(problem) => Err(HostError::Failed(problem)),
             Ok((tool, _)) if !tools.iter().any(|t| t.name == tool) => Err(format!(
                 "There is no tool `{tool}`. The tools are: {}.",
                 tools
@@ -876,7 +876,8 @@ pub async fn run(
                     .map(|t| t.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
-            )),
+            )
+            .into()),
             Ok((tool, args)) if host.mcp_tools.contains(&tool) => {
                 let (r, h) = host
                     .off_runtime(move |h| h.call_mcp(&tool, Json::Object(args)).map(Value::String))
@@ -931,9 +932,9 @@ pub async fn run(
                 {
                     Ok(notes) => notes,
                     Err(problem) => {
-                        messages.push(answer(result_message(Err(format!(
+                        messages.push(answer(result_message(Err(HostError::Failed(format!(
                             "submit_result: {problem}"
-                        )))));
+                        ))))));
                         must_write = true;
                         continue;
                     }
