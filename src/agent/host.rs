@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::llm::{ChatMessage, LlmClient};
 use crate::overlay::Overlay;
-use crate::paths::{parse_dir, ProjectPath};
+use crate::paths::ProjectPath;
 use crate::sandbox::HostError;
 use crate::sandbox::{args, Host, Value};
 use crate::store::Store;
@@ -18,6 +18,8 @@ use crate::workspace::{Workspace, WorkspaceError};
 /// What a write that would change nothing is refused with; tool mode
 /// then asks the next reply as a code block.
 const STAYS_AS_IT_WAS: &str = "would stay exactly as it was";
+
+mod files;
 
 /// Everything a program's host calls need.
 pub struct AgentHost {
@@ -657,6 +659,31 @@ impl Host for AgentHost {
 }
 
 impl AgentHost {
+    /// `run_command(argv)`: a program the capabilities allow, in a
+    /// scratch checkout of the agent's view, confined by the kernel.
+    fn run_command(&mut self, a: &[Value], kw: &[(Value, Value)]) -> Result<Value, HostError> {
+        let name = "run_command";
+        let argv = args::string_list(name, a, kw, 0, "argv")?;
+        self.allowed(name, self.caps.check_command(&argv))?;
+        let cancel = self.cancel.clone();
+        let ran = crate::command::run_in_checkout(
+            &self.overlay(),
+            |f| self.caps.may_see(f),
+            &argv,
+            self.command_timeout,
+            &move || cancel.is_cancelled(),
+        )?;
+        let text = ran.describe();
+        self.store.effect_record(
+            "command",
+            Some(&self.agent_id),
+            &argv.join(" "),
+            &text,
+            ran.duration.as_millis() as i64,
+        );
+        Ok(Value::String(text))
+    }
+
     fn dispatch(
         &mut self,
         name: &str,
@@ -681,69 +708,11 @@ impl AgentHost {
                 return result;
             }
         }
+        if let Some(result) = self.file_call(name, &a, &kw) {
+            return result;
+        }
         match name {
             "get_task" => Ok(Value::String(self.task.clone())),
-            "read_file" => {
-                let raw = args::string(name, &a, &kw, 0, "path")?;
-                // The fields apart: the workspace borrows, `read` is noted.
-                let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
-                let text = ws
-                    .path(&raw)
-                    .and_then(|p| ws.read_noted(&p, &mut self.read));
-                text.map(Value::String).map_err(|e| self.refused(name, e))
-            }
-            "write_file" => {
-                let raw = args::string(name, &a, &kw, 0, "path")?;
-                let content = args::string(name, &a, &kw, 1, "content")?;
-                let ws = self.workspace();
-                let p = ws
-                    .path(&raw)
-                    .and_then(|p| {
-                        ws.write_read(&p, content.as_bytes(), &self.read)
-                            .map(|()| p)
-                    })
-                    .map_err(|e| self.refused(name, e))?;
-                self.written.push(p.to_string());
-                Ok(Value::Bool(true))
-            }
-            "delete_file" => {
-                let raw = args::string(name, &a, &kw, 0, "path")?;
-                let ws = self.workspace();
-                let p = ws
-                    .path(&raw)
-                    .and_then(|p| ws.delete(&p).map(|()| p))
-                    .map_err(|e| self.refused(name, e))?;
-                self.written.push(p.to_string());
-                Ok(Value::Bool(true))
-            }
-            "list_dir" => {
-                let raw = args::opt_string(name, &a, &kw, 0, "path")?.unwrap_or_default();
-                let dir =
-                    parse_dir(&raw).map_err(|e| HostError::Failed(format!("list_dir(): {e}")))?;
-                let entries = self.workspace().list_dir(&dir).map_err(HostError::failed)?;
-                Ok(Value::List(
-                    entries.into_iter().map(Value::String).collect(),
-                ))
-            }
-            "file_exists" => {
-                let p = Self::path(name, &a, &kw)?;
-                let exists = self.overlay().exists(&p).map_err(HostError::failed)?;
-                Ok(Value::Bool(exists && self.caps.may_see(p.as_str())))
-            }
-            "search_files" => {
-                let pattern = args::string(name, &a, &kw, 0, "pattern")?;
-                Ok(Value::List(
-                    search(&self.overlay(), &self.caps, &pattern)?
-                        .into_iter()
-                        .map(Value::String)
-                        .collect(),
-                ))
-            }
-            "get_file_tree" => {
-                let mut files = self.overlay().files().map_err(HostError::failed)?;
-                files.retain(|f| self.caps.may_see(f));
-                Ok(Value::String(files.join("\n")))
-            }
             "ask_llm" => {
                 let prompt = args::string(name, &a, &kw, 0, "prompt")?;
                 let context = args::opt_string(name, &a, &kw, 1, "context")?;
@@ -758,60 +727,7 @@ impl AgentHost {
                 self.logs.push(msg);
                 Ok(Value::Bool(true))
             }
-            "run_command" => {
-                let argv = args::string_list(name, &a, &kw, 0, "argv")?;
-                self.allowed(name, self.caps.check_command(&argv))?;
-                let cancel = self.cancel.clone();
-                let ran = crate::command::run_in_checkout(
-                    &self.overlay(),
-                    |f| self.caps.may_see(f),
-                    &argv,
-                    self.command_timeout,
-                    &move || cancel.is_cancelled(),
-                )?;
-                let text = ran.describe();
-                self.store.effect_record(
-                    "command",
-                    Some(&self.agent_id),
-                    &argv.join(" "),
-                    &text,
-                    ran.duration.as_millis() as i64,
-                );
-                Ok(Value::String(text))
-            }
-            "write_definitions" => {
-                let raw = args::string(name, &a, &kw, 0, "path")?;
-                let ws = self.workspace();
-                let p = ws
-                    .path(&raw)
-                    .and_then(|p| ws.may_write(&p).map(|()| p))
-                    .map_err(|e| self.refused(name, e))?;
-                let code = args::string(name, &a, &kw, 1, "code")?;
-                let old = ws
-                    .read_text(&p)
-                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
-                let language = crate::lang::of_file(p.as_str());
-                let new = crate::lang::splice::splice_definitions(language, &old, &code, None)
-                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
-                // Said now, not at submit_result: small models otherwise
-                // write the file back as it was and submit it again and again.
-                if new == old {
-                    self.refused_unchanged = true;
-                    return Err(format!(
-                        "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
-                    ).into());
-                }
-                if let Some(problem) = crate::lang::syntax_problem(language, &new) {
-                    return Err(format!(
-                        "write_definitions(): the result does not parse.\n{problem}"
-                    )
-                    .into());
-                }
-                ws.write(&p, new.as_bytes())
-                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
-                self.written.push(p.to_string());
-                Ok(Value::Bool(true))
-            }
+            "run_command" => self.run_command(&a, &kw),
             "system_stats" => Ok(crate::sandbox::from_json(super::world::system_stats(
                 self.store.root(),
             ))),

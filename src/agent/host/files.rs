@@ -1,0 +1,166 @@
+//! The host functions on the project's files — read, write, delete,
+//! list, search, replace definitions — each through the agent's
+//! [`Workspace`].
+
+use super::{args, search, AgentHost, HostError, Value, Workspace, STAYS_AS_IT_WAS};
+use crate::paths::parse_dir;
+
+impl AgentHost {
+    /// Runs file function `name`; `None` when `name` is not one.
+    pub(super) fn file_call(
+        &mut self,
+        name: &str,
+        a: &[Value],
+        kw: &[(Value, Value)],
+    ) -> Option<Result<Value, HostError>> {
+        FILE_FUNCTIONS
+            .contains(&name)
+            .then(|| self.file_function(name, a, kw))
+    }
+
+    fn file_function(
+        &mut self,
+        name: &str,
+        a: &[Value],
+        kw: &[(Value, Value)],
+    ) -> Result<Value, HostError> {
+        if WRITES.contains(&name) {
+            self.write_function(name, a, kw)
+        } else {
+            self.read_function(name, a, kw)
+        }
+    }
+
+    /// What the agent may see of its files.
+    fn read_function(
+        &mut self,
+        name: &str,
+        a: &[Value],
+        kw: &[(Value, Value)],
+    ) -> Result<Value, HostError> {
+        match name {
+            "read_file" => {
+                let raw = args::string(name, a, kw, 0, "path")?;
+                // The fields apart: the workspace borrows, `read` is noted.
+                let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
+                let text = ws
+                    .path(&raw)
+                    .and_then(|p| ws.read_noted(&p, &mut self.read));
+                text.map(Value::String).map_err(|e| self.refused(name, e))
+            }
+            "list_dir" => {
+                let raw = args::opt_string(name, a, kw, 0, "path")?.unwrap_or_default();
+                let dir =
+                    parse_dir(&raw).map_err(|e| HostError::Failed(format!("list_dir(): {e}")))?;
+                let entries = self.workspace().list_dir(&dir).map_err(HostError::failed)?;
+                Ok(Value::List(
+                    entries.into_iter().map(Value::String).collect(),
+                ))
+            }
+            "file_exists" => {
+                let p = Self::path(name, a, kw)?;
+                let exists = self.overlay().exists(&p).map_err(HostError::failed)?;
+                Ok(Value::Bool(exists && self.caps.may_see(p.as_str())))
+            }
+            "search_files" => {
+                let pattern = args::string(name, a, kw, 0, "pattern")?;
+                Ok(Value::List(
+                    search(&self.overlay(), &self.caps, &pattern)?
+                        .into_iter()
+                        .map(Value::String)
+                        .collect(),
+                ))
+            }
+            "get_file_tree" => {
+                let mut files = self.overlay().files().map_err(HostError::failed)?;
+                files.retain(|f| self.caps.may_see(f));
+                Ok(Value::String(files.join("\n")))
+            }
+            other => Err(format!("`{other}` is not a file function").into()),
+        }
+    }
+
+    /// Changes to the agent's files, into its overlay.
+    fn write_function(
+        &mut self,
+        name: &str,
+        a: &[Value],
+        kw: &[(Value, Value)],
+    ) -> Result<Value, HostError> {
+        match name {
+            "write_file" => {
+                let raw = args::string(name, a, kw, 0, "path")?;
+                let content = args::string(name, a, kw, 1, "content")?;
+                let ws = self.workspace();
+                let p = ws
+                    .path(&raw)
+                    .and_then(|p| {
+                        ws.write_read(&p, content.as_bytes(), &self.read)
+                            .map(|()| p)
+                    })
+                    .map_err(|e| self.refused(name, e))?;
+                self.written.push(p.to_string());
+                Ok(Value::Bool(true))
+            }
+            "delete_file" => {
+                let raw = args::string(name, a, kw, 0, "path")?;
+                let ws = self.workspace();
+                let p = ws
+                    .path(&raw)
+                    .and_then(|p| ws.delete(&p).map(|()| p))
+                    .map_err(|e| self.refused(name, e))?;
+                self.written.push(p.to_string());
+                Ok(Value::Bool(true))
+            }
+            "write_definitions" => {
+                let raw = args::string(name, a, kw, 0, "path")?;
+                let ws = self.workspace();
+                let p = ws
+                    .path(&raw)
+                    .and_then(|p| ws.may_write(&p).map(|()| p))
+                    .map_err(|e| self.refused(name, e))?;
+                let code = args::string(name, a, kw, 1, "code")?;
+                let old = ws
+                    .read_text(&p)
+                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
+                let language = crate::lang::of_file(p.as_str());
+                let new = crate::lang::splice::splice_definitions(language, &old, &code, None)
+                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
+                // Said now, not at submit_result: small models otherwise
+                // write the file back as it was and submit it again and again.
+                if new == old {
+                    self.refused_unchanged = true;
+                    return Err(format!(
+                        "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
+                    ).into());
+                }
+                if let Some(problem) = crate::lang::syntax_problem(language, &new) {
+                    return Err(format!(
+                        "write_definitions(): the result does not parse.\n{problem}"
+                    )
+                    .into());
+                }
+                ws.write(&p, new.as_bytes())
+                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
+                self.written.push(p.to_string());
+                Ok(Value::Bool(true))
+            }
+            other => Err(format!("`{other}` is not a file function").into()),
+        }
+    }
+}
+
+/// The file functions that change files.
+const WRITES: &[&str] = &["write_file", "delete_file", "write_definitions"];
+
+/// The functions [`AgentHost::file_call`] runs.
+const FILE_FUNCTIONS: &[&str] = &[
+    "read_file",
+    "write_file",
+    "delete_file",
+    "list_dir",
+    "file_exists",
+    "search_files",
+    "get_file_tree",
+    "write_definitions",
+];
