@@ -4,8 +4,16 @@
 //! The crate has two halves. The *core* (everything but `nvim`) never touches
 //! Neovim and is tested with `cargo test --no-default-features`:
 //!
+//! - [`task`]: a task as every client gives it ([`task::TaskSpec`]), checked once.
 //! - [`capabilities`]: what an agent may read, write, run and reach.
+//! - [`workspace`]: the one door through which an agent touches files
+//!   (path, links, capabilities, secrets, size), and what its folder held
+//!   taken back through it.
+//! - [`workdir`], [`confine`]: the real folder an external agent works in,
+//!   and the kernel's confinement to it (Landlock; Seatbelt on macOS).
 //! - [`command`]: `run_command` in a scratch checkout of an agent's view.
+//! - [`hash`], [`brief`]: content hashes and fresh IDs; how a call's
+//!   arguments show in the logs (leaves).
 //! - [`config`]: the typed configuration, resolved from the Lua options table.
 //! - [`paths`]: the project root and project-relative paths that cannot escape it.
 //! - [`rootfs`]: the project's files on disk, reached without following
@@ -18,12 +26,15 @@
 //! - [`accept`]: proposals, rebase onto the human's edits, and accepting or
 //!   rejecting them (whole or by hunk), atomically.
 //! - [`lifecycle`]: the one owner of every agent and proposal transition,
-//!   and the one function that turns their outcomes into editor messages.
+//!   and the one function that turns their outcomes into editor messages;
+//!   a refusal is typed there ([`lifecycle::RefusalKind`]) for clients that
+//!   answer with a status.
 //! - [`rollback`]: rolling the project back to a snapshot, naming what
 //!   cannot be undone.
 //! - [`llm`]: LLM providers (Ollama, OpenAI-compatible) over HTTP.
 //! - [`memory`]: counts the library's live bytes, for the sandbox's memory limit.
-//! - [`sandbox`]: runs model-written Python in Monty with host functions.
+//! - [`sandbox`]: runs model-written Python in Monty with host functions
+//!   (which fail with a typed [`sandbox::HostError`]).
 //! - [`python`]: Python with tree-sitter: syntax checks, definitions, and
 //!   splicing a reply's definitions into a file.
 //! - [`remora`]: every Python file, class, function and method as a node
@@ -32,7 +43,10 @@
 //! - [`runtime`]: the tokio runtime thread and the message loop between the halves.
 //! - [`messages`]: the typed messages crossing between the editor and the core.
 //! - [`api`]: the HTTP API clients outside Neovim use, on the project's
-//!   control socket; [`cli`] is the `chimera` command built on it.
+//!   control socket (its shared types in `api::backend`, below the routes);
+//!   [`cli`] is the `chimera` command built on it.
+//! - [`acp`], [`mcp`], [`a2a`]: other agents as Chimera's agents (ACP),
+//!   MCP clients and servers, A2A peers.
 //!
 //! The editor layer, `nvim` (feature `neovim`), only adapts: it turns Lua
 //! calls into [`messages::ToCore`] and [`messages::ToEditor`] into Lua calls.
