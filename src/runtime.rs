@@ -882,22 +882,7 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
                 "Chimera: Remora needs `remora.index = true` in setup{}",
             ),
         },
-        ToCore::Effects { since, kind } => {
-            let effects = match since {
-                EffectsSince::Seq(seq) => core.store.effects(seq, kind.as_deref()),
-                EffectsSince::Snapshot(id) => core
-                    .store
-                    .snapshot_effect_seq(&id)
-                    .and_then(|seq| core.store.effects(seq, kind.as_deref())),
-            };
-            match effects {
-                Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
-                Err(e) => core.notify(
-                    Level::Warn,
-                    format!("Chimera: cannot read the effect log: {e}"),
-                ),
-            }
-        }
+        ToCore::Effects { since, kind } => send_effects(core, since, kind),
         ToCore::NodeChat { node_id, message } => nodes::chat(core, &node_id, message),
         ToCore::NodeNew {
             file,
@@ -925,68 +910,98 @@ fn route_other(core: &Arc<Core>, msg: ToCore) {
         } => chat::send(core, id, message, file, cursor_line, context),
         ToCore::ChatHistory => chat::history(core),
         ToCore::ChatClear => chat::clear(core),
-        ToCore::Calls { agent_id } => {
-            let c = core.clone();
-            tokio::task::spawn_blocking(move || match c.store.tool_calls(&agent_id, 0) {
-                Ok(calls) => c.sink.send(ToEditor::Calls { agent_id, calls }),
-                Err(e) => c.notify(
-                    Level::Warn,
-                    format!("Chimera: cannot read the tool calls of {agent_id}: {e}"),
-                ),
-            });
-        }
-        ToCore::NodeHistory { node_id } => {
-            let c = core.clone();
-            tokio::task::spawn_blocking(move || {
-                match c.store.remora_events_since(0, Some(&node_id), 10_000) {
-                    Ok(events) => c.sink.send(ToEditor::NodeHistory { node_id, events }),
-                    Err(e) => c.notify(
-                        Level::Warn,
-                        format!("Chimera: cannot read the history of {node_id}: {e}"),
-                    ),
-                }
-            });
-        }
-        ToCore::PermissionAnswer { id, allow } => {
-            let waiting = core
-                .questions
-                .waiting
-                .lock()
-                .ok()
-                .and_then(|mut w| w.remove(&id));
-            if let Some(tx) = waiting {
-                let _ = tx.send(allow);
-            }
-        }
+        ToCore::Calls { agent_id } => send_calls(core, agent_id),
+        ToCore::NodeHistory { node_id } => send_node_history(core, node_id),
+        ToCore::PermissionAnswer { id, allow } => answer_permission(core, id, allow),
         ToCore::CheckLlm => {
             let c = core.clone();
             tokio::spawn(async move { check_llm(&c).await });
         }
-        ToCore::SetModel { model } => {
-            let model = model.trim().to_owned();
-            if let Ok(mut m) = core.model.write() {
-                *m = (!model.is_empty()).then(|| model.clone());
-            }
-            let running = core.agents.lock().map_or(0, |a| a.len());
-            core.sink.send(ToEditor::Notify {
-                level: Level::Info,
-                message: format!(
-                    "new agents ask model `{}`{}",
-                    if model.is_empty() {
-                        &core.config.llm.model
-                    } else {
-                        &model
-                    },
-                    if running > 0 {
-                        format!("; the {running} working keep theirs")
-                    } else {
-                        String::new()
-                    }
-                ),
-            });
-        }
+        ToCore::SetModel { model } => set_model(core, model),
         _ => {}
     }
+}
+
+/// The effect log since a sequence or a snapshot, to the editor.
+fn send_effects(core: &Arc<Core>, since: EffectsSince, kind: Option<String>) {
+    let effects = match since {
+        EffectsSince::Seq(seq) => core.store.effects(seq, kind.as_deref()),
+        EffectsSince::Snapshot(id) => core
+            .store
+            .snapshot_effect_seq(&id)
+            .and_then(|seq| core.store.effects(seq, kind.as_deref())),
+    };
+    match effects {
+        Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
+        Err(e) => core.notify(
+            Level::Warn,
+            format!("Chimera: cannot read the effect log: {e}"),
+        ),
+    }
+}
+
+/// An agent's audit log, read off the message loop, to the editor.
+fn send_calls(core: &Arc<Core>, agent_id: String) {
+    let c = core.clone();
+    tokio::task::spawn_blocking(move || match c.store.tool_calls(&agent_id, 0) {
+        Ok(calls) => c.sink.send(ToEditor::Calls { agent_id, calls }),
+        Err(e) => c.notify(
+            Level::Warn,
+            format!("Chimera: cannot read the tool calls of {agent_id}: {e}"),
+        ),
+    });
+}
+
+/// A node's events, read off the message loop, to the editor.
+fn send_node_history(core: &Arc<Core>, node_id: String) {
+    let c = core.clone();
+    tokio::task::spawn_blocking(move || {
+        match c.store.remora_events_since(0, Some(&node_id), 10_000) {
+            Ok(events) => c.sink.send(ToEditor::NodeHistory { node_id, events }),
+            Err(e) => c.notify(
+                Level::Warn,
+                format!("Chimera: cannot read the history of {node_id}: {e}"),
+            ),
+        }
+    });
+}
+
+/// The human's answer to an agent waiting for permission.
+fn answer_permission(core: &Arc<Core>, id: u64, allow: bool) {
+    let waiting = core
+        .questions
+        .waiting
+        .lock()
+        .ok()
+        .and_then(|mut w| w.remove(&id));
+    if let Some(tx) = waiting {
+        let _ = tx.send(allow);
+    }
+}
+
+/// `:Chimera model`: the model new agents ask; said with what the working ones keep.
+fn set_model(core: &Arc<Core>, model: String) {
+    let model = model.trim().to_owned();
+    if let Ok(mut m) = core.model.write() {
+        *m = (!model.is_empty()).then(|| model.clone());
+    }
+    let running = core.agents.lock().map_or(0, |a| a.len());
+    core.sink.send(ToEditor::Notify {
+        level: Level::Info,
+        message: format!(
+            "new agents ask model `{}`{}",
+            if model.is_empty() {
+                &core.config.llm.model
+            } else {
+                &model
+            },
+            if running > 0 {
+                format!("; the {running} working keep theirs")
+            } else {
+                String::new()
+            }
+        ),
+    });
 }
 
 /// Records a new agent (`queued`), then starts it.
