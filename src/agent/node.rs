@@ -842,6 +842,58 @@ impl NodeJob {
         TOOLS.contains(&name) || self.view.tools.iter().any(|t| t.name == name)
     }
 
+    /// `propose_new_node(node_type, name, source, insert_after?)`: a
+    /// sibling of this node, written into its parent.
+    fn new_sibling(
+        &self,
+        ws: &Workspace<'_>,
+        me: &Node,
+        name: &str,
+        a: &[Value],
+        kw: &[(Value, Value)],
+    ) -> Result<Value, HostError> {
+        let kind = args::string(name, a, kw, 0, "node_type")?;
+        let new_name = args::string(name, a, kw, 1, "name")?;
+        let src = args::string(name, a, kw, 2, "source")?;
+        let after = args::opt_string(name, a, kw, 3, "insert_after")?;
+        let node_type = match kind.as_str() {
+            "function" => NodeType::Function,
+            "method" => NodeType::Method,
+            "class" => NodeType::Class,
+            other => {
+                return Err(format!(
+                    "propose_new_node(): node_type must be \"function\", \"method\" or \"class\", not {other:?}"
+                ).into())
+            }
+        };
+        let parent = match &me.parent_id {
+            Some(pid) => self
+                .bus
+                .node(pid)
+                .ok_or_else(|| format!("propose_new_node(): parent {pid} not found"))?,
+            None => {
+                return Err(
+                    "propose_new_node(): a file has no siblings; rewrite_self instead".into(),
+                )
+            }
+        };
+        let after = match after {
+            Some(id) => Some(
+                self.bus
+                    .node(&id)
+                    .ok_or_else(|| format!("propose_new_node(): no node {id} to insert after"))?,
+            ),
+            None => None,
+        };
+        let (p, text) = Self::file_text(ws, &parent.file_path)?;
+        let new = propose_new_node(&text, &parent, after.as_ref(), node_type, &new_name, &src)?;
+        ws.write(&p, new.as_bytes()).map_err(HostError::failed)?;
+        Ok(Value::String(format!(
+            "proposed a new {kind} `{new_name}` in {}",
+            parent.id
+        )))
+    }
+
     fn call_tool(
         &self,
         ws: &Workspace<'_>,
@@ -882,48 +934,7 @@ impl NodeJob {
                     me.id
                 )))
             }
-            "propose_new_node" => {
-                let kind = args::string(name, a, kw, 0, "node_type")?;
-                let new_name = args::string(name, a, kw, 1, "name")?;
-                let src = args::string(name, a, kw, 2, "source")?;
-                let after = args::opt_string(name, a, kw, 3, "insert_after")?;
-                let node_type = match kind.as_str() {
-                    "function" => NodeType::Function,
-                    "method" => NodeType::Method,
-                    "class" => NodeType::Class,
-                    other => {
-                        return Err(format!(
-                            "propose_new_node(): node_type must be \"function\", \"method\" or \"class\", not {other:?}"
-                        ).into())
-                    }
-                };
-                let parent = match &me.parent_id {
-                    Some(pid) => self
-                        .bus
-                        .node(pid)
-                        .ok_or_else(|| format!("propose_new_node(): parent {pid} not found"))?,
-                    None => {
-                        return Err(
-                            "propose_new_node(): a file has no siblings; rewrite_self instead"
-                                .into(),
-                        )
-                    }
-                };
-                let after = match after {
-                    Some(id) => Some(self.bus.node(&id).ok_or_else(|| {
-                        format!("propose_new_node(): no node {id} to insert after")
-                    })?),
-                    None => None,
-                };
-                let (p, text) = Self::file_text(ws, &parent.file_path)?;
-                let new =
-                    propose_new_node(&text, &parent, after.as_ref(), node_type, &new_name, &src)?;
-                ws.write(&p, new.as_bytes()).map_err(HostError::failed)?;
-                Ok(Value::String(format!(
-                    "proposed a new {kind} `{new_name}` in {}",
-                    parent.id
-                )))
-            }
+            "propose_new_node" => self.new_sibling(ws, me, name, a, kw),
             "read_node" => {
                 let id = self.resolve_target(&args::string(name, a, kw, 0, "target_id")?)?;
                 let n = self
