@@ -19,6 +19,13 @@ use crate::workdir::{Change, Workdir, WorkdirError};
 #[derive(Debug, Clone, Default)]
 pub struct ReadFrom(std::collections::HashMap<String, Option<String>>);
 
+impl ReadFrom {
+    /// What `newer` noted, over what this holds.
+    pub fn merge(&mut self, newer: ReadFrom) {
+        self.0.extend(newer.0);
+    }
+}
+
 /// One thing a program left in its folder: taken into the overlay, or
 /// not and why.
 #[derive(Debug)]

@@ -351,6 +351,27 @@ fn json_tool_calls_are_read_in_the_usual_shapes() {
     assert!(parse_tool_call("{\"no\": 1}").is_none());
 }
 
+/// The host of `job` under `config`, on the project at `root`.
+fn host_for(
+    st: &Arc<Store>,
+    config: &crate::config::Config,
+    job: &crate::agent::Job,
+    root: &Path,
+) -> crate::agent::AgentHost {
+    let llm = crate::llm::LlmClient::new(&config.llm).unwrap();
+    let services = crate::agent::Services::new(config, root.to_path_buf());
+    let caps = crate::agent::capabilities(config, job, &services).unwrap();
+    crate::agent::AgentHost::new(
+        st,
+        config,
+        &llm,
+        &services,
+        job,
+        &tokio_util::sync::CancellationToken::new(),
+        caps,
+    )
+}
+
 /// The seed's example extension (§3b), as written, plus a tool that reads
 /// any file it is given.
 const SEED_EXTENSION: &str = r#"from remora import ExtensionNode, tool
@@ -432,18 +453,7 @@ async fn extension_tools_run_with_the_agents_host_functions_and_capabilities() {
         .contains("count_lines(path, extra) (Count lines.)"));
     let mut config = crate::config::Config::default();
     config.capabilities.env = vec!["HOME".into()];
-    let llm = crate::llm::LlmClient::new(&config.llm).unwrap();
-    let services = crate::agent::Services::new(&config, dir.path().to_owned());
-    let caps = crate::agent::capabilities(&config, &job, &services).unwrap();
-    let host = crate::agent::AgentHost::new(
-        &st,
-        &config,
-        &llm,
-        &services,
-        &job,
-        &tokio_util::sync::CancellationToken::new(),
-        caps,
-    );
+    let host = host_for(&st, &config, &job, dir.path());
     let s = |v: &str| Value::String(v.into());
     let (results, host) = host
         .off_runtime(move |h| {
@@ -676,18 +686,7 @@ async fn an_extension_tool_that_tries_to_leave_is_refused_or_confined() {
     let mut config = crate::config::Config::default();
     config.capabilities.preset = "developer".into();
     config.capabilities.commands = vec!["sh".into()];
-    let llm = crate::llm::LlmClient::new(&config.llm).unwrap();
-    let services = crate::agent::Services::new(&config, root.clone());
-    let caps = crate::agent::capabilities(&config, &job, &services).unwrap();
-    let host = crate::agent::AgentHost::new(
-        &st,
-        &config,
-        &llm,
-        &services,
-        &job,
-        &tokio_util::sync::CancellationToken::new(),
-        caps,
-    );
+    let host = host_for(&st, &config, &job, &root);
     let at = Value::String(root.display().to_string());
     let (said, _) = host
         .off_runtime(move |h| crate::sandbox::Host::call(h, "escape", vec![at], vec![]))

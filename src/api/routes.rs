@@ -63,7 +63,7 @@ pub fn router(backend: Shared) -> Router {
         .with_state(backend)
 }
 
-pub use super::client::BODY_LIMIT;
+use super::client::BODY_LIMIT;
 
 /// Refuses a body announced larger than [`BODY_LIMIT`] before reading any
 /// of it (a client still sending it would otherwise see the socket close

@@ -56,10 +56,10 @@ impl Sessions {
             })
     }
 
-    fn set_read(&self, id: &str, read: ReadFrom) {
+    fn note_read(&self, id: &str, read: ReadFrom) {
         if let Ok(mut open) = self.open.lock() {
             if let Some(s) = open.get_mut(id) {
-                s.read = read;
+                s.read.merge(read);
             }
         }
     }
@@ -305,13 +305,13 @@ impl Call<'_> {
 
     fn read_file(&self) -> Result<Value, ApiError> {
         let raw = self.string("path")?;
-        let mut read = self.session.read.clone();
+        let mut read = ReadFrom::default();
         let text = self
             .with_workspace(None, |ws| {
                 ws.path(&raw).and_then(|p| ws.read_noted(&p, &mut read))
             })
             .map_err(refused)?;
-        self.sessions.set_read(self.id, read);
+        self.sessions.note_read(self.id, read);
         Ok(Value::String(text))
     }
 

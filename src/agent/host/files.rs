@@ -13,21 +13,12 @@ impl AgentHost {
         a: &[Value],
         kw: &[(Value, Value)],
     ) -> Option<Result<Value, HostError>> {
-        FILE_FUNCTIONS
-            .contains(&name)
-            .then(|| self.file_function(name, a, kw))
-    }
-
-    fn file_function(
-        &mut self,
-        name: &str,
-        a: &[Value],
-        kw: &[(Value, Value)],
-    ) -> Result<Value, HostError> {
         if WRITES.contains(&name) {
-            self.write_function(name, a, kw)
+            Some(self.write_function(name, a, kw))
+        } else if READS.contains(&name) {
+            Some(self.read_function(name, a, kw))
         } else {
-            self.read_function(name, a, kw)
+            None
         }
     }
 
@@ -153,14 +144,11 @@ impl AgentHost {
 /// The file functions that change files.
 const WRITES: &[&str] = &["write_file", "delete_file", "write_definitions"];
 
-/// The functions [`AgentHost::file_call`] runs.
-const FILE_FUNCTIONS: &[&str] = &[
+/// The file functions that only look.
+const READS: &[&str] = &[
     "read_file",
-    "write_file",
-    "delete_file",
     "list_dir",
     "file_exists",
     "search_files",
     "get_file_tree",
-    "write_definitions",
 ];
