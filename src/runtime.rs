@@ -1114,8 +1114,9 @@ async fn run_agent(
             "the MCP session of {client} ended with its core before it proposed"
         )));
     }
-    let run: futures_util::future::BoxFuture<'_, _> = if job.external.is_some() {
-        Box::pin(crate::acp::run(
+    let brain = agent::Brain::of(job, &core.config);
+    let run: futures_util::future::BoxFuture<'_, _> = match brain {
+        agent::Brain::External => Box::pin(crate::acp::run(
             &core.acp,
             core.store.clone(),
             &core.config,
@@ -1135,40 +1136,40 @@ async fn run_agent(
                 },
                 ask: asker(core, &job.id),
             },
-        ))
-    } else {
-        let llm = core
-            .llm
-            .as_ref()
-            .map_err(|e| agent::AgentError::Internal(e.clone()))?;
-        // The model of its role, else the one chosen now; the agent keeps
-        // it to the end whatever is chosen meanwhile.
-        let mut config = core.config.clone();
-        let role = agent::role(job, &config);
-        let chosen = job
-            .model
-            .clone()
-            .or_else(|| core.model.read().ok().and_then(|m| m.clone()));
-        config.llm.model = config
-            .llm
-            .roles
-            .get(role)
-            .cloned()
-            .or(chosen)
-            .unwrap_or(config.llm.model);
-        let llm = llm.with_model(&config.llm.model);
-        Box::pin(async move {
-            agent::run(
-                core.store.clone(),
-                &config,
-                &llm,
-                &core.services,
-                job,
-                cancel,
-                &*progress,
-            )
-            .await
-        })
+        )),
+        _ => {
+            let llm = core
+                .llm
+                .as_ref()
+                .map_err(|e| agent::AgentError::Internal(e.clone()))?;
+            // The model of its role, else the one chosen now; the agent
+            // keeps it to the end whatever is chosen meanwhile.
+            let mut config = core.config.clone();
+            let chosen = job
+                .model
+                .clone()
+                .or_else(|| core.model.read().ok().and_then(|m| m.clone()));
+            config.llm.model = config
+                .llm
+                .roles
+                .get(brain.role(job))
+                .cloned()
+                .or(chosen)
+                .unwrap_or(config.llm.model);
+            let llm = llm.with_model(&config.llm.model);
+            Box::pin(async move {
+                let run = agent::Run::new(
+                    core.store.clone(),
+                    &config,
+                    &llm,
+                    &core.services,
+                    job,
+                    cancel,
+                    &*progress,
+                )?;
+                agent::run(&run).await
+            })
+        }
     };
     // A cancel ends the run at once, even when its program is busy in the
     // sandbox: that thread finds the cancel at its next host call, or stops

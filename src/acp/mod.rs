@@ -866,12 +866,12 @@ impl Turns<'_> {
             match crate::agent::gate::check(self.store, &self.job.id, None) {
                 Ok(()) => return Ok(rounds),
                 // Written back as it was: no change, said by the caller.
-                Err(problem) if problem == crate::agent::gate::UNCHANGED => return Ok(rounds),
-                Err(problem) if rounds <= self.repair_rounds => *text = problem,
+                Err(crate::agent::Problem::Unchanged) => return Ok(rounds),
+                Err(problem) if rounds <= self.repair_rounds => *text = problem.to_string(),
                 Err(problem) => {
                     return Err(AgentError::GaveUp {
                         rounds,
-                        last: problem,
+                        last: problem.to_string(),
                     })
                 }
             }

@@ -8,39 +8,24 @@
 //! tests pass ([`super::checks`]).
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
-use super::{checks, scope, Job};
-use crate::capabilities::Capabilities;
-use crate::config::Config;
+use super::brain::Run;
+use super::{checks, scope, Problem};
 use crate::lang::{self, Language};
 use crate::store::Store;
 
-/// What a change that writes every file back as it was is told.
-pub const UNCHANGED: &str =
-    "The change leaves the file exactly as it was. Change the code as the task asks.";
-
-/// Brings `job`'s overlay to what may be proposed, or says what is wrong
+/// Brings the run's overlay to what may be proposed, or says what is wrong
 /// (the repair message). On the `last` round a change that breaks tests is
 /// still proposed, marked. Returns notes for the proposal's summary.
-pub async fn finish(
-    store: &Arc<Store>,
-    config: &Config,
-    job: &Job,
-    caps: &Capabilities,
-    cancel: &CancellationToken,
-    last: bool,
-    progress: &(dyn Fn(String) + Send + Sync),
-) -> Result<Vec<String>, String> {
+pub async fn finish(run: &Run<'_>, last: bool) -> Result<Vec<String>, Problem> {
+    let (store, job) = (&run.store, run.job);
     // A node agent can only rewrite itself (checked when it does).
     if job.node.is_some() {
         return check(store, &job.id, None).map(|()| vec![]);
     }
-    let max_bytes = config.sync.max_file_bytes;
-    let left_out =
-        scope::trim_overlay(store, &job.id, &job.task, max_bytes).map_err(|e| e.to_string())?;
+    let max_bytes = run.max_bytes();
+    let left_out = scope::trim_overlay(store, &job.id, &job.task, max_bytes)
+        .map_err(|e| Problem::Other(e.to_string()))?;
     check(store, &job.id, Some(&job.task))?;
     let mut notes = Vec::new();
     if !left_out.is_empty() {
@@ -49,11 +34,15 @@ pub async fn finish(
             left_out.join("; ")
         ));
     }
-    progress("running the project's tests".into());
+    run.say("running the project's tests");
     let agent = job.id.clone();
-    let tested = checks::off_runtime(store, &config.tests, caps, cancel, move |s, t, c, stop| {
-        checks::check(s, &agent, t, c, max_bytes, stop)
-    })
+    let tested = checks::off_runtime(
+        store,
+        &run.config.tests,
+        &run.caps,
+        run.cancel,
+        move |s, t, c, stop| checks::check(s, &agent, t, c, max_bytes, stop),
+    )
     .await
     .unwrap_or(checks::Verdict::Unavailable {
         said: "the test run stopped unexpectedly".into(),
@@ -61,15 +50,17 @@ pub async fn finish(
     if !last {
         match &tested {
             checks::Verdict::Broke { said, output } => {
-                return Err(format!(
-                    "The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass."
-                ));
+                return Err(Problem::TestsFail {
+                    said: said.clone(),
+                    output: output.clone(),
+                });
             }
             // Asked to fix what fails: failing as before is not done.
             checks::Verdict::AlreadyFailing { said, output } if checks::asks_to_fix(&job.task) => {
-                return Err(format!(
-                    "The tests still fail with your change ({said}):\n{output}\nFix the code so that they pass."
-                ));
+                return Err(Problem::TestsStillFail {
+                    said: said.clone(),
+                    output: output.clone(),
+                });
             }
             _ => {}
         }
@@ -80,15 +71,16 @@ pub async fn finish(
 
 /// Checks `agent`'s overlay. `task`: the words that may name what is
 /// removed (`None`: removals are not checked, as for a node agent, which
-/// can only rewrite itself). The error is said to the model.
-pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), String> {
-    let entries = store.overlay_entries(agent).map_err(|e| e.to_string())?;
+/// can only rewrite itself).
+pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Problem> {
+    let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
+    let entries = store.overlay_entries(agent).map_err(failed)?;
     if !entries.is_empty() && entries.iter().all(|(_, e)| e.hash == e.base_hash) {
-        return Err(UNCHANGED.into());
+        return Err(Problem::Unchanged);
     }
-    let text = |hash: &Option<String>| -> Result<Option<String>, String> {
+    let text = |hash: &Option<String>| -> Result<Option<String>, Problem> {
         hash.as_deref()
-            .map(|h| store.blob_text(h).map_err(|e| e.to_string()))
+            .map(|h| store.blob_text(h).map_err(failed))
             .transpose()
     };
     let written: BTreeSet<String> = entries
@@ -110,18 +102,17 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
                 removed_definitions(l, old, "", task).len() < lang::definitions(l, old).len()
             });
             if !names_file(task, path) || about_a_definition {
-                return Err(format!(
-                    "The change deletes the file `{path}`, which the task does not ask to remove. Change only what the task asks."
-                ));
+                return Err(Problem::DeletesFile { path: path.clone() });
             }
         }
         let (Some(language), Some(new)) = (language, new) else {
             continue;
         };
-        if let Some(problem) = lang::syntax_problem(language, &new) {
-            return Err(format!(
-                "`{path}` does not parse after your change.\n{problem}"
-            ));
+        if let Some(detail) = lang::syntax_problem(language, &new) {
+            return Err(Problem::Unparsable {
+                path: path.clone(),
+                detail: detail.to_string(),
+            });
         }
         let missing = super::packages::missing(
             language,
@@ -132,7 +123,7 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
             task.unwrap_or(""),
         );
         if !missing.is_empty() {
-            return Err(super::packages::message(path, &missing));
+            return Err(super::packages::message(path, &missing).into());
         }
         let missing = super::packages::missing_files(
             language,
@@ -143,28 +134,19 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Strin
             &written,
         );
         if !missing.is_empty() {
-            return Err(super::packages::files_message(path, &missing));
+            return Err(super::packages::files_message(path, &missing).into());
         }
         if let (Some(task), Some(old)) = (task, old) {
-            let gone = removed_definitions(language, &old, &new, task);
-            if !gone.is_empty() {
-                return Err(removal_message(path, &gone));
+            let names = removed_definitions(language, &old, &new, task);
+            if !names.is_empty() {
+                return Err(Problem::OutOfScope {
+                    path: path.clone(),
+                    names,
+                });
             }
         }
     }
     Ok(())
-}
-
-fn removal_message(path: &str, gone: &[String]) -> String {
-    let shown: Vec<String> = gone.iter().take(5).map(|n| format!("`{n}`")).collect();
-    let more = match gone.len().saturating_sub(5) {
-        0 => String::new(),
-        n => format!(" and {n} more"),
-    };
-    format!(
-        "The change removes {}{more} from `{path}`, which the task does not ask to remove. Answer with only the definitions you change, each complete; everything you leave out stays as it is.",
-        shown.join(", ")
-    )
 }
 
 /// Whether `task` names `path` (its path or its file name).
@@ -244,10 +226,11 @@ mod tests {
             removed_definitions(&lang::PYTHON, OLD, &renamed, "tidy up"),
             ["mean"]
         );
-        let msg = removal_message(
-            "m.py",
-            &removed_definitions(&lang::PYTHON, OLD, only_mean, "x"),
-        );
+        let msg = Problem::OutOfScope {
+            path: "m.py".into(),
+            names: removed_definitions(&lang::PYTHON, OLD, only_mean, "x"),
+        }
+        .to_string();
         assert!(
             msg.contains("`legacy_helper`, `Inventory`")
                 && msg.contains("only the definitions you change"),
@@ -274,7 +257,12 @@ mod tests {
             Some("delete the unused function legacy_helper from mathx.py"),
         )
         .unwrap_err();
-        assert!(err.contains("deletes the file `mathx.py`"), "{err}");
+        assert_eq!(
+            err,
+            Problem::DeletesFile {
+                path: "mathx.py".into()
+            }
+        );
         assert!(check(&store, "ag", Some("tidy up")).is_err());
         assert_eq!(
             check(&store, "ag", Some("delete mathx.py, nothing uses it")),
@@ -306,7 +294,9 @@ mod tests {
                 go.replace("a + b }", "a + }").as_bytes(),
             )
             .unwrap();
-        let err = check(&store, "broken", Some("fix Add in store/store.go")).unwrap_err();
+        let err = check(&store, "broken", Some("fix Add in store/store.go"))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("Go syntax error") && err.contains("line 3"),
             "{err}"
@@ -317,7 +307,9 @@ mod tests {
         dropped
             .write(&path("store/store.go"), only_add.as_bytes())
             .unwrap();
-        let err = check(&store, "dropped", Some("document Add")).unwrap_err();
+        let err = check(&store, "dropped", Some("document Add"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("removes `Sub`"), "{err}");
 
         // A file of no known language is not parsed.

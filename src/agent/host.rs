@@ -116,18 +116,12 @@ pub(crate) fn is_function(name: &str) -> bool {
 }
 
 impl AgentHost {
-    /// The host of `job`'s run under `caps`; must be made on the runtime.
-    pub fn new(
-        store: &Arc<Store>,
-        config: &crate::config::Config,
-        llm: &LlmClient,
-        services: &super::Services,
-        job: &super::Job,
-        cancel: &CancellationToken,
-        caps: crate::capabilities::Capabilities,
-    ) -> Self {
+    /// The host of `run`, under its capabilities; must be made on the
+    /// runtime.
+    pub fn new(run: &super::Run) -> Self {
+        let (config, llm, job) = (run.config, run.llm, run.job);
         Self {
-            store: store.clone(),
+            store: run.store.clone(),
             agent_id: job.id.clone(),
             task: job.task.clone(),
             max_bytes: config.sync.max_file_bytes,
@@ -137,16 +131,16 @@ impl AgentHost {
                 .roles
                 .get("ask_llm")
                 .map_or_else(|| llm.clone(), |m| llm.with_model(m)),
-            cancel: cancel.clone(),
+            cancel: run.cancel.clone(),
             runtime: tokio::runtime::Handle::current(),
             submitted: None,
             logs: Vec::new(),
             written: Vec::new(),
             node: job.node.clone(),
             messages_sent: Vec::new(),
-            caps,
+            caps: run.caps.clone(),
             command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
-            services: services.clone(),
+            services: run.services.clone(),
             mcp_tools: Vec::new(),
             read: Default::default(),
             refused_unchanged: false,

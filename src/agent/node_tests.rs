@@ -360,16 +360,10 @@ fn host_for(
 ) -> crate::agent::AgentHost {
     let llm = crate::llm::LlmClient::new(&config.llm).unwrap();
     let services = crate::agent::Services::new(config, root.to_path_buf());
-    let caps = crate::agent::capabilities(config, job, &services).unwrap();
-    crate::agent::AgentHost::new(
-        st,
-        config,
-        &llm,
-        &services,
-        job,
-        &tokio_util::sync::CancellationToken::new(),
-        caps,
-    )
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let run =
+        crate::agent::Run::new(st.clone(), config, &llm, &services, job, &cancel, &|_| {}).unwrap();
+    crate::agent::AgentHost::new(&run)
 }
 
 /// The seed's example extension (§3b), as written, plus a tool that reads

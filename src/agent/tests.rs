@@ -1,6 +1,8 @@
+use super::attempt::write_checked;
 use super::*;
 use crate::config::{LlmConfig, Provider};
 use crate::llm::fake::{FakeServer, Reply};
+use crate::overlay::Overlay;
 use crate::store::{AgentRecord, AgentState};
 
 struct Setup {
@@ -59,16 +61,17 @@ const GOOD: &str = "```python\nsrc = read_file('app.py')\nsrc = src.replace('def
 async fn run_on(s: &Setup, job: &Job) -> Result<Done, AgentError> {
     let llm = LlmClient::new(&s.config.llm).unwrap();
     let services = Services::new(&s.config, s._dir.path().to_owned());
-    run(
+    let cancel = CancellationToken::new();
+    let run_ = Run::new(
         s.store.clone(),
         &s.config,
         &llm,
         &services,
         job,
-        &CancellationToken::new(),
+        &cancel,
         &|_| {},
-    )
-    .await
+    )?;
+    run(&run_).await
 }
 
 async fn run_with(script: Vec<Reply>) -> (Result<Done, AgentError>, Setup, FakeServer) {
@@ -1830,7 +1833,7 @@ async fn an_import_of_no_file_goes_back_and_a_doc_in_a_body_moves_above_it() {
 #[test]
 fn a_change_written_after_the_file_moved_on_keeps_what_happened_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
     let read = "function f() {\n  return 1;\n}\n\nfunction g() {\n  return 2;\n}\n";
     // While the model answered, Remora wrote IDs into the buffer.
     let now = "// remora-file: rm_aaaaaaaa\n\nfunction f() {    // rm_bbbbbbbb\n  return 1;\n}\n\nfunction g() {    // rm_cccccccc\n  return 2;\n}\n";
@@ -1840,19 +1843,27 @@ fn a_change_written_after_the_file_moved_on_keeps_what_happened_meanwhile() {
     store
         .agent_insert(&AgentRecord::new("ag", "change g"))
         .unwrap();
-    let caps = crate::capabilities::Capabilities::new(&Default::default(), None).unwrap();
+    let config = Config::default();
+    let llm = LlmClient::new(&config.llm).unwrap();
+    let services = Services::new(&config, dir.path().to_owned());
+    let job = Job {
+        id: "ag".into(),
+        ..Job::default()
+    };
+    let cancel = CancellationToken::new();
+    let run = Run::new(
+        store.clone(),
+        &config,
+        &llm,
+        &services,
+        &job,
+        &cancel,
+        &|_| {},
+    )
+    .unwrap();
     let path = crate::paths::ProjectPath::parse("a.js").unwrap();
     let answer = read.replace("return 2;", "return 3;");
-    if let Err(e) = write_checked(
-        &store,
-        &caps,
-        "ag",
-        1 << 20,
-        &path,
-        read,
-        &answer,
-        "definitions",
-    ) {
+    if let Err(e) = write_checked(&run, &path, read, &answer, "definitions") {
         panic!("{e}");
     }
     let ov = Overlay::new(&store, "ag", 1 << 20);
@@ -1863,19 +1874,15 @@ fn a_change_written_after_the_file_moved_on_keeps_what_happened_meanwhile() {
     // A change in the very lines that moved is refused, not written over them.
     store.overlay_clear("ag").unwrap();
     let clash = read.replace("function g() {", "function g(x) {");
-    let Err(err) = write_checked(
-        &store,
-        &caps,
-        "ag",
-        1 << 20,
-        &path,
-        read,
-        &clash,
-        "definitions",
-    ) else {
+    let Err(err) = write_checked(&run, &path, read, &clash, "definitions") else {
         panic!("written over the moved lines");
     };
-    assert!(err.contains("changed while you answered"), "{err}");
+    assert_eq!(
+        err,
+        Problem::Moved {
+            path: "a.js".into()
+        }
+    );
     assert!(store.overlay_entries("ag").unwrap().is_empty());
 }
 

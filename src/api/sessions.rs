@@ -420,7 +420,7 @@ impl Call<'_> {
         }
         // What any agent's proposal must be: parses, imports what exists.
         crate::agent::gate::check(store, &agent, None)
-            .map_err(|problem| ApiError(StatusCode::UNPROCESSABLE_ENTITY, problem))?;
+            .map_err(|problem| ApiError(StatusCode::UNPROCESSABLE_ENTITY, problem.to_string()))?;
         let told = self
             .b
             .call(ToCore::SessionPropose {

@@ -1,0 +1,155 @@
+//! The one way into an agent's run: which brain answers a task (chosen
+//! here, once) and the context every brain works in.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{AgentError, Job, Services};
+use crate::capabilities::Capabilities;
+use crate::config::{AgentMode, Config};
+use crate::llm::LlmClient;
+use crate::store::Store;
+
+/// What answers a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Brain {
+    /// Code mode: each reply a program, changed definitions or a file.
+    Code,
+    /// Tool mode: one tool call per reply (most chat turns).
+    Tools,
+    /// A Remora node agent: its own definition, its tools, its messages.
+    Node,
+    /// An ACP agent (`agents.external`), not ours: it works in a folder of
+    /// its own, taken back through its workspace.
+    External,
+}
+
+impl Brain {
+    /// The brain of `job` under `config`.
+    pub fn of(job: &Job, config: &Config) -> Brain {
+        if job.external.is_some() {
+            Brain::External
+        } else if job.node.is_some() {
+            Brain::Node
+        } else if job.mode.unwrap_or(config.agents.mode) == AgentMode::Tools {
+            Brain::Tools
+        } else {
+            Brain::Code
+        }
+    }
+
+    /// The role `job` plays for `llm.roles` (one of [`crate::config::ROLES`]).
+    pub fn role(self, job: &Job) -> &'static str {
+        match self {
+            Brain::Node => "node",
+            _ if job.chat.is_some() => "chat",
+            Brain::Tools => "tools",
+            Brain::Code | Brain::External => "task",
+        }
+    }
+}
+
+/// Everything one run of an agent works with, made once by whoever starts
+/// it and passed whole to every step.
+pub struct Run<'a> {
+    pub store: Arc<Store>,
+    /// The configuration the run keeps to its end (its model chosen).
+    pub config: &'a Config,
+    pub llm: &'a LlmClient,
+    pub services: &'a Services,
+    pub job: &'a Job,
+    /// What the agent may do: `job`'s preset under `capabilities`.
+    pub caps: Capabilities,
+    pub cancel: &'a CancellationToken,
+    /// Hears short status lines for the human.
+    pub progress: &'a (dyn Fn(String) + Send + Sync),
+}
+
+impl<'a> Run<'a> {
+    /// The run of `job`; fails when its capabilities preset is not one.
+    pub fn new(
+        store: Arc<Store>,
+        config: &'a Config,
+        llm: &'a LlmClient,
+        services: &'a Services,
+        job: &'a Job,
+        cancel: &'a CancellationToken,
+        progress: &'a (dyn Fn(String) + Send + Sync),
+    ) -> Result<Self, AgentError> {
+        Ok(Run {
+            caps: capabilities(config, job, services)?,
+            store,
+            config,
+            llm,
+            services,
+            job,
+            cancel,
+            progress,
+        })
+    }
+
+    /// Says `message` on the run's progress line.
+    pub fn say(&self, message: impl Into<String>) {
+        (self.progress)(message.into())
+    }
+
+    /// The largest file the run reads or writes (`sync.max_file_bytes`).
+    pub fn max_bytes(&self) -> u64 {
+        self.config.sync.max_file_bytes
+    }
+
+    /// What a model call of this run is logged as: the model, then `what`.
+    pub fn label(&self, what: &str) -> String {
+        format!(
+            "{} {}{what}",
+            self.config.llm.provider_name(),
+            self.config.llm.model
+        )
+    }
+}
+
+/// The capabilities `job` runs under.
+pub fn capabilities(
+    config: &Config,
+    job: &Job,
+    services: &Services,
+) -> Result<Capabilities, AgentError> {
+    Capabilities::new(&config.capabilities, job.capabilities.as_deref())
+        .map(|caps| caps.on_disk(services.root.clone()))
+        .map_err(|e| AgentError::Denied(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_job_has_one_brain_and_the_role_it_plays() {
+        let config = Config::default();
+        let code = Job::default();
+        assert_eq!(Brain::of(&code, &config), Brain::Code);
+        assert_eq!(Brain::of(&code, &config).role(&code), "task");
+        let tools = Job {
+            mode: Some(AgentMode::Tools),
+            ..Job::default()
+        };
+        assert_eq!(Brain::of(&tools, &config), Brain::Tools);
+        assert_eq!(Brain::of(&tools, &config).role(&tools), "tools");
+        let tools_by_default = Config {
+            agents: crate::config::AgentsConfig {
+                mode: AgentMode::Tools,
+                ..Default::default()
+            },
+            ..Config::default()
+        };
+        assert_eq!(Brain::of(&code, &tools_by_default), Brain::Tools);
+        // An external agent is chosen before any mode.
+        let external = Job {
+            external: Some("opencode".into()),
+            mode: Some(AgentMode::Tools),
+            ..Job::default()
+        };
+        assert_eq!(Brain::of(&external, &config), Brain::External);
+    }
+}

@@ -1,0 +1,96 @@
+//! Why an attempt is not yet a proposal, typed so that the loop decides by
+//! kind; its `Display` is what the model is told for its next round.
+
+/// What is wrong with an attempt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// Every file written back as it was.
+    #[error("The change leaves the file exactly as it was. Change the code as the task asks.")]
+    Unchanged,
+    /// A changed file no longer parses.
+    #[error("`{path}` does not parse after your change.\n{detail}")]
+    Unparsable { path: String, detail: String },
+    /// Definitions the task does not name are gone.
+    #[error(
+        "The change removes {}{} from `{path}`, which the task does not ask to remove. Answer with only the definitions you change, each complete; everything you leave out stays as it is.",
+        shown(names), more(names)
+    )]
+    OutOfScope { path: String, names: Vec<String> },
+    /// A file the task does not name is deleted.
+    #[error(
+        "The change deletes the file `{path}`, which the task does not ask to remove. Change only what the task asks."
+    )]
+    DeletesFile { path: String },
+    /// The project's tests pass without the change and fail with it.
+    #[error("The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass.")]
+    TestsFail { said: String, output: String },
+    /// Asked to fix what fails, and it fails as before.
+    #[error("The tests still fail with your change ({said}):\n{output}\nFix the code so that they pass.")]
+    TestsStillFail { said: String, output: String },
+    /// The file moved on under the lines the answer changed.
+    #[error("`{path}` changed while you answered, in the lines you changed; answer again for the file as it is now.")]
+    Moved { path: String },
+    /// Outside the agent's capabilities.
+    #[error("{0}")]
+    Refused(String),
+    /// Anything else, told as it is (a reply without code, a program's
+    /// traceback, an import of a package the project lacks).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// At most five of `names`, quoted.
+fn shown(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().take(5).map(|n| format!("`{n}`")).collect();
+    quoted.join(", ")
+}
+
+/// How many of `names` [`shown`] leaves out, said.
+fn more(names: &[String]) -> String {
+    match names.len().saturating_sub(5) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    }
+}
+
+impl From<String> for Problem {
+    fn from(said: String) -> Self {
+        Problem::Other(said)
+    }
+}
+
+impl From<&str> for Problem {
+    fn from(said: &str) -> Self {
+        Problem::Other(said.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removal_names_five_and_counts_the_rest() {
+        let names: Vec<String> = (1..=7).map(|i| format!("f{i}")).collect();
+        let said = Problem::OutOfScope {
+            path: "m.py".into(),
+            names,
+        }
+        .to_string();
+        assert!(
+            said.starts_with(
+                "The change removes `f1`, `f2`, `f3`, `f4`, `f5` and 2 more from `m.py`"
+            ),
+            "{said}"
+        );
+        let one = Problem::OutOfScope {
+            path: "m.py".into(),
+            names: vec!["f".into()],
+        }
+        .to_string();
+        assert!(
+            one.starts_with("The change removes `f` from `m.py`,"),
+            "{one}"
+        );
+    }
+}

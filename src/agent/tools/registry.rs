@@ -1,0 +1,341 @@
+//! The tools tool mode offers and how they go over the wire: each tool's
+//! JSON schema, the registry with `web_search`, `delegate` and the MCP
+//! tools the capabilities allow, the provider's native form, and a call
+//! read back from any of the shapes models write.
+
+use serde_json::{json, Value as Json};
+
+use crate::agent::brain::Run;
+
+/// One tool: its name, what it does, and its arguments as a JSON schema.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Json,
+}
+
+/// A tool with its arguments' JSON schema; `params` are `(name, JSON
+/// type, description)`, a type ending in `?` optional.
+pub(crate) fn spec(name: &str, description: &str, params: &[(&str, &str, &str)]) -> ToolSpec {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (pname, ptype, doc) in params {
+        let (ptype, optional) = match ptype.strip_suffix('?') {
+            Some(t) => (t, true),
+            None => (*ptype, false),
+        };
+        let schema = if ptype == "array" {
+            json!({"type": "array", "items": {"type": "string"}, "description": doc})
+        } else {
+            json!({"type": ptype, "description": doc})
+        };
+        properties.insert((*pname).to_owned(), schema);
+        if !optional {
+            required.push(*pname);
+        }
+    }
+    ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters: json!({"type": "object", "properties": properties, "required": required}),
+    }
+}
+
+/// The tools of the registry, with their schemas.
+pub fn registry() -> Vec<ToolSpec> {
+    vec![
+        spec(
+            "read_file",
+            "Read a project file (path relative to the root).",
+            &[("path", "string", "project path")],
+        ),
+        spec(
+            "write_file",
+            "Write a whole file (into your overlay; the human reviews it).",
+            &[
+                ("path", "string", "project path"),
+                ("content", "string", "the complete new content"),
+            ],
+        ),
+        spec(
+            "run_command",
+            "Run a program (no shell) in a scratch copy of the project with your changes, e.g. the tests. Only allowed programs run.",
+            &[("argv", "array", "the program and its arguments")],
+        ),
+        spec(
+            "write_definitions",
+            "Replace functions/classes in a Python file by their new versions (same names), or add new ones.",
+            &[
+                ("path", "string", "project path"),
+                ("code", "string", "the new definitions, complete"),
+            ],
+        ),
+        spec(
+            "delete_file",
+            "Delete a file.",
+            &[("path", "string", "project path")],
+        ),
+        spec(
+            "list_dir",
+            "List a directory (\"\" for the root).",
+            &[("path", "string?", "directory")],
+        ),
+        spec(
+            "file_exists",
+            "Whether a file exists.",
+            &[("path", "string", "project path")],
+        ),
+        spec(
+            "search_files",
+            "Files whose path matches a glob (with * or ?), else files containing the text.",
+            &[("pattern", "string", "glob or text")],
+        ),
+        spec(
+            "get_file_tree",
+            "Every file of the project, one per line.",
+            &[],
+        ),
+        spec("get_task", "The task, again.", &[]),
+        spec(
+            "system_stats",
+            "The machine's CPUs, load averages, memory, uptime, the project's disk, and the processes using the most CPU and memory.",
+            &[],
+        ),
+        spec(
+            "submit_result",
+            "Finish: say what you changed. Call it once, last.",
+            &[
+                ("summary", "string", "one line"),
+                ("changed_files", "array", "paths you wrote"),
+            ],
+        ),
+    ]
+}
+
+pub(super) fn reply_spec() -> ToolSpec {
+    spec(
+        "reply",
+        "Answer the human in the chat and end your turn (no file change needed).",
+        &[("text", "string", "your answer")],
+    )
+}
+
+fn web_search_spec() -> ToolSpec {
+    spec(
+        "web_search",
+        "Search the web; the top results with title, URL and snippet.",
+        &[("query", "string", "what to search for")],
+    )
+}
+
+fn delegate_spec(peers: &[&str]) -> ToolSpec {
+    let mut s = spec(
+        "delegate",
+        "Hand a task to another agent (A2A) and wait for its answer; a change it proposes is applied to your files (your overlay).",
+        &[
+            ("peer", "string", "the agent's name"),
+            ("task", "string", "what it should do, in words"),
+        ],
+    );
+    s.description = format!("{} Agents: {}.", s.description, peers.join(", "));
+    s
+}
+
+/// The tools `job` is offered: the registry, `web_search` when an
+/// endpoint is configured and its host allowed, and the MCP tools the
+/// capabilities allow (servers no pattern reaches are not started).
+/// Returns the tools and the MCP tool names among them.
+pub(super) async fn offered(run: &Run<'_>) -> (Vec<ToolSpec>, Vec<String>) {
+    let (services, caps, cancel, progress) = (run.services, &run.caps, run.cancel, run.progress);
+    let mut tools = registry();
+    if caps.may_read_env() {
+        tools.push(spec(
+            "env",
+            "An environment variable you may read (no name: all of them).",
+            &[
+                ("name", "string?", "the variable's name"),
+                ("default", "string?", "what an unset one gives"),
+            ],
+        ));
+    }
+    if caps.check_snapshot().is_ok() {
+        tools.push(spec(
+            "snapshot",
+            "Checkpoint your changes so far; returns the checkpoint's name.",
+            &[("name", "string?", "a name for it")],
+        ));
+    }
+    if caps.check_rollback().is_ok() {
+        tools.push(spec(
+            "rollback",
+            "Undo your changes made since a checkpoint (e.g. when the tests fail after them).",
+            &[("name", "string", "the checkpoint's name")],
+        ));
+    }
+    if let Some(url) = services
+        .web_search_url
+        .as_deref()
+        .and_then(|u| reqwest::Url::parse(u).ok())
+    {
+        if caps
+            .check_endpoint(url.host_str().unwrap_or(""), url.port())
+            .is_ok()
+        {
+            tools.push(web_search_spec());
+        }
+    }
+    let reachable = services.a2a_peers.values().any(|p| {
+        reqwest::Url::parse(&p.url).is_ok_and(|u| {
+            caps.check_endpoint(u.host_str().unwrap_or(""), u.port())
+                .is_ok()
+        })
+    });
+    if reachable {
+        let names: Vec<&str> = services.a2a_peers.keys().map(String::as_str).collect();
+        tools.push(delegate_spec(&names));
+    }
+    let (mcp, errors) = services
+        .mcp
+        .tools(|server| caps.may_use_mcp_server(server), cancel)
+        .await;
+    for e in errors {
+        progress(format!("MCP: {e}"));
+    }
+    let mut names = Vec::new();
+    for t in mcp.into_iter().filter(|t| caps.check_mcp(&t.name).is_ok()) {
+        names.push(t.name.clone());
+        tools.push(ToolSpec {
+            description: if t.description.is_empty() {
+                format!("The MCP tool {}.", t.name)
+            } else {
+                t.description
+            },
+            name: t.name,
+            parameters: t.input_schema,
+        });
+    }
+    (tools, names)
+}
+
+/// Native tool names allow no dots: `server.tool` goes out as `server__tool`.
+pub(super) fn wire_name(name: &str) -> String {
+    name.replace('.', "__")
+}
+
+/// The tools in OpenAI's shape, for native tool calling.
+pub(super) fn native_tools(tools: &[ToolSpec]) -> Json {
+    Json::Array(
+        tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": wire_name(&t.name),
+                    "description": t.description,
+                    "parameters": t.parameters,
+                }})
+            })
+            .collect(),
+    )
+}
+
+/// The JSON schema of a reply: one call of one of `tools`, with that
+/// tool's arguments (so a constrained server cannot produce wrong types).
+pub fn reply_schema(tools: &[ToolSpec]) -> Json {
+    let calls: Vec<Json> = tools
+        .iter()
+        .map(|t| {
+            let mut args = t.parameters.clone();
+            args["additionalProperties"] = json!(false);
+            json!({
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string", "const": t.name},
+                    "args": args
+                },
+                "required": ["tool", "args"]
+            })
+        })
+        .collect();
+    json!({"anyOf": calls})
+}
+
+/// `name(arg: type, …)` for the prompt: small models copy a schema's
+/// shape into their arguments, but not a signature's.
+pub(super) fn signature(t: &ToolSpec) -> String {
+    let props = t.parameters["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = t.parameters["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default();
+    let args: Vec<String> = props
+        .iter()
+        .map(|(name, p)| {
+            let ty = match p["type"].as_str() {
+                Some("array") => "list of strings",
+                Some(other) => other,
+                None => "value",
+            };
+            let opt = if required.contains(&name.as_str()) {
+                ""
+            } else {
+                ", optional"
+            };
+            format!("{name}: {ty}{opt}")
+        })
+        .collect();
+    format!("{}({})", t.name, args.join(", "))
+}
+
+/// The tool a JSON call names and its arguments, in any of the shapes
+/// models write: `{"tool", "args"}`, the seed's `{"tool_to_use",
+/// "parameters"}`, OpenAI's `{"name", "arguments"}`.
+pub fn call_parts(v: &Json) -> (Option<&str>, Option<&Json>) {
+    let tool = ["tool", "tool_to_use", "name"]
+        .iter()
+        .find_map(|k| v.get(*k))
+        .and_then(Json::as_str);
+    let args = ["args", "parameters", "arguments"]
+        .iter()
+        .find_map(|k| v.get(*k));
+    (tool, args)
+}
+
+/// The tool call a reply makes, or what is wrong with it, for the model.
+pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>), String> {
+    let t = reply.trim();
+    let t = match t.find("```") {
+        Some(start) => {
+            let body = &t[start + 3..];
+            let body = body.strip_prefix("json").unwrap_or(body);
+            body.split("```").next().unwrap_or(body).trim()
+        }
+        None => t,
+    };
+    let start = t.find('{').ok_or("Your reply has no JSON object. Answer with exactly one: {\"tool\": name, \"args\": {...}}.")?;
+    let end = t.rfind('}').ok_or("Your JSON object is not closed.")?;
+    let v: Json = serde_json::from_str(&t[start..=end])
+        .map_err(|e| format!("Your reply is not valid JSON ({e}). Answer with exactly one object: {{\"tool\": name, \"args\": {{...}}}}."))?;
+    let (tool, args) = call_parts(&v);
+    let tool = tool
+        .ok_or("Your JSON object has no \"tool\" naming the tool to call.")?
+        .to_owned();
+    Ok((tool, args_object(args)?))
+}
+
+/// A call's arguments as an object: given as one, as JSON text, or absent.
+pub(super) fn args_object(args: Option<&Json>) -> Result<serde_json::Map<String, Json>, String> {
+    let wrong = || "\"args\" must be a JSON object of argument names to values.".to_owned();
+    match args {
+        None | Some(Json::Null) => Ok(serde_json::Map::new()),
+        Some(Json::Object(m)) => Ok(m.clone()),
+        Some(Json::String(s)) => match serde_json::from_str(s) {
+            Ok(Json::Object(m)) => Ok(m),
+            _ => Err(wrong()),
+        },
+        Some(_) => Err(wrong()),
+    }
+}
