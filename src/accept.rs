@@ -305,13 +305,8 @@ pub fn accept_some(
     // The buffers are the ground truth: bring stable up to date, then rebase.
     for (path, content) in buffers {
         let mode = store.stable_entry(path)?.map_or(0o644, |e| e.mode);
-        store.stable_put(
-            path,
-            content.as_bytes(),
-            mode,
-            now_ms() * 1_000_000,
-            u64::MAX,
-        )?;
+        let mtime = now_ms() * 1_000_000;
+        store.stable_put(path, content.as_bytes(), mode, mtime, u64::MAX)?;
     }
     let rec = store.agent(agent)?;
     if rec.state != AgentState::Completed {
@@ -322,23 +317,9 @@ pub fn accept_some(
         });
     }
     let (_, conflicted) = rebase(store, agent)?;
-    let mut rec = store.agent(agent)?;
+    let rec = store.agent(agent)?;
     if rec.state == AgentState::Settled {
-        // The rebase found every change already in the human's files; the
-        // human asked to accept it, so it is theirs: accepted, nothing
-        // written.
-        rec.state = AgentState::Accepted;
-        rec.updated_at = now_ms();
-        store.agent_update(&rec)?;
-        store.append_event(
-            Some(agent),
-            "accepted",
-            &serde_json::json!({"files": [], "reason": SETTLED_BY_THE_HUMAN}),
-        )?;
-        return Ok(Accepted {
-            done: true,
-            ..Accepted::default()
-        });
+        return accept_settled(store, rec);
     }
     let all_files = store.proposal_files(agent)?;
     if conflicted && hunk.is_none() {
@@ -352,67 +333,119 @@ pub fn accept_some(
         }
         return Err(AcceptError::Conflict(conflicting.join(", ")));
     }
-    // A hunk of a file the human changed goes onto their text; the rest of
-    // the file's proposal stays against its old base (without that hunk),
-    // for the next rebase to settle.
-    let mut onto_human: Option<ProposalFile> = None;
-    // One hunk: that file only, with its content as base + that hunk.
-    let (files, partial) = match hunk {
-        None => (all_files.clone(), None),
-        Some(which) => {
-            let diffs = proposal_diffs(store, agent)?;
-            let (i, h) = find_hunk(&diffs, agent, which)?;
-            let mut f = all_files[i].clone();
-            let partial = if !diffs[i].human_hunks.is_empty() {
-                let old_base = f.base_hash.clone();
-                let base_text = store.blob_text(old_base.as_deref().unwrap_or_default())?;
-                let rest: Vec<diff::Hunk> = diffs[i]
-                    .hunks
-                    .iter()
-                    .filter(|x| **x != h)
-                    .cloned()
-                    .collect();
-                let shift = diff::shift_past(&diffs[i].human_hunks, &h)
-                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
-                let current = store.stable_entry(&f.path)?.map(|e| e.hash);
-                let Some(current_hash) = current else {
-                    return Err(AcceptError::Conflict(f.path.clone()));
-                };
-                let text = store.blob_text(&current_hash)?;
-                let (eol, final_nl) = diff::line_style(&text);
-                let moved = diff::Hunk {
-                    old_start: h.old_start.saturating_add_signed(shift),
-                    ..h
-                };
-                let merged = diff::apply(&text, &[moved], eol, final_nl)
-                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
-                f.base_hash = Some(current_hash);
-                let (eol, final_nl) = diff::line_style(&base_text);
-                let left = diff::apply(&base_text, &rest, eol, final_nl)
-                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
-                onto_human = Some(ProposalFile {
-                    path: f.path.clone(),
-                    base_hash: old_base,
-                    new_hash: Some(store.put_blob(left.as_bytes())?),
-                });
-                Some(store.put_blob(merged.as_bytes())?)
-            } else if diffs[i].change == FileChange::Modified {
-                let base = store.blob_text(f.base_hash.as_deref().unwrap_or_default())?;
-                let (eol, final_nl) = diff::line_style(&base);
-                let text = diff::apply(&base, &[h], eol, final_nl)
-                    .ok_or_else(|| AcceptError::Conflict(f.path.clone()))?;
-                Some(store.put_blob(text.as_bytes())?)
-            } else {
-                None // an added or deleted file is taken whole
-            };
-            (vec![f], partial)
-        }
+    let chosen = match hunk {
+        None => Chosen {
+            files: all_files.clone(),
+            partial: None,
+            onto_human: None,
+        },
+        Some(which) => Chosen::one_hunk(store, agent, &all_files, which)?,
     };
     let mut intent: Option<store::journal::Pending> = None;
     let accepted = store.transaction(|tx| {
         let mut out = Accepted::default();
-        let mut disk: Vec<rootfs::Write> = Vec::new();
-        for f in &files {
+        let disk = chosen.stage(tx, buffers, &mut out)?;
+        // Several renames are not one: a crash between two leaves the
+        // journal, and the next start puts the replaced files back.
+        if disk.len() > 1 {
+            intent = Some(store.intend(
+                &format!("the accept of agent {agent}"),
+                disk.iter().map(store::journal::Entry::of).collect(),
+            )?);
+        }
+        rootfs::write_all(root, &disk)?;
+        let remaining = chosen.remaining(&all_files);
+        out.done = remaining.is_empty();
+        let mut rec = rec.clone();
+        rec.updated_at = now_ms();
+        if remaining.is_empty() {
+            rec.state = AgentState::Accepted;
+            store::discard_changes(tx, agent)?;
+        } else {
+            rec.changed_files = remaining.iter().map(|f| f.path.clone()).collect();
+        }
+        store::agent_update(tx, &rec)?;
+        store::set_proposal_files(tx, agent, &remaining)?;
+        let event = serde_json::json!({"files": out.files, "hunk": hunk});
+        store::append_event(tx, Some(agent), "accepted", &event)?;
+        Ok(out)
+    });
+    settle(intent, accepted, store, root)
+}
+
+/// The accept of a proposal the rebase found already in the human's
+/// files: the human asked to accept it, so it is theirs — accepted,
+/// nothing written.
+fn accept_settled(store: &Store, mut rec: store::AgentRecord) -> Result<Accepted, AcceptError> {
+    rec.state = AgentState::Accepted;
+    rec.updated_at = now_ms();
+    store.agent_update(&rec)?;
+    store.append_event(
+        Some(&rec.id),
+        "accepted",
+        &serde_json::json!({"files": [], "reason": SETTLED_BY_THE_HUMAN}),
+    )?;
+    Ok(Accepted {
+        done: true,
+        ..Accepted::default()
+    })
+}
+
+/// What an accept takes: whole files, or one hunk of one file.
+struct Chosen {
+    files: Vec<ProposalFile>,
+    /// One hunk: the file's new content, its base with that hunk.
+    partial: Option<String>,
+    /// A hunk of a file the human changed goes onto their text; the rest
+    /// of the file's proposal stays against its old base (without that
+    /// hunk), for the next rebase to settle.
+    onto_human: Option<ProposalFile>,
+}
+
+impl Chosen {
+    /// Hunk `which` of `agent`'s proposal, alone.
+    fn one_hunk(
+        store: &Store,
+        agent: &str,
+        all_files: &[ProposalFile],
+        which: &HunkRef,
+    ) -> Result<Chosen, AcceptError> {
+        let diffs = proposal_diffs(store, agent)?;
+        let (i, h) = find_hunk(&diffs, agent, which)?;
+        let mut f = all_files[i].clone();
+        let conflict = || AcceptError::Conflict(all_files[i].path.clone());
+        let mut onto_human = None;
+        let partial = if !diffs[i].human_hunks.is_empty() {
+            let (merged, rest) = onto_humans_text(store, &diffs[i], &f, h)?;
+            onto_human = Some(rest);
+            f.base_hash = store.stable_entry(&f.path)?.map(|e| e.hash);
+            Some(merged)
+        } else if diffs[i].change == FileChange::Modified {
+            let base = store.blob_text(f.base_hash.as_deref().unwrap_or_default())?;
+            let (eol, final_nl) = diff::line_style(&base);
+            let text = diff::apply(&base, &[h], eol, final_nl).ok_or_else(conflict)?;
+            Some(store.put_blob(text.as_bytes())?)
+        } else {
+            None // an added or deleted file is taken whole
+        };
+        Ok(Chosen {
+            files: vec![f],
+            partial,
+            onto_human,
+        })
+    }
+
+    /// Writes the chosen files into stable (in `tx`) and notes in `out`
+    /// what they are; returns the writes for the disk (a file open in a
+    /// buffer is changed there instead).
+    fn stage(
+        &self,
+        tx: &Connection,
+        buffers: &HashMap<String, String>,
+        out: &mut Accepted,
+    ) -> Result<Vec<rootfs::Write>, AcceptError> {
+        let mut disk = Vec::new();
+        for f in &self.files {
             // The file on disk must still be what the proposal was made
             // against: an edit made outside Neovim that the watcher has not
             // reported yet is never written over.
@@ -425,71 +458,64 @@ pub fn accept_some(
                 return Err(AcceptError::Conflict(f.path.clone()));
             }
             let mode = current.as_ref().map_or(0o644, |e| e.mode);
-            match partial.as_ref().or(f.new_hash.as_ref()) {
+            let path = f.path.clone();
+            match self.partial.as_ref().or(f.new_hash.as_ref()) {
                 Some(h) => {
                     let data = store::blob(tx, h)?;
-                    store::stable_set(
-                        tx,
-                        &f.path,
-                        h,
-                        data.len() as u64,
-                        mode,
-                        now_ms() * 1_000_000,
-                    )?;
-                    if let Some(buf) = buffers.get(&f.path) {
-                        out.buffer_edits.push(BufferChange {
-                            path: f.path.clone(),
+                    let mtime = now_ms() * 1_000_000;
+                    store::stable_set(tx, &path, h, data.len() as u64, mode, mtime)?;
+                    match buffers.get(&path) {
+                        Some(buf) => out.buffer_edits.push(BufferChange {
+                            path: path.clone(),
                             base: buf.clone(),
                             wanted: String::from_utf8_lossy(&data).into_owned(),
-                        });
-                    } else {
-                        disk.push(rootfs::Write {
-                            path: f.path.clone(),
+                        }),
+                        None => disk.push(rootfs::Write {
+                            path: path.clone(),
                             data: Some(data),
                             mode,
                             expect,
-                        });
+                        }),
                     }
                 }
                 None => {
-                    tx.execute("DELETE FROM stable WHERE path = ?1", [&f.path])
+                    tx.execute("DELETE FROM stable WHERE path = ?1", [&path])
                         .map_err(StoreError::from)?;
                     // A loaded buffer's text is its ground truth, not the
                     // disk: the file is deleted whatever it holds.
-                    let expect = if buffers.contains_key(&f.path) {
-                        Expect::Anything
-                    } else {
-                        expect
+                    let expect = match buffers.contains_key(&path) {
+                        true => Expect::Anything,
+                        false => expect,
                     };
                     disk.push(rootfs::Write {
-                        path: f.path.clone(),
+                        path: path.clone(),
                         data: None,
                         mode,
                         expect,
                     });
                 }
             }
-            out.files.push(f.path.clone());
+            out.files.push(path);
         }
-        // Several renames are not one: a crash between two leaves the
-        // journal, and the next start puts the replaced files back.
-        if disk.len() > 1 {
-            intent = Some(store.intend(
-                &format!("the accept of agent {agent}"),
-                disk.iter().map(store::journal::Entry::of).collect(),
-            )?);
-        }
-        rootfs::write_all(root, &disk)?;
-        // What is left to review: the other files, and the rest of a partly
-        // accepted one (its base is now the new stable content).
+        Ok(disk)
+    }
+
+    /// What is left to review: the other files, and the rest of a partly
+    /// accepted one (its base is now the new stable content).
+    fn remaining(&self, all_files: &[ProposalFile]) -> Vec<ProposalFile> {
         let mut remaining: Vec<ProposalFile> = all_files
             .iter()
-            .filter(|f| !files.iter().any(|taken| taken.path == f.path))
+            .filter(|f| !self.files.iter().any(|taken| taken.path == f.path))
             .cloned()
             .collect();
-        if let Some(left) = onto_human.as_ref().filter(|l| l.new_hash != l.base_hash) {
+        let (partial, first) = (&self.partial, self.files.first());
+        if let Some(left) = self
+            .onto_human
+            .as_ref()
+            .filter(|l| l.new_hash != l.base_hash)
+        {
             remaining.push(left.clone());
-        } else if let (Some(p), Some(f), None) = (&partial, files.first(), &onto_human) {
+        } else if let (Some(p), Some(f), None) = (partial, first, &self.onto_human) {
             if f.new_hash.as_ref() != Some(p) {
                 remaining.push(ProposalFile {
                     path: f.path.clone(),
@@ -499,26 +525,46 @@ pub fn accept_some(
             }
         }
         remaining.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut rec = rec.clone();
-        rec.updated_at = now_ms();
-        if remaining.is_empty() {
-            rec.state = AgentState::Accepted;
-            store::discard_changes(tx, agent)?;
-        } else {
-            rec.changed_files = remaining.iter().map(|f| f.path.clone()).collect();
-        }
-        store::agent_update(tx, &rec)?;
-        store::set_proposal_files(tx, agent, &remaining)?;
-        out.done = remaining.is_empty();
-        store::append_event(
-            tx,
-            Some(agent),
-            "accepted",
-            &serde_json::json!({"files": out.files, "hunk": hunk}),
-        )?;
-        Ok(out)
-    });
-    settle(intent, accepted, store, root)
+        remaining
+    }
+}
+
+/// Hunk `h` of `f`'s proposal moved onto the human's changed text: the
+/// blob of that text with the hunk, and the rest of the proposal (its
+/// other hunks, against the old base).
+fn onto_humans_text(
+    store: &Store,
+    file_diff: &FileDiff,
+    f: &ProposalFile,
+    h: diff::Hunk,
+) -> Result<(String, ProposalFile), AcceptError> {
+    let conflict = || AcceptError::Conflict(f.path.clone());
+    let old_base = f.base_hash.clone();
+    let base_text = store.blob_text(old_base.as_deref().unwrap_or_default())?;
+    let rest: Vec<diff::Hunk> = file_diff
+        .hunks
+        .iter()
+        .filter(|x| **x != h)
+        .cloned()
+        .collect();
+    let shift = diff::shift_past(&file_diff.human_hunks, &h).ok_or_else(conflict)?;
+    let current = store.stable_entry(&f.path)?.map(|e| e.hash);
+    let current_hash = current.ok_or_else(conflict)?;
+    let text = store.blob_text(&current_hash)?;
+    let (eol, final_nl) = diff::line_style(&text);
+    let moved = diff::Hunk {
+        old_start: h.old_start.saturating_add_signed(shift),
+        ..h
+    };
+    let merged = diff::apply(&text, &[moved], eol, final_nl).ok_or_else(conflict)?;
+    let (eol, final_nl) = diff::line_style(&base_text);
+    let left = diff::apply(&base_text, &rest, eol, final_nl).ok_or_else(conflict)?;
+    let rest = ProposalFile {
+        path: f.path.clone(),
+        base_hash: old_base,
+        new_hash: Some(store.put_blob(left.as_bytes())?),
+    };
+    Ok((store.put_blob(merged.as_bytes())?, rest))
 }
 
 /// After a multi-file write and its transaction: the journal goes once the
