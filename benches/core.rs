@@ -461,7 +461,7 @@ fn bench_many_agents() {
         ..Config::default()
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
-    let core = chimera::runtime::start(config, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let core = chimera::api::core::start(config, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
     rt.block_on(async {
         while let Some(m) = rx.recv().await {
             if matches!(m, ToEditor::Ready { .. }) {
@@ -671,7 +671,7 @@ fn bench_sse_latency() {
         ..Config::default()
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
-    let core = chimera::runtime::start(config, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let core = chimera::api::core::start(config, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
     let info = loop {
         match chimera::api::http::read_info(dir.path()) {
             Some(i) => break i,
@@ -871,7 +871,7 @@ fn bench_acp_write() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
     let core = {
         let _g = rt.enter();
-        chimera::runtime::start(config, root.clone(), Arc::new(tx)).unwrap()
+        chimera::api::core::start(config, root.clone(), Arc::new(tx)).unwrap()
     };
     core.send(ToCore::Spawn {
         id: "w".into(),
@@ -938,7 +938,7 @@ fn bench_mcp_read() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<chimera::messages::ToEditor>();
     let core = {
         let _g = rt.enter();
-        chimera::runtime::start(Config::default(), root.clone(), Arc::new(tx)).unwrap()
+        chimera::api::core::start(Config::default(), root.clone(), Arc::new(tx)).unwrap()
     };
     let n = 500;
     let times = rt.block_on(async {

@@ -66,17 +66,28 @@ impl CoreHandle {
     }
 }
 
-/// Starts the core for the project at `root`.
+/// A front end served beside the core in its process (the API): started
+/// by whoever owns the process, opened on the core's runtime once the
+/// core is up, closed when it stops.
+pub trait FrontEnd: Send + 'static {
+    /// Starts serving `port`.
+    fn open(&mut self, port: Port);
+    /// The core stops: stop serving while the runtime still runs.
+    fn close(&mut self);
+}
+
+/// Starts the core for the project at `root`; `front`, if any, is served
+/// beside it (see [`FrontEnd`]).
 pub fn start(
     config: Config,
     root: PathBuf,
     sink: Arc<dyn EditorSink>,
+    front: Option<Box<dyn FrontEnd>>,
 ) -> Result<CoreHandle, RuntimeError> {
     let (tx, rx) = mpsc::unbounded_channel();
     let root2 = root.clone();
     let remora = SharedIndex::default();
     let remora2 = remora.clone();
-    let held = crate::api::control::hold(&root);
     let thread = std::thread::Builder::new()
         .name("chimera-core".into())
         .spawn(move || {
@@ -95,7 +106,7 @@ pub fn start(
                     return;
                 }
             };
-            rt.block_on(main_loop(config, root2, sink.clone(), rx, remora2, held));
+            rt.block_on(main_loop(config, root2, sink.clone(), rx, remora2, front));
             // Blocking tasks (a sandbox mid-run) are not waited for.
             rt.shutdown_timeout(Duration::from_millis(200));
         })
@@ -307,7 +318,7 @@ async fn main_loop(
     sink: Arc<dyn EditorSink>,
     mut rx: mpsc::UnboundedReceiver<ToCore>,
     shared: SharedIndex,
-    held: std::io::Result<Option<crate::api::control::Held>>,
+    mut front: Option<Box<dyn FrontEnd>>,
 ) {
     let secrets =
         crate::capabilities::Secrets::new(&config.capabilities.secrets).unwrap_or_default();
@@ -344,35 +355,14 @@ async fn main_loop(
             message: format!("Chimera: cannot remove secret files' copies from the store: {e}"),
         }),
     }
-    // API clients hear what the editor hears.
-    let events = Arc::new(crate::api::events::EventBus::new(sink, &root));
-    let core = build_core(config, root, events.clone(), store, shared);
+    let core = build_core(config, root, sink, store, shared);
     // Watching starts before the import walks the project: a file written
     // in between is seen by one or the other (both: the watcher's change
     // queues behind the import), never by neither.
     let _watch = start_watcher(&core);
-    let sink = core.sink.clone();
-    let api = &core.config.api;
-    let serving = crate::api::control::Serving {
-        root: core.root.clone(),
-        router: crate::api::router(Arc::new(Served(core.clone(), events.clone()))),
-        http_port: api.enabled.then_some(api.port),
-        first: held,
-        stop: core.shutdown.clone(),
-    };
-    let c = core.clone();
-    crate::api::control::spawn(
-        serving,
-        move |message| {
-            sink.send(ToEditor::Notify {
-                level: Level::Warn,
-                message: format!("Chimera: {message}"),
-            })
-        },
-        // The core that held the project (a `chimera` command's) stopped:
-        // what it ran is in the store; show it here and run what it left.
-        move || c.on_lifecycle(|c| c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS))),
-    );
+    if let Some(front) = front.as_mut() {
+        front.open(Port(core.clone()));
+    }
     start_background(&core);
     while let Some(msg) = rx.recv().await {
         if matches!(msg, ToCore::Shutdown) {
@@ -380,10 +370,11 @@ async fn main_loop(
         }
         route(&core, msg);
     }
-    events.close();
     core.shutdown.cancel();
-    // Not left to the server's task, which the runtime may drop first.
-    crate::api::http::withdraw(&core.root);
+    // Not left to the server's tasks, which the runtime may drop first.
+    if let Some(front) = front.as_mut() {
+        front.close();
+    }
     let tokens: Vec<_> = core
         .agents
         .lock()
@@ -397,28 +388,55 @@ async fn main_loop(
     let _ = core.store.instance_remove(&core.owner);
 }
 
-/// The core as the API serves it, with its feed.
-struct Served(Arc<Core>, Arc<crate::api::events::EventBus>);
+/// The core as a front end reaches it: typed messages in, the lifecycle's
+/// typed answers out, and its store, root, index and options to read.
+#[derive(Clone)]
+pub struct Port(Arc<Core>);
 
-impl crate::api::Backend for Served {
-    fn store(&self) -> &Store {
+impl Port {
+    pub fn store(&self) -> &Store {
         &self.0.store
     }
-    fn root(&self) -> &std::path::Path {
+
+    pub fn root(&self) -> &std::path::Path {
         &self.0.root
     }
-    fn call(&self, msg: ToCore) -> futures_util::future::BoxFuture<'static, lifecycle::Told> {
+
+    /// Runs `msg` as if the editor had sent it; resolves to what the core
+    /// said about it (empty for messages that are not transitions).
+    pub fn call(&self, msg: ToCore) -> futures_util::future::BoxFuture<'static, lifecycle::Told> {
         let core = self.0.clone();
         Box::pin(async move { answer(&core, msg).await })
     }
-    fn events(&self) -> Arc<crate::api::events::EventBus> {
-        self.1.clone()
-    }
-    fn index(&self) -> Option<SharedIndex> {
+
+    /// The Remora topology (`None` when `remora.index` is off).
+    pub fn index(&self) -> Option<SharedIndex> {
         self.0.remora.is_some().then(|| self.0.remora_index.clone())
     }
-    fn config(&self) -> Option<&Config> {
-        Some(&self.0.config)
+
+    pub fn config(&self) -> &Config {
+        &self.0.config
+    }
+
+    /// Cancelled when the core stops.
+    pub fn stopping(&self) -> CancellationToken {
+        self.0.shutdown.clone()
+    }
+
+    /// Tells the human of trouble serving (a port taken, a socket gone).
+    pub fn warn(&self, message: String) {
+        self.0.sink.send(ToEditor::Notify {
+            level: Level::Warn,
+            message: format!("Chimera: {message}"),
+        })
+    }
+
+    /// This core took over the project from one that stopped (a `chimera`
+    /// command's): what it ran is in the store; shows it here and runs
+    /// what it left.
+    pub fn take_over(&self) {
+        self.0
+            .on_lifecycle(|c| c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS)))
     }
 }
 
@@ -762,7 +780,7 @@ fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Box<ToCore>> 
             let rec = AgentRecord {
                 owner: core.owner.clone(),
                 capabilities: Some(capabilities),
-                external: Some(format!("{}{client}", crate::api::sessions::AGENT_PREFIX)),
+                external: Some(format!("{}{client}", crate::task::MCP_SESSION_PREFIX)),
                 ..AgentRecord::new(id.clone(), task)
             };
             Box::new(move |c| match c.lifecycle.spawn(rec) {
@@ -1106,7 +1124,7 @@ async fn run_agent(
     if let Some(client) = job
         .external
         .as_deref()
-        .and_then(|e| e.strip_prefix(crate::api::sessions::AGENT_PREFIX))
+        .and_then(|e| e.strip_prefix(crate::task::MCP_SESSION_PREFIX))
     {
         // Taken over from a core that stopped: the MCP host that wrote it
         // talked to that core, and nothing here can finish its work.

@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::AgentMode;
 
+/// How the agent of an MCP session is marked: its `external` is this and
+/// the name of the host that writes it.
+pub const MCP_SESSION_PREFIX: &str = "mcp:";
+
 /// What the human asked for, and where.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSpec {

@@ -78,7 +78,7 @@ fn run_in(calc: &str, turns: Value, adjust: impl FnOnce(&mut Config, &Path)) -> 
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let core = {
         let _g = rt.enter();
-        chimera::runtime::start(config, root.clone(), Arc::new(tx)).unwrap()
+        chimera::api::core::start(config, root.clone(), Arc::new(tx)).unwrap()
     };
     Run {
         _dir: dir,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use chimera::config::{Config, LlmConfig, Provider};
 use chimera::llm::fake::{FakeServer, Reply};
 use chimera::messages::{AgentView, ToCore, ToEditor};
-use chimera::runtime::{self, CoreHandle};
+use chimera::runtime::CoreHandle;
 use chimera::store::AgentState;
 use tokio::sync::mpsc;
 
@@ -48,7 +48,7 @@ fn start(root: &Path, replies: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> R
     tweak(&mut cfg);
     let (tx, rx) = mpsc::unbounded_channel::<ToEditor>();
     let root = root.canonicalize().unwrap();
-    let core = runtime::start(cfg, root.clone(), Arc::new(tx)).unwrap();
+    let core = chimera::api::core::start(cfg, root.clone(), Arc::new(tx)).unwrap();
     let mut run = Run {
         rt,
         core: Some(core),

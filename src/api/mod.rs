@@ -7,6 +7,7 @@ mod a2a;
 pub mod backend;
 pub mod client;
 pub mod control;
+pub mod core;
 mod dashboard;
 pub mod events;
 pub mod http;

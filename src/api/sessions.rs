@@ -22,9 +22,6 @@ use crate::paths::parse_dir;
 use crate::store::AgentState;
 use crate::workspace::{ReadFrom, Workspace, WorkspaceError};
 
-/// How a session's agent is marked (`external` = this and the host's name).
-pub const AGENT_PREFIX: &str = "mcp:";
-
 /// The open sessions of one core.
 #[derive(Default)]
 pub struct Sessions {

@@ -106,7 +106,7 @@ impl Session {
         // just started) is waited for, never raced: the agent runs there,
         // with that editor's options and buffers.
         if self.own.is_none() && crate::api::control::holder(&self.root).is_none() {
-            let core = crate::runtime::start(
+            let core = crate::api::core::start(
                 self.loaded.config.clone(),
                 self.root.clone(),
                 Arc::new(Stderr),

@@ -433,158 +433,220 @@ pub fn splice_definitions(
     });
     items.reverse();
 
-    let defs = definitions(target);
-    let lay = layout(target);
-    let focus_class: Option<&Definition> = focus_line
-        .and_then(|line| {
-            defs.iter()
-                .rfind(|d| d.kind == DefKind::Class && d.start_line <= line && line <= d.end_line)
-        })
-        .or_else(|| {
-            let classes: Vec<&Definition> = defs
-                .iter()
-                .filter(|d| d.kind == DefKind::Class && d.parent.is_none())
-                .collect();
-            (classes.len() == 1).then(|| classes[0])
-        });
-    let new_def_at = lay.main_guard.unwrap_or(target.trim_end().len());
-    let import_at = lay.imports_end.or(lay.docstring_end);
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
-    let mut top_inserts: Vec<String> = Vec::new();
-    let mut import_inserts: Vec<String> = Vec::new();
-
+    let mut splice = Splice::new(target, focus_line);
     for item in &items {
         match item {
             Item::Import(text) => {
                 if !target.lines().any(|l| l.trim() == text.trim()) {
-                    import_inserts.push(text.clone());
+                    splice.import_inserts.push(text.clone());
                 }
             }
-            Item::Assign { name, text } => match lay.assigns.iter().find(|(n, _, _)| n == name) {
-                Some((_, s, e)) => edits.push((*s, *e, text.clone())),
-                None => import_inserts.push(text.clone()),
-            },
+            Item::Assign { name, text } => {
+                match splice.lay.assigns.iter().find(|(n, _, _)| n == name) {
+                    Some((_, s, e)) => splice.edits.push((*s, *e, text.clone())),
+                    None => splice.import_inserts.push(text.clone()),
+                }
+            }
             Item::Def {
                 name,
                 is_class: false,
                 text,
-            } => {
-                let top = defs
-                    .iter()
-                    .find(|d| d.parent.is_none() && d.kind == DefKind::Function && &d.name == name);
-                let method = method_named(&defs, name, focus_class.map(|c| c.name.as_str()));
-                let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
-                let replace = |d: &Definition| {
-                    let merged = keep_body(&dedent(&target[d.start..d.end]), text);
-                    (d.start, d.end, reindent(&merged, &d.indent, "\n"))
-                };
-                if let (Some(m), true) = (method, is_method_like || top.is_none()) {
-                    edits.push(replace(m));
-                } else if let Some(t) = top {
-                    edits.push(replace(t));
-                } else if let (true, Some(c)) = (is_method_like, focus_class) {
-                    let indent = method_indent(&defs, c);
-                    edits.push((
-                        c.end,
-                        c.end,
-                        format!("\n\n{}", reindent(text, &indent, "\n")),
-                    ));
-                } else {
-                    top_inserts.push(text.clone());
-                }
-            }
+            } => splice.function(name, text),
             Item::Def {
                 name,
                 is_class: true,
                 text,
-            } => {
-                let Some(class) = defs
+            } => splice.class(name, text),
+        }
+    }
+    splice.finish()
+}
+
+/// The edits that splice a reply's items into `target`, gathered item by
+/// item and applied at once.
+struct Splice<'t> {
+    target: &'t str,
+    defs: Vec<Definition>,
+    lay: Layout,
+    /// The class a lone method belongs to: the one the cursor is in, else
+    /// the file's only class.
+    focus_class: Option<Definition>,
+    /// `(start, end, text)` replacements of `target`.
+    edits: Vec<(usize, usize, String)>,
+    /// New top-level definitions, added before a main guard or at the end.
+    top_inserts: Vec<String>,
+    /// New imports and assignments, added after the imports.
+    import_inserts: Vec<String>,
+}
+
+impl<'t> Splice<'t> {
+    fn new(target: &'t str, focus_line: Option<usize>) -> Self {
+        let defs = definitions(target);
+        let focus_class = focus_line
+            .and_then(|line| {
+                defs.iter().rfind(|d| {
+                    d.kind == DefKind::Class && d.start_line <= line && line <= d.end_line
+                })
+            })
+            .or_else(|| {
+                let classes: Vec<&Definition> = defs
                     .iter()
-                    .find(|d| d.kind == DefKind::Class && &d.name == name)
-                else {
-                    top_inserts.push(text.clone());
-                    continue;
-                };
-                let target_methods: Vec<&Definition> = defs
-                    .iter()
-                    .filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name))
+                    .filter(|d| d.kind == DefKind::Class && d.parent.is_none())
                     .collect();
-                let reply_defs = definitions(text);
-                let reply_methods: Vec<&Definition> = reply_defs
-                    .iter()
-                    .filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name))
-                    .collect();
-                let all_there = target_methods
-                    .iter()
-                    .all(|t| reply_methods.iter().any(|r| r.name == t.name));
-                if all_there {
-                    edits.push((class.start, class.end, reindent(text, &class.indent, "\n")));
-                    continue;
+                (classes.len() == 1).then(|| classes[0])
+            })
+            .cloned();
+        Splice {
+            target,
+            lay: layout(target),
+            defs,
+            focus_class,
+            edits: Vec::new(),
+            top_inserts: Vec::new(),
+            import_inserts: Vec::new(),
+        }
+    }
+
+    /// A function of the reply: it replaces the method or the function of
+    /// its name (a method when it takes `self`), else goes into the focus
+    /// class (a method) or the module.
+    fn function(&mut self, name: &str, text: &str) {
+        let (target, defs) = (self.target, &self.defs);
+        let top = defs
+            .iter()
+            .find(|d| d.parent.is_none() && d.kind == DefKind::Function && d.name == name);
+        let focus = self.focus_class.as_ref();
+        let method = method_named(defs, name, focus.map(|c| c.name.as_str()));
+        let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
+        let replace = |d: &Definition| {
+            let merged = keep_body(&dedent(&target[d.start..d.end]), text);
+            (d.start, d.end, reindent(&merged, &d.indent, "\n"))
+        };
+        let edit = if let (Some(m), true) = (method, is_method_like || top.is_none()) {
+            replace(m)
+        } else if let Some(t) = top {
+            replace(t)
+        } else if let (true, Some(c)) = (is_method_like, focus) {
+            let indent = method_indent(defs, c);
+            let added = format!("\n\n{}", reindent(text, &indent, "\n"));
+            (c.end, c.end, added)
+        } else {
+            self.top_inserts.push(text.to_owned());
+            return;
+        };
+        self.edits.push(edit);
+    }
+
+    /// A class of the reply: the whole class when it has every method of
+    /// the one in `target`, else merged method by method with its
+    /// docstring; a new class goes into the module.
+    fn class(&mut self, name: &str, text: &str) {
+        let (target, defs) = (self.target, &self.defs);
+        let Some(class) = defs
+            .iter()
+            .find(|d| d.kind == DefKind::Class && d.name == name)
+        else {
+            self.top_inserts.push(text.to_owned());
+            return;
+        };
+        let methods_of = |defs: &'_ [Definition]| -> Vec<Definition> {
+            defs.iter()
+                .filter(|d| d.kind == DefKind::Method && d.parent.as_deref() == Some(name))
+                .cloned()
+                .collect()
+        };
+        let target_methods = methods_of(defs);
+        let reply_defs = definitions(text);
+        let reply_methods = methods_of(&reply_defs);
+        let all_there = target_methods
+            .iter()
+            .all(|t| reply_methods.iter().any(|r| r.name == t.name));
+        if all_there {
+            let whole = reindent(text, &class.indent, "\n");
+            self.edits.push((class.start, class.end, whole));
+            return;
+        }
+        // A partial class: merge method by method, and its docstring.
+        let indent = method_indent(defs, class);
+        let mut edits = Vec::new();
+        for rm in &reply_methods {
+            let body = dedent(&text[rm.start..rm.end]);
+            match target_methods.iter().find(|t| t.name == rm.name) {
+                Some(t) => {
+                    let merged = keep_body(&dedent(&target[t.start..t.end]), &body);
+                    edits.push((t.start, t.end, reindent(&merged, &t.indent, "\n")))
                 }
-                // A partial class: merge method by method, and its docstring.
-                let indent = method_indent(&defs, class);
-                for rm in &reply_methods {
-                    let body = dedent(&text[rm.start..rm.end]);
-                    match target_methods.iter().find(|t| t.name == rm.name) {
-                        Some(t) => {
-                            let merged = keep_body(&dedent(&target[t.start..t.end]), &body);
-                            edits.push((t.start, t.end, reindent(&merged, &t.indent, "\n")))
-                        }
-                        None => edits.push((
-                            class.end,
-                            class.end,
-                            format!("\n\n{}", reindent(&body, &indent, "\n")),
-                        )),
-                    }
-                }
-                let reply_class = reply_defs
-                    .iter()
-                    .find(|d| d.kind == DefKind::Class && &d.name == name);
-                if let Some(rc) = reply_class {
-                    if let Some((ds, de)) = class_docstring(text, rc) {
-                        let doc = reindent(&dedent(&text[ds..de]), &indent, "\n");
-                        match class_docstring(target, class) {
-                            Some((ts, te)) => {
-                                let line_start = target[..ts].rfind('\n').map_or(0, |i| i + 1);
-                                edits.push((line_start, te, doc));
-                            }
-                            None => {
-                                let header_end = target[class.start..]
-                                    .find(":\n")
-                                    .map(|i| class.start + i + 1);
-                                if let Some(h) = header_end {
-                                    edits.push((h, h, format!("\n{doc}")));
-                                }
-                            }
-                        }
-                    }
-                }
+                None => edits.push((
+                    class.end,
+                    class.end,
+                    format!("\n\n{}", reindent(&body, &indent, "\n")),
+                )),
             }
         }
+        let reply_class = reply_defs
+            .iter()
+            .find(|d| d.kind == DefKind::Class && d.name == name);
+        if let Some(edit) =
+            reply_class.and_then(|rc| docstring_edit(target, class, text, rc, &indent))
+        {
+            edits.push(edit);
+        }
+        self.edits.extend(edits);
     }
-    if !import_inserts.is_empty() {
-        let block = import_inserts.join("\n");
-        match import_at {
-            Some(at) => edits.push((at, at, format!("\n{block}"))),
-            None => edits.push((0, 0, format!("{block}\n\n\n"))),
+
+    /// `target` with every edit made, the new imports after its imports
+    /// and the new definitions before its main guard or at its end.
+    fn finish(mut self) -> Result<String, SpliceError> {
+        let (target, lay) = (self.target, &self.lay);
+        let import_at = lay.imports_end.or(lay.docstring_end);
+        if !self.import_inserts.is_empty() {
+            let block = self.import_inserts.join("\n");
+            match import_at {
+                Some(at) => self.edits.push((at, at, format!("\n{block}"))),
+                None => self.edits.push((0, 0, format!("{block}\n\n\n"))),
+            }
+        }
+        let new_def_at = lay.main_guard.unwrap_or(target.trim_end().len());
+        if !self.top_inserts.is_empty() {
+            let block = self.top_inserts.join("\n\n\n");
+            let text = match lay.main_guard {
+                Some(_) => format!("{block}\n\n\n"),
+                None => format!("\n\n\n{block}"),
+            };
+            self.edits.push((new_def_at, new_def_at, text));
+        }
+        if self.edits.is_empty() {
+            return Err(SpliceError::NoDefinitions);
+        }
+        let mut out = Edits(self.edits).apply(target);
+        if target.ends_with('\n') && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        Ok(out)
+    }
+}
+
+/// The edit that gives `class` of `target` the docstring of `reply_class`
+/// in `reply`, if the reply's class has one.
+fn docstring_edit(
+    target: &str,
+    class: &Definition,
+    reply: &str,
+    reply_class: &Definition,
+    indent: &str,
+) -> Option<(usize, usize, String)> {
+    let (ds, de) = class_docstring(reply, reply_class)?;
+    let doc = reindent(&dedent(&reply[ds..de]), indent, "\n");
+    match class_docstring(target, class) {
+        Some((ts, te)) => {
+            let line_start = target[..ts].rfind('\n').map_or(0, |i| i + 1);
+            Some((line_start, te, doc))
+        }
+        None => {
+            let header_end = target[class.start..].find(":\n")? + class.start + 1;
+            Some((header_end, header_end, format!("\n{doc}")))
         }
     }
-    if !top_inserts.is_empty() {
-        let block = top_inserts.join("\n\n\n");
-        if lay.main_guard.is_some() {
-            edits.push((new_def_at, new_def_at, format!("{block}\n\n\n")));
-        } else {
-            edits.push((new_def_at, new_def_at, format!("\n\n\n{block}")));
-        }
-    }
-    if edits.is_empty() {
-        return Err(SpliceError::NoDefinitions);
-    }
-    let mut out = Edits(edits).apply(target);
-    if target.ends_with('\n') && !out.ends_with('\n') {
-        out.push('\n');
-    }
-    Ok(out)
 }
 
 fn method_indent(defs: &[Definition], class: &Definition) -> String {

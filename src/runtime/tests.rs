@@ -43,7 +43,7 @@ fn start_core(
     root: impl Into<PathBuf>,
 ) -> (CoreHandle, mpsc::UnboundedReceiver<ToEditor>) {
     let (tx, rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(cfg, root.into(), Arc::new(tx)).unwrap();
+    let core = start(cfg, root.into(), Arc::new(tx), None).unwrap();
     (core, rx)
 }
 

@@ -1,0 +1,98 @@
+//! A core with its API, as a process that runs one starts it (Neovim, a
+//! `chimera` command): the project's control socket is taken before the
+//! start returns, API clients hear what the editor hears, and the routes
+//! are served on the socket (and HTTP, `api.enabled`) while the core runs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::control::{self, Held};
+use super::events::EventBus;
+use crate::config::Config;
+use crate::lifecycle::Told;
+use crate::messages::{EditorSink, ToCore};
+use crate::remora::shared::SharedIndex;
+use crate::runtime::{self, CoreHandle, FrontEnd, Port, RuntimeError};
+use crate::store::Store;
+
+/// Starts the core for the project at `root` and serves its API.
+pub fn start(
+    config: Config,
+    root: PathBuf,
+    sink: Arc<dyn EditorSink>,
+) -> Result<CoreHandle, RuntimeError> {
+    // Cheap and synchronous: a `chimera` command typed a moment after this
+    // returns finds the socket held and waits for this core to answer.
+    let held = control::hold(&root);
+    let events = Arc::new(EventBus::new(sink, &root));
+    let door = Door {
+        root: root.clone(),
+        events: events.clone(),
+        held: Some(held),
+    };
+    runtime::start(config, root, events, Some(Box::new(door)))
+}
+
+/// The API as the core's front end.
+struct Door {
+    root: PathBuf,
+    events: Arc<EventBus>,
+    /// What [`control::hold`] gave at the start, until the door opens.
+    held: Option<std::io::Result<Option<Held>>>,
+}
+
+impl FrontEnd for Door {
+    fn open(&mut self, port: Port) {
+        let api = &port.config().api;
+        let serving = control::Serving {
+            root: self.root.clone(),
+            http_port: api.enabled.then_some(api.port),
+            first: self.held.take().unwrap_or(Ok(None)),
+            stop: port.stopping(),
+            router: super::router(Arc::new(Served {
+                port: port.clone(),
+                events: self.events.clone(),
+            })),
+        };
+        let (trouble, taken) = (port.clone(), port);
+        control::spawn(
+            serving,
+            move |message| trouble.warn(message),
+            move || taken.take_over(),
+        );
+    }
+
+    fn close(&mut self) {
+        self.events.close();
+        super::http::withdraw(&self.root);
+    }
+}
+
+/// The core as the routes reach it, with its feed.
+struct Served {
+    port: Port,
+    events: Arc<EventBus>,
+}
+
+impl super::Backend for Served {
+    fn store(&self) -> &Store {
+        self.port.store()
+    }
+    fn root(&self) -> &Path {
+        self.port.root()
+    }
+    fn call(&self, msg: ToCore) -> BoxFuture<'static, Told> {
+        self.port.call(msg)
+    }
+    fn events(&self) -> Arc<EventBus> {
+        self.events.clone()
+    }
+    fn index(&self) -> Option<SharedIndex> {
+        self.port.index()
+    }
+    fn config(&self) -> Option<&Config> {
+        Some(self.port.config())
+    }
+}
