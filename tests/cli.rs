@@ -204,7 +204,7 @@ fn bad_input_is_named_with_exit_code_2_and_unknown_agents_with_1() {
     usage(&["task"], "TEXT");
     usage(
         &["task", "--mode", "fast", "x"],
-        "--mode must be code or tools",
+        "--mode must be \"code\" or \"tools\"",
     );
     usage(&["wait", "abc", "--timeout=-1"], "--timeout");
     usage(

@@ -319,18 +319,7 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
         // Answered by `run` before the options are read, so that trust in
         // a file that no longer parses can still be taken back.
         Command::Trust { .. } => {}
-        Command::Status => {
-            let running = s.remote.alive().await;
-            let core = if running {
-                s.remote.call("GET", "/status", None).await.ok()
-            } else {
-                None
-            };
-            output::status(&s.root, &s.loaded, core.as_ref(), json);
-            if !json {
-                output::api(core.as_ref().and_then(|c| c["api_port"].as_u64()));
-            }
-        }
+        Command::Status => status(s).await,
         Command::Task {
             text,
             file,
@@ -338,43 +327,17 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             mode,
             agent,
         } => {
-            if let Some(m) = &mode {
-                if crate::config::AgentMode::parse(m).is_none() {
-                    return Err(Failure::Usage(format!(
-                        "--mode must be code or tools, not {m:?}"
-                    )));
-                }
-            }
-            let client = s.writer().await?;
-            let body = json!({ "task": text.join(" "), "file": file, "line": line, "mode": mode, "agent": agent });
-            let answer = client.call("POST", "/tasks", Some(body)).await?;
-            let id = answer["id"].as_str().unwrap_or_default().to_owned();
-            output::id(&id, json);
-            if s.served_here(&client).await {
-                // This process is the agent's core: it works until there
-                // is something to review.
-                eprintln!("chimera: no core was running; agent {id} runs here until its proposal is ready");
-                let (state, _) = wait_for(&client, &id, None).await?;
-                eprintln!("chimera: agent {id} is {state}");
-            }
+            let spec = crate::task::TaskSpec {
+                task: text.join(" "),
+                file,
+                line,
+                mode,
+                external: agent,
+                ..Default::default()
+            };
+            task(s, spec).await?
         }
-        Command::Wait { id, timeout } => {
-            if !(timeout.is_finite() && timeout >= 0.0) {
-                return Err(Failure::Usage(format!(
-                    "--timeout must be seconds ≥ 0, not {timeout}"
-                )));
-            }
-            let client = s.reader().await?;
-            let limit = Duration::from_secs_f64(timeout);
-            match wait_for(&client, &id, Some(limit)).await {
-                Ok((_, agent)) => output::agent_state(&agent, json),
-                Err(WaitError::Timeout(state)) => {
-                    eprintln!("chimera: agent {id} is still {state} after {timeout} s");
-                    return Ok(exit::TIMEOUT);
-                }
-                Err(WaitError::Other(e)) => return Err(e),
-            }
-        }
+        Command::Wait { id, timeout } => return wait(s, &id, timeout).await,
         Command::Agents => output::agents(&s.get("/agents").await?, json),
         Command::Agent { id } => output::agent(&get_agent(&s.reader().await?, &id).await?, json),
         Command::Diff { id } => output::diff(&get_agent(&s.reader().await?, &id).await?, json),
@@ -407,17 +370,13 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             output::message(&s.post(&path, None).await?, json);
         }
         Command::Effects { since, kind } => {
-            let mut query = Vec::new();
-            if let Some(since) = &since {
-                query.push(format!("since={}", url_part(since)));
-            }
-            if let Some(kind) = &kind {
-                query.push(format!("kind={}", url_part(kind)));
-            }
-            let path = if query.is_empty() {
-                "/effects".to_owned()
-            } else {
-                format!("/effects?{}", query.join("&"))
+            let query: Vec<String> = [("since", since), ("kind", kind)]
+                .into_iter()
+                .filter_map(|(k, v)| Some(format!("{k}={}", url_part(&v?))))
+                .collect();
+            let path = match query.is_empty() {
+                true => "/effects".to_owned(),
+                false => format!("/effects?{}", query.join("&")),
             };
             output::effects(&s.get(&path).await?, json);
         }
@@ -460,17 +419,71 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
         }
         Command::Remora {
             action: RemoraAction::Enable,
-        } => {
-            let answer = s.post("/remora/enable", None).await?;
-            if json {
-                out!("{answer}");
-            } else {
-                out!("Remora enabled: the project is being indexed");
-            }
-        }
+        } => match s.post("/remora/enable", None).await? {
+            answer if json => out!("{answer}"),
+            _ => out!("Remora enabled: the project is being indexed"),
+        },
         Command::Serve { port } => return serve(s, port).await,
         Command::A2a { action } => return a2a(s, action).await,
         Command::Mcp { action } => return mcp(s, action).await,
+    }
+    Ok(exit::OK)
+}
+
+/// `chimera status`: the project, its options and its core if one runs.
+async fn status(s: &mut Session) {
+    let core = match s.remote.alive().await {
+        true => s.remote.call("GET", "/status", None).await.ok(),
+        false => None,
+    };
+    output::status(&s.root, &s.loaded, core.as_ref(), s.json);
+    if !s.json {
+        output::api(core.as_ref().and_then(|c| c["api_port"].as_u64()));
+    }
+}
+
+/// `chimera task`: gives the core `spec`; with no core running, this
+/// process is the agent's core and works until there is something to
+/// review.
+async fn task(s: &mut Session, spec: crate::task::TaskSpec) -> Result<(), Failure> {
+    use crate::task::TaskError;
+    spec.check().map_err(|e| {
+        Failure::Usage(match e {
+            TaskError::Mode(_) => format!("--{e}"),
+            TaskError::LineZero => format!("--line: {e}"),
+            TaskError::Empty => e.to_string(),
+        })
+    })?;
+    let client = s.writer().await?;
+    let body = serde_json::to_value(&spec).map_err(|e| Failure::Failed(e.to_string()))?;
+    let answer = client.call("POST", "/tasks", Some(body)).await?;
+    let id = answer["id"].as_str().unwrap_or_default().to_owned();
+    output::id(&id, s.json);
+    if s.served_here(&client).await {
+        eprintln!("chimera: no core was running; agent {id} runs here until its proposal is ready");
+        let (state, _) = wait_for(&client, &id, None).await?;
+        eprintln!("chimera: agent {id} is {state}");
+    }
+    Ok(())
+}
+
+/// `chimera wait`: until agent `id` has something to review or ended, or
+/// `timeout` seconds.
+async fn wait(s: &mut Session, id: &str, timeout: f64) -> Result<i32, Failure> {
+    if !(timeout.is_finite() && timeout >= 0.0) {
+        return Err(Failure::Usage(format!(
+            "--timeout must be seconds ≥ 0, not {timeout}"
+        )));
+    }
+    let client = s.reader().await?;
+    let limit = Duration::from_secs_f64(timeout);
+    match wait_for(&client, id, Some(limit)).await {
+        Ok((_, agent)) => output::agent_state(&agent, s.json),
+        Err(WaitError::Timeout(state)) => {
+            eprintln!("chimera: agent {id} is still {state} after {timeout} s");
+            return Ok(exit::TIMEOUT);
+        }
+        Err(WaitError::Other(e)) => return Err(e),
     }
     Ok(exit::OK)
 }
