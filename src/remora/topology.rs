@@ -11,6 +11,7 @@ use petgraph::Direction;
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Extracted, Target};
+use super::extracted::RawNode;
 use super::{ids, Edge, EdgeKind, Node, NodeStatus, NodeType};
 use crate::lang::{module_key, ModuleStyle};
 
@@ -160,21 +161,8 @@ impl Topology {
         let old = self.files.get(path);
         // The common case while typing: the same definitions in the same
         // order, so the same IDs (unless a comment says otherwise).
-        if let Some(f) = old {
-            let same = f.ids.len() == ex.nodes.len()
-                && ex
-                    .file_comment
-                    .as_ref()
-                    .is_none_or(|c| Some(&c.id) == f.ids.first())
-                && ex.nodes.iter().zip(&f.ids).skip(1).all(|(raw, id)| {
-                    self.nodes
-                        .get(id)
-                        .is_some_and(|n| n.node_type == raw.node_type && n.qualname == raw.qualname)
-                        && raw.id_comment.as_ref().is_none_or(|c| &c.id == id)
-                });
-            if same {
-                return f.ids.clone();
-            }
+        if let Some(f) = old.filter(|f| self.same_nodes(f, ex)) {
+            return f.ids.clone();
         }
         let mut taken: HashSet<String> = HashSet::new();
         let mut out: Vec<Option<String>> = vec![None; ex.nodes.len()];
@@ -208,18 +196,7 @@ impl Topology {
         }
         for (i, raw) in ex.nodes.iter().enumerate().skip(1) {
             let Some(c) = &raw.id_comment else { continue };
-            if taken.contains(&c.id) {
-                continue;
-            }
-            let keep = match self.nodes.get(&c.id) {
-                None => true,
-                Some(n) => {
-                    n.node_type == raw.node_type
-                        && n.qualname == raw.qualname
-                        && (n.file_path == path || n.status == NodeStatus::Orphaned)
-                }
-            };
-            if keep {
+            if !taken.contains(&c.id) && self.may_claim(path, raw, &c.id) {
                 if let Some(q) = pool.get_mut(&(raw.node_type, raw.qualname.as_str())) {
                     q.retain(|id| *id != c.id);
                 }
@@ -255,6 +232,32 @@ impl Topology {
                 })
             })
             .collect()
+    }
+
+    /// Whether `ex` has the nodes of `f` in the same order, no comment
+    /// naming another ID.
+    fn same_nodes(&self, f: &FileState, ex: &Extracted) -> bool {
+        f.ids.len() == ex.nodes.len()
+            && ex
+                .file_comment
+                .as_ref()
+                .is_none_or(|c| Some(&c.id) == f.ids.first())
+            && ex.nodes.iter().zip(&f.ids).skip(1).all(|(raw, id)| {
+                self.nodes
+                    .get(id)
+                    .is_some_and(|n| n.node_type == raw.node_type && n.qualname == raw.qualname)
+                    && raw.id_comment.as_ref().is_none_or(|c| &c.id == id)
+            })
+    }
+
+    /// Whether node `raw` of `path` may take `id`, which its comment
+    /// names: an unknown ID, or the same node (here, or orphaned).
+    fn may_claim(&self, path: &str, raw: &RawNode, id: &str) -> bool {
+        self.nodes.get(id).is_none_or(|n| {
+            n.node_type == raw.node_type
+                && n.qualname == raw.qualname
+                && (n.file_path == path || n.status == NodeStatus::Orphaned)
+        })
     }
 
     // ---- updates -----------------------------------------------------------
@@ -360,11 +363,85 @@ impl Topology {
             }
         }
         let same_order = old.as_ref().is_some_and(|o| o.ids == state.ids);
-        for (ord, (raw, id)) in ex.nodes.iter().zip(&ids).enumerate() {
+        self.write_nodes(path, ex, &ids, same_order, &mut change);
+        if !same_order {
+            // Kept nodes (under a syntax error) move to the end of the order.
+            for (ord, id) in state.ids.iter().enumerate().skip(ids.len()) {
+                if let Some(n) = self.nodes.get(id) {
+                    change.nodes.push((ord, n.clone()));
+                }
+            }
+        }
+        state.qual = match &old {
+            // Same IDs in the same order means the same qualified names.
+            Some(o) if same_order => o.qual.clone(),
+            _ => self.qualified(&state.ids),
+        };
+        let refs_unchanged = same_order
+            && old.as_ref().is_some_and(|o| {
+                o.refs.len() == ex.refs.len()
+                    && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
+                        a.from == ids[b.from] && a.kind == b.kind && a.target == b.target
+                    })
+            });
+        state.refs = match &old {
+            Some(o) if refs_unchanged => o.refs.clone(),
+            _ => refs_of(ex, &ids, old.as_ref(), &state.ids[ids.len()..]),
+        };
+        if !refs_unchanged {
+            change.refs = Some(state.refs.clone());
+        }
+        let resolve = self.keep_file(path, old, state, refs_unchanged);
+        (change, resolve)
+    }
+
+    /// Keeps `state` as `path`'s, its references indexed and its edges
+    /// those it had (`old`) until they are resolved again; returns whether
+    /// they must be (see [`Topology::replace_nodes`]).
+    fn keep_file(
+        &mut self,
+        path: &str,
+        old: Option<FileState>,
+        mut state: FileState,
+        refs_unchanged: bool,
+    ) -> Option<bool> {
+        let resolve = match &old {
+            None => {
+                self.register_module(path);
+                self.remember_refs(path, &state.refs);
+                Some(true)
+            }
+            Some(o) if refs_unchanged => {
+                state.edges = o.edges.clone();
+                None
+            }
+            Some(o) => {
+                state.edges = o.edges.clone();
+                self.forget_refs(path, &o.refs);
+                self.remember_refs(path, &state.refs);
+                Some(o.qual != state.qual || o.ids.first() != state.ids.first())
+            }
+        };
+        self.files.insert(path.to_owned(), state);
+        resolve
+    }
+
+    /// Writes the nodes of `ex` (with their `ids`) that are new or moved,
+    /// noting each in `change`; with the file's order unchanged
+    /// (`same_order`), a node in the same place with the same record is
+    /// left as it is.
+    fn write_nodes(
+        &mut self,
+        path: &str,
+        ex: &Extracted,
+        ids: &[String],
+        same_order: bool,
+        change: &mut FileChange,
+    ) {
+        for (ord, (raw, id)) in ex.nodes.iter().zip(ids).enumerate() {
             let parent_id = raw.parent.map(|p| &ids[p]);
             match self.nodes.get(id) {
                 None => change.added.push(id.clone()),
-                // Same place, same record: nothing to build or write.
                 Some(n)
                     if same_order
                         && n.status == NodeStatus::Active
@@ -393,82 +470,18 @@ impl Topology {
             self.nodes.insert(id.clone(), node.clone());
             change.nodes.push((ord, node));
         }
-        if !same_order {
-            // Kept nodes (under a syntax error) move to the end of the order.
-            for (ord, id) in state.ids.iter().enumerate().skip(ids.len()) {
-                if let Some(n) = self.nodes.get(id) {
-                    change.nodes.push((ord, n.clone()));
-                }
+    }
+
+    /// The qualified names of a file's nodes `ids` (its file node first),
+    /// each to the first node of that name.
+    fn qualified(&self, ids: &[String]) -> HashMap<String, String> {
+        let mut qual = HashMap::new();
+        for id in ids.iter().skip(1) {
+            if let Some(n) = self.nodes.get(id) {
+                qual.entry(n.qualname.clone()).or_insert_with(|| id.clone());
             }
         }
-        match &old {
-            // Same IDs in the same order means the same qualified names.
-            Some(o) if same_order => state.qual = o.qual.clone(),
-            _ => {
-                for id in state.ids.iter().skip(1) {
-                    if let Some(n) = self.nodes.get(id) {
-                        state
-                            .qual
-                            .entry(n.qualname.clone())
-                            .or_insert_with(|| id.clone());
-                    }
-                }
-            }
-        }
-        let refs_unchanged = same_order
-            && old.as_ref().is_some_and(|o| {
-                o.refs.len() == ex.refs.len()
-                    && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
-                        a.from == ids[b.from] && a.kind == b.kind && a.target == b.target
-                    })
-            });
-        if refs_unchanged {
-            state.refs = old.as_ref().map(|o| o.refs.clone()).unwrap_or_default();
-        } else {
-            state.refs = ex
-                .refs
-                .iter()
-                .map(|r| Ref {
-                    from: ids[r.from].clone(),
-                    kind: r.kind,
-                    target: r.target.clone(),
-                })
-                .collect();
-            // Under a syntax error the kept nodes keep their references.
-            if let Some(o) = &old {
-                let kept: HashSet<&String> = state.ids[ids.len()..].iter().collect();
-                state
-                    .refs
-                    .extend(o.refs.iter().filter(|r| kept.contains(&r.from)).cloned());
-            }
-        }
-        let resolve = match &old {
-            None => Some(true),
-            Some(o) if refs_unchanged => {
-                state.edges = o.edges.clone();
-                None
-            }
-            Some(o) => {
-                state.edges = o.edges.clone();
-                Some(o.qual != state.qual || o.ids.first() != state.ids.first())
-            }
-        };
-        match &old {
-            Some(_) if refs_unchanged => {}
-            Some(o) => {
-                self.forget_refs(path, &o.refs);
-                self.remember_refs(path, &state.refs);
-            }
-            None => {
-                self.register_module(path);
-                self.remember_refs(path, &state.refs);
-            }
-        }
-        if !refs_unchanged {
-            change.refs = Some(state.refs.clone());
-        }
-        self.files.insert(path.to_owned(), state);
-        (change, resolve)
+        qual
     }
 
     fn register_module(&mut self, path: &str) {
@@ -746,4 +759,23 @@ impl Topology {
         }
         t
     }
+}
+
+/// The references of `ex` from its nodes `ids`, and under a syntax error
+/// those of the `kept` nodes that vanished from the parse (from `old`).
+fn refs_of(ex: &Extracted, ids: &[String], old: Option<&FileState>, kept: &[String]) -> Vec<Ref> {
+    let mut refs: Vec<Ref> = ex
+        .refs
+        .iter()
+        .map(|r| Ref {
+            from: ids[r.from].clone(),
+            kind: r.kind,
+            target: r.target.clone(),
+        })
+        .collect();
+    if let Some(o) = old {
+        let kept: HashSet<&String> = kept.iter().collect();
+        refs.extend(o.refs.iter().filter(|r| kept.contains(&r.from)).cloned());
+    }
+    refs
 }
