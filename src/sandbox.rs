@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use monty::{MontyRun, RunProgress};
 use monty_types::{
-    CompileOptions, ExcType, MontyException, MontyObject, NameLookupResult, OsFunctionCall,
-    PrintWriter, ResourceLimits, ResourceTracker,
+    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
+    OsFunctionCall, PrintWriter, ResourceLimits, ResourceTracker,
 };
 
 pub use monty_types::MontyObject as Value;
@@ -205,18 +205,21 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
             PrintWriter::CollectString(&mut printed, Some(PRINT_CAP)),
         )
         .map_err(raised)?;
-    let mut calls = 0usize;
-    // Host time is added to the budget so only the program's own time counts.
-    let mut host_time = Duration::ZERO;
+    let mut calls = Calls {
+        host,
+        limits,
+        made: 0,
+        host_time: Duration::ZERO,
+    };
     loop {
-        if host.cancelled() {
+        if calls.host.cancelled() {
             return Err(SandboxError::Cancelled);
         }
         let print = PrintWriter::CollectString(&mut printed, Some(PRINT_CAP));
         progress = match progress {
             RunProgress::Complete(_) => return Ok(Outcome { printed }),
             RunProgress::NameLookup(lookup) => {
-                let answer = if host.has_function(&lookup.name) {
+                let answer = if calls.host.has_function(&lookup.name) {
                     NameLookupResult::Value(MontyObject::Function {
                         name: lookup.name.clone(),
                         docstring: None,
@@ -227,75 +230,18 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
                 lookup.resume(answer, print).map_err(raised)?
             }
             RunProgress::FunctionCall(mut call) => {
-                calls += 1;
-                if calls > limits.max_host_calls {
-                    return Err(SandboxError::TooManyCalls(limits.max_host_calls));
-                }
-                if !host.has_function(&call.function_name) {
-                    let msg = format!("name '{}' is not defined", call.function_name);
-                    progress = call
-                        .resume(MontyException::new(ExcType::NameError, Some(msg)), print)
-                        .map_err(raised)?;
-                    continue;
-                }
-                let started = Instant::now();
-                let result = host.call(
-                    &call.function_name,
-                    std::mem::take(&mut call.args),
-                    std::mem::take(&mut call.kwargs),
-                );
-                host_time += started.elapsed();
-                if host.cancelled() {
-                    return Err(SandboxError::Cancelled);
-                }
+                let args = std::mem::take(&mut call.args);
+                let kwargs = std::mem::take(&mut call.kwargs);
+                let answer = calls.function(&call.function_name, args, kwargs)?;
+                // Host time is added to the budget so only the program's
+                // own time counts.
                 call.tracker_mut()
-                    .set_max_duration(limits.cpu_time + host_time);
-                match result {
-                    Ok(value) => call.resume(value, print).map_err(raised)?,
-                    Err(e) => call
-                        .resume(
-                            MontyException::new(ExcType::RuntimeError, Some(e.to_string())),
-                            print,
-                        )
-                        .map_err(raised)?,
-                }
+                    .set_max_duration(limits.cpu_time + calls.host_time);
+                call.resume(answer, print).map_err(raised)?
             }
             RunProgress::OsCall(call) => {
-                // The environment is the host's `env` function, under its
-                // rules; every other OS call is refused.
-                let env_args = match &call.function_call {
-                    OsFunctionCall::Getenv(g) if host.has_function("env") => {
-                        Some(vec![Value::String(g.key.clone()), g.default.clone()])
-                    }
-                    OsFunctionCall::GetEnviron if host.has_function("env") => Some(vec![]),
-                    _ => None,
-                };
-                let Some(env_args) = env_args else {
-                    let msg = format!(
-                        "{} is not available in the sandbox: use the host functions (read_file, write_file, list_dir, ...) instead",
-                        call.function_call
-                    );
-                    progress = call
-                        .resume(
-                            MontyException::new(ExcType::PermissionError, Some(msg)),
-                            print,
-                        )
-                        .map_err(raised)?;
-                    continue;
-                };
-                calls += 1;
-                if calls > limits.max_host_calls {
-                    return Err(SandboxError::TooManyCalls(limits.max_host_calls));
-                }
-                match host.call("env", env_args, vec![]) {
-                    Ok(value) => call.resume(value, print).map_err(raised)?,
-                    Err(e) => call
-                        .resume(
-                            MontyException::new(ExcType::PermissionError, Some(e.to_string())),
-                            print,
-                        )
-                        .map_err(raised)?,
-                }
+                let answer = calls.os(&call.function_call)?;
+                call.resume(answer, print).map_err(raised)?
             }
             RunProgress::ResolveFutures(state) => {
                 let exc = MontyException::new(
@@ -305,6 +251,73 @@ pub fn run(code: &str, host: &mut dyn Host, limits: Limits) -> Result<Outcome, S
                 state.abort(exc, print).map_err(raised)?
             }
         };
+    }
+}
+
+/// A program's calls to its host, counted against its limits.
+struct Calls<'h> {
+    host: &'h mut dyn Host,
+    limits: Limits,
+    made: usize,
+    /// Time spent in the host, which the program's budget does not count.
+    host_time: Duration,
+}
+
+impl Calls<'_> {
+    fn count(&mut self) -> Result<(), SandboxError> {
+        self.made += 1;
+        match self.made > self.limits.max_host_calls {
+            true => Err(SandboxError::TooManyCalls(self.limits.max_host_calls)),
+            false => Ok(()),
+        }
+    }
+
+    /// What a call of host function `name` gives the program: its value,
+    /// or the exception its error raises.
+    fn function(
+        &mut self,
+        name: &str,
+        args: Vec<Value>,
+        kwargs: Vec<(Value, Value)>,
+    ) -> Result<ExtFunctionResult, SandboxError> {
+        self.count()?;
+        if !self.host.has_function(name) {
+            let msg = format!("name '{name}' is not defined");
+            return Ok(MontyException::new(ExcType::NameError, Some(msg)).into());
+        }
+        let started = Instant::now();
+        let result = self.host.call(name, args, kwargs);
+        self.host_time += started.elapsed();
+        if self.host.cancelled() {
+            return Err(SandboxError::Cancelled);
+        }
+        Ok(match result {
+            Ok(value) => value.into(),
+            Err(e) => MontyException::new(ExcType::RuntimeError, Some(e.to_string())).into(),
+        })
+    }
+
+    /// What an OS call gives the program: the environment is the host's
+    /// `env` function, under its rules; every other OS call is refused.
+    fn os(&mut self, call: &OsFunctionCall) -> Result<ExtFunctionResult, SandboxError> {
+        let env_args = match call {
+            OsFunctionCall::Getenv(g) if self.host.has_function("env") => {
+                Some(vec![Value::String(g.key.clone()), g.default.clone()])
+            }
+            OsFunctionCall::GetEnviron if self.host.has_function("env") => Some(vec![]),
+            _ => None,
+        };
+        let Some(env_args) = env_args else {
+            let msg = format!(
+                "{call} is not available in the sandbox: use the host functions (read_file, write_file, list_dir, ...) instead"
+            );
+            return Ok(MontyException::new(ExcType::PermissionError, Some(msg)).into());
+        };
+        self.count()?;
+        Ok(match self.host.call("env", env_args, vec![]) {
+            Ok(value) => value.into(),
+            Err(e) => MontyException::new(ExcType::PermissionError, Some(e.to_string())).into(),
+        })
     }
 }
 
