@@ -711,24 +711,7 @@ impl Attempt<'_> {
         again: bool,
     ) -> Result<u32, (AgentError, bool)> {
         let (pool, name, job) = (self.pool, self.name, self.job);
-        let broken = |e: String| {
-            (
-                AgentError::External(format!("the agent's folder: {e}")),
-                false,
-            )
-        };
-        // The folder holds the agent's view as of now: the human's latest
-        // text, the job's own changes, nothing a program left since.
-        let (files, tmp, stderr) = {
-            let mut w = self.workdir.lock().map_err(|e| broken(e.to_string()))?;
-            w.fill(self.store, &job.id, &|f| self.caps.may_see(f))
-                .map_err(|e| broken(e.to_string()))?;
-            (
-                w.files().to_path_buf(),
-                w.tmp().to_path_buf(),
-                w.stderr().to_path_buf(),
-            )
-        };
+        let (files, tmp, stderr) = self.fill().map_err(|e| (e, false))?;
         let rules = rules_for(name, self.spec, &pool.root, &files, &tmp).map_err(|e| (e, false))?;
         let process = start(
             name,
@@ -739,65 +722,9 @@ impl Attempt<'_> {
             pool.shutdown.child_token(),
         )
         .map_err(|e| (e, false))?;
-        let died = |e: AgentError| (e, !again);
-        let stopped = || {
-            let said = self
-                .workdir
-                .lock()
-                .map(|w| w.stderr_tail())
-                .unwrap_or_default();
-            AgentError::External(if said.is_empty() {
-                format!("the agent {name} stopped")
-            } else {
-                format!("the agent {name} stopped; it said: {said}")
-            })
-        };
-        let (reply, made) = oneshot::channel();
-        process
-            .commands
-            .send(Command::NewSession {
-                cwd: files.clone(),
-                reply,
-            })
-            .map_err(|_| died(stopped()))?;
-        let session = made.await.map_err(|_| died(stopped()))?.map_err(|e| {
-            (
-                AgentError::External(format!("{name} opened no session: {e}")),
-                false,
-            )
-        })?;
-        // A run starts a new process: feedback on an earlier run comes
-        // first, then the whole story.
-        let mut text = String::new();
-        if let Some((last, earlier)) = job.feedback.split_last() {
-            text.push_str(&format!(
-                "The human rejected your change with this feedback: {}\nChange the files accordingly. The task was:\n\n",
-                last.feedback
-            ));
-            text.push_str(&first_prompt(job, &pool.root, &files));
-            for f in earlier {
-                text.push_str(&format!(
-                    "\n\nAn earlier attempt was rejected: {}",
-                    f.feedback
-                ));
-            }
-        } else {
-            text = first_prompt(job, &pool.root, &files);
-        }
-        let route = Arc::new(Route {
-            agent_id: job.id.clone(),
-            store: self.store.clone(),
-            caps: self.caps.clone(),
-            files,
-            max_bytes: self.config.sync.max_file_bytes,
-            progress: self.progress.clone(),
-            show: self.show.clone(),
-            transcript: self.transcript.clone(),
-            command_timeout: std::time::Duration::from_millis(
-                self.config.agents.command_timeout_ms,
-            ),
-            ask: self.ask.clone(),
-        });
+        let session = self.open_session(&process, &files, again).await?;
+        let mut text = opening(job, &pool.root, &files);
+        let route = self.route(files);
         let key = session.0.to_string();
         if let Ok(mut r) = pool.routes.lock() {
             r.insert(key.clone(), route.clone());
@@ -831,6 +758,94 @@ impl Attempt<'_> {
         drop(process);
         result.map_err(|e| (e, gone))
     }
+}
+
+impl Attempt<'_> {
+    /// Fills the agent's folder with its view as of now — the human's
+    /// latest text, the job's own changes, nothing a program left since —
+    /// and returns its folders: the files, the scratch space, the log.
+    fn fill(&self) -> Result<(PathBuf, PathBuf, PathBuf), AgentError> {
+        let broken = |e: String| AgentError::External(format!("the agent's folder: {e}"));
+        let mut w = self.workdir.lock().map_err(|e| broken(e.to_string()))?;
+        w.fill(self.store, &self.job.id, &|f| self.caps.may_see(f))
+            .map_err(|e| broken(e.to_string()))?;
+        Ok((
+            w.files().to_path_buf(),
+            w.tmp().to_path_buf(),
+            w.stderr().to_path_buf(),
+        ))
+    }
+
+    /// A new session of `process` in `files`; on failure, also whether the
+    /// process died (not on a run `again`).
+    async fn open_session(
+        &self,
+        process: &Process,
+        files: &Path,
+        again: bool,
+    ) -> Result<SessionId, (AgentError, bool)> {
+        let name = self.name;
+        let stopped = || {
+            let said = self
+                .workdir
+                .lock()
+                .map(|w| w.stderr_tail())
+                .unwrap_or_default();
+            let message = match said.is_empty() {
+                true => format!("the agent {name} stopped"),
+                false => format!("the agent {name} stopped; it said: {said}"),
+            };
+            (AgentError::External(message), !again)
+        };
+        let (reply, made) = oneshot::channel();
+        let cwd = files.to_path_buf();
+        process
+            .commands
+            .send(Command::NewSession { cwd, reply })
+            .map_err(|_| stopped())?;
+        made.await.map_err(|_| stopped())?.map_err(|e| {
+            let message = format!("{name} opened no session: {e}");
+            (AgentError::External(message), false)
+        })
+    }
+
+    /// The route of the agent's requests in its session, over `files`.
+    fn route(&self, files: PathBuf) -> Arc<Route> {
+        Arc::new(Route {
+            agent_id: self.job.id.clone(),
+            store: self.store.clone(),
+            caps: self.caps.clone(),
+            files,
+            max_bytes: self.config.sync.max_file_bytes,
+            progress: self.progress.clone(),
+            show: self.show.clone(),
+            transcript: self.transcript.clone(),
+            command_timeout: std::time::Duration::from_millis(
+                self.config.agents.command_timeout_ms,
+            ),
+            ask: self.ask.clone(),
+        })
+    }
+}
+
+/// The first prompt of a run: a run starts a new process, so feedback on
+/// an earlier run comes first, then the whole story.
+fn opening(job: &Job, root: &Path, files: &Path) -> String {
+    let Some((last, earlier)) = job.feedback.split_last() else {
+        return first_prompt(job, root, files);
+    };
+    let mut text = format!(
+        "The human rejected your change with this feedback: {}\nChange the files accordingly. The task was:\n\n",
+        last.feedback
+    );
+    text.push_str(&first_prompt(job, root, files));
+    for f in earlier {
+        text.push_str(&format!(
+            "\n\nAn earlier attempt was rejected: {}",
+            f.feedback
+        ));
+    }
+    text
 }
 
 /// What the agent said, in at most 200 characters on one line (code
