@@ -1,0 +1,307 @@
+//! The ACP connection with one agent process: its requests (files,
+//! terminals, permissions) answered through the route of the session they
+//! name, and Chimera's commands (new session, prompt, cancel) sent to it.
+
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest,
+    CreateTerminalResponse, FileSystemCapabilities, InitializeRequest, KillTerminalRequest,
+    KillTerminalResponse, NewSessionRequest, PromptRequest, ReadTextFileRequest,
+    ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification,
+    TerminalId, TerminalOutputRequest, TerminalOutputResponse, TextContent,
+    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
+    WriteTextFileResponse,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Agent;
+use tokio::sync::mpsc;
+
+use super::terminals::Terminals;
+use super::{Command, Place, Route, Routes};
+
+pub(super) fn route_of(routes: &Routes, session: &SessionId) -> Option<Arc<Route>> {
+    routes.lock().ok()?.get(&*session.0).cloned()
+}
+
+/// A request refused, with why (said to the agent).
+fn refused(why: String) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params().data(why)
+}
+
+fn no_session(session: &SessionId) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params()
+        .data(format!("no task of Chimera's runs in session {session}"))
+}
+
+/// Speaks ACP with the agent until it goes or `commands` closes.
+pub(super) async fn connect<T>(
+    transport: T,
+    routes: Routes,
+    place: Place,
+    commands: mpsc::UnboundedReceiver<Command>,
+) -> Result<(), agent_client_protocol::Error>
+where
+    T: agent_client_protocol::ConnectTo<agent_client_protocol::Client> + 'static,
+{
+    use agent_client_protocol::{on_receive_notification, on_receive_request};
+    let peer = Arc::new(Peer {
+        routes,
+        terminals: Terminals::new(place),
+    });
+    let p = || peer.clone();
+    agent_client_protocol::Client
+        .v1()
+        .name("chimera")
+        .on_receive_notification(
+            {
+                let p = p();
+                async move |n: SessionNotification, _cx| {
+                    if let Some(route) = route_of(&p.routes, &n.session_id) {
+                        route.update(&n.update);
+                    }
+                    Ok(())
+                }
+            },
+            on_receive_notification!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: ReadTextFileRequest, responder, _cx| p.read(req, responder)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: WriteTextFileRequest, responder, _cx| p.write(req, responder)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: RequestPermissionRequest, responder, cx| {
+                    let route = route_of(&p.routes, &req.session_id);
+                    // The human may take a while: not the connection's
+                    // other messages.
+                    cx.spawn(permission(route, req, responder))
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: CreateTerminalRequest, responder, _cx| p.create(req, responder)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: TerminalOutputRequest, responder, _cx| p.output(req, responder)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: WaitForTerminalExitRequest, responder, cx| {
+                    // Waiting must not hold up the connection's other messages.
+                    cx.spawn(p.clone().wait(req, responder))
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: KillTerminalRequest, responder, _cx| {
+                    let killed = p.terminals.kill(&req.session_id.0, &req.terminal_id.0);
+                    answer(responder, killed.map(|()| KillTerminalResponse::new()))
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let p = p();
+                async move |req: ReleaseTerminalRequest, responder, _cx| {
+                    let released = p.terminals.release(&req.session_id.0, &req.terminal_id.0);
+                    answer(responder, released.map(|()| ReleaseTerminalResponse::new()))
+                }
+            },
+            on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            serve(cx, commands).await
+        })
+        .await
+}
+
+/// What the agent's requests reach: the routes of its sessions, and the
+/// terminals it opened.
+struct Peer {
+    routes: Routes,
+    terminals: Terminals,
+}
+
+type Responder<T> = agent_client_protocol::v1::Responder<T>;
+
+/// Answers a request with `result`, a refusal said to the agent.
+fn answer<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    result: Result<T, String>,
+) -> Result<(), agent_client_protocol::Error> {
+    match result {
+        Ok(response) => responder.respond(response),
+        Err(why) => responder.respond_with_error(refused(why)),
+    }
+}
+
+impl Peer {
+    fn read(
+        &self,
+        req: ReadTextFileRequest,
+        responder: Responder<ReadTextFileResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let Some(route) = route_of(&self.routes, &req.session_id) else {
+            return responder.respond_with_error(no_session(&req.session_id));
+        };
+        answer(responder, route.read(&req).map(ReadTextFileResponse::new))
+    }
+
+    fn write(
+        &self,
+        req: WriteTextFileRequest,
+        responder: Responder<WriteTextFileResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let Some(route) = route_of(&self.routes, &req.session_id) else {
+            return responder.respond_with_error(no_session(&req.session_id));
+        };
+        answer(
+            responder,
+            route.write(&req).map(|()| WriteTextFileResponse::new()),
+        )
+    }
+
+    fn create(
+        &self,
+        req: CreateTerminalRequest,
+        responder: Responder<CreateTerminalResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let Some(route) = route_of(&self.routes, &req.session_id) else {
+            return responder.respond_with_error(no_session(&req.session_id));
+        };
+        let limit = route.command_timeout;
+        let made = self.terminals.create(route, &req, limit);
+        answer(
+            responder,
+            made.map(|id| CreateTerminalResponse::new(TerminalId::new(id))),
+        )
+    }
+
+    fn output(
+        &self,
+        req: TerminalOutputRequest,
+        responder: Responder<TerminalOutputResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let output = self.terminals.output(&req.session_id.0, &req.terminal_id.0);
+        answer(
+            responder,
+            output.map(|(output, status)| {
+                TerminalOutputResponse::new(output, false).exit_status(status)
+            }),
+        )
+    }
+
+    async fn wait(
+        self: Arc<Self>,
+        req: WaitForTerminalExitRequest,
+        responder: Responder<WaitForTerminalExitResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let status = self
+            .terminals
+            .wait(&req.session_id.0, &req.terminal_id.0)
+            .await;
+        answer(responder, status.map(WaitForTerminalExitResponse::new))
+    }
+}
+
+/// The human's answer to the agent's request for a permission (cancelled
+/// when no task of Chimera's runs in its session).
+async fn permission(
+    route: Option<Arc<Route>>,
+    req: RequestPermissionRequest,
+    responder: Responder<RequestPermissionResponse>,
+) -> Result<(), agent_client_protocol::Error> {
+    let outcome = match route {
+        Some(route) => route.permission(&req).await,
+        None => agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
+    };
+    responder.respond(RequestPermissionResponse::new(outcome))
+}
+
+/// Initializes the connection, then runs Chimera's `commands` on it
+/// until they close.
+async fn serve(
+    cx: ConnectionTo<Agent>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) -> Result<(), agent_client_protocol::Error> {
+    let fs = FileSystemCapabilities::new()
+        .read_text_file(true)
+        .write_text_file(true);
+    cx.send_request(
+        InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(ClientCapabilities::new().fs(fs).terminal(true)),
+    )
+    .block_task()
+    .await?;
+    while let Some(command) = commands.recv().await {
+        match command {
+            Command::NewSession { cwd, reply } => {
+                let made = cx
+                    .send_request(NewSessionRequest::new(cwd))
+                    .block_task()
+                    .await
+                    .map(|r| r.session_id)
+                    .map_err(|e| e.to_string());
+                // The task that asked was cancelled meanwhile.
+                reply.send(made).ok();
+            }
+            Command::Prompt {
+                session,
+                text,
+                reply,
+            } => {
+                // A turn takes long; other sessions go on meanwhile.
+                let cx = cx.clone();
+                tokio::spawn(async move {
+                    let prompt = PromptRequest::new(
+                        session,
+                        vec![ContentBlock::Text(TextContent::new(text))],
+                    );
+                    let done = cx
+                        .send_request(prompt)
+                        .block_task()
+                        .await
+                        .map(|r| r.stop_reason)
+                        .map_err(|e| e.to_string());
+                    reply.send(done).ok();
+                });
+            }
+            Command::Cancel { session } => {
+                // A connection gone ends the turn anyway.
+                cx.send_notification(CancelNotification::new(session)).ok();
+            }
+        }
+    }
+    // The process was let go: the connection stays until it is ended (a
+    // last `session/cancel` still reaches it).
+    std::future::pending::<()>().await;
+    Ok(())
+}

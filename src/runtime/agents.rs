@@ -1,0 +1,220 @@
+//! An agent's task on the runtime: queued for a slot, run by its brain
+//! within `agents.timeout_ms` and a cancel, its end handed to the
+//! lifecycle.
+
+use super::*;
+/// Records a new agent (`queued`), then starts it.
+pub(super) fn spawn_agent(core: &Arc<Core>, mut job: Job) {
+    job.file = job.file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
+    // A switch made after the task was given is not its model.
+    job.model = Some(
+        core.model
+            .read()
+            .ok()
+            .and_then(|m| m.clone())
+            .unwrap_or_else(|| core.config.llm.model.clone()),
+    );
+    let rec = AgentRecord {
+        context: job.context.clone(),
+        owner: core.owner.clone(),
+        file: job.file.clone(),
+        cursor_line: job.cursor_line,
+        feedback: job.feedback.clone(),
+        mode: job.mode,
+        capabilities: job.capabilities.clone(),
+        external: job.external.clone(),
+        ..AgentRecord::new(job.id.clone(), job.task.clone())
+    };
+    core.on_lifecycle(move |c| {
+        let (out, created) = c.lifecycle.spawn(rec);
+        c.publish(out);
+        if created {
+            start_agent(c, job);
+        }
+    });
+}
+
+/// Runs a queued agent when a slot is free (at most `agents.max_concurrent`
+/// at once), within `agents.timeout_ms`.
+pub(super) fn start_agent(core: &Arc<Core>, job: Job) {
+    let id = job.id.clone();
+    let cancel = core.shutdown.child_token();
+    if let Ok(mut agents) = core.agents.lock() {
+        agents.insert(id.clone(), cancel.clone());
+    }
+    let core = core.clone();
+    tokio::spawn(async move {
+        let permit = tokio::select! {
+            p = core.slots.clone().acquire_owned() => p.ok(),
+            _ = cancel.cancelled() => None,
+        };
+        if permit.is_some() && !cancel.is_cancelled() {
+            let i = id.clone();
+            core.on_lifecycle_done(move |c| c.publish(c.lifecycle.start(&i)))
+                .await;
+            // A bug that panics in an agent ends that agent, `failed` with
+            // the panic's message, never leaving it `running`.
+            let run = std::panic::AssertUnwindSafe(run_agent(&core, &job, &cancel));
+            let outcome = match futures_util::FutureExt::catch_unwind(run).await {
+                Ok(outcome) => outcome,
+                Err(panic) => Err(agent::AgentError::Internal(format!(
+                    "the agent crashed ({}); this is a bug in Chimera, please report it",
+                    panic_message(panic.as_ref())
+                ))),
+            };
+            finish_agent(&core, &id, outcome, &cancel).await;
+            if let Some(node_job) = &job.node {
+                nodes::after_run(&core, &id, node_job);
+            }
+        }
+        drop(permit);
+        if let Ok(mut agents) = core.agents.lock() {
+            agents.remove(&id);
+        }
+    });
+}
+
+/// The text a panic carried.
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
+/// One run of `job`'s brain, stopped by a cancel or `agents.timeout_ms`.
+pub(super) async fn run_agent(
+    core: &Arc<Core>,
+    job: &Job,
+    cancel: &CancellationToken,
+) -> Result<agent::Done, agent::AgentError> {
+    #[cfg(test)]
+    if job.task == tests::PANIC_TASK {
+        panic!("a panic the tests asked for");
+    }
+    let sink = core.sink.clone();
+    let pid = job.id.clone();
+    let progress: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |message: String| {
+        sink.send(ToEditor::Progress {
+            id: pid.clone(),
+            message,
+        })
+    });
+    let limit = Duration::from_millis(core.config.agents.timeout_ms);
+    if let Some(client) = job
+        .external
+        .as_deref()
+        .and_then(|e| e.strip_prefix(crate::task::MCP_SESSION_PREFIX))
+    {
+        // Taken over from a core that stopped: the MCP host that wrote it
+        // talked to that core, and nothing here can finish its work.
+        return Err(agent::AgentError::External(format!(
+            "the MCP session of {client} ended with its core before it proposed"
+        )));
+    }
+    let brain = agent::Brain::of(job, &core.config);
+    let run: futures_util::future::BoxFuture<'_, _> = match brain {
+        agent::Brain::External => Box::pin(crate::acp::run(
+            &core.acp,
+            core.store.clone(),
+            &core.config,
+            &core.services,
+            job,
+            cancel,
+            crate::acp::Human {
+                progress,
+                show: {
+                    let (sink, id) = (core.sink.clone(), job.id.clone());
+                    Arc::new(move |piece| {
+                        sink.send(ToEditor::AgentSaid {
+                            id: id.clone(),
+                            piece,
+                        })
+                    })
+                },
+                ask: asker(core, &job.id),
+            },
+        )),
+        _ => {
+            let llm = core
+                .llm
+                .as_ref()
+                .map_err(|e| agent::AgentError::Internal(e.clone()))?;
+            // The model of its role, else the one chosen now; the agent
+            // keeps it to the end whatever is chosen meanwhile.
+            let mut config = core.config.clone();
+            let chosen = job
+                .model
+                .clone()
+                .or_else(|| core.model.read().ok().and_then(|m| m.clone()));
+            config.llm.model = config
+                .llm
+                .roles
+                .get(brain.role(job))
+                .cloned()
+                .or(chosen)
+                .unwrap_or(config.llm.model);
+            let llm = llm.with_model(&config.llm.model);
+            Box::pin(async move {
+                let run = agent::Run::new(
+                    core.store.clone(),
+                    &config,
+                    &llm,
+                    &core.services,
+                    job,
+                    cancel,
+                    &*progress,
+                )?;
+                agent::run(&run).await
+            })
+        }
+    };
+    // A cancel ends the run at once, even when its program is busy in the
+    // sandbox: that thread finds the cancel at its next host call, or stops
+    // at its CPU time limit, and its result is dropped.
+    let run = async {
+        tokio::select! {
+            outcome = run => outcome,
+            _ = cancel.cancelled() => Err(agent::AgentError::Cancelled),
+        }
+    };
+    match tokio::time::timeout(limit, run).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(agent::AgentError::TimedOut(
+            core.config.agents.timeout_ms / 1000,
+        )),
+    }
+}
+
+pub(super) async fn finish_agent(
+    core: &Arc<Core>,
+    id: &str,
+    outcome: Result<agent::Done, agent::AgentError>,
+    cancel: &CancellationToken,
+) {
+    if cancel.is_cancelled() {
+        // Rejected/cancelled by the user or Neovim is quitting: the record
+        // was already updated by whoever cancelled, or is left for recovery.
+        return;
+    }
+    let id = id.to_owned();
+    match outcome {
+        Ok(done) => {
+            core.on_lifecycle_done(move |c| {
+                c.publish(c.lifecycle.complete(&id, &done.summary, done.rounds))
+            })
+            .await
+        }
+        Err(agent::AgentError::Cancelled) => {}
+        Err(e) => {
+            if matches!(e, agent::AgentError::TimedOut(_)) {
+                // Stops the LLM request and the sandbox at their next step.
+                cancel.cancel();
+            }
+            let reason = e.to_string();
+            core.on_lifecycle_done(move |c| c.publish(c.lifecycle.fail(&id, &reason)))
+                .await
+        }
+    }
+}
