@@ -292,13 +292,13 @@ impl Turn<'_> {
                 // A node may not edit another: what it wrote for a
                 // neighbour goes to that neighbour as a request.
                 Err(e) => match j.redirect(&job.task, &code).or_else(|| {
-                    e.contains(node::UNCHANGED)
+                    (e == node::EditError::Unchanged)
                         .then(|| j.forward(&job.task))
                         .flatten()
                 }) {
                     Some(Ok(sent)) => Ok(Made::new(Some(sent), "message")),
                     Some(Err(refused)) => Err(refused.to_string().into()),
-                    None => Err(e.into()),
+                    None => Err(e.to_string().into()),
                 },
             },
             _ => Err("Your node's file is gone.".into()),
