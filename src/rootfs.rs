@@ -362,6 +362,44 @@ fn restore(t: &Target<'_>) {
 /// [`Expect`]: a file changed by someone else since the caller read it
 /// fails the whole batch with [`DiskError::Changed`].
 pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
+    let mut targets = targets(root, writes)?;
+    let staged = on_threads(&targets, |t| match &t.write.data {
+        Some(data) => stage(&t.dir, &t.name, &t.write.path, data, t.write.mode, "").map(Some),
+        None => Ok(None),
+    });
+    let mut failed = None;
+    for (t, s) in targets.iter_mut().zip(staged) {
+        match s {
+            Ok(temp) => t.temp = temp,
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    // The check comes after the slow part (the syncs), as close to the
+    // renames as it can be.
+    if let Some(e) = failed.map_or_else(|| check_expected(&mut targets).err(), Some) {
+        discard(&targets);
+        return Err(e);
+    }
+    replace(&targets)?;
+    // The renames are durable once their directories are synced; syncs
+    // that wait together are committed together.
+    let mut seen = std::collections::HashSet::new();
+    let dirs: Vec<&OwnedFd> = targets
+        .iter()
+        .filter(|t| seen.insert(t.write.path.rsplit_once('/').map_or("", |(d, _)| d)))
+        .map(|t| &t.dir)
+        .collect();
+    on_threads(&dirs, |dir| {
+        // A directory that cannot be synced keeps its renames until the
+        // system syncs it; nothing is lost to the process.
+        rustix::fs::fsync(dir).ok();
+    });
+    Ok(())
+}
+
+/// Where each of `writes` goes: its folder opened (made for a file
+/// written), its name in it.
+fn targets<'w>(root: &Path, writes: &'w [Write]) -> Result<Vec<Target<'w>>, DiskError> {
     let mut targets = Vec::with_capacity(writes.len());
     for w in writes {
         let path =
@@ -380,52 +418,38 @@ pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
             None => return Err(DiskError::Changed(w.path.clone())),
         }
     }
-    let staged = on_threads(&targets, |t| match &t.write.data {
-        Some(data) => stage(&t.dir, &t.name, &t.write.path, data, t.write.mode, "").map(Some),
-        None => Ok(None),
-    });
-    let mut failed = None;
-    for (t, s) in targets.iter_mut().zip(staged) {
-        match s {
-            Ok(temp) => t.temp = temp,
-            Err(e) => failed = failed.or(Some(e)),
+    Ok(targets)
+}
+
+/// Removes the staged temporary files of `targets`.
+fn discard(targets: &[Target<'_>]) {
+    for t in targets {
+        if let Some(temp) = &t.temp {
+            // Best effort: a temporary file left behind is named as one.
+            rustix::fs::unlinkat(&t.dir, temp.as_str(), AtFlags::empty()).ok();
         }
     }
-    let discard = |targets: &[Target<'_>]| {
-        for t in targets {
-            if let Some(temp) = &t.temp {
-                let _ = rustix::fs::unlinkat(&t.dir, temp.as_str(), AtFlags::empty());
-            }
-        }
-    };
-    if let Some(e) = failed {
-        discard(&targets);
-        return Err(e);
-    }
-    // The check comes after the slow part (the syncs), as close to the
-    // renames as it can be.
-    let mut checked = Ok(());
+}
+
+/// Checks that every target still holds what its write expects, keeping
+/// what it holds to put back on a failure.
+fn check_expected(targets: &mut [Target<'_>]) -> Result<(), DiskError> {
     for t in targets.iter_mut() {
-        let current = match open_file(&t.dir, &t.name, &t.write.path) {
-            Ok(Some(f)) => read_capped(f, &t.write.path, u64::MAX).map(Some),
-            Ok(None) => Ok(None),
-            Err(e) => Err(e),
+        let current = match open_file(&t.dir, &t.name, &t.write.path)? {
+            Some(f) => Some(read_capped(f, &t.write.path, u64::MAX)?),
+            None => None,
         };
-        match current {
-            Ok(current) if matches(&t.write.expect, current.as_deref()) => t.old = current,
-            Ok(_) => checked = Err(DiskError::Changed(t.write.path.clone())),
-            Err(e) => checked = Err(e),
+        if !matches(&t.write.expect, current.as_deref()) {
+            return Err(DiskError::Changed(t.write.path.clone()));
         }
-        if checked.is_err() {
-            break;
-        }
+        t.old = current;
     }
-    if let Err(e) = checked {
-        discard(&targets);
-        return Err(e);
-    }
-    // New contents first, deletions last; a failure puts back every file
-    // already replaced.
+    Ok(())
+}
+
+/// Renames the staged files into place, then deletes; a failure puts back
+/// every file already replaced.
+fn replace(targets: &[Target<'_>]) -> Result<(), DiskError> {
     let order: Vec<usize> = (0..targets.len())
         .filter(|&i| targets[i].temp.is_some())
         .chain((0..targets.len()).filter(|&i| targets[i].temp.is_none()))
@@ -446,7 +470,7 @@ pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
             for &j in &order[..k] {
                 restore(&targets[j]);
             }
-            discard(&targets);
+            discard(targets);
             return Err(match classify(&t.dir, &t.name, &t.write.path, e) {
                 DiskError::Io { .. } => io_err(&t.write.path, e),
                 other => other,
@@ -454,17 +478,6 @@ pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
         }
         crate::failpoint::hit("after-rename");
     }
-    // The renames are durable once their directories are synced; syncs
-    // that wait together are committed together.
-    let mut seen = std::collections::HashSet::new();
-    let dirs: Vec<&OwnedFd> = targets
-        .iter()
-        .filter(|t| seen.insert(t.write.path.rsplit_once('/').map_or("", |(d, _)| d)))
-        .map(|t| &t.dir)
-        .collect();
-    on_threads(&dirs, |dir| {
-        let _ = rustix::fs::fsync(dir);
-    });
     Ok(())
 }
 

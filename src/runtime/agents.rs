@@ -113,30 +113,9 @@ pub(super) async fn run_agent(
             "the MCP session of {client} ended with its core before it proposed"
         )));
     }
-    let brain = agent::Brain::of(job, &core.config);
-    let run: futures_util::future::BoxFuture<'_, _> = match brain {
-        agent::Brain::External => Box::pin(crate::acp::run(
-            &core.acp,
-            core.store.clone(),
-            &core.config,
-            &core.services,
-            job,
-            cancel,
-            crate::acp::Human {
-                progress,
-                show: {
-                    let (sink, id) = (core.sink.clone(), job.id.clone());
-                    Arc::new(move |piece| {
-                        sink.send(ToEditor::AgentSaid {
-                            id: id.clone(),
-                            piece,
-                        })
-                    })
-                },
-                ask: asker(core, &job.id),
-            },
-        )),
-        _ => {
+    let run: futures_util::future::BoxFuture<'_, _> = match agent::Brain::of(job, &core.config) {
+        agent::Brain::External => Box::pin(run_external(core, job, cancel, progress)),
+        brain => {
             let llm = core
                 .llm
                 .as_ref()
@@ -144,17 +123,7 @@ pub(super) async fn run_agent(
             // The model of its role, else the one chosen now; the agent
             // keeps it to the end whatever is chosen meanwhile.
             let mut config = core.config.clone();
-            let chosen = job
-                .model
-                .clone()
-                .or_else(|| core.model.read().ok().and_then(|m| m.clone()));
-            config.llm.model = config
-                .llm
-                .roles
-                .get(brain.role(job))
-                .cloned()
-                .or(chosen)
-                .unwrap_or(config.llm.model);
+            config.llm.model = model_of(core, job, brain);
             let llm = llm.with_model(&config.llm.model);
             Box::pin(async move {
                 let run = agent::Run::new(
@@ -217,4 +186,41 @@ pub(super) async fn finish_agent(
                 .await
         }
     }
+}
+
+/// The model `job` asks: its role's (`llm.roles`), else the one chosen
+/// when it was given, else the one chosen now, else `llm.model`.
+fn model_of(core: &Core, job: &Job, brain: agent::Brain) -> String {
+    let llm = &core.config.llm;
+    let chosen = job
+        .model
+        .clone()
+        .or_else(|| core.model.read().ok().and_then(|m| m.clone()));
+    llm.roles
+        .get(brain.role(job))
+        .cloned()
+        .or(chosen)
+        .unwrap_or_else(|| llm.model.clone())
+}
+
+/// `job` run by its ACP agent, what it says shown to the human.
+async fn run_external(
+    core: &Arc<Core>,
+    job: &Job,
+    cancel: &CancellationToken,
+    progress: Arc<dyn Fn(String) + Send + Sync>,
+) -> Result<agent::Done, agent::AgentError> {
+    let (sink, id) = (core.sink.clone(), job.id.clone());
+    let human = crate::acp::Human {
+        progress,
+        show: Arc::new(move |piece| {
+            sink.send(ToEditor::AgentSaid {
+                id: id.clone(),
+                piece,
+            })
+        }),
+        ask: asker(core, &job.id),
+    };
+    let (store, config) = (core.store.clone(), &core.config);
+    crate::acp::run(&core.acp, store, config, &core.services, job, cancel, human).await
 }
