@@ -19,6 +19,17 @@ pub(super) async fn chat(
     on_delta: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<Reply, LlmError> {
     let cfg = client.config();
+    let body = request(client, messages, opts);
+    let resp = super::post(client, "messages", &body).await?;
+    if !cfg.stream {
+        return whole_reply(&super::whole_json(client, resp).await?);
+    }
+    streamed(client, resp, on_delta).await
+}
+
+/// The body of a Messages request.
+fn request(client: &LlmClient, messages: &[ChatMessage], opts: &ChatOptions) -> Value {
+    let cfg = client.config();
     let (system, turns) = wire_messages(messages);
     let mut body = json!({
         "model": cfg.model,
@@ -38,28 +49,38 @@ pub(super) async fn chat(
             .collect();
     }
     super::pass_through(&mut body, cfg, None);
-    let resp = super::post(client, "messages", &body).await?;
-    if !cfg.stream {
-        let v = super::whole_json(client, resp).await?;
-        let blocks = v["content"]
-            .as_array()
-            .ok_or_else(|| LlmError::BadReply(format!("no content in {}", cap(&v.to_string()))))?;
-        let mut reply = Reply::default();
-        for b in blocks {
-            match b["type"].as_str() {
-                Some("text") => reply.text.push_str(b["text"].as_str().unwrap_or("")),
-                Some("tool_use") if reply.tool_call.is_none() => {
-                    reply.tool_call = Some(ToolCall {
-                        id: b["id"].as_str().unwrap_or("call_0").to_owned(),
-                        name: b["name"].as_str().unwrap_or("").to_owned(),
-                        arguments: b["input"].clone(),
-                    })
-                }
-                _ => {}
+    body
+}
+
+/// A reply that came whole: its text blocks, and its first `tool_use`.
+fn whole_reply(v: &Value) -> Result<Reply, LlmError> {
+    let blocks = v["content"]
+        .as_array()
+        .ok_or_else(|| LlmError::BadReply(format!("no content in {}", cap(&v.to_string()))))?;
+    let mut reply = Reply::default();
+    for b in blocks {
+        match b["type"].as_str() {
+            Some("text") => reply.text.push_str(b["text"].as_str().unwrap_or("")),
+            Some("tool_use") if reply.tool_call.is_none() => {
+                reply.tool_call = Some(ToolCall {
+                    id: b["id"].as_str().unwrap_or("call_0").to_owned(),
+                    name: b["name"].as_str().unwrap_or("").to_owned(),
+                    arguments: b["input"].clone(),
+                })
             }
+            _ => {}
         }
-        return Ok(reply);
     }
+    Ok(reply)
+}
+
+/// A streamed reply, its text shown to `on_delta` as it comes; only its
+/// first tool call is kept (one tool call per step).
+async fn streamed(
+    client: &LlmClient,
+    resp: reqwest::Response,
+    on_delta: &(dyn Fn(&str) + Send + Sync),
+) -> Result<Reply, LlmError> {
     let mut reply = Reply::default();
     // The first tool_use block: its index, id, name and input so far.
     let mut call: Option<(u64, String, String, String)> = None;
@@ -69,7 +90,6 @@ pub(super) async fn chat(
         };
         match v["type"].as_str() {
             Some("error") => return Err(LlmError::BadReply(v["error"].to_string())),
-            // Only the first call is used: one tool call per step.
             Some("content_block_start")
                 if v["content_block"]["type"] == "tool_use" && call.is_none() =>
             {

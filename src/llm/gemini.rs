@@ -16,6 +16,34 @@ pub(super) async fn chat(
     on_delta: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<Reply, LlmError> {
     let cfg = client.config();
+    let body = request(client, messages, opts);
+    let path = if cfg.stream {
+        format!("models/{}:streamGenerateContent?alt=sse", cfg.model)
+    } else {
+        format!("models/{}:generateContent", cfg.model)
+    };
+    let resp = super::post(client, &path, &body).await?;
+    let mut reply = Partial::default();
+    if !cfg.stream {
+        reply.take(&super::whole_json(client, resp).await?, &|_| {})?;
+        return Ok(reply.reply);
+    }
+    for_each_line(resp, client, |line| {
+        if let Some(v) = super::sse_json(line)? {
+            reply.take(&v, on_delta)?;
+        }
+        Ok(false)
+    })
+    .await?;
+    if !reply.finished {
+        return Err(LlmError::Truncated);
+    }
+    Ok(reply.reply)
+}
+
+/// The body of a generateContent request.
+fn request(client: &LlmClient, messages: &[ChatMessage], opts: &ChatOptions) -> Value {
+    let cfg = client.config();
     let (system, contents) = wire_messages(messages);
     let mut generation = json!({
         "temperature": opts.temperature.unwrap_or(cfg.temperature),
@@ -38,15 +66,21 @@ pub(super) async fn chat(
         body["tools"] = json!([{ "functionDeclarations": declarations }]);
     }
     super::pass_through(&mut body, cfg, Some("generationConfig"));
-    let path = if cfg.stream {
-        format!("models/{}:streamGenerateContent?alt=sse", cfg.model)
-    } else {
-        format!("models/{}:generateContent", cfg.model)
-    };
-    let resp = super::post(client, &path, &body).await?;
-    let mut reply = Reply::default();
-    let mut finished = false;
-    let mut take = |v: &Value, on_delta: &(dyn Fn(&str) + Send + Sync)| -> Result<(), LlmError> {
+    body
+}
+
+/// A reply as its candidates come in.
+#[derive(Default)]
+struct Partial {
+    reply: Reply,
+    /// A candidate said why it ended.
+    finished: bool,
+}
+
+impl Partial {
+    /// Takes in one answer (or one streamed piece), its text shown to
+    /// `on_delta`; only the first function call is kept.
+    fn take(&mut self, v: &Value, on_delta: &(dyn Fn(&str) + Send + Sync)) -> Result<(), LlmError> {
         if let Some(err) = v.get("error") {
             return Err(LlmError::BadReply(err.to_string()));
         }
@@ -58,11 +92,11 @@ pub(super) async fn chat(
         {
             if let Some(t) = part["text"].as_str() {
                 on_delta(t);
-                reply.text.push_str(t);
+                self.reply.text.push_str(t);
             }
             let call = &part["functionCall"];
-            if let (None, Some(name)) = (&reply.tool_call, call["name"].as_str()) {
-                reply.tool_call = Some(ToolCall {
+            if let (None, Some(name)) = (&self.reply.tool_call, call["name"].as_str()) {
+                self.reply.tool_call = Some(ToolCall {
                     id: format!("call_{name}"),
                     name: name.to_owned(),
                     arguments: match &call["args"] {
@@ -73,25 +107,10 @@ pub(super) async fn chat(
             }
         }
         if candidate["finishReason"].is_string() {
-            finished = true;
+            self.finished = true;
         }
         Ok(())
-    };
-    if !cfg.stream {
-        take(&super::whole_json(client, resp).await?, &|_| {})?;
-        return Ok(reply);
     }
-    for_each_line(resp, client, |line| {
-        if let Some(v) = super::sse_json(line)? {
-            take(&v, on_delta)?;
-        }
-        Ok(false)
-    })
-    .await?;
-    if !finished {
-        return Err(LlmError::Truncated);
-    }
-    Ok(reply)
 }
 
 /// The system text, and the turns as Gemini takes them (`model` for the

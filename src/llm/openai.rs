@@ -34,32 +34,45 @@ pub(super) async fn chat(
     super::pass_through(&mut body, cfg, None);
     let resp = super::post(client, "chat/completions", &body).await?;
     if !cfg.stream {
-        let v = super::whole_json(client, resp).await?;
-        let text = v.to_string();
-        let message = &v["choices"][0]["message"];
-        let tool_call = message["tool_calls"][0]
-            .is_object()
-            .then(|| {
-                let mut call = PartialCall::default();
-                call.add(&message["tool_calls"][0]);
-                call.finish()
-            })
-            .flatten();
-        return match (message["content"].as_str(), tool_call) {
-            (text, Some(call)) => Ok(Reply {
-                text: text.unwrap_or("").to_owned(),
-                tool_call: Some(call),
-            }),
-            (Some(text), None) => Ok(Reply {
-                text: text.to_owned(),
-                tool_call: None,
-            }),
-            (None, None) => Err(LlmError::BadReply(format!(
-                "no choices[0].message.content in {}",
-                cap(&text)
-            ))),
-        };
+        return whole_reply(&super::whole_json(client, resp).await?);
     }
+    streamed(client, resp, on_delta).await
+}
+
+/// A reply that came whole: its message's content and first tool call.
+fn whole_reply(v: &Value) -> Result<Reply, LlmError> {
+    let message = &v["choices"][0]["message"];
+    let tool_call = message["tool_calls"][0]
+        .is_object()
+        .then(|| {
+            let mut call = PartialCall::default();
+            call.add(&message["tool_calls"][0]);
+            call.finish()
+        })
+        .flatten();
+    match (message["content"].as_str(), tool_call) {
+        (text, Some(call)) => Ok(Reply {
+            text: text.unwrap_or("").to_owned(),
+            tool_call: Some(call),
+        }),
+        (Some(text), None) => Ok(Reply {
+            text: text.to_owned(),
+            tool_call: None,
+        }),
+        (None, None) => Err(LlmError::BadReply(format!(
+            "no choices[0].message.content in {}",
+            cap(&v.to_string())
+        ))),
+    }
+}
+
+/// A streamed reply, its text shown to `on_delta` as it comes; only its
+/// first tool call is kept (one tool call per step).
+async fn streamed(
+    client: &LlmClient,
+    resp: reqwest::Response,
+    on_delta: &(dyn Fn(&str) + Send + Sync),
+) -> Result<Reply, LlmError> {
     let mut out = String::new();
     let mut call = PartialCall::default();
     let mut finished = false;
@@ -77,7 +90,6 @@ pub(super) async fn chat(
             on_delta(delta);
             out.push_str(delta);
         }
-        // Only the first call is used: one tool call per step.
         if let Some(first) = v["choices"][0]["delta"]["tool_calls"]
             .as_array()
             .and_then(|calls| calls.iter().find(|c| c["index"].as_u64().unwrap_or(0) == 0))
