@@ -355,6 +355,32 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             let path = format!("/agents/{}/cancel", url_part(&id));
             output::agent_state(&s.post(&path, None).await?["agent"], json);
         }
+        Command::Calls { id } => output::calls(
+            &s.get(&format!("/agents/{}/calls", url_part(&id))).await?,
+            json,
+        ),
+        c @ (Command::Snapshot { .. }
+        | Command::History
+        | Command::Rollback { .. }
+        | Command::Effects { .. }
+        | Command::Branch { .. }
+        | Command::Fork { .. }) => history(s, c).await?,
+        c @ (Command::Nodes { .. }
+        | Command::Node { .. }
+        | Command::Chat { .. }
+        | Command::Remora { .. }) => remora(s, c).await?,
+        Command::Serve { port } => return serve(s, port).await,
+        Command::A2a { action } => return a2a(s, action).await,
+        Command::Mcp { action } => return mcp(s, action).await,
+    }
+    Ok(exit::OK)
+}
+
+/// The snapshot commands: `snapshot`, `history`, `rollback`, `effects`,
+/// `branch`, `fork`.
+async fn history(s: &mut Session, command: Command) -> Result<(), Failure> {
+    let json = s.json;
+    match command {
         Command::Snapshot { message } => {
             let body = json!({ "message": message.join(" ") });
             let answer = s.post("/snapshots", Some(body)).await?;
@@ -393,10 +419,6 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
                 .await?;
             output::branch(&set, json);
         }
-        Command::Calls { id } => output::calls(
-            &s.get(&format!("/agents/{}/calls", url_part(&id))).await?,
-            json,
-        ),
         Command::Fork { id, text } => {
             let path = format!("/snapshots/{}/fork", url_part(&id));
             let answer = s
@@ -404,6 +426,15 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
                 .await?;
             output::id(answer["id"].as_str().unwrap_or_default(), json);
         }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The Remora commands: `nodes`, `node`, `chat`, `remora`.
+async fn remora(s: &mut Session, command: Command) -> Result<(), Failure> {
+    let json = s.json;
+    match command {
         Command::Nodes { path } => {
             output::nodes(&s.get(&format!("/nodes/{}", url_path(&path))).await?, json)
         }
@@ -423,11 +454,9 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
             answer if json => out!("{answer}"),
             _ => out!("Remora enabled: the project is being indexed"),
         },
-        Command::Serve { port } => return serve(s, port).await,
-        Command::A2a { action } => return a2a(s, action).await,
-        Command::Mcp { action } => return mcp(s, action).await,
+        _ => {}
     }
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// `chimera status`: the project, its options and its core if one runs.
