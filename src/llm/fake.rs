@@ -191,43 +191,75 @@ fn chunks(text: &str) -> Vec<String> {
     chars.chunks(7).map(|c| c.iter().collect()).collect()
 }
 
+/// An OpenAI-compatible stream of `text`, in pieces.
+fn openai_stream(text: &str) -> String {
+    let mut body = String::new();
+    for piece in chunks(text) {
+        let v =
+            serde_json::json!({"choices": [{"delta": {"content": piece}, "finish_reason": null}]});
+        body.push_str(&format!("data: {v}\n\n"));
+    }
+    body.push_str(
+        "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    body
+}
+
+/// An OpenAI-compatible stream of one native call of `name`, its
+/// arguments in pieces.
+fn openai_tool_call(name: &str, args: &str) -> String {
+    let head = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": format!("call_{name}"), "type": "function", "function": {"name": name, "arguments": ""}}]}, "finish_reason": null}]});
+    let mut body = format!("data: {head}\n\n");
+    for piece in chunks(args) {
+        let v = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, "finish_reason": null}]});
+        body.push_str(&format!("data: {v}\n\n"));
+    }
+    body.push_str(
+        "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n",
+    );
+    body
+}
+
+/// Ollama's stream of `text`: one JSON object per line.
+fn ollama_stream(text: &str) -> String {
+    let mut body = String::new();
+    for piece in chunks(text) {
+        body.push_str(
+            &serde_json::json!({"message": {"content": piece}, "done": false}).to_string(),
+        );
+        body.push('\n');
+    }
+    body.push_str("{\"message\":{\"content\":\"\"},\"done\":true}\n");
+    body
+}
+
+/// Gemini's stream of `text`, its events ended by CRLF pairs.
+fn gemini_stream(text: &str) -> String {
+    let mut body = String::new();
+    for piece in chunks(text) {
+        let v = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}}]});
+        body.push_str(&format!("data: {v}\r\n\r\n"));
+    }
+    let end = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]});
+    body.push_str(&format!("data: {end}\r\n\r\n"));
+    body
+}
+
 async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io::Result<()> {
     let mut extra = String::new();
     let (status, ctype, body, close_early) = match reply {
-        Reply::OpenaiStream(text) => {
-            let mut body = String::new();
-            for piece in chunks(&text) {
-                let v = serde_json::json!({"choices": [{"delta": {"content": piece}, "finish_reason": null}]});
-                body.push_str(&format!("data: {v}\n\n"));
-            }
-            body.push_str("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
-            (200, "text/event-stream", body, false)
-        }
-        Reply::OpenaiToolCall(name, args) => {
-            let head = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": format!("call_{name}"), "type": "function", "function": {"name": name, "arguments": ""}}]}, "finish_reason": null}]});
-            let mut body = format!("data: {head}\n\n");
-            for piece in chunks(&args) {
-                let v = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, "finish_reason": null}]});
-                body.push_str(&format!("data: {v}\n\n"));
-            }
-            body.push_str("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
-            (200, "text/event-stream", body, false)
-        }
+        Reply::OpenaiStream(text) => (200, "text/event-stream", openai_stream(&text), false),
+        Reply::OpenaiToolCall(name, args) => (
+            200,
+            "text/event-stream",
+            openai_tool_call(&name, &args),
+            false,
+        ),
         Reply::OpenaiJson(text) => {
             let v = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": text}}]});
             (200, "application/json", v.to_string(), false)
         }
-        Reply::OllamaStream(text) => {
-            let mut body = String::new();
-            for piece in chunks(&text) {
-                body.push_str(
-                    &serde_json::json!({"message": {"content": piece}, "done": false}).to_string(),
-                );
-                body.push('\n');
-            }
-            body.push_str("{\"message\":{\"content\":\"\"},\"done\":true}\n");
-            (200, "application/x-ndjson", body, false)
-        }
+        Reply::OllamaStream(text) => (200, "application/x-ndjson", ollama_stream(&text), false),
         Reply::Truncated(text) => {
             let v = serde_json::json!({"choices": [{"delta": {"content": text}, "finish_reason": null}]});
             (200, "text/event-stream", format!("data: {v}\n\n"), true)
@@ -245,16 +277,7 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
             anthropic_stream("Calling it.", Some((&name, &args))),
             false,
         ),
-        Reply::GeminiStream(text) => {
-            let mut body = String::new();
-            for piece in chunks(&text) {
-                let v = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}}]});
-                body.push_str(&format!("data: {v}\r\n\r\n"));
-            }
-            let end = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]});
-            body.push_str(&format!("data: {end}\r\n\r\n"));
-            (200, "text/event-stream", body, false)
-        }
+        Reply::GeminiStream(text) => (200, "text/event-stream", gemini_stream(&text), false),
         Reply::GeminiToolCall(name, args) => {
             let v = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": name, "args": args}}]}, "finishReason": "STOP"}]});
             (
