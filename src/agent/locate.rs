@@ -229,6 +229,52 @@ fn new_files(m: &Mentions, files: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Which of `files` define each of `names` (a `Class.method` name: that
+/// method, else — a method to add — the files of that class).
+fn defining<'n, 'f>(
+    names: &[&'n str],
+    files: &'f [String],
+    read: impl Fn(&str) -> Option<String>,
+) -> BTreeMap<&'n str, Vec<&'f String>> {
+    let mut defining: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    let mut class_of: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    if names.is_empty() {
+        return defining;
+    }
+    for f in files
+        .iter()
+        .filter(|f| crate::lang::is_source(f))
+        .take(5000)
+    {
+        let Some(text) = read(f) else { continue };
+        if !names
+            .iter()
+            .any(|n| n.split('.').any(|part| text.contains(part)))
+        {
+            continue;
+        }
+        let defs = crate::lang::definitions(crate::lang::of_file(f), &text);
+        for n in names {
+            if defs.iter().any(|d| d.is_named(n)) {
+                defining.entry(n).or_default().push(f);
+            } else if let Some((class, _)) = n.rsplit_once('.') {
+                // A method to add (`Cart:remove`): where its class is.
+                let holds = defs.iter().any(|d| {
+                    d.parent.as_deref() == Some(class)
+                        || (d.name == class && d.kind == crate::lang::DefKind::Class)
+                });
+                if holds {
+                    class_of.entry(n).or_default().push(f);
+                }
+            }
+        }
+    }
+    for (n, in_files) in class_of {
+        defining.entry(n).or_insert(in_files);
+    }
+    defining
+}
+
 /// The file `task` is about among the project's `files`. `current`: the
 /// file of the buffer it was typed in. `read` gives a file's text.
 pub fn locate(
@@ -253,43 +299,7 @@ pub fn locate(
         return Some(Place::existing(first.clone(), rest.to_vec()));
     }
     let names: Vec<&str> = m.names().collect();
-    // Which files define each name (a `Class.method` name: that method).
-    let mut defining: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
-    // For a `Class.method` no file defines: the files of that class.
-    let mut class_of: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
-    if !names.is_empty() {
-        for f in files
-            .iter()
-            .filter(|f| crate::lang::is_source(f))
-            .take(5000)
-        {
-            let Some(text) = read(f) else { continue };
-            if !names
-                .iter()
-                .any(|n| n.split('.').any(|part| text.contains(part)))
-            {
-                continue;
-            }
-            let defs = crate::lang::definitions(crate::lang::of_file(f), &text);
-            for n in &names {
-                if defs.iter().any(|d| d.is_named(n)) {
-                    defining.entry(n).or_default().push(f);
-                } else if let Some((class, _)) = n.rsplit_once('.') {
-                    // A method to add (`Cart:remove`): where its class is.
-                    let holds = defs.iter().any(|d| {
-                        d.parent.as_deref() == Some(class)
-                            || (d.name == class && d.kind == crate::lang::DefKind::Class)
-                    });
-                    if holds {
-                        class_of.entry(n).or_default().push(f);
-                    }
-                }
-            }
-        }
-    }
-    for (n, in_files) in class_of {
-        defining.entry(n).or_insert(in_files);
-    }
+    let defining = defining(&names, files, read);
     let mut score: BTreeMap<&String, f64> = BTreeMap::new();
     for (name, in_files) in &defining {
         // Code-like names weigh most; a word that is also what tasks ask
