@@ -53,6 +53,30 @@ fn labels(nodes: &[Node]) -> String {
     }
 }
 
+/// The node tools and the extension's own, as signatures the prompt
+/// lists (an extension tool with the first line of its doc).
+fn tool_signatures(view: &NodeView) -> String {
+    let seed = [
+        "rewrite_self(new_source)",
+        "message_node(target_id, request)",
+        "ask_parent(request)",
+        "propose_new_node(node_type, name, source, insert_after=None)",
+        "read_node(target_id)",
+        "get_my_callers()",
+        "get_my_callees()",
+    ];
+    let own = view.tools.iter().map(|tool| {
+        let header = tool.source.lines().next().unwrap_or("");
+        let header = header.trim_start_matches("def ").trim_end_matches(':');
+        match tool.doc.lines().next() {
+            Some(doc) => format!("{header} ({doc})"),
+            None => header.to_owned(),
+        }
+    });
+    let all: Vec<String> = seed.iter().map(|t| (*t).to_owned()).chain(own).collect();
+    all.join(", ")
+}
+
 /// The seed's base system prompt for `view`, then the tools and the reply
 /// format a small model can follow.
 pub fn system_prompt(view: &NodeView) -> String {
@@ -60,34 +84,10 @@ pub fn system_prompt(view: &NodeView) -> String {
         return String::new();
     };
     let language = lang::of_file(&n.file_path);
-    let tools = {
-        let mut t = vec![
-            "rewrite_self(new_source)",
-            "message_node(target_id, request)",
-            "ask_parent(request)",
-            "propose_new_node(node_type, name, source, insert_after=None)",
-            "read_node(target_id)",
-            "get_my_callers()",
-            "get_my_callees()",
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .collect::<Vec<_>>();
-        t.extend(view.tools.iter().map(|tool| {
-            let header = tool
-                .source
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("def ");
-            let header = header.trim_end_matches(':');
-            if tool.doc.is_empty() {
-                header.to_owned()
-            } else {
-                format!("{header} ({})", tool.doc.lines().next().unwrap_or(""))
-            }
-        }));
-        t.join(", ")
+    let tools = tool_signatures(view);
+    let or_none = |s: &str| match s.trim() {
+        "" => "None".to_owned(),
+        s => s.to_owned(),
     };
     format!(
         "You are an autonomous AI agent embodying a {language} {kind}: `{name}`
@@ -131,16 +131,8 @@ They run in a small Python subset: no imports, no open(), no % formatting.",
             .as_ref()
             .map_or("None (top-level)".into(), label),
         code = code_and_neighbours(view, n),
-        custom = if view.custom_prompt.trim().is_empty() {
-            "None"
-        } else {
-            view.custom_prompt.trim()
-        },
-        workspaces = if view.workspaces.trim().is_empty() {
-            "None"
-        } else {
-            view.workspaces.trim()
-        },
+        custom = or_none(&view.custom_prompt),
+        workspaces = or_none(&view.workspaces),
         language = language.name,
         fence = language.fence,
         comment = language.line_comment,
