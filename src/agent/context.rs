@@ -77,66 +77,10 @@ pub fn target_view(
         Some(_) if focused => budget.min(FOCUSED_VIEW_CHARS),
         _ => budget,
     };
-    let mut related = Vec::new();
-    if let Some(f) = focus {
-        let body = &text[f.start..f.end];
-        for d in &defs {
-            if d.start == f.start || d.kind == DefKind::Class {
-                continue;
-            }
-            let calls_focus = text[d.start..d.end].contains(&format!("{}(", f.name))
-                && !(f.start >= d.start && f.end <= d.end);
-            let called =
-                body.contains(&format!("{}(", d.name)) && !(d.start >= f.start && d.end <= f.end);
-            if calls_focus {
-                related.push(format!(
-                    "- calls it: {} (line {})",
-                    signature(text, d),
-                    d.start_line + 1
-                ));
-            } else if called {
-                related.push(format!(
-                    "- it calls: {} (line {})",
-                    signature(text, d),
-                    d.start_line + 1
-                ));
-            }
-        }
-        related.truncate(12);
-    }
-    let mut outline = Vec::new();
-    let shown = if text.len() <= budget {
-        text.to_owned()
-    } else {
-        // Too big for the window: the focus in full, and the rest as a
-        // list of what it defines. The list is prose outside the code
-        // block: as code (or comments) in the block, small models copied it
-        // back into their answer — on a real package, 300 tokens of outline
-        // a reply, half a minute each on 2 cores.
-        let shown: String = focus
-            .map(|f| text[f.start..f.end].chars().take(budget / 2).collect())
-            .unwrap_or_default();
-        let mut room = budget.saturating_sub(shown.len());
-        for d in defs
-            .iter()
-            .filter(|d| d.parent.is_none() || d.kind == DefKind::Method)
-        {
-            if focus.is_some_and(|f| f.start == d.start) {
-                continue;
-            }
-            let line = format!(
-                "line {}: {}{}",
-                d.start_line + 1,
-                if d.kind == DefKind::Method { "  " } else { "" },
-                signature(text, d),
-            );
-            if line.len() + 3 > room {
-                break;
-            }
-            room -= line.len() + 3;
-            outline.push(line);
-        }
-        shown
+    let related = focus.map_or_else(Vec::new, |f| related(text, &defs, f));
+    let (shown, outline) = match text.len() <= budget {
+        true => (text.to_owned(), vec![]),
+        false => cut_to(text, &defs, focus, budget),
     };
     TargetView {
         path: path.to_owned(),
@@ -153,6 +97,65 @@ pub fn target_view(
         editable: vec![],
         failing_tests: None,
     }
+}
+
+/// The definitions of `defs` that call `focus` or that it calls, at most
+/// 12, each with its signature and line.
+fn related(text: &str, defs: &[Definition], f: &Definition) -> Vec<String> {
+    let body = &text[f.start..f.end];
+    let mut related = Vec::new();
+    for d in defs {
+        if d.start == f.start || d.kind == DefKind::Class {
+            continue;
+        }
+        let calls_focus = text[d.start..d.end].contains(&format!("{}(", f.name))
+            && !(f.start >= d.start && f.end <= d.end);
+        let called =
+            body.contains(&format!("{}(", d.name)) && !(d.start >= f.start && d.end <= f.end);
+        let how = match (calls_focus, called) {
+            (true, _) => "calls it",
+            (false, true) => "it calls",
+            (false, false) => continue,
+        };
+        let line = d.start_line + 1;
+        related.push(format!("- {how}: {} (line {line})", signature(text, d)));
+    }
+    related.truncate(12);
+    related
+}
+
+/// A file too big for the window: the focus in full, and the rest as a
+/// list of what it defines, within `budget`. The list is prose outside
+/// the code block: as code (or comments) in the block, small models copied
+/// it back into their answer — on a real package, 300 tokens of outline a
+/// reply, half a minute each on 2 cores.
+fn cut_to(
+    text: &str,
+    defs: &[Definition],
+    focus: Option<&Definition>,
+    budget: usize,
+) -> (String, Vec<String>) {
+    let shown: String = focus
+        .map(|f| text[f.start..f.end].chars().take(budget / 2).collect())
+        .unwrap_or_default();
+    let mut room = budget.saturating_sub(shown.len());
+    let mut outline = Vec::new();
+    for d in defs
+        .iter()
+        .filter(|d| d.parent.is_none() || d.kind == DefKind::Method)
+    {
+        if focus.is_some_and(|f| f.start == d.start) {
+            continue;
+        }
+        let indent = if d.kind == DefKind::Method { "  " } else { "" };
+        let line = format!("line {}: {indent}{}", d.start_line + 1, signature(text, d));
+        if line.len() + 3 > room {
+            break;
+        }
+        room -= line.len() + 3;
+        outline.push(line);
+    }
+    (shown, outline)
 }
 
 #[cfg(test)]
