@@ -13,6 +13,34 @@ use std::time::{Duration, Instant};
 use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 
+/// Why a command did not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("run_command(): the command is empty")]
+    Empty,
+    #[error("run_command(): no scratch folder: {0}")]
+    Scratch(std::io::Error),
+    #[error("run_command(): cannot check out the project: {0}")]
+    Checkout(String),
+    #[error("run_command(): {0}")]
+    Confine(String),
+    #[error("run_command(): cannot start {program:?}: {source}")]
+    Start {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("run_command(): cancelled")]
+    Cancelled,
+    #[error("run_command(): {0}")]
+    Wait(std::io::Error),
+}
+
+impl From<CommandError> for crate::sandbox::HostError {
+    fn from(e: CommandError) -> Self {
+        crate::sandbox::HostError::Failed(e.to_string())
+    }
+}
+
 /// Output kept from a command, per stream.
 pub const OUTPUT_CAP: usize = 16 * 1024;
 
@@ -55,22 +83,23 @@ pub fn checkout(
     overlay: &Overlay<'_>,
     dir: &Path,
     visible: impl Fn(&str) -> bool,
-) -> Result<usize, String> {
-    let files = overlay.files().map_err(|e| e.to_string())?;
+) -> Result<usize, CommandError> {
+    let failed = |e: String| CommandError::Checkout(e);
+    let files = overlay.files().map_err(|e| failed(e.to_string()))?;
     let mut n = 0;
     for f in files.into_iter().filter(|f| visible(f)) {
-        let p = ProjectPath::parse(&f).map_err(|e| e.to_string())?;
+        let p = ProjectPath::parse(&f).map_err(|e| failed(e.to_string()))?;
         // A file too large for agents is left out of their copy too.
         let data = match overlay.read(&p) {
             Err(crate::overlay::OverlayError::TooLarge { .. }) => continue,
-            other => other.map_err(|e| e.to_string())?,
+            other => other.map_err(|e| failed(e.to_string()))?,
         };
         if let Some(data) = data {
             let target = dir.join(p.as_str());
             if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| format!("{f}: {e}"))?;
+                std::fs::create_dir_all(parent).map_err(|e| failed(format!("{f}: {e}")))?;
             }
-            std::fs::write(&target, data).map_err(|e| format!("{f}: {e}"))?;
+            std::fs::write(&target, data).map_err(|e| failed(format!("{f}: {e}")))?;
             n += 1;
         }
     }
@@ -108,8 +137,56 @@ pub fn run(
     dir: &Path,
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Ran, String> {
+) -> Result<Ran, CommandError> {
     run_confined(argv, dir, None, limit, cancelled)
+}
+
+/// Reads `stream` to its end on a thread of its own (so the child never
+/// blocks on a full pipe), keeping [`OUTPUT_CAP`] bytes and the count.
+fn drain(stream: Option<Box<dyn Read + Send>>) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let mut total = 0;
+        if let Some(mut s) = stream {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n) = s.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                total += n;
+                if buf.len() < OUTPUT_CAP + 1 {
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+            }
+        }
+        (buf, total)
+    })
+}
+
+/// Waits for `child` until `limit` after `started` or a cancel; its exit
+/// code (`None`: killed at the limit). Stopping the supervisor ends the
+/// whole tree; it exits once all of it is gone. One that cannot (a
+/// process stuck in the kernel) is not waited for longer than a moment,
+/// and its group is killed.
+fn wait(
+    child: &mut std::process::Child,
+    stop: crate::reaper::Stop,
+    started: Instant,
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<i32>, CommandError> {
+    let ended = loop {
+        match child.try_wait() {
+            // The supervisor ended what the command left behind.
+            Ok(Some(s)) => return Ok(s.code()),
+            Ok(None) if started.elapsed() >= limit => break Ok(None),
+            Ok(None) if cancelled() => break Err(CommandError::Cancelled),
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => break Err(CommandError::Wait(e)),
+        }
+    };
+    end_tree(child, stop);
+    ended
 }
 
 /// Where a confined command may go ([`crate::confine`]), and its own
@@ -153,17 +230,16 @@ pub fn run_in_checkout(
     argv: &[String],
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Ran, String> {
+) -> Result<Ran, CommandError> {
     let scratch = tempfile::Builder::new()
         .prefix("chimera-run-")
         .tempdir()
-        .map_err(|e| format!("run_command(): no scratch folder: {e}"))?;
+        .map_err(CommandError::Scratch)?;
     let (dir, tmp) = (scratch.path().join("files"), scratch.path().join("tmp"));
     for d in [&dir, &tmp] {
-        std::fs::create_dir_all(d).map_err(|e| format!("run_command(): {}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(CommandError::Scratch)?;
     }
-    checkout(view, &dir, visible)
-        .map_err(|e| format!("run_command(): cannot check out the project: {e}"))?;
+    checkout(view, &dir, visible)?;
     let confined = Confined::in_scratch(argv, &dir, &tmp, view.root());
     run_confined(argv, &dir, confined.as_ref(), limit, cancelled)
 }
@@ -175,13 +251,11 @@ pub fn run_confined(
     confined: Option<&Confined>,
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Ran, String> {
-    let (program, args) = argv
-        .split_first()
-        .ok_or("run_command(): the command is empty")?;
+) -> Result<Ran, CommandError> {
+    let (program, args) = argv.split_first().ok_or(CommandError::Empty)?;
     let started = Instant::now();
     let mut command = crate::confine::command(program, confined.map(|c| &c.rules))
-        .map_err(|e| format!("run_command(): {e}"))?;
+        .map_err(|e| CommandError::Confine(e.to_string()))?;
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     command
         .args(args)
@@ -192,8 +266,11 @@ pub fn run_confined(
     if let Some(c) = confined {
         command.env("TMPDIR", &c.tmp);
     }
-    let (mut child, stop) = crate::reaper::spawn(&mut command)
-        .map_err(|e| format!("run_command(): cannot start {program:?}: {e}"))?;
+    let (mut child, stop) =
+        crate::reaper::spawn(&mut command).map_err(|source| CommandError::Start {
+            program: program.clone(),
+            source,
+        })?;
     let readers = [
         child
             .stdout
@@ -204,55 +281,8 @@ pub fn run_confined(
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     ]
-    .map(|stream| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut total = 0;
-            if let Some(mut s) = stream {
-                // Read everything (so the child never blocks on a full
-                // pipe) but keep only the cap.
-                let mut chunk = [0u8; 8192];
-                while let Ok(n) = s.read(&mut chunk) {
-                    if n == 0 {
-                        break;
-                    }
-                    total += n;
-                    if buf.len() < OUTPUT_CAP + 1 {
-                        buf.extend_from_slice(&chunk[..n]);
-                    }
-                }
-            }
-            (buf, total)
-        })
-    });
-    // Stopping the supervisor ends the whole tree; it exits once all of
-    // it is gone. One that cannot (a process stuck in the kernel) is not
-    // waited for longer than a moment, and its group is killed.
-    let mut stop = Some(stop);
-    let mut kill_group = |child: &mut std::process::Child| {
-        if let Some(stop) = stop.take() {
-            end_tree(child, stop);
-        }
-    };
-    let status = loop {
-        match child.try_wait() {
-            // The supervisor ended what the command left behind.
-            Ok(Some(s)) => break Ok(s.code()),
-            Ok(None) if started.elapsed() >= limit => {
-                kill_group(&mut child);
-                break Ok(None);
-            }
-            Ok(None) if cancelled() => {
-                kill_group(&mut child);
-                break Err("run_command(): cancelled".to_owned());
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                kill_group(&mut child);
-                break Err(format!("run_command(): {e}"));
-            }
-        }
-    };
+    .map(drain);
+    let status = wait(&mut child, stop, started, limit, cancelled);
     let [out, err] = readers.map(|h| h.join().unwrap_or_default());
     let status = status?;
     Ok(Ran {
@@ -493,7 +523,7 @@ mod tests {
             Duration::from_secs(60),
             &cancel,
         );
-        assert!(r.unwrap_err().contains("cancelled"));
+        assert!(matches!(r, Err(CommandError::Cancelled)));
         assert!(started.elapsed() < Duration::from_secs(3));
         let pid = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
         std::thread::sleep(Duration::from_millis(100));

@@ -17,7 +17,7 @@ use super::{Place, Route};
 use crate::command::Ran;
 
 /// How a terminal's command ended (`None` while it runs).
-type Outcome = Option<Arc<Result<Ran, String>>>;
+type Outcome = Option<Arc<Result<Ran, crate::command::CommandError>>>;
 
 struct Terminal {
     session: String,
@@ -126,7 +126,10 @@ impl Terminals {
             None => (String::new(), None),
             Some(result) => match &*result {
                 Ok(ran) => (format!("{}{}", ran.stdout, ran.stderr), Some(status(ran))),
-                Err(e) => (e.clone(), Some(TerminalExitStatus::new().exit_code(127u32))),
+                Err(e) => (
+                    e.to_string(),
+                    Some(TerminalExitStatus::new().exit_code(127u32)),
+                ),
             },
         })
     }

@@ -335,7 +335,7 @@ fn run_in_copy(
     argv: &[String],
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
-) -> Result<command::Ran, String> {
+) -> Result<command::Ran, command::CommandError> {
     command::run_in_checkout(view, |f| caps.may_see(f), argv, limit, cancelled)
 }
 
@@ -363,7 +363,11 @@ pub fn check(
     let limit = Duration::from_millis(config.timeout_ms);
     let with = match run_in_copy(&after, caps, &argv, limit, cancelled) {
         Ok(ran) => ran,
-        Err(e) => return Verdict::Unavailable { said: e },
+        Err(e) => {
+            return Verdict::Unavailable {
+                said: e.to_string(),
+            }
+        }
     };
     if with.status == Some(0) {
         return Verdict::Passed {
