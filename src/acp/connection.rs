@@ -19,6 +19,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Agent;
 use tokio::sync::mpsc;
 
+use super::requests::Refused;
 use super::terminals::Terminals;
 use super::{Command, Place, Route, Routes};
 
@@ -27,8 +28,8 @@ pub(super) fn route_of(routes: &Routes, session: &SessionId) -> Option<Arc<Route
 }
 
 /// A request refused, with why (said to the agent).
-fn refused(why: String) -> agent_client_protocol::Error {
-    agent_client_protocol::Error::invalid_params().data(why)
+fn refused(why: &Refused) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params().data(why.to_string())
 }
 
 fn no_session(session: &SessionId) -> agent_client_protocol::Error {
@@ -155,11 +156,11 @@ type Responder<T> = agent_client_protocol::v1::Responder<T>;
 /// Answers a request with `result`, a refusal said to the agent.
 fn answer<T: agent_client_protocol::JsonRpcResponse>(
     responder: Responder<T>,
-    result: Result<T, String>,
+    result: Result<T, Refused>,
 ) -> Result<(), agent_client_protocol::Error> {
     match result {
         Ok(response) => responder.respond(response),
-        Err(why) => responder.respond_with_error(refused(why)),
+        Err(why) => responder.respond_with_error(refused(&why)),
     }
 }
 

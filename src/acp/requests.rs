@@ -45,13 +45,48 @@ pub struct Route {
 pub type Ask =
     Arc<dyn Fn(String) -> futures_util::future::BoxFuture<'static, Option<bool>> + Send + Sync>;
 
+/// Why an agent's request was refused; said to the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("{0} is outside the project")]
+    Outside(String),
+    #[error(transparent)]
+    Path(#[from] crate::paths::PathError),
+    #[error(transparent)]
+    Denied(#[from] crate::capabilities::Denied),
+    #[error(transparent)]
+    Disk(#[from] crate::rootfs::DiskError),
+    #[error("file `{0}` does not exist")]
+    Missing(ProjectPath),
+    #[error("file `{0}` is binary or not UTF-8")]
+    NotText(ProjectPath),
+    #[error("`{path}` would be {size} bytes, over the limit of {max} (sync.max_file_bytes)")]
+    TooLarge {
+        path: ProjectPath,
+        size: usize,
+        max: u64,
+    },
+    #[error("no terminal {0} in this session")]
+    NoTerminal(String),
+    #[error("the terminal was dropped")]
+    Dropped,
+    #[error("not under these capabilities")]
+    NotPermitted,
+    #[error("not allowed by the human")]
+    NotAllowed,
+    /// What the read-back of the agent's folder refused, and why.
+    #[error("{0}")]
+    Folder(String),
+}
+
 impl Route {
     /// Records a request in the effect log and the agent's audit log,
     /// whatever came of it.
-    fn logged<T>(&self, what: String, result: Result<T, String>) -> Result<T, String> {
-        let output = match &result {
-            Ok(_) => "ok".to_owned(),
-            Err(e) => format!("refused: {e}"),
+    fn logged<T>(&self, what: String, result: Result<T, Refused>) -> Result<T, Refused> {
+        let said = result.as_ref().err().map(ToString::to_string);
+        let output = match &said {
+            None => "ok".to_owned(),
+            Some(e) => format!("refused: {e}"),
         };
         self.store
             .effect_record("acp", Some(&self.agent_id), &what, &output, 0);
@@ -60,7 +95,7 @@ impl Route {
             &self.agent_id,
             tool,
             args,
-            result.as_ref().map(|_| "ok").map_err(String::as_str),
+            said.as_deref().map_or(Ok("ok"), Err),
             0,
         );
         result
@@ -69,39 +104,35 @@ impl Route {
     /// The project path an agent names: in its folder (ACP paths are
     /// absolute; a relative one is taken from the folder), or the
     /// project's own path for it; never a link.
-    fn path(&self, raw: &Path) -> Result<ProjectPath, String> {
+    fn path(&self, raw: &Path) -> Result<ProjectPath, Refused> {
         let p = if raw.is_absolute() {
             ProjectPath::from_absolute(&self.files, raw)
                 .or_else(|| ProjectPath::from_absolute(self.store.root(), raw))
-                .ok_or_else(|| format!("{} is outside the project", raw.display()))?
+                .ok_or_else(|| Refused::Outside(raw.display().to_string()))?
         } else {
-            ProjectPath::parse(&raw.to_string_lossy()).map_err(|e| e.to_string())?
+            ProjectPath::parse(&raw.to_string_lossy())?
         };
-        crate::rootfs::check_no_links(&self.files, &p).map_err(|e| e.to_string())?;
+        crate::rootfs::check_no_links(&self.files, &p)?;
         Ok(p)
     }
 
     /// `fs/read_text_file`: the text in the agent's folder, from `line`
     /// (1-based) for `limit` lines.
-    pub fn read(&self, req: &ReadTextFileRequest) -> Result<String, String> {
+    pub fn read(&self, req: &ReadTextFileRequest) -> Result<String, Refused> {
         let what = format!("fs/read_text_file {}", req.path.display());
         let result = (|| {
             let p = self.path(&req.path)?;
-            self.caps
-                .check_read(p.as_str())
-                .map_err(|d| d.to_string())?;
-            let data = crate::rootfs::read(&self.files, &p, self.max_bytes)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("file `{p}` does not exist"))?;
-            let text = String::from_utf8(data)
-                .map_err(|_| format!("file `{p}` is binary or not UTF-8"))?;
+            self.caps.check_read(p.as_str())?;
+            let data = crate::rootfs::read(&self.files, &p, self.max_bytes)?
+                .ok_or_else(|| Refused::Missing(p.clone()))?;
+            let text = String::from_utf8(data).map_err(|_| Refused::NotText(p.clone()))?;
             Ok(slice_lines(&text, req.line, req.limit))
         })();
         self.logged(what, result)
     }
 
     /// `fs/write_text_file`: into the agent's folder, never the project.
-    pub fn write(&self, req: &WriteTextFileRequest) -> Result<(), String> {
+    pub fn write(&self, req: &WriteTextFileRequest) -> Result<(), Refused> {
         let what = format!(
             "fs/write_text_file {} ({} bytes)",
             req.path.display(),
@@ -109,15 +140,13 @@ impl Route {
         );
         let result = (|| {
             let p = self.path(&req.path)?;
-            self.caps
-                .check_write(p.as_str())
-                .map_err(|d| d.to_string())?;
+            self.caps.check_write(p.as_str())?;
             if req.content.len() as u64 > self.max_bytes {
-                return Err(format!(
-                    "`{p}` would be {} bytes, over the limit of {} (sync.max_file_bytes)",
-                    req.content.len(),
-                    self.max_bytes
-                ));
+                return Err(Refused::TooLarge {
+                    path: p,
+                    size: req.content.len(),
+                    max: self.max_bytes,
+                });
             }
             let mode = self
                 .store
@@ -125,8 +154,7 @@ impl Route {
                 .ok()
                 .flatten()
                 .map_or(0o644, |e| e.mode);
-            crate::rootfs::write_scratch(&self.files, &p, req.content.as_bytes(), mode)
-                .map_err(|e| e.to_string())?;
+            crate::rootfs::write_scratch(&self.files, &p, req.content.as_bytes(), mode)?;
             (self.progress)(format!("wrote {p}"));
             Ok(())
         })();
@@ -139,7 +167,9 @@ impl Route {
     pub fn take_back(&self, work: &mut Workdir) -> Result<(), crate::workdir::WorkdirError> {
         let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
         for taken in ws.take_back(work)? {
-            let _ = self.logged(format!("folder {}", taken.what), taken.result);
+            // Only the log: what was refused stays out of the overlay.
+            let result = taken.result.map_err(Refused::Folder);
+            self.logged(format!("folder {}", taken.what), result).ok();
         }
         Ok(())
     }
@@ -183,11 +213,12 @@ impl Route {
         let verdict = if allowed {
             Ok(())
         } else if asked.is_empty() {
-            Err("not under these capabilities".to_owned())
+            Err(Refused::NotPermitted)
         } else {
-            Err("not allowed by the human".to_owned())
+            Err(Refused::NotAllowed)
         };
-        let _ = self.logged(what, verdict);
+        // Only the log: the agent hears the outcome.
+        self.logged(what, verdict).ok();
         match chosen {
             Some(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
             None => RequestPermissionOutcome::Cancelled,

@@ -13,6 +13,7 @@ use agent_client_protocol::v1::schema::{CreateTerminalRequest, TerminalExitStatu
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::requests::Refused;
 use super::{Place, Route};
 use crate::command::Ran;
 
@@ -48,7 +49,7 @@ impl Terminals {
         route: Arc<Route>,
         req: &CreateTerminalRequest,
         limit: Duration,
-    ) -> Result<String, String> {
+    ) -> Result<String, Refused> {
         let mut argv = vec![req.command.clone()];
         argv.extend(req.args.iter().cloned());
         if let Err(denied) = route.caps.check_command(&argv) {
@@ -59,7 +60,7 @@ impl Terminals {
                 &format!("refused: {denied}"),
                 0,
             );
-            return Err(denied.to_string());
+            return Err(denied.into());
         }
         let id = format!("term-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (tx, rx) = watch::channel(None);
@@ -106,11 +107,11 @@ impl Terminals {
         &self,
         session: &str,
         id: &str,
-    ) -> Result<(watch::Receiver<Outcome>, CancellationToken), String> {
-        let open = self.open.lock().map_err(|e| e.to_string())?;
+    ) -> Result<(watch::Receiver<Outcome>, CancellationToken), Refused> {
+        let open = self.open.lock().map_err(|_| Refused::Dropped)?;
         match open.get(id) {
             Some(t) if t.session == session => Ok((t.ended.clone(), t.kill.clone())),
-            _ => Err(format!("no terminal {id} in this session")),
+            _ => Err(Refused::NoTerminal(id.to_owned())),
         }
     }
 
@@ -119,7 +120,7 @@ impl Terminals {
         &self,
         session: &str,
         id: &str,
-    ) -> Result<(String, Option<TerminalExitStatus>), String> {
+    ) -> Result<(String, Option<TerminalExitStatus>), Refused> {
         let (ended, _) = self.get(session, id)?;
         let outcome = ended.borrow().clone();
         Ok(match outcome {
@@ -135,12 +136,12 @@ impl Terminals {
     }
 
     /// Waits until the command ended; how it did.
-    pub async fn wait(&self, session: &str, id: &str) -> Result<TerminalExitStatus, String> {
+    pub async fn wait(&self, session: &str, id: &str) -> Result<TerminalExitStatus, Refused> {
         let (mut ended, _) = self.get(session, id)?;
         let outcome = ended
             .wait_for(Option::is_some)
             .await
-            .map_err(|_| "the terminal was dropped".to_owned())?
+            .map_err(|_| Refused::Dropped)?
             .clone();
         Ok(match outcome.as_deref() {
             Some(Ok(ran)) => status(ran),
@@ -148,13 +149,13 @@ impl Terminals {
         })
     }
 
-    pub fn kill(&self, session: &str, id: &str) -> Result<(), String> {
+    pub fn kill(&self, session: &str, id: &str) -> Result<(), Refused> {
         self.get(session, id)?.1.cancel();
         Ok(())
     }
 
     /// Kills the command if it still runs and forgets the terminal.
-    pub fn release(&self, session: &str, id: &str) -> Result<(), String> {
+    pub fn release(&self, session: &str, id: &str) -> Result<(), Refused> {
         self.kill(session, id)?;
         if let Ok(mut open) = self.open.lock() {
             open.remove(id);
