@@ -5,7 +5,7 @@
 use std::sync::{Arc, Weak};
 
 use super::{spawn_agent, Core};
-use crate::agent::node::{self, NodeBus, NodeJob, NodeView};
+use crate::agent::node::{self, BusError, NodeBus, NodeJob, NodeView};
 use crate::agent::Job;
 use crate::messages::{Level, ToEditor};
 use crate::remora::events::{Event, Pattern, Trigger};
@@ -186,17 +186,13 @@ pub(super) fn spawn_node_agent(
     task: String,
     correlation: Option<String>,
     trigger_event_id: Option<String>,
-) -> Result<String, String> {
+) -> Result<String, BusError> {
     let job_node = core
         .node_job(node_id, correlation.clone())
-        .ok_or_else(|| format!("no node {node_id} in the index (is its file indexed?)"))?;
+        .ok_or_else(|| BusError::NoNode(node_id.to_owned()))?;
     let id = crate::remora::ids::fresh()[crate::remora::ids::PREFIX.len()..].to_owned();
-    if let Err(e) = core
-        .store
-        .set_agent_node(&id, node_id, correlation.as_deref())
-    {
-        return Err(e.to_string());
-    }
+    core.store
+        .set_agent_node(&id, node_id, correlation.as_deref())?;
     for p in Pattern::for_node(node_id) {
         let _ = core.store.subscribe(node_id, &p);
     }
@@ -450,7 +446,7 @@ pub(super) async fn answer(
     to: &str,
     question: &str,
     correlation: &str,
-) -> Result<String, String> {
+) -> Result<String, BusError> {
     // The human's question is in the log already, as their chat.
     if from != HUMAN {
         core.emit(
@@ -471,7 +467,7 @@ pub(super) async fn answer(
         },
         Err(error) => Event::AgentError {
             agent_id: to.to_owned(),
-            error: error.clone(),
+            error: error.to_string(),
         },
     };
     core.emit(event, Some(correlation));
@@ -485,10 +481,10 @@ async fn answer_turn(
     from: &str,
     to: &str,
     question: &str,
-) -> Result<String, String> {
+) -> Result<String, BusError> {
     let view = core
         .node_view(to)
-        .ok_or_else(|| format!("no node {to} in the index (is its file indexed?)"))?;
+        .ok_or_else(|| BusError::NoNode(to.to_owned()))?;
     let who = if from == HUMAN {
         "The human".to_owned()
     } else {
@@ -500,7 +496,10 @@ async fn answer_turn(
             .unwrap_or_else(|| from.to_owned())
     };
     let messages = node::answer_messages(&view, &who, question);
-    let llm = core.llm.as_ref().map_err(Clone::clone)?;
+    let llm = core.llm.as_ref().map_err(|e| BusError::CouldNot {
+        to: to.to_owned(),
+        why: e.clone(),
+    })?;
     let model = core
         .config
         .llm
@@ -519,13 +518,16 @@ async fn answer_turn(
     match tokio::time::timeout(limit, asked).await {
         Err(_) => {
             cancel.cancel();
-            Err(format!(
-                "{to} did not answer within {} s (remora.answer_timeout_ms)",
-                limit.as_millis() as f64 / 1000.0
-            ))
+            Err(BusError::NoAnswer {
+                to: to.to_owned(),
+                secs: limit.as_millis() as f64 / 1000.0,
+            })
         }
-        Ok(Err(e)) => Err(format!("{to} could not answer: {e}")),
-        Ok(Ok(text)) if text.trim().is_empty() => Err(format!("{to} gave an empty answer")),
+        Ok(Err(e)) => Err(BusError::CouldNot {
+            to: to.to_owned(),
+            why: e.to_string(),
+        }),
+        Ok(Ok(text)) if text.trim().is_empty() => Err(BusError::Empty(to.to_owned())),
         Ok(Ok(text)) => Ok(text.trim().to_owned()),
     }
 }
@@ -543,10 +545,10 @@ impl Bus {
         from: &str,
         to: &str,
         correlation: Option<&str>,
-    ) -> Result<(Arc<Core>, String), String> {
-        let core = self.core.upgrade().ok_or("Chimera is stopping")?;
+    ) -> Result<(Arc<Core>, String), BusError> {
+        let core = self.core.upgrade().ok_or(BusError::Stopping)?;
         if self.node(to).is_none() {
-            return Err(format!("message_node(): no node {to}"));
+            return Err(BusError::NoNode(to.to_owned()));
         }
         let correlation = match correlation {
             Some(c) => c.to_owned(),
@@ -554,7 +556,7 @@ impl Bus {
                 .chains
                 .lock()
                 .map(|mut ch| ch.start(from, now_ms()))
-                .map_err(|e| e.to_string())?,
+                .map_err(|_| BusError::Chains)?,
         };
         Ok((core, correlation))
     }
@@ -573,13 +575,12 @@ impl NodeBus for Bus {
         to: &str,
         request: &str,
         correlation: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, BusError> {
         let (core, correlation) = self.reach(from, to, correlation)?;
         core.chains
             .lock()
-            .map_err(|e| e.to_string())?
-            .check(&correlation, to, now_ms())
-            .map_err(|r| format!("message_node(): {r}"))?;
+            .map_err(|_| BusError::Chains)?
+            .check(&correlation, to, now_ms())?;
         for p in Pattern::for_node(to) {
             let _ = core.store.subscribe(to, &p);
         }
@@ -604,19 +605,23 @@ impl NodeBus for Bus {
         to: &str,
         question: &str,
         correlation: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, BusError> {
         let (core, correlation) = self.reach(from, to, correlation)?;
         // Answering is a turn of `to`: it joins the chain as a woken node
         // does, so a question back to a node in the chain is a cycle.
-        let depth = core
-            .chains
-            .lock()
-            .map_err(|e| e.to_string())?
-            .activate(&correlation, to, now_ms())
-            .map_err(|r| format!("message_node(): {r}"))?;
+        let depth = core.chains.lock().map_err(|_| BusError::Chains)?.activate(
+            &correlation,
+            to,
+            now_ms(),
+        )?;
         let _ = core.store.chain_record(&correlation, to, depth, now_ms());
-        tokio::runtime::Handle::current()
-            .block_on(answer(&core, asker, from, to, question, &correlation))
-            .map_err(|e| format!("message_node(): {e}"))
+        tokio::runtime::Handle::current().block_on(answer(
+            &core,
+            asker,
+            from,
+            to,
+            question,
+            &correlation,
+        ))
     }
 }

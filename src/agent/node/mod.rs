@@ -157,7 +157,7 @@ pub trait NodeBus: Send + Sync {
         to: &str,
         request: &str,
         correlation: Option<&str>,
-    ) -> Result<String, String>;
+    ) -> Result<String, BusError>;
     /// Puts `question` from node `from` to node `to` within chain
     /// `correlation`, as agent `asker`; the answer, or why there is none.
     /// Blocks (call it off the async threads).
@@ -168,7 +168,35 @@ pub trait NodeBus: Send + Sync {
         to: &str,
         question: &str,
         correlation: Option<&str>,
-    ) -> Result<String, String>;
+    ) -> Result<String, BusError>;
+}
+
+/// Why a message to another node did not go, or a question to it got no
+/// answer; said to the asking agent.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    #[error("Chimera is stopping")]
+    Stopping,
+    #[error("no node {0} in the index (is its file indexed?)")]
+    NoNode(String),
+    #[error(transparent)]
+    Chain(#[from] crate::remora::chain::Refusal),
+    #[error("the activation chains cannot be read (a thread failed while holding them)")]
+    Chains,
+    #[error("{to} did not answer within {secs} s (remora.answer_timeout_ms)")]
+    NoAnswer { to: String, secs: f64 },
+    #[error("{to} could not answer: {why}")]
+    CouldNot { to: String, why: String },
+    #[error("{0} gave an empty answer")]
+    Empty(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+impl From<BusError> for HostError {
+    fn from(e: BusError) -> Self {
+        HostError::Failed(format!("message_node(): {e}"))
+    }
 }
 
 /// A node's source and neighbours, as its prompts show them.
@@ -339,7 +367,7 @@ impl NodeJob {
         Some(
             self.bus
                 .message(&me.id, &target.id, &request, self.correlation.as_deref())
-                .map_err(|e| HostError::Failed(format!("message_node(): {e}"))),
+                .map_err(HostError::from),
         )
     }
 
@@ -365,7 +393,7 @@ impl NodeJob {
         Some(
             self.bus
                 .message(&me.id, &target.id, task.trim(), self.correlation.as_deref())
-                .map_err(|e| HostError::Failed(format!("message_node(): {e}"))),
+                .map_err(HostError::from),
         )
     }
 
@@ -377,7 +405,7 @@ impl NodeJob {
         } else {
             self.bus.message(from, to, request, correlation)
         }
-        .map_err(HostError::Failed)
+        .map_err(HostError::from)
     }
 
     /// A node ID, or the name of a neighbour (small models often give names).

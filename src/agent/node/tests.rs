@@ -192,7 +192,7 @@ impl NodeBus for RecordingBus {
         to: &str,
         request: &str,
         _: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, BusError> {
         self.sent
             .lock()
             .unwrap()
@@ -206,7 +206,7 @@ impl NodeBus for RecordingBus {
         to: &str,
         question: &str,
         _: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, BusError> {
         self.sent.lock().unwrap().push((
             from.into(),
             to.into(),
