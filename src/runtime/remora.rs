@@ -83,7 +83,7 @@ fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
                 Job::Then(f) => then.push(f),
             }
         }
-        let result = (|| -> Result<(), String> {
+        let result = (|| -> Result<(), WorkerError> {
             if all || enable.is_some() {
                 index_all(&ctx)?;
             }
@@ -107,6 +107,15 @@ fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
     }
 }
 
+/// Why the worker could not index or write IDs.
+#[derive(Debug, thiserror::Error)]
+enum WorkerError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Disk(#[from] crate::rootfs::DiskError),
+}
+
 /// The text of `path` in the stable layer, if it is there and not too large.
 fn stable_text(store: &Store, path: &str) -> Option<String> {
     let entry = store.stable_entry(path).ok()??;
@@ -117,21 +126,18 @@ fn stable_text(store: &Store, path: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&data).into_owned())
 }
 
-fn index_all(ctx: &Context) -> Result<(), String> {
+fn index_all(ctx: &Context) -> Result<(), WorkerError> {
     let files: Vec<(String, Option<String>)> = ctx
         .store
-        .stable_hashes()
-        .map_err(|e| e.to_string())?
+        .stable_hashes()?
         .into_iter()
         .filter(|(p, _)| is_indexed(p))
         .map(|(p, h)| (p, Some(h)))
         .collect();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut fresh = Indexer::open(&ctx.store).map_err(|e| e.to_string())?;
-    fresh
-        .index_all(&ctx.store, &files, threads, |p| stable_text(&ctx.store, p))
-        .map_err(|e| e.to_string())?;
-    fresh.hydrate(&ctx.store).map_err(|e| e.to_string())?;
+    let mut fresh = Indexer::open(&ctx.store)?;
+    fresh.index_all(&ctx.store, &files, threads, |p| stable_text(&ctx.store, p))?;
+    fresh.hydrate(&ctx.store)?;
     *ctx.shared.write() = fresh;
     ctx.sink.send(ToEditor::Topology { path: None });
     Ok(())
@@ -142,16 +148,12 @@ fn inline_enabled(ctx: &Context) -> bool {
         && ctx.store.setting(ENABLED).ok().flatten().as_deref() == Some("1")
 }
 
-fn changed_file(ctx: &Context, path: &str) -> Result<(), String> {
+fn changed_file(ctx: &Context, path: &str) -> Result<(), WorkerError> {
     if !is_indexed(path) {
         return Ok(());
     }
     let Some(text) = stable_text(&ctx.store, path) else {
-        let removed = ctx
-            .shared
-            .write()
-            .remove(&ctx.store, path)
-            .map_err(|e| e.to_string())?;
+        let removed = ctx.shared.write().remove(&ctx.store, path)?;
         if let Some(change) = &removed {
             ctx.sink.send(ToEditor::Topology {
                 path: Some(path.to_owned()),
@@ -160,11 +162,7 @@ fn changed_file(ctx: &Context, path: &str) -> Result<(), String> {
         }
         return Ok(());
     };
-    let indexed = ctx
-        .shared
-        .write()
-        .index_text(&ctx.store, path, &text)
-        .map_err(|e| e.to_string())?;
+    let indexed = ctx.shared.write().index_text(&ctx.store, path, &text)?;
     if let Some(change) = &indexed.change {
         ctx.sink.send(ToEditor::Topology {
             path: Some(path.to_owned()),
@@ -199,7 +197,7 @@ fn topology_event(ctx: &Context, change: &crate::remora::topology::FileChange) {
 /// Gives `path` its missing ID comments: in its buffer when it is loaded
 /// (the editor applies them as one undoable change), else on disk.
 /// Returns whether anything was missing.
-fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, String> {
+fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, WorkerError> {
     let edits = ctx.shared.read().id_edits(path, text);
     if edits.is_empty() {
         return Ok(false);
@@ -245,26 +243,21 @@ fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, String> {
             paths: vec![ctx.root.join(path).to_string_lossy().into_owned()],
         }),
         Err(crate::rootfs::DiskError::Changed(_)) => return Ok(false),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     }
     // Index the new text now rather than when the watcher reports it.
-    ctx.shared
-        .write()
-        .index_text(&ctx.store, path, &new)
-        .map_err(|e| e.to_string())?;
+    ctx.shared.write().index_text(&ctx.store, path, &new)?;
     Ok(true)
 }
 
-fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), String> {
+fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), WorkerError> {
     let (files, nodes) = {
         let ix = ctx.shared.read();
         let t = ix.topology();
         (t.file_paths().count(), t.counts().0)
     };
     if ctx.config.ids == IdMode::Shadow {
-        ctx.store
-            .set_setting(ENABLED, "1")
-            .map_err(|e| e.to_string())?;
+        ctx.store.set_setting(ENABLED, "1")?;
         ctx.sink.send(ToEditor::Notify {
             level: Level::Info,
             message: format!(
@@ -288,9 +281,7 @@ fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), String> {
         });
         return Ok(());
     }
-    ctx.store
-        .set_setting(ENABLED, "1")
-        .map_err(|e| e.to_string())?;
+    ctx.store.set_setting(ENABLED, "1")?;
     let mut written = 0;
     for p in &paths {
         if let Some(text) = stable_text(&ctx.store, p) {
