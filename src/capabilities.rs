@@ -65,6 +65,26 @@ impl Default for CapabilitiesConfig {
     }
 }
 
+/// Why a file may not go to the model as a reference (`@file`,
+/// `#buffer`); said to the human.
+#[derive(Debug, thiserror::Error)]
+pub enum NotShared {
+    #[error(transparent)]
+    Path(#[from] crate::paths::PathError),
+    #[error("a secret (capabilities.secrets): not sent")]
+    Secret,
+    #[error(transparent)]
+    Denied(#[from] Denied),
+    #[error(transparent)]
+    Disk(#[from] crate::rootfs::DiskError),
+    #[error("`{0}` is not a file of the project")]
+    Missing(String),
+    #[error("`{0}` is not text")]
+    NotText(String),
+    #[error("{0} is not a file of the project (outside it, or in .git or .chimera): not sent")]
+    Outside(String),
+}
+
 /// Why a call was refused; the text is what the agent reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("denied by the agent's capabilities ({preset}): {what}")]
@@ -244,13 +264,12 @@ impl Capabilities {
         root: &std::path::Path,
         rel: &str,
         limit: u64,
-    ) -> Result<String, String> {
-        let p = crate::paths::ProjectPath::parse(rel).map_err(|e| e.to_string())?;
+    ) -> Result<String, NotShared> {
+        let p = crate::paths::ProjectPath::parse(rel)?;
         self.check_share(root, &p)?;
-        let data = crate::rootfs::read(root, &p, limit)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("`{p}` is not a file of the project"))?;
-        String::from_utf8(data).map_err(|_| format!("`{p}` is not text"))
+        let data = crate::rootfs::read(root, &p, limit)?
+            .ok_or_else(|| NotShared::Missing(p.to_string()))?;
+        String::from_utf8(data).map_err(|_| NotShared::NotText(p.to_string()))
     }
 
     /// Whether project file `p` may go to the model as a reference:
@@ -259,18 +278,18 @@ impl Capabilities {
         &self,
         root: &std::path::Path,
         p: &crate::paths::ProjectPath,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotShared> {
         if self.is_secret(p.as_str()) {
-            return Err("a secret (capabilities.secrets): not sent".into());
+            return Err(NotShared::Secret);
         }
-        self.check_read(p.as_str()).map_err(|d| d.to_string())?;
-        crate::rootfs::check_no_links(root, p).map_err(|e| e.to_string())
+        self.check_read(p.as_str())?;
+        Ok(crate::rootfs::check_no_links(root, p)?)
     }
 
     /// Whether the file a buffer shows (`abs`, its name) may go to the
     /// model as `#buffer` or `#selection`: the rules of
     /// [`Capabilities::read_to_share`], and a file of the project.
-    pub fn may_share_buffer(&self, root: &std::path::Path, abs: &str) -> Result<(), String> {
+    pub fn may_share_buffer(&self, root: &std::path::Path, abs: &str) -> Result<(), NotShared> {
         let abs = std::path::Path::new(abs);
         // The folder is resolved (a project reached through a linked
         // folder is still the project); the file itself is not, so a
@@ -283,12 +302,7 @@ impl Capabilities {
         let p = real
             .as_deref()
             .and_then(|real| crate::paths::ProjectPath::from_absolute(root, real))
-            .ok_or_else(|| {
-                format!(
-                    "{} is not a file of the project (outside it, or in .git or .chimera): not sent",
-                    abs.display()
-                )
-            })?;
+            .ok_or_else(|| NotShared::Outside(abs.display().to_string()))?;
         self.check_share(root, &p)
     }
 

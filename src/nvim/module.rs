@@ -262,7 +262,7 @@ fn read_reference(lua: &Lua) -> mlua::Result<mlua::Function> {
         Ok(
             match caps.read_to_share(Path::new(&root), &rel, REFERENCE_LIMIT) {
                 Ok(text) => (Some(text), None),
-                Err(why) => (None, Some(why)),
+                Err(why) => (None, Some(why.to_string())),
             },
         )
     })
@@ -276,7 +276,10 @@ fn may_share_buffer(lua: &Lua) -> mlua::Result<mlua::Function> {
             .map_err(|e| mlua::Error::external(format!("Chimera: invalid configuration: {e}")))?;
         let caps = crate::capabilities::Capabilities::new(&config.capabilities, None)
             .map_err(|e| mlua::Error::external(e.to_string()))?;
-        Ok(caps.may_share_buffer(Path::new(&root), &abs).err())
+        Ok(caps
+            .may_share_buffer(Path::new(&root), &abs)
+            .err()
+            .map(|why| why.to_string()))
     })
 }
 
