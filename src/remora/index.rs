@@ -253,27 +253,8 @@ impl Indexer {
         F: Fn(&str) -> Option<String> + Sync,
     {
         let mut stats = BulkStats::default();
-        let wanted: HashSet<&str> = files
-            .iter()
-            .map(|(p, _)| p.as_str())
-            .filter(|p| is_indexed(p))
-            .collect();
         let known = self.known_hashes();
-        let gone: Vec<String> = known
-            .keys()
-            .filter(|p| !wanted.contains(p.as_str()))
-            .cloned()
-            .collect();
-        let mut todo: Vec<&str> = Vec::new();
-        for (path, hash) in files {
-            if !is_indexed(path) {
-                continue;
-            }
-            match (hash, known.get(path)) {
-                (Some(h), Some(k)) if h == k => stats.unchanged += 1,
-                _ => todo.push(path),
-            }
-        }
+        let (todo, gone) = to_index(files, &known, &mut stats);
         if todo.is_empty() && gone.is_empty() {
             return Ok(stats);
         }
@@ -323,6 +304,37 @@ impl Indexer {
         }
         Ok(stats)
     }
+}
+
+/// What a bulk index has to do: the paths of `files` to load (their text
+/// not indexed yet, or of no known hash) and the indexed paths no longer
+/// listed; counts the unchanged in `stats`.
+fn to_index<'f>(
+    files: &'f [(String, Option<String>)],
+    known: &HashMap<String, String>,
+    stats: &mut BulkStats,
+) -> (Vec<&'f str>, Vec<String>) {
+    let wanted: HashSet<&str> = files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .filter(|p| is_indexed(p))
+        .collect();
+    let gone: Vec<String> = known
+        .keys()
+        .filter(|p| !wanted.contains(p.as_str()))
+        .cloned()
+        .collect();
+    let mut todo: Vec<&str> = Vec::new();
+    for (path, hash) in files {
+        if !is_indexed(path) {
+            continue;
+        }
+        match (hash, known.get(path)) {
+            (Some(h), Some(k)) if h == k => stats.unchanged += 1,
+            _ => todo.push(path),
+        }
+    }
+    (todo, gone)
 }
 
 /// The edits turning `old` into `new`, one per changed run of lines, last

@@ -282,27 +282,7 @@ pub fn propose_new_node(
     let (at, indent, blank) = match parent.node_type {
         NodeType::File => (None, String::new(), if python { 2 } else { 1 }),
         _ => {
-            let p = locate(text, parent, &ex.nodes).ok_or_else(|| EditError::Gone {
-                tool: "propose_new_node",
-                name: parent.name.clone(),
-                file: parent.file_path.clone(),
-            })?;
-            // The indentation of the parent's body.
-            let body_line = text[line_end(text, p.start_byte).min(text.len())..]
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("    ");
-            let indent: String = body_line
-                .chars()
-                .take_while(|c| c.is_whitespace())
-                .collect();
-            // A body in braces (or Lua's `end`) closes on its last line:
-            // the new definition goes before that line.
-            let end = if python {
-                p.end_byte
-            } else {
-                line_start(text, p.end_byte.saturating_sub(1)).saturating_sub(1)
-            };
+            let (end, indent) = body_of(text, parent, &ex.nodes, python)?;
             (Some(end), indent, 1)
         }
     };
@@ -336,6 +316,35 @@ pub fn propose_new_node(
         });
     }
     Ok(new)
+}
+
+/// Where `parent`'s body ends (before its closing line, for a body in
+/// braces or Lua's `end`) and its indentation.
+fn body_of(
+    text: &str,
+    parent: &Node,
+    nodes: &[RawNode],
+    python: bool,
+) -> Result<(usize, String), EditError> {
+    let p = locate(text, parent, nodes).ok_or_else(|| EditError::Gone {
+        tool: "propose_new_node",
+        name: parent.name.clone(),
+        file: parent.file_path.clone(),
+    })?;
+    let body_line = text[line_end(text, p.start_byte).min(text.len())..]
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("    ");
+    let indent: String = body_line
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .collect();
+    let end = if python {
+        p.end_byte
+    } else {
+        line_start(text, p.end_byte.saturating_sub(1)).saturating_sub(1)
+    };
+    Ok((end, indent))
 }
 
 /// A ghost node's first source: its own definition in `code`, inserted
