@@ -55,7 +55,7 @@ pub(super) fn send(
         ChatPath::Code => AgentMode::Code,
         ChatPath::Prose | ChatPath::Tools => AgentMode::Tools,
     };
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let job = Job {
         id: id.clone(),
         task: message,
@@ -69,52 +69,55 @@ pub(super) fn send(
         }),
         ..Job::default()
     };
-    let c = core.clone();
     // Ends when the turn's job is dropped, after its state is final.
-    tokio::spawn(async move {
-        let mut answered = false;
-        while let Some(event) = rx.recv().await {
-            match event {
-                ChatEvent::Delta(text) => c.sink.send(ToEditor::ChatDelta {
-                    agent_id: id.clone(),
-                    text,
-                }),
-                ChatEvent::Step { call, result } => {
-                    append(&c, "tool", &format!("{call}\n{result}"), Some(&id))
-                }
-                ChatEvent::Reply(text) => {
-                    answered = true;
-                    append(&c, "assistant", &text, Some(&id))
-                }
-            }
-        }
-        let Ok(rec) = c.store.agent(&id) else { return };
-        let ended_well = matches!(
-            rec.state,
-            AgentState::Completed | AgentState::Accepted | AgentState::Settled
-        );
-        if !answered && ended_well {
-            // Code mode says what it did only in its summary.
-            if let Some(summary) = rec.summary.as_deref().filter(|s| !s.is_empty()) {
-                append(&c, "assistant", summary, Some(&id));
-            }
-        }
-        // An answer has nothing to review: the lifecycle ended it `accepted`.
-        let status = match rec.state {
-            AgentState::Completed if !rec.changed_files.is_empty() => format!(
-                "Proposal {id}: {} (<Leader>a / <Leader>r in the file, :Chimera diff {id})",
-                rec.changed_files.join(", ")
-            ),
-            AgentState::Failed => format!(
-                "Failed: {}",
-                rec.error.unwrap_or_else(|| "no reason given".into())
-            ),
-            AgentState::Cancelled => "Cancelled.".into(),
-            _ => return,
-        };
-        append(&c, "status", &status, Some(&id));
-    });
+    tokio::spawn(show_turn(core.clone(), id, rx));
     spawn_agent(core, job);
+}
+
+/// Shows chat turn `id` as it streams, keeps its steps and reply in the
+/// conversation and, once it ended, what became of it.
+async fn show_turn(c: Arc<Core>, id: String, mut rx: mpsc::UnboundedReceiver<ChatEvent>) {
+    let mut answered = false;
+    while let Some(event) = rx.recv().await {
+        match event {
+            ChatEvent::Delta(text) => c.sink.send(ToEditor::ChatDelta {
+                agent_id: id.clone(),
+                text,
+            }),
+            ChatEvent::Step { call, result } => {
+                append(&c, "tool", &format!("{call}\n{result}"), Some(&id))
+            }
+            ChatEvent::Reply(text) => {
+                answered = true;
+                append(&c, "assistant", &text, Some(&id))
+            }
+        }
+    }
+    let Ok(rec) = c.store.agent(&id) else { return };
+    let ended_well = matches!(
+        rec.state,
+        AgentState::Completed | AgentState::Accepted | AgentState::Settled
+    );
+    if !answered && ended_well {
+        // Code mode says what it did only in its summary.
+        if let Some(summary) = rec.summary.as_deref().filter(|s| !s.is_empty()) {
+            append(&c, "assistant", summary, Some(&id));
+        }
+    }
+    // An answer has nothing to review: the lifecycle ended it `accepted`.
+    let status = match rec.state {
+        AgentState::Completed if !rec.changed_files.is_empty() => format!(
+            "Proposal {id}: {} (<Leader>a / <Leader>r in the file, :Chimera diff {id})",
+            rec.changed_files.join(", ")
+        ),
+        AgentState::Failed => format!(
+            "Failed: {}",
+            rec.error.unwrap_or_else(|| "no reason given".into())
+        ),
+        AgentState::Cancelled => "Cancelled.".into(),
+        _ => return,
+    };
+    append(&c, "status", &status, Some(&id));
 }
 
 /// Sends the whole conversation ([`ToEditor::ChatHistory`]).
