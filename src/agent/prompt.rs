@@ -140,59 +140,7 @@ pub fn task_message(
     let mut msg = String::new();
     let fence = target.map_or("python", |t| t.language.fence);
     if let Some(t) = target {
-        for (path, text) in &t.references {
-            msg.push_str(&format!(
-                "File `{path}` (for reference):\n```{}\n{}\n```\n\n",
-                lang::of_file(path).fence,
-                text.trim_end()
-            ));
-        }
-        for (path, text) in &t.editable {
-            msg.push_str(&format!(
-                "File `{path}`:\n```{}\n{}\n```\n\n",
-                lang::of_file(path).fence,
-                text.trim_end()
-            ));
-        }
-        if t.new {
-            msg.push_str(&format!(
-                "File `{}` does not exist yet: the task creates it. Write its whole content.\n",
-                t.path
-            ));
-        } else if t.outline.is_empty() {
-            msg.push_str(&format!(
-                "File `{}`:\n```{fence}\n{}\n```\n",
-                t.path,
-                t.shown.trim_end()
-            ));
-        } else {
-            if !t.shown.is_empty() {
-                let part = t.focus.as_deref().unwrap_or("the part the task is about");
-                msg.push_str(&format!(
-                    "File `{}`, {part}:\n```{fence}\n{}\n```\n",
-                    t.path,
-                    t.shown.trim_end()
-                ));
-            }
-            msg.push_str(&format!(
-                "\nThe rest of `{}` is too long to show. It also defines (leave these out of your answer; they stay as they are):\n{}\n",
-                t.path,
-                t.outline.iter().map(|l| format!("- {l}")).collect::<Vec<_>>().join("\n")
-            ));
-        }
-        if let Some(focus) = &t.focus {
-            msg.push_str(&format!("\nThe cursor is in {focus}.\n"));
-        }
-        if !t.related.is_empty() {
-            msg.push_str(&format!("\nRelated code:\n{}\n", t.related.join("\n")));
-        }
-        if let Some(f) = &t.failing_tests {
-            msg.push_str(&format!(
-                "\nThe project's tests fail now ({}):\n```\n{}\n```\n",
-                f.said,
-                f.output.trim_end()
-            ));
-        }
+        msg.push_str(&target_part(t));
     }
     if let Some(sel) = selection {
         msg.push_str(&format!(
@@ -218,6 +166,69 @@ pub fn task_message(
         EditForm::Definitions => format!("\nReply with the changed definitions in one ```{fence} block."),
     });
     ChatMessage::user(msg)
+}
+
+/// What the first message shows of the target: the files beside it,
+/// its text (or its focus and an outline of the rest), the cursor, the
+/// related code and the tests that fail now.
+fn target_part(t: &TargetView) -> String {
+    let mut msg = String::new();
+    let fence = t.language.fence;
+    for (path, text) in &t.references {
+        msg.push_str(&format!(
+            "File `{path}` (for reference):\n```{}\n{}\n```\n\n",
+            lang::of_file(path).fence,
+            text.trim_end()
+        ));
+    }
+    for (path, text) in &t.editable {
+        msg.push_str(&format!(
+            "File `{path}`:\n```{}\n{}\n```\n\n",
+            lang::of_file(path).fence,
+            text.trim_end()
+        ));
+    }
+    if t.new {
+        msg.push_str(&format!(
+            "File `{}` does not exist yet: the task creates it. Write its whole content.\n",
+            t.path
+        ));
+    } else if t.outline.is_empty() {
+        msg.push_str(&format!(
+            "File `{}`:\n```{fence}\n{}\n```\n",
+            t.path,
+            t.shown.trim_end()
+        ));
+    } else {
+        if !t.shown.is_empty() {
+            let part = t.focus.as_deref().unwrap_or("the part the task is about");
+            msg.push_str(&format!(
+                "File `{}`, {part}:\n```{fence}\n{}\n```\n",
+                t.path,
+                t.shown.trim_end()
+            ));
+        }
+        let outline: Vec<String> = t.outline.iter().map(|l| format!("- {l}")).collect();
+        msg.push_str(&format!(
+            "\nThe rest of `{}` is too long to show. It also defines (leave these out of your answer; they stay as they are):\n{}\n",
+            t.path,
+            outline.join("\n")
+        ));
+    }
+    if let Some(focus) = &t.focus {
+        msg.push_str(&format!("\nThe cursor is in {focus}.\n"));
+    }
+    if !t.related.is_empty() {
+        msg.push_str(&format!("\nRelated code:\n{}\n", t.related.join("\n")));
+    }
+    if let Some(f) = &t.failing_tests {
+        msg.push_str(&format!(
+            "\nThe project's tests fail now ({}):\n```\n{}\n```\n",
+            f.said,
+            f.output.trim_end()
+        ));
+    }
+    msg
 }
 
 /// Earlier attempts the user rejected, with what they said: the model must
