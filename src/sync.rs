@@ -317,6 +317,29 @@ impl Drop for WatchHandle {
 /// The longest a burst of file-system events is gathered before it is reported.
 const MAX_BURST: Duration = Duration::from_secs(1);
 
+/// The paths of a burst of events starting with `first`, gathered until
+/// it has been quiet for `debounce` but never longer than [`MAX_BURST`];
+/// `None` when the watcher is gone.
+async fn burst(
+    first: PathBuf,
+    rx: &mut mpsc::UnboundedReceiver<PathBuf>,
+    debounce: Duration,
+) -> Option<HashMap<PathBuf, ()>> {
+    let mut pending: HashMap<PathBuf, ()> = HashMap::new();
+    pending.insert(first, ());
+    let burst_end = tokio::time::Instant::now() + MAX_BURST.max(debounce);
+    loop {
+        let quiet = debounce.min(burst_end - tokio::time::Instant::now().min(burst_end));
+        match tokio::time::timeout(quiet, rx.recv()).await {
+            Ok(Some(p)) => {
+                pending.insert(p, ());
+            }
+            Ok(None) => return None,
+            Err(_) => return Some(pending),
+        }
+    }
+}
+
 /// Watches `root`: after `debounce` of quiet, `on_change` is told of the
 /// tracked project paths (`.gitignore` honoured) that changed on disk. The
 /// caller brings the stable layer in line ([`sync_from_disk`]) where its
@@ -335,7 +358,8 @@ pub fn watch(
                 return;
             }
             for p in event.paths {
-                let _ = tx.send(p);
+                // The watching task ended with the core: nothing to tell.
+                tx.send(p).ok();
             }
         }
     })
@@ -352,21 +376,9 @@ pub fn watch(
     let task = tokio::spawn(async move {
         let mut ignore = Ignores::new(&root);
         while let Some(first) = rx.recv().await {
-            let mut pending: HashMap<PathBuf, ()> = HashMap::new();
-            pending.insert(first, ());
-            // Debounce: gather until the burst has been quiet for `debounce`,
-            // but never hold changes back longer than `MAX_BURST`.
-            let burst_end = tokio::time::Instant::now() + MAX_BURST.max(debounce);
-            loop {
-                let quiet = debounce.min(burst_end - tokio::time::Instant::now().min(burst_end));
-                match tokio::time::timeout(quiet, rx.recv()).await {
-                    Ok(Some(p)) => {
-                        pending.insert(p, ());
-                    }
-                    Ok(None) => return,
-                    Err(_) => break,
-                }
-            }
+            let Some(pending) = burst(first, &mut rx, debounce).await else {
+                return;
+            };
             if pending
                 .keys()
                 .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))

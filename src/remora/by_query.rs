@@ -7,7 +7,9 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-use tree_sitter::{InputEdit, Node as TsNode, QueryCursor, QueryMatch, StreamingIterator, Tree};
+use tree_sitter::{
+    InputEdit, Node as TsNode, Query, QueryCursor, QueryMatch, StreamingIterator, Tree,
+};
 
 use super::extracted::{file_node, newline_of, Extracted, IdSpan, RawNode, RawRef, Target};
 use super::{ids, EdgeKind, NodeType};
@@ -358,7 +360,6 @@ struct Fresh {
 /// What the three queries match in `range` of the file (all of it when
 /// `None`), unsorted.
 fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usize>>) -> Fresh {
-    let root = tree.root_node();
     let defs = lang::found_in(lang, tree, text, range.clone());
     let Ok(queries) = lang.queries() else {
         return Fresh {
@@ -366,34 +367,49 @@ fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usiz
             ..Fresh::default()
         };
     };
-    let src = |n: TsNode<'_>| text.get(n.byte_range()).unwrap_or("").to_owned();
-    let span = |m: &QueryMatch<'_, '_>| {
-        let a = m
-            .captures
-            .iter()
-            .map(|c| c.node.start_byte())
-            .min()
-            .unwrap_or(0);
-        let b = m
-            .captures
-            .iter()
-            .map(|c| c.node.end_byte())
-            .max()
-            .unwrap_or(a);
-        (a, b)
-    };
     let mut cursor = QueryCursor::new();
     if let Some(r) = &range {
         cursor.set_byte_range(r.clone());
     }
+    let calls = calls_in(&queries.calls, &mut cursor, tree, text);
+    let imports = imports_in(&queries.imports, &mut cursor, tree, text);
+    Fresh {
+        defs,
+        calls,
+        imports,
+    }
+}
 
-    let query = &queries.calls;
+/// The text of node `n` of `text`.
+fn src(text: &str, n: TsNode<'_>) -> String {
+    text.get(n.byte_range()).unwrap_or("").to_owned()
+}
+
+/// The bytes a match spans, from its first capture to its last.
+fn span(m: &QueryMatch<'_, '_>) -> (usize, usize) {
+    let a = m
+        .captures
+        .iter()
+        .map(|c| c.node.start_byte())
+        .min()
+        .unwrap_or(0);
+    let b = m
+        .captures
+        .iter()
+        .map(|c| c.node.end_byte())
+        .max()
+        .unwrap_or(a);
+    (a, b)
+}
+
+/// The calls the `calls` query matches within the cursor's range.
+fn calls_in(query: &Query, cursor: &mut QueryCursor, tree: &Tree, text: &str) -> Vec<Call> {
     let (name_ix, scope_ix) = (
         query.capture_index_for_name("call.name"),
         query.capture_index_for_name("call.scope"),
     );
     let mut calls = Vec::new();
-    let mut matches = cursor.matches(query, root, text.as_bytes());
+    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
     while let Some(m) = matches.next() {
         let Some(name) = capture(m, name_ix) else {
             continue;
@@ -401,20 +417,23 @@ fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usiz
         calls.push(Call {
             pattern: m.pattern_index,
             name: (name.start_byte(), name.end_byte()),
-            name_text: src(name),
+            name_text: src(text, name),
             // Only a name can resolve; a longer scope is kept short.
             scope: capture(m, scope_ix).map(|n| {
                 if n.byte_range().len() > LONGEST_SCOPE {
                     "…".to_owned()
                 } else {
-                    src(n)
+                    src(text, n)
                 }
             }),
             span: span(m),
         });
     }
+    calls
+}
 
-    let query = &queries.imports;
+/// The imports the `imports` query matches within the cursor's range.
+fn imports_in(query: &Query, cursor: &mut QueryCursor, tree: &Tree, text: &str) -> Vec<Import> {
     let ix = |n| query.capture_index_for_name(n);
     let (module_ix, name_ix, alias_ix, sub_ix) = (
         ix("import.module"),
@@ -423,9 +442,9 @@ fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usiz
         ix("import.submodule"),
     );
     let mut imports = Vec::new();
-    let mut matches = cursor.matches(query, root, text.as_bytes());
+    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
     while let Some(m) = matches.next() {
-        let get = |want| capture(m, want).map(src);
+        let get = |want| capture(m, want).map(|n| src(text, n));
         imports.push(Import {
             pattern: m.pattern_index,
             module: get(module_ix),
@@ -435,11 +454,7 @@ fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usiz
             span: span(m),
         });
     }
-    Fresh {
-        defs,
-        calls,
-        imports,
-    }
+    imports
 }
 
 /// A definition with what the text around it says about its node.
