@@ -436,6 +436,24 @@ impl Workdir {
         Ok(written)
     }
 
+    /// What the folder holds now: what the walk keeps, and the files of
+    /// the view the rules now leave out, which are still there (compared,
+    /// not deleted).
+    fn found(&self) -> Result<Found, WorkdirError> {
+        let mut found = walk_kept(&self.files, self.limit())?;
+        let left_out: Vec<(String, Stat)> = self
+            .seen
+            .keys()
+            .filter(|p| !found.files.contains_key(*p))
+            .filter_map(|p| {
+                let m = std::fs::symlink_metadata(self.files.join(p)).ok()?;
+                m.is_file().then(|| (p.clone(), Stat::of(&m)))
+            })
+            .collect();
+        found.files.extend(left_out);
+        Ok(found)
+    }
+
     /// What a program changed in the folder since it was filled or last
     /// read back: files written (at most `limit` bytes each) and deleted,
     /// and what is not taken (links, reserved names, files the agent may
@@ -444,21 +462,9 @@ impl Workdir {
     pub fn read_back(&mut self, limit: u64) -> Result<(Vec<Change>, Vec<Refused>), WorkdirError> {
         let looked = SystemTime::now();
         let Found {
-            files: mut on_disk,
+            files: on_disk,
             odd,
-        } = walk_kept(&self.files, self.limit())?;
-        // A file of the view the rules now leave out is still there: it
-        // is compared, not deleted.
-        let left_out: Vec<(String, Stat)> = self
-            .seen
-            .keys()
-            .filter(|p| !on_disk.contains_key(*p))
-            .filter_map(|p| {
-                let m = std::fs::symlink_metadata(self.files.join(p)).ok()?;
-                m.is_file().then(|| (p.clone(), Stat::of(&m)))
-            })
-            .collect();
-        on_disk.extend(left_out);
+        } = self.found()?;
         let mut changes = Vec::new();
         let mut refused = Vec::new();
         let mut refused_now = BTreeMap::new();
@@ -520,12 +526,11 @@ impl Workdir {
             .filter(|p| !on_disk.contains_key(*p))
             .cloned()
             .collect();
-        for path in gone {
+        changes.extend(gone.into_iter().filter_map(|path| {
             let was = self.seen.remove(&path).map(|s| s.hash);
-            if let Ok(p) = ProjectPath::parse(&path) {
-                changes.push(Change::Delete { path: p, was });
-            }
-        }
+            let path = ProjectPath::parse(&path).ok()?;
+            Some(Change::Delete { path, was })
+        }));
         self.refused = refused_now;
         self.looked = looked;
         Ok((changes, refused))
