@@ -234,23 +234,8 @@ pub(super) fn ghost(
     name: &str,
     description: &str,
 ) {
-    let Some(rel) = core.rel(file) else {
-        core.notify(
-            Level::Error,
-            format!("Chimera: {file} is not a file of the project"),
-        );
+    let Some((rel, p)) = place_ghost(core, file, line, kind, name) else {
         return;
-    };
-    let placed = {
-        let ix = core.remora_index.read();
-        crate::remora::ghost::place(ix.topology(), rel.as_str(), line, kind, name)
-    };
-    let p = match placed {
-        Ok(p) => p,
-        Err(e) => {
-            core.notify(Level::Error, format!("Chimera: {e}"));
-            return;
-        }
     };
     let ghost = p.ghost;
     let correlation = core
@@ -280,19 +265,15 @@ pub(super) fn ghost(
         },
         correlation.as_deref(),
     );
-    // The placeholder is indented as its siblings are.
-    let indent = match (&p.after, p.parent.node_type) {
-        (_, crate::remora::NodeType::File) => String::new(),
-        (Some(a), _) => line_indent(core, rel.as_str(), a.start_line),
-        (None, _) => line_indent(core, rel.as_str(), p.parent.start_line) + "    ",
-    };
-    core.sink.send(ToEditor::GhostNode {
-        agent_id: id.clone(),
-        path: core.abs(rel.as_str()),
-        line: ghost.start_line,
-        label: format!("{kind} {name}"),
-        indent,
-    });
+    show_ghost(
+        core,
+        &rel,
+        &p.after,
+        &p.parent,
+        &ghost,
+        &id,
+        format!("{kind} {name}"),
+    );
     let view = NodeView {
         parent: Some(p.parent),
         insert_after: p.after,
@@ -316,6 +297,58 @@ pub(super) fn ghost(
             ..Job::default()
         },
     );
+}
+
+/// Where the ghost `name` goes for a request at `line` of `file`, or
+/// `None` with the human told why it cannot go there.
+fn place_ghost(
+    core: &Core,
+    file: &str,
+    line: usize,
+    kind: &str,
+    name: &str,
+) -> Option<(crate::paths::ProjectPath, crate::remora::ghost::Placement)> {
+    let Some(rel) = core.rel(file) else {
+        let said = format!("Chimera: {file} is not a file of the project");
+        core.notify(Level::Error, said);
+        return None;
+    };
+    let placed = {
+        let ix = core.remora_index.read();
+        crate::remora::ghost::place(ix.topology(), rel.as_str(), line, kind, name)
+    };
+    match placed {
+        Ok(p) => Some((rel, p)),
+        Err(e) => {
+            core.notify(Level::Error, format!("Chimera: {e}"));
+            None
+        }
+    }
+}
+
+/// Shows agent `id`'s `ghost` as a placeholder `label`, in `parent` after
+/// `after`, indented as its siblings are.
+fn show_ghost(
+    core: &Core,
+    rel: &crate::paths::ProjectPath,
+    after: &Option<Node>,
+    parent: &Node,
+    ghost: &Node,
+    id: &str,
+    label: String,
+) {
+    let indent = match (after, parent.node_type) {
+        (_, crate::remora::NodeType::File) => String::new(),
+        (Some(a), _) => line_indent(core, rel.as_str(), a.start_line),
+        (None, _) => line_indent(core, rel.as_str(), parent.start_line) + "    ",
+    };
+    core.sink.send(ToEditor::GhostNode {
+        agent_id: id.to_owned(),
+        path: core.abs(rel.as_str()),
+        line: ghost.start_line,
+        label,
+        indent,
+    });
 }
 
 /// The leading whitespace of 1-based `line` of `path` as the store has it.
