@@ -11,7 +11,8 @@
 //!   taken back through it.
 //! - [`workdir`], [`confine`]: the real folder an external agent works in,
 //!   and the kernel's confinement to it (Landlock; Seatbelt on macOS).
-//! - [`command`]: `run_command` in a scratch checkout of an agent's view.
+//! - [`command`]: `run_command` in a scratch checkout of an agent's view
+//!   (its errors typed, [`command::CommandError`]).
 //! - [`hash`], [`brief`]: content hashes and fresh IDs; how a call's
 //!   arguments show in the logs (leaves).
 //! - [`config`]: the typed configuration, resolved from the Lua options table.
@@ -39,11 +40,17 @@
 //!   splicing a reply's definitions into a file.
 //! - [`remora`]: every Python file, class, function and method as a node
 //!   with a stable ID, and the topology between them.
-//! - [`agent`]: the code-mode agent: prompt, reply forms, repair rounds.
-//! - [`runtime`]: the tokio runtime thread and the message loop between the halves.
+//! - [`agent`]: Chimera's own agents through one door ([`agent::run`]): the
+//!   brain chosen once ([`agent::Brain`]: code mode, tool mode, a Remora
+//!   node), one [`agent::Run`] context, and what goes back to the model typed
+//!   ([`agent::Problem`]).
+//! - [`runtime`]: the tokio runtime thread and the message loop between the
+//!   halves; a front end in the same process reaches it through its typed
+//!   [`runtime::Port`].
 //! - [`messages`]: the typed messages crossing between the editor and the core.
 //! - [`api`]: the HTTP API clients outside Neovim use, on the project's
 //!   control socket (its shared types in `api::backend`, below the routes);
+//!   `api::core::start` starts a core with it, as Neovim and the CLI do;
 //!   [`cli`] is the `chimera` command built on it.
 //! - [`acp`], [`mcp`], [`a2a`]: other agents as Chimera's agents (ACP),
 //!   MCP clients and servers, A2A peers.

@@ -1,6 +1,6 @@
 //! Chimera's own agents: what a task is ([`Job`]), how it ends ([`Done`],
 //! [`AgentError`]) and the one door into a run ([`run`]), which hands the
-//! task to its [`Brain`] — code mode ([`code`]), tool mode ([`tools`]) or
+//! task to its [`Brain`] — code mode (`code`), tool mode ([`tools`]) or
 //! a Remora node ([`node`]) — in one [`Run`] context. Every brain's answer
 //! passes the same [`gate`] before it is proposed.
 

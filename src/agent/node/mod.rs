@@ -1,7 +1,7 @@
 //! Node agents (Remora, seed §3–4): an agent that embodies one node. Its
 //! prompt is the seed's base prompt hydrated from the topology, its tools
 //! reach other nodes through a [`NodeBus`], and its edits are confined to
-//! its node ([`edit`]).
+//! its node (`edit`).
 
 mod edit;
 
