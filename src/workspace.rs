@@ -185,7 +185,7 @@ impl<'a> Workspace<'a> {
                     what: format!("deleted {path}"),
                     result: self
                         .may_write(path)
-                        .and_then(|()| Ok(self.overlay.delete_from(path, was.as_deref())?))
+                        .and_then(|()| self.delete_taken(path, was.as_deref()))
                         .map_err(|e| e.to_string()),
                 },
             });
@@ -195,6 +195,15 @@ impl<'a> Workspace<'a> {
             result: Err(r.why),
         }));
         Ok(said)
+    }
+
+    /// A deletion in the agent's folder, as a change of the file it was
+    /// given (`was`); a file the human deleted meanwhile is gone already.
+    fn delete_taken(&self, path: &ProjectPath, was: Option<&str>) -> Result<(), WorkspaceError> {
+        if !self.overlay.exists(path)? {
+            return Ok(());
+        }
+        Ok(self.overlay.delete_from(path, was)?)
     }
 
     /// The entries directly in `dir` that the agent may know of.
@@ -318,5 +327,29 @@ mod take_back_tests {
             b"# mine\na = 1\nb = 2\nc = 30\n",
             "the human's line is kept"
         );
+    }
+
+    /// Found by `make sim` (seed 12, step 619): the human deleted a file
+    /// while a program deleted its copy too. That deletion is already
+    /// done, not refused as "does not exist".
+    #[test]
+    fn a_file_both_the_human_and_the_program_deleted_is_no_refusal() {
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory(t.path()).unwrap();
+        store
+            .stable_put("gone.py", b"g = 1\n", 0o644, 1, 1 << 20)
+            .unwrap();
+        store
+            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+            .unwrap();
+        let caps = Capabilities::new(&Default::default(), None).unwrap();
+        let mut w = Workdir::create(&t.path().join("work"), "ag").unwrap();
+        w.fill(&store, "ag", &|_| true).unwrap();
+        std::fs::remove_file(w.files().join("gone.py")).unwrap();
+        store.stable_delete("gone.py").unwrap();
+        let ws = Workspace::new(&store, "ag", &caps, 1 << 20);
+        let taken = ws.take_back(&mut w).unwrap();
+        assert!(taken.iter().all(|t| t.result.is_ok()), "{taken:?}");
+        assert!(store.overlay_entries("ag").unwrap().is_empty());
     }
 }
