@@ -253,18 +253,8 @@ impl Run<'_> {
         messages: &[ChatMessage],
         opts: &ChatOptions,
     ) -> Result<String, AgentError> {
-        let label = self.label(what);
-        logged_chat(
-            &self.store,
-            &self.job.id,
-            &label,
-            self.llm,
-            messages,
-            opts,
-            self.cancel,
-        )
-        .await
-        .map_err(llm_error)
+        let reply = self.reply(what, messages, opts, &|_| {}).await?;
+        Ok(reply.into_text())
     }
 
     /// [`Run::ask`], keeping a native tool call apart; `on_delta` sees
