@@ -280,7 +280,9 @@ pub enum Level {
 pub struct AgentView {
     pub id: String,
     pub state: AgentState,
-    pub task: String,
+    /// The task as the client gave it (its file a project path).
+    #[serde(flatten)]
+    pub spec: crate::task::TaskSpec,
     pub summary: Option<String>,
     pub error: Option<String>,
     /// Project paths the proposal changes.
@@ -291,13 +293,6 @@ pub struct AgentView {
     pub rounds: u32,
     /// Times it was re-queued after its owner died.
     pub recoveries: u32,
-    /// The project file the task concerns, and the cursor line in it.
-    pub file: Option<String>,
-    pub cursor_line: Option<usize>,
-    pub mode: Option<crate::config::AgentMode>,
-    pub capabilities: Option<String>,
-    /// The ACP agent doing the work (`agents.external`), if not Chimera's own.
-    pub external: Option<String>,
     /// The feedback given with each rejection, oldest first.
     pub feedback: Vec<String>,
     /// What its programs said with `log()` (the last lines).
@@ -311,18 +306,13 @@ impl From<&AgentRecord> for AgentView {
         AgentView {
             id: r.id.clone(),
             state: r.state,
-            task: r.task.clone(),
+            spec: r.spec.clone(),
             summary: r.summary.clone(),
             error: r.error.clone(),
             changed_files: r.changed_files.clone(),
             conflicted: r.conflicted,
             rounds: r.rounds,
             recoveries: r.recoveries,
-            file: r.file.clone(),
-            cursor_line: r.cursor_line,
-            mode: r.mode,
-            capabilities: r.capabilities.clone(),
-            external: r.external.clone(),
             feedback: r.feedback.iter().map(|f| f.feedback.clone()).collect(),
             log: r.log.clone(),
             created_at: r.created_at,

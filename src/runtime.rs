@@ -470,7 +470,7 @@ async fn without_store(
                 agent: AgentView::from(&AgentRecord {
                     state: crate::store::AgentState::Failed,
                     error: Some(reason.clone()),
-                    ..AgentRecord::new(id, spec.task)
+                    ..AgentRecord::new(id, spec)
                 }),
                 proposal: None,
                 cleared: false,

@@ -75,9 +75,27 @@ impl TaskSpec {
             .transpose()
     }
 
+    /// The mode asked for; one that is not a mode (a task not checked)
+    /// runs in the default mode.
+    pub fn mode(&self) -> Option<AgentMode> {
+        self.agent_mode().ok().flatten()
+    }
+
     /// The cursor's line counted from 0, as the core counts lines.
     pub fn cursor_line(&self) -> Option<usize> {
         self.line.and_then(|l| l.checked_sub(1))
+    }
+}
+
+impl From<&str> for TaskSpec {
+    fn from(task: &str) -> Self {
+        TaskSpec::new(task)
+    }
+}
+
+impl From<String> for TaskSpec {
+    fn from(task: String) -> Self {
+        TaskSpec::new(task)
     }
 }
 

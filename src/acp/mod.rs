@@ -290,18 +290,18 @@ pub(crate) struct Place {
 /// What the agent is told for `job`'s first turn: the task, and where the
 /// human was (in the agent's folder, the only project it has).
 fn first_prompt(job: &Job, root: &Path, files: &Path) -> String {
-    let mut text = job.task.clone();
-    let file = job.file.as_deref().map(|f| {
+    let mut text = job.spec.task.clone();
+    let file = job.spec.file.as_deref().map(|f| {
         crate::paths::ProjectPath::from_absolute(root, Path::new(f))
             .map_or_else(|| files.join(f), |p| files.join(p.as_str()))
     });
     if let Some(file) = file {
         text.push_str(&format!("\n\nThe file in question: {}", file.display()));
-        if let Some(line) = job.cursor_line {
+        if let Some(line) = job.spec.cursor_line() {
             text.push_str(&format!(" (cursor on line {})", line + 1));
         }
     }
-    if let Some(ctx) = job.context.as_deref().filter(|c| !c.is_empty()) {
+    if let Some(ctx) = job.spec.context.as_deref().filter(|c| !c.is_empty()) {
         text.push_str(&format!("\n\nThe selected text:\n```\n{ctx}\n```"));
     }
     text
@@ -323,7 +323,7 @@ pub async fn run(
         show,
         ask,
     } = human;
-    let name = job.external.as_deref().unwrap_or_default();
+    let name = job.spec.external.as_deref().unwrap_or_default();
     let spec = config.agents.external.get(name).ok_or_else(|| {
         let known: Vec<&str> = config.agents.external.keys().map(String::as_str).collect();
         AgentError::Denied(format!(

@@ -38,7 +38,7 @@ impl Turn<'_> {
             path.as_str(),
             Some(old),
             new,
-            &self.run.job.task,
+            &self.run.job.spec.task,
         );
         write_checked(self.run, path, old, new, form)
     }
@@ -90,7 +90,7 @@ impl Turn<'_> {
     /// gate's `checked`.
     pub fn done(&self, made: Made, checked: Vec<String>, rounds: u32) -> Result<Done, AgentError> {
         let (store, job, scene) = (&self.run.store, self.run.job, self.scene);
-        let summary = scope::summary(store, &job.id, made.summary, &job.task)?;
+        let summary = scope::summary(store, &job.id, made.summary, &job.spec.task)?;
         let mut notes = made.notes;
         notes.extend(checked);
         // Where the task could have meant another file too, say which was chosen.
@@ -114,7 +114,7 @@ impl Turn<'_> {
         if let Some(p) = scene
             .place
             .as_ref()
-            .filter(|p| p.only_the_buffer && !locate::mentions(&job.task).code.is_empty())
+            .filter(|p| p.only_the_buffer && !locate::mentions(&job.spec.task).code.is_empty())
         {
             notes.push(format!(
                 "put in {}, the file it was asked in: nothing in the task names a place",
@@ -291,9 +291,9 @@ impl Turn<'_> {
                 Ok(new) => self.write(path, text, &new, "rewrite_self"),
                 // A node may not edit another: what it wrote for a
                 // neighbour goes to that neighbour as a request.
-                Err(e) => match j.redirect(&job.task, &code).or_else(|| {
+                Err(e) => match j.redirect(&job.spec.task, &code).or_else(|| {
                     (e == node::EditError::Unchanged)
-                        .then(|| j.forward(&job.task))
+                        .then(|| j.forward(&job.spec.task))
                         .flatten()
                 }) {
                     Some(Ok(sent)) => Ok(Made::new(Some(sent), "message")),

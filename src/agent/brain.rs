@@ -28,11 +28,11 @@ pub enum Brain {
 impl Brain {
     /// The brain of `job` under `config`.
     pub fn of(job: &Job, config: &Config) -> Brain {
-        if job.external.is_some() {
+        if job.spec.external.is_some() {
             Brain::External
         } else if job.node.is_some() {
             Brain::Node
-        } else if job.mode.unwrap_or(config.agents.mode) == AgentMode::Tools {
+        } else if job.spec.mode().unwrap_or(config.agents.mode) == AgentMode::Tools {
             Brain::Tools
         } else {
             Brain::Code
@@ -115,7 +115,7 @@ pub fn capabilities(
     job: &Job,
     services: &Services,
 ) -> Result<Capabilities, AgentError> {
-    Capabilities::new(&config.capabilities, job.capabilities.as_deref())
+    Capabilities::new(&config.capabilities, job.spec.capabilities.as_deref())
         .map(|caps| caps.on_disk(services.root.clone()))
         .map_err(|e| AgentError::Denied(e.to_string()))
 }
@@ -123,6 +123,7 @@ pub fn capabilities(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::TaskSpec;
 
     #[test]
     fn each_job_has_one_brain_and_the_role_it_plays() {
@@ -131,7 +132,10 @@ mod tests {
         assert_eq!(Brain::of(&code, &config), Brain::Code);
         assert_eq!(Brain::of(&code, &config).role(&code), "task");
         let tools = Job {
-            mode: Some(AgentMode::Tools),
+            spec: TaskSpec {
+                mode: Some("tools".into()),
+                ..TaskSpec::default()
+            },
             ..Job::default()
         };
         assert_eq!(Brain::of(&tools, &config), Brain::Tools);
@@ -146,8 +150,11 @@ mod tests {
         assert_eq!(Brain::of(&code, &tools_by_default), Brain::Tools);
         // An external agent is chosen before any mode.
         let external = Job {
-            external: Some("opencode".into()),
-            mode: Some(AgentMode::Tools),
+            spec: TaskSpec {
+                external: Some("opencode".into()),
+                mode: Some("tools".into()),
+                ..TaskSpec::default()
+            },
             ..Job::default()
         };
         assert_eq!(Brain::of(&external, &config), Brain::External);

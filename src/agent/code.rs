@@ -90,7 +90,7 @@ pub(super) async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
 async fn scene_of(run: &Run<'_>) -> Result<Scene, AgentError> {
     let job = run.job;
     let (tree, mut place) = Scene::find(run)?;
-    if job.node.is_none() && locate::ask_where(&job.task, place.as_ref()) {
+    if job.node.is_none() && locate::ask_where(&job.spec.task, place.as_ref()) {
         let sources: Vec<&String> = tree.iter().filter(|f| lang::is_source(f)).collect();
         if let [only] = sources.as_slice() {
             place = Some(locate::Place::existing((*only).clone(), vec![]));
@@ -147,7 +147,7 @@ impl Talk {
         // A task to fix something starts from what fails, as a person would.
         if let Some(v) = view
             .as_mut()
-            .filter(|v| !v.new && checks::asks_to_fix(&job.task))
+            .filter(|v| !v.new && checks::asks_to_fix(&job.spec.task))
         {
             v.failing_tests = failing_now(run, v.path.clone()).await;
         }
@@ -203,7 +203,7 @@ impl Talk {
             {
                 self.messages = vec![
                     self.system.clone(),
-                    prompt::anew_message(&run.job.task, &signature, self.language),
+                    prompt::anew_message(&run.job.spec.task, &signature, self.language),
                 ];
                 asked_anew = true;
             }
@@ -353,8 +353,14 @@ fn opening(
         system.push_str(&format!("\nAnswer as JSON: {{\"summary\": one line saying what you changed, \"code\": the {code} code}}."));
     }
     let task_message = match &job.node {
-        Some(_) => ChatMessage::user(format!("# Request\n{}", job.task.trim())),
-        None => prompt::task_message(form, &job.task, job.context.as_deref(), view, &scene.tree),
+        Some(_) => ChatMessage::user(format!("# Request\n{}", job.spec.task.trim())),
+        None => prompt::task_message(
+            form,
+            &job.spec.task,
+            job.spec.context.as_deref(),
+            view,
+            &scene.tree,
+        ),
     };
     let system = ChatMessage::system(system);
     let mut messages = vec![system.clone(), task_message];

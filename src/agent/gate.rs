@@ -24,9 +24,9 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Vec<String>, Problem> {
         return check(store, &job.id, None).map(|()| vec![]);
     }
     let max_bytes = run.max_bytes();
-    let left_out = scope::trim_overlay(store, &job.id, &job.task, max_bytes)
+    let left_out = scope::trim_overlay(store, &job.id, &job.spec.task, max_bytes)
         .map_err(|e| Problem::Other(e.to_string()))?;
-    check(store, &job.id, Some(&job.task))?;
+    check(store, &job.id, Some(&job.spec.task))?;
     let mut notes = Vec::new();
     if !left_out.is_empty() {
         notes.push(format!(
@@ -56,7 +56,9 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Vec<String>, Problem> {
                 });
             }
             // Asked to fix what fails: failing as before is not done.
-            checks::Verdict::AlreadyFailing { said, output } if checks::asks_to_fix(&job.task) => {
+            checks::Verdict::AlreadyFailing { said, output }
+                if checks::asks_to_fix(&job.spec.task) =>
+            {
                 return Err(Problem::TestsStillFail {
                     said: said.clone(),
                     output: output.clone(),

@@ -123,7 +123,7 @@ impl AgentHost {
         Self {
             store: run.store.clone(),
             agent_id: job.id.clone(),
-            task: job.task.clone(),
+            task: job.spec.task.clone(),
             max_bytes: config.sync.max_file_bytes,
             // ask_llm() may have a model of its own (llm.roles).
             llm: config

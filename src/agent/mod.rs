@@ -35,6 +35,7 @@ pub use prompt::EditForm;
 use crate::config::Config;
 use crate::llm::{ChatMessage, ChatOptions, LlmClient, LlmError};
 use crate::store::{Store, StoreError};
+use crate::task::TaskSpec;
 
 /// Runs the task of `run` to completion with its brain: on success the
 /// agent's overlay holds its changes.
@@ -113,73 +114,47 @@ impl Default for Services {
 #[derive(Debug, Clone, Default)]
 pub struct Job {
     pub id: String,
-    pub task: String,
-    /// The user's selection, if the task was given with a range.
-    pub context: Option<String>,
-    /// The project path of the file the user was in, if any.
-    pub file: Option<String>,
-    /// The cursor's line in that file (0-based).
-    pub cursor_line: Option<usize>,
+    /// The task as the client gave it; its file is a project path.
+    pub spec: TaskSpec,
     /// Earlier attempts the user rejected, with their feedback.
     pub feedback: Vec<crate::store::Feedback>,
     /// The node this agent embodies (Remora), hydrated by the runtime.
     pub node: Option<node::NodeJob>,
-    /// Code or tool mode; `None`: `agents.mode`.
-    pub mode: Option<crate::config::AgentMode>,
-    /// A capabilities preset; `None`: `capabilities.preset`.
-    pub capabilities: Option<String>,
     /// A turn of the free chat (tool mode): the conversation so far.
     pub chat: Option<tools::ChatTurn>,
-    /// The ACP agent (`agents.external`) that does the work, if not ours.
-    pub external: Option<String>,
     /// The model chosen (`:Chimera model`, else `llm.model`) when the task
     /// was given; `None`: the one chosen when it starts.
     pub model: Option<String>,
 }
 
 impl Job {
-    /// The job of a task a client gave (checked already: a mode that is
-    /// not one runs in the default mode).
-    pub fn new(id: String, spec: crate::task::TaskSpec) -> Self {
+    /// The job of a task a client gave.
+    pub fn new(id: String, spec: TaskSpec) -> Self {
         Job {
-            cursor_line: spec.cursor_line(),
-            mode: spec.agent_mode().ok().flatten(),
             id,
-            task: spec.task,
-            context: spec.context,
-            file: spec.file,
-            capabilities: spec.capabilities,
-            external: spec.external,
+            spec,
             ..Job::default()
         }
     }
 
     /// The cursor's line when the task was typed in `path`'s buffer.
     fn cursor_in(&self, path: &str) -> Option<usize> {
-        self.cursor_line
-            .filter(|_| self.file.as_deref() == Some(path))
+        self.spec
+            .cursor_line()
+            .filter(|_| self.spec.file.as_deref() == Some(path))
     }
 }
 
 impl From<crate::store::AgentRecord> for Job {
-    /// The job of a stored agent, to run it (again).
+    /// The job of a stored agent, to run it (again). The conversation is
+    /// not part of the record (a turn run again after a restart is a plain
+    /// tool-mode task), and it runs with the model chosen then.
     fn from(rec: crate::store::AgentRecord) -> Self {
         Self {
             id: rec.id,
-            task: rec.task,
-            context: rec.context,
-            file: rec.file,
-            cursor_line: rec.cursor_line,
+            spec: rec.spec,
             feedback: rec.feedback,
-            node: None,
-            mode: rec.mode,
-            capabilities: rec.capabilities,
-            external: rec.external,
-            // The conversation is not part of the record: a turn run again
-            // after a restart is a plain tool-mode task.
-            chat: None,
-            // Run again: with the model chosen then.
-            model: None,
+            ..Job::default()
         }
     }
 }

@@ -44,7 +44,7 @@ impl Scene {
         // A task about a file outside the project is refused before the
         // model is asked: it would otherwise land in some other file.
         if node_file.is_none() {
-            if let Some((path, why)) = locate::outside_the_project(&job.task, &tree) {
+            if let Some((path, why)) = locate::outside_the_project(&job.spec.task, &tree) {
                 return Err(AgentError::Denied(format!(
                     "the task is about `{path}`, which Chimera may not change: {why}"
                 )));
@@ -58,7 +58,7 @@ impl Scene {
                 also: vec![],
                 only_the_buffer: false,
             }),
-            None => locate::locate(&job.task, &tree, job.file.as_deref(), |f| {
+            None => locate::locate(&job.spec.task, &tree, job.spec.file.as_deref(), |f| {
                 ProjectPath::parse(f)
                     .ok()
                     .and_then(|p| ov.read_text(&p).ok())
@@ -95,7 +95,7 @@ impl Scene {
             .as_ref()
             .is_none_or(|(p, _)| lang::of_file(p.as_str()) == &lang::PYTHON);
         let intent =
-            refactor::intent(&job.task, &tree).filter(|_| job.node.is_none() && python_target);
+            refactor::intent(&job.spec.task, &tree).filter(|_| job.node.is_none() && python_target);
         let may_change = others_to_change(
             job,
             &tree,
@@ -150,7 +150,7 @@ impl Scene {
         let (p, t) = self.target.as_ref()?;
         let cursor = job.cursor_in(p.as_str());
         let focused = form == EditForm::Definitions;
-        let mut v = context::target_view(p.as_str(), t, &job.task, cursor, budget, focused);
+        let mut v = context::target_view(p.as_str(), t, &job.spec.task, cursor, budget, focused);
         v.new = self
             .place
             .as_ref()
@@ -188,7 +188,7 @@ fn others_to_change(
     // A file being created is written from the files named beside it,
     // which stay as they are, unless the task moves code out of them.
     if !place.new || intent.is_some() {
-        out.extend(locate::named_files(&locate::mentions(&job.task), tree));
+        out.extend(locate::named_files(&locate::mentions(&job.spec.task), tree));
     }
     if let Some(intent) = intent {
         if let refactor::Change::Move { to, .. } = &intent.change {
@@ -247,7 +247,7 @@ pub(super) async fn ask_for_file(
         ChatMessage::user(format!(
             "The project's files and what they define:\n{}\n\nChange: {}\n\nWhich file should it go in? If none fits, give the path of a new file.",
             listing.join("\n"),
-            job.task.trim()
+            job.spec.task.trim()
         )),
     ];
     let opts = ChatOptions {

@@ -48,9 +48,12 @@ fn setup(url: &str) -> Setup {
 
 fn job() -> Job {
     Job {
+        spec: TaskSpec {
+            task: "add a docstring to parse_config".into(),
+            file: Some("app.py".into()),
+            ..TaskSpec::default()
+        },
         id: "ag".into(),
-        task: "add a docstring to parse_config".into(),
-        file: Some("app.py".into()),
         ..Job::default()
     }
 }
@@ -259,7 +262,10 @@ async fn a_function_answered_unchanged_is_asked_for_anew_in_the_last_round() {
     let mut s = setup(&server.url);
     s.config.llm.model = "qwen2.5-coder:0.5b".into();
     let job = Job {
-        task: "make parse_config return an empty list".into(),
+        spec: TaskSpec {
+            task: "make parse_config return an empty list".into(),
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
@@ -358,7 +364,10 @@ async fn run_tools_with(
     tweak: impl FnOnce(&mut Config),
 ) -> (Result<Done, AgentError>, Setup, FakeServer) {
     let job = Job {
-        mode: Some(crate::config::AgentMode::Tools),
+        spec: TaskSpec {
+            mode: Some("tools".into()),
+            ..job().spec
+        },
         ..job()
     };
     run_job(script, window, tweak, job).await
@@ -548,7 +557,10 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
     let server = FakeServer::start(vec![Reply::OpenaiStream(GOOD.into()); 3]).await;
     let s = setup(&server.url);
     let ro = Job {
-        capabilities: Some("readonly".into()),
+        spec: TaskSpec {
+            capabilities: Some("readonly".into()),
+            ..job().spec
+        },
         ..job()
     };
     let r = run_on(&s, &ro).await;
@@ -560,8 +572,11 @@ async fn a_readonly_agent_writes_nothing_and_a_secret_target_is_refused_at_once(
         .unwrap();
     // Typed in the secret's buffer, about nothing else: the buffer is the place.
     let on_secret = Job {
-        task: "add a comment on top".into(),
-        file: Some(".env".into()),
+        spec: TaskSpec {
+            task: "add a comment on top".into(),
+            file: Some(".env".into()),
+            ..job().spec
+        },
         ..job()
     };
     let before = server.requests.lock().unwrap().len();
@@ -619,7 +634,10 @@ async fn run_command_sees_the_agents_change_only_when_allowed() {
     let mut s = setup(&server.url);
     s.config.capabilities.commands = vec!["cat".into()];
     let dev = Job {
-        capabilities: Some("developer".into()),
+        spec: TaskSpec {
+            capabilities: Some("developer".into()),
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &dev).await.unwrap();
@@ -881,7 +899,10 @@ log(snapshot())
 submit_result("tried, then went back", ["app.py"])
 ```"#;
     let developer = Job {
-        capabilities: Some("developer".into()),
+        spec: TaskSpec {
+            capabilities: Some("developer".into()),
+            ..job().spec
+        },
         ..job()
     };
     let (r, s, server) = run_job(
@@ -1146,14 +1167,17 @@ async fn after_an_empty_submit_the_next_step_can_only_write() {
 async fn a_chat_request_acts_before_it_may_reply_and_an_echo_is_no_answer() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let job = Job {
-        mode: Some(crate::config::AgentMode::Tools),
+        spec: TaskSpec {
+            mode: Some("tools".into()),
+            ..job().spec
+        },
         chat: Some(tools::ChatTurn {
             history: vec![],
             events: tx,
         }),
         ..job()
     };
-    let task = job.task.clone();
+    let task = job.spec.task.clone();
     let (r, _s, server) = run_job(
         vec![
             // The grammar does not offer reply yet; a model that sends it
@@ -1199,8 +1223,11 @@ async fn a_chat_request_acts_before_it_may_reply_and_an_echo_is_no_answer() {
 async fn a_chat_question_to_a_small_model_is_answered_in_prose() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let job = Job {
-        task: "What does parse_config return?".into(),
-        mode: Some(crate::config::AgentMode::Tools),
+        spec: TaskSpec {
+            task: "What does parse_config return?".into(),
+            mode: Some("tools".into()),
+            ..job().spec
+        },
         chat: Some(tools::ChatTurn {
             history: vec![ChatMessage::user("hello"), ChatMessage::assistant("Hi.")],
             events: tx,
@@ -1255,8 +1282,11 @@ async fn run_on_module(
         .stable_put("stats.py", long_module().as_bytes(), 0o644, 0, 1 << 20)
         .unwrap();
     let job = Job {
-        task: task.into(),
-        file: Some("stats.py".into()),
+        spec: TaskSpec {
+            task: task.into(),
+            file: Some("stats.py".into()),
+            ..job().spec
+        },
         ..job()
     };
     let r = run_on(&s, &job).await;
@@ -1368,7 +1398,10 @@ async fn a_change_that_breaks_the_projects_tests_goes_back_with_the_failure() {
     let s = setup(&server.url);
     put_mean_project(&s, MEAN, MEAN_TEST);
     let job = Job {
-        task: "add a docstring to mean in mathx.py".into(),
+        spec: TaskSpec {
+            task: "add a docstring to mean in mathx.py".into(),
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
@@ -1398,7 +1431,10 @@ async fn tests_that_already_failed_are_not_held_against_the_change_and_off_means
     let mut s = setup(&server.url);
     put_mean_project(&s, MEAN, &MEAN_TEST.replace("), 2)", "), 3)"));
     let job = Job {
-        task: "add a docstring to mean in mathx.py".into(),
+        spec: TaskSpec {
+            task: "add a docstring to mean in mathx.py".into(),
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
@@ -1432,8 +1468,11 @@ async fn a_task_to_fix_starts_from_the_failing_tests_and_is_not_done_while_they_
     put_mean_project(&s, buggy, MEAN_TEST);
     // Typed from a buffer of no file, as a person pastes a failure.
     let fix = Job {
-        task: "fix mean in mathx.py: test_mean fails".into(),
-        file: None,
+        spec: TaskSpec {
+            task: "fix mean in mathx.py: test_mean fails".into(),
+            file: None,
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &fix).await.unwrap();
@@ -1460,7 +1499,10 @@ async fn a_task_to_fix_starts_from_the_failing_tests_and_is_not_done_while_they_
     assert!(done.summary.contains("tests passed"), "{}", done.summary);
     // A task that fixes nothing is not shown the failures.
     let doc = Job {
-        task: "add a docstring to mean in mathx.py".into(),
+        spec: TaskSpec {
+            task: "add a docstring to mean in mathx.py".into(),
+            ..job().spec
+        },
         ..job()
     };
     let server2 = FakeServer::start(vec![Reply::OpenaiStream(still.into())]).await;
@@ -1479,7 +1521,10 @@ async fn a_fix_the_tests_ask_for_is_never_asked_for_anew_without_the_old_code() 
     let s = setup(&server.url);
     put_mean_project(&s, buggy, MEAN_TEST);
     let fix = Job {
-        task: "fix mean in mathx.py".into(),
+        spec: TaskSpec {
+            task: "fix mean in mathx.py".into(),
+            ..job().spec
+        },
         ..job()
     };
     assert!(
@@ -1519,8 +1564,11 @@ async fn new_code_the_project_has_no_place_for_goes_where_the_model_says() {
         .unwrap();
     // Typed in a buffer of no file.
     let job = Job {
-        task: "add a function variance(xs) returning the population variance".into(),
-        file: None,
+        spec: TaskSpec {
+            task: "add a function variance(xs) returning the population variance".into(),
+            file: None,
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
@@ -1589,8 +1637,11 @@ async fn on_three_files(
     let mut s = setup(&server.url);
     put_three_files(&mut s);
     let job = Job {
-        task: task.into(),
-        file: file.map(str::to_owned),
+        spec: TaskSpec {
+            task: task.into(),
+            file: file.map(str::to_owned),
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
@@ -1744,8 +1795,11 @@ async fn a_go_task_typed_from_anywhere_is_asked_and_spliced_in_go() {
     let good = "Here you go:\n```go\nfunc (s *Stack) Pop() int {\n\tx := s.items[len(s.items)-1]\n\ts.items = s.items[:len(s.items)-1]\n\treturn x\n}\n```";
     let (s, server) = definitions_project("stack/stack.go", STACK_GO, &[broken, good]).await;
     let job = Job {
-        task: "add a Pop method to Stack in stack.go".into(),
-        file: None,
+        spec: TaskSpec {
+            task: "add a Pop method to Stack in stack.go".into(),
+            file: None,
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
@@ -1780,8 +1834,11 @@ async fn a_lone_typescript_method_lands_in_its_class_and_the_rest_stays() {
     let reply = "```typescript\ntotal(): number {\n  return this.items.reduce((a, b) => a + b, 0);\n}\n\nadd(price: number): void {\n  this.items.push(Math.abs(price));\n}\n```";
     let (s, _server) = definitions_project("src/cart.ts", ts, &[reply]).await;
     let job = Job {
-        task: "make the total method return the sum".into(),
-        file: Some("src/cart.ts".into()),
+        spec: TaskSpec {
+            task: "make the total method return the sum".into(),
+            file: Some("src/cart.ts".into()),
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();
@@ -1810,8 +1867,11 @@ async fn an_import_of_no_file_goes_back_and_a_doc_in_a_body_moves_above_it() {
     let second = "```typescript\ntotal(): number {\n  /**\n   * The sum of the prices.\n   */\n  return 0;\n}\n```";
     let (s, server) = definitions_project("src/cart.ts", ts, &[first, second]).await;
     let job = Job {
-        task: "add a JSDoc comment to Cart.total".into(),
-        file: Some("src/cart.ts".into()),
+        spec: TaskSpec {
+            task: "add a JSDoc comment to Cart.total".into(),
+            file: Some("src/cart.ts".into()),
+            ..job().spec
+        },
         ..job()
     };
     let done = run_on(&s, &job).await.unwrap();

@@ -5,7 +5,11 @@
 use super::*;
 /// Records a new agent (`queued`), then starts it.
 pub(super) fn spawn_agent(core: &Arc<Core>, mut job: Job) {
-    job.file = job.file.and_then(|f| core.rel(&f)).map(|p| p.to_string());
+    job.spec.file = job
+        .spec
+        .file
+        .and_then(|f| core.rel(&f))
+        .map(|p| p.to_string());
     // A switch made after the task was given is not its model.
     job.model = Some(
         core.model
@@ -15,15 +19,9 @@ pub(super) fn spawn_agent(core: &Arc<Core>, mut job: Job) {
             .unwrap_or_else(|| core.config.llm.model.clone()),
     );
     let rec = AgentRecord {
-        context: job.context.clone(),
         owner: core.owner.clone(),
-        file: job.file.clone(),
-        cursor_line: job.cursor_line,
         feedback: job.feedback.clone(),
-        mode: job.mode,
-        capabilities: job.capabilities.clone(),
-        external: job.external.clone(),
-        ..AgentRecord::new(job.id.clone(), job.task.clone())
+        ..AgentRecord::new(job.id.clone(), job.spec.clone())
     };
     core.on_lifecycle(move |c| {
         let (out, created) = c.lifecycle.spawn(rec);
@@ -90,7 +88,7 @@ pub(super) async fn run_agent(
     cancel: &CancellationToken,
 ) -> Result<agent::Done, agent::AgentError> {
     #[cfg(test)]
-    if job.task == tests::PANIC_TASK {
+    if job.spec.task == tests::PANIC_TASK {
         panic!("a panic the tests asked for");
     }
     let sink = core.sink.clone();
@@ -103,6 +101,7 @@ pub(super) async fn run_agent(
     });
     let limit = Duration::from_millis(core.config.agents.timeout_ms);
     if let Some(client) = job
+        .spec
         .external
         .as_deref()
         .and_then(|e| e.strip_prefix(crate::task::MCP_SESSION_PREFIX))

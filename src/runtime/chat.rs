@@ -15,6 +15,7 @@ use crate::config::AgentMode;
 use crate::llm::ChatMessage;
 use crate::messages::{Level, ToEditor};
 use crate::store::AgentState;
+use crate::task::TaskSpec;
 
 /// The project's one free conversation.
 pub(super) const CONVERSATION: &str = "free";
@@ -58,11 +59,14 @@ pub(super) fn send(
     let (tx, rx) = mpsc::unbounded_channel();
     let job = Job {
         id: id.clone(),
-        task: message,
-        file,
-        cursor_line,
-        context,
-        mode: Some(mode),
+        spec: TaskSpec {
+            task: message,
+            file,
+            line: cursor_line.map(|l| l + 1),
+            context,
+            mode: Some(mode.as_str().to_owned()),
+            ..TaskSpec::default()
+        },
         chat: Some(ChatTurn {
             history,
             events: tx,

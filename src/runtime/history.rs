@@ -6,13 +6,21 @@ use std::sync::Arc;
 use super::{start_agent, Core};
 use crate::agent::Job;
 use crate::store::AgentRecord;
+use crate::task::TaskSpec;
 
 /// `:Chimera fork {snapshot} {task}`: runs on the lifecycle thread.
 pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
+    let spec = TaskSpec::new(task);
+    // The record says where it came from; the model is not told.
     let rec = AgentRecord {
         owner: core.owner.clone(),
-        context: Some(format!("forked from snapshot {snapshot}")),
-        ..AgentRecord::new(id.clone(), task.clone())
+        ..AgentRecord::new(
+            id.clone(),
+            TaskSpec {
+                context: Some(format!("forked from snapshot {snapshot}")),
+                ..spec.clone()
+            },
+        )
     };
     let out = core.lifecycle.fork(rec, snapshot);
     let created = !out.changes.is_empty();
@@ -22,7 +30,7 @@ pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
             core,
             Job {
                 id,
-                task,
+                spec,
                 ..Job::default()
             },
         );

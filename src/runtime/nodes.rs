@@ -11,6 +11,7 @@ use crate::messages::{Level, ToEditor};
 use crate::remora::events::{Event, Pattern, Trigger};
 use crate::remora::Node;
 use crate::store::now_ms;
+use crate::task::TaskSpec;
 
 impl Core {
     /// Appends a Remora event, shows it to the editor, and wakes the node
@@ -197,11 +198,7 @@ pub(super) fn spawn_node_agent(
         let _ = core.store.subscribe(node_id, &p);
     }
     let file = job_node.view.node.as_ref().map(|n| core.abs(&n.file_path));
-    let cursor_line = job_node
-        .view
-        .node
-        .as_ref()
-        .map(|n| n.start_line.saturating_sub(1));
+    let line = job_node.view.node.as_ref().map(|n| n.start_line.max(1));
     core.emit(
         Event::AgentStart {
             agent_id: node_id.to_owned(),
@@ -213,9 +210,11 @@ pub(super) fn spawn_node_agent(
         core,
         Job {
             id: id.clone(),
-            task,
-            file,
-            cursor_line,
+            spec: TaskSpec {
+                file,
+                line,
+                ..TaskSpec::new(task)
+            },
             node: Some(job_node),
             ..Job::default()
         },
@@ -284,9 +283,11 @@ pub(super) fn ghost(
         core,
         Job {
             id,
-            task,
-            file: Some(core.abs(rel.as_str())),
-            cursor_line: Some(ghost.start_line.saturating_sub(1)),
+            spec: TaskSpec {
+                file: Some(core.abs(rel.as_str())),
+                line: Some(ghost.start_line.max(1)),
+                ..TaskSpec::new(task)
+            },
             node: Some(NodeJob {
                 view,
                 correlation,

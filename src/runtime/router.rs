@@ -90,9 +90,14 @@ pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Bo
         } => {
             let rec = AgentRecord {
                 owner: core.owner.clone(),
-                capabilities: Some(capabilities),
-                external: Some(format!("{}{client}", crate::task::MCP_SESSION_PREFIX)),
-                ..AgentRecord::new(id.clone(), task)
+                ..AgentRecord::new(
+                    id.clone(),
+                    crate::task::TaskSpec {
+                        capabilities: Some(capabilities),
+                        external: Some(format!("{}{client}", crate::task::MCP_SESSION_PREFIX)),
+                        ..crate::task::TaskSpec::new(task)
+                    },
+                )
             };
             Box::new(move |c| match c.lifecycle.spawn(rec) {
                 (out, true) => out.then(c.lifecycle.start(&id)),

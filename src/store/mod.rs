@@ -565,15 +565,15 @@ impl Store {
 
     pub fn agent_insert(&self, rec: &AgentRecord) -> Result<()> {
         self.conn().execute(
-            "INSERT INTO agents (id, state, task, context, summary, error, changed_files, conflicted,
-                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, file, cursor_line, feedback, mode,
-                                 capabilities, external)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            "INSERT INTO agents (id, state, task, spec, summary, error, changed_files, conflicted,
+                                 owner_pid, created_at, updated_at, rounds, owner, recoveries, feedback)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 rec.id,
                 rec.state.as_str(),
-                rec.task,
-                rec.context,
+                // Kept beside the spec for whoever reads the file with sqlite3.
+                rec.spec.task,
+                serde_json::to_string(&rec.spec)?,
                 rec.summary,
                 rec.error,
                 serde_json::to_string(&rec.changed_files)?,
@@ -584,19 +584,14 @@ impl Store {
                 rec.rounds,
                 rec.owner,
                 rec.recoveries,
-                rec.file,
-                rec.cursor_line.map(|l| l as i64),
                 serde_json::to_string(&rec.feedback)?,
-                rec.mode.map(|m| m.as_str()),
-                rec.capabilities,
-                rec.external
             ],
         )?;
         append_event(
             &self.conn(),
             Some(&rec.id),
             "agent_created",
-            &serde_json::json!({"task": rec.task}),
+            &serde_json::json!({"task": rec.spec.task}),
         )?;
         Ok(())
     }

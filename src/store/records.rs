@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{now_ms, Hash};
+use crate::task::TaskSpec;
 
 /// Lifecycle state of an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,9 +90,10 @@ impl AgentState {
 pub struct AgentRecord {
     pub id: String,
     pub state: AgentState,
-    pub task: String,
-    /// Extra context given with the task (a selection, the current file).
-    pub context: Option<String>,
+    /// The task as the client gave it (its file a project path): a field
+    /// added there is stored, shown and run again with no change here.
+    #[serde(flatten)]
+    pub spec: TaskSpec,
     pub summary: Option<String>,
     pub error: Option<String>,
     pub changed_files: Vec<String>,
@@ -105,22 +107,9 @@ pub struct AgentRecord {
     /// Times it was re-queued because its owner died while it ran.
     #[serde(default)]
     pub recoveries: u32,
-    /// The project file the task concerns, and the cursor line in it.
-    #[serde(default)]
-    pub file: Option<String>,
-    #[serde(default)]
-    pub cursor_line: Option<usize>,
     /// Earlier attempts the user rejected with feedback, oldest first.
     #[serde(default)]
     pub feedback: Vec<Feedback>,
-    /// Code or tool mode, when the task chose one.
-    #[serde(default)]
-    pub mode: Option<crate::config::AgentMode>,
-    /// The capabilities preset the task chose (default: the configured one).
-    #[serde(default)]
-    pub capabilities: Option<String>,
-    /// The ACP agent (`agents.external`) doing the work; `None`: Chimera's own.
-    pub external: Option<String>,
     /// What its programs said with `log()`, oldest first (the last
     /// [`AGENT_LOG_LINES`] lines).
     #[serde(default)]
@@ -131,15 +120,14 @@ pub struct AgentRecord {
 }
 
 impl AgentRecord {
-    /// A new `queued` agent for `task`, owned by this process, with
+    /// A new `queued` agent for `spec`, owned by this process, with
     /// nothing done yet.
-    pub fn new(id: impl Into<String>, task: impl Into<String>) -> Self {
+    pub fn new(id: impl Into<String>, spec: impl Into<TaskSpec>) -> Self {
         let now = now_ms();
         Self {
             id: id.into(),
             state: AgentState::Queued,
-            task: task.into(),
-            context: None,
+            spec: spec.into(),
             summary: None,
             error: None,
             changed_files: vec![],
@@ -147,12 +135,7 @@ impl AgentRecord {
             rounds: 0,
             owner: String::new(),
             recoveries: 0,
-            file: None,
-            cursor_line: None,
             feedback: vec![],
-            mode: None,
-            capabilities: None,
-            external: None,
             log: vec![],
             owner_pid: std::process::id(),
             created_at: now,

@@ -2,6 +2,7 @@
 //! transaction ([`Store::transaction`]).
 
 use super::*;
+use crate::task::TaskSpec;
 
 pub fn put_blob(conn: &Connection, data: &[u8]) -> Result<Hash> {
     let hash = hash_bytes(data);
@@ -164,7 +165,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 pub(super) const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line, feedback, mode, capabilities, log, external FROM agents";
+                                   cursor_line, feedback, mode, capabilities, log, external, spec FROM agents";
 
 pub(super) fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -172,8 +173,10 @@ pub(super) fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRec
     Ok(AgentRecord {
         id: r.get(0)?,
         state: AgentState::parse(&state).unwrap_or(AgentState::Failed),
-        task: r.get(2)?,
-        context: r.get(3)?,
+        spec: r
+            .get::<_, Option<String>>(21)?
+            .and_then(|spec| serde_json::from_str(&spec).ok())
+            .map_or_else(|| spec_of_older_row(r), Ok)?,
         summary: r.get(4)?,
         error: r.get(5)?,
         changed_files: serde_json::from_str(&files).unwrap_or_default(),
@@ -184,14 +187,21 @@ pub(super) fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRec
         rounds: r.get(11)?,
         owner: r.get(12)?,
         recoveries: r.get(13)?,
-        file: r.get(14)?,
-        cursor_line: r.get::<_, Option<i64>>(15)?.map(|l| l as usize),
         feedback: serde_json::from_str(&r.get::<_, String>(16)?).unwrap_or_default(),
-        mode: r
-            .get::<_, Option<String>>(17)?
-            .and_then(|m| crate::config::AgentMode::parse(&m)),
-        capabilities: r.get(18)?,
         log: serde_json::from_str(&r.get::<_, String>(19)?).unwrap_or_default(),
+    })
+}
+
+/// The task of a row written before tasks were stored whole, from the
+/// columns it was spread over then.
+fn spec_of_older_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskSpec> {
+    Ok(TaskSpec {
+        task: r.get(2)?,
+        context: r.get(3)?,
+        file: r.get(14)?,
+        line: r.get::<_, Option<i64>>(15)?.map(|l| l as usize + 1),
+        mode: r.get(17)?,
+        capabilities: r.get(18)?,
         external: r.get(20)?,
     })
 }

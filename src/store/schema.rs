@@ -219,6 +219,9 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("agents", "log", "TEXT NOT NULL DEFAULT '[]'"),
     // The ACP agent (`agents.external`) that does the work, if not Chimera's own.
     ("agents", "external", "TEXT"),
+    // The task whole, as JSON (`crate::task::TaskSpec`); rows written
+    // before it have their task spread over `task` … `external`.
+    ("agents", "spec", "TEXT"),
     // The machine an instance runs on: its pid means something only there.
     ("instances", "host", "TEXT NOT NULL DEFAULT ''"),
     // The instance whose loaded buffer the stable text is (NULL: the

@@ -486,3 +486,36 @@ fn a_branch_names_a_snapshot_and_moves_on() {
         .to_string();
     assert!(e.contains("no snapshot or branch `nosuch`"), "{e}");
 }
+
+#[test]
+fn a_task_is_stored_whole_and_older_rows_read_from_their_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let spec = crate::task::TaskSpec {
+        task: "rename parse".into(),
+        context: Some("def parse(): ...".into()),
+        file: Some("src/app.py".into()),
+        line: Some(12),
+        mode: Some("tools".into()),
+        capabilities: Some("readonly".into()),
+        external: Some("opencode".into()),
+    };
+    store
+        .agent_insert(&AgentRecord::new("new", spec.clone()))
+        .unwrap();
+    assert_eq!(store.agent("new").unwrap().spec, spec);
+
+    // A row as versions before the `spec` column wrote it: the cursor was
+    // stored counted from 0.
+    store
+        .conn()
+        .execute(
+            "INSERT INTO agents (id, state, task, context, file, cursor_line, mode, capabilities,
+                                 external, owner_pid, created_at, updated_at)
+             VALUES ('old', 'completed', 'rename parse', 'def parse(): ...', 'src/app.py', 11,
+                     'tools', 'readonly', 'opencode', 1, 0, 0)",
+            [],
+        )
+        .unwrap();
+    assert_eq!(store.agent("old").unwrap().spec, spec);
+}

@@ -98,7 +98,7 @@ const CHAT_FILE_BYTES: usize = 8000;
 pub(super) fn chat_message(run: &Run, chat: &ChatTurn, said: String) -> String {
     let (job, caps) = (run.job, &run.caps);
     let mut out = String::new();
-    let file = job.file.as_ref().and_then(|f| {
+    let file = job.spec.file.as_ref().and_then(|f| {
         let p = crate::paths::ProjectPath::parse(f).ok()?;
         let text = crate::overlay::Overlay::new(&run.store, &job.id, run.max_bytes())
             .read_text(&p)

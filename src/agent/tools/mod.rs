@@ -194,7 +194,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     let mut task = task_text(job, located.as_ref());
     if let Some(chat) = &job.chat {
         task = chat::chat_message(run, chat, task);
-        if chat_path(config, &job.task) == ChatPath::Prose {
+        if chat_path(config, &job.spec.task) == ChatPath::Prose {
             return chat::answer_in_prose(run, chat, task).await;
         }
     }
@@ -216,19 +216,19 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
 /// The first message of a tool-mode run: the task with the file it is
 /// about, the human's selection and the feedback on rejected attempts.
 fn task_text(job: &Job, located: Option<&(String, String)>) -> String {
-    let mut task = job.task.clone();
+    let mut task = job.spec.task.clone();
     match located {
         Some((path, text)) => task.push_str(&format!(
             "\n\nThe file this task is about is `{path}`:\n```{}\n{text}\n```",
             crate::lang::of_file(path).fence
         )),
         None => {
-            if let Some(file) = &job.file {
+            if let Some(file) = &job.spec.file {
                 task.push_str(&format!("\n(The human is in {file}.)"));
             }
         }
     }
-    if let Some(ctx) = &job.context {
+    if let Some(ctx) = &job.spec.context {
         task.push_str(&format!("\nSelected text:\n{ctx}"));
     }
     for f in &job.feedback {
@@ -313,7 +313,7 @@ impl<'r, 'a> Steps<'r, 'a> {
             run,
             tools,
             native,
-            question: job.chat.is_some() && is_question(&job.task),
+            question: job.chat.is_some() && is_question(&job.spec.task),
             located,
             messages: vec![ChatMessage::system(system), ChatMessage::user(task)],
             opts,
@@ -459,7 +459,7 @@ impl<'r, 'a> Steps<'r, 'a> {
             .get("text")
             .map(|t| t.as_str().map_or_else(|| t.to_string(), str::to_owned))
             .unwrap_or_default();
-        if text.trim().eq_ignore_ascii_case(job.task.trim()) {
+        if text.trim().eq_ignore_ascii_case(job.spec.task.trim()) {
             self.messages.push(answer.with(result_message(Err(
                 "reply: that is the human's own message. Do what it asks (write the change, then submit_result), or reply why you cannot.".into(),
             ))));
@@ -544,7 +544,7 @@ impl<'r, 'a> Steps<'r, 'a> {
             ));
             self.must_write = true;
             if let Some((path, _)) = self.located.as_ref().filter(|_| !self.native) {
-                said.push_str(&ask_for_block(path, &run.job.task));
+                said.push_str(&ask_for_block(path, &run.job.spec.task));
                 self.block_for = Some(path.clone());
             }
             self.messages.push(answer.with(said));
@@ -563,7 +563,8 @@ impl<'r, 'a> Steps<'r, 'a> {
                 return Ok(None);
             }
         };
-        let summary = super::scope::summary(&run.store, &run.job.id, Some(summary), &run.job.task)?;
+        let summary =
+            super::scope::summary(&run.store, &run.job.id, Some(summary), &run.job.spec.task)?;
         let summary = notes
             .iter()
             .fold(summary, |s, note| format!("{s} [{note}]"));
@@ -598,7 +599,7 @@ impl<'r, 'a> Steps<'r, 'a> {
         let block_path = write_path.filter(|_| unchanged && !self.native);
         let mut text = result_message(result);
         if let Some(path) = block_path {
-            text.push_str(&ask_for_block(&path, &self.run.job.task));
+            text.push_str(&ask_for_block(&path, &self.run.job.spec.task));
             self.block_for = Some(path);
         }
         let Some((tool, canonical)) = called else {
