@@ -27,7 +27,7 @@
 //! - [`accept`]: proposals, rebase onto the human's edits, and accepting or
 //!   rejecting them (whole or by hunk), atomically.
 //! - [`lifecycle`]: the one owner of every agent and proposal transition,
-//!   and the one function that turns their outcomes into editor messages;
+//!   and the one function that turns their outcomes into [`event::Event`]s;
 //!   a refusal is typed there ([`lifecycle::RefusalKind`]) for clients that
 //!   answer with a status.
 //! - [`rollback`]: rolling the project back to a snapshot, naming what
@@ -47,6 +47,9 @@
 //! - [`runtime`]: the tokio runtime thread and the message loop between the
 //!   halves; a front end in the same process reaches it through its typed
 //!   [`runtime::Port`].
+//! - [`event`]: what happened in the core, typed, with project paths, as
+//!   every client hears it (the editor's messages and the API's feed are
+//!   both made of it).
 //! - [`messages`]: the typed messages crossing between the editor and the core.
 //! - [`api`]: the HTTP API clients outside Neovim use, on the project's
 //!   control socket (its shared types in `api::backend`, below the routes);
@@ -70,6 +73,7 @@ pub mod command;
 pub mod config;
 pub mod confine;
 pub mod diff;
+pub mod event;
 pub mod failpoint;
 pub mod hash;
 pub mod lang;

@@ -2,8 +2,8 @@
 //! complete, fail, rebase (the human's text moved), accept (whole or one
 //! hunk), reject (with or without feedback), cancel, recover, snapshot,
 //! rollback and purge. Each returns an [`Outcome`] — what changed, in the
-//! order the editor must learn it — and [`announce`] is the one function
-//! that turns an outcome into [`ToEditor`] messages. The runtime runs every
+//! order clients must learn it — and [`announce`] is the one function
+//! that turns an outcome into [`Event`]s (and the editor's buffer edits). The runtime runs every
 //! transition on one thread, so no two of them interleave.
 
 use std::collections::HashMap;
@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use crate::accept::{self, AcceptError};
 use crate::diff::{FileDiff, HunkRef};
-use crate::messages::{Level, ToEditor};
+use crate::event::Event;
+use crate::messages::Level;
 use crate::paths::ProjectPath;
 use crate::rootfs::DiskError;
 use crate::store::{now_ms, AgentRecord, AgentState, Store};
@@ -20,7 +21,7 @@ use crate::sync::{self, OpenBuffers};
 
 mod announce;
 mod refusal;
-pub use announce::announce;
+pub use announce::{announce, Announced};
 pub use refusal::{Refusal, RefusalKind, Told};
 
 /// What the editor shows of an agent's proposal after a transition.
@@ -103,8 +104,8 @@ pub struct Outcome {
     pub run: Vec<AgentRecord>,
     /// The snapshots, newest first, when their list changed.
     pub snapshots: Option<Vec<crate::store::Snapshot>>,
-    /// Other answers to the editor (a rollback's report).
-    pub replies: Vec<ToEditor>,
+    /// Other events (a rollback's report, the files it wrote).
+    pub replies: Vec<Event>,
     pub notices: Vec<(Level, String)>,
     /// The command was refused (also said among `notices`).
     pub refused: Option<Refusal>,
@@ -146,8 +147,8 @@ impl Outcome {
         }
     }
 
-    /// An answer to the editor.
-    fn reply(msg: ToEditor) -> Self {
+    /// An event of its own.
+    fn reply(msg: Event) -> Self {
         Self {
             replies: vec![msg],
             ..Self::default()
@@ -644,11 +645,11 @@ impl Lifecycle {
     /// Rolls the project back to snapshot `id` (with `dry_run`, only says
     /// what would change). `buffers`: the loaded buffers' texts, by path.
     pub fn rollback(&self, id: &str, dry_run: bool, buffers: &HashMap<String, String>) -> Outcome {
-        let reply = |ok: bool, message: String| ToEditor::Rollback {
+        let reply = |ok: bool, report: String| Event::Rollback {
             id: id.to_owned(),
             dry_run,
             ok,
-            message,
+            report,
         };
         let plan = match crate::rollback::plan(&self.store, id) {
             Ok(p) => p,
@@ -687,9 +688,9 @@ impl Lifecycle {
             .iter()
             .chain(&plan.delete)
             .filter(|p| !buffers.contains_key(*p))
-            .map(|p| self.root.join(p).to_string_lossy().into_owned())
+            .cloned()
             .collect();
-        out.replies.push(ToEditor::FilesWritten { paths: written });
+        out.replies.push(Event::FilesWritten { paths: written });
         let undo = applied
             .before
             .map(|s| format!("\n(:Chimera rollback {} undoes it.)", s.id))

@@ -5,7 +5,9 @@ use serde::Serialize;
 
 use crate::diff::FileChange;
 use crate::diff::{FileDiff, HunkRef};
-use crate::store::{AgentRecord, AgentState};
+use crate::event::Event;
+pub use crate::event::{AgentView, Level};
+use std::path::Path;
 
 /// From the editor to the core.
 #[derive(Debug, Clone)]
@@ -265,62 +267,6 @@ pub enum ToEditor {
     },
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    Info,
-    Warn,
-    Error,
-}
-
-/// An agent as its clients see it: what it was asked, where it is, what it
-/// said. The store's row also holds its owner and the full text of earlier
-/// attempts; those stay in the core.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct AgentView {
-    pub id: String,
-    pub state: AgentState,
-    /// The task as the client gave it (its file a project path).
-    #[serde(flatten)]
-    pub spec: crate::task::TaskSpec,
-    pub summary: Option<String>,
-    pub error: Option<String>,
-    /// Project paths the proposal changes.
-    pub changed_files: Vec<String>,
-    /// The proposal no longer applies cleanly to the human's files.
-    pub conflicted: bool,
-    /// Model round trips used (1 = no repair needed).
-    pub rounds: u32,
-    /// Times it was re-queued after its owner died.
-    pub recoveries: u32,
-    /// The feedback given with each rejection, oldest first.
-    pub feedback: Vec<String>,
-    /// What its programs said with `log()` (the last lines).
-    pub log: Vec<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-impl From<&AgentRecord> for AgentView {
-    fn from(r: &AgentRecord) -> Self {
-        AgentView {
-            id: r.id.clone(),
-            state: r.state,
-            spec: r.spec.clone(),
-            summary: r.summary.clone(),
-            error: r.error.clone(),
-            changed_files: r.changed_files.clone(),
-            conflicted: r.conflicted,
-            rounds: r.rounds,
-            recoveries: r.recoveries,
-            feedback: r.feedback.iter().map(|f| f.feedback.clone()).collect(),
-            log: r.log.clone(),
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        }
-    }
-}
-
 /// One file of a proposal, counted rather than spelled out: what a client
 /// lists and numbers without drawing it. Its hunks are fetched when a
 /// buffer shows the file (a proposal of hundreds of files must not stall
@@ -397,6 +343,67 @@ impl FileView {
                 .collect(),
             human_hunks: f.human_hunks.clone(),
         })
+    }
+}
+
+impl ToEditor {
+    /// What the editor is told of `event`: its paths made absolute under
+    /// `root`, as buffers are named.
+    pub fn of(event: Event, root: &Path) -> ToEditor {
+        let abs = |path: &str| root.join(path).to_string_lossy().into_owned();
+        match event {
+            Event::Ready { files } => ToEditor::Ready {
+                root: root.to_string_lossy().into_owned(),
+                files,
+            },
+            Event::Agent {
+                agent,
+                proposal,
+                cleared,
+            } => ToEditor::Agent {
+                agent,
+                proposal: proposal.map(|files| {
+                    files
+                        .into_iter()
+                        .map(|f| FileDiff {
+                            path: abs(&f.path),
+                            ..f
+                        })
+                        .collect()
+                }),
+                cleared,
+            },
+            Event::Resolved {
+                id,
+                accepted,
+                files,
+                hunk,
+            } => ToEditor::Resolved {
+                id,
+                accepted,
+                files: files.iter().map(|f| abs(f)).collect(),
+                hunk,
+            },
+            Event::FilesWritten { paths } => ToEditor::FilesWritten {
+                paths: paths.iter().map(|f| abs(f)).collect(),
+            },
+            Event::Snapshots { snapshots } => ToEditor::Snapshots { snapshots },
+            Event::Rollback {
+                id,
+                dry_run,
+                ok,
+                report,
+            } => ToEditor::Rollback {
+                id,
+                dry_run,
+                ok,
+                message: report,
+            },
+            Event::Notice { level, message } => ToEditor::Notify { level, message },
+            Event::Topology { path } => ToEditor::Topology { path },
+            Event::Chat { entry } => ToEditor::ChatEntry { entry },
+            Event::Remora { record } => ToEditor::RemoraEvent { record },
+        }
     }
 }
 

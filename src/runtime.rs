@@ -24,13 +24,16 @@ mod agents;
 mod chat;
 mod history;
 mod nodes;
+mod outlet;
 pub mod remora;
 mod router;
 use agents::{spawn_agent, start_agent};
 pub use remora::SharedIndex;
 use router::{answer, route};
 
+use crate::event::{Event, Listener};
 pub use crate::messages::EditorSink;
+use outlet::Outlet;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -78,6 +81,10 @@ pub trait FrontEnd: Send + 'static {
     fn open(&mut self, port: Port);
     /// The core stops: stop serving while the runtime still runs.
     fn close(&mut self);
+    /// Hears every event of the core (the API's feed), if it wants to.
+    fn listener(&self) -> Option<Arc<dyn Listener>> {
+        None
+    }
 }
 
 /// Starts the core for the project at `root`; `front`, if any, is served
@@ -89,6 +96,8 @@ pub fn start(
     front: Option<Box<dyn FrontEnd>>,
 ) -> Result<CoreHandle, RuntimeError> {
     let (tx, rx) = mpsc::unbounded_channel();
+    let out =
+        Arc::new(Outlet::new(sink, &root).heard_by(front.as_ref().and_then(|f| f.listener())));
     let root2 = root.clone();
     let remora = SharedIndex::default();
     let remora2 = remora.clone();
@@ -103,14 +112,11 @@ pub fn start(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    sink.send(ToEditor::Notify {
-                        level: Level::Error,
-                        message: format!("cannot start tokio: {e}"),
-                    });
+                    out.notify(Level::Error, format!("cannot start tokio: {e}"));
                     return;
                 }
             };
-            rt.block_on(main_loop(config, root2, sink.clone(), rx, remora2, front));
+            rt.block_on(main_loop(config, root2, out.clone(), rx, remora2, front));
             // Blocking tasks (a sandbox mid-run) are not waited for.
             rt.shutdown_timeout(Duration::from_millis(200));
         })
@@ -128,7 +134,8 @@ struct Core {
     config: Config,
     root: PathBuf,
     store: Arc<Store>,
-    sink: Arc<dyn EditorSink>,
+    /// Where what the core says goes: the editor, and the API's feed.
+    out: Arc<Outlet>,
     /// Every agent and proposal transition; used only on the lifecycle
     /// thread (through [`Core::on_lifecycle`]).
     lifecycle: Lifecycle,
@@ -170,7 +177,7 @@ struct Questions {
 /// How an ACP agent of `core` asks the human for permission: through the
 /// editor, when `capabilities.ask` is on and an editor is there.
 fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::requests::Ask> {
-    if !core.config.capabilities.ask || !core.sink.asks_the_human() {
+    if !core.config.capabilities.ask || !core.out.asks_the_human() {
         return None;
     }
     // Weak: the question lives in the agent's route, which the core owns.
@@ -187,7 +194,7 @@ fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::requests::Ask> {
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let (tx, rx) = tokio::sync::oneshot::channel();
             core.questions.waiting.lock().ok()?.insert(id, tx);
-            core.sink.send(ToEditor::Permission {
+            core.out.tell(ToEditor::Permission {
                 id,
                 agent,
                 question,
@@ -222,10 +229,7 @@ const PURGE_BEATS: u32 = 1_200;
 
 impl Core {
     fn notify(&self, level: Level, message: impl Into<String>) {
-        self.sink.send(ToEditor::Notify {
-            level,
-            message: message.into(),
-        });
+        self.out.notify(level, message.into());
     }
 
     fn abs(&self, path: &str) -> String {
@@ -269,11 +273,14 @@ impl Core {
         self.publish_told(out);
     }
 
-    /// [`Core::publish`], returning what the editor was told.
-    fn publish_told(self: &Arc<Self>, out: Outcome) -> Vec<ToEditor> {
+    /// [`Core::publish`], returning the events it caused.
+    fn publish_told(self: &Arc<Self>, out: Outcome) -> Vec<Event> {
         let told = lifecycle::announce(&out, &self.root);
-        for msg in &told {
-            self.sink.send(msg.clone());
+        for edit in told.edits {
+            self.out.tell(edit);
+        }
+        for event in &told.events {
+            self.out.event(event.clone());
         }
         if let Some(w) = &self.remora {
             for p in &out.changed_paths {
@@ -294,7 +301,7 @@ impl Core {
         for rec in out.run {
             start_agent(self, nodes::hydrate(self, Job::from(rec)));
         }
-        told
+        told.events
     }
 }
 
@@ -319,7 +326,7 @@ fn lifecycle_thread(rx: std::sync::mpsc::Receiver<Step>, core: std::sync::Weak<C
 async fn main_loop(
     config: Config,
     root: PathBuf,
-    sink: Arc<dyn EditorSink>,
+    out: Arc<Outlet>,
     mut rx: mpsc::UnboundedReceiver<ToCore>,
     shared: SharedIndex,
     mut front: Option<Box<dyn FrontEnd>>,
@@ -328,38 +335,26 @@ async fn main_loop(
         crate::capabilities::Secrets::new(&config.capabilities.secrets).unwrap_or_default();
     let store = match Store::open_with(&root, secrets) {
         Ok(s) => Arc::new(s),
-        Err(e) => return without_store(&root, &sink, &mut rx, &e.to_string()).await,
+        Err(e) => return without_store(&root, &out, &mut rx, &e.to_string()).await,
     };
     // Before the import: stable still says what the files held before a
     // write that a crash cut.
     match crate::store::journal::recover(&store, &root) {
         Ok(done) => {
             for r in done {
-                sink.send(ToEditor::Notify {
-                    level: Level::Warn,
-                    message: format!("Chimera: {}", r.describe()),
-                });
+                out.notify(Level::Warn, format!("Chimera: {}", r.describe()));
             }
         }
-        Err(e) => sink.send(ToEditor::Notify {
-            level: Level::Error,
-            message: format!("Chimera: {e}"),
-        }),
+        Err(e) => out.notify(Level::Error, format!("Chimera: {e}")),
     }
     match store.forget_secrets() {
         Ok(0) => {}
-        Ok(n) => sink.send(ToEditor::Notify {
-            level: Level::Info,
-            message: format!(
+        Ok(n) => out.notify(Level::Info, format!(
                 "Chimera: removed {n} copies of secret files (capabilities.secrets) that an older version kept in .chimera/chimera.db"
-            ),
-        }),
-        Err(e) => sink.send(ToEditor::Notify {
-            level: Level::Warn,
-            message: format!("Chimera: cannot remove secret files' copies from the store: {e}"),
-        }),
+            )),
+        Err(e) => out.notify(Level::Warn, format!("Chimera: cannot remove secret files' copies from the store: {e}")),
     }
-    let core = build_core(config, root, sink, store, shared);
+    let core = build_core(config, root, out, store, shared);
     // Watching starts before the import walks the project: a file written
     // in between is seen by one or the other (both: the watcher's change
     // queues behind the import), never by neither.
@@ -429,10 +424,9 @@ impl Port {
 
     /// Tells the human of trouble serving (a port taken, a socket gone).
     pub fn warn(&self, message: String) {
-        self.0.sink.send(ToEditor::Notify {
-            level: Level::Warn,
-            message: format!("Chimera: {message}"),
-        })
+        self.0
+            .out
+            .notify(Level::Warn, format!("Chimera: {message}"))
     }
 
     /// This core took over the project from one that stopped (a `chimera`
@@ -448,17 +442,17 @@ impl Port {
 /// clear errors instead of silence.
 async fn without_store(
     root: &std::path::Path,
-    sink: &Arc<dyn EditorSink>,
+    out: &Arc<Outlet>,
     rx: &mut mpsc::UnboundedReceiver<ToCore>,
     error: &str,
 ) {
-    sink.send(ToEditor::Notify {
-        level: Level::Error,
-        message: format!(
+    out.notify(
+        Level::Error,
+        format!(
             "Chimera: cannot open the database in {}: {error}",
             root.join(".chimera").display()
         ),
-    });
+    );
     let reason =
         format!("the project's database cannot be opened ({error}); see :checkhealth chimera");
     while let Some(msg) = rx.recv().await {
@@ -466,7 +460,7 @@ async fn without_store(
             ToCore::Shutdown => return,
             // The editor shows the new agent as queued: it ends at once,
             // failed with the reason, rather than waiting forever.
-            ToCore::Spawn { id, spec } => sink.send(ToEditor::Agent {
+            ToCore::Spawn { id, spec } => out.event(Event::Agent {
                 agent: AgentView::from(&AgentRecord {
                     state: crate::store::AgentState::Failed,
                     error: Some(reason.clone()),
@@ -475,10 +469,9 @@ async fn without_store(
                 proposal: None,
                 cleared: false,
             }),
-            ToCore::Accept { .. } | ToCore::Reject { .. } => sink.send(ToEditor::Notify {
-                level: Level::Error,
-                message: format!("Chimera: {reason}"),
-            }),
+            ToCore::Accept { .. } | ToCore::Reject { .. } => {
+                out.notify(Level::Error, format!("Chimera: {reason}"))
+            }
             _ => {}
         }
     }
@@ -487,7 +480,7 @@ async fn without_store(
 fn build_core(
     config: Config,
     root: PathBuf,
-    sink: Arc<dyn EditorSink>,
+    out: Arc<Outlet>,
     store: Arc<Store>,
     shared: SharedIndex,
 ) -> Arc<Core> {
@@ -499,17 +492,17 @@ fn build_core(
             root: root.clone(),
             config: config.remora.clone(),
             buffers: buffers.clone(),
-            sink: sink.clone(),
+            out: out.clone(),
             shared: shared.clone(),
             events: events_tx,
         })
     });
     let remora = match remora {
         Some(Err(e)) => {
-            sink.send(ToEditor::Notify {
-                level: Level::Warn,
-                message: format!("Chimera: cannot start the Remora index: {e}"),
-            });
+            out.notify(
+                Level::Warn,
+                format!("Chimera: cannot start the Remora index: {e}"),
+            );
             None
         }
         Some(Ok(w)) => Some(w),
@@ -543,7 +536,7 @@ fn build_core(
         config,
         root,
         store,
-        sink,
+        out,
         agents: Mutex::new(HashMap::new()),
         shutdown,
         owner,
@@ -611,10 +604,7 @@ fn start_background(core: &Arc<Core>) {
         let imported = sync::import(&lc.store, &lc.root, max_bytes, &lc.buffers);
         match imported {
             Ok(files) => {
-                c.sink.send(ToEditor::Ready {
-                    root: c.root.to_string_lossy().into_owned(),
-                    files,
-                });
+                c.out.event(Event::Ready { files });
                 send_snapshots(c);
                 if let Some(w) = &c.remora {
                     w.send(remora::Job::IndexAll);
@@ -667,7 +657,7 @@ fn start_watcher(core: &Arc<Core>) -> Option<sync::WatchHandle> {
 /// Sends the list of snapshots to the editor.
 fn send_snapshots(core: &Core) {
     match core.store.snapshots() {
-        Ok(snapshots) => core.sink.send(ToEditor::Snapshots { snapshots }),
+        Ok(snapshots) => core.out.event(Event::Snapshots { snapshots }),
         Err(e) => core.notify(Level::Warn, format!("Chimera: cannot list snapshots: {e}")),
     }
 }
@@ -710,7 +700,7 @@ async fn check_llm(core: &Core) {
             crate::llm::health::check(&llm).await
         }
     };
-    core.sink.send(ToEditor::LlmStatus(health));
+    core.out.tell(ToEditor::LlmStatus(health));
 }
 
 #[cfg(test)]

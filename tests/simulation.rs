@@ -747,7 +747,7 @@ impl Sim {
                 let ok = out
                     .replies
                     .iter()
-                    .any(|r| matches!(r, chimera::messages::ToEditor::Rollback { ok: true, .. }));
+                    .any(|r| matches!(r, chimera::event::Event::Rollback { ok: true, .. }));
                 assert!(ok, "rollback to {} failed: {:?}", s.id, out.replies);
                 self.apply(out);
                 // What the model recorded when it was taken, file by file.

@@ -26,13 +26,13 @@ pub fn start(
     // Cheap and synchronous: a `chimera` command typed a moment after this
     // returns finds the socket held and waits for this core to answer.
     let held = control::hold(&root);
-    let events = Arc::new(EventBus::new(sink, &root));
+    let events = Arc::new(EventBus::new());
     let door = Door {
         root: root.clone(),
         events: events.clone(),
         held: Some(held),
     };
-    runtime::start(config, root, events, Some(Box::new(door)))
+    runtime::start(config, root, sink, Some(Box::new(door)))
 }
 
 /// The API as the core's front end.
@@ -67,6 +67,10 @@ impl FrontEnd for Door {
     fn close(&mut self) {
         self.events.close();
         super::http::withdraw(&self.root);
+    }
+
+    fn listener(&self) -> Option<Arc<dyn crate::event::Listener>> {
+        Some(self.events.clone())
     }
 }
 

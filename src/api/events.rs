@@ -1,19 +1,17 @@
-//! The core's live feed for API clients. Everything a client may show —
-//! agent states, proposals, accepts, rejects, snapshots, rollbacks, chat and
-//! Remora events — is numbered as the core tells the editor about it, kept
-//! in a ring so a client that reconnects with `Last-Event-ID` gets what it
-//! missed, and announced to the streams waiting for it.
+//! The core's live feed for API clients. Every [`crate::event::Event`] a
+//! client may show — agent states, proposals, accepts, rejects, snapshots,
+//! rollbacks, chat and Remora events — is numbered as the core announces
+//! it, kept in a ring so a client that reconnects with `Last-Event-ID`
+//! gets what it missed, and announced to the streams waiting for it.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::messages::EditorSink;
-use crate::messages::{Level, ProposedFile, ToEditor};
-use crate::paths::ProjectPath;
+use crate::event::{Event as Happened, Listener};
+use crate::messages::{Level, ProposedFile};
 
 /// Events kept for clients that reconnect.
 const KEPT: usize = 4096;
@@ -46,12 +44,9 @@ struct Ring {
     events: VecDeque<Arc<Event>>,
 }
 
-/// The feed, standing between the core and the editor's sink: every
-/// message still goes to the editor; the ones clients care about are also
-/// kept and announced.
+/// The feed: hears the core's events, keeps and announces the ones
+/// clients show.
 pub struct EventBus {
-    editor: Arc<dyn EditorSink>,
-    root: PathBuf,
     /// Names this core's feed in event IDs, so an ID from an earlier core
     /// (whose numbers restarted) is never taken for one of ours.
     epoch: String,
@@ -62,10 +57,8 @@ pub struct EventBus {
 }
 
 impl EventBus {
-    pub fn new(editor: Arc<dyn EditorSink>, root: &Path) -> Self {
+    pub fn new() -> Self {
         EventBus {
-            editor,
-            root: root.to_path_buf(),
             epoch: crate::store::unique_digest().to_hex()[..8].to_owned(),
             ring: Mutex::new(Ring {
                 next: 1,
@@ -85,15 +78,6 @@ impl EventBus {
     /// Resolves once [`EventBus::close`] was called.
     pub async fn closed(&self) {
         self.closed.cancelled().await
-    }
-
-    /// A feed with no editor behind it (a client reading the store alone).
-    pub fn detached(root: &Path) -> Self {
-        struct Nowhere;
-        impl EditorSink for Nowhere {
-            fn send(&self, _msg: ToEditor) {}
-        }
-        Self::new(Arc::new(Nowhere), root)
     }
 
     fn ring(&self) -> std::sync::MutexGuard<'_, Ring> {
@@ -163,99 +147,74 @@ impl EventBus {
         self.newest.send_replace(seq);
     }
 
-    fn project_path(&self, abs: &str) -> String {
-        ProjectPath::from_absolute(&self.root, Path::new(abs))
-            .map_or_else(|| abs.to_owned(), |p| p.to_string())
-    }
-
-    /// What clients are told of `msg`, if anything: its kind, subjects and data.
-    fn feed(&self, msg: &ToEditor) -> Option<(&'static str, Vec<String>, Value)> {
-        Some(match msg {
-            ToEditor::Ready { files, .. } => ("ready", vec![], json!({ "files": files })),
-            ToEditor::Agent {
+    /// What clients are told of `event`, if anything: its kind, subjects
+    /// and data.
+    fn feed(event: &Happened) -> Option<(Vec<String>, Value)> {
+        Some(match event {
+            Happened::Ready { files } => (vec![], json!({ "files": files })),
+            Happened::Agent {
                 agent,
                 proposal,
                 cleared,
             } => {
-                let files = proposal.as_ref().map(|p| {
-                    p.iter()
-                        .map(|f| {
-                            let mut f = ProposedFile::from(f);
-                            f.path = self.project_path(&f.path);
-                            f
-                        })
-                        .collect::<Vec<_>>()
-                });
+                let files = proposal
+                    .as_ref()
+                    .map(|p| p.iter().map(ProposedFile::from).collect::<Vec<_>>());
                 (
-                    "agent",
                     vec![agent.id.clone()],
                     json!({ "agent": agent, "proposal": files, "cleared": cleared }),
                 )
             }
-            ToEditor::Resolved {
+            Happened::Resolved {
                 id,
                 accepted,
                 files,
                 hunk,
             } => (
-                "resolved",
                 vec![id.clone()],
-                json!({
-                    "id": id,
-                    "accepted": accepted,
-                    "files": files.iter().map(|f| self.project_path(f)).collect::<Vec<_>>(),
-                    "hunk": hunk,
-                }),
+                json!({ "id": id, "accepted": accepted, "files": files, "hunk": hunk }),
             ),
-            ToEditor::FilesWritten { paths } => (
-                "files_written",
-                vec![],
-                json!({ "paths": paths.iter().map(|f| self.project_path(f)).collect::<Vec<_>>() }),
-            ),
-            ToEditor::Notify { level, message } if *level != Level::Info => (
-                "notice",
-                vec![],
-                json!({ "level": level, "message": message }),
-            ),
-            ToEditor::Topology { path } => ("topology", vec![], json!({ "path": path })),
-            ToEditor::Snapshots { snapshots } => {
-                ("snapshots", vec![], json!({ "snapshots": snapshots }))
+            Happened::FilesWritten { paths } => (vec![], json!({ "paths": paths })),
+            // What the editor says in passing is not part of the feed.
+            Happened::Notice { level, .. } if *level == Level::Info => return None,
+            Happened::Notice { level, message } => {
+                (vec![], json!({ "level": level, "message": message }))
             }
-            ToEditor::Rollback {
+            Happened::Topology { path } => (vec![], json!({ "path": path })),
+            Happened::Snapshots { snapshots } => (vec![], json!({ "snapshots": snapshots })),
+            Happened::Rollback {
                 id,
                 dry_run,
                 ok,
-                message,
+                report,
             } => (
-                "rollback",
                 vec![],
-                json!({ "id": id, "dry_run": dry_run, "ok": ok, "message": message }),
+                json!({ "id": id, "dry_run": dry_run, "ok": ok, "message": report }),
             ),
-            ToEditor::ChatEntry { entry } => ("chat", vec![], json!(entry)),
-            ToEditor::RemoraEvent { record } => {
+            Happened::Chat { entry } => (vec![], json!(entry)),
+            Happened::Remora { record } => {
                 let subjects = [record.event.from_agent(), record.event.to_agent()]
                     .into_iter()
                     .flatten()
                     .map(str::to_owned)
                     .collect();
-                ("remora", subjects, json!(record))
+                (subjects, json!(record))
             }
-            // Answers to one client's question, the editor's own work, and
-            // streamed text: not part of the feed.
-            _ => return None,
         })
     }
 }
 
-impl EditorSink for EventBus {
-    fn asks_the_human(&self) -> bool {
-        self.editor.asks_the_human()
+impl Default for EventBus {
+    fn default() -> Self {
+        Self::new()
     }
-    fn send(&self, msg: ToEditor) {
-        if let Some((kind, subjects, data)) = self.feed(&msg) {
-            self.keep(kind, subjects, data);
+}
+
+impl Listener for EventBus {
+    fn heard(&self, event: &Happened) {
+        if let Some((subjects, data)) = Self::feed(event) {
+            self.keep(event.kind(), subjects, data);
         }
-        self.editor.send(msg);
     }
 }
 
@@ -266,11 +225,11 @@ mod tests {
     use crate::store::AgentRecord;
 
     fn bus() -> EventBus {
-        EventBus::detached(Path::new("/p"))
+        EventBus::new()
     }
 
     fn agent(bus: &EventBus, id: &str) {
-        bus.send(ToEditor::Agent {
+        bus.heard(&Happened::Agent {
             agent: AgentView::from(&AgentRecord::new(id, "t")),
             proposal: None,
             cleared: false,
@@ -281,14 +240,11 @@ mod tests {
     fn events_are_numbered_and_filtered() {
         let b = bus();
         agent(&b, "a1");
-        b.send(ToEditor::Progress {
-            id: "a1".into(),
-            message: "…".into(),
-        });
-        b.send(ToEditor::Resolved {
+        b.heard(&Happened::notice(Level::Info, "said in passing"));
+        b.heard(&Happened::Resolved {
             id: "a1".into(),
             accepted: true,
-            files: vec!["/p/x.py".into()],
+            files: vec!["x.py".into()],
             hunk: None,
         });
         let all = b.after(0);

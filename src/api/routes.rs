@@ -2,7 +2,6 @@
 //! to the core, run exactly as if the editor had sent it (so an open Neovim
 //! sees it happen), and answered with what the core announced.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use axum::extract::{Path as UrlPath, Query, State};
@@ -15,8 +14,9 @@ use serde_json::json;
 
 use super::backend::{new_id, take_snapshot, task_file, Answer, ApiError, OptionalBody, Shared};
 use crate::diff::HunkRef;
+use crate::event::Event;
 use crate::lifecycle::Told;
-use crate::messages::{AgentView, EffectsSince, FileView, ToCore, ToEditor};
+use crate::messages::{AgentView, EffectsSince, FileView, ToCore};
 use crate::store::AgentState;
 use crate::task::TaskSpec;
 
@@ -220,8 +220,8 @@ async fn approve(
             hunk,
         })
         .await;
-    let files = told.messages.iter().find_map(|m| match m {
-        ToEditor::Resolved {
+    let files = told.events.iter().find_map(|m| match m {
+        Event::Resolved {
             id: of,
             accepted: true,
             files,
@@ -231,14 +231,6 @@ async fn approve(
     });
     match files {
         Some(files) => {
-            // Project paths, as every other answer names files.
-            let files: Vec<String> = files
-                .iter()
-                .map(|f| {
-                    crate::paths::ProjectPath::from_absolute(b.root(), Path::new(f))
-                        .map_or_else(|| f.clone(), |p| p.to_string())
-                })
-                .collect();
             let rec = find(&b, &id)?;
             Ok(Json(
                 json!({ "agent": AgentView::from(&rec), "files": files }),
@@ -337,8 +329,8 @@ async fn rollback(
             buffers: Vec::new(),
         })
         .await;
-    let report = told.messages.iter().find_map(|m| match m {
-        ToEditor::Rollback { ok, message, .. } => Some((*ok, message.clone())),
+    let report = told.events.iter().find_map(|m| match m {
+        Event::Rollback { ok, report, .. } => Some((*ok, report.clone())),
         _ => None,
     });
     match report {

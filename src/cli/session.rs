@@ -94,7 +94,7 @@ impl Session {
         let store = Store::open(&self.root).map_err(|e| e.to_string())?;
         Ok(Client::local(crate::api::router(Arc::new(StoreOnly {
             store,
-            events: Arc::new(EventBus::detached(&self.root)),
+            events: Arc::new(EventBus::new()),
             root: self.root.clone(),
             index: std::sync::OnceLock::new(),
         }))))

@@ -1,56 +1,51 @@
-//! The one place where an [`Outcome`] becomes the messages the editor
-//! receives, in this order: the snapshots (taken before the change), buffer
-//! edits (the text changes first), then
-//! each agent with its proposal in the same message (a state and the
-//! proposal it makes reviewable never arrive apart), then verdicts, then
-//! replies and notices.
+//! The one place where an [`Outcome`] becomes what clients are told, in
+//! this order: the editor's buffer edits (the text changes first), then
+//! the snapshots (taken before the change), each agent with its proposal
+//! in the same event (a state and the proposal it makes reviewable never
+//! arrive apart), then verdicts, then replies and notices.
 
 use std::path::Path;
 
 use super::{Outcome, Shown, Verdict};
-use crate::diff::FileDiff;
+use crate::event::Event;
 use crate::messages::{AgentView, ToEditor};
 
-fn abs(root: &Path, path: &str) -> String {
-    root.join(path).to_string_lossy().into_owned()
+/// What `out` tells: the edits only the editor makes, then the events
+/// every client hears.
+#[derive(Debug, Default)]
+pub struct Announced {
+    /// Accepted changes to apply to loaded buffers (absolute paths).
+    pub edits: Vec<ToEditor>,
+    pub events: Vec<Event>,
 }
 
-/// The messages that tell the editor about `out`; paths made absolute under `root`.
-pub fn announce(out: &Outcome, root: &Path) -> Vec<ToEditor> {
-    let mut msgs = Vec::new();
-    if let Some(snapshots) = &out.snapshots {
-        msgs.push(ToEditor::Snapshots {
-            snapshots: snapshots.clone(),
-        });
-    }
-    for e in &out.buffer_edits {
-        msgs.push(ToEditor::EditBuffer {
+/// What `out` tells; buffer paths made absolute under `root`.
+pub fn announce(out: &Outcome, root: &Path) -> Announced {
+    let edits = out
+        .buffer_edits
+        .iter()
+        .map(|e| ToEditor::EditBuffer {
             id: e.agent.clone(),
-            path: abs(root, &e.path),
+            path: root.join(&e.path).to_string_lossy().into_owned(),
             start: e.start,
             end: e.end,
             lines: e.lines.clone(),
             expect: e.base.clone(),
+        })
+        .collect();
+    let mut events = Vec::new();
+    if let Some(snapshots) = &out.snapshots {
+        events.push(Event::Snapshots {
+            snapshots: snapshots.clone(),
         });
     }
     for c in &out.changes {
         let (proposal, cleared) = match &c.shown {
             Shown::Unchanged => (None, false),
             Shown::Cleared => (None, true),
-            Shown::Proposal(files) => (
-                Some(
-                    files
-                        .iter()
-                        .map(|f| FileDiff {
-                            path: abs(root, &f.path),
-                            ..f.clone()
-                        })
-                        .collect(),
-                ),
-                false,
-            ),
+            Shown::Proposal(files) => (Some(files.clone()), false),
         };
-        msgs.push(ToEditor::Agent {
+        events.push(Event::Agent {
             agent: AgentView::from(&c.agent),
             proposal,
             cleared,
@@ -58,26 +53,19 @@ pub fn announce(out: &Outcome, root: &Path) -> Vec<ToEditor> {
     }
     for (id, v) in &out.verdicts {
         let (accepted, files, hunk) = match v {
-            Verdict::Accepted { files, hunk, .. } => (
-                true,
-                files.iter().map(|f| abs(root, f)).collect(),
-                hunk.clone(),
-            ),
+            Verdict::Accepted { files, hunk, .. } => (true, files.clone(), hunk.clone()),
             Verdict::Rejected { hunk, .. } => (false, vec![], hunk.clone()),
         };
-        msgs.push(ToEditor::Resolved {
+        events.push(Event::Resolved {
             id: id.clone(),
             accepted,
             files,
             hunk,
         });
     }
-    msgs.extend(out.replies.iter().cloned());
+    events.extend(out.replies.iter().cloned());
     for (level, message) in &out.notices {
-        msgs.push(ToEditor::Notify {
-            level: *level,
-            message: message.clone(),
-        });
+        events.push(Event::notice(*level, message.clone()));
     }
-    msgs
+    Announced { edits, events }
 }

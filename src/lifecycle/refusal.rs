@@ -3,7 +3,6 @@
 //! HTTP API) reads its kind — nobody parses the notice's words.
 
 use crate::accept::AcceptError;
-use crate::messages::ToEditor;
 use crate::rootfs::DiskError;
 use crate::store::StoreError;
 
@@ -67,10 +66,10 @@ impl From<&AcceptError> for RefusalKind {
     }
 }
 
-/// What a command brought about, for a client: the messages the editor
-/// was sent, and the refusal if it was refused.
+/// What a command brought about, for a client: the events it caused, and
+/// the refusal if it was refused.
 #[derive(Debug, Default)]
 pub struct Told {
-    pub messages: Vec<ToEditor>,
+    pub events: Vec<crate::event::Event>,
     pub refused: Option<Refusal>,
 }

@@ -32,38 +32,47 @@ fn ran(lc: &Lifecycle, id: &str, writes: &[(&str, &str)]) {
     }
 }
 
-fn kinds(msgs: &[ToEditor]) -> Vec<String> {
-    msgs.iter()
-        .map(|m| match m {
-            ToEditor::Agent {
-                agent,
-                proposal,
-                cleared,
-            } => format!(
-                "agent {}{}{}",
-                agent.state.as_str(),
-                if proposal.is_some() { " +proposal" } else { "" },
-                if *cleared { " -proposal" } else { "" }
-            ),
-            ToEditor::EditBuffer { .. } => "edit".into(),
-            ToEditor::Resolved { accepted, .. } => format!("resolved {accepted}"),
-            ToEditor::Snapshots { .. } => "snapshots".into(),
-            ToEditor::Notify { message, .. } => format!("notify {message}"),
-            other => format!("{other:?}"),
-        })
-        .collect()
+/// What `told` says, in order: the editor's buffer edits, then the events.
+fn kinds(told: &Announced) -> Vec<String> {
+    let edits = told.edits.iter().map(|_| "edit".to_owned());
+    let events = told.events.iter().map(|m| match m {
+        Event::Agent {
+            agent,
+            proposal,
+            cleared,
+        } => format!(
+            "agent {}{}{}",
+            agent.state.as_str(),
+            if proposal.is_some() { " +proposal" } else { "" },
+            if *cleared { " -proposal" } else { "" }
+        ),
+        Event::Resolved { accepted, .. } => format!("resolved {accepted}"),
+        Event::Snapshots { .. } => "snapshots".into(),
+        Event::Notice { message, .. } => format!("notify {message}"),
+        other => format!("{other:?}"),
+    });
+    edits.chain(events).collect()
 }
 
 #[test]
 fn a_completed_state_and_its_proposal_are_one_message() {
     let (dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
     ran(&lc, "ag", &[("a.py", "x = 2\n")]);
-    let msgs = announce(&lc.complete("ag", "two", 1), &lc.root);
-    assert_eq!(kinds(&msgs), ["agent completed +proposal"]);
-    let ToEditor::Agent {
+    let told = announce(&lc.complete("ag", "two", 1), &lc.root);
+    assert_eq!(kinds(&told), ["agent completed +proposal"]);
+    let Event::Agent {
         proposal: Some(files),
         ..
-    } = &msgs[0]
+    } = &told.events[0]
+    else {
+        unreachable!()
+    };
+    // Every client hears project paths; the editor, its buffers' names.
+    assert_eq!(files[0].path, "a.py");
+    let crate::messages::ToEditor::Agent {
+        proposal: Some(files),
+        ..
+    } = crate::messages::ToEditor::of(told.events[0].clone(), &lc.root)
     else {
         unreachable!()
     };
@@ -83,7 +92,7 @@ fn a_run_that_changed_nothing_ends_settled_with_nothing_to_review() {
 }
 
 #[test]
-fn an_accept_announces_the_snapshot_the_edit_the_state_then_the_verdict() {
+fn an_accept_announces_the_edit_the_snapshot_the_state_then_the_verdict() {
     let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
     ran(&lc, "ag", &[("a.py", "x = 2\n")]);
     lc.complete("ag", "two", 1);
@@ -93,8 +102,8 @@ fn an_accept_announces_the_snapshot_the_edit_the_state_then_the_verdict() {
     assert_eq!(
         kinds(&announce(&out, &lc.root)),
         [
-            "snapshots",
             "edit",
+            "snapshots",
             "agent accepted -proposal",
             "resolved true"
         ]

@@ -91,10 +91,10 @@ pub(super) async fn run_agent(
     if job.spec.task == tests::PANIC_TASK {
         panic!("a panic the tests asked for");
     }
-    let sink = core.sink.clone();
+    let out = core.out.clone();
     let pid = job.id.clone();
     let progress: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |message: String| {
-        sink.send(ToEditor::Progress {
+        out.tell(ToEditor::Progress {
             id: pid.clone(),
             message,
         })
@@ -209,11 +209,11 @@ async fn run_external(
     cancel: &CancellationToken,
     progress: Arc<dyn Fn(String) + Send + Sync>,
 ) -> Result<agent::Done, agent::AgentError> {
-    let (sink, id) = (core.sink.clone(), job.id.clone());
+    let (out, id) = (core.out.clone(), job.id.clone());
     let human = crate::acp::Human {
         progress,
         show: Arc::new(move |piece| {
-            sink.send(ToEditor::AgentSaid {
+            out.tell(ToEditor::AgentSaid {
                 id: id.clone(),
                 piece,
             })

@@ -12,6 +12,7 @@ use super::{spawn_agent, Core};
 use crate::agent::tools::{chat_path, ChatEvent, ChatPath, ChatTurn};
 use crate::agent::Job;
 use crate::config::AgentMode;
+use crate::event::Event;
 use crate::llm::ChatMessage;
 use crate::messages::{Level, ToEditor};
 use crate::store::AgentState;
@@ -23,7 +24,7 @@ pub(super) const CONVERSATION: &str = "free";
 /// Records and shows one entry of the conversation.
 fn append(core: &Core, role: &str, content: &str, agent: Option<&str>) {
     match core.store.chat_append(CONVERSATION, role, content, agent) {
-        Ok(entry) => core.sink.send(ToEditor::ChatEntry { entry }),
+        Ok(entry) => core.out.event(Event::Chat { entry }),
         Err(e) => core.notify(Level::Warn, format!("Chimera: cannot save the chat: {e}")),
     }
 }
@@ -84,7 +85,7 @@ async fn show_turn(c: Arc<Core>, id: String, mut rx: mpsc::UnboundedReceiver<Cha
     let mut answered = false;
     while let Some(event) = rx.recv().await {
         match event {
-            ChatEvent::Delta(text) => c.sink.send(ToEditor::ChatDelta {
+            ChatEvent::Delta(text) => c.out.tell(ToEditor::ChatDelta {
                 agent_id: id.clone(),
                 text,
             }),
@@ -127,7 +128,7 @@ async fn show_turn(c: Arc<Core>, id: String, mut rx: mpsc::UnboundedReceiver<Cha
 /// Sends the whole conversation ([`ToEditor::ChatHistory`]).
 pub(super) fn history(core: &Arc<Core>) {
     match core.store.chat_entries(CONVERSATION) {
-        Ok(entries) => core.sink.send(ToEditor::ChatHistory { entries }),
+        Ok(entries) => core.out.tell(ToEditor::ChatHistory { entries }),
         Err(e) => core.notify(Level::Warn, format!("Chimera: cannot read the chat: {e}")),
     }
 }

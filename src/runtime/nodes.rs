@@ -19,7 +19,7 @@ impl Core {
     pub(super) fn emit(self: &Arc<Self>, event: Event, correlation: Option<&str>) {
         match self.store.remora_emit(&event, correlation) {
             Ok((record, triggers)) => {
-                self.sink.send(ToEditor::RemoraEvent {
+                self.out.event(crate::event::Event::Remora {
                     record: record.clone(),
                 });
                 for t in triggers {
@@ -343,7 +343,7 @@ fn show_ghost(
         (Some(a), _) => line_indent(core, rel.as_str(), a.start_line),
         (None, _) => line_indent(core, rel.as_str(), parent.start_line) + "    ",
     };
-    core.sink.send(ToEditor::GhostNode {
+    core.out.tell(ToEditor::GhostNode {
         agent_id: id.to_owned(),
         path: core.abs(rel.as_str()),
         line: ghost.start_line,

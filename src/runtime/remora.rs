@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 
-use super::EditorSink;
 use crate::config::{IdMode, RemoraConfig};
+use crate::event::Event;
 use crate::messages::{Level, ToEditor};
 use crate::remora::index::Indexer;
 use crate::remora::inject::{self, IdEdit};
@@ -47,7 +47,7 @@ pub struct Context {
     pub root: PathBuf,
     pub config: RemoraConfig,
     pub buffers: OpenBuffers,
-    pub sink: Arc<dyn EditorSink>,
+    pub out: Arc<super::outlet::Outlet>,
     pub shared: SharedIndex,
 }
 
@@ -96,10 +96,8 @@ fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
             Ok(())
         })();
         if let Err(e) = result {
-            ctx.sink.send(ToEditor::Notify {
-                level: Level::Warn,
-                message: format!("Chimera: Remora index: {e}"),
-            });
+            ctx.out
+                .notify(Level::Warn, format!("Chimera: Remora index: {e}"));
         }
         for f in then {
             f();
@@ -139,7 +137,7 @@ fn index_all(ctx: &Context) -> Result<(), WorkerError> {
     fresh.index_all(&ctx.store, &files, threads, |p| stable_text(&ctx.store, p))?;
     fresh.hydrate(&ctx.store)?;
     *ctx.shared.write() = fresh;
-    ctx.sink.send(ToEditor::Topology { path: None });
+    ctx.out.event(Event::Topology { path: None });
     Ok(())
 }
 
@@ -155,7 +153,7 @@ fn changed_file(ctx: &Context, path: &str) -> Result<(), WorkerError> {
     let Some(text) = stable_text(&ctx.store, path) else {
         let removed = ctx.shared.write().remove(&ctx.store, path)?;
         if let Some(change) = &removed {
-            ctx.sink.send(ToEditor::Topology {
+            ctx.out.event(Event::Topology {
                 path: Some(path.to_owned()),
             });
             topology_event(ctx, change);
@@ -164,7 +162,7 @@ fn changed_file(ctx: &Context, path: &str) -> Result<(), WorkerError> {
     };
     let indexed = ctx.shared.write().index_text(&ctx.store, path, &text)?;
     if let Some(change) = &indexed.change {
-        ctx.sink.send(ToEditor::Topology {
+        ctx.out.event(Event::Topology {
             path: Some(path.to_owned()),
         });
         topology_event(ctx, change);
@@ -214,7 +212,7 @@ fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, WorkerError>
                 }
             })
             .collect();
-        ctx.sink.send(ToEditor::InjectIds {
+        ctx.out.tell(ToEditor::InjectIds {
             path: ctx.root.join(path).to_string_lossy().into_owned(),
             edits,
         });
@@ -239,8 +237,8 @@ fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, WorkerError>
     match crate::rootfs::write_all(&ctx.root, &[write]) {
         // A buffer Neovim loaded just before the write (the core had not
         // heard of it yet) would be left stale: the editor reloads it.
-        Ok(()) => ctx.sink.send(ToEditor::FilesWritten {
-            paths: vec![ctx.root.join(path).to_string_lossy().into_owned()],
+        Ok(()) => ctx.out.event(Event::FilesWritten {
+            paths: vec![path.to_owned()],
         }),
         Err(crate::rootfs::DiskError::Changed(_)) => return Ok(false),
         Err(e) => return Err(e.into()),
@@ -258,12 +256,9 @@ fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), WorkerError> {
     };
     if ctx.config.ids == IdMode::Shadow {
         ctx.store.set_setting(ENABLED, "1")?;
-        ctx.sink.send(ToEditor::Notify {
-            level: Level::Info,
-            message: format!(
+        ctx.out.notify(Level::Info, format!(
                 "Chimera: Remora is on: {nodes} nodes in {files} Python files (IDs kept in the database; set remora.ids = \"inline\" for `# rm_…` comments)"
-            ),
-        });
+            ));
         return Ok(());
     }
     let paths: Vec<String> = ctx.shared.read().topology().file_paths().cloned().collect();
@@ -275,7 +270,7 @@ fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), WorkerError> {
                     .is_some_and(|t| !ctx.shared.read().id_edits(p, &t).is_empty())
             })
             .count();
-        ctx.sink.send(ToEditor::RemoraConfirm {
+        ctx.out.tell(ToEditor::RemoraConfirm {
             files: pending,
             nodes,
         });
@@ -290,11 +285,9 @@ fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), WorkerError> {
             }
         }
     }
-    ctx.sink.send(ToEditor::Notify {
-        level: Level::Info,
-        message: format!(
-            "Chimera: Remora is on: {nodes} nodes; ID comments written to {written} files"
-        ),
-    });
+    ctx.out.notify(
+        Level::Info,
+        format!("Chimera: Remora is on: {nodes} nodes; ID comments written to {written} files"),
+    );
     Ok(())
 }

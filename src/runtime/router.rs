@@ -134,8 +134,8 @@ pub(super) async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
             core.on_lifecycle(move |c| {
                 let out = step(c);
                 let refused = out.refused.clone();
-                let messages = c.publish_told(out);
-                let _ = tx.send(lifecycle::Told { messages, refused });
+                let events = c.publish_told(out);
+                let _ = tx.send(lifecycle::Told { events, refused });
             });
             rx.await.unwrap_or_default()
         }
@@ -266,7 +266,7 @@ pub(super) fn send_effects(core: &Arc<Core>, since: EffectsSince, kind: Option<S
             .and_then(|seq| core.store.effects(seq, kind.as_deref())),
     };
     match effects {
-        Ok(effects) => core.sink.send(ToEditor::Effects { effects }),
+        Ok(effects) => core.out.tell(ToEditor::Effects { effects }),
         Err(e) => core.notify(
             Level::Warn,
             format!("Chimera: cannot read the effect log: {e}"),
@@ -278,7 +278,7 @@ pub(super) fn send_effects(core: &Arc<Core>, since: EffectsSince, kind: Option<S
 pub(super) fn send_calls(core: &Arc<Core>, agent_id: String) {
     let c = core.clone();
     tokio::task::spawn_blocking(move || match c.store.tool_calls(&agent_id, 0) {
-        Ok(calls) => c.sink.send(ToEditor::Calls { agent_id, calls }),
+        Ok(calls) => c.out.tell(ToEditor::Calls { agent_id, calls }),
         Err(e) => c.notify(
             Level::Warn,
             format!("Chimera: cannot read the tool calls of {agent_id}: {e}"),
@@ -291,7 +291,7 @@ pub(super) fn send_node_history(core: &Arc<Core>, node_id: String) {
     let c = core.clone();
     tokio::task::spawn_blocking(move || {
         match c.store.remora_events_since(0, Some(&node_id), 10_000) {
-            Ok(events) => c.sink.send(ToEditor::NodeHistory { node_id, events }),
+            Ok(events) => c.out.tell(ToEditor::NodeHistory { node_id, events }),
             Err(e) => c.notify(
                 Level::Warn,
                 format!("Chimera: cannot read the history of {node_id}: {e}"),
@@ -320,7 +320,7 @@ pub(super) fn set_model(core: &Arc<Core>, model: String) {
         *m = (!model.is_empty()).then(|| model.clone());
     }
     let running = core.agents.lock().map_or(0, |a| a.len());
-    core.sink.send(ToEditor::Notify {
+    core.out.tell(ToEditor::Notify {
         level: Level::Info,
         message: format!(
             "new agents ask model `{}`{}",

@@ -1,0 +1,56 @@
+//! Where everything the core says goes. An [`Event`] is heard by every
+//! listener (the API's feed) and then by the editor, as its message with
+//! absolute paths; what only the editor is told (answers to its requests,
+//! buffer edits, streamed progress) goes to the editor alone.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::event::{Event, Listener};
+use crate::messages::{EditorSink, Level, ToEditor};
+
+pub struct Outlet {
+    editor: Arc<dyn EditorSink>,
+    listeners: Vec<Arc<dyn Listener>>,
+    root: PathBuf,
+}
+
+impl Outlet {
+    pub fn new(editor: Arc<dyn EditorSink>, root: &Path) -> Self {
+        Outlet {
+            editor,
+            listeners: Vec::new(),
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// This outlet, with `listener` hearing its events too.
+    pub fn heard_by(mut self, listener: Option<Arc<dyn Listener>>) -> Self {
+        self.listeners.extend(listener);
+        self
+    }
+
+    /// Tells every client that `event` happened.
+    pub fn event(&self, event: Event) {
+        for l in &self.listeners {
+            l.heard(&event);
+        }
+        self.editor.send(ToEditor::of(event, &self.root));
+    }
+
+    /// A notice for every client.
+    pub fn notify(&self, level: Level, message: impl Into<String>) {
+        self.event(Event::notice(level, message));
+    }
+
+    /// Tells the editor alone: an answer to its request, a buffer edit,
+    /// streamed progress — never what other clients must hear too.
+    pub fn tell(&self, msg: ToEditor) {
+        self.editor.send(msg);
+    }
+
+    /// Whether a person reads the editor and can answer a question.
+    pub fn asks_the_human(&self) -> bool {
+        self.editor.asks_the_human()
+    }
+}
