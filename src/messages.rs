@@ -98,6 +98,14 @@ pub enum ToCore {
     },
     /// Send agent `agent_id`'s audit log ([`ToEditor::Calls`]).
     Calls { agent_id: String },
+    /// Merge proposal `id` into `text`, the buffer of `path` (absolute),
+    /// with the clashes between conflict markers
+    /// ([`ToEditor::ConflictMarkers`]).
+    ConflictMarkers {
+        id: String,
+        path: String,
+        text: String,
+    },
     /// Start agent `id` on `task` with the project as in snapshot `snapshot`.
     Fork {
         id: String,
@@ -241,6 +249,14 @@ pub enum ToEditor {
     Calls {
         agent_id: String,
         calls: Vec<crate::store::ToolCall>,
+    },
+    /// Answer to [`ToCore::ConflictMarkers`]: the merged text (`None`:
+    /// nothing clashes), or why there is none.
+    ConflictMarkers {
+        id: String,
+        path: String,
+        marked: Option<String>,
+        error: Option<String>,
     },
     /// A new entry of the free chat.
     ChatEntry { entry: crate::store::ChatEntry },

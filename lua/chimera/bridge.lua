@@ -226,6 +226,10 @@ function handlers.calls(msg)
   require("chimera.history").calls_arrived(msg)
 end
 
+function handlers.conflict_markers(msg)
+  require("chimera").conflict_markers_arrived(msg)
+end
+
 function handlers.effects(msg)
   require("chimera.history").effects_arrived(msg)
 end

@@ -381,24 +381,52 @@ function M.reject_with_feedback(id)
   end)
 end
 
+-- The buffers waiting for their conflict markers, by proposal and path:
+-- { buf, tick } as they were when asked.
+local resolving = {}
+
 --- Writes where proposal `id` (default: the one here) clashes with your
 --- edits into the current buffer, both sides between conflict markers, as
 --- one undoable change; the rest of it merges in. Settle each block; once
 --- your text holds the agent's change the proposal ends by itself, else
---- reject it.
+--- reject it. The core works the merge out; the buffer changes when it
+--- answers, unless you typed meanwhile.
 function M.resolve(id)
   id = resolve_id(id, "resolve")
   local buf = vim.api.nvim_get_current_buf()
   local path = vim.api.nvim_buf_get_name(buf)
   local buffers = require("chimera.buffers")
   buffers.flush(buf)
-  local text = buffers.text(buf)
-  local marked = require("chimera.loader").require().conflict_markers(state.root, id, path, text)
-  if not marked then
-    error(("chimera: proposal %s does not clash with your edits in this file; accept it (or a hunk)"):format(id), 0)
+  resolving[id .. "\0" .. path] = { buf = buf, tick = vim.api.nvim_buf_get_changedtick(buf) }
+  require("chimera.loader").require().conflict_markers(id, path, buffers.text(buf))
+end
+
+--- The core's answer to resolve(): writes the marked text into the buffer.
+function M.conflict_markers_arrived(msg)
+  local key = msg.id .. "\0" .. msg.path
+  local asked = resolving[key]
+  resolving[key] = nil
+  local function say(text, level)
+    vim.notify(text, level, { title = "Chimera" })
+  end
+  if not asked or not vim.api.nvim_buf_is_valid(asked.buf) then
+    return
+  end
+  if msg.error ~= nil and msg.error ~= vim.NIL then
+    return say(msg.error, vim.log.levels.ERROR)
+  end
+  if msg.marked == nil or msg.marked == vim.NIL then
+    return say(
+      ("chimera: proposal %s does not clash with your edits in this file; accept it (or a hunk)"):format(msg.id),
+      vim.log.levels.ERROR
+    )
+  end
+  local buf = asked.buf
+  if vim.api.nvim_buf_get_changedtick(buf) ~= asked.tick then
+    return say("chimera: you typed while the conflict markers were worked out; run :Chimera resolve again", vim.log.levels.WARN)
   end
   local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  local new = vim.split(marked:gsub("\r?\n$", ""), "\r?\n")
+  local new = vim.split(msg.marked:gsub("\r?\n$", ""), "\r?\n")
   -- The smallest range that changes, so marks and folds elsewhere stay.
   local first = 1
   while first <= #old and first <= #new and old[first] == new[first] do
@@ -411,11 +439,12 @@ function M.resolve(id)
   -- Its own undo step.
   vim.bo[buf].undolevels = vim.bo[buf].undolevels
   vim.api.nvim_buf_set_lines(buf, first - 1, last_old, false, vim.list_slice(new, first, last_new))
-  vim.fn.search("^<<<<<<< yours", "w")
-  vim.notify(
-    ("chimera: keep yours, the agent's or both in each <<<<<<< block; proposal %s ends by itself once your text holds its change, else reject it"):format(id),
-    vim.log.levels.INFO,
-    { title = "Chimera" }
+  if vim.api.nvim_get_current_buf() == buf then
+    vim.fn.search("^<<<<<<< yours", "w")
+  end
+  say(
+    ("chimera: keep yours, the agent's or both in each <<<<<<< block; proposal %s ends by itself once your text holds its change, else reject it"):format(msg.id),
+    vim.log.levels.INFO
   )
 end
 

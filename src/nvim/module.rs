@@ -328,22 +328,13 @@ fn project_options(lua: &Lua) -> mlua::Result<mlua::Function> {
     })
 }
 
-/// conflict_markers(root, id, path, text) -> the text of `path` with
-/// proposal `id` merged into `text` (the buffer's), clashes between
-/// conflict markers; nil when nothing clashes.
+/// conflict_markers(id, path, text): asks for proposal `id` merged into
+/// `text` (the buffer of `path`), clashes between conflict markers; the
+/// answer comes as a `conflict_markers` message.
 fn conflict_markers(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(
-        |_, (root, id, path, text): (String, String, String, String)| {
-            let root = Path::new(&root);
-            let rel = crate::paths::ProjectPath::from_absolute(root, Path::new(&path)).ok_or_else(
-                || mlua::Error::external(format!("Chimera: {path} is not in the project")),
-            )?;
-            let store = crate::store::Store::open(root)
-                .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
-            crate::accept::with_conflict_markers(&store, &id, rel.as_str(), &text)
-                .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))
-        },
-    )
+    lua.create_function(|_, (id, path, text): (String, String, String)| {
+        send(ToCore::ConflictMarkers { id, path, text })
+    })
 }
 
 /// check_database(root) -> nil when sound, else the reason (:checkhealth).

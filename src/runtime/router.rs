@@ -245,6 +245,7 @@ pub(super) fn route_other(core: &Arc<Core>, msg: ToCore) {
         ToCore::ChatHistory => chat::history(core),
         ToCore::ChatClear => chat::clear(core),
         ToCore::Calls { agent_id } => send_calls(core, agent_id),
+        ToCore::ConflictMarkers { id, path, text } => send_conflict_markers(core, id, path, text),
         ToCore::NodeHistory { node_id } => send_node_history(core, node_id),
         ToCore::PermissionAnswer { id, allow } => answer_permission(core, id, allow),
         ToCore::CheckLlm => {
@@ -283,6 +284,29 @@ pub(super) fn send_calls(core: &Arc<Core>, agent_id: String) {
             Level::Warn,
             format!("Chimera: cannot read the tool calls of {agent_id}: {e}"),
         ),
+    });
+}
+
+/// Proposal `id` merged into the buffer's `text` with its clashes marked,
+/// worked out off the message loop (and off the editor's main thread).
+pub(super) fn send_conflict_markers(core: &Arc<Core>, id: String, path: String, text: String) {
+    let c = core.clone();
+    tokio::task::spawn_blocking(move || {
+        let merged = match c.rel(&path) {
+            None => Err(format!("{path} is not a file of the project")),
+            Some(rel) => crate::accept::with_conflict_markers(&c.store, &id, rel.as_str(), &text)
+                .map_err(|e| e.to_string()),
+        };
+        let (marked, error) = match merged {
+            Ok(marked) => (marked, None),
+            Err(e) => (None, Some(format!("Chimera: {e}"))),
+        };
+        c.out.tell(ToEditor::ConflictMarkers {
+            id,
+            path,
+            marked,
+            error,
+        });
     });
 }
 

@@ -298,8 +298,26 @@ h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflic
   end)
   vim.notify = notify
   h.truthy(said and said:find("accept --hunk N", 1, true), tostring(said))
+  -- Typed at once after :Chimera resolve: the markers worked out for the
+  -- text before are not written over the new one.
+  said = nil
+  vim.notify = function(m)
+    said = m
+  end
+  vim.cmd("Chimera resolve " .. id)
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "# typed at once" })
+  h.wait_for("told to resolve again", function()
+    return said ~= nil
+  end)
+  vim.notify = notify
+  h.truthy(said:find("run :Chimera resolve again", 1, true), said)
+  h.eq(vim.api.nvim_buf_get_lines(buf, 0, 3, false), { "# typed at once", SRC:match("^[^\n]*"), "    return 11" })
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, {})
   -- :Chimera resolve writes the clash into the buffer, both sides marked.
   vim.cmd("Chimera resolve " .. id)
+  h.wait_for("the conflict markers", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "<<<<<<< yours"
+  end)
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 6, false), {
     "<<<<<<< yours",
     "    return 11",
