@@ -36,6 +36,10 @@
 //! - [`memory`]: counts the library's live bytes, for the sandbox's memory limit.
 //! - [`sandbox`]: runs model-written Python in Monty with host functions
 //!   (which fail with a typed [`sandbox::HostError`]).
+//! - [`lang`]: the language table, one row per language (grammar, names,
+//!   queries under `queries/`, and hooks for what a language does its own
+//!   way, [`lang::OwnSplice`]); `lang::language` is the row's type, a leaf
+//!   below the table and everything that reads a language.
 //! - [`python`]: Python with tree-sitter: syntax checks, definitions, and
 //!   splicing a reply's definitions into a file.
 //! - [`remora`]: every Python file, class, function and method as a node

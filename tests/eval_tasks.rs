@@ -75,7 +75,11 @@ fn every_task_check_fails_before_and_passes_after_a_correct_answer() {
                 .flatten();
             let after = match (&answer["whole"], answer.as_str()) {
                 (serde_json::Value::String(whole), _) => Ok(whole.clone()),
-                (_, Some(answer)) => match python::classify(answer, Some(&before)) {
+                (_, Some(answer)) => match chimera::lang::splice::classify(
+                    &chimera::lang::PYTHON,
+                    answer,
+                    Some(&before),
+                ) {
                     ReplyForm::Definitions(code) => {
                         python::splice_definitions(&before, &code, focus).map_err(|e| e.to_string())
                     }

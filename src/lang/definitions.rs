@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
 
-use super::Language;
+use super::language::Language;
 
 /// What a definition is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,9 @@
 
 use tree_sitter::{Node, QueryCursor, StreamingIterator};
 
+use super::definitions::line_start;
+use super::language::Language;
 use super::reply::{dedent, reindent, Edits};
-use super::{line_start, Language};
 
 /// `new`, the text a change proposes for a file that was `old`, with each
 /// doc comment `docs.scm` finds first in a body, and that `old` does not

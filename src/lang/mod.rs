@@ -5,102 +5,30 @@
 //! Queries are compiled the first time a file of their language is read,
 //! so `setup{}` pays nothing for languages a project does not use.
 
-mod definitions;
+pub mod definitions;
 mod docs;
+pub mod forms;
+pub mod language;
 mod modules;
 pub mod reply;
 pub mod splice;
-mod syntax;
+pub mod syntax;
 
 use std::sync::OnceLock;
 
-use tree_sitter::{Parser, Query, Tree};
+use tree_sitter::Query;
+
+use language::{sources, Sources};
+pub use language::{Language, OwnSplice, Queries, QueryError};
 
 pub use definitions::{
     assemble, definitions, definitions_in, found_in, found_order, line_start, lone_methods,
     outermost, DefKind, Definition, Found, LoneMethods,
 };
 pub use docs::docs_moved_out_of_bodies;
+pub use forms::SyntaxProblem;
 pub use modules::{ecma_paths, python_relative_paths, ModuleStyle};
-pub use syntax::{syntax_problem, SyntaxProblem};
-
-/// One language Chimera understands.
-pub struct Language {
-    /// Stable identifier, also the directory of its queries: `python`.
-    pub id: &'static str,
-    /// What people call it: `Python`.
-    pub name: &'static str,
-    /// File name endings, lower case, without the dot.
-    pub extensions: &'static [&'static str],
-    /// What starts a line comment (where Remora writes node IDs).
-    pub line_comment: &'static str,
-    /// The fence tag models use for it in Markdown: `python`.
-    pub fence: &'static str,
-    /// Other names models write it under (fence tags: `golang`).
-    pub also_called: &'static [&'static str],
-    /// What a method alone must sit in to parse (JavaScript's class body),
-    /// before and after it.
-    pub method_context: Option<(&'static str, &'static str)>,
-    /// How a method is written alone, for prompts that say a changed
-    /// method may come without its class.
-    pub method_example: &'static str,
-    /// Node kinds that belong to the definition right after them when no
-    /// blank line separates them (doc comments, Rust attributes).
-    pub attached: &'static [&'static str],
-    /// A rule of the language the grammar does not enforce: the row of the
-    /// first breach and what the language would say.
-    own_rule: Option<OwnRule>,
-    /// How its imports name the project's files.
-    pub modules: ModuleStyle,
-    /// Names every file has without importing them (JavaScript's `Error`,
-    /// `Math`): an import of only these from a module that is not there
-    /// is dropped rather than sent back.
-    pub globals: &'static [&'static str],
-    grammar: tree_sitter_language::LanguageFn,
-    sources: Sources,
-    compiled: OnceLock<Result<Queries, QueryError>>,
-}
-
-/// A check of a syntax tree: the row of the first breach and what the
-/// language would say of it.
-type OwnRule = fn(tree_sitter::Node<'_>, &str) -> Option<(usize, String)>;
-
-/// The text of a language's query files, as written under `queries/`.
-#[derive(Clone, Copy)]
-struct Sources {
-    definitions: &'static str,
-    calls: &'static str,
-    imports: &'static str,
-    docs: &'static str,
-}
-
-/// A language's compiled queries.
-pub struct Queries {
-    pub definitions: Query,
-    pub calls: Query,
-    pub imports: Query,
-    pub docs: Query,
-}
-
-/// A query file that does not compile against its grammar.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-#[error("queries/{language}/{file}.scm does not compile: {message}")]
-pub struct QueryError {
-    pub language: &'static str,
-    pub file: &'static str,
-    pub message: String,
-}
-
-macro_rules! sources {
-    ($dir:literal) => {
-        Sources {
-            definitions: include_str!(concat!("../../queries/", $dir, "/definitions.scm")),
-            calls: include_str!(concat!("../../queries/", $dir, "/calls.scm")),
-            imports: include_str!(concat!("../../queries/", $dir, "/imports.scm")),
-            docs: include_str!(concat!("../../queries/", $dir, "/docs.scm")),
-        }
-    };
-}
+pub use syntax::syntax_problem;
 
 /// JavaScript's built-in objects and the functions every runtime has.
 #[rustfmt::skip]
@@ -128,6 +56,12 @@ pub static PYTHON: Language = Language {
     method_example: "`def name(self, ...):`",
     attached: &[],
     own_rule: Some(syntax::python_empty_body),
+    own_splice: Some(OwnSplice {
+        classify: crate::python::splice::classify,
+        without_cut_tail: crate::python::splice::without_cut_tail,
+        splice: crate::python::splice::splice_definitions,
+        keep_imports: crate::python::imports::keep_imports,
+    }),
     modules: ModuleStyle::Python,
     globals: &[],
     grammar: tree_sitter_python::LANGUAGE,
@@ -146,6 +80,7 @@ pub static JAVASCRIPT: Language = Language {
     method_example: "`name(args) { ... }`",
     attached: &["comment"],
     own_rule: None,
+    own_splice: None,
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
     grammar: tree_sitter_javascript::LANGUAGE,
@@ -164,6 +99,7 @@ pub static TYPESCRIPT: Language = Language {
     method_example: "`name(args): Type { ... }`",
     attached: &["comment"],
     own_rule: None,
+    own_splice: None,
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
     grammar: tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
@@ -182,6 +118,7 @@ pub static TSX: Language = Language {
     method_example: "`name(args): Type { ... }`",
     attached: &["comment"],
     own_rule: None,
+    own_splice: None,
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
     grammar: tree_sitter_typescript::LANGUAGE_TSX,
@@ -200,6 +137,7 @@ pub static GO: Language = Language {
     method_example: "with its receiver: `func (s *Store) Name(...) { ... }`",
     attached: &["comment"],
     own_rule: None,
+    own_splice: None,
     modules: ModuleStyle::Go,
     globals: &[],
     grammar: tree_sitter_go::LANGUAGE,
@@ -218,6 +156,7 @@ pub static RUST: Language = Language {
     method_example: "`fn name(&self, ...) { ... }`, or inside its `impl` block",
     attached: &["line_comment", "block_comment", "attribute_item"],
     own_rule: None,
+    own_splice: None,
     modules: ModuleStyle::Rust,
     globals: &[],
     grammar: tree_sitter_rust::LANGUAGE,
@@ -236,6 +175,7 @@ pub static LUA: Language = Language {
     method_example: "`function M.name(...) ... end`",
     attached: &["comment"],
     own_rule: Some(syntax::lua_keyword_name),
+    own_splice: None,
     modules: ModuleStyle::Lua,
     globals: &[],
     grammar: tree_sitter_lua::LANGUAGE,
@@ -275,20 +215,6 @@ pub fn by_name(name: &str) -> Option<&'static Language> {
     LANGUAGES.iter().copied().find(|l| l.is_fence(&name))
 }
 
-impl std::fmt::Debug for Language {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.id)
-    }
-}
-
-impl PartialEq for Language {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-    }
-}
-
-impl Eq for Language {}
-
 /// The key of the module the project file at `path` is (see
 /// [`ModuleStyle`]); Python's dotted name for a file of no known language.
 pub fn module_key(path: &str) -> String {
@@ -298,53 +224,6 @@ pub fn module_key(path: &str) -> String {
 }
 
 impl Language {
-    pub fn grammar(&self) -> tree_sitter::Language {
-        self.grammar.into()
-    }
-
-    /// Whether a Markdown fence tag (lower case) names this language:
-    /// its id, its own tag, its extensions, or another name models use.
-    pub fn is_fence(&self, tag: &str) -> bool {
-        tag == self.id
-            || tag == self.fence
-            || self.extensions.contains(&tag)
-            || self.also_called.contains(&tag)
-    }
-
-    /// Parses `text`; `None` only if tree-sitter itself fails (it never should).
-    pub fn parse(&self, text: &str) -> Option<Tree> {
-        let mut parser = Parser::new();
-        parser.set_language(&self.grammar()).ok()?;
-        parser.parse(text, None)
-    }
-
-    /// What `text` imports, as written (`"./util"`, `lodash`): the
-    /// imports query's modules.
-    pub fn import_specs(&self, text: &str) -> std::collections::BTreeSet<String> {
-        use tree_sitter::StreamingIterator;
-        let mut out = std::collections::BTreeSet::new();
-        let (Some(tree), Ok(queries)) = (self.parse(text), self.queries()) else {
-            return out;
-        };
-        let query = &queries.imports;
-        let Some(module) = query.capture_index_for_name("import.module") else {
-            return out;
-        };
-        let mut cursor = tree_sitter::QueryCursor::new();
-        let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
-        while let Some(m) = matches.next() {
-            for c in m.captures.iter().filter(|c| c.index == module) {
-                if let Some(spec) = text.get(c.node.byte_range()) {
-                    out.insert(
-                        spec.trim_matches(|c| c == '"' || c == '\'' || c == '`')
-                            .to_owned(),
-                    );
-                }
-            }
-        }
-        out
-    }
-
     /// The compiled queries, compiling them on first use.
     pub fn queries(&self) -> Result<&Queries, &QueryError> {
         self.compiled.get_or_init(|| self.compile()).as_ref()

@@ -5,31 +5,9 @@
 
 use std::collections::HashSet;
 
-use super::{DefKind, Definition, Language, SyntaxProblem};
-
-/// The shape of a model's reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplyForm {
-    /// A program calling host functions, to run in the sandbox.
-    Program(String),
-    /// Definitions (and imports) to splice into the target file.
-    Definitions(String),
-    /// The complete new content of the target file.
-    WholeFile(String),
-    /// Nothing usable (prose, or code without definitions).
-    Nothing,
-}
-
-/// Why a reply could not be spliced.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SpliceError {
-    #[error("the reply has no function, class, import or assignment to put into the file")]
-    NoDefinitions,
-    #[error("the reply is not valid {}: {}", .0.language, .0)]
-    Syntax(SyntaxProblem),
-    #[error("the reply only repeats definitions without their bodies (the outline you were shown); give the complete new code of only the definitions you change")]
-    OnlyOutline,
-}
+use super::definitions::{definitions, DefKind, Definition};
+pub use super::forms::{ReplyForm, SpliceError};
+use super::language::Language;
 
 /// The method `name` a reply means: the one of `class` (the class at the
 /// cursor), else the only method of that name.
@@ -54,7 +32,7 @@ pub(crate) fn method_named<'d>(
 
 /// The names of `text`'s definitions that belong to nothing.
 pub(crate) fn top_level_names(lang: &Language, text: &str) -> Vec<String> {
-    super::definitions(lang, text)
+    definitions(lang, text)
         .into_iter()
         .filter(|d| d.parent.is_none())
         .map(|d| d.name)

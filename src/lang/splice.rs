@@ -1,9 +1,10 @@
 //! Putting a model's code into a file of any language. A reply of
 //! definitions replaces the ones with the same name (and type) in the file
 //! or joins them, its imports are merged, and a reply holding most of the
-//! file replaces it. Python keeps its own, richer rules
-//! ([`crate::python::splice_definitions`]); every other language is read
-//! through its `definitions.scm` and `imports.scm` queries here.
+//! file replaces it. A language whose row has its own rules
+//! ([`super::OwnSplice`]: Python's) is spliced by them; every other
+//! language is read through its `definitions.scm` and `imports.scm`
+//! queries here.
 
 use std::collections::HashSet;
 
@@ -19,8 +20,8 @@ use file::File;
 /// Classifies the code of a reply in `lang` against `target`, the text of
 /// the file the task is about (if known).
 pub fn classify(lang: &Language, code: &str, target: Option<&str>) -> ReplyForm {
-    if lang.id == "python" {
-        return crate::python::classify(code, target);
+    if let Some(own) = lang.own_splice {
+        return (own.classify)(lang, code, target);
     }
     // The program form is Python whatever the file's language.
     if crate::python::calls_host(code) && crate::python::syntax_problem(code).is_none() {
@@ -54,8 +55,8 @@ pub fn classify(lang: &Language, code: &str, target: Option<&str>) -> ReplyForm 
 /// (at the model's token limit), when what comes before it parses and
 /// defines something; `None` when `code` parses or no such cut helps.
 pub fn without_cut_tail<'c>(lang: &Language, code: &'c str) -> Option<&'c str> {
-    if lang.id == "python" {
-        return crate::python::without_cut_tail(code);
+    if let Some(own) = lang.own_splice {
+        return (own.without_cut_tail)(lang, code);
     }
     syntax_problem(lang, code)?;
     let tree = lang.parse(code)?;
@@ -76,8 +77,8 @@ pub fn splice_definitions(
     reply: &str,
     focus_line: Option<usize>,
 ) -> Result<String, SpliceError> {
-    if lang.id == "python" {
-        return crate::python::splice_definitions(target, reply, focus_line);
+    if let Some(own) = lang.own_splice {
+        return (own.splice)(lang, target, reply, focus_line);
     }
     let reply = dedent(reply);
     let reply = Reply::read(lang, &reply).map_err(SpliceError::Syntax)?;
@@ -112,8 +113,8 @@ pub fn splice_definitions(
 /// `new`, the whole new text of a file in `lang` that was `old`, with the
 /// imports (and Go's package clause) it dropped but still needs put back.
 pub fn keep_imports(lang: &Language, old: &str, new: &str) -> String {
-    if lang.id == "python" {
-        return crate::python::refactor::keep_imports(old, new);
+    if let Some(own) = lang.own_splice {
+        return (own.keep_imports)(lang, old, new);
     }
     let (Some(was), Some(now)) = (File::read(lang, old), File::read(lang, new)) else {
         return new.to_owned();

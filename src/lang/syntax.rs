@@ -5,38 +5,8 @@
 
 use tree_sitter::Node;
 
-use super::Language;
-
-/// A syntax error in source text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyntaxProblem {
-    /// The language's name (`Python`).
-    pub language: &'static str,
-    /// 1-based line of the first error.
-    pub line: usize,
-    /// What is wrong, when it is more than "a syntax error".
-    pub what: Option<String>,
-    /// The lines around it, numbered.
-    pub excerpt: String,
-}
-
-impl std::fmt::Display for SyntaxProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Python's own word, which the models know from tracebacks.
-        let error = match self.language {
-            "Python" => "SyntaxError".to_owned(),
-            other => format!("{other} syntax error"),
-        };
-        match &self.what {
-            Some(what) => write!(
-                f,
-                "{error} on line {}: {what}:\n{}",
-                self.line, self.excerpt
-            ),
-            None => write!(f, "{error} near line {}:\n{}", self.line, self.excerpt),
-        }
-    }
-}
+pub use super::forms::SyntaxProblem;
+use super::language::Language;
 
 /// The first syntax error of `text` in `lang`, if any.
 pub fn syntax_problem(lang: &Language, text: &str) -> Option<SyntaxProblem> {

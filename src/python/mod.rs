@@ -2,12 +2,11 @@
 //! syntax checks that point at the broken line, and the definitions
 //! (functions, classes, methods) of a file with their spans.
 
+pub(crate) mod imports;
 pub mod refactor;
-mod splice;
+pub(crate) mod splice;
 
-pub use splice::{
-    calls_host, classify, dedent, reindent, splice_definitions, ReplyForm, SpliceError,
-};
+pub use splice::{calls_host, dedent, reindent, ReplyForm, SpliceError};
 
 use tree_sitter::Tree;
 
@@ -27,19 +26,14 @@ pub fn syntax_problem(text: &str) -> Option<SyntaxProblem> {
     lang::syntax_problem(&lang::PYTHON, text)
 }
 
-/// `code` without a last top-level definition the reply was cut off in
-/// (at the model's token limit), when what comes before it parses and
-/// defines something; `None` when `code` parses or no such cut helps.
-pub fn without_cut_tail(code: &str) -> Option<&str> {
-    syntax_problem(code)?;
-    let mut starts = code.match_indices('\n').map(|(i, _)| i + 1).filter(|&i| {
-        ["def ", "async def ", "class ", "@"]
-            .iter()
-            .any(|k| code[i..].starts_with(k))
-    });
-    let last = starts.next_back()?;
-    let head = &code[..last];
-    (syntax_problem(head).is_none() && !definitions(head).is_empty()).then_some(head)
+/// Splices the definitions of `reply` into the Python file `target`
+/// (see [`splice::splice_definitions`]).
+pub fn splice_definitions(
+    target: &str,
+    reply: &str,
+    focus_line: Option<usize>,
+) -> Result<String, SpliceError> {
+    splice::splice_definitions(&lang::PYTHON, target, reply, focus_line)
 }
 
 /// Whether `word` occurs in `text` as a whole identifier (not inside a

@@ -5,8 +5,10 @@
 
 use std::ops::Range;
 
-use super::splice::{assigned_names, node_text};
-use super::{definitions, parse, splice_definitions, DefKind, Definition};
+use super::imports::{identifier_spans, imports, imports_of};
+use super::splice::assigned_names;
+use super::{definitions, splice_definitions, DefKind, Definition};
+use crate::lang::PYTHON;
 
 /// The module a project path imports as: `pkg/io.py` → `pkg.io`,
 /// `pkg/__init__.py` → `pkg`. `None` for a file that is not Python.
@@ -21,42 +23,11 @@ pub fn module_of(path: &str) -> Option<String> {
     (!stem.is_empty() && stem != "__init__").then(|| stem.replace('/', "."))
 }
 
-/// Byte spans of the identifiers of `text` spelled `name` that refer to a
-/// name in scope: not an attribute after a dot (`obj.name`), not a
-/// keyword argument's name (`f(name=1)`).
-fn identifier_spans(text: &str, name: &str) -> Vec<(usize, usize)> {
-    let Some(tree) = parse(text) else {
-        return vec![];
-    };
-    let mut out = Vec::new();
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "identifier" && node_text(node, text) == name {
-            let parent = node.parent();
-            let is_attribute = parent.is_some_and(|p| {
-                p.kind() == "attribute"
-                    && p.child_by_field_name("attribute").map(|a| a.id()) == Some(node.id())
-            });
-            let is_keyword = parent.is_some_and(|p| {
-                p.kind() == "keyword_argument"
-                    && p.child_by_field_name("name").map(|a| a.id()) == Some(node.id())
-            });
-            if !is_attribute && !is_keyword {
-                out.push((node.start_byte(), node.end_byte()));
-            }
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    out.sort_unstable();
-    out
-}
-
 /// `text` with every use of the name `from` (see [`identifier_spans`])
 /// spelled `to`.
 pub fn rename_identifier(text: &str, from: &str, to: &str) -> String {
     let mut out = text.to_owned();
-    for (s, e) in identifier_spans(text, from).into_iter().rev() {
+    for (s, e) in identifier_spans(&PYTHON, text, from).into_iter().rev() {
         out.replace_range(s..e, to);
     }
     out
@@ -64,7 +35,7 @@ pub fn rename_identifier(text: &str, from: &str, to: &str) -> String {
 
 /// Whether `text` uses the name `name` (not as an attribute).
 pub fn uses_name(text: &str, name: &str) -> bool {
-    !identifier_spans(text, name).is_empty()
+    !identifier_spans(&PYTHON, text, name).is_empty()
 }
 
 /// The span `d` takes in `text` with the blank lines that part it from
@@ -98,111 +69,23 @@ pub fn remove_definition(text: &str, name: &str) -> Option<String> {
     Some(format!("{}{}", &text[..cut.start], &text[cut.end..]))
 }
 
-/// One top-level import statement.
-struct Import<'a> {
-    span: Range<usize>,
-    /// `m` of `from m import …` as written (`.m` when relative); `None`
-    /// for `import m`.
-    from: Option<&'a str>,
-    /// Each name: what it imports, the name it binds, and as written
-    /// (`median as med`: `median`, `med`; `import a.b`: `a.b`, `a`).
-    names: Vec<(&'a str, &'a str, &'a str)>,
-}
-
-impl Import<'_> {
-    fn binds(&self, name: &str) -> bool {
-        self.names.iter().any(|(_, bound, _)| *bound == name)
-    }
-
-    /// Whether it is `from <module> import …`; a relative import
-    /// (`.mathutil`) names the module by its last part.
-    fn is_from(&self, module: &str) -> bool {
-        self.from.is_some_and(|from| {
-            from == module
-                || (from.starts_with('.')
-                    && module.rsplit('.').next() == Some(from.trim_start_matches('.')))
-        })
-    }
-}
-
-/// The top-level imports of `text`.
-fn imports(text: &str) -> Vec<Import<'_>> {
-    let Some(tree) = parse(text) else {
-        return vec![];
-    };
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    let mut out = Vec::new();
-    for stmt in root.children(&mut cursor) {
-        let from = match stmt.kind() {
-            "import_statement" => None,
-            "import_from_statement" => match stmt.child_by_field_name("module_name") {
-                Some(m) => Some(node_text(m, text)),
-                None => continue,
-            },
-            _ => continue,
-        };
-        let mut c = stmt.walk();
-        let names = stmt
-            .children_by_field_name("name", &mut c)
-            .map(|n| {
-                let written = node_text(n, text);
-                match n.kind() {
-                    "aliased_import" => {
-                        let field = |f| n.child_by_field_name(f).map_or("", |x| node_text(x, text));
-                        (field("name"), field("alias"), written)
-                    }
-                    // `import a.b` binds `a`; `from m import a` binds `a`.
-                    _ => (
-                        written,
-                        written.split('.').next().unwrap_or(written),
-                        written,
-                    ),
-                }
-            })
-            .collect();
-        out.push(Import {
-            span: stmt.byte_range(),
-            from,
-            names,
-        });
-    }
-    out
-}
-
-/// The `from <module> import …` statements of `text` importing `name`:
-/// each span, with the other names it imports as written.
-fn imports_of<'a>(text: &'a str, module: &str, name: &str) -> Vec<(Range<usize>, Vec<&'a str>)> {
-    imports(text)
-        .into_iter()
-        .filter(|i| i.is_from(module) && i.names.iter().any(|(n, _, _)| *n == name))
-        .map(|i| {
-            let rest = i
-                .names
-                .iter()
-                .filter(|(n, _, _)| *n != name)
-                .map(|(_, _, w)| *w);
-            (i.span.clone(), rest.collect())
-        })
-        .collect()
-}
-
 /// Whether `text` binds `name` at its top level by an import or an
 /// assignment (definitions aside).
 pub fn binds(text: &str, name: &str) -> bool {
-    imports(text).iter().any(|i| i.binds(name)) || assigned_names(text).iter().any(|n| n == name)
+    imports(&PYTHON, text).iter().any(|i| i.binds(name))
+        || assigned_names(&PYTHON, text).iter().any(|n| n == name)
 }
 
 /// Whether `text` imports `name` from `module`.
 pub fn imports_from(text: &str, module: &str, name: &str) -> bool {
-    !imports_of(text, module, name).is_empty()
+    !imports_of(&PYTHON, text, module, name).is_empty()
 }
 
 /// `text` without `name` in its imports from `module` (a statement left
 /// importing nothing goes, with its line).
 pub fn drop_import(text: &str, module: &str, name: &str) -> String {
     let mut out = text.to_owned();
-    for (span, rest) in imports_of(text, module, name).into_iter().rev() {
+    for (span, rest) in imports_of(&PYTHON, text, module, name).into_iter().rev() {
         if rest.is_empty() {
             let end = out[span.end..]
                 .find('\n')
@@ -227,30 +110,6 @@ pub fn add_import(text: &str, module: &str, name: &str) -> String {
     }
     splice_definitions(text, &format!("from {module} import {name}\n"), None)
         .unwrap_or_else(|_| text.to_owned())
-}
-
-/// `new` with the imports of `old` it dropped but still needs put back: a
-/// whole file written anew by a small model often leaves its imports out.
-pub fn keep_imports(old: &str, new: &str) -> String {
-    let defined: Vec<String> = definitions(new)
-        .into_iter()
-        .filter(|d| d.parent.is_none())
-        .map(|d| d.name)
-        .collect();
-    let new_imports = imports(new);
-    let bound = |n: &str| new_imports.iter().any(|i| i.binds(n)) || defined.iter().any(|d| d == n);
-    let mut out = new.to_owned();
-    for import in imports(old) {
-        let needed = import
-            .names
-            .iter()
-            .any(|(_, n, _)| !bound(n) && uses_name(new, n));
-        if needed {
-            out =
-                splice_definitions(&out, &format!("{}\n", &old[import.span]), None).unwrap_or(out);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -298,13 +157,17 @@ mod tests {
         let old = "import json\nimport os.path\nfrom m import mean, median as med\n\n\ndef f():\n    return mean(json.loads('1'))\n";
         let new = "def f():\n    \"\"\"F.\"\"\"\n    return mean(json.loads('1'))\n";
         assert_eq!(
-            keep_imports(old, new),
+            crate::python::imports::keep_imports(&PYTHON, old, new),
             format!("import json\nfrom m import mean, median as med\n\n\n{new}")
         );
-        assert_eq!(keep_imports(old, old), old, "nothing dropped");
+        assert_eq!(
+            crate::python::imports::keep_imports(&PYTHON, old, old),
+            old,
+            "nothing dropped"
+        );
         let own = "def mean(xs):\n    return 0\n\n\ndef f():\n    return mean(json.loads('1'))\n";
         assert!(
-            !keep_imports(old, own).contains("from m import"),
+            !crate::python::imports::keep_imports(&PYTHON, old, own).contains("from m import"),
             "a name the file now defines needs no import"
         );
     }

@@ -9,9 +9,11 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use super::{definitions, parse, DefKind, Definition};
+use crate::lang::definitions::{definitions, DefKind, Definition};
+use crate::lang::language::Language;
 pub use crate::lang::reply::{dedent, reindent, ReplyForm, SpliceError};
 use crate::lang::reply::{holds_most_of, method_named, top_level_names, Edits};
+use crate::lang::syntax::syntax_problem;
 
 const HOST_CALLS: &[&str] = &[
     "write_file(",
@@ -47,12 +49,12 @@ pub fn calls_host(code: &str) -> bool {
 
 /// Classifies the code of a reply against `target`, the text of the file
 /// the task is about (if known).
-pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
+pub fn classify(lang: &Language, code: &str, target: Option<&str>) -> ReplyForm {
     if calls_host(code) {
         return ReplyForm::Program(code.to_owned());
     }
     let code = dedent(code);
-    let items = items(&code);
+    let items = items(lang, &code);
     let def_names: HashSet<&str> = items
         .iter()
         .filter_map(|i| match i {
@@ -63,29 +65,29 @@ pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
     let Some(target) = target else {
         return if !def_names.is_empty() {
             ReplyForm::Definitions(code)
-        } else if !code.trim().is_empty() && super::syntax_problem(&code).is_none() {
+        } else if !code.trim().is_empty() && syntax_problem(lang, &code).is_none() {
             ReplyForm::Program(code)
         } else {
             ReplyForm::Nothing
         };
     };
-    let target_top = top_level_names(&crate::lang::PYTHON, target);
+    let target_top = top_level_names(lang, target);
     // Signatures without bodies (an outline echoed back) make it a partial answer.
-    let stubs = without_stubs(&code).1 > 0;
+    let stubs = without_stubs(lang, &code).1 > 0;
     if holds_most_of(&target_top, &def_names, &code, target) && !stubs {
         return ReplyForm::WholeFile(code);
     }
     let usable = items
         .iter()
         .any(|i| matches!(i, Item::Def { .. } | Item::Assign { .. } | Item::Import(_)));
-    let broken_definitions = super::syntax_problem(&code).is_some()
+    let broken_definitions = syntax_problem(lang, &code).is_some()
         && code
             .lines()
             .any(|l| l.trim_start().starts_with("def ") || l.trim_start().starts_with("class "));
     if usable || broken_definitions {
         // Broken definitions too: splicing reports the syntax error with its line.
         ReplyForm::Definitions(code)
-    } else if code.trim().is_empty() || super::syntax_problem(&code).is_some() {
+    } else if code.trim().is_empty() || syntax_problem(lang, &code).is_some() {
         ReplyForm::Nothing
     } else if target_top.is_empty() {
         // A file without definitions (a script, a package __init__): the reply is the file.
@@ -95,6 +97,21 @@ pub fn classify(code: &str, target: Option<&str>) -> ReplyForm {
         // tells the model exactly what is missing.
         ReplyForm::Program(code)
     }
+}
+
+/// `code` without a last top-level definition the reply was cut off in
+/// (at the model's token limit), when what comes before it parses and
+/// defines something; `None` when `code` parses or no such cut helps.
+pub fn without_cut_tail<'a>(lang: &Language, code: &'a str) -> Option<&'a str> {
+    syntax_problem(lang, code)?;
+    let mut starts = code.match_indices('\n').map(|(i, _)| i + 1).filter(|&i| {
+        ["def ", "async def ", "class ", "@"]
+            .iter()
+            .any(|k| code[i..].starts_with(k))
+    });
+    let last = starts.next_back()?;
+    let head = &code[..last];
+    (syntax_problem(lang, head).is_none() && !definitions(lang, head).is_empty()).then_some(head)
 }
 
 /// One top-level statement of a reply that can go into a file.
@@ -116,8 +133,8 @@ pub(super) fn node_text<'a>(n: Node<'_>, src: &'a str) -> &'a str {
     &src[n.start_byte()..n.end_byte()]
 }
 
-fn items(code: &str) -> Vec<Item> {
-    let Some(tree) = parse(code) else {
+fn items(lang: &Language, code: &str) -> Vec<Item> {
+    let Some(tree) = lang.parse(code) else {
         return vec![];
     };
     let root = tree.root_node();
@@ -182,22 +199,24 @@ struct Layout {
 }
 
 /// The names `text` assigns at its top level (`VERSION = "1.0"`).
-pub(super) fn assigned_names(text: &str) -> Vec<String> {
-    layout(text)
+pub(super) fn assigned_names(lang: &Language, text: &str) -> Vec<String> {
+    layout(lang, text)
         .assigns
         .into_iter()
         .map(|(name, _, _)| name)
         .collect()
 }
 
-fn layout(text: &str) -> Layout {
+fn layout(lang: &Language, text: &str) -> Layout {
     let mut l = Layout {
         imports_end: None,
         docstring_end: None,
         main_guard: None,
         assigns: vec![],
     };
-    let Some(tree) = parse(text) else { return l };
+    let Some(tree) = lang.parse(text) else {
+        return l;
+    };
     let root = tree.root_node();
     let mut cursor = root.walk();
     for (i, child) in root.children(&mut cursor).enumerate() {
@@ -234,8 +253,8 @@ fn layout(text: &str) -> Layout {
 }
 
 /// The class body's docstring statement span, if any.
-fn class_docstring(text: &str, class: &Definition) -> Option<(usize, usize)> {
-    let tree = parse(text)?;
+fn class_docstring(lang: &Language, text: &str, class: &Definition) -> Option<(usize, usize)> {
+    let tree = lang.parse(text)?;
     let node = tree
         .root_node()
         .descendant_for_byte_range(class.end.saturating_sub(1), class.end.saturating_sub(1))?;
@@ -286,9 +305,9 @@ fn is_docstring(n: Node<'_>) -> bool {
 /// or `pass`) standing for `old`'s real body: then `old` with that
 /// docstring. Small models asked for a docstring often send just that, and
 /// replacing the body would drop the code.
-fn keep_body(old: &str, new: &str) -> String {
+fn keep_body(lang: &Language, old: &str, new: &str) -> String {
     let merged = (|| {
-        let new_tree = parse(new)?;
+        let new_tree = lang.parse(new)?;
         let new_body = function_body(&new_tree)?;
         let (doc, rest) = new_body.split_first()?;
         let filler = |n: &Node<'_>| {
@@ -299,7 +318,7 @@ fn keep_body(old: &str, new: &str) -> String {
         if !is_docstring(*doc) || !rest.iter().all(filler) {
             return None;
         }
-        let old_tree = parse(old)?;
+        let old_tree = lang.parse(old)?;
         let old_body = function_body(&old_tree)?;
         let first = *old_body.first()?;
         if old_body.iter().all(|n| is_docstring(*n) || filler(n)) {
@@ -347,12 +366,12 @@ fn first_param(def_text: &str) -> Option<String> {
 /// `code` without its definitions that have no statement in their body
 /// (`def f(x):  # line 12` alone), and how many there were. A class left
 /// with nothing but such methods goes too.
-fn without_stubs(code: &str) -> (String, usize) {
+fn without_stubs(lang: &Language, code: &str) -> (String, usize) {
     let mut code = code.to_owned();
     let mut removed = 0;
     // A class emptied by one pass is a stub in the next.
     for _ in 0..3 {
-        let Some(tree) = parse(&code) else {
+        let Some(tree) = lang.parse(&code) else {
             break;
         };
         let mut spans = Vec::new();
@@ -401,6 +420,7 @@ fn has_statement(block: Node<'_>) -> bool {
 /// is where the user's cursor was: it decides the class a lone method
 /// belongs to.
 pub fn splice_definitions(
+    lang: &Language,
     target: &str,
     reply: &str,
     focus_line: Option<usize>,
@@ -408,15 +428,15 @@ pub fn splice_definitions(
     let reply = dedent(reply);
     // Signatures without bodies are an outline echoed back, not a change:
     // the definitions they name stay as they are.
-    let (reply, stubs) = without_stubs(&reply);
-    if let Some(problem) = super::syntax_problem(&reply) {
+    let (reply, stubs) = without_stubs(lang, &reply);
+    if let Some(problem) = syntax_problem(lang, &reply) {
         return Err(SpliceError::Syntax(problem));
     }
     // A file with nothing in it yet (a new one): the reply is its content.
     if target.trim().is_empty() && !reply.trim().is_empty() {
         return Ok(format!("{}\n", reply.trim_end()));
     }
-    let mut items = items(&reply);
+    let mut items = items(lang, &reply);
     if items.is_empty() {
         return Err(if stubs > 0 {
             SpliceError::OnlyOutline
@@ -433,7 +453,7 @@ pub fn splice_definitions(
     });
     items.reverse();
 
-    let mut splice = Splice::new(target, focus_line);
+    let mut splice = Splice::new(lang, target, focus_line);
     for item in &items {
         match item {
             Item::Import(text) => {
@@ -465,6 +485,7 @@ pub fn splice_definitions(
 /// The edits that splice a reply's items into `target`, gathered item by
 /// item and applied at once.
 struct Splice<'t> {
+    lang: &'t Language,
     target: &'t str,
     defs: Vec<Definition>,
     lay: Layout,
@@ -480,8 +501,8 @@ struct Splice<'t> {
 }
 
 impl<'t> Splice<'t> {
-    fn new(target: &'t str, focus_line: Option<usize>) -> Self {
-        let defs = definitions(target);
+    fn new(lang: &'t Language, target: &'t str, focus_line: Option<usize>) -> Self {
+        let defs = definitions(lang, target);
         let focus_class = focus_line
             .and_then(|line| {
                 defs.iter().rfind(|d| {
@@ -497,8 +518,9 @@ impl<'t> Splice<'t> {
             })
             .cloned();
         Splice {
+            lang,
             target,
-            lay: layout(target),
+            lay: layout(lang, target),
             defs,
             focus_class,
             edits: Vec::new(),
@@ -519,7 +541,7 @@ impl<'t> Splice<'t> {
         let method = method_named(defs, name, focus.map(|c| c.name.as_str()));
         let is_method_like = matches!(first_param(text).as_deref(), Some("self" | "cls"));
         let replace = |d: &Definition| {
-            let merged = keep_body(&dedent(&target[d.start..d.end]), text);
+            let merged = keep_body(self.lang, &dedent(&target[d.start..d.end]), text);
             (d.start, d.end, reindent(&merged, &d.indent, "\n"))
         };
         let edit = if let (Some(m), true) = (method, is_method_like || top.is_none()) {
@@ -556,7 +578,7 @@ impl<'t> Splice<'t> {
                 .collect()
         };
         let target_methods = methods_of(defs);
-        let reply_defs = definitions(text);
+        let reply_defs = definitions(self.lang, text);
         let reply_methods = methods_of(&reply_defs);
         let all_there = target_methods
             .iter()
@@ -573,7 +595,7 @@ impl<'t> Splice<'t> {
             let body = dedent(&text[rm.start..rm.end]);
             match target_methods.iter().find(|t| t.name == rm.name) {
                 Some(t) => {
-                    let merged = keep_body(&dedent(&target[t.start..t.end]), &body);
+                    let merged = keep_body(self.lang, &dedent(&target[t.start..t.end]), &body);
                     edits.push((t.start, t.end, reindent(&merged, &t.indent, "\n")))
                 }
                 None => edits.push((
@@ -587,7 +609,7 @@ impl<'t> Splice<'t> {
             .iter()
             .find(|d| d.kind == DefKind::Class && d.name == name);
         if let Some(edit) =
-            reply_class.and_then(|rc| docstring_edit(target, class, text, rc, &indent))
+            reply_class.and_then(|rc| docstring_edit(self.lang, target, class, text, rc, &indent))
         {
             edits.push(edit);
         }
@@ -629,15 +651,16 @@ impl<'t> Splice<'t> {
 /// The edit that gives `class` of `target` the docstring of `reply_class`
 /// in `reply`, if the reply's class has one.
 fn docstring_edit(
+    lang: &Language,
     target: &str,
     class: &Definition,
     reply: &str,
     reply_class: &Definition,
     indent: &str,
 ) -> Option<(usize, usize, String)> {
-    let (ds, de) = class_docstring(reply, reply_class)?;
+    let (ds, de) = class_docstring(lang, reply, reply_class)?;
     let doc = reindent(&dedent(&reply[ds..de]), indent, "\n");
-    match class_docstring(target, class) {
+    match class_docstring(lang, target, class) {
         Some((ts, te)) => {
             let line_start = target[..ts].rfind('\n').map_or(0, |i| i + 1);
             Some((line_start, te, doc))

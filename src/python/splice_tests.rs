@@ -1,5 +1,18 @@
 use super::*;
 
+// Python's row, as the language table's hooks are called.
+fn classify(code: &str, target: Option<&str>) -> ReplyForm {
+    super::classify(&crate::lang::PYTHON, code, target)
+}
+
+fn splice_definitions(
+    target: &str,
+    reply: &str,
+    focus_line: Option<usize>,
+) -> Result<String, SpliceError> {
+    super::splice_definitions(&crate::lang::PYTHON, target, reply, focus_line)
+}
+
 const FILE: &str = "import json\n\n\ndef parse_config(path):\n    with open(path) as f:\n        return json.load(f)\n\n\nclass Store:\n    def __init__(self):\n        self.items = {}\n\n    def add(self, name):\n        self.items[name] = 1\n\n    def count(self):\n        return len(self.items)\n\n\nif __name__ == \"__main__\":\n    print(parse_config(\"x\"))\n";
 
 #[test]

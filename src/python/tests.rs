@@ -7,13 +7,22 @@ fn a_definition_cut_off_at_the_end_is_dropped_and_the_rest_kept() {
     let cut =
         "def camelize(s):\n    return s.title()\n\ndef underscore(word):\n    \"\"\"Convert\n";
     assert_eq!(
-        super::without_cut_tail(cut),
+        super::splice::without_cut_tail(&crate::lang::PYTHON, cut),
         Some("def camelize(s):\n    return s.title()\n\n")
     );
     // Whole code, or nothing complete before the cut: nothing to drop.
-    assert_eq!(super::without_cut_tail("def f():\n    return 1\n"), None);
-    assert_eq!(super::without_cut_tail("def f(:\n    return 1\n"), None);
-    assert_eq!(super::without_cut_tail("x = (\ndef g():\n    pass\n"), None);
+    assert_eq!(
+        super::splice::without_cut_tail(&crate::lang::PYTHON, "def f():\n    return 1\n"),
+        None
+    );
+    assert_eq!(
+        super::splice::without_cut_tail(&crate::lang::PYTHON, "def f(:\n    return 1\n"),
+        None
+    );
+    assert_eq!(
+        super::splice::without_cut_tail(&crate::lang::PYTHON, "x = (\ndef g():\n    pass\n"),
+        None
+    );
 }
 
 #[test]
