@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, Job};
@@ -25,8 +25,10 @@ mod chat;
 mod history;
 mod nodes;
 mod outlet;
+mod questions;
 pub mod remora;
 mod router;
+mod slots;
 use agents::{spawn_agent, start_agent};
 pub use remora::SharedIndex;
 use router::{answer, route};
@@ -34,6 +36,8 @@ use router::{answer, route};
 use crate::event::{Event, Listener};
 pub use crate::messages::EditorSink;
 use outlet::Outlet;
+use questions::{asker, Questions};
+use slots::Slots;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -141,8 +145,8 @@ struct Core {
     lifecycle: Lifecycle,
     /// Queue of the lifecycle thread.
     steps: std::sync::mpsc::Sender<Step>,
-    agents: Mutex<HashMap<String, CancellationToken>>,
-    slots: Arc<Semaphore>,
+    /// The agents' tasks and the slots they run in.
+    slots: Slots,
     llm: Result<LlmClient, String>,
     /// The model new agents ask when their role names none (`:Chimera
     /// model`); `None`: `llm.model`.
@@ -162,58 +166,6 @@ struct Core {
     acp: crate::acp::Pool,
     /// Permission questions put to the human, waiting for an answer.
     questions: Questions,
-}
-
-/// How long a question to the human waits before it counts as refused.
-const ASK_LIMIT: Duration = Duration::from_secs(120);
-
-/// Questions to the human by ID, each with where its answer goes.
-#[derive(Default)]
-struct Questions {
-    next: std::sync::atomic::AtomicU64,
-    waiting: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<bool>>>,
-}
-
-/// How an ACP agent of `core` asks the human for permission: through the
-/// editor, when `capabilities.ask` is on and an editor is there.
-fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::requests::Ask> {
-    if !core.config.capabilities.ask || !core.out.asks_the_human() {
-        return None;
-    }
-    // Weak: the question lives in the agent's route, which the core owns.
-    let weak = Arc::downgrade(core);
-    let agent = agent.to_owned();
-    Some(Arc::new(move |question: String| {
-        let weak = weak.clone();
-        let agent = agent.clone();
-        Box::pin(async move {
-            let core = weak.upgrade()?;
-            let id = core
-                .questions
-                .next
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            core.questions.waiting.lock().ok()?.insert(id, tx);
-            core.out.tell(ToEditor::Permission {
-                id,
-                agent,
-                question,
-            });
-            drop(core);
-            let answer = match tokio::time::timeout(ASK_LIMIT, rx).await {
-                Ok(Ok(allow)) => Some(allow),
-                _ => None,
-            };
-            if answer.is_none() {
-                if let Some(core) = weak.upgrade() {
-                    if let Ok(mut w) = core.questions.waiting.lock() {
-                        w.remove(&id);
-                    }
-                }
-            }
-            answer
-        })
-    }))
 }
 
 /// Work for the lifecycle thread.
@@ -374,14 +326,7 @@ async fn main_loop(
     if let Some(front) = front.as_mut() {
         front.close();
     }
-    let tokens: Vec<_> = core
-        .agents
-        .lock()
-        .map(|m| m.values().cloned().collect())
-        .unwrap_or_default();
-    for t in tokens {
-        t.cancel();
-    }
+    core.slots.stop_all();
     // Agents still queued or running stay so: the next start (or another
     // instance, once this heartbeat is stale) recovers them.
     let _ = core.store.instance_remove(&core.owner);
@@ -520,7 +465,7 @@ fn build_core(
             config.remora.max_depth,
             config.remora.cooldown_ms,
         )),
-        slots: Arc::new(Semaphore::new(config.agents.max_concurrent.max(1))),
+        slots: Slots::new(config.agents.max_concurrent),
         llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
         model: Default::default(),
         services: agent::Services::new(&config, root.clone()),
@@ -537,7 +482,6 @@ fn build_core(
         root,
         store,
         out,
-        agents: Mutex::new(HashMap::new()),
         shutdown,
         owner,
     });

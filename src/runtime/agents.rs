@@ -37,15 +37,10 @@ pub(super) fn spawn_agent(core: &Arc<Core>, mut job: Job) {
 pub(super) fn start_agent(core: &Arc<Core>, job: Job) {
     let id = job.id.clone();
     let cancel = core.shutdown.child_token();
-    if let Ok(mut agents) = core.agents.lock() {
-        agents.insert(id.clone(), cancel.clone());
-    }
+    let entry = core.slots.enter(&id, cancel.clone());
     let core = core.clone();
     tokio::spawn(async move {
-        let permit = tokio::select! {
-            p = core.slots.clone().acquire_owned() => p.ok(),
-            _ = cancel.cancelled() => None,
-        };
+        let permit = core.slots.slot(&cancel).await;
         if permit.is_some() && !cancel.is_cancelled() {
             let i = id.clone();
             core.on_lifecycle_done(move |c| c.publish(c.lifecycle.start(&i)))
@@ -66,9 +61,7 @@ pub(super) fn start_agent(core: &Arc<Core>, job: Job) {
             }
         }
         drop(permit);
-        if let Ok(mut agents) = core.agents.lock() {
-            agents.remove(&id);
-        }
+        core.slots.leave(&id, entry);
     });
 }
 

@@ -46,9 +46,7 @@ pub(super) fn buffer_map(core: &Core, buffers: Vec<BufferText>) -> HashMap<Strin
 /// Stops agent `id`'s task at once, if it has one (the record follows on
 /// the lifecycle thread).
 pub(super) fn stop_task(core: &Core, id: &str) {
-    if let Some(t) = core.agents.lock().ok().and_then(|mut m| m.remove(id)) {
-        t.cancel();
-    }
+    core.slots.stop(id);
 }
 
 /// Sends one message of the editor where it is handled: transitions to
@@ -326,15 +324,7 @@ pub(super) fn send_node_history(core: &Arc<Core>, node_id: String) {
 
 /// The human's answer to an agent waiting for permission.
 pub(super) fn answer_permission(core: &Arc<Core>, id: u64, allow: bool) {
-    let waiting = core
-        .questions
-        .waiting
-        .lock()
-        .ok()
-        .and_then(|mut w| w.remove(&id));
-    if let Some(tx) = waiting {
-        let _ = tx.send(allow);
-    }
+    core.questions.answer(id, allow);
 }
 
 /// `:Chimera model`: the model new agents ask; said with what the working ones keep.
@@ -343,7 +333,7 @@ pub(super) fn set_model(core: &Arc<Core>, model: String) {
     if let Ok(mut m) = core.model.write() {
         *m = (!model.is_empty()).then(|| model.clone());
     }
-    let running = core.agents.lock().map_or(0, |a| a.len());
+    let running = core.slots.count();
     core.out.tell(ToEditor::Notify {
         level: Level::Info,
         message: format!(

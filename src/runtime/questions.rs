@@ -1,0 +1,85 @@
+//! Questions put to the human (an ACP agent's permission requests under
+//! `capabilities.ask`), each waiting for its answer for at most
+//! [`ASK_LIMIT`]: the one owner of the questions still open.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::Core;
+use crate::messages::ToEditor;
+
+/// How long a question to the human waits before it counts as refused.
+const ASK_LIMIT: Duration = Duration::from_secs(120);
+
+/// The questions still open, by ID, each with where its answer goes.
+#[derive(Default)]
+pub struct Questions {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<u64, oneshot::Sender<bool>>>,
+}
+
+impl Questions {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<bool>>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new question: its ID, and where its answer arrives.
+    fn open(&self) -> (u64, oneshot::Receiver<bool>) {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        self.waiting().insert(id, tx);
+        (id, rx)
+    }
+
+    /// The human answered question `id` (an answer to a question no longer
+    /// open is dropped).
+    pub fn answer(&self, id: u64, allow: bool) {
+        if let Some(tx) = self.waiting().remove(&id) {
+            // The asker gave up waiting: nobody to tell.
+            let _ = tx.send(allow);
+        }
+    }
+
+    fn forget(&self, id: u64) {
+        self.waiting().remove(&id);
+    }
+}
+
+/// How an ACP agent of `core` asks the human for permission: through the
+/// editor, when `capabilities.ask` is on and an editor is there.
+pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::requests::Ask> {
+    if !core.config.capabilities.ask || !core.out.asks_the_human() {
+        return None;
+    }
+    // Weak: the question lives in the agent's route, which the core owns.
+    let weak = Arc::downgrade(core);
+    let agent = agent.to_owned();
+    Some(Arc::new(move |question: String| {
+        let weak = weak.clone();
+        let agent = agent.clone();
+        Box::pin(async move {
+            let core = weak.upgrade()?;
+            let (id, rx) = core.questions.open();
+            core.out.tell(ToEditor::Permission {
+                id,
+                agent,
+                question,
+            });
+            drop(core);
+            let answer = match tokio::time::timeout(ASK_LIMIT, rx).await {
+                Ok(Ok(allow)) => Some(allow),
+                _ => None,
+            };
+            if answer.is_none() {
+                if let Some(core) = weak.upgrade() {
+                    core.questions.forget(id);
+                }
+            }
+            answer
+        })
+    }))
+}
