@@ -654,18 +654,17 @@ impl Lifecycle {
         let plan = match crate::rollback::plan(&self.store, id) {
             Ok(p) => p,
             Err(e) => {
-                let why = format!("Chimera: cannot roll back to {id}: {e}");
+                let why = format!("cannot roll back to {id}: {e}");
                 return Outcome::reply(reply(false, why));
             }
         };
         if dry_run {
-            return Outcome::reply(reply(true, plan.describe()));
+            return Outcome::reply(reply(true, plan.describe(true)));
         }
         let applied = match crate::rollback::apply(&self.store, &self.root, &plan, buffers) {
             Ok(a) => a,
             Err(e) => {
-                let why =
-                    format!("Chimera: rollback to {id} failed, nothing was changed on disk: {e}");
+                let why = format!("rollback to {id} failed, nothing was changed on disk: {e}");
                 return Outcome::reply(reply(false, why));
             }
         };
@@ -693,10 +692,10 @@ impl Lifecycle {
         out.replies.push(Event::FilesWritten { paths: written });
         let undo = applied
             .before
-            .map(|s| format!("\n(:Chimera rollback {} undoes it.)", s.id))
+            .map(|s| format!("\n(A rollback to {} undoes it.)", s.id))
             .unwrap_or_default();
         out.replies
-            .push(reply(true, format!("{}{undo}", plan.describe())));
+            .push(reply(true, format!("{}{undo}", plan.describe(false))));
         out
     }
 

@@ -30,8 +30,9 @@ impl Plan {
         self.restore.is_empty() && self.delete.is_empty()
     }
 
-    /// The plan in plain words, for the human.
-    pub fn describe(&self) -> String {
+    /// The plan in plain words, for the human: what a rollback did, or
+    /// with `dry_run` what it would do.
+    pub fn describe(&self, dry_run: bool) -> String {
         let mut out = String::new();
         let id = self.snapshot.as_ref().map_or("?", |s| s.id.as_str());
         if self.is_empty() {
@@ -55,7 +56,10 @@ impl Plan {
             out.push_str(&format!("\n  cannot restore {p}: {why}"));
         }
         if self.effects.is_empty() {
-            out.push_str("\nNo outside effect happened since; everything is undone.");
+            out.push_str(match dry_run {
+                true => "\nNo outside effect happened since; everything would be undone.",
+                false => "\nNo outside effect happened since; everything is undone.",
+            });
         } else {
             let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
             for e in &self.effects {
@@ -63,7 +67,7 @@ impl Plan {
             }
             let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
             out.push_str(&format!(
-                "\nThese effects since the snapshot cannot be undone: {} (:Chimera effects lists them).",
+                "\nThese effects since the snapshot cannot be undone: {} (the effect log lists them: :Chimera effects, chimera effects).",
                 list.join(", ")
             ));
         }

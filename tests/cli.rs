@@ -522,3 +522,90 @@ fn output_piped_into_a_reader_that_stops_early_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert_ne!(out.status.code(), Some(101), "{err}");
 }
+
+/// A script tells failure from success by the exit code: an agent that
+/// failed here, `wait` on a failed agent and `diff` of an agent that
+/// proposes nothing all end 1, saying why.
+#[test]
+fn a_failed_agent_and_a_missing_proposal_end_with_exit_code_1() {
+    let p = project(&[
+        serde_json::json!({"status": 500, "body": "model exploded"}),
+        serde_json::json!({"status": 500, "body": "model exploded"}),
+        serde_json::json!({"status": 500, "body": "model exploded"}),
+    ]);
+    let out = p.run(&["task", "--file", "calc.py", "fix", "add"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("failed") && err.contains("model exploded"),
+        "{err}"
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert_eq!(id.len(), 8, "the ID is still printed: {out:?}");
+    let waited = p.run(&["wait", &id]);
+    assert_eq!(waited.status.code(), Some(1), "{waited:?}");
+    assert!(String::from_utf8_lossy(&waited.stdout).contains("failed"));
+    let diff = p.run(&["diff", &id]);
+    assert_eq!(diff.status.code(), Some(1), "{diff:?}");
+    assert!(
+        String::from_utf8_lossy(&diff.stderr).contains("proposes nothing"),
+        "{diff:?}"
+    );
+}
+
+/// What `--help` says is what the command does, in the words a shell user
+/// reads: the order `agents` lists in, every provider, no design-document
+/// references; a bad provider is blamed on the flag that gave it.
+#[test]
+fn help_says_what_the_commands_do() {
+    let mut p = project(&[fix_add(), fix_add()]);
+    let help = p.ok(&["agents", "--help"]);
+    assert!(help.contains("oldest first"), "{help}");
+    let top = p.ok(&["--help"]);
+    for provider in ["ollama", "openai", "anthropic", "gemini"] {
+        assert!(
+            top.contains(provider),
+            "--llm-provider names {provider}: {top}"
+        );
+    }
+    let mcp = p.ok(&["mcp", "--help"]) + &p.ok(&["--help"]);
+    assert!(!mcp.contains("seed"), "{mcp}");
+    let bad = p.run(&["--llm-provider", "gpt", "agents"]);
+    let err = String::from_utf8_lossy(&bad.stderr).to_string();
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--llm-provider") && !err.contains("config.json"),
+        "{err}"
+    );
+    // Oldest first, as the help says.
+    p.serve();
+    let first = p
+        .ok(&["task", "--file", "calc.py", "fix", "add"])
+        .trim()
+        .to_owned();
+    p.ok(&["wait", &first]);
+    let second = p
+        .ok(&["task", "--file", "calc.py", "fix add again"])
+        .trim()
+        .to_owned();
+    p.ok(&["wait", &second]);
+    let listed = p.ok(&["agents"]);
+    let (a, b) = (listed.find(&first).unwrap(), listed.find(&second).unwrap());
+    assert!(a < b, "{listed}");
+}
+
+/// A dry run says what would happen, and what the shell prints never
+/// names an editor command for a shell one or says "Chimera:" twice.
+#[test]
+fn a_dry_run_says_would_and_errors_speak_to_the_shell() {
+    let p = project(&[fix_add()]);
+    let id = p.ok(&["snapshot", "before"]).trim().to_owned();
+    let dry = p.ok(&["rollback", &id, "--dry-run"]);
+    assert!(dry.contains("would be undone"), "{dry}");
+    assert!(!dry.contains("is undone"), "{dry}");
+    let out = p.run(&["rollback", "nosuchsnap"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("chimera history"), "{err}");
+    assert!(!err.contains("chimera: Chimera:"), "{err}");
+}

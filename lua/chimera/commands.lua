@@ -221,7 +221,7 @@ M.subcommands = {
     end,
   },
   rollback = {
-    desc = "restore files, buffers and stable as in a snapshot: :Chimera rollback [id] [--dry-run] (no id: pick one)",
+    desc = "restore the project's files and buffers as in a snapshot: :Chimera rollback [id] [--dry-run] (no id: pick one)",
     complete = snapshot_ids,
     flags = { "--dry-run" },
     run = function(args)

@@ -52,7 +52,7 @@ pub mod exit {
     name = "chimera",
     version = crate::VERSION,
     about = "AI agents propose changes to your code; you review and accept them.",
-    after_help = "Exit codes: 0 done, 1 the command failed, 2 bad arguments or configuration, 3 `wait` timed out.\nOptions are read from $XDG_CONFIG_HOME/chimera/config.json with <root>/.chimera/config.json over it (the keys of setup{}); what the project's file would run, reach or read waits for `chimera trust`."
+    after_help = "Exit codes: 0 done, 1 the command failed (an agent that failed or was cancelled, a diff of nothing), 2 bad arguments or configuration, 3 `wait` timed out.\nOptions are read from $XDG_CONFIG_HOME/chimera/config.json with <root>/.chimera/config.json over it (the keys of setup{}); what the project's file would run, reach or read waits for `chimera trust`."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -69,8 +69,9 @@ pub struct Global {
     /// Print records as JSON.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Override `llm.provider` (ollama or openai).
-    #[arg(long, global = true, value_name = "NAME")]
+    /// Override `llm.provider`.
+    #[arg(long, global = true, value_name = "NAME",
+          value_parser = ["ollama", "openai", "anthropic", "gemini"])]
     pub llm_provider: Option<String>,
     /// Override `llm.url`.
     #[arg(long, global = true, value_name = "URL")]
@@ -118,7 +119,7 @@ pub enum Command {
         #[arg(long, value_name = "S", default_value_t = 600.0)]
         timeout: f64,
     },
-    /// The agents, newest first.
+    /// The agents, oldest first (the newest last, above your prompt).
     Agents,
     /// One agent: its task, state, summary, log and files.
     Agent { id: String },
@@ -191,7 +192,7 @@ pub enum Command {
         #[arg(required = true, num_args = 1.., value_name = "MESSAGE")]
         message: Vec<String>,
     },
-    /// The MCP servers of `mcp.servers`, from the shell (seed 004).
+    /// The MCP servers of `mcp.servers`, from the shell.
     Mcp {
         #[command(subcommand)]
         action: McpAction,

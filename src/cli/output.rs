@@ -122,6 +122,14 @@ pub fn trust_note(p: &super::config::ProjectOptions) -> String {
 }
 
 /// One line about an agent: its ID, state, and what it said.
+/// `: <error>` when `agent` ended with one, else nothing.
+pub fn why(agent: &Value) -> String {
+    match text(agent, "error") {
+        "" => String::new(),
+        e => format!(": {}", line(e, 300)),
+    }
+}
+
 pub fn agent_state(agent: &Value, json: bool) {
     if json {
         print_json(agent);
@@ -209,18 +217,22 @@ pub fn agent(one: &Value, json: bool) {
 }
 
 /// A unified diff, coloured on a terminal (not when `NO_COLOR` is set).
-pub fn diff(one: &Value, json: bool) {
+/// Prints agent `one`'s proposal as a diff; `false` when it proposes
+/// nothing (said on stderr).
+pub fn diff(one: &Value, json: bool) -> bool {
     let text = text(one, "diff");
     if json {
         print_json(&json!({ "id": one["agent"]["id"], "diff": text }));
-        return;
+        return !text.is_empty();
     }
     if text.is_empty() {
         eprintln!(
-            "chimera: agent {} proposes nothing",
-            one["agent"]["id"].as_str().unwrap_or("?")
+            "chimera: agent {} proposes nothing (it is {}{})",
+            one["agent"]["id"].as_str().unwrap_or("?"),
+            one["agent"]["state"].as_str().unwrap_or("?"),
+            why(&one["agent"])
         );
-        return;
+        return false;
     }
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     for l in text.lines() {
@@ -237,6 +249,7 @@ pub fn diff(one: &Value, json: bool) {
             None => out!("{l}"),
         }
     }
+    true
 }
 
 pub fn accepted(answer: &Value, json: bool) {

@@ -343,7 +343,11 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
         Command::Wait { id, timeout } => return wait(s, &id, timeout).await,
         Command::Agents => output::agents(&s.get("/agents").await?, json),
         Command::Agent { id } => output::agent(&get_agent(&s.reader().await?, &id).await?, json),
-        Command::Diff { id } => output::diff(&get_agent(&s.reader().await?, &id).await?, json),
+        Command::Diff { id } => {
+            if !output::diff(&get_agent(&s.reader().await?, &id).await?, json) {
+                return Ok(exit::FAILED);
+            }
+        }
         Command::Accept { id, hunk } => {
             let path = format!("/proposal/{}/approve", url_part(&id));
             let answer = s.post(&path, Some(json!({ "hunk": hunk }))).await?;
@@ -493,10 +497,22 @@ async fn task(s: &mut Session, spec: crate::task::TaskSpec) -> Result<(), Failur
     output::id(&id, s.json);
     if s.served_here(&client).await {
         eprintln!("chimera: no core was running; agent {id} runs here until its proposal is ready");
-        let (state, _) = wait_for(&client, &id, None).await?;
+        let (state, agent) = wait_for(&client, &id, None).await?;
+        if ended_badly(&state) {
+            return Err(Failure::Failed(format!(
+                "agent {id} {state}{}",
+                output::why(&agent)
+            )));
+        }
         eprintln!("chimera: agent {id} is {state}");
     }
     Ok(())
+}
+
+/// Whether an agent in `state` ended without anything to review, so a
+/// script waiting on it must hear a failure (exit code 1).
+fn ended_badly(state: &str) -> bool {
+    matches!(state, "failed" | "cancelled")
 }
 
 /// `chimera wait`: until agent `id` has something to review or ended, or
@@ -510,7 +526,12 @@ async fn wait(s: &mut Session, id: &str, timeout: f64) -> Result<i32, Failure> {
     let client = s.reader().await?;
     let limit = Duration::from_secs_f64(timeout);
     match wait_for(&client, id, Some(limit)).await {
-        Ok((_, agent)) => output::agent_state(&agent, s.json),
+        Ok((state, agent)) => {
+            output::agent_state(&agent, s.json);
+            if ended_badly(&state) {
+                return Ok(exit::FAILED);
+            }
+        }
         Err(WaitError::Timeout(state)) => {
             eprintln!("chimera: agent {id} is still {state} after {timeout} s");
             return Ok(exit::TIMEOUT);

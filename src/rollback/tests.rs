@@ -41,10 +41,10 @@ fn rollback_restores_files_modes_and_stable_and_can_itself_be_undone() {
     assert_eq!(plan.restore, ["a.py", "run.sh"]);
     assert_eq!(plan.delete, ["new.py"]);
     assert!(
-        plan.describe()
+        plan.describe(false)
             .contains("restore 2 file(s), delete 1 file(s)"),
         "{}",
-        plan.describe()
+        plan.describe(false)
     );
     // A dry run changes nothing.
     assert_eq!(
@@ -126,7 +126,7 @@ fn effects_since_the_snapshot_are_named_as_irreversible() {
         .unwrap();
     let plan = plan(&store, &snap.id).unwrap();
     assert_eq!(plan.effects.len(), 2);
-    let text = plan.describe();
+    let text = plan.describe(false);
     assert!(
         text.contains("cannot be undone: 1 command, 1 llm"),
         "{text}"

@@ -49,7 +49,9 @@ pub enum StoreError {
     MissingBlob(String),
     #[error("no agent with id `{0}`")]
     NoAgent(String),
-    #[error("no snapshot or branch `{0}`; :Chimera history lists them")]
+    #[error(
+        "no snapshot or branch `{0}`; the history lists them (:Chimera history, chimera history)"
+    )]
     NoSnapshot(String),
     #[error("no snapshot yet: `:Chimera snapshot` (or `chimera snapshot`) takes one")]
     NoSnapshotYet,
