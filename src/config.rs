@@ -132,8 +132,11 @@ pub struct LlmConfig {
     pub model: String,
     /// Name of the environment variable holding the API key, if any.
     pub api_key_env: Option<String>,
-    /// Time limit of one request, first byte to last.
+    /// How long the server may stay silent (no part of the reply yet, or
+    /// none since the last) before the request is given up on.
     pub timeout_ms: u64,
+    /// Time limit of one whole request, however steadily it streams.
+    pub request_timeout_ms: u64,
     /// Retries after a connection error, a timeout or a 5xx, with backoff.
     pub max_retries: u32,
     /// Stream the reply (OpenAI-compatible servers).
@@ -299,6 +302,7 @@ impl Default for LlmConfig {
             model: "qwen2.5-coder:7b".to_owned(),
             api_key_env: None,
             timeout_ms: 120_000,
+            request_timeout_ms: 1_800_000,
             max_retries: 2,
             stream: true,
             temperature: 0.2,

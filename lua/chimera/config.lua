@@ -19,8 +19,11 @@ M.defaults = {
     model = "qwen2.5-coder:7b",
     -- Name of the environment variable holding the API key (nil: none).
     api_key_env = nil,
-    -- Time limit of one LLM request, in milliseconds.
+    -- How long the LLM server may stay silent (no part of the reply yet,
+    -- or none since the last) before a request is given up, in ms.
     timeout_ms = 120000,
+    -- Time limit of one whole request, however steadily it streams, in ms.
+    request_timeout_ms = 1800000,
     -- Retries after connection errors, timeouts and 5xx answers.
     max_retries = 2,
     -- Stream replies (shows progress; detects cut-off replies).
@@ -76,7 +79,8 @@ M.defaults = {
     sandbox_memory_mb = 512,
     -- Python recursion limit inside the sandbox.
     max_recursion = 200,
-    -- Time an agent may take from start to proposal, ms; then it fails.
+    -- Time an agent may go without progress (a step, a part of the
+    -- model's reply), ms; then it fails.
     timeout_ms = 300000,
     -- Ended agents (accepted, rejected, failed, cancelled), the content
     -- only they referenced and older effect-log entries are purged after
@@ -226,6 +230,7 @@ local enums = {
 
 local positive = {
   ["llm.timeout_ms"] = true,
+  ["llm.request_timeout_ms"] = true,
   ["llm.context_tokens"] = true,
   ["agents.max_concurrent"] = true,
   ["agents.sandbox_timeout_ms"] = true,

@@ -62,8 +62,11 @@ pub struct Run<'a> {
     /// What the agent may do: `job`'s preset under `capabilities`.
     pub caps: Capabilities,
     pub cancel: &'a CancellationToken,
-    /// Hears short status lines for the human.
+    /// Hears short status lines for the human; each one is progress
+    /// (`agents.timeout_ms` counts from the last).
     pub progress: &'a (dyn Fn(String) + Send + Sync),
+    /// The last step said, which a model call's line adds its time to.
+    said: std::sync::Mutex<String>,
 }
 
 impl<'a> Run<'a> {
@@ -86,12 +89,34 @@ impl<'a> Run<'a> {
             job,
             cancel,
             progress,
+            said: std::sync::Mutex::new(String::new()),
         })
     }
 
     /// Says `message` on the run's progress line.
     pub fn say(&self, message: impl Into<String>) {
-        (self.progress)(message.into())
+        let message = message.into();
+        if let Ok(mut said) = self.said.lock() {
+            said.clone_from(&message);
+        }
+        (self.progress)(message)
+    }
+
+    /// The progress line while the model answers: the step, how long it
+    /// has taken, and how much of the reply came.
+    pub(crate) fn waiting(&self, took: std::time::Duration, tokens: usize) {
+        let step = self.said.lock().map(|s| s.clone()).unwrap_or_default();
+        let step = if step.is_empty() {
+            "asking the model"
+        } else {
+            &step
+        };
+        let heard = match tokens {
+            0 => "waiting for the first token".to_owned(),
+            1 => "1 token".to_owned(),
+            n => format!("{n} tokens"),
+        };
+        (self.progress)(format!("{step} ({} s, {heard})", took.as_secs()))
     }
 
     /// The largest file the run reads or writes (`sync.max_file_bytes`).

@@ -63,7 +63,7 @@ pub enum AgentError {
     TooManySteps(usize),
     #[error("cancelled")]
     Cancelled,
-    #[error("timed out after {0} s (agents.timeout_ms)")]
+    #[error("made no progress for {0} s (agents.timeout_ms)")]
     TimedOut(u64),
     #[error("internal error: {0}")]
     Internal(String),
@@ -242,7 +242,12 @@ impl Run<'_> {
         on_delta: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<crate::llm::Reply, AgentError> {
         let label = self.label(what);
-        logged_reply(
+        let tokens = std::sync::atomic::AtomicUsize::new(0);
+        let counted = |piece: &str| {
+            tokens.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            on_delta(piece)
+        };
+        let call = logged_reply(
             &self.store,
             &self.job.id,
             &label,
@@ -250,10 +255,27 @@ impl Run<'_> {
             messages,
             opts,
             self.cancel,
-            on_delta,
-        )
-        .await
-        .map_err(llm_error)
+            &counted,
+        );
+        tokio::pin!(call);
+        // The line shows the time taken and the tokens heard: anew when
+        // more came, else once a second (a slow machine reading a long
+        // prompt says nothing for a while).
+        let started = std::time::Instant::now();
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+        let (mut shown, mut shown_at) = (0, started);
+        loop {
+            tokio::select! {
+                reply = &mut call => return reply.map_err(llm_error),
+                _ = tick.tick() => {
+                    let heard = tokens.load(std::sync::atomic::Ordering::Relaxed);
+                    if heard != shown || shown_at.elapsed() >= std::time::Duration::from_secs(1) {
+                        (shown, shown_at) = (heard, std::time::Instant::now());
+                        self.waiting(started.elapsed(), heard);
+                    }
+                }
+            }
+        }
     }
 }
 

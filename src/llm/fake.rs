@@ -28,6 +28,9 @@ pub enum Reply {
     Html(String),
     /// Accept the request and never answer.
     Hang,
+    /// An OpenAI-compatible stream of `text` whose pieces come `.1` ms
+    /// apart: a slow machine's model, never silent for long.
+    SlowStream(String, u64),
     /// 429 with `Retry-After: {0}`.
     RetryAfter(String),
     /// An Anthropic Messages stream carrying `text`.
@@ -246,6 +249,20 @@ fn gemini_stream(text: &str) -> String {
 }
 
 async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io::Result<()> {
+    if let Reply::SlowStream(text, pause_ms) = &reply {
+        let body = openai_stream(text);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        sock.write_all(head.as_bytes()).await?;
+        for event in body.split_inclusive("\n\n") {
+            tokio::time::sleep(Duration::from_millis(*pause_ms)).await;
+            sock.write_all(event.as_bytes()).await?;
+            sock.flush().await?;
+        }
+        return sock.shutdown().await;
+    }
     let mut extra = String::new();
     let (status, ctype, body, close_early) = match reply {
         Reply::OpenaiStream(text) => (200, "text/event-stream", openai_stream(&text), false),
@@ -296,6 +313,7 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return Ok(());
         }
+        Reply::SlowStream(..) => return Ok(()),
     };
     let reason = if status == 200 { "OK" } else { "Error" };
     if close_early {

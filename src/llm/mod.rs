@@ -111,8 +111,10 @@ impl Reply {
 pub enum LlmError {
     #[error("cannot reach the LLM server at {url}: {detail}. Is it running? Check `llm.url` in your Chimera config")]
     Unreachable { url: String, detail: String },
-    #[error("the LLM server at {url} did not answer within {ms} ms (llm.timeout_ms)")]
+    #[error("the LLM server at {url} sent nothing for {} s (llm.timeout_ms: raise it if the machine is slow to read a long prompt)", ms / 1000)]
     Timeout { url: String, ms: u64 },
+    #[error("the LLM server at {url} was still answering after {} s (llm.request_timeout_ms caps a whole reply)", ms / 1000)]
+    TooLong { url: String, ms: u64 },
     #[error("the LLM server answered HTTP {status}: {body}")]
     Status {
         status: u16,
@@ -146,6 +148,35 @@ impl LlmError {
             Self::Status { status, .. } => *status >= 500 || *status == 429,
             _ => false,
         }
+    }
+}
+
+/// When a request started, and when the last part of its reply came.
+struct Heard {
+    start: std::time::Instant,
+    /// Milliseconds from `start` to the last part heard.
+    last_ms: std::sync::atomic::AtomicU64,
+}
+
+impl Heard {
+    fn new() -> Self {
+        Heard {
+            start: std::time::Instant::now(),
+            last_ms: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// A part of the reply came now.
+    fn now(&self) {
+        let ms = self.start.elapsed().as_millis() as u64;
+        self.last_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Time since the start, and since the last part heard.
+    fn elapsed(&self) -> (Duration, Duration) {
+        let since_start = self.start.elapsed();
+        let last = Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
+        (since_start, since_start.saturating_sub(last))
     }
 }
 
@@ -295,14 +326,16 @@ impl LlmClient {
     ) -> Result<Reply, LlmError> {
         let mut attempt = 0;
         loop {
-            let once = self.chat_once(messages, opts, on_delta);
-            let timeout = Duration::from_millis(self.config.timeout_ms);
+            let heard = Heard::new();
+            let on_piece = |piece: &str| {
+                heard.now();
+                on_delta(piece)
+            };
+            let once = self.chat_once(messages, opts, &on_piece);
             let result = tokio::select! {
                 _ = cancel.cancelled() => return Err(LlmError::Cancelled),
-                r = tokio::time::timeout(timeout, once) => r.unwrap_or_else(|_| Err(LlmError::Timeout {
-                    url: self.config.url.clone(),
-                    ms: self.config.timeout_ms,
-                })),
+                r = once => r,
+                e = self.too_quiet(&heard) => Err(e),
             };
             match result {
                 Ok(r) if r.tool_call.is_none() && r.text.trim().is_empty() => {
@@ -327,6 +360,30 @@ impl LlmClient {
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Resolves when the request has been silent for `llm.timeout_ms`, or
+    /// has run for `llm.request_timeout_ms`: the error it ends with.
+    async fn too_quiet(&self, heard: &Heard) -> LlmError {
+        let silence = Duration::from_millis(self.config.timeout_ms);
+        let whole = Duration::from_millis(self.config.request_timeout_ms);
+        let url = self.config.url.clone();
+        loop {
+            let (since_start, since_last) = heard.elapsed();
+            if since_start >= whole {
+                return LlmError::TooLong {
+                    url,
+                    ms: self.config.request_timeout_ms,
+                };
+            }
+            if since_last >= silence {
+                return LlmError::Timeout {
+                    url,
+                    ms: self.config.timeout_ms,
+                };
+            }
+            tokio::time::sleep((silence - since_last).min(whole - since_start)).await;
         }
     }
 

@@ -473,3 +473,40 @@ async fn a_hosted_stream_cut_off_before_its_end_is_truncated() {
     );
     assert!(matches!(chat(&c).await.unwrap_err(), LlmError::Truncated));
 }
+
+/// `llm.timeout_ms` limits silence, not a whole reply: a slow machine's
+/// model that streams for longer than it, never pausing that long, gets
+/// its answer through; a server that says nothing for that long is given
+/// up on, and the message says which limit to raise.
+#[tokio::test]
+async fn a_slow_stream_is_not_cut_while_it_keeps_coming() {
+    let text = "def add(a, b):\n    return a + b\n# streamed slowly, a piece at a time\n";
+    let server = FakeServer::start(vec![Reply::SlowStream(text.into(), 120)]).await;
+    let mut c = client(Provider::Openai, &server.url, true);
+    c.config.timeout_ms = 500;
+    c.config.max_retries = 0;
+    let started = std::time::Instant::now();
+    let reply = chat(&c).await.expect("a reply that never paused 500 ms");
+    assert_eq!(reply, text);
+    assert!(
+        started.elapsed() > Duration::from_millis(1000),
+        "it did stream slowly"
+    );
+
+    let server = FakeServer::start(vec![Reply::Hang]).await;
+    let mut c = client(Provider::Openai, &server.url, true);
+    c.config.timeout_ms = 300;
+    c.config.max_retries = 0;
+    let err = chat(&c).await.unwrap_err();
+    assert!(matches!(err, LlmError::Timeout { .. }), "{err}");
+    assert!(err.to_string().contains("llm.timeout_ms"), "{err}");
+
+    // The whole reply has its own, generous cap.
+    let server = FakeServer::start(vec![Reply::SlowStream(text.into(), 120)]).await;
+    let mut c = client(Provider::Openai, &server.url, true);
+    c.config.timeout_ms = 500;
+    c.config.request_timeout_ms = 600;
+    c.config.max_retries = 0;
+    let err = chat(&c).await.unwrap_err();
+    assert!(err.to_string().contains("llm.request_timeout_ms"), "{err}");
+}

@@ -74,7 +74,8 @@ pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "no message".into())
 }
 
-/// One run of `job`'s brain, stopped by a cancel or `agents.timeout_ms`.
+/// One run of `job`'s brain, stopped by a cancel or by `agents.timeout_ms`
+/// without progress.
 pub(super) async fn run_agent(
     core: &Arc<Core>,
     job: &Job,
@@ -86,7 +87,15 @@ pub(super) async fn run_agent(
     }
     let out = core.out.clone();
     let pid = job.id.clone();
+    let started = std::time::Instant::now();
+    // Milliseconds from `started` to the last progress.
+    let last = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let heard = last.clone();
     let progress: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |message: String| {
+        heard.store(
+            started.elapsed().as_millis() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         out.tell(ToEditor::Progress {
             id: pid.clone(),
             message,
@@ -140,9 +149,23 @@ pub(super) async fn run_agent(
             _ = cancel.cancelled() => Err(agent::AgentError::Cancelled),
         }
     };
-    match tokio::time::timeout(limit, run).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(agent::AgentError::TimedOut(
+    // The limit counts from the last progress: a slow model still
+    // streaming its answer is working (its silence has `llm.timeout_ms`).
+    let stalled = async {
+        loop {
+            let now = started.elapsed();
+            let quiet = now.saturating_sub(Duration::from_millis(
+                last.load(std::sync::atomic::Ordering::Relaxed),
+            ));
+            if quiet >= limit {
+                break;
+            }
+            tokio::time::sleep(limit - quiet).await;
+        }
+    };
+    tokio::select! {
+        outcome = run => outcome,
+        _ = stalled => Err(agent::AgentError::TimedOut(
             core.config.agents.timeout_ms / 1000,
         )),
     }
