@@ -99,9 +99,11 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Probl
         if let (Some(task), Some(old), None) = (task, &old, &new) {
             // A file goes only when the task names it, and names nothing
             // in it: "delete legacy_helper from mathx.py" is about a
-            // function, not the file.
+            // function, not the file. A file's own name names no
+            // definition ("delete gone.py" where `gone()` lives).
+            let words = without_file_names(task);
             let about_a_definition = language.is_some_and(|l| {
-                removed_definitions(l, old, "", task).len() < lang::definitions(l, old).len()
+                removed_definitions(l, old, "", &words).len() < lang::definitions(l, old).len()
             });
             if !names_file(task, path) || about_a_definition {
                 return Err(Problem::DeletesFile { path: path.clone() });
@@ -149,6 +151,14 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Probl
         }
     }
     Ok(())
+}
+
+/// `task` without the file names it mentions.
+fn without_file_names(task: &str) -> String {
+    super::locate::mentions(task)
+        .files
+        .iter()
+        .fold(task.to_owned(), |t, f| t.replace(f.as_str(), " "))
 }
 
 /// Whether `task` names `path` (its path or its file name).
@@ -269,6 +279,31 @@ mod tests {
         assert_eq!(
             check(&store, "ag", Some("delete mathx.py, nothing uses it")),
             Ok(())
+        );
+    }
+
+    /// The file's name is no definition's: "delete gone.py" asks for the
+    /// file even when it defines `gone()`.
+    #[test]
+    fn a_file_named_by_the_task_goes_even_when_its_stem_names_a_definition_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let text = "def gone():\n    return 1\n";
+        store
+            .stable_put("gone.py", text.as_bytes(), 0o644, 0, 1 << 20)
+            .unwrap();
+        store
+            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+            .unwrap();
+        let ov = crate::overlay::Overlay::new(&store, "ag", 1 << 20);
+        ov.delete(&crate::paths::ProjectPath::parse("gone.py").unwrap())
+            .unwrap();
+        assert_eq!(check(&store, "ag", Some("delete gone.py")), Ok(()));
+        assert_eq!(
+            check(&store, "ag", Some("delete the function gone in gone.py")),
+            Err(Problem::DeletesFile {
+                path: "gone.py".into()
+            })
         );
     }
 
