@@ -80,20 +80,38 @@ pub fn keep_to_task(
             put_back.push((nd.start, nd.end, was, key));
         }
     }
-    if put_back.is_empty() {
-        return (new.to_owned(), vec![]);
-    }
     // From the end, so the spans before stay where they are.
     put_back.sort_by_key(|p| std::cmp::Reverse(p.0));
     let mut out = new.to_owned();
     for (start, end, was, _) in &put_back {
         out.replace_range(*start..*end, was);
     }
+    let mut keys: Vec<String> = Vec::new();
     if lang::syntax_problem(language, &out).is_some() {
-        return (new.to_owned(), vec![]);
+        out = new.to_owned();
+    } else {
+        keys = put_back.into_iter().rev().map(|p| p.3).collect();
     }
-    let mut keys: Vec<String> = put_back.into_iter().map(|p| p.3).collect();
-    keys.reverse();
+    // What the answer left out and the task does not name goes back in
+    // (a whole file from a small model often drops a function), so the
+    // rest of the answer can stand.
+    let dropped = old_defs.iter().filter(|d| {
+        d.parent.is_none()
+            && !covers(d)
+            && !new_defs
+                .iter()
+                .any(|n| n.parent.is_none() && n.name == d.name)
+    });
+    for d in dropped {
+        let with = lang::splice::splice_definitions(language, &out, &old[d.start..d.end], None);
+        if let Some(with) = with
+            .ok()
+            .filter(|w| lang::syntax_problem(language, w).is_none())
+        {
+            out = with;
+            keys.push(d.qualified_name());
+        }
+    }
     (out, keys)
 }
 
@@ -246,6 +264,30 @@ mod tests {
     }
 
     const OLD: &str = "def greet(name):\n    return 'hi ' + name\n\n\ndef parse_config(path):\n    return {}\n\n\ndef main():\n    return parse_config('a')\n\n\nclass Store:\n    def add(self, x):\n        return x\n\n    def size(self):\n        return 0\n";
+
+    /// "make word_count in textutils.py treat punctuation as separators":
+    /// the 1.5B model's whole file left `unique_words` out, three times.
+    /// The definition goes back in and the rest of the answer stands.
+    #[test]
+    fn a_definition_the_answer_dropped_and_the_task_did_not_name_is_put_back() {
+        let old = "import re\n\n\ndef word_count(text):\n    return len(text.split())\n\n\ndef unique_words(text):\n    return set(text.split())\n";
+        let new =
+            "import re\n\n\ndef word_count(text):\n    return len(re.findall(r\"\\w+\", text))\n";
+        let (kept, back) = keep_to_task(&lang::PYTHON, old, new, &["word_count"]);
+        assert_eq!(back, ["unique_words"]);
+        assert!(kept.contains("re.findall"), "{kept}");
+        assert!(
+            kept.contains("def unique_words(text):\n    return set(text.split())"),
+            "{kept}"
+        );
+        assert!(
+            lang::syntax_problem(&lang::PYTHON, &kept).is_none(),
+            "{kept}"
+        );
+        // Asked to remove it, it stays removed.
+        let (kept, back) = keep_to_task(&lang::PYTHON, old, new, &["word_count", "unique_words"]);
+        assert!(back.is_empty() && !kept.contains("unique_words"), "{kept}");
+    }
 
     #[test]
     fn a_change_to_a_function_the_task_did_not_name_is_put_back() {
