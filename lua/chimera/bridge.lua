@@ -159,10 +159,23 @@ function M.reload(paths)
   end
 end
 
+--- What an accept did, in a line: where it went and what undoes it.
+local function accepted_line(msg)
+  local what = (msg.hunk ~= nil and msg.hunk ~= vim.NIL) and ("a hunk of " .. msg.id) or msg.id
+  for _, f in ipairs(msg.files or {}) do
+    local buf = vim.fn.bufnr(f)
+    if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
+      return ("chimera: accepted %s (u undoes it)"):format(what)
+    end
+  end
+  return ("chimera: accepted %s, written to %d file(s) on disk (:Chimera rollback undoes it)"):format(what, #(msg.files or {}))
+end
+
 function handlers.resolved(msg)
   emit(msg.accepted and "ChimeraAccepted" or "ChimeraRejected", { id = msg.id, files = msg.files, hunk = msg.hunk })
   if msg.accepted then
     M.reload(msg.files)
+    notify(accepted_line(msg))
   end
 end
 

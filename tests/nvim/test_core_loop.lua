@@ -48,7 +48,10 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
   h.eq(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n", SRC, "buffer untouched before accept")
 
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
-  vim.cmd("execute \"normal \\<Plug>(chimera-accept)\"")
+  -- The accept is said, with what undoes it.
+  h.wait_for_notice("(u undoes it)", function()
+    vim.cmd("execute \"normal \\<Plug>(chimera-accept)\"")
+  end)
   h.wait_for("accept", function()
     return chimera.agent(id).state == "accepted"
   end)
@@ -96,7 +99,9 @@ h.test("accepting a file that is not loaded writes it on disk", function()
   vim.cmd.edit("notes.txt")
   local id = chimera.spawn("add a docstring to parse_config", { file = root .. "/app.py" })
   h.eq(chimera.wait(id, 20000), "completed", "final state")
-  chimera.accept(id)
+  h.wait_for_notice("written to 1 file(s) on disk (:Chimera rollback undoes it)", function()
+    chimera.accept(id)
+  end)
   h.wait_for("accept", function()
     return chimera.agent(id).state == "accepted"
   end)

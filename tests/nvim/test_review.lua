@@ -287,30 +287,15 @@ h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflic
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return 11", "the human's line stays")
   h.eq(chimera.agent(id).state, "completed", "the conflicting hunk is still to resolve")
   -- The one that overlaps is refused, with what to do.
-  local said
-  local notify = vim.notify
-  vim.notify = function(m)
-    said = m
-  end
-  vim.cmd("Chimera accept " .. id .. " --hunk 1")
-  vim.wait(2000, function()
-    return said ~= nil
+  h.wait_for_notice("accept --hunk N", function()
+    vim.cmd("Chimera accept " .. id .. " --hunk 1")
   end)
-  vim.notify = notify
-  h.truthy(said and said:find("accept --hunk N", 1, true), tostring(said))
   -- Typed at once after :Chimera resolve: the markers worked out for the
   -- text before are not written over the new one.
-  said = nil
-  vim.notify = function(m)
-    said = m
-  end
-  vim.cmd("Chimera resolve " .. id)
-  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "# typed at once" })
-  h.wait_for("told to resolve again", function()
-    return said ~= nil
+  h.wait_for_notice("run :Chimera resolve again", function()
+    vim.cmd("Chimera resolve " .. id)
+    vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "# typed at once" })
   end)
-  vim.notify = notify
-  h.truthy(said:find("run :Chimera resolve again", 1, true), said)
   h.eq(vim.api.nvim_buf_get_lines(buf, 0, 3, false), { "# typed at once", SRC:match("^[^\n]*"), "    return 11" })
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, {})
   -- :Chimera resolve writes the clash into the buffer, both sides marked.
