@@ -200,7 +200,7 @@ M.subcommands = {
         { ("Chimera: %s, root %s, %s, agents: %s, proposals: %d"):format(
           s.started and "started" or "not started",
           s.root or "-",
-          s.ready and "imported" or "importing",
+          (not s.started and "nothing imported yet") or (s.ready and "imported" or "importing"),
           #counts > 0 and table.concat(counts, " ") or "none",
           s.proposals
         ) },
@@ -349,8 +349,24 @@ M.subcommands = {
   model = {
     desc = "the model new agents ask: :Chimera model [name] (no name: pick from the server's)",
     complete = function()
-      local st = require("chimera.state").llm_status
-      return st and st.models or {}
+      local st = require("chimera.state")
+      if st.llm_status and st.llm_status.models and #st.llm_status.models > 0 then
+        return st.llm_status.models
+      end
+      -- Not asked yet: the configured models now, the server's next time
+      -- (unless a picker already waits for its answer).
+      if st.root and not st.on_llm_status then
+        pcall(chimera().llm_status, function() end)
+      end
+      local names, seen = {}, {}
+      local llm = st.config and st.config.llm or {}
+      for _, m in ipairs(vim.list_extend({ llm.model }, vim.tbl_values(llm.roles or {}))) do
+        if type(m) == "string" and m ~= "" and not seen[m] then
+          seen[m] = true
+          table.insert(names, m)
+        end
+      end
+      return names
     end,
     run = function(args)
       if args[1] then

@@ -61,7 +61,17 @@ local function lines_of(id)
     end
   end
   if #lines == 3 then
-    add(a.state == "running" and "(waiting for its first words)" or "(nothing said)", "Comment")
+    -- Chimera's own agents keep no transcript: what it was asked, what it
+    -- is doing, and where the rest of its work is.
+    add("» " .. (a.task or ""), "ChimeraHint")
+    if a.state == "running" or a.state == "queued" then
+      add(state.progress[id] or "(waiting for its first words)", "Comment")
+    else
+      add(
+        (":Chimera calls %s lists what it read and wrote; :Chimera effects --kind llm, its model's replies"):format(id),
+        "Comment"
+      )
+    end
   end
   local last = a.error and ("-- failed: " .. a.error)
     or (a.state == "completed" and ("-- proposal ready: %s"):format(a.summary or ""))

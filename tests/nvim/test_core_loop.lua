@@ -90,6 +90,13 @@ h.test("reject discards the proposal and changes nothing", function()
   end)
   h.eq(vim.bo[buf].modified, false, "buffer unmodified")
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched")
+  -- Its conversation says what it was asked and where its work is, not
+  -- "(nothing said)": Chimera's own agents keep no transcript.
+  vim.cmd("Chimera chat --agent " .. id)
+  local view = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  h.truthy(view:find("» add a docstring to parse_config", 1, true), view)
+  h.truthy(view:find(":Chimera calls " .. id, 1, true) and not view:find("nothing said", 1, true), view)
+  vim.cmd("bwipeout")
 end)
 
 h.test("accepting a file that is not loaded writes it on disk", function()
@@ -304,6 +311,13 @@ h.test(":Chimera model picks from the server's models; a working agent keeps its
   local _, err = require("chimera.config").resolve({ llm = { roles = { review = "x" } } })
   h.truthy(err and err:find("unknown role", 1, true), tostring(err))
   vim.cmd.edit("calc.py")
+  chimera.start()
+  -- Before any picker ran: the configured models at once, the server's
+  -- soon after.
+  h.truthy(vim.tbl_contains(vim.fn.getcompletion("Chimera model ", "cmdline"), "fake-model"), "the configured model")
+  h.wait_for("the server's models complete", function()
+    return vim.tbl_contains(vim.fn.getcompletion("Chimera model ", "cmdline"), "fake-model-b")
+  end)
   -- Switched at once after the task, as a person types: the task keeps
   -- the model it was given with.
   local first = chimera.spawn("fix add")
