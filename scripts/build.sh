@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Puts Chimera's native library at lua/chimera_native.so (or $CHIMERA_LIB_DEST).
+# Puts Chimera's native library at lua/chimera_native.so (or $CHIMERA_LIB_DEST)
+# and the `chimera` command at bin/chimera (or $CHIMERA_BIN_DEST).
 # 1. Download the prebuilt library for this platform (glibc or musl Linux,
-#    macOS) and Neovim minor version from a GitHub release, verify its
-#    sha256, write it to a temp file and rename it into place. The release
+#    macOS) and Neovim minor version from a GitHub release, and the
+#    `chimera-<os>-<arch>` command beside it, verify each one's sha256,
+#    write them to temp files and rename them into place. The release
 #    is the checkout's tag, else the nearest release tag behind it when no
 #    native source (scripts/native-sources) changed since: its library is
 #    then the one a source build would make.
@@ -30,6 +32,7 @@ esac
 built_ext="${built_ext:-$ext}"
 arch="$(uname -m)"; [ "$arch" = arm64 ] && arch=aarch64
 dest="${CHIMERA_LIB_DEST:-$here/lua/chimera_native.$ext}"
+bin_dest="${CHIMERA_BIN_DEST:-$here/bin/chimera}"
 
 say() { echo "chimera build: $*" >&2; }
 
@@ -77,6 +80,24 @@ nvim_minor() {
   echo "${minor:-0.11}"
 }
 
+# Downloads `$1` and its `.sha256` into temp file `$2`, verified.
+# Returns 1 when the asset is not published, 2 when it cannot be verified.
+fetch_verified() {
+  local url="$1" tmp="$2" name; name="$(basename "$1")"
+  say "fetching $url"
+  if ! curl -fsSL --retry 2 -o "$tmp" "$url"; then
+    say "no prebuilt $name in this release"; return 1
+  fi
+  local want
+  if ! want="$(curl -fsSL --retry 2 "$url.sha256" | cut -d' ' -f1)" || [ -z "$want" ]; then
+    say "no checksum $name.sha256; refusing an unverified file"; return 2
+  fi
+  local got; got="$(sha256_of "$tmp")"
+  if [ "$got" != "$want" ]; then
+    say "checksum mismatch for $name (expected $want, got $got); refusing it"; return 2
+  fi
+}
+
 try_download() {
   local tag; tag="$(release_tag)" || return 1
   local minor; minor="$(nvim_minor)"
@@ -88,23 +109,34 @@ try_download() {
     base="https://github.com/$slug/releases/download"
   fi
   local asset="chimera_native-$os-$arch-nvim$minor.$ext"
-  local url="$base/$tag/$asset"
   local tmp; tmp="$(mktemp "$(dirname "$dest")/.chimera_native.XXXXXX")"
-  say "fetching $url"
-  if ! curl -fsSL --retry 2 -o "$tmp" "$url"; then
-    rm -f "$tmp"; say "no prebuilt library $asset for $tag"; return 1
+  local got=0
+  fetch_verified "$base/$tag/$asset" "$tmp" || got=$?
+  if [ "$got" != 0 ]; then
+    rm -f "$tmp"
+    [ "$got" = 1 ] && say "no prebuilt library $asset for $tag"
+    return 1
   fi
-  local want
-  if ! want="$(curl -fsSL --retry 2 "$url.sha256" | cut -d' ' -f1)" || [ -z "$want" ]; then
-    rm -f "$tmp"; say "no checksum $asset.sha256 for $tag; refusing an unverified library"; return 1
-  fi
-  local got; got="$(sha256_of "$tmp")"
-  if [ "$got" != "$want" ]; then
-    rm -f "$tmp"; say "checksum mismatch for $asset (expected $want, got $got); refusing it"; return 1
+  # The `chimera` command of the same release, verified the same way; a
+  # release that has none (older ones) still gives the library.
+  mkdir -p "$(dirname "$bin_dest")"
+  local bin_tmp; bin_tmp="$(mktemp "$(dirname "$bin_dest")/.chimera.XXXXXX")"
+  local bin_got=0
+  fetch_verified "$base/$tag/chimera-$os-$arch" "$bin_tmp" || bin_got=$?
+  if [ "$bin_got" = 2 ]; then
+    rm -f "$tmp" "$bin_tmp"; return 1
   fi
   chmod 755 "$tmp"
   mv -f "$tmp" "$dest"
   say "installed prebuilt $asset ($tag)"
+  if [ "$bin_got" = 0 ]; then
+    chmod 755 "$bin_tmp"
+    mv -f "$bin_tmp" "$bin_dest"
+    say "installed the chimera command at $bin_dest (put $(dirname "$bin_dest") on your PATH)"
+  else
+    rm -f "$bin_tmp"
+    say "$tag has no prebuilt chimera command: cargo build --release --locked builds it"
+  fi
 }
 
 build_from_source() {
@@ -120,6 +152,12 @@ build_from_source() {
   cp "target/release/libchimera.$built_ext" "$tmp"
   mv -f "$tmp" "$dest"
   say "installed $dest"
+  mkdir -p "$(dirname "$bin_dest")"
+  local bin_tmp; bin_tmp="$(mktemp "$(dirname "$bin_dest")/.chimera.XXXXXX")"
+  cp target/release/chimera "$bin_tmp"
+  chmod 755 "$bin_tmp"
+  mv -f "$bin_tmp" "$bin_dest"
+  say "installed the chimera command at $bin_dest (put $(dirname "$bin_dest") on your PATH)"
 }
 
 if [ "${CHIMERA_BUILD_FROM_SOURCE:-0}" != 1 ] && try_download; then

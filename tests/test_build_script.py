@@ -19,6 +19,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OS = {"Linux": "linux", "Darwin": "macos"}.get(platform.system(), "unknown")
 ARCH = {"arm64": "aarch64"}.get(platform.machine(), platform.machine())
 ASSET = f"chimera_native-{OS}-{ARCH}-nvim0.11.so"
+BIN_ASSET = f"chimera-{OS}-{ARCH}"
 TAG = "v9.9.9"
 
 
@@ -40,16 +41,17 @@ class Served(unittest.TestCase):
         self.dest = os.path.join(tempfile.mkdtemp(), "chimera_native.so")
         with open(self.dest, "wb") as f:
             f.write(b"old library")
+        self.bin_dest = os.path.join(tempfile.mkdtemp(), "bin", "chimera")
 
     def tearDown(self):
         self.server.shutdown()
 
-    def publish(self, data, checksum):
-        with open(os.path.join(self.serve, TAG, ASSET), "wb") as f:
+    def publish(self, data, checksum, asset=ASSET):
+        with open(os.path.join(self.serve, TAG, asset), "wb") as f:
             f.write(data)
         if checksum is not None:
-            with open(os.path.join(self.serve, TAG, ASSET + ".sha256"), "w") as f:
-                f.write(f"{checksum}  {ASSET}\n")
+            with open(os.path.join(self.serve, TAG, asset + ".sha256"), "w") as f:
+                f.write(f"{checksum}  {asset}\n")
 
     def run_build(self):
         env = dict(
@@ -59,6 +61,7 @@ class Served(unittest.TestCase):
             CHIMERA_NVIM_MINOR="0.11",
             CHIMERA_NO_SOURCE_BUILD="1",
             CHIMERA_LIB_DEST=self.dest,
+            CHIMERA_BIN_DEST=self.bin_dest,
         )
         return subprocess.run(
             [os.path.join(REPO, "scripts/build.sh")], env=env, capture_output=True, text=True, timeout=60
@@ -78,6 +81,39 @@ class DownloadTest(Served):
         self.assertEqual(self.installed(), data)
         self.assertIn("installed prebuilt", out.stderr)
         leftovers = [n for n in os.listdir(os.path.dirname(self.dest)) if n.startswith(".chimera_native")]
+        self.assertEqual(leftovers, [], "no temp file left behind")
+
+    def test_the_chimera_command_comes_with_the_library(self):
+        lib, cli = b"\x7fELF pretend library", b"\x7fELF pretend chimera"
+        self.publish(lib, hashlib.sha256(lib).hexdigest())
+        self.publish(cli, hashlib.sha256(cli).hexdigest(), BIN_ASSET)
+        out = self.run_build()
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(self.installed(), lib)
+        with open(self.bin_dest, "rb") as f:
+            self.assertEqual(f.read(), cli)
+        self.assertTrue(os.access(self.bin_dest, os.X_OK), "the command is executable")
+        self.assertIn("installed the chimera command", out.stderr)
+
+    def test_a_release_without_the_command_still_gives_the_library_and_says_so(self):
+        lib = b"\x7fELF pretend library"
+        self.publish(lib, hashlib.sha256(lib).hexdigest())
+        out = self.run_build()
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(self.installed(), lib)
+        self.assertIn("no prebuilt chimera command", out.stderr)
+        self.assertFalse(os.path.exists(self.bin_dest))
+
+    def test_a_tampered_command_refuses_the_release(self):
+        lib = b"\x7fELF pretend library"
+        self.publish(lib, hashlib.sha256(lib).hexdigest())
+        self.publish(b"tampered", "0" * 64, BIN_ASSET)
+        out = self.run_build()
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn(f"checksum mismatch for {BIN_ASSET}", out.stderr)
+        self.assertEqual(self.installed(), b"old library", "nothing of that release is installed")
+        self.assertFalse(os.path.exists(self.bin_dest))
+        leftovers = [n for n in os.listdir(os.path.dirname(self.bin_dest)) if n.startswith(".chimera")]
         self.assertEqual(leftovers, [], "no temp file left behind")
 
     def test_bad_checksum_is_refused(self):
@@ -140,7 +176,7 @@ class ReleaseChoiceTest(Served):
 
     def build(self, env=None, argv=None):
         env = dict(os.environ, CHIMERA_RELEASE_URL=self.url, CHIMERA_NO_SOURCE_BUILD="1",
-                   CHIMERA_LIB_DEST=self.dest, **(env or {}))
+                   CHIMERA_LIB_DEST=self.dest, CHIMERA_BIN_DEST=self.bin_dest, **(env or {}))
         env.pop("CHIMERA_TAG", None)
         env.setdefault("CHIMERA_NVIM_MINOR", "0.11")
         argv = argv or [os.path.join(self.repo, "scripts/build.sh")]
