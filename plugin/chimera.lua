@@ -16,9 +16,13 @@ end, {
   end,
 })
 
+-- Each mapping acts once the core is up and has shown what waits (a key
+-- pressed right after Neovim started waits for it), its error said.
 local function safely(fn)
   return function()
-    local ok, err = pcall(fn)
+    local ok, err = pcall(function()
+      require("chimera").when_ready(fn)
+    end)
     if not ok then
       vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
     end

@@ -548,12 +548,14 @@ fn start_background(core: &Arc<Core>) {
         let imported = sync::import(&lc.store, &lc.root, max_bytes, &lc.buffers);
         match imported {
             Ok(files) => {
-                c.out.event(Event::Ready { files });
                 send_snapshots(c);
                 if let Some(w) = &c.remora {
                     w.send(remora::Job::IndexAll);
                 }
                 c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS));
+                // After the proposals that wait: what the editor was asked
+                // to do before the core was up acts on them.
+                c.out.event(Event::Ready { files });
                 // The import left its pages in the WAL; copy them now, in
                 // the background, rather than in the next accept's commit.
                 let c2 = c.clone();

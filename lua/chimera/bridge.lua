@@ -20,6 +20,16 @@ local handlers = {}
 function handlers.ready(msg)
   state.ready = true
   state.imported = msg.files
+  local waiting = state.on_ready
+  state.on_ready = {}
+  for _, fn in ipairs(waiting) do
+    vim.schedule(function()
+      local ok, err = pcall(fn)
+      if not ok then
+        notify(tostring(err), vim.log.levels.ERROR)
+      end
+    end)
+  end
 end
 
 local function paths_of(files, into)

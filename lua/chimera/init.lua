@@ -82,6 +82,17 @@ function M.start(dir)
   return true
 end
 
+--- Calls `fn` once the core has imported the project and shown the
+--- proposals that wait, starting it if needed: a key pressed before that
+--- acts then, on what is there to act on.
+function M.when_ready(fn)
+  if state.ready then
+    return fn()
+  end
+  M.start()
+  table.insert(state.on_ready, fn)
+end
+
 --- Stops the core. Agents still working are left queued or running in the
 --- store; the next start recovers them.
 function M.stop()

@@ -5,8 +5,10 @@ return {
   config = nil,
   --- Project root (absolute), once started.
   root = nil,
-  --- The core finished importing the project.
+  --- The core finished importing the project and showed what waits.
   ready = false,
+  --- What waits for `ready` (a key pressed before the core was up).
+  on_ready = {},
   --- id -> agent record (id, state, task, summary, error, changed_files, ...).
   agents = {},
   --- id -> list of { path, change, hunk_count, added, removed, conflicted };

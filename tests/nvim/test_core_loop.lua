@@ -70,6 +70,28 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
   h.eq(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n", SRC, "u restores the buffer")
 end)
 
+h.test("a key pressed before the core is up waits for it, then acts", function()
+  local root = h.project({ ["app.py"] = SRC })
+  h.setup(h.fake_llm({ { text = PROGRAM } }), { ui = { autostart = false } })
+  vim.cmd.edit("app.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local id = chimera.spawn("add a docstring to parse_config")
+  h.eq(chimera.wait(id, 20000), "completed", "the proposal waits")
+  chimera.stop()
+  -- As after a restart of Neovim: nothing runs, the proposal is in the
+  -- store. The key is pressed at once, as a person does.
+  h.eq(chimera.status().root, nil, "stopped")
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  vim.cmd("execute \"normal \\<Plug>(chimera-accept)\"")
+  h.wait_for("the accept", function()
+    return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == '    """Parse the config file."""'
+  end)
+  h.wait_for("accepted", function()
+    return chimera.agent(id).state == "accepted"
+  end)
+  h.eq(h.read(root .. "/app.py"), SRC, "the buffer changed, not the disk")
+end)
+
 h.test("reject discards the proposal and changes nothing", function()
   local root, buf = open_app()
   local rejected = h.user_events("ChimeraRejected")
