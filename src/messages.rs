@@ -324,7 +324,15 @@ pub struct HunkView {
     pub old_start: usize,
     pub old_lines: Vec<String>,
     pub new_lines: Vec<String>,
+    /// The unchanged lines right above it and right below it (up to
+    /// [`CONTEXT_LINES`] each; filled where a client shows the hunk alone).
+    pub before: Vec<String>,
+    pub after: Vec<String>,
 }
+
+/// Lines of context around a hunk shown alone, as `:Chimera diff` and
+/// unified diffs show them.
+pub const CONTEXT_LINES: usize = 3;
 
 /// One file of a proposal spelled out: its hunks and, when the human
 /// changed it since, theirs.
@@ -337,6 +345,20 @@ pub struct FileView {
 }
 
 impl FileView {
+    /// This file's hunks with the lines of `base` (the text the proposal
+    /// was made against) right around each.
+    pub fn with_context(mut self, base: &str) -> Self {
+        let lines: Vec<&str> = base.lines().collect();
+        let owned = |r: std::ops::Range<usize>| lines[r].iter().map(|l| (*l).to_owned()).collect();
+        for h in &mut self.hunks {
+            let start = h.old_start.min(lines.len());
+            let end = (start + h.old_lines.len()).min(lines.len());
+            h.before = owned(start.saturating_sub(CONTEXT_LINES)..start);
+            h.after = owned(end..(end + CONTEXT_LINES).min(lines.len()));
+        }
+        self
+    }
+
     /// File `index` of `files` (a whole proposal, in order), numbered as in it.
     pub fn of(files: &[FileDiff], index: usize) -> Option<FileView> {
         let f = files.get(index)?;
@@ -355,6 +377,8 @@ impl FileView {
                     old_start: h.old_start,
                     old_lines: h.old_lines.clone(),
                     new_lines: h.new_lines.clone(),
+                    before: Vec::new(),
+                    after: Vec::new(),
                 })
                 .collect(),
             human_hunks: f.human_hunks.clone(),

@@ -224,6 +224,9 @@ async fn the_core_loop_over_http_with_a_live_stream_that_resumes() {
     let hunk = &one["proposal"][0]["hunks"][0];
     assert_eq!(hunk["new_lines"], json!(["    return a + b"]));
     assert_eq!(hunk["number"], 1, "{hunk}");
+    // With the lines around it, as `:Chimera diff` shows them.
+    assert_eq!(hunk["before"], json!(["def add(a, b):"]), "{hunk}");
+    assert_eq!(hunk["after"], json!([]), "{hunk}");
     assert!(one["diff"].as_str().unwrap().contains("+    return a + b"));
 
     // A client that lost its connection after the first event resumes

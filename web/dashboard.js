@@ -280,7 +280,7 @@ function renderAgents() {
         h("code", {}, a.id),
         " ",
         h("span", { class: "muted" }, ago(a.updated_at)),
-        h("span", { class: "task" }, a.task),
+        h("span", { class: "task" }, withCode(a.task)),
       ),
     ),
   );
@@ -301,6 +301,14 @@ async function loadDetail(id) {
     state.agents.set(id, detail.agent);
     renderDetail();
   });
+}
+
+// Text whose `backticked` parts are code, as agents and models write
+// names in summaries: shown as code, never as literal backticks.
+function withCode(text) {
+  return String(text)
+    .split("`")
+    .map((part, i) => (i % 2 === 1 ? h("code", {}, part) : part));
 }
 
 function field(name, value) {
@@ -330,7 +338,7 @@ function renderDetail() {
       field("State", a.state + (a.conflicted ? " (conflicts with your edits)" : "")),
       field("File", a.file),
       field("Done by", a.external ? `${a.external} (ACP)` : null),
-      field("Summary", a.summary),
+      field("Summary", a.summary && withCode(a.summary)),
       field("Error", a.error),
       field("Rounds", a.rounds),
       field("Feedback", a.feedback.join(" / ")),
@@ -367,8 +375,10 @@ function renderProposal(id, files) {
           h(
             "pre",
             {},
+            (hk.before || []).map((l) => h("span", { class: "ctx" }, " " + l)),
             hk.old_lines.map((l) => h("span", { class: "del" }, "-" + l)),
             hk.new_lines.map((l) => h("span", { class: "add" }, "+" + l)),
+            (hk.after || []).map((l) => h("span", { class: "ctx" }, " " + l)),
           ),
         ),
       ),

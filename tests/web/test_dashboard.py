@@ -67,6 +67,12 @@ def run(p, browser):
     item.click()
     expect(page.locator(".diff .add")).to_have_text("+    return a + b")
     expect(page.locator(".diff .del")).to_have_text("-    return a - b")
+    # The line above the hunk is shown with it, and the summary's
+    # `backticked` names are code, not literal backticks.
+    expect(page.locator(".diff .ctx").first).to_have_text(" def add(a, b):")
+    summary = page.locator("#agent dd").filter(has_text="changed add")
+    expect(summary.locator("code")).to_have_text("add")
+    assert "`" not in summary.inner_text(), summary.inner_text()
     page.screenshot(path=str(SHOTS / "dashboard-proposal.png"), full_page=True)
     assert p.file() == ORIGINAL, "nothing is written before the accept"
 
@@ -113,6 +119,8 @@ def run(p, browser):
     expect(page.locator("#agents li").first.locator(".badge")).to_have_text("completed", timeout=30_000)
     heads = page.locator(".diff .hunk-head")
     expect(heads).to_have_count(2)
+    # Each hunk with the lines around it, as :Chimera diff shows them.
+    expect(page.locator(".diff pre").first.locator("span.ctx").first).to_be_visible()
     expect(heads.nth(1)).to_contain_text("hunk 2")
     heads.nth(1).locator("text=Accept hunk").click()
     wait_for("hunk 2 on disk", lambda: "return 20" in (p.root / "two.py").read_text())
