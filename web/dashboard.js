@@ -675,6 +675,13 @@ function start() {
     if (saved) login(saved);
     else logout($("login-error").textContent);
   });
+  // A login link pasted into this tab changes only the fragment: the
+  // page is not loaded again, so it is taken here.
+  window.addEventListener("hashchange", () => {
+    takeTokenFromAddress().then((fresh) => {
+      if (fresh) login(fresh);
+    });
+  });
 }
 
 start();

@@ -52,8 +52,11 @@ def run(p, browser):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
 
-    # Opened from the address `chimera serve` printed: logged in, live,
-    # and the token is gone from the address bar.
+    # The printed address pasted into a tab already showing the login form
+    # (only the fragment changes: no reload): logged in, live, and the
+    # token is gone from the address bar.
+    page.goto(url.split("#")[0])
+    expect(page.locator("#login")).to_be_visible()
     page.goto(url)
     expect(page.locator("#link")).to_have_text("live")
     assert "login" not in page.url and token not in page.url, page.url
