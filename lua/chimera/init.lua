@@ -33,7 +33,11 @@ function M.setup(opts)
   vim.api.nvim_create_autocmd("VimLeavePre", {
     group = group,
     callback = function()
-      M.stop()
+      -- A Neovim that never started the core quits without loading the
+      -- native library only to find nothing to stop.
+      if state.root then
+        M.stop()
+      end
     end,
   })
   require("chimera.buffers").setup_autocmds(group)
