@@ -104,7 +104,7 @@ impl<'a> Run<'a> {
 
     /// The progress line while the model answers: the step, how long it
     /// has taken, and how much of the reply came.
-    pub(crate) fn waiting(&self, took: std::time::Duration, tokens: usize) {
+    pub(crate) fn waiting(&self, took: std::time::Duration, tokens: usize, busy: bool) {
         let step = self.said.lock().map(|s| s.clone()).unwrap_or_default();
         let step = if step.is_empty() {
             "asking the model"
@@ -112,6 +112,7 @@ impl<'a> Run<'a> {
             &step
         };
         let heard = match tokens {
+            0 if busy => "the server was busy with another request; waiting for it".to_owned(),
             0 => "waiting for the first token".to_owned(),
             1 => "1 token".to_owned(),
             n => format!("{n} tokens"),

@@ -242,6 +242,9 @@ impl Run<'_> {
         on_delta: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<crate::llm::Reply, AgentError> {
         let label = self.label(what);
+        // Asked before the request goes: a server whose every slot works
+        // for someone else keeps this one waiting, and the line says so.
+        let busy = self.llm.all_slots_busy().await == Some(true);
         let tokens = std::sync::atomic::AtomicUsize::new(0);
         let counted = |piece: &str| {
             tokens.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -271,7 +274,7 @@ impl Run<'_> {
                     let heard = tokens.load(std::sync::atomic::Ordering::Relaxed);
                     if heard != shown || shown_at.elapsed() >= std::time::Duration::from_secs(1) {
                         (shown, shown_at) = (heard, std::time::Instant::now());
-                        self.waiting(started.elapsed(), heard);
+                        self.waiting(started.elapsed(), heard, busy);
                     }
                 }
             }

@@ -147,7 +147,11 @@ pub fn trim_overlay(
             if ov.write(&p, kept.as_bytes()).is_err() {
                 continue;
             }
-            said.push(format!("{path}: {}", put_back.join(", ")));
+            let named = match put_back.len() {
+                0..=5 => put_back.join(", "),
+                n => format!("{} and {} more", put_back[..3].join(", "), n - 3),
+            };
+            said.push(format!("{path}: {named}"));
         }
     }
     Ok(said)

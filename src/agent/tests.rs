@@ -1323,23 +1323,25 @@ async fn an_outline_echoed_around_the_fix_changes_only_the_fix() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_whole_file_that_drops_definitions_is_sent_back_never_proposed() {
-    // A program that writes the file with only the function it fixed.
+async fn a_whole_file_that_drops_definitions_gets_them_back_and_stands() {
+    // A program that writes the file with only the function it fixed: the
+    // fix stands, the definitions it left out (which the task does not
+    // name) are put back where they were, and the summary says so.
     let only_mean = "```python\nwrite_file('stats.py', 'def mean(xs):\\n    return sum(xs) / len(xs)\\n')\nsubmit_result('fixed mean', ['stats.py'])\n```";
-    let fixed = "```python\nsrc = read_file('stats.py')\nwrite_file('stats.py', src.replace('len(xs) + 1', 'len(xs)'))\nsubmit_result('fixed mean', ['stats.py'])\n```";
     let (r, s, server) = run_on_module(
-        vec![
-            Reply::OpenaiStream(only_mean.into()),
-            Reply::OpenaiStream(fixed.into()),
-        ],
+        vec![Reply::OpenaiStream(only_mean.into())],
         "fix mean in stats.py: it adds 1",
     )
     .await;
-    assert_eq!(r.unwrap().rounds, 2);
-    let second = server.requests.lock().unwrap()[1].clone();
+    let done = r.unwrap();
+    assert_eq!(done.rounds, 1, "{}", done.summary);
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
     assert!(
-        second.contains("removes `helper_0`, `helper_1`") && second.contains("and 145 more"),
-        "the model is told what it dropped: {second}"
+        done.summary
+            .contains("left out changes the task did not ask for")
+            && done.summary.contains("helper_0"),
+        "{}",
+        done.summary
     );
     assert_eq!(
         stats_text(&s),

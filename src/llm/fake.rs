@@ -31,6 +31,9 @@ pub enum Reply {
     /// An OpenAI-compatible stream of `text` whose pieces come `.1` ms
     /// apart: a slow machine's model, never silent for long.
     SlowStream(String, u64),
+    /// `.1` after `.0` ms of silence (a server busy with another request,
+    /// or reading a long prompt).
+    After(u64, Box<Reply>),
     /// 429 with `Retry-After: {0}`.
     RetryAfter(String),
     /// An Anthropic Messages stream carrying `text`.
@@ -68,6 +71,17 @@ impl FakeServer {
     /// Like [`start`](Self::start), also answering llama.cpp's `GET /props`
     /// with a context window of `n_ctx` tokens.
     pub async fn start_with_window(script: Vec<Reply>, n_ctx: Option<u32>) -> Self {
+        Self::start_llama(script, n_ctx, 0).await
+    }
+
+    /// A llama.cpp server of one slot that `busy` requests (someone
+    /// else's) keep working: `GET /slots` says so before each.
+    pub async fn start_busy(script: Vec<Reply>, busy: usize) -> Self {
+        Self::start_llama(script, Some(4096), busy).await
+    }
+
+    async fn start_llama(script: Vec<Reply>, n_ctx: Option<u32>, busy: usize) -> Self {
+        let busy = Arc::new(std::sync::atomic::AtomicUsize::new(busy));
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1");
@@ -83,6 +97,7 @@ impl FakeServer {
                 };
                 let (reqs, hds) = (reqs.clone(), hds.clone());
                 let script = script.clone();
+                let busy = busy.clone();
                 tokio::spawn(async move {
                     let Some((head, body)) = read_request(&mut sock).await else {
                         return;
@@ -91,6 +106,14 @@ impl FakeServer {
                     // are not part of the script.
                     if body.starts_with("get ") || body.starts_with("post /api/show") {
                         let reply = match n_ctx {
+                            Some(_) if body.starts_with("get /slots") => {
+                                let working = busy.load(std::sync::atomic::Ordering::SeqCst) > 0;
+                                Reply::Status(
+                                    200,
+                                    serde_json::json!([{"id": 0, "is_processing": working}])
+                                        .to_string(),
+                                )
+                            }
                             Some(n) if body.starts_with("get /props") => Reply::Status(
                                 200,
                                 serde_json::json!({"default_generation_settings": {"n_ctx": n}})
@@ -108,6 +131,12 @@ impl FakeServer {
                     }
                     reqs.lock().unwrap().push(body);
                     hds.lock().unwrap().push(head);
+                    // Someone else's request ends as this one arrives.
+                    let _ = busy.fetch_update(
+                        std::sync::atomic::Ordering::SeqCst,
+                        std::sync::atomic::Ordering::SeqCst,
+                        |n| n.checked_sub(1),
+                    );
                     let reply = script.lock().unwrap().next();
                     let reply = reply.unwrap_or(Reply::Status(500, "script exhausted".into()));
                     let _ = write_reply(&mut sock, reply).await;
@@ -249,6 +278,13 @@ fn gemini_stream(text: &str) -> String {
 }
 
 async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io::Result<()> {
+    let reply = match reply {
+        Reply::After(ms, then) => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            *then
+        }
+        other => other,
+    };
     if let Reply::SlowStream(text, pause_ms) = &reply {
         let body = openai_stream(text);
         let head = format!(
@@ -313,7 +349,7 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return Ok(());
         }
-        Reply::SlowStream(..) => return Ok(()),
+        Reply::SlowStream(..) | Reply::After(..) => return Ok(()),
     };
     let reason = if status == 200 { "OK" } else { "Error" };
     if close_early {

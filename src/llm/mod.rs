@@ -438,6 +438,31 @@ impl LlmClient {
         }
     }
 
+    /// Whether every slot of the server is working on a request now
+    /// (llama.cpp's `/slots`): asked before a request is sent, a yes means
+    /// it waits for someone else's. `None` when the server does not say.
+    pub async fn all_slots_busy(&self) -> Option<bool> {
+        if !self.is_llama_cpp().await {
+            return None;
+        }
+        let base = self
+            .config
+            .url
+            .trim_end_matches('/')
+            .trim_end_matches("/v1");
+        let fut = send_json(self, self.http.get(format!("{base}/slots")));
+        let slots = tokio::time::timeout(Duration::from_secs(2), fut)
+            .await
+            .ok()?
+            .ok()?;
+        let slots = slots.as_array()?;
+        let working = |s: &serde_json::Value| {
+            s["is_processing"].as_bool().unwrap_or(false)
+                || s["state"].as_u64().is_some_and(|n| n != 0)
+        };
+        Some(!slots.is_empty() && slots.iter().all(working))
+    }
+
     /// Whether the server is llama.cpp (it answered `/props`).
     pub async fn is_llama_cpp(&self) -> bool {
         self.config.provider == Provider::Openai && {

@@ -233,6 +233,37 @@ fn the_time_limit_fails_an_agent_with_the_reason() {
     core.shutdown(Duration::from_secs(2));
 }
 
+/// A llama.cpp server whose one slot works for someone else: the agent's
+/// line says the server is busy rather than only "asking the model".
+#[test]
+fn a_busy_server_is_named_on_the_agents_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let reply = Reply::After(1600, Box::new(Reply::OpenaiStream(GOOD.into())));
+    let server = rt.block_on(FakeServer::start_busy(vec![reply], 1));
+    let dir = project();
+    let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
+    core.send(spawn("a1", "add a docstring to parse_config"))
+        .unwrap();
+    let mut lines = Vec::new();
+    let rec = rt.block_on(async {
+        loop {
+            match next_matching(&mut rx, |_| true).await {
+                ToEditor::Progress { message, .. } => lines.push(message),
+                ToEditor::Agent { agent, .. } if !agent.state.is_active() => break agent,
+                _ => {}
+            }
+        }
+    });
+    assert_eq!(rec.state, AgentState::Completed, "{:?}", rec.error);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("the server was busy with another request")),
+        "{lines:?}"
+    );
+    core.shutdown(Duration::from_secs(2));
+}
+
 /// On a slow machine the model streams for longer than `agents.timeout_ms`:
 /// the agent is working all along, so it is not stopped, and its line
 /// shows the time taken and the tokens heard.
