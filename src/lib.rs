@@ -13,6 +13,8 @@
 //!   and the kernel's confinement to it (Landlock; Seatbelt on macOS).
 //! - [`command`]: `run_command` in a scratch checkout of an agent's view
 //!   (its errors typed, [`command::CommandError`]).
+//! - [`pulse`]: when something last showed it was working; what limits on
+//!   silence count from (a model's reply, an agent's steps). A leaf.
 //! - [`hash`], [`brief`]: content hashes and fresh IDs; how a call's
 //!   arguments show in the logs (leaves).
 //! - [`config`]: the typed configuration, resolved from the Lua options table.
@@ -88,6 +90,7 @@ pub mod memory;
 pub mod messages;
 pub mod overlay;
 pub mod paths;
+pub mod pulse;
 pub mod python;
 #[cfg(target_os = "linux")]
 pub mod reaper;

@@ -92,27 +92,40 @@ pub fn keep_to_task(
     } else {
         keys = put_back.into_iter().rev().map(|p| p.3).collect();
     }
-    // What the answer left out and the task does not name goes back in
-    // (a whole file from a small model often drops a function), so the
-    // rest of the answer can stand.
-    let dropped = old_defs.iter().filter(|d| {
-        d.parent.is_none()
-            && !covers(d)
-            && !new_defs
-                .iter()
-                .any(|n| n.parent.is_none() && n.name == d.name)
-    });
+    let dropped: Vec<&Definition> = old_defs
+        .iter()
+        .filter(|d| {
+            d.parent.is_none()
+                && !covers(d)
+                && !new_defs
+                    .iter()
+                    .any(|n| n.parent.is_none() && n.name == d.name)
+        })
+        .collect();
+    put_back_dropped(language, old, &dropped, &mut out, &mut keys);
+    (out, keys)
+}
+
+/// What the answer left out and the task does not name (`dropped`, of
+/// `old`) spliced back into `out`, each named in `keys`: a whole file from
+/// a small model often drops a function, and the rest of it can stand.
+fn put_back_dropped(
+    language: &Language,
+    old: &str,
+    dropped: &[&Definition],
+    out: &mut String,
+    keys: &mut Vec<String>,
+) {
     for d in dropped {
-        let with = lang::splice::splice_definitions(language, &out, &old[d.start..d.end], None);
+        let with = lang::splice::splice_definitions(language, out, &old[d.start..d.end], None);
         if let Some(with) = with
             .ok()
             .filter(|w| lang::syntax_problem(language, w).is_none())
         {
-            out = with;
+            *out = with;
             keys.push(d.qualified_name());
         }
     }
-    (out, keys)
 }
 
 /// Puts back, in `agent`'s overlay, the changes outside what `task` names

@@ -277,28 +277,43 @@ fn gemini_stream(text: &str) -> String {
     body
 }
 
+/// An OpenAI stream of `text`, each event `pause_ms` after the one before.
+async fn write_slowly(
+    sock: &mut tokio::net::TcpStream,
+    text: &str,
+    pause_ms: u64,
+) -> std::io::Result<()> {
+    let body = openai_stream(text);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(head.as_bytes()).await?;
+    for event in body.split_inclusive("\n\n") {
+        tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+        sock.write_all(event.as_bytes()).await?;
+        sock.flush().await?;
+    }
+    sock.shutdown().await
+}
+
 async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io::Result<()> {
-    let reply = match reply {
+    match reply {
         Reply::After(ms, then) => {
             tokio::time::sleep(Duration::from_millis(ms)).await;
-            *then
+            Box::pin(write_reply(sock, *then)).await
         }
-        other => other,
-    };
-    if let Reply::SlowStream(text, pause_ms) = &reply {
-        let body = openai_stream(text);
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            body.len()
-        );
-        sock.write_all(head.as_bytes()).await?;
-        for event in body.split_inclusive("\n\n") {
-            tokio::time::sleep(Duration::from_millis(*pause_ms)).await;
-            sock.write_all(event.as_bytes()).await?;
-            sock.flush().await?;
+        Reply::SlowStream(text, pause_ms) => write_slowly(sock, &text, pause_ms).await,
+        Reply::Hang => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(())
         }
-        return sock.shutdown().await;
+        whole => write_whole(sock, whole).await,
     }
+}
+
+/// A reply written at once.
+async fn write_whole(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io::Result<()> {
     let mut extra = String::new();
     let (status, ctype, body, close_early) = match reply {
         Reply::OpenaiStream(text) => (200, "text/event-stream", openai_stream(&text), false),
@@ -345,11 +360,7 @@ async fn write_reply(sock: &mut tokio::net::TcpStream, reply: Reply) -> std::io:
             (429, "text/plain", "slow down".to_owned(), false)
         }
         Reply::Html(body) => (200, "text/html; charset=utf-8", body, false),
-        Reply::Hang => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            return Ok(());
-        }
-        Reply::SlowStream(..) | Reply::After(..) => return Ok(()),
+        Reply::Hang | Reply::SlowStream(..) | Reply::After(..) => return Ok(()),
     };
     let reason = if status == 200 { "OK" } else { "Error" };
     if close_early {

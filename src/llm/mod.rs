@@ -151,35 +151,6 @@ impl LlmError {
     }
 }
 
-/// When a request started, and when the last part of its reply came.
-struct Heard {
-    start: std::time::Instant,
-    /// Milliseconds from `start` to the last part heard.
-    last_ms: std::sync::atomic::AtomicU64,
-}
-
-impl Heard {
-    fn new() -> Self {
-        Heard {
-            start: std::time::Instant::now(),
-            last_ms: std::sync::atomic::AtomicU64::new(0),
-        }
-    }
-
-    /// A part of the reply came now.
-    fn now(&self) {
-        let ms = self.start.elapsed().as_millis() as u64;
-        self.last_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Time since the start, and since the last part heard.
-    fn elapsed(&self) -> (Duration, Duration) {
-        let since_start = self.start.elapsed();
-        let last = Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
-        (since_start, since_start.saturating_sub(last))
-    }
-}
-
 /// A configured connection to one LLM server.
 #[derive(Clone)]
 pub struct LlmClient {
@@ -326,9 +297,9 @@ impl LlmClient {
     ) -> Result<Reply, LlmError> {
         let mut attempt = 0;
         loop {
-            let heard = Heard::new();
+            let heard = crate::pulse::Pulse::new();
             let on_piece = |piece: &str| {
-                heard.now();
+                heard.beat();
                 on_delta(piece)
             };
             let once = self.chat_once(messages, opts, &on_piece);
@@ -365,25 +336,19 @@ impl LlmClient {
 
     /// Resolves when the request has been silent for `llm.timeout_ms`, or
     /// has run for `llm.request_timeout_ms`: the error it ends with.
-    async fn too_quiet(&self, heard: &Heard) -> LlmError {
+    async fn too_quiet(&self, heard: &crate::pulse::Pulse) -> LlmError {
         let silence = Duration::from_millis(self.config.timeout_ms);
         let whole = Duration::from_millis(self.config.request_timeout_ms);
         let url = self.config.url.clone();
-        loop {
-            let (since_start, since_last) = heard.elapsed();
-            if since_start >= whole {
-                return LlmError::TooLong {
-                    url,
-                    ms: self.config.request_timeout_ms,
-                };
-            }
-            if since_last >= silence {
-                return LlmError::Timeout {
-                    url,
-                    ms: self.config.timeout_ms,
-                };
-            }
-            tokio::time::sleep((silence - since_last).min(whole - since_start)).await;
+        match heard.stopped(silence, whole).await {
+            crate::pulse::Stopped::Whole => LlmError::TooLong {
+                url,
+                ms: self.config.request_timeout_ms,
+            },
+            crate::pulse::Stopped::Silent => LlmError::Timeout {
+                url,
+                ms: self.config.timeout_ms,
+            },
         }
     }
 

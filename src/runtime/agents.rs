@@ -87,15 +87,11 @@ pub(super) async fn run_agent(
     }
     let out = core.out.clone();
     let pid = job.id.clone();
-    let started = std::time::Instant::now();
-    // Milliseconds from `started` to the last progress.
-    let last = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let heard = last.clone();
+    // Each line of progress is a beat: the limit counts from the last.
+    let pulse = Arc::new(crate::pulse::Pulse::new());
+    let heard = pulse.clone();
     let progress: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |message: String| {
-        heard.store(
-            started.elapsed().as_millis() as u64,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        heard.beat();
         out.tell(ToEditor::Progress {
             id: pid.clone(),
             message,
@@ -149,23 +145,11 @@ pub(super) async fn run_agent(
             _ = cancel.cancelled() => Err(agent::AgentError::Cancelled),
         }
     };
-    // The limit counts from the last progress: a slow model still
-    // streaming its answer is working (its silence has `llm.timeout_ms`).
-    let stalled = async {
-        loop {
-            let now = started.elapsed();
-            let quiet = now.saturating_sub(Duration::from_millis(
-                last.load(std::sync::atomic::Ordering::Relaxed),
-            ));
-            if quiet >= limit {
-                break;
-            }
-            tokio::time::sleep(limit - quiet).await;
-        }
-    };
+    // A slow model still streaming its answer is working (its silence has
+    // `llm.timeout_ms`).
     tokio::select! {
         outcome = run => outcome,
-        _ = stalled => Err(agent::AgentError::TimedOut(
+        _ = pulse.stopped(limit, Duration::MAX) => Err(agent::AgentError::TimedOut(
             core.config.agents.timeout_ms / 1000,
         )),
     }
