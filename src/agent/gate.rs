@@ -26,12 +26,20 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Vec<String>, Problem> {
     let max_bytes = run.max_bytes();
     let left_out = scope::trim_overlay(store, &job.id, &job.spec.task, max_bytes)
         .map_err(|e| Problem::Other(e.to_string()))?;
+    let echoed = super::echo::drop_from_overlay(store, &job.id, &job.spec.task, max_bytes)
+        .map_err(|e| Problem::Other(e.to_string()))?;
     check(store, &job.id, Some(&job.spec.task))?;
     let mut notes = Vec::new();
     if !left_out.is_empty() {
         notes.push(format!(
             "left out changes the task did not ask for: {}",
             left_out.join("; ")
+        ));
+    }
+    if !echoed.is_empty() {
+        notes.push(format!(
+            "dropped imports copied from what the model was shown: {}",
+            echoed.join("; ")
         ));
     }
     run.say("running the project's tests");

@@ -9,6 +9,7 @@ pub mod brain;
 pub mod checks;
 mod code;
 mod context;
+mod echo;
 pub mod gate;
 pub(crate) mod host;
 pub mod locate;

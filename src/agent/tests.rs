@@ -1960,3 +1960,27 @@ async fn a_summary_that_repeats_the_task_is_replaced_by_what_the_diff_does() {
         done.summary
     );
 }
+
+/// A reply whose only change is an import copied from what the model was
+/// shown (`import pytest` in a library module) changed nothing: it is
+/// asked again, and the import never reaches the proposal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_echoed_import_alone_is_no_change_and_never_lands() {
+    let echo = "```python\nimport pytest\n\n\ndef parse_config(path):\n    return {}\n```";
+    let fixed = "```python\nimport pytest\n\n\ndef parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    return {}\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(echo.into()),
+        Reply::OpenaiStream(fixed.into()),
+    ])
+    .await;
+    let s = setup(&server.url);
+    let done = run_on(&s, &job()).await.unwrap();
+    assert_eq!(done.rounds, 2, "{}", done.summary);
+    assert_eq!(overlay_text(&s).unwrap(), DOCSTRING);
+    assert!(
+        done.summary
+            .contains("dropped imports copied from what the model was shown"),
+        "{}",
+        done.summary
+    );
+}
