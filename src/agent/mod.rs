@@ -262,21 +262,19 @@ impl Run<'_> {
             &counted,
         );
         tokio::pin!(call);
-        // The line shows the time taken and the tokens heard: anew when
-        // more came, else once a second (a slow machine reading a long
-        // prompt says nothing for a while).
+        // The line shows the time taken and the tokens heard, once a
+        // second: a slow machine reading a long prompt says nothing for a
+        // while, and more would only cost the editor's main thread.
         let started = std::time::Instant::now();
-        let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
-        let (mut shown, mut shown_at) = (0, started);
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
         loop {
             tokio::select! {
                 reply = &mut call => return reply.map_err(llm_error),
                 _ = tick.tick() => {
                     let heard = tokens.load(std::sync::atomic::Ordering::Relaxed);
-                    if heard != shown || shown_at.elapsed() >= std::time::Duration::from_secs(1) {
-                        (shown, shown_at) = (heard, std::time::Instant::now());
-                        self.waiting(started.elapsed(), heard, busy);
-                    }
+                    self.waiting(started.elapsed(), heard, busy);
                 }
             }
         }

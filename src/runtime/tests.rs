@@ -270,10 +270,10 @@ fn a_busy_server_is_named_on_the_agents_line() {
 #[test]
 fn an_agent_streaming_slowly_is_working_not_timed_out() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(FakeServer::start(vec![Reply::SlowStream(GOOD.into(), 60)]));
+    let server = rt.block_on(FakeServer::start(vec![Reply::SlowStream(GOOD.into(), 80)]));
     let dir = project();
     let mut cfg = config(&server.url);
-    cfg.agents.timeout_ms = 700;
+    cfg.agents.timeout_ms = 1500;
     cfg.llm.timeout_ms = 700;
     let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
     core.send(spawn("a1", "add a docstring to parse_config"))
