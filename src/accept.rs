@@ -125,6 +125,18 @@ pub fn with_conflict_markers(
 
 /// The hunks of `agent`'s proposal, one entry per file.
 pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, AcceptError> {
+    Ok(proposal_diffs_and_bases(store, agent)?
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect())
+}
+
+/// [`proposal_diffs`], each file with the text it was proposed on (what a
+/// client shows around a hunk).
+pub fn proposal_diffs_and_bases(
+    store: &Store,
+    agent: &str,
+) -> Result<Vec<(FileDiff, String)>, AcceptError> {
     let files = store.proposal_files(agent)?;
     store.transaction(|tx| {
         let mut out = Vec::new();
@@ -142,12 +154,8 @@ pub fn proposal_diffs(store: &Store, agent: &str) -> Result<Vec<FileDiff>, Accep
             } else {
                 vec![]
             };
-            out.push(FileDiff::new(
-                f.path,
-                change,
-                diff::hunks(&old, &new),
-                human_hunks,
-            ));
+            let hunks = diff::hunks(&old, &new);
+            out.push((FileDiff::new(f.path, change, hunks, human_hunks), old));
         }
         Ok(out)
     })

@@ -222,17 +222,29 @@ impl Core {
     /// Tells the editor about `out` and does what follows from it: Remora
     /// re-indexes changed files and hears node verdicts; agents to run start.
     fn publish(self: &Arc<Self>, out: Outcome) {
-        self.publish_told(out);
+        self.publish_into(out, None);
     }
 
     /// [`Core::publish`], returning the events it caused.
     fn publish_told(self: &Arc<Self>, out: Outcome) -> Vec<Event> {
+        let mut kept = Vec::new();
+        self.publish_into(out, Some(&mut kept));
+        kept
+    }
+
+    /// [`Core::publish`], a copy of each event into `kept` when a client
+    /// waits for them (a proposal of hundreds of files is not copied for
+    /// nobody).
+    fn publish_into(self: &Arc<Self>, out: Outcome, mut kept: Option<&mut Vec<Event>>) {
         let told = lifecycle::announce(&out, &self.root);
         for edit in told.edits {
             self.out.tell(edit);
         }
-        for event in &told.events {
-            self.out.event(event.clone());
+        for event in told.events {
+            if let Some(kept) = kept.as_deref_mut() {
+                kept.push(event.clone());
+            }
+            self.out.event(event);
         }
         if let Some(w) = &self.remora {
             for p in &out.changed_paths {
@@ -253,7 +265,6 @@ impl Core {
         for rec in out.run {
             start_agent(self, nodes::hydrate(self, Job::from(rec)));
         }
-        told.events
     }
 }
 

@@ -154,22 +154,13 @@ async fn agent(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer 
     let rec = find(&b, &id)?;
     // Each hunk with its number (what `hunk` in an accept or reject names).
     let proposal: Vec<FileView> = if rec.state == AgentState::Completed {
-        let files = crate::accept::proposal_diffs(b.store(), &id).map_err(ApiError::internal)?;
-        let bases = b.store().proposal_files(&id).map_err(ApiError::internal)?;
-        let base_of = |path: &str| -> String {
-            bases
-                .iter()
-                .find(|f| f.path == path)
-                .and_then(|f| f.base_hash.as_deref())
-                .and_then(|h| b.store().blob_text(h).ok())
-                .unwrap_or_default()
-        };
+        let (files, bases): (Vec<_>, Vec<_>) =
+            crate::accept::proposal_diffs_and_bases(b.store(), &id)
+                .map_err(ApiError::internal)?
+                .into_iter()
+                .unzip();
         (0..files.len())
-            .filter_map(|i| FileView::of(&files, i))
-            .map(|f| {
-                let base = base_of(&f.path);
-                f.with_context(&base)
-            })
+            .filter_map(|i| Some(FileView::of(&files, i)?.with_context(&bases[i])))
             .collect()
     } else {
         Vec::new()

@@ -416,7 +416,9 @@ impl LlmClient {
             .trim_end_matches('/')
             .trim_end_matches("/v1");
         let fut = send_json(self, self.http.get(format!("{base}/slots")));
-        let slots = tokio::time::timeout(Duration::from_secs(2), fut)
+        // Asked before every model call: a server slow to say is not
+        // waited for (a local llama.cpp answers in a few ms).
+        let slots = tokio::time::timeout(Duration::from_millis(250), fut)
             .await
             .ok()?
             .ok()?;
