@@ -277,25 +277,33 @@ mod tests {
 mod take_back_tests {
     use super::*;
 
-    /// The human types in a file while a program works on its copy in the
-    /// agent's folder: the proposal is the program's change merged onto
-    /// the human's text, not the copy written over it.
-    #[test]
-    fn what_a_program_changed_is_merged_onto_what_the_human_typed_meanwhile() {
-        let t = tempfile::tempdir().unwrap();
+    /// A project of `files` under `t`, and agent `ag`'s folder filled from it.
+    fn filled(t: &tempfile::TempDir, files: &[(&str, &str)]) -> (Store, Capabilities, Workdir) {
         let store = Store::open_in_memory(t.path()).unwrap();
-        store
-            .stable_put("app.py", b"a = 1\nb = 2\nc = 3\n", 0o644, 1, 1 << 20)
-            .unwrap();
-        store
-            .stable_put("gone.py", b"g = 1\n", 0o644, 1, 1 << 20)
-            .unwrap();
+        for (path, text) in files {
+            store
+                .stable_put(path, text.as_bytes(), 0o644, 1, 1 << 20)
+                .unwrap();
+        }
         store
             .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
             .unwrap();
         let caps = Capabilities::new(&Default::default(), None).unwrap();
         let mut w = Workdir::create(&t.path().join("work"), "ag").unwrap();
         w.fill(&store, "ag", &|_| true).unwrap();
+        (store, caps, w)
+    }
+
+    /// The human types in a file while a program works on its copy in the
+    /// agent's folder: the proposal is the program's change merged onto
+    /// the human's text, not the copy written over it.
+    #[test]
+    fn what_a_program_changed_is_merged_onto_what_the_human_typed_meanwhile() {
+        let t = tempfile::tempdir().unwrap();
+        let (store, caps, mut w) = filled(
+            &t,
+            &[("app.py", "a = 1\nb = 2\nc = 3\n"), ("gone.py", "g = 1\n")],
+        );
         std::fs::write(w.files().join("app.py"), "a = 1\nb = 2\nc = 30\n").unwrap();
         std::fs::remove_file(w.files().join("gone.py")).unwrap();
         // Meanwhile the human's text moves on.
@@ -335,16 +343,7 @@ mod take_back_tests {
     #[test]
     fn a_file_both_the_human_and_the_program_deleted_is_no_refusal() {
         let t = tempfile::tempdir().unwrap();
-        let store = Store::open_in_memory(t.path()).unwrap();
-        store
-            .stable_put("gone.py", b"g = 1\n", 0o644, 1, 1 << 20)
-            .unwrap();
-        store
-            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
-            .unwrap();
-        let caps = Capabilities::new(&Default::default(), None).unwrap();
-        let mut w = Workdir::create(&t.path().join("work"), "ag").unwrap();
-        w.fill(&store, "ag", &|_| true).unwrap();
+        let (store, caps, mut w) = filled(&t, &[("gone.py", "g = 1\n")]);
         std::fs::remove_file(w.files().join("gone.py")).unwrap();
         store.stable_delete("gone.py").unwrap();
         let ws = Workspace::new(&store, "ag", &caps, 1 << 20);

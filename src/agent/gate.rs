@@ -258,19 +258,25 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_file_is_deleted_only_when_the_task_names_it_and_nothing_in_it() {
+    /// A store where agent `ag` deleted `path`, which held `text`.
+    fn deleted(path: &str, text: &str) -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store
-            .stable_put("mathx.py", OLD.as_bytes(), 0o644, 0, 1 << 20)
+            .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
             .unwrap();
         store
             .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
             .unwrap();
         let ov = crate::overlay::Overlay::new(&store, "ag", 1 << 20);
-        ov.delete(&crate::paths::ProjectPath::parse("mathx.py").unwrap())
+        ov.delete(&crate::paths::ProjectPath::parse(path).unwrap())
             .unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn a_file_is_deleted_only_when_the_task_names_it_and_nothing_in_it() {
+        let (_dir, store) = deleted("mathx.py", OLD);
         let err = check(
             &store,
             "ag",
@@ -294,18 +300,7 @@ mod tests {
     /// file even when it defines `gone()`.
     #[test]
     fn a_file_named_by_the_task_goes_even_when_its_stem_names_a_definition_in_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let text = "def gone():\n    return 1\n";
-        store
-            .stable_put("gone.py", text.as_bytes(), 0o644, 0, 1 << 20)
-            .unwrap();
-        store
-            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
-            .unwrap();
-        let ov = crate::overlay::Overlay::new(&store, "ag", 1 << 20);
-        ov.delete(&crate::paths::ProjectPath::parse("gone.py").unwrap())
-            .unwrap();
+        let (_dir, store) = deleted("gone.py", "def gone():\n    return 1\n");
         assert_eq!(check(&store, "ag", Some("delete gone.py")), Ok(()));
         assert_eq!(
             check(&store, "ag", Some("delete the function gone in gone.py")),

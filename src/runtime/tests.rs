@@ -233,6 +233,24 @@ fn the_time_limit_fails_an_agent_with_the_reason() {
     core.shutdown(Duration::from_secs(2));
 }
 
+/// The agent's record once it ends, and its progress lines until then.
+fn until_it_ends(
+    rt: &tokio::runtime::Runtime,
+    rx: &mut mpsc::UnboundedReceiver<ToEditor>,
+) -> (AgentView, Vec<String>) {
+    let mut lines = Vec::new();
+    let rec = rt.block_on(async {
+        loop {
+            match next_matching(rx, |_| true).await {
+                ToEditor::Progress { message, .. } => lines.push(message),
+                ToEditor::Agent { agent, .. } if !agent.state.is_active() => break agent,
+                _ => {}
+            }
+        }
+    });
+    (rec, lines)
+}
+
 /// A llama.cpp server whose one slot works for someone else: the agent's
 /// line says the server is busy rather than only "asking the model".
 #[test]
@@ -244,16 +262,7 @@ fn a_busy_server_is_named_on_the_agents_line() {
     let (core, mut rx) = start_core(config(&server.url), dir.path().to_path_buf());
     core.send(spawn("a1", "add a docstring to parse_config"))
         .unwrap();
-    let mut lines = Vec::new();
-    let rec = rt.block_on(async {
-        loop {
-            match next_matching(&mut rx, |_| true).await {
-                ToEditor::Progress { message, .. } => lines.push(message),
-                ToEditor::Agent { agent, .. } if !agent.state.is_active() => break agent,
-                _ => {}
-            }
-        }
-    });
+    let (rec, lines) = until_it_ends(&rt, &mut rx);
     assert_eq!(rec.state, AgentState::Completed, "{:?}", rec.error);
     assert!(
         lines
@@ -278,16 +287,7 @@ fn an_agent_streaming_slowly_is_working_not_timed_out() {
     let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
     core.send(spawn("a1", "add a docstring to parse_config"))
         .unwrap();
-    let mut lines = Vec::new();
-    let rec = rt.block_on(async {
-        loop {
-            match next_matching(&mut rx, |_| true).await {
-                ToEditor::Progress { message, .. } => lines.push(message),
-                ToEditor::Agent { agent, .. } if !agent.state.is_active() => break agent,
-                _ => {}
-            }
-        }
-    });
+    let (rec, lines) = until_it_ends(&rt, &mut rx);
     assert_eq!(rec.state, AgentState::Completed, "{:?}", rec.error);
     assert!(
         lines
