@@ -354,8 +354,11 @@ M.subcommands = {
         return st.llm_status.models
       end
       -- Not asked yet: the configured models now, the server's next time
-      -- (unless a picker already waits for its answer).
-      if st.root and not st.on_llm_status then
+      -- (unless a picker already waits for its answer). The core is asked,
+      -- as `:Chimera model` would, when it runs or a project is here to
+      -- start it on (never a question in the middle of a completion).
+      local here = st.root or (st.config and (st.config.root or vim.fs.root(vim.uv.cwd(), { ".git", ".chimera" })))
+      if here and not st.on_llm_status then
         pcall(chimera().llm_status, function() end)
       end
       local names, seen = {}, {}

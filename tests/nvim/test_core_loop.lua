@@ -333,9 +333,8 @@ h.test(":Chimera model picks from the server's models; a working agent keeps its
   local _, err = require("chimera.config").resolve({ llm = { roles = { review = "x" } } })
   h.truthy(err and err:find("unknown role", 1, true), tostring(err))
   vim.cmd.edit("calc.py")
-  chimera.start()
-  -- Before any picker ran: the configured models at once, the server's
-  -- soon after.
+  -- Typed right after opening the file, before any picker ran: the
+  -- configured models at once, the server's soon after.
   h.truthy(vim.tbl_contains(vim.fn.getcompletion("Chimera model ", "cmdline"), "fake-model"), "the configured model")
   h.wait_for("the server's models complete", function()
     return vim.tbl_contains(vim.fn.getcompletion("Chimera model ", "cmdline"), "fake-model-b")
