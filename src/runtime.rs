@@ -322,10 +322,12 @@ async fn main_loop(
     // in between is seen by one or the other (both: the watcher's change
     // queues behind the import), never by neither.
     let _watch = start_watcher(&core);
+    // The import is the lifecycle's first step: a task a front end sends
+    // the moment it opens (`chimera task` with no core) queues behind it.
+    start_background(&core);
     if let Some(front) = front.as_mut() {
         front.open(Port(core.clone()));
     }
-    start_background(&core);
     while let Some(msg) = rx.recv().await {
         if matches!(msg, ToCore::Shutdown) {
             break;

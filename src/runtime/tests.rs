@@ -117,6 +117,67 @@ fn spawn_propose_accept_end_to_end_through_messages() {
     core.shutdown(Duration::from_secs(2));
 }
 
+/// A front end (the API of `chimera task` run with no core) that sends a
+/// task the moment it is opened, as a script does.
+struct TaskAtOnce(Option<ToCore>);
+
+impl FrontEnd for TaskAtOnce {
+    fn open(&mut self, port: Port) {
+        if let Some(msg) = self.0.take() {
+            // The spawn is recorded, and its agent has time to ask for its
+            // start, before the front end's opening is over.
+            let call = port.call(msg);
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                rt.block_on(call)
+            })
+            .join()
+            .unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    fn close(&mut self) {}
+}
+
+/// `chimera task --file app.py` with no core running: the core starts and
+/// the task arrives at once. It must find app.py, which the import has
+/// not read yet when the front end opens.
+#[test]
+fn a_task_sent_the_moment_the_front_end_opens_sees_the_project() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let spec = crate::task::TaskSpec {
+        file: Some(root.join("app.py").to_string_lossy().into_owned()),
+        ..crate::task::TaskSpec::new("add a docstring")
+    };
+    let front = TaskAtOnce(Some(ToCore::Spawn {
+        id: "a1".into(),
+        spec,
+    }));
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToEditor>();
+    let core = start(
+        config(&server.url),
+        root.clone(),
+        Arc::new(tx),
+        Some(Box::new(front)),
+    )
+    .unwrap();
+    let agent = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent {
+            agent, proposal, ..
+        } if agent.id == "a1" && (proposal.is_some() || agent.state == AgentState::Failed) => {
+            Some(agent.clone())
+        }
+        _ => None,
+    });
+    assert_eq!(agent.state, AgentState::Completed, "{:?}", agent.error);
+    core.shutdown(Duration::from_secs(2));
+}
+
 #[test]
 fn a_failing_llm_ends_the_agent_failed_with_the_reason() {
     let rt = tokio::runtime::Runtime::new().unwrap();
