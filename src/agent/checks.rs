@@ -25,12 +25,24 @@ pub enum Verdict {
     Passed {
         said: String,
     },
-    /// Tests that pass without the change fail with it.
+    /// Tests that failed without the change pass with it, none that
+    /// passed fails, and `still` fail as before.
+    Mends {
+        said: String,
+        fixed: Vec<String>,
+        still: Vec<String>,
+    },
+    /// Tests that pass without the change fail with it (`broke`); of those
+    /// that failed without it, `fixed` pass. `failed_before`: some failed
+    /// without the change, so the tests can judge a fix.
     Broke {
         said: String,
         output: String,
+        fixed: Vec<String>,
+        broke: Vec<String>,
+        failed_before: bool,
     },
-    /// The tests fail with and without the change.
+    /// The same tests fail with and without the change.
     AlreadyFailing {
         said: String,
         output: String,
@@ -47,12 +59,50 @@ impl Verdict {
         match self {
             Verdict::NotRun => None,
             Verdict::Passed { said } => Some(format!("tests passed: {said}")),
-            Verdict::Broke { said, .. } => Some(format!("TESTS FAIL with this change: {said}")),
+            Verdict::Mends { said, fixed, still } => Some(format!(
+                "fixes {} failing test{}; still failing: {}",
+                fixed.len(),
+                if fixed.len() == 1 { "" } else { "s" },
+                if still.is_empty() {
+                    said.clone()
+                } else {
+                    names(still)
+                }
+            )),
+            Verdict::Broke { said, broke, .. } if broke.is_empty() => {
+                Some(format!("TESTS FAIL with this change: {said}"))
+            }
+            Verdict::Broke { said, broke, .. } => Some(format!(
+                "TESTS FAIL with this change: {said}; newly failing: {}",
+                names(broke)
+            )),
             Verdict::AlreadyFailing { said, .. } => {
                 Some(format!("tests fail with and without this change: {said}"))
             }
             Verdict::Unavailable { said } => Some(format!("tests not run: {said}")),
         }
+    }
+}
+
+/// Failing tests as a person names them: `test_single`, not the
+/// runner's whole line; at most five, then how many more.
+fn names(tests: &[String]) -> String {
+    let short: Vec<&str> = tests
+        .iter()
+        .take(5)
+        .map(|t| {
+            let t = ["FAILED ", "ERROR ", "FAIL: ", "ERROR: "]
+                .iter()
+                .find_map(|p| t.strip_prefix(p))
+                .unwrap_or(t);
+            // unittest: `test_x (module.Class.test_x)`; pytest: `file::Class::test_x`.
+            let t = t.split(" (").next().unwrap_or(t);
+            t.rsplit("::").next().unwrap_or(t)
+        })
+        .collect();
+    match tests.len().saturating_sub(5) {
+        0 => short.join(", "),
+        n => format!("{} and {n} more", short.join(", ")),
     }
 }
 
@@ -374,27 +424,73 @@ pub fn check(
             said: summary_line(&with),
         };
     }
-    let before = Overlay::new(store, PROJECT_AS_IS, max_bytes);
-    let without = run_in_copy(&before, caps, &argv, limit, cancelled);
+    let as_is = Overlay::new(store, PROJECT_AS_IS, max_bytes);
+    let without = run_in_copy(&as_is, caps, &argv, limit, cancelled);
     let output = digest(&with, 3000);
     let said = match with.status {
         None => format!("killed at the time limit ({} s)", limit.as_secs()),
         Some(_) => summary_line(&with),
     };
-    match without {
-        Ok(w) if w.status != Some(0) => {
-            let new: Vec<String> = failures(&with)
-                .into_iter()
-                .filter(|f| !failures(&w).contains(f))
-                .collect();
-            if new.is_empty() {
-                Verdict::AlreadyFailing { said, output }
-            } else {
-                Verdict::Broke { said, output }
+    let before = match without {
+        Ok(w) if w.status != Some(0) => failures(&w),
+        // Nothing failed without the change: whatever fails, it broke.
+        _ => {
+            return Verdict::Broke {
+                said,
+                output,
+                fixed: vec![],
+                broke: failures(&with),
+                failed_before: false,
             }
         }
-        _ => Verdict::Broke { said, output },
+    };
+    let after = failures(&with);
+    let (fixed, broke) = compare(&before, &after);
+    if !broke.is_empty() {
+        Verdict::Broke {
+            said,
+            output,
+            fixed,
+            broke,
+            failed_before: true,
+        }
+    } else if !fixed.is_empty() {
+        Verdict::Mends {
+            said,
+            fixed,
+            still: after,
+        }
+    } else {
+        Verdict::AlreadyFailing { said, output }
     }
+}
+
+/// Of the tests failing `before` and `after` a change: those it fixed,
+/// and those it broke.
+fn compare(before: &[String], after: &[String]) -> (Vec<String>, Vec<String>) {
+    let broke: Vec<String> = after
+        .iter()
+        .filter(|f| !before.contains(f))
+        .cloned()
+        .collect();
+    // A test file that no longer imports fails as one error in place of
+    // its tests: they are not fixed, they no longer run.
+    if broke.iter().any(|f| whole_file_error(f)) {
+        return (vec![], broke);
+    }
+    let fixed = before
+        .iter()
+        .filter(|f| !after.contains(f))
+        .cloned()
+        .collect();
+    (fixed, broke)
+}
+
+/// Whether a failure [`failures`] read is a whole test file that did not
+/// load (pytest's collection error, unittest's `_FailedTest`) rather
+/// than one test.
+fn whole_file_error(failure: &str) -> bool {
+    (failure.starts_with("ERROR ") && !failure.contains("::")) || failure.contains("_FailedTest")
 }
 
 #[cfg(test)]
@@ -496,6 +592,29 @@ mod tests {
         assert_eq!(
             digest(&other, 2000),
             "FAIL: test_median (t.T)\nAssertionError: 2 != 3"
+        );
+    }
+
+    #[test]
+    fn a_test_file_that_no_longer_loads_fixes_none_of_its_tests() {
+        let before: Vec<String> = [
+            "FAILED tests/test_i.py::test_camelize",
+            "FAILED tests/test_i.py::test_plural",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (fixed, broke) = compare(&before, &["ERROR tests/test_i.py".into()]);
+        assert!(fixed.is_empty());
+        assert_eq!(broke, ["ERROR tests/test_i.py"]);
+        let unittest = ["ERROR: test_i (unittest.loader._FailedTest.test_i)".to_owned()];
+        assert!(compare(&before, &unittest).0.is_empty());
+        // One test fixed, the other still failing, nothing broken.
+        let (fixed, broke) = compare(&before, &before[1..]);
+        assert_eq!((fixed.len(), broke.len()), (1, 0));
+        assert_eq!(names(&fixed), "test_camelize");
+        assert_eq!(
+            names(&["FAIL: test_single (test_mathx.MeanTest.test_single)".into()]),
+            "test_single"
         );
     }
 

@@ -9,6 +9,7 @@
 
 use super::attempt::{Made, Turn};
 use super::brain::Run;
+use super::kept::Kept;
 use super::scene::{self, Scene};
 use super::{checks, gate, locate, node, prompt, AgentError, Done, EditForm, Job, Problem};
 use crate::config::{Config, EditFormSetting};
@@ -76,9 +77,9 @@ pub(super) async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
         run.say(format!("{} on the syntax tree", intent.verb()));
         if let Ok(made) = turn.refactor_alone(intent)? {
             match gate::finish(run, false).await {
-                Ok(notes) => return turn.done(made, notes, 0),
+                Ok(gate::Gated::Pass(notes)) => return turn.done(made, notes, 0),
                 // Not done alone (the tests say so): the model tries.
-                Err(_) => run.store.overlay_clear(&run.job.id)?,
+                _ => run.store.overlay_clear(&run.job.id)?,
             }
         }
     }
@@ -194,6 +195,9 @@ impl Talk {
         let mut last_problem = Problem::Unchanged;
         let mut only_unchanged = true;
         let mut asked_anew = false;
+        // The fix that mended most tests while breaking others, to propose
+        // if no try mends without breaking.
+        let mut fallback: Option<Fallback> = None;
         for round in 1..=max_rounds {
             // Every answer so far was the function unchanged: the last
             // round starts over and asks for it anew, without the old code
@@ -209,7 +213,34 @@ impl Talk {
             }
             let (reply, code, said) = self.ask(run, round).await?;
             run.store.overlay_clear(&run.job.id)?;
-            match attempt(turn, &reply, code, round == max_rounds).await? {
+            let attempted = match attempt(turn, &reply, code, round == max_rounds).await? {
+                Ok((
+                    made,
+                    gate::Gated::Fallback {
+                        notes,
+                        problem,
+                        fixed,
+                        broke,
+                    },
+                )) => {
+                    let better = fallback
+                        .as_ref()
+                        .is_none_or(|f| (fixed, std::cmp::Reverse(broke)) > f.score);
+                    if better {
+                        fallback = Some(Fallback {
+                            kept: Kept::take(&run.store, &run.job.id)?,
+                            made,
+                            notes,
+                            round,
+                            score: (fixed, std::cmp::Reverse(broke)),
+                        });
+                    }
+                    Err(problem)
+                }
+                Ok((made, gate::Gated::Pass(notes))) => Ok((made, notes)),
+                Err(problem) => Err(problem),
+            };
+            match attempted {
                 Ok((made, mut notes)) => {
                     if asked_anew {
                         notes.push(
@@ -235,6 +266,10 @@ impl Talk {
                     last_problem = problem;
                 }
             }
+        }
+        if let Some(f) = fallback {
+            f.kept.restore(&run.store, &run.job.id)?;
+            return turn.done(f.made, f.notes, f.round);
         }
         run.store.overlay_clear(&run.job.id)?;
         Err(AgentError::GaveUp {
@@ -307,6 +342,17 @@ async fn failing_now(run: &Run<'_>, file: String) -> Option<checks::Failing> {
     .flatten()
 }
 
+/// A try set aside (see [`gate::Gated::Fallback`]): its overlay, what
+/// made it, its notes, its round and how good it is (tests fixed, then
+/// fewest broken).
+struct Fallback {
+    kept: Kept,
+    made: Made,
+    notes: Vec<String>,
+    round: u32,
+    score: (usize, std::cmp::Reverse<usize>),
+}
+
 /// One reply made into a change and passed through the gate, the one step
 /// every form ends in: what reaches the human is kept to the task, parses,
 /// removes nothing unnamed, passes the tests (or, on the `last` round, is
@@ -316,7 +362,7 @@ async fn attempt(
     reply: &str,
     code: String,
     last: bool,
-) -> Result<Result<(Made, Vec<String>), Problem>, AgentError> {
+) -> Result<Result<(Made, gate::Gated), Problem>, AgentError> {
     let made = match turn.run.job.node.as_ref() {
         Some(_) => turn.node_attempt(reply, code).await?,
         None if turn.scene.several() => turn.files_attempt(reply, code).await?,

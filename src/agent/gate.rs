@@ -14,21 +14,46 @@ use super::{checks, scope, Problem};
 use crate::lang::{self, Language};
 use crate::store::Store;
 
+/// What the gate makes of an attempt that may be proposed.
+#[derive(Debug)]
+pub enum Gated {
+    /// Proposed, with notes for its summary.
+    Pass(Vec<String>),
+    /// A fix that mends failing tests and breaks others: proposed, marked,
+    /// only when no try does better. `fixed` and `broke` count tests.
+    Fallback {
+        notes: Vec<String>,
+        problem: Problem,
+        fixed: usize,
+        broke: usize,
+    },
+}
+
 /// Brings the run's overlay to what may be proposed, or says what is wrong
 /// (the repair message). On the `last` round a change that breaks tests is
-/// still proposed, marked. Returns notes for the proposal's summary.
-pub async fn finish(run: &Run<'_>, last: bool) -> Result<Vec<String>, Problem> {
+/// still proposed, marked — unless the task is a fix the tests can judge:
+/// then a change after which the same tests fail is never proposed, and
+/// one that breaks tests only as a [`Gated::Fallback`].
+pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
     let (store, job) = (&run.store, run.job);
     // A node agent can only rewrite itself (checked when it does).
     if job.node.is_some() {
-        return check(store, &job.id, None).map(|()| vec![]);
+        return check(store, &job.id, None).map(|()| Gated::Pass(vec![]));
     }
     let max_bytes = run.max_bytes();
-    let left_out = scope::trim_overlay(store, &job.id, &job.spec.task, max_bytes)
-        .map_err(|e| Problem::Other(e.to_string()))?;
+    let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
+    let left_out =
+        scope::trim_overlay(store, &job.id, &job.spec.task, max_bytes).map_err(failed)?;
     let echoed = super::echo::drop_from_overlay(store, &job.id, &job.spec.task, max_bytes)
-        .map_err(|e| Problem::Other(e.to_string()))?;
+        .map_err(failed)?;
     check(store, &job.id, Some(&job.spec.task))?;
+    let fixing = checks::asks_to_fix(&job.spec.task);
+    if fixing {
+        let names = scope::untouched_named(store, &job.id, &job.spec.task).map_err(failed)?;
+        if !names.is_empty() {
+            return Err(Problem::NamedUntouched { names });
+        }
+    }
     let mut notes = Vec::new();
     if !left_out.is_empty() {
         notes.push(format!(
@@ -55,28 +80,35 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Vec<String>, Problem> {
     .unwrap_or(checks::Verdict::Unavailable {
         said: "the test run stopped unexpectedly".into(),
     });
-    if !last {
-        match &tested {
-            checks::Verdict::Broke { said, output } => {
-                return Err(Problem::TestsFail {
-                    said: said.clone(),
-                    output: output.clone(),
-                });
-            }
-            // Asked to fix what fails: failing as before is not done.
-            checks::Verdict::AlreadyFailing { said, output }
-                if checks::asks_to_fix(&job.spec.task) =>
-            {
-                return Err(Problem::TestsStillFail {
-                    said: said.clone(),
-                    output: output.clone(),
-                });
-            }
-            _ => {}
-        }
-    }
     notes.extend(tested.note());
-    Ok(notes)
+    match tested {
+        checks::Verdict::Broke {
+            said,
+            output,
+            fixed,
+            broke,
+            failed_before: true,
+        } if fixing => {
+            let problem = Problem::TestsFail { said, output };
+            if fixed.is_empty() {
+                return Err(problem);
+            }
+            Ok(Gated::Fallback {
+                notes,
+                problem,
+                fixed: fixed.len(),
+                broke: broke.len(),
+            })
+        }
+        checks::Verdict::Broke { said, output, .. } if !last => {
+            Err(Problem::TestsFail { said, output })
+        }
+        // Asked to fix what fails: the same tests failing is no fix.
+        checks::Verdict::AlreadyFailing { said, output } if fixing => {
+            Err(Problem::TestsStillFail { said, output })
+        }
+        _ => Ok(Gated::Pass(notes)),
+    }
 }
 
 /// Checks `agent`'s overlay. `task`: the words that may name what is

@@ -12,6 +12,7 @@ mod context;
 mod echo;
 pub mod gate;
 pub(crate) mod host;
+mod kept;
 pub mod locate;
 pub mod node;
 mod packages;

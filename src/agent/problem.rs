@@ -24,9 +24,17 @@ pub enum Problem {
     /// The project's tests pass without the change and fail with it.
     #[error("The project's tests fail with your change ({said}):\n{output}\nFix the code so that they pass.")]
     TestsFail { said: String, output: String },
-    /// Asked to fix what fails, and it fails as before.
-    #[error("The tests still fail with your change ({said}):\n{output}\nFix the code so that they pass.")]
+    /// Asked to fix what fails, and the same tests fail.
+    #[error("Your change fixed none of the failing tests ({said}):\n{output}\nFix the code so that they pass.")]
     TestsStillFail { said: String, output: String },
+    /// Asked to fix definitions, and every one of them is as it was.
+    #[error(
+        "The change leaves {} as it was, and the task is about {}. Change {} as the task asks.",
+        shown(names),
+        them(names),
+        them(names)
+    )]
+    NamedUntouched { names: Vec<String> },
     /// The file moved on under the lines the answer changed.
     #[error("`{path}` changed while you answered, in the lines you changed; answer again for the file as it is now.")]
     Moved { path: String },
@@ -43,6 +51,15 @@ pub enum Problem {
 fn shown(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().take(5).map(|n| format!("`{n}`")).collect();
     quoted.join(", ")
+}
+
+/// "it" or "them", as `names` counts.
+fn them(names: &[String]) -> &'static str {
+    if names.len() == 1 {
+        "it"
+    } else {
+        "them"
+    }
 }
 
 /// How many of `names` [`shown`] leaves out, said.

@@ -170,6 +170,45 @@ pub fn trim_overlay(
     Ok(said)
 }
 
+/// The definitions `task` names that `agent`'s change leaves exactly as
+/// they were, when it touches none of them: a fix of `mean` that only
+/// adds an import or a helper fixes nothing. Empty when a named
+/// definition changed, or no changed file holds one.
+pub fn untouched_named(store: &Store, agent: &str, task: &str) -> Result<Vec<String>, StoreError> {
+    let m = locate::mentions(task);
+    let names: Vec<&str> = m.names().collect();
+    let mut untouched = Vec::new();
+    for (path, entry) in store.overlay_entries(agent)? {
+        let (Some(base), Some(now), Some(language)) =
+            (&entry.base_hash, &entry.hash, lang::for_path(&path))
+        else {
+            continue;
+        };
+        if base == now {
+            continue;
+        }
+        let (old, new) = (store.blob_text(base)?, store.blob_text(now)?);
+        let new_defs = lang::definitions(language, &new);
+        for d in lang::definitions(language, &old) {
+            if !names.iter().any(|n| d.is_named(n)) {
+                continue;
+            }
+            let key = d.qualified_name();
+            let same = new_defs
+                .iter()
+                .find(|n| n.qualified_name() == key)
+                .is_some_and(|n| new[n.start..n.end] == old[d.start..d.end]);
+            if !same {
+                return Ok(vec![]);
+            }
+            if !untouched.contains(&key) {
+                untouched.push(key);
+            }
+        }
+    }
+    Ok(untouched)
+}
+
 /// What a change did to one source file, by definition: "changed
 /// `parse_config`, added `helper`".
 pub fn describe(language: &Language, old: &str, new: &str) -> String {

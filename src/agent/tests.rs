@@ -1984,3 +1984,5 @@ async fn an_echoed_import_alone_is_no_change_and_never_lands() {
         done.summary
     );
 }
+
+mod fixing;

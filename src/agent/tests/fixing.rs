@@ -1,0 +1,113 @@
+//! A task to fix what fails: the failing tests decide. A change is
+//! progress only when it fixes a test that failed and breaks none; one
+//! that leaves the same tests failing, or the named function as it was,
+//! is never proposed.
+
+use super::*;
+
+/// `mean` off by one in the divisor: both tests of [`TWO_TESTS`] fail.
+const BUGGY: &str = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n";
+const TWO_TESTS: &str = "import unittest\n\nfrom mathx import mean\n\n\nclass MeanTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n    def test_single(self):\n        self.assertEqual(mean([4]), 4)\n";
+
+fn answer(body: &str) -> Reply {
+    Reply::OpenaiStream(format!("```python\ndef mean(xs):\n{body}```"))
+}
+
+fn fix(task: &str) -> Job {
+    Job {
+        spec: TaskSpec {
+            task: task.into(),
+            ..job().spec
+        },
+        ..job()
+    }
+}
+
+fn proposed(s: &Setup) -> String {
+    overlay_file(s, "mathx.py").unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_after_which_the_same_tests_fail_is_never_proposed() {
+    // Three tries, each a change, each failing both tests as before.
+    let server = FakeServer::start(vec![
+        answer("    return sum(xs) / (len(xs) + 2)\n"),
+        answer("    return sum(xs) / (len(xs) + 3)\n"),
+        answer("    return sum(xs) / (1 + len(xs))\n"),
+    ])
+    .await;
+    let s = setup(&server.url);
+    put_mean_project(&s, BUGGY, TWO_TESTS);
+    let err = run_on(&s, &fix("fix mean in mathx.py"))
+        .await
+        .expect_err("a change that fixes nothing is no proposal");
+    let said = err.to_string();
+    assert!(
+        said.contains("fixed none of the failing tests") && said.contains("failures=2"),
+        "{said}"
+    );
+    assert_eq!(server.requests.lock().unwrap().len(), 3);
+    assert!(
+        s.store.overlay_entries("ag").unwrap().is_empty(),
+        "nothing is left in the overlay"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_fixes_one_failing_test_and_breaks_none_is_proposed_saying_what_still_fails()
+{
+    let mends_one = "    return sum(xs) / len(xs) if len(xs) > 1 else sum(xs) / 2\n";
+    let server = FakeServer::start(vec![answer(mends_one)]).await;
+    let s = setup(&server.url);
+    put_mean_project(&s, BUGGY, TWO_TESTS);
+    let done = run_on(&s, &fix("fix mean in mathx.py")).await.unwrap();
+    assert_eq!(done.rounds, 1);
+    assert!(proposed(&s).contains("if len(xs) > 1"));
+    assert!(
+        done.summary.contains("fixes 1 failing test") && done.summary.contains("test_single"),
+        "{}",
+        done.summary
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_tries_that_all_break_something_the_one_that_fixed_most_is_proposed_marked() {
+    // The first fixes both tests and breaks a third; the others fix nothing.
+    let three =
+        format!("{TWO_TESTS}\n    def test_empty(self):\n        self.assertEqual(mean([]), 0)\n");
+    let server = FakeServer::start(vec![
+        answer("    return sum(xs) / len(xs)\n"),
+        answer("    return sum(xs) / (len(xs) + 2)\n"),
+        answer("    return sum(xs) / (len(xs) + 3)\n"),
+    ])
+    .await;
+    let s = setup(&server.url);
+    put_mean_project(&s, BUGGY, &three);
+    let done = run_on(&s, &fix("fix mean in mathx.py")).await.unwrap();
+    assert_eq!(proposed(&s), MEAN, "the try that fixed two tests");
+    assert!(
+        done.summary.contains("TESTS FAIL") && done.summary.contains("test_empty"),
+        "{}",
+        done.summary
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_leaves_the_function_the_task_names_as_it_was_is_no_fix() {
+    // Without tests to judge: the first answer adds a helper and leaves
+    // `mean` as it was.
+    let helper = format!("```python\n{BUGGY}\n\ndef _count(xs):\n    return len(xs)\n```");
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(helper),
+        answer("    return sum(xs) / len(xs)\n"),
+    ])
+    .await;
+    let mut s = setup(&server.url);
+    s.config.tests.command = crate::config::TestCommand::Named(crate::config::TestsMode::Off);
+    put_mean_project(&s, BUGGY, TWO_TESTS);
+    let done = run_on(&s, &fix("fix mean in mathx.py")).await.unwrap();
+    assert_eq!(done.rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(second.contains("leaves `mean` as it was"), "{second}");
+    assert_eq!(proposed(&s), MEAN);
+}
