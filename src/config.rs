@@ -327,6 +327,9 @@ pub struct AgentsConfig {
     pub max_concurrent: usize,
     /// Times a failed program (traceback, no `submit_result`) goes back to the model.
     pub repair_rounds: u32,
+    /// Answers drawn for a fix the failing tests can judge, each tested;
+    /// several at once where the server has free slots.
+    pub candidates: u32,
     /// CPU time limit of one sandbox run (waiting for the LLM is not counted).
     pub sandbox_timeout_ms: u64,
     /// Memory one sandbox run may take (what the process grows by while it
@@ -478,6 +481,7 @@ impl Default for AgentsConfig {
         Self {
             max_concurrent: 3,
             repair_rounds: 2,
+            candidates: 4,
             sandbox_timeout_ms: 5_000,
             sandbox_memory_mb: 512,
             max_recursion: 200,

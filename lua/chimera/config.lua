@@ -73,6 +73,7 @@ M.defaults = {
     max_concurrent = 3,
     -- Times a failing program goes back to the model with its error.
     repair_rounds = 2,
+    candidates = 4,
     -- CPU time one sandboxed program may use (LLM waits not counted), ms.
     sandbox_timeout_ms = 5000,
     -- Memory one sandboxed program may take, MB; past it, a MemoryError.

@@ -121,6 +121,8 @@ struct Talk {
     /// in conversation.
     fresh_tries: bool,
     opts: ChatOptions,
+    /// Fresh answers drawn at once, not yet tried.
+    drawn: std::collections::VecDeque<Result<Answer, AgentError>>,
 }
 
 impl Talk {
@@ -184,14 +186,16 @@ impl Talk {
             messages,
             fresh_tries,
             opts,
+            drawn: Default::default(),
         }
     }
 
-    /// Asks, attempts and gates until a change passes or the repair rounds
-    /// (`agents.repair_rounds`) are spent.
+    /// Asks, attempts and gates until a change passes or the tries are
+    /// spent: `agents.repair_rounds` repairs, or, for a fix the failing
+    /// tests judge, `agents.candidates` fresh answers.
     async fn rounds(mut self, turn: &Turn<'_>) -> Result<Done, AgentError> {
         let run = turn.run;
-        let max_rounds = run.config.agents.repair_rounds + 1;
+        let max_rounds = self.tries(run);
         let mut last_problem = Problem::Unchanged;
         let mut only_unchanged = true;
         let mut asked_anew = false;
@@ -211,36 +215,10 @@ impl Talk {
                 ];
                 asked_anew = true;
             }
-            let (reply, code, said) = self.ask(run, round).await?;
+            let (reply, code, said) = self.next(run, round, max_rounds).await?;
             run.store.overlay_clear(&run.job.id)?;
-            let attempted = match attempt(turn, &reply, code, round == max_rounds).await? {
-                Ok((
-                    made,
-                    gate::Gated::Fallback {
-                        notes,
-                        problem,
-                        fixed,
-                        broke,
-                    },
-                )) => {
-                    let better = fallback
-                        .as_ref()
-                        .is_none_or(|f| (fixed, std::cmp::Reverse(broke)) > f.score);
-                    if better {
-                        fallback = Some(Fallback {
-                            kept: Kept::take(&run.store, &run.job.id)?,
-                            made,
-                            notes,
-                            round,
-                            score: (fixed, std::cmp::Reverse(broke)),
-                        });
-                    }
-                    Err(problem)
-                }
-                Ok((made, gate::Gated::Pass(notes))) => Ok((made, notes)),
-                Err(problem) => Err(problem),
-            };
-            match attempted {
+            let gated = attempt(turn, &reply, code, round == max_rounds).await?;
+            match settle(run, gated, round, &mut fallback)? {
                 Ok((made, mut notes)) => {
                     if asked_anew {
                         notes.push(
@@ -256,9 +234,7 @@ impl Talk {
                     }
                     run.store.overlay_clear(&run.job.id)?;
                     only_unchanged &= problem == Problem::Unchanged;
-                    if self.fresh_tries {
-                        self.messages = self.question.clone();
-                    } else {
+                    if !self.fresh_tries {
                         let told = problem.to_string();
                         self.messages
                             .push(prompt::repair_message(self.form, &told, self.language));
@@ -272,10 +248,24 @@ impl Talk {
             return turn.done(f.made, f.notes, f.round);
         }
         run.store.overlay_clear(&run.job.id)?;
-        Err(AgentError::GaveUp {
-            rounds: max_rounds - 1,
-            last: last_problem.to_string(),
+        Err(match self.fresh_tries {
+            true => AgentError::NoFix {
+                tries: max_rounds,
+                last: last_problem.to_string(),
+            },
+            false => AgentError::GaveUp {
+                rounds: max_rounds - 1,
+                last: last_problem.to_string(),
+            },
         })
+    }
+
+    /// How many answers the model gives at most.
+    fn tries(&self, run: &Run) -> u32 {
+        match self.fresh_tries {
+            true => run.config.agents.candidates.max(1),
+            false => run.config.agents.repair_rounds + 1,
+        }
     }
 
     /// The signature of the function to write anew on the `last` round of
@@ -292,25 +282,60 @@ impl Talk {
         fits.then(|| v.focus_function.clone()).flatten()
     }
 
-    /// Round `round`'s question to the model: its reply, the reply's code
-    /// and what it said it did.
-    async fn ask(
-        &mut self,
-        run: &Run<'_>,
-        round: u32,
-    ) -> Result<(String, String, Option<String>), AgentError> {
+    /// Round `round`'s answer (of `of`). Fresh tries are drawn as many at
+    /// once as the server has free slots, and taken in order.
+    async fn next(&mut self, run: &Run<'_>, round: u32, of: u32) -> Result<Answer, AgentError> {
+        if !self.fresh_tries {
+            return self.ask(run, round).await;
+        }
+        if self.drawn.is_empty() {
+            let free = run.llm.free_slots().await.unwrap_or(1).max(1);
+            let n = (free as u32).min(of - round + 1);
+            run.say(match (n, round) {
+                (1, 1) => "asking the model".into(),
+                (1, _) => format!("try {round}: the tests failed, asking afresh"),
+                _ => format!(
+                    "asking the model for {n} answers at once (tries {round} to {})",
+                    round + n - 1
+                ),
+            });
+            let asks = (round..round + n).map(|r| self.draw(run, r, of));
+            self.drawn = futures_util::future::join_all(asks).await.into();
+        }
+        self.drawn
+            .pop_front()
+            .unwrap_or_else(|| Err(AgentError::Internal("no answer was drawn".into())))
+    }
+
+    /// A fresh answer to the first question: try `round` of `of`, sampled
+    /// more freely the later it is.
+    async fn draw(&self, run: &Run<'_>, round: u32, of: u32) -> Result<Answer, AgentError> {
+        let opts = ChatOptions {
+            temperature: temperature(run, round),
+            ..self.opts.clone()
+        };
+        let asked = self.question.last().map_or("", |m| m.content.as_str());
+        let label = format!(": try {round} of {of}: {asked}");
+        let reply = run.ask(&label, &self.question, &opts).await?;
+        Ok(self.read(reply))
+    }
+
+    /// Round `round`'s question to the model in the conversation so far.
+    async fn ask(&mut self, run: &Run<'_>, round: u32) -> Result<Answer, AgentError> {
         run.say(match round {
             1 => "asking the model".into(),
-            _ if self.fresh_tries => format!("try {round}: the tests failed, asking afresh"),
             _ => format!("repair round {}", round - 1),
         });
-        // Small models tend to repeat a failed answer word for word: each
-        // repair round samples a little more freely.
-        self.opts.temperature =
-            (round > 1).then(|| (run.config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0));
+        self.opts.temperature = temperature(run, round);
         let asked = self.messages.last().map_or("", |m| m.content.as_str());
         let label = format!(": {asked}");
         let reply = run.ask(&label, &self.messages, &self.opts).await?;
+        self.messages.push(ChatMessage::assistant(reply.clone()));
+        Ok(self.read(reply))
+    }
+
+    /// A reply, its code and what it said it did.
+    fn read(&self, reply: String) -> Answer {
         let (code, said) = read_reply(&reply, self.json, self.language);
         // Cut off at the token limit inside a definition: the ones before
         // it are an answer.
@@ -322,9 +347,53 @@ impl Talk {
             }
             _ => code,
         };
-        self.messages.push(ChatMessage::assistant(reply.clone()));
-        Ok((reply, code, said))
+        (reply, code, said)
     }
+}
+
+/// A reply, the code read from it, and what it said it did.
+type Answer = (String, String, Option<String>);
+
+/// Small models tend to repeat a failed answer word for word: each round
+/// after the first samples a little more freely.
+fn temperature(run: &Run, round: u32) -> Option<f64> {
+    (round > 1).then(|| (run.config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0))
+}
+
+/// What a gated attempt of `round` comes to: a proposal with its notes,
+/// or the problem to tell — a fix that breaks tests set aside in
+/// `fallback` when it is the best so far.
+fn settle(
+    run: &Run,
+    gated: Result<(Made, gate::Gated), Problem>,
+    round: u32,
+    fallback: &mut Option<Fallback>,
+) -> Result<Result<(Made, Vec<String>), Problem>, AgentError> {
+    Ok(match gated {
+        Ok((made, gate::Gated::Pass(notes))) => Ok((made, notes)),
+        Ok((
+            made,
+            gate::Gated::Fallback {
+                notes,
+                problem,
+                fixed,
+                broke,
+            },
+        )) => {
+            let score = (fixed, std::cmp::Reverse(broke));
+            if fallback.as_ref().is_none_or(|f| score > f.score) {
+                *fallback = Some(Fallback {
+                    kept: Kept::take(&run.store, &run.job.id)?,
+                    made,
+                    notes,
+                    round,
+                    score,
+                });
+            }
+            Err(problem)
+        }
+        Err(problem) => Err(problem),
+    })
 }
 
 /// The tests of `file` that fail now, if the project has tests.

@@ -61,6 +61,8 @@ pub enum AgentError {
     Store(#[from] StoreError),
     #[error("the model's answer still failed after {rounds} repair rounds: {last}")]
     GaveUp { rounds: u32, last: String },
+    #[error("none of {tries} answers fixed a failing test without breaking another: {last}")]
+    NoFix { tries: u32, last: String },
     #[error("the model did not finish within {0} tool calls (agents.max_iterations)")]
     TooManySteps(usize),
     #[error("cancelled")]

@@ -1520,7 +1520,8 @@ async fn a_fix_the_tests_ask_for_is_never_asked_for_anew_without_the_old_code() 
     let buggy = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n";
     let echo = format!("```python\n{buggy}```");
     let server = FakeServer::start(vec![Reply::OpenaiStream(echo); 3]).await;
-    let s = setup(&server.url);
+    let mut s = setup(&server.url);
+    s.config.agents.candidates = 3;
     put_mean_project(&s, buggy, MEAN_TEST);
     let fix = Job {
         spec: TaskSpec {

@@ -51,6 +51,8 @@ pub enum Reply {
 pub struct FakeServer {
     pub url: String,
     pub requests: Arc<Mutex<Vec<String>>>,
+    /// The most scripted requests it was answering at one time.
+    pub most_at_once: Arc<std::sync::atomic::AtomicUsize>,
     /// The header lines of each scripted request, in `requests`' order.
     pub heads: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
@@ -71,16 +73,26 @@ impl FakeServer {
     /// Like [`start`](Self::start), also answering llama.cpp's `GET /props`
     /// with a context window of `n_ctx` tokens.
     pub async fn start_with_window(script: Vec<Reply>, n_ctx: Option<u32>) -> Self {
-        Self::start_llama(script, n_ctx, 0).await
+        Self::start_llama(script, n_ctx, 0, 1).await
     }
 
     /// A llama.cpp server of one slot that `busy` requests (someone
     /// else's) keep working: `GET /slots` says so before each.
     pub async fn start_busy(script: Vec<Reply>, busy: usize) -> Self {
-        Self::start_llama(script, Some(4096), busy).await
+        Self::start_llama(script, Some(4096), busy, 1).await
     }
 
-    async fn start_llama(script: Vec<Reply>, n_ctx: Option<u32>, busy: usize) -> Self {
+    /// A llama.cpp server of `slots` slots, all free (`--parallel`).
+    pub async fn start_slots(script: Vec<Reply>, slots: usize) -> Self {
+        Self::start_llama(script, Some(4096), 0, slots).await
+    }
+
+    async fn start_llama(
+        script: Vec<Reply>,
+        n_ctx: Option<u32>,
+        busy: usize,
+        slots: usize,
+    ) -> Self {
         let busy = Arc::new(std::sync::atomic::AtomicUsize::new(busy));
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -90,12 +102,18 @@ impl FakeServer {
         let heads = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(script.into_iter()));
         let (reqs, hds) = (requests.clone(), heads.clone());
+        let most_at_once = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (most, now) = (
+            most_at_once.clone(),
+            Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        );
         let task = tokio::spawn(async move {
             loop {
                 let Ok((mut sock, _)) = listener.accept().await else {
                     return;
                 };
                 let (reqs, hds) = (reqs.clone(), hds.clone());
+                let (most, now) = (most.clone(), now.clone());
                 let script = script.clone();
                 let busy = busy.clone();
                 tokio::spawn(async move {
@@ -107,12 +125,11 @@ impl FakeServer {
                     if body.starts_with("get ") || body.starts_with("post /api/show") {
                         let reply = match n_ctx {
                             Some(_) if body.starts_with("get /slots") => {
-                                let working = busy.load(std::sync::atomic::Ordering::SeqCst) > 0;
-                                Reply::Status(
-                                    200,
-                                    serde_json::json!([{"id": 0, "is_processing": working}])
-                                        .to_string(),
-                                )
+                                let working = busy.load(std::sync::atomic::Ordering::SeqCst);
+                                let slots: Vec<serde_json::Value> = (0..slots.max(1))
+                                    .map(|id| serde_json::json!({"id": id, "is_processing": id < working}))
+                                    .collect();
+                                Reply::Status(200, serde_json::Value::from(slots).to_string())
                             }
                             Some(n) if body.starts_with("get /props") => Reply::Status(
                                 200,
@@ -139,13 +156,17 @@ impl FakeServer {
                     );
                     let reply = script.lock().unwrap().next();
                     let reply = reply.unwrap_or(Reply::Status(500, "script exhausted".into()));
+                    let at_once = now.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    most.fetch_max(at_once, std::sync::atomic::Ordering::SeqCst);
                     let _ = write_reply(&mut sock, reply).await;
+                    now.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 });
             }
         });
         Self {
             url: format!("http://{addr}"),
             requests,
+            most_at_once,
             heads,
             task,
         }

@@ -407,6 +407,19 @@ impl LlmClient {
     /// (llama.cpp's `/slots`): asked before a request is sent, a yes means
     /// it waits for someone else's. `None` when the server does not say.
     pub async fn all_slots_busy(&self) -> Option<bool> {
+        let slots = self.slots().await?;
+        Some(!slots.is_empty() && slots.iter().all(|s| s.working))
+    }
+
+    /// How many requests the server would start at once now: its slots
+    /// no request works in (llama.cpp's `/slots`). `None` when the server
+    /// does not say.
+    pub async fn free_slots(&self) -> Option<usize> {
+        Some(self.slots().await?.iter().filter(|s| !s.working).count())
+    }
+
+    /// The server's slots (llama.cpp's `/slots`), if it says.
+    async fn slots(&self) -> Option<Vec<Slot>> {
         if !self.is_llama_cpp().await {
             return None;
         }
@@ -422,12 +435,19 @@ impl LlmClient {
             .await
             .ok()?
             .ok()?;
-        let slots = slots.as_array()?;
         let working = |s: &serde_json::Value| {
             s["is_processing"].as_bool().unwrap_or(false)
                 || s["state"].as_u64().is_some_and(|n| n != 0)
         };
-        Some(!slots.is_empty() && slots.iter().all(working))
+        Some(
+            slots
+                .as_array()?
+                .iter()
+                .map(|s| Slot {
+                    working: working(s),
+                })
+                .collect(),
+        )
     }
 
     /// Whether the server is llama.cpp (it answered `/props`).
@@ -739,6 +759,11 @@ async fn for_each_line(
         return Ok(true);
     }
     Ok(false)
+}
+
+/// One of a llama.cpp server's slots: whether a request works in it.
+struct Slot {
+    working: bool,
 }
 
 #[cfg(test)]

@@ -29,10 +29,12 @@ fn proposed(s: &Setup) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_after_which_the_same_tests_fail_is_never_proposed() {
-    // Three tries, each a change, each failing both tests as before.
+    // Four tries (`agents.candidates`), each a change, each failing both
+    // tests as before.
     let server = FakeServer::start(vec![
         answer("    return sum(xs) / (len(xs) + 2)\n"),
         answer("    return sum(xs) / (len(xs) + 3)\n"),
+        answer("    return sum(xs) / (len(xs) + 4)\n"),
         answer("    return sum(xs) / (1 + len(xs))\n"),
     ])
     .await;
@@ -46,7 +48,7 @@ async fn a_change_after_which_the_same_tests_fail_is_never_proposed() {
         said.contains("fixed none of the failing tests") && said.contains("failures=2"),
         "{said}"
     );
-    assert_eq!(server.requests.lock().unwrap().len(), 3);
+    assert_eq!(server.requests.lock().unwrap().len(), 4);
     assert!(
         s.store.overlay_entries("ag").unwrap().is_empty(),
         "nothing is left in the overlay"
@@ -79,6 +81,7 @@ async fn of_tries_that_all_break_something_the_one_that_fixed_most_is_proposed_m
         answer("    return sum(xs) / len(xs)\n"),
         answer("    return sum(xs) / (len(xs) + 2)\n"),
         answer("    return sum(xs) / (len(xs) + 3)\n"),
+        answer("    return sum(xs) / (len(xs) + 4)\n"),
     ])
     .await;
     let s = setup(&server.url);
@@ -109,5 +112,68 @@ async fn a_change_that_leaves_the_function_the_task_names_as_it_was_is_no_fix() 
     assert_eq!(done.rounds, 2);
     let second = server.requests.lock().unwrap()[1].clone();
     assert!(second.contains("leaves `mean` as it was"), "{second}");
+    assert_eq!(proposed(&s), MEAN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn candidates_are_drawn_at_once_when_the_server_has_free_slots() {
+    // Four slots: the four tries are asked for at once.
+    let slow = |body: &str| Reply::After(300, Box::new(answer(body)));
+    let server = FakeServer::start_slots(
+        vec![
+            slow("    return sum(xs) / (len(xs) + 2)\n"),
+            slow("    return sum(xs) / (len(xs) + 3)\n"),
+            slow("    return sum(xs) / (len(xs) + 4)\n"),
+            slow("    return sum(xs) / len(xs)\n"),
+        ],
+        4,
+    )
+    .await;
+    let s = setup(&server.url);
+    put_mean_project(&s, BUGGY, TWO_TESTS);
+    let done = run_on(&s, &fix("fix mean in mathx.py")).await.unwrap();
+    assert_eq!(proposed(&s), MEAN);
+    assert!(done.summary.contains("tests passed"), "{}", done.summary);
+    assert_eq!(
+        server
+            .most_at_once
+            .load(std::sync::atomic::Ordering::SeqCst),
+        4
+    );
+    // Each try is a model call of its own in the effect log, named so.
+    let calls: Vec<String> = s
+        .store
+        .effects(0, Some("llm"))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.input)
+        .collect();
+    for i in 1..=4 {
+        assert!(
+            calls.iter().any(|c| c.contains(&format!("try {i} of 4"))),
+            "{calls:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_one_slot_candidates_come_one_after_another_and_stop_at_the_first_fix() {
+    let server = FakeServer::start_slots(
+        vec![
+            answer("    return sum(xs) / (len(xs) + 2)\n"),
+            answer("    return sum(xs) / len(xs)\n"),
+        ],
+        1,
+    )
+    .await;
+    let s = setup(&server.url);
+    put_mean_project(&s, BUGGY, TWO_TESTS);
+    let done = run_on(&s, &fix("fix mean in mathx.py")).await.unwrap();
+    assert_eq!(done.rounds, 2);
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        2,
+        "no third answer asked for"
+    );
     assert_eq!(proposed(&s), MEAN);
 }
