@@ -127,10 +127,11 @@ pub struct Failing {
     pub output: String,
 }
 
-/// Runs the tests of `file` on the project as the human has it; `Some`
-/// with their output when they fail.
+/// Runs the tests of `file` on the project as the human has it, for
+/// `agent`; `Some` with their output when they fail.
 pub fn failing_now(
     store: &Store,
+    agent: &str,
     config: &TestsConfig,
     caps: &Capabilities,
     max_bytes: u64,
@@ -140,7 +141,7 @@ pub fn failing_now(
     let project = Overlay::new(store, PROJECT_AS_IS, max_bytes);
     let argv = argv_for(config, &project, &[file.to_owned()])?;
     let limit = Duration::from_millis(config.timeout_ms);
-    let ran = run_in_copy(&project, caps, &argv, limit, cancelled).ok()?;
+    let ran = run_in_copy(&project, AS_IS, agent, caps, &argv, limit, cancelled).ok()?;
     (ran.status != Some(0)).then(|| Failing {
         said: summary_line(&ran),
         output: digest(&ran, 2000),
@@ -167,6 +168,9 @@ pub async fn off_runtime<T: Send + 'static>(
 /// An agent ID no overlay has: an overlay of it reads the project as the
 /// human has it.
 const PROJECT_AS_IS: &str = "\u{0}project";
+
+/// A test run on the project as the human has it, as the effect log says.
+const AS_IS: &str = "the project as it is";
 
 /// Whether `path` is a test file by the usual names.
 fn is_test_file(path: &str) -> bool {
@@ -378,15 +382,32 @@ fn summary_line(ran: &command::Ran) -> String {
     }
 }
 
-/// Runs `argv` in a confined scratch copy of `view`.
+/// Runs `argv` in a confined scratch copy of `view`, for `agent`: the
+/// project's own code runs, so the run is in the effect log, `what` saying
+/// on which files.
 fn run_in_copy(
     view: &Overlay<'_>,
+    what: &str,
+    agent: &str,
     caps: &Capabilities,
     argv: &[String],
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<command::Ran, command::CommandError> {
-    command::run_in_checkout(view, |f| caps.may_see(f), argv, limit, cancelled)
+    let started = std::time::Instant::now();
+    let ran = command::run_in_checkout(view, |f| caps.may_see(f), argv, limit, cancelled);
+    let said = match &ran {
+        Ok(r) => summary_line(r),
+        Err(e) => format!("error: {e}"),
+    };
+    view.store().effect_record(
+        "command",
+        Some(agent),
+        &format!("{} ({what})", argv.join(" ")),
+        &said,
+        started.elapsed().as_millis() as i64,
+    );
+    ran
 }
 
 /// Tests `agent`'s change (see the module's comment).
@@ -411,7 +432,15 @@ pub fn check(
         return Verdict::NotRun;
     };
     let limit = Duration::from_millis(config.timeout_ms);
-    let with = match run_in_copy(&after, caps, &argv, limit, cancelled) {
+    let with = match run_in_copy(
+        &after,
+        "with the change",
+        agent,
+        caps,
+        &argv,
+        limit,
+        cancelled,
+    ) {
         Ok(ran) => ran,
         Err(e) => {
             return Verdict::Unavailable {
@@ -425,7 +454,7 @@ pub fn check(
         };
     }
     let as_is = Overlay::new(store, PROJECT_AS_IS, max_bytes);
-    let without = run_in_copy(&as_is, caps, &argv, limit, cancelled);
+    let without = run_in_copy(&as_is, AS_IS, agent, caps, &argv, limit, cancelled);
     let output = digest(&with, 3000);
     let said = match with.status {
         None => format!("killed at the time limit ({} s)", limit.as_secs()),

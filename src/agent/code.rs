@@ -400,12 +400,13 @@ fn settle(
 async fn failing_now(run: &Run<'_>, file: String) -> Option<checks::Failing> {
     run.say("running the project's tests");
     let max_bytes = run.max_bytes();
+    let agent = run.job.id.clone();
     checks::off_runtime(
         &run.store,
         &run.config.tests,
         &run.caps,
         run.cancel,
-        move |s, t, c, stop| checks::failing_now(s, t, c, max_bytes, &file, stop),
+        move |s, t, c, stop| checks::failing_now(s, &agent, t, c, max_bytes, &file, stop),
     )
     .await
     .flatten()

@@ -154,6 +154,19 @@ async fn candidates_are_drawn_at_once_when_the_server_has_free_slots() {
             "{calls:?}"
         );
     }
+    // So is each test run: the project's code ran, with and without a try.
+    let runs: Vec<String> = s
+        .store
+        .effects(0, Some("command"))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.input)
+        .collect();
+    assert!(
+        runs.iter().any(|r| r.contains("(with the change)"))
+            && runs.iter().any(|r| r.contains("(the project as it is)")),
+        "{runs:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
