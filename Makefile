@@ -17,8 +17,9 @@ debug-lib:
 ## Everything CI runs.
 test: test-core test-lua test-scripts
 
+# pytest on PYTHONPATH: the checks of test files an agent writes need it.
 test-core:
-	cargo test --no-default-features
+	PYTHONPATH=$$(scripts/install-pytest.sh) cargo test --no-default-features
 	cargo clippy --all-targets -- -D warnings
 
 # The real opencode (npm) for tests/nvim/test_opencode.lua.

@@ -140,11 +140,8 @@ class RealSet:
         self.pristine = self.unpack()
         # The suite needs pytest, and the agent in Neovim runs the same
         # tests: both find it through the inherited PYTHONPATH.
-        deps = os.path.join(REPO, ".deps/pytest")
+        deps = sh([os.path.join(REPO, "scripts/install-pytest.sh")], check=True).stdout.strip()
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")]))
-        if sh([sys.executable, "-c", "import pytest"]).returncode != 0:
-            sh([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                "--target", deps, "pytest"], check=True)
 
     def unpack(self):
         cache = os.path.join(REPO, ".deps/eval-real")

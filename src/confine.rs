@@ -92,6 +92,20 @@ const DEVICES: &[&str] = &[
     "/dev/shm",
 ];
 
+/// The folders of `PYTHONPATH` (`value`) that exist, absolute: where the
+/// user's Python finds its packages (pytest installed with `--target`),
+/// which a confined test run imports as the user's own would. Relative
+/// ones name folders of the scratch copy, readable already.
+fn python_path(value: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    value
+        .map(|v| {
+            std::env::split_paths(v)
+                .filter(|p| p.is_absolute() && p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl Rules {
     /// The system's folders and the toolchains in the home folder (read),
     /// and devices (write), as far as they exist here.
@@ -107,8 +121,13 @@ impl Rules {
             let p = home.as_ref()?.join(t.strip_prefix("~/")?);
             p.exists().then_some(p)
         });
+        let python_path = python_path(std::env::var_os("PYTHONPATH").as_deref());
         Rules {
-            read: existing(SYSTEM).into_iter().chain(toolchains).collect(),
+            read: existing(SYSTEM)
+                .into_iter()
+                .chain(toolchains)
+                .chain(python_path)
+                .collect(),
             write: existing(DEVICES),
         }
     }
@@ -375,6 +394,21 @@ mod imp {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    #[test]
+    fn the_folders_of_pythonpath_that_exist_are_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+        let value = std::env::join_paths([
+            site.as_path(),
+            Path::new("relative"),
+            &dir.path().join("gone"),
+        ])
+        .unwrap();
+        assert_eq!(super::python_path(Some(&value)), [site]);
+        assert!(super::python_path(None).is_empty());
+    }
+
     use super::*;
 
     fn sh(rules: &Rules, script: &str) -> (bool, String) {

@@ -410,6 +410,74 @@ fn run_in_copy(
     ran
 }
 
+/// `pytest` as a person runs it: unlike `python3 -m pytest`, it does not
+/// put the project's folder on the import path, so `tests/test_x.py`
+/// finds `x.py` only if the project says how (a `conftest.py`, its
+/// options) or the test file does.
+const AS_PYTEST_RUNS: &str =
+    "import sys; del sys.path[0]; import pytest; sys.exit(pytest.main(sys.argv[1:]))";
+
+/// A test file `agent`'s change adds that `pytest`, run as a person runs
+/// it, cannot load: its path and why. `None` when it loads, when tests
+/// are not pytest's, or when the project's own test files beside it do
+/// not load that way either (its tests are run another way).
+pub fn unloadable_new_test(
+    store: &Store,
+    agent: &str,
+    config: &TestsConfig,
+    caps: &Capabilities,
+    max_bytes: u64,
+    cancelled: &dyn Fn() -> bool,
+) -> Option<(String, String)> {
+    if config.command != TestCommand::Named(TestsMode::Auto) || !pytest_installed() {
+        return None;
+    }
+    let new: Vec<String> = store
+        .overlay_entries(agent)
+        .ok()?
+        .into_iter()
+        .filter(|(p, e)| e.base_hash.is_none() && e.hash.is_some() && is_test_file(p))
+        .map(|(p, _)| p)
+        .collect();
+    if new.is_empty() {
+        return None;
+    }
+    let folder = |p: &str| p.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
+    let folders: Vec<String> = new.iter().map(|p| folder(p)).collect();
+    let after = Overlay::new(store, agent, max_bytes);
+    let beside: Vec<String> = after
+        .files()
+        .ok()?
+        .into_iter()
+        .filter(|f| is_test_file(f) && !new.contains(f) && folders.contains(&folder(f)))
+        .collect();
+    let mut argv: Vec<String> = [
+        "python3",
+        "-c",
+        AS_PYTEST_RUNS,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    .map(String::from)
+    .to_vec();
+    argv.push("--collect-only".into());
+    argv.extend(beside.iter().chain(&new).cloned());
+    let limit = Duration::from_millis(config.timeout_ms);
+    let what = "the test files it adds, loaded as `pytest` loads them";
+    let ran = run_in_copy(&after, what, agent, caps, &argv, limit, cancelled).ok()?;
+    if ran.status == Some(0) {
+        return None;
+    }
+    let failed = failures(&ran);
+    let fails = |f: &String| failed.contains(&format!("ERROR {f}"));
+    if beside.iter().any(fails) {
+        return None;
+    }
+    let path = new.iter().find(|f| fails(f))?;
+    Some((path.clone(), digest(&ran, 1500)))
+}
+
 /// Tests `agent`'s change (see the module's comment).
 pub fn check(
     store: &Store,

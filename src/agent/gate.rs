@@ -81,6 +81,39 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
         said: "the test run stopped unexpectedly".into(),
     });
     notes.extend(tested.note());
+    let gated = judge(tested, fixing, last, notes)?;
+    let Gated::Pass(mut notes) = gated else {
+        return Ok(gated);
+    };
+    // The tests it adds must also load as a person runs them.
+    let agent = job.id.clone();
+    let unloadable = checks::off_runtime(
+        store,
+        &run.config.tests,
+        &run.caps,
+        run.cancel,
+        move |s, t, c, stop| checks::unloadable_new_test(s, &agent, t, c, max_bytes, stop),
+    )
+    .await
+    .flatten();
+    match unloadable {
+        Some((path, output)) if !last => Err(Problem::TestFileDoesNotLoad { path, output }),
+        Some((path, _)) => {
+            notes.push(format!("`{path}` DOES NOT LOAD under `pytest {path}`"));
+            Ok(Gated::Pass(notes))
+        }
+        None => Ok(Gated::Pass(notes)),
+    }
+}
+
+/// What the tests' verdict makes of an attempt with `notes`: `fixing`,
+/// the task asks to fix something; `last`, no round follows.
+fn judge(
+    tested: checks::Verdict,
+    fixing: bool,
+    last: bool,
+    notes: Vec<String>,
+) -> Result<Gated, Problem> {
     match tested {
         checks::Verdict::Broke {
             said,

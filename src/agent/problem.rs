@@ -35,6 +35,9 @@ pub enum Problem {
         them(names)
     )]
     NamedUntouched { names: Vec<String> },
+    /// A test file the change adds does not load the way `pytest` loads it.
+    #[error("`{path}` does not load when `pytest {path}` runs it:\n{output}\nA test file is loaded from its own folder: put the project's folder on `sys.path` at its top (`sys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\"))` for a file in `tests/`) before importing the project's modules.")]
+    TestFileDoesNotLoad { path: String, output: String },
     /// The file moved on under the lines the answer changed.
     #[error("`{path}` changed while you answered, in the lines you changed; answer again for the file as it is now.")]
     Moved { path: String },

@@ -45,7 +45,7 @@ async fn a_change_after_which_the_same_tests_fail_is_never_proposed() {
         .expect_err("a change that fixes nothing is no proposal");
     let said = err.to_string();
     assert!(
-        said.contains("fixed none of the failing tests") && said.contains("failures=2"),
+        said.contains("fixed none of the failing tests") && said.contains("test_mean"),
         "{said}"
     );
     assert_eq!(server.requests.lock().unwrap().len(), 4);

@@ -1,0 +1,85 @@
+//! A test file an agent writes must load the way `pytest` loads it, not
+//! only under `python3 -m pytest`, which puts the project's folder on the
+//! import path. (Needs pytest, which `make test` puts on PYTHONPATH.)
+
+use super::*;
+
+/// These tests are pytest's: without it they would say nothing true.
+fn pytest_is_importable() {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "these tests need pytest: PYTHONPATH=$(scripts/install-pytest.sh) cargo test (make test does so)"
+    );
+}
+
+const TEXTUTILS: &str = "def slugify(text):\n    return text.lower().replace(' ', '-')\n";
+
+fn test_file(head: &str) -> Reply {
+    Reply::OpenaiStream(format!(
+        "```python\n{head}from textutils import slugify\n\n\ndef test_slugify():\n    assert slugify('A b') == 'a-b'\n```"
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_file_that_pytest_cannot_load_goes_back_to_the_model() {
+    pytest_is_importable();
+    let path_fix = "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\"))\n\n";
+    let server = FakeServer::start(vec![test_file(""), test_file(path_fix)]).await;
+    let s = setup(&server.url);
+    s.store
+        .stable_put("textutils.py", TEXTUTILS.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let job = Job {
+        spec: TaskSpec {
+            task: "create tests/test_textutils.py with a pytest test for slugify".into(),
+            file: None,
+            ..job().spec
+        },
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.rounds, 2, "{}", done.summary);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("does not load when `pytest tests/test_textutils.py` runs it")
+            && second.contains("No module named 'textutils'"),
+        "{second}"
+    );
+    assert!(overlay_file(&s, "tests/test_textutils.py")
+        .unwrap()
+        .contains("sys.path.insert"));
+    assert!(done.summary.contains("tests passed"), "{}", done.summary);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_the_projects_own_tests_load_only_under_python_m_pytest_so_may_a_new_one() {
+    pytest_is_importable();
+    let server = FakeServer::start(vec![test_file("")]).await;
+    let s = setup(&server.url);
+    s.store
+        .stable_put("textutils.py", TEXTUTILS.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    s.store
+        .stable_put(
+            "tests/test_old.py",
+            b"from textutils import slugify\n\n\ndef test_old():\n    assert slugify('x') == 'x'\n",
+            0o644,
+            0,
+            1 << 20,
+        )
+        .unwrap();
+    let job = Job {
+        spec: TaskSpec {
+            task: "create tests/test_textutils.py with a pytest test for slugify".into(),
+            file: None,
+            ..job().spec
+        },
+        ..job()
+    };
+    let done = run_on(&s, &job).await.unwrap();
+    assert_eq!(done.rounds, 1, "{}", done.summary);
+}
