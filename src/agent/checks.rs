@@ -516,6 +516,11 @@ pub fn check(
             }
         }
     };
+    if ran_no_test(&with) {
+        return Verdict::Unavailable {
+            said: format!("no test ran ({})", summary_line(&with)),
+        };
+    }
     if with.status == Some(0) {
         return Verdict::Passed {
             said: summary_line(&with),
@@ -560,6 +565,13 @@ pub fn check(
     } else {
         Verdict::AlreadyFailing { said, output }
     }
+}
+
+/// Whether a run found no test to run: unittest's "Ran 0 tests" (a
+/// pytest-style file under unittest passes so), pytest's exit code 5.
+fn ran_no_test(ran: &command::Ran) -> bool {
+    let said = summary_line(ran);
+    (ran.status == Some(5) && said.contains("no tests ran")) || said.starts_with("Ran 0 tests")
 }
 
 /// Of the tests failing `before` and `after` a change: those it fixed,
@@ -690,6 +702,23 @@ mod tests {
             digest(&other, 2000),
             "FAIL: test_median (t.T)\nAssertionError: 2 != 3"
         );
+    }
+
+    #[test]
+    fn a_run_that_found_no_test_is_no_pass() {
+        let ran = |status, stdout: &str| command::Ran {
+            status: Some(status),
+            stdout: stdout.into(),
+            stderr: String::new(),
+            duration: Duration::ZERO,
+        };
+        assert!(ran_no_test(&ran(
+            0,
+            "\n----\nRan 0 tests in 0.000s\n\nOK\n"
+        )));
+        assert!(ran_no_test(&ran(5, "\nno tests ran in 0.01s\n")));
+        assert!(!ran_no_test(&ran(0, "Ran 2 tests in 0.001s\n\nOK\n")));
+        assert!(!ran_no_test(&ran(0, "3 passed in 0.02s\n")));
     }
 
     #[test]
