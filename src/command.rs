@@ -68,13 +68,29 @@ impl Ran {
     }
 }
 
-fn capped((mut data, total): (Vec<u8>, usize)) -> String {
-    data.truncate(OUTPUT_CAP);
-    let mut s = String::from_utf8_lossy(&data).into_owned();
-    if total > OUTPUT_CAP {
-        s.push_str(&format!("\n… ({total} bytes in all)"));
+/// What [`drain`] kept of a stream: its start, its end, and its length.
+#[derive(Default)]
+struct Kept {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    total: usize,
+}
+
+/// A stream's text within [`OUTPUT_CAP`]: its start and its end, where a
+/// test runner says how it went, with the middle left out and said so.
+fn capped(kept: Kept) -> String {
+    let head = String::from_utf8_lossy(&kept.head).into_owned();
+    if kept.total <= kept.head.len() {
+        return head;
     }
-    s
+    let tail: Vec<u8> = kept.tail.into_iter().collect();
+    let tail = String::from_utf8_lossy(&tail);
+    // Whole lines of the end only.
+    let tail = tail.split_once('\n').map_or(&*tail, |(_, rest)| rest);
+    format!(
+        "{head}\n… ({} bytes in all; the middle left out) …\n{tail}",
+        kept.total
+    )
 }
 
 /// Writes the agent's view of the project into `dir`: only the files it
@@ -142,24 +158,28 @@ pub fn run(
 }
 
 /// Reads `stream` to its end on a thread of its own (so the child never
-/// blocks on a full pipe), keeping [`OUTPUT_CAP`] bytes and the count.
-fn drain(stream: Option<Box<dyn Read + Send>>) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
+/// blocks on a full pipe), keeping its first and last [`OUTPUT_CAP`] / 2
+/// bytes and the count.
+fn drain(stream: Option<Box<dyn Read + Send>>) -> std::thread::JoinHandle<Kept> {
     std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let mut total = 0;
+        let half = OUTPUT_CAP / 2;
+        let mut kept = Kept::default();
         if let Some(mut s) = stream {
             let mut chunk = [0u8; 8192];
             while let Ok(n) = s.read(&mut chunk) {
                 if n == 0 {
                     break;
                 }
-                total += n;
-                if buf.len() < OUTPUT_CAP + 1 {
-                    buf.extend_from_slice(&chunk[..n]);
-                }
+                kept.total += n;
+                let rest = &chunk[..n];
+                let to_head = half.saturating_sub(kept.head.len()).min(n);
+                kept.head.extend_from_slice(&rest[..to_head]);
+                kept.tail.extend(&rest[to_head..]);
+                let over = kept.tail.len().saturating_sub(half);
+                kept.tail.drain(..over);
             }
         }
-        (buf, total)
+        kept
     })
 }
 
@@ -340,6 +360,18 @@ mod tests {
         )
         .unwrap();
         assert!(r.stdout.len() < OUTPUT_CAP + 100 && r.stdout.contains("100000 bytes in all"));
+        // A test runner says how it went last: the end of a long output stays.
+        let r = run(
+            &argv(&["seq", "1", "100000"]),
+            dir.path(),
+            Duration::from_secs(5),
+            &never,
+        )
+        .unwrap();
+        assert!(r.stdout.len() < OUTPUT_CAP + 100, "{}", r.stdout.len());
+        assert!(r.stdout.starts_with("1\n2\n3\n"), "the start stays");
+        assert!(r.stdout.ends_with("99999\n100000\n"), "the end stays");
+        assert!(r.stdout.contains("588895 bytes in all"), "and the count");
         assert!(run(
             &argv(&["no-such-program-xyz"]),
             dir.path(),
