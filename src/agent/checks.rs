@@ -528,25 +528,35 @@ pub fn check(
     }
     let as_is = Overlay::new(store, PROJECT_AS_IS, max_bytes);
     let without = run_in_copy(&as_is, AS_IS, agent, caps, &argv, limit, cancelled);
-    let output = digest(&with, 3000);
+    failing_verdict(&with, without.ok().as_ref(), limit)
+}
+
+/// The verdict on a change whose test run `with` failed, by the tests that
+/// fail `without` it (`None`: that run did not happen).
+fn failing_verdict(
+    with: &command::Ran,
+    without: Option<&command::Ran>,
+    limit: Duration,
+) -> Verdict {
+    let output = digest(with, 3000);
     let said = match with.status {
         None => format!("killed at the time limit ({} s)", limit.as_secs()),
-        Some(_) => summary_line(&with),
+        Some(_) => summary_line(with),
     };
     let before = match without {
-        Ok(w) if w.status != Some(0) => failures(&w),
+        Some(w) if w.status != Some(0) => failures(w),
         // Nothing failed without the change: whatever fails, it broke.
         _ => {
             return Verdict::Broke {
                 said,
                 output,
                 fixed: vec![],
-                broke: failures(&with),
+                broke: failures(with),
                 failed_before: false,
             }
         }
     };
-    let after = failures(&with);
+    let after = failures(with);
     let (fixed, broke) = compare(&before, &after);
     if !broke.is_empty() {
         Verdict::Broke {

@@ -123,26 +123,8 @@ impl FakeServer {
                     // Metadata requests (/props, /models, Ollama's /api/show)
                     // are not part of the script.
                     if body.starts_with("get ") || body.starts_with("post /api/show") {
-                        let reply = match n_ctx {
-                            Some(_) if body.starts_with("get /slots") => {
-                                let working = busy.load(std::sync::atomic::Ordering::SeqCst);
-                                let slots: Vec<serde_json::Value> = (0..slots.max(1))
-                                    .map(|id| serde_json::json!({"id": id, "is_processing": id < working}))
-                                    .collect();
-                                Reply::Status(200, serde_json::Value::from(slots).to_string())
-                            }
-                            Some(n) if body.starts_with("get /props") => Reply::Status(
-                                200,
-                                serde_json::json!({"default_generation_settings": {"n_ctx": n}})
-                                    .to_string(),
-                            ),
-                            Some(n) if body.starts_with("post /api/show") => Reply::Status(
-                                200,
-                                serde_json::json!({"model_info": {"qwen2.context_length": n}})
-                                    .to_string(),
-                            ),
-                            _ => Reply::Status(404, "not found".into()),
-                        };
+                        let working = busy.load(std::sync::atomic::Ordering::SeqCst);
+                        let reply = metadata(&body, n_ctx, working, slots);
                         let _ = write_reply(&mut sock, reply).await;
                         return;
                     }
@@ -170,6 +152,29 @@ impl FakeServer {
             heads,
             task,
         }
+    }
+}
+
+/// The answer to a metadata request (`body`, lowercased): a llama.cpp
+/// server of `n_ctx` tokens (`None`: not llama.cpp) with `slots` slots,
+/// `working` of them busy.
+fn metadata(body: &str, n_ctx: Option<u32>, working: usize, slots: usize) -> Reply {
+    match n_ctx {
+        Some(_) if body.starts_with("get /slots") => {
+            let slots: Vec<serde_json::Value> = (0..slots.max(1))
+                .map(|id| serde_json::json!({"id": id, "is_processing": id < working}))
+                .collect();
+            Reply::Status(200, serde_json::Value::from(slots).to_string())
+        }
+        Some(n) if body.starts_with("get /props") => Reply::Status(
+            200,
+            serde_json::json!({"default_generation_settings": {"n_ctx": n}}).to_string(),
+        ),
+        Some(n) if body.starts_with("post /api/show") => Reply::Status(
+            200,
+            serde_json::json!({"model_info": {"qwen2.context_length": n}}).to_string(),
+        ),
+        _ => Reply::Status(404, "not found".into()),
     }
 }
 
