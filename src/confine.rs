@@ -95,12 +95,18 @@ const DEVICES: &[&str] = &[
 /// The folders of `PYTHONPATH` (`value`) that exist, absolute: where the
 /// user's Python finds its packages (pytest installed with `--target`),
 /// which a confined test run imports as the user's own would. Relative
-/// ones name folders of the scratch copy, readable already.
-fn python_path(value: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+/// ones name folders of the scratch copy, readable already. One that is
+/// or holds the `home` folder is left out: it would open the user's keys.
+fn python_path(value: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
+    let home = home.map(real);
     value
         .map(|v| {
             std::env::split_paths(v)
                 .filter(|p| p.is_absolute() && p.is_dir())
+                .filter(|p| {
+                    home.as_ref()
+                        .is_none_or(|h| h.strip_prefix(real(p)).is_err())
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -121,7 +127,7 @@ impl Rules {
             let p = home.as_ref()?.join(t.strip_prefix("~/")?);
             p.exists().then_some(p)
         });
-        let python_path = python_path(std::env::var_os("PYTHONPATH").as_deref());
+        let python_path = python_path(std::env::var_os("PYTHONPATH").as_deref(), home.as_deref());
         Rules {
             read: existing(SYSTEM)
                 .into_iter()
@@ -405,8 +411,14 @@ mod tests {
             &dir.path().join("gone"),
         ])
         .unwrap();
-        assert_eq!(super::python_path(Some(&value)), [site]);
-        assert!(super::python_path(None).is_empty());
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        assert_eq!(super::python_path(Some(&value), Some(&home)), [site]);
+        assert!(super::python_path(None, Some(&home)).is_empty());
+        // `PYTHONPATH=$HOME` (or `/`) would open the whole home folder,
+        // keys and all: such an entry is left out.
+        let wide = std::env::join_paths([home.as_path(), dir.path(), Path::new("/")]).unwrap();
+        assert!(super::python_path(Some(&wide), Some(&home)).is_empty());
     }
 
     use super::*;
