@@ -125,6 +125,17 @@ impl<'a> Run<'a> {
         self.config.sync.max_file_bytes
     }
 
+    /// The project's tests as this run's agent runs them.
+    pub fn tests(&self) -> super::checks::Tests {
+        super::checks::Tests {
+            store: self.store.clone(),
+            agent: self.job.id.clone(),
+            config: self.config.tests.clone(),
+            caps: self.caps.clone(),
+            max_bytes: self.max_bytes(),
+        }
+    }
+
     /// What a model call of this run is logged as: the model, then `what`.
     pub fn label(&self, what: &str) -> String {
         format!(

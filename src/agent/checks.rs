@@ -127,42 +127,85 @@ pub struct Failing {
     pub output: String,
 }
 
-/// Runs the tests of `file` on the project as the human has it, for
-/// `agent`; `Some` with their output when they fail.
-pub fn failing_now(
-    store: &Store,
-    agent: &str,
-    config: &TestsConfig,
-    caps: &Capabilities,
-    max_bytes: u64,
-    file: &str,
-    cancelled: &dyn Fn() -> bool,
-) -> Option<Failing> {
-    let project = Overlay::new(store, PROJECT_AS_IS, max_bytes);
-    let argv = argv_for(config, &project, &[file.to_owned()])?;
-    let limit = Duration::from_millis(config.timeout_ms);
-    let ran = run_in_copy(&project, AS_IS, agent, caps, &argv, limit, cancelled).ok()?;
-    (ran.status != Some(0)).then(|| Failing {
-        said: summary_line(&ran),
-        output: digest(&ran, 2000),
-    })
+/// One agent's test runs: where they read the project, whose effect log
+/// they are in, and under which options and capabilities.
+#[derive(Clone)]
+pub struct Tests {
+    pub store: Arc<Store>,
+    pub agent: String,
+    pub config: TestsConfig,
+    pub caps: Capabilities,
+    /// The largest file a view holds (`sync.max_file_bytes`).
+    pub max_bytes: u64,
 }
 
-/// Runs a test run (`check`, `failing_now`) on a blocking thread, as the
-/// runtime's workers must not wait on a child process; it stops when
-/// `cancel` fires. `None` if the thread died.
-pub async fn off_runtime<T: Send + 'static>(
-    store: &Arc<Store>,
-    config: &TestsConfig,
-    caps: &Capabilities,
-    cancel: &CancellationToken,
-    run: impl FnOnce(&Store, &TestsConfig, &Capabilities, &dyn Fn() -> bool) -> T + Send + 'static,
-) -> Option<T> {
-    let (store, config, caps, cancel) =
-        (store.clone(), config.clone(), caps.clone(), cancel.clone());
-    tokio::task::spawn_blocking(move || run(&store, &config, &caps, &|| cancel.is_cancelled()))
-        .await
-        .ok()
+impl Tests {
+    /// Runs `run` (a check, the failing tests…) on a blocking thread, as
+    /// the runtime's workers must not wait on a child process; it stops
+    /// when `cancel` fires. `None` if the thread died.
+    pub async fn off_runtime<T: Send + 'static>(
+        self,
+        cancel: &CancellationToken,
+        run: impl FnOnce(&Tests, &dyn Fn() -> bool) -> T + Send + 'static,
+    ) -> Option<T> {
+        let cancel = cancel.clone();
+        tokio::task::spawn_blocking(move || run(&self, &|| cancel.is_cancelled()))
+            .await
+            .ok()
+    }
+
+    /// The project as the human has it, or as the agent's change has it.
+    fn view(&self, with_change: bool) -> Overlay<'_> {
+        let agent = if with_change {
+            &self.agent
+        } else {
+            PROJECT_AS_IS
+        };
+        Overlay::new(&self.store, agent, self.max_bytes)
+    }
+
+    fn limit(&self) -> Duration {
+        Duration::from_millis(self.config.timeout_ms)
+    }
+
+    /// Runs the tests of `file` on the project as the human has it; `Some`
+    /// with their output when they fail.
+    pub fn failing_now(&self, file: &str, cancelled: &dyn Fn() -> bool) -> Option<Failing> {
+        let project = self.view(false);
+        let argv = argv_for(&self.config, &project, &[file.to_owned()])?;
+        let ran = self.run_in_copy(&project, AS_IS, &argv, cancelled).ok()?;
+        (ran.status != Some(0)).then(|| Failing {
+            said: summary_line(&ran),
+            output: digest(&ran, 2000),
+        })
+    }
+
+    /// Runs `argv` in a confined scratch copy of `view`: the project's own
+    /// code runs, so the run is in the agent's effect log, `what` saying
+    /// on which files.
+    fn run_in_copy(
+        &self,
+        view: &Overlay<'_>,
+        what: &str,
+        argv: &[String],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<command::Ran, command::CommandError> {
+        let started = std::time::Instant::now();
+        let visible = |f: &str| self.caps.may_see(f);
+        let ran = command::run_in_checkout(view, visible, argv, self.limit(), cancelled);
+        let said = match &ran {
+            Ok(r) => summary_line(r),
+            Err(e) => format!("error: {e}"),
+        };
+        self.store.effect_record(
+            "command",
+            Some(&self.agent),
+            &format!("{} ({what})", argv.join(" ")),
+            &said,
+            started.elapsed().as_millis() as i64,
+        );
+        ran
+    }
 }
 
 /// An agent ID no overlay has: an overlay of it reads the project as the
@@ -382,34 +425,6 @@ fn summary_line(ran: &command::Ran) -> String {
     }
 }
 
-/// Runs `argv` in a confined scratch copy of `view`, for `agent`: the
-/// project's own code runs, so the run is in the effect log, `what` saying
-/// on which files.
-fn run_in_copy(
-    view: &Overlay<'_>,
-    what: &str,
-    agent: &str,
-    caps: &Capabilities,
-    argv: &[String],
-    limit: Duration,
-    cancelled: &dyn Fn() -> bool,
-) -> Result<command::Ran, command::CommandError> {
-    let started = std::time::Instant::now();
-    let ran = command::run_in_checkout(view, |f| caps.may_see(f), argv, limit, cancelled);
-    let said = match &ran {
-        Ok(r) => summary_line(r),
-        Err(e) => format!("error: {e}"),
-    };
-    view.store().effect_record(
-        "command",
-        Some(agent),
-        &format!("{} ({what})", argv.join(" ")),
-        &said,
-        started.elapsed().as_millis() as i64,
-    );
-    ran
-}
-
 /// `pytest` as a person runs it: unlike `python3 -m pytest`, it does not
 /// put the project's folder on the import path, so `tests/test_x.py`
 /// finds `x.py` only if the project says how (a `conftest.py`, its
@@ -417,118 +432,96 @@ fn run_in_copy(
 const AS_PYTEST_RUNS: &str =
     "import sys; del sys.path[0]; import pytest; sys.exit(pytest.main(sys.argv[1:]))";
 
-/// A test file `agent`'s change adds that `pytest`, run as a person runs
-/// it, cannot load: its path and why. `None` when it loads, when tests
-/// are not pytest's, or when the project's own test files beside it do
-/// not load that way either (its tests are run another way).
-pub fn unloadable_new_test(
-    store: &Store,
-    agent: &str,
-    config: &TestsConfig,
-    caps: &Capabilities,
-    max_bytes: u64,
-    cancelled: &dyn Fn() -> bool,
-) -> Option<(String, String)> {
-    if config.command != TestCommand::Named(TestsMode::Auto) || !pytest_installed() {
-        return None;
-    }
-    let new: Vec<String> = store
-        .overlay_entries(agent)
-        .ok()?
-        .into_iter()
-        .filter(|(p, e)| e.base_hash.is_none() && e.hash.is_some() && is_test_file(p))
-        .map(|(p, _)| p)
-        .collect();
-    if new.is_empty() {
-        return None;
-    }
-    let folder = |p: &str| p.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
-    let folders: Vec<String> = new.iter().map(|p| folder(p)).collect();
-    let after = Overlay::new(store, agent, max_bytes);
-    let beside: Vec<String> = after
-        .files()
-        .ok()?
-        .into_iter()
-        .filter(|f| is_test_file(f) && !new.contains(f) && folders.contains(&folder(f)))
-        .collect();
-    let mut argv: Vec<String> = [
-        "python3",
-        "-c",
-        AS_PYTEST_RUNS,
-        "-q",
-        "-p",
-        "no:cacheprovider",
-    ]
-    .map(String::from)
-    .to_vec();
-    argv.push("--collect-only".into());
-    argv.extend(beside.iter().chain(&new).cloned());
-    let limit = Duration::from_millis(config.timeout_ms);
-    let what = "the test files it adds, loaded as `pytest` loads them";
-    let ran = run_in_copy(&after, what, agent, caps, &argv, limit, cancelled).ok()?;
-    if ran.status == Some(0) {
-        return None;
-    }
-    let failed = failures(&ran);
-    let fails = |f: &String| failed.contains(&format!("ERROR {f}"));
-    if beside.iter().any(fails) {
-        return None;
-    }
-    let path = new.iter().find(|f| fails(f))?;
-    Some((path.clone(), digest(&ran, 1500)))
-}
-
-/// Tests `agent`'s change (see the module's comment).
-pub fn check(
-    store: &Store,
-    agent: &str,
-    config: &TestsConfig,
-    caps: &Capabilities,
-    max_bytes: u64,
-    cancelled: &dyn Fn() -> bool,
-) -> Verdict {
-    let Ok(entries) = store.overlay_entries(agent) else {
-        return Verdict::NotRun;
-    };
-    let changed: Vec<String> = entries
-        .into_iter()
-        .filter(|(p, e)| p.ends_with(".py") && e.hash != e.base_hash)
-        .map(|(p, _)| p)
-        .collect();
-    let after = Overlay::new(store, agent, max_bytes);
-    let Some(argv) = argv_for(config, &after, &changed) else {
-        return Verdict::NotRun;
-    };
-    let limit = Duration::from_millis(config.timeout_ms);
-    let with = match run_in_copy(
-        &after,
-        "with the change",
-        agent,
-        caps,
-        &argv,
-        limit,
-        cancelled,
-    ) {
-        Ok(ran) => ran,
-        Err(e) => {
-            return Verdict::Unavailable {
-                said: e.to_string(),
-            }
+impl Tests {
+    /// A test file the change adds that `pytest`, run as a person runs
+    /// it, cannot load: its path and why. `None` when it loads, when tests
+    /// are not pytest's, or when the project's own test files beside it
+    /// do not load that way either (its tests are run another way).
+    pub fn unloadable_new_test(&self, cancelled: &dyn Fn() -> bool) -> Option<(String, String)> {
+        if self.config.command != TestCommand::Named(TestsMode::Auto) || !pytest_installed() {
+            return None;
         }
-    };
-    if ran_no_test(&with) {
-        return Verdict::Unavailable {
-            said: format!("no test ran ({})", summary_line(&with)),
-        };
+        let new: Vec<String> = self
+            .store
+            .overlay_entries(&self.agent)
+            .ok()?
+            .into_iter()
+            .filter(|(p, e)| e.base_hash.is_none() && e.hash.is_some() && is_test_file(p))
+            .map(|(p, _)| p)
+            .collect();
+        if new.is_empty() {
+            return None;
+        }
+        let folder = |p: &str| p.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
+        let folders: Vec<String> = new.iter().map(|p| folder(p)).collect();
+        let after = self.view(true);
+        let beside: Vec<String> = after
+            .files()
+            .ok()?
+            .into_iter()
+            .filter(|f| is_test_file(f) && !new.contains(f) && folders.contains(&folder(f)))
+            .collect();
+        let mut argv: Vec<String> = [
+            "python3",
+            "-c",
+            AS_PYTEST_RUNS,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ]
+        .map(String::from)
+        .to_vec();
+        argv.push("--collect-only".into());
+        argv.extend(beside.iter().chain(&new).cloned());
+        let what = "the test files it adds, loaded as `pytest` loads them";
+        let ran = self.run_in_copy(&after, what, &argv, cancelled).ok()?;
+        if ran.status == Some(0) {
+            return None;
+        }
+        let failed = failures(&ran);
+        let fails = |f: &String| failed.contains(&format!("ERROR {f}"));
+        if beside.iter().any(fails) {
+            return None;
+        }
+        let path = new.iter().find(|f| fails(f))?;
+        Some((path.clone(), digest(&ran, 1500)))
     }
-    if with.status == Some(0) {
-        return Verdict::Passed {
-            said: summary_line(&with),
+
+    /// Tests the agent's change (see the module's comment).
+    pub fn check(&self, cancelled: &dyn Fn() -> bool) -> Verdict {
+        let Ok(entries) = self.store.overlay_entries(&self.agent) else {
+            return Verdict::NotRun;
         };
+        let changed: Vec<String> = entries
+            .into_iter()
+            .filter(|(p, e)| p.ends_with(".py") && e.hash != e.base_hash)
+            .map(|(p, _)| p)
+            .collect();
+        let after = self.view(true);
+        let Some(argv) = argv_for(&self.config, &after, &changed) else {
+            return Verdict::NotRun;
+        };
+        let with = match self.run_in_copy(&after, "with the change", &argv, cancelled) {
+            Ok(ran) => ran,
+            Err(e) => {
+                return Verdict::Unavailable {
+                    said: e.to_string(),
+                }
+            }
+        };
+        if ran_no_test(&with) {
+            return Verdict::Unavailable {
+                said: format!("no test ran ({})", summary_line(&with)),
+            };
+        }
+        if with.status == Some(0) {
+            return Verdict::Passed {
+                said: summary_line(&with),
+            };
+        }
+        let without = self.run_in_copy(&self.view(false), AS_IS, &argv, cancelled);
+        failing_verdict(&with, without.ok().as_ref(), self.limit())
     }
-    let as_is = Overlay::new(store, PROJECT_AS_IS, max_bytes);
-    let without = run_in_copy(&as_is, AS_IS, agent, caps, &argv, limit, cancelled);
-    failing_verdict(&with, without.ok().as_ref(), limit)
 }
 
 /// The verdict on a change whose test run `with` failed, by the tests that

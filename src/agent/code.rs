@@ -399,17 +399,10 @@ fn settle(
 /// The tests of `file` that fail now, if the project has tests.
 async fn failing_now(run: &Run<'_>, file: String) -> Option<checks::Failing> {
     run.say("running the project's tests");
-    let max_bytes = run.max_bytes();
-    let agent = run.job.id.clone();
-    checks::off_runtime(
-        &run.store,
-        &run.config.tests,
-        &run.caps,
-        run.cancel,
-        move |s, t, c, stop| checks::failing_now(s, &agent, t, c, max_bytes, &file, stop),
-    )
-    .await
-    .flatten()
+    run.tests()
+        .off_runtime(run.cancel, move |t, stop| t.failing_now(&file, stop))
+        .await
+        .flatten()
 }
 
 /// A try set aside (see [`gate::Gated::Fallback`]): its overlay, what

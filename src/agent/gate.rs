@@ -68,34 +68,24 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
         ));
     }
     run.say("running the project's tests");
-    let agent = job.id.clone();
-    let tested = checks::off_runtime(
-        store,
-        &run.config.tests,
-        &run.caps,
-        run.cancel,
-        move |s, t, c, stop| checks::check(s, &agent, t, c, max_bytes, stop),
-    )
-    .await
-    .unwrap_or(checks::Verdict::Unavailable {
-        said: "the test run stopped unexpectedly".into(),
-    });
+    let tested = run
+        .tests()
+        .off_runtime(run.cancel, |t, stop| t.check(stop))
+        .await
+        .unwrap_or(checks::Verdict::Unavailable {
+            said: "the test run stopped unexpectedly".into(),
+        });
     notes.extend(tested.note());
     let gated = judge(tested, fixing, last, notes)?;
     let Gated::Pass(mut notes) = gated else {
         return Ok(gated);
     };
     // The tests it adds must also load as a person runs them.
-    let agent = job.id.clone();
-    let unloadable = checks::off_runtime(
-        store,
-        &run.config.tests,
-        &run.caps,
-        run.cancel,
-        move |s, t, c, stop| checks::unloadable_new_test(s, &agent, t, c, max_bytes, stop),
-    )
-    .await
-    .flatten();
+    let unloadable = run
+        .tests()
+        .off_runtime(run.cancel, |t, stop| t.unloadable_new_test(stop))
+        .await
+        .flatten();
     match unloadable {
         Some((path, output)) if !last => Err(Problem::TestFileDoesNotLoad { path, output }),
         Some((path, _)) => {

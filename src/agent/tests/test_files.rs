@@ -18,6 +18,27 @@ fn pytest_is_importable() {
 
 const TEXTUTILS: &str = "def slugify(text):\n    return text.lower().replace(' ', '-')\n";
 
+/// A project of `textutils.py`, its model at `url`.
+fn textutils_project(url: &str) -> Setup {
+    let s = setup(url);
+    s.store
+        .stable_put("textutils.py", TEXTUTILS.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    s
+}
+
+/// The task, typed from a buffer of no file.
+fn create_tests() -> Job {
+    Job {
+        spec: TaskSpec {
+            task: "create tests/test_textutils.py with a pytest test for slugify".into(),
+            file: None,
+            ..job().spec
+        },
+        ..job()
+    }
+}
+
 fn test_file(head: &str) -> Reply {
     Reply::OpenaiStream(format!(
         "```python\n{head}from textutils import slugify\n\n\ndef test_slugify():\n    assert slugify('A b') == 'a-b'\n```"
@@ -29,19 +50,8 @@ async fn a_test_file_that_pytest_cannot_load_goes_back_to_the_model() {
     pytest_is_importable();
     let path_fix = "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\"))\n\n";
     let server = FakeServer::start(vec![test_file(""), test_file(path_fix)]).await;
-    let s = setup(&server.url);
-    s.store
-        .stable_put("textutils.py", TEXTUTILS.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
-    let job = Job {
-        spec: TaskSpec {
-            task: "create tests/test_textutils.py with a pytest test for slugify".into(),
-            file: None,
-            ..job().spec
-        },
-        ..job()
-    };
-    let done = run_on(&s, &job).await.unwrap();
+    let s = textutils_project(&server.url);
+    let done = run_on(&s, &create_tests()).await.unwrap();
     assert_eq!(done.rounds, 2, "{}", done.summary);
     let second = server.requests.lock().unwrap()[1].clone();
     assert!(
@@ -59,10 +69,7 @@ async fn a_test_file_that_pytest_cannot_load_goes_back_to_the_model() {
 async fn where_the_projects_own_tests_load_only_under_python_m_pytest_so_may_a_new_one() {
     pytest_is_importable();
     let server = FakeServer::start(vec![test_file("")]).await;
-    let s = setup(&server.url);
-    s.store
-        .stable_put("textutils.py", TEXTUTILS.as_bytes(), 0o644, 0, 1 << 20)
-        .unwrap();
+    let s = textutils_project(&server.url);
     s.store
         .stable_put(
             "tests/test_old.py",
@@ -72,14 +79,6 @@ async fn where_the_projects_own_tests_load_only_under_python_m_pytest_so_may_a_n
             1 << 20,
         )
         .unwrap();
-    let job = Job {
-        spec: TaskSpec {
-            task: "create tests/test_textutils.py with a pytest test for slugify".into(),
-            file: None,
-            ..job().spec
-        },
-        ..job()
-    };
-    let done = run_on(&s, &job).await.unwrap();
+    let done = run_on(&s, &create_tests()).await.unwrap();
     assert_eq!(done.rounds, 1, "{}", done.summary);
 }
