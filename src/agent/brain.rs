@@ -104,7 +104,12 @@ impl<'a> Run<'a> {
 
     /// The progress line while the model answers: the step, how long it
     /// has taken, and how much of the reply came.
-    pub(crate) fn waiting(&self, took: std::time::Duration, tokens: usize, busy: bool) {
+    pub(crate) fn waiting(
+        &self,
+        took: std::time::Duration,
+        tokens: usize,
+        ahead: Option<&crate::llm::WaitAhead>,
+    ) {
         let step = self.said.lock().map(|s| s.clone()).unwrap_or_default();
         let step = if step.is_empty() {
             "asking the model"
@@ -112,8 +117,7 @@ impl<'a> Run<'a> {
             &step
         };
         let heard = match tokens {
-            0 if busy => "the server was busy with another request; waiting for it".to_owned(),
-            0 => "waiting for the first token".to_owned(),
+            0 => ahead.map_or("waiting for the first token".to_owned(), |a| a.to_string()),
             1 => "1 token".to_owned(),
             n => format!("{n} tokens"),
         };

@@ -247,8 +247,9 @@ impl Run<'_> {
     ) -> Result<crate::llm::Reply, AgentError> {
         let label = self.label(what);
         // Asked before the request goes: a server whose every slot works
-        // for someone else keeps this one waiting, and the line says so.
-        let busy = self.llm.all_slots_busy().await == Some(true);
+        // for someone else, or that loads the model first, keeps this one
+        // waiting, and the line says so.
+        let ahead = self.llm.wait_ahead().await;
         let tokens = std::sync::atomic::AtomicUsize::new(0);
         let counted = |piece: &str| {
             tokens.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -277,7 +278,7 @@ impl Run<'_> {
                 reply = &mut call => return reply.map_err(llm_error),
                 _ = tick.tick() => {
                     let heard = tokens.load(std::sync::atomic::Ordering::Relaxed);
-                    self.waiting(started.elapsed(), heard, busy);
+                    self.waiting(started.elapsed(), heard, ahead.as_ref());
                 }
             }
         }

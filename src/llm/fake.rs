@@ -87,12 +87,32 @@ impl FakeServer {
         Self::start_llama(script, Some(4096), 0, slots).await
     }
 
+    /// An Ollama server whose `/api/ps` says it holds `loaded` in memory.
+    pub async fn start_ollama(script: Vec<Reply>, loaded: &[&str]) -> Self {
+        let server = Server {
+            n_ctx: None,
+            slots: 1,
+            loaded: Some(loaded.iter().map(|m| m.to_string()).collect()),
+        };
+        Self::serve(script, server, 0).await
+    }
+
     async fn start_llama(
         script: Vec<Reply>,
         n_ctx: Option<u32>,
         busy: usize,
         slots: usize,
     ) -> Self {
+        let server = Server {
+            n_ctx,
+            slots,
+            loaded: None,
+        };
+        Self::serve(script, server, busy).await
+    }
+
+    async fn serve(script: Vec<Reply>, server: Server, busy: usize) -> Self {
+        let server = Arc::new(server);
         let busy = Arc::new(std::sync::atomic::AtomicUsize::new(busy));
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -115,7 +135,7 @@ impl FakeServer {
                 let (reqs, hds) = (reqs.clone(), hds.clone());
                 let (most, now) = (most.clone(), now.clone());
                 let script = script.clone();
-                let busy = busy.clone();
+                let (busy, server) = (busy.clone(), server.clone());
                 tokio::spawn(async move {
                     let Some((head, body)) = read_request(&mut sock).await else {
                         return;
@@ -124,7 +144,7 @@ impl FakeServer {
                     // are not part of the script.
                     if body.starts_with("get ") || body.starts_with("post /api/show") {
                         let working = busy.load(std::sync::atomic::Ordering::SeqCst);
-                        let reply = metadata(&body, n_ctx, working, slots);
+                        let reply = server.metadata(&body, working);
                         let _ = write_reply(&mut sock, reply).await;
                         return;
                     }
@@ -155,26 +175,45 @@ impl FakeServer {
     }
 }
 
-/// The answer to a metadata request (`body`, lowercased): a llama.cpp
-/// server of `n_ctx` tokens (`None`: not llama.cpp) with `slots` slots,
-/// `working` of them busy.
-fn metadata(body: &str, n_ctx: Option<u32>, working: usize, slots: usize) -> Reply {
-    match n_ctx {
-        Some(_) if body.starts_with("get /slots") => {
-            let slots: Vec<serde_json::Value> = (0..slots.max(1))
-                .map(|id| serde_json::json!({"id": id, "is_processing": id < working}))
+/// What a fake server says of itself.
+struct Server {
+    /// llama.cpp's context window (`None`: not llama.cpp).
+    n_ctx: Option<u32>,
+    /// llama.cpp's slots.
+    slots: usize,
+    /// The models Ollama's `/api/ps` lists (`None`: not Ollama).
+    loaded: Option<Vec<String>>,
+}
+
+impl Server {
+    /// The answer to a metadata request (`body`, lowercased), `working`
+    /// slots busy.
+    fn metadata(&self, body: &str, working: usize) -> Reply {
+        if let (Some(loaded), true) = (&self.loaded, body.starts_with("get /api/ps")) {
+            let models: Vec<serde_json::Value> = loaded
+                .iter()
+                .map(|m| serde_json::json!({"name": m, "model": m}))
                 .collect();
-            Reply::Status(200, serde_json::Value::from(slots).to_string())
+            return Reply::Status(200, serde_json::json!({ "models": models }).to_string());
         }
-        Some(n) if body.starts_with("get /props") => Reply::Status(
-            200,
-            serde_json::json!({"default_generation_settings": {"n_ctx": n}}).to_string(),
-        ),
-        Some(n) if body.starts_with("post /api/show") => Reply::Status(
-            200,
-            serde_json::json!({"model_info": {"qwen2.context_length": n}}).to_string(),
-        ),
-        _ => Reply::Status(404, "not found".into()),
+        let (n_ctx, slots) = (self.n_ctx, self.slots);
+        match n_ctx {
+            Some(_) if body.starts_with("get /slots") => {
+                let slots: Vec<serde_json::Value> = (0..slots.max(1))
+                    .map(|id| serde_json::json!({"id": id, "is_processing": id < working}))
+                    .collect();
+                Reply::Status(200, serde_json::Value::from(slots).to_string())
+            }
+            Some(n) if body.starts_with("get /props") => Reply::Status(
+                200,
+                serde_json::json!({"default_generation_settings": {"n_ctx": n}}).to_string(),
+            ),
+            Some(n) if body.starts_with("post /api/show") => Reply::Status(
+                200,
+                serde_json::json!({"model_info": {"qwen2.context_length": n}}).to_string(),
+            ),
+            _ => Reply::Status(404, "not found".into()),
+        }
     }
 }
 

@@ -403,12 +403,25 @@ impl LlmClient {
         }
     }
 
-    /// Whether every slot of the server is working on a request now
-    /// (llama.cpp's `/slots`): asked before a request is sent, a yes means
-    /// it waits for someone else's. `None` when the server does not say.
-    pub async fn all_slots_busy(&self) -> Option<bool> {
+    /// What a request sent now waits for before its first token, as the
+    /// server says (asked before it is sent): every slot working on
+    /// someone else's request (llama.cpp's `/slots`), or the model to be
+    /// loaded (Ollama's `/api/ps`). `None` when nothing, or the server
+    /// does not say (Ollama has no API for the requests it is serving).
+    pub async fn wait_ahead(&self) -> Option<WaitAhead> {
+        if self.config.provider == Provider::Ollama {
+            let loaded = tokio::time::timeout(Duration::from_millis(250), ollama::loaded(self))
+                .await
+                .ok()??;
+            let model = &self.config.model;
+            let holds = loaded.iter().any(|m| ollama::same_model(m, model));
+            return (!holds).then(|| WaitAhead::Loading {
+                model: model.clone(),
+                others: loaded,
+            });
+        }
         let slots = self.slots().await?;
-        Some(!slots.is_empty() && slots.iter().all(|s| s.working))
+        (!slots.is_empty() && slots.iter().all(|s| s.working)).then_some(WaitAhead::Busy)
     }
 
     /// How many requests the server would start at once now: its slots
@@ -764,6 +777,34 @@ async fn for_each_line(
 /// One of a llama.cpp server's slots: whether a request works in it.
 struct Slot {
     working: bool,
+}
+
+/// What a request waits for before its first token ([`LlmClient::wait_ahead`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitAhead {
+    /// Every slot of the server works on another request.
+    Busy,
+    /// The server loads `model` first; it held `others` in memory.
+    Loading { model: String, others: Vec<String> },
+}
+
+impl std::fmt::Display for WaitAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitAhead::Busy => write!(
+                f,
+                "the server was busy with another request; waiting for it"
+            ),
+            WaitAhead::Loading { model, others } if others.is_empty() => {
+                write!(f, "the server is loading {model}")
+            }
+            WaitAhead::Loading { model, others } => write!(
+                f,
+                "the server is loading {model} (it held {} for another request)",
+                others.join(", ")
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

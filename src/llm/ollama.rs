@@ -105,6 +105,27 @@ pub(super) async fn context_window(client: &LlmClient) -> Option<u32> {
         .map(|n| n as u32)
 }
 
+/// `GET /api/ps`: the models the server holds in memory now.
+pub(super) async fn loaded(client: &LlmClient) -> Option<Vec<String>> {
+    let v = send_json(client, client.request(reqwest::Method::GET, "api/ps"))
+        .await
+        .ok()?;
+    Some(names(&v["models"], "name"))
+}
+
+/// Whether Ollama's `a` and `b` name one model: a name without a tag is
+/// its `:latest`.
+pub(super) fn same_model(a: &str, b: &str) -> bool {
+    let tagged = |m: &str| {
+        if m.contains(':') {
+            m.to_owned()
+        } else {
+            format!("{m}:latest")
+        }
+    };
+    tagged(a) == tagged(b)
+}
+
 pub(super) async fn models(client: &LlmClient) -> Result<Vec<String>, LlmError> {
     let v = send_json(client, client.request(reqwest::Method::GET, "api/tags")).await?;
     Ok(names(&v["models"], "name"))

@@ -510,3 +510,23 @@ async fn a_slow_stream_is_not_cut_while_it_keeps_coming() {
     let err = chat(&c).await.unwrap_err();
     assert!(err.to_string().contains("llm.request_timeout_ms"), "{err}");
 }
+
+/// Ollama's `/api/ps` decides whether a request waits for its model to load:
+/// a name without a tag is its `:latest`; a server that lists nothing is
+/// loading it; one that does not answer says nothing.
+#[tokio::test]
+async fn ollama_says_when_it_loads_the_model_first() {
+    let held = FakeServer::start_ollama(vec![], &["m:latest"]).await;
+    let c = client(Provider::Ollama, &held.url, true);
+    assert_eq!(c.wait_ahead().await, None, "m is m:latest, already loaded");
+    let empty = FakeServer::start_ollama(vec![], &[]).await;
+    let c = client(Provider::Ollama, &empty.url, true);
+    let ahead = c.wait_ahead().await;
+    assert_eq!(
+        ahead.as_ref().map(ToString::to_string).as_deref(),
+        Some("the server is loading m")
+    );
+    let other = FakeServer::start(vec![]).await;
+    let c = client(Provider::Ollama, &other.url, true);
+    assert_eq!(c.wait_ahead().await, None, "no /api/ps: nothing said");
+}

@@ -334,6 +334,32 @@ fn a_busy_server_is_named_on_the_agents_line() {
     core.shutdown(Duration::from_secs(2));
 }
 
+/// An Ollama server that holds another client's model in memory must load
+/// this one first (`/api/ps` says what it holds): the agent's line says so
+/// while no token came.
+#[test]
+fn an_ollama_server_loading_the_model_is_named_on_the_agents_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let reply = Reply::After(1600, Box::new(Reply::OllamaStream(GOOD.into())));
+    let server = rt.block_on(FakeServer::start_ollama(vec![reply], &["llama3.1:8b"]));
+    let dir = project();
+    let mut cfg = config(&server.url);
+    cfg.llm.provider = Provider::Ollama;
+    cfg.llm.model = "qwen2.5-coder:7b".into();
+    let (core, mut rx) = start_core(cfg, dir.path().to_path_buf());
+    core.send(spawn("a1", "add a docstring to parse_config"))
+        .unwrap();
+    let (rec, lines) = until_it_ends(&rt, &mut rx);
+    assert_eq!(rec.state, AgentState::Completed, "{:?}", rec.error);
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "the server is loading qwen2.5-coder:7b (it held llama3.1:8b for another request)"
+        )),
+        "{lines:?}"
+    );
+    core.shutdown(Duration::from_secs(2));
+}
+
 /// On a slow machine the model streams for longer than `agents.timeout_ms`:
 /// the agent is working all along, so it is not stopped, and its line
 /// shows the time taken and the tokens heard.
