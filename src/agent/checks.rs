@@ -17,6 +17,8 @@ use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::store::Store;
 
+use super::problem::{Problem, Runner};
+
 /// How the tests went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -437,19 +439,12 @@ impl Tests {
     /// it, cannot load: its path and why. `None` when it loads, when tests
     /// are not pytest's, or when the project's own test files beside it
     /// do not load that way either (its tests are run another way).
-    pub fn unloadable_new_test(&self, cancelled: &dyn Fn() -> bool) -> Option<(String, String)> {
-        if self.config.command != TestCommand::Named(TestsMode::Auto) || !pytest_installed() {
-            return None;
-        }
-        let new: Vec<String> = self
-            .store
-            .overlay_entries(&self.agent)
-            .ok()?
-            .into_iter()
-            .filter(|(p, e)| e.base_hash.is_none() && e.hash.is_some() && is_test_file(p))
-            .map(|(p, _)| p)
-            .collect();
-        if new.is_empty() {
+    fn unloadable_new_test(
+        &self,
+        new: &[String],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<(String, String)> {
+        if !pytest_installed() {
             return None;
         }
         let folder = |p: &str| p.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
@@ -472,7 +467,7 @@ impl Tests {
         .map(String::from)
         .to_vec();
         argv.push("--collect-only".into());
-        argv.extend(beside.iter().chain(&new).cloned());
+        argv.extend(beside.iter().chain(new).cloned());
         let what = "the test files it adds, loaded as `pytest` loads them";
         let ran = self.run_in_copy(&after, what, &argv, cancelled).ok()?;
         if ran.status == Some(0) {
@@ -485,6 +480,43 @@ impl Tests {
         }
         let path = new.iter().find(|f| fails(f))?;
         Some((path.clone(), digest(&ran, 1500)))
+    }
+
+    /// Why a test file the change adds tests nothing: it does not load as
+    /// `pytest` loads it ([`Tests::unloadable_new_test`]), or the
+    /// project's runner finds no test in it. `None` for a project's own
+    /// test command, which this cannot run one file at a time.
+    pub fn new_test_problem(&self, cancelled: &dyn Fn() -> bool) -> Option<Problem> {
+        if self.config.command != TestCommand::Named(TestsMode::Auto) {
+            return None;
+        }
+        let new: Vec<String> = self
+            .store
+            .overlay_entries(&self.agent)
+            .ok()?
+            .into_iter()
+            .filter(|(p, e)| e.base_hash.is_none() && e.hash.is_some() && is_test_file(p))
+            .map(|(p, _)| p)
+            .collect();
+        if new.is_empty() {
+            return None;
+        }
+        if let Some((path, output)) = self.unloadable_new_test(&new, cancelled) {
+            return Some(Problem::TestFileDoesNotLoad { path, output });
+        }
+        let after = self.view(true);
+        let runner = if pytest_installed() {
+            Runner::Pytest
+        } else {
+            Runner::Unittest
+        };
+        new.into_iter().find_map(|path| {
+            let argv = command_for(&self.config, std::slice::from_ref(&path))?;
+            let ran = self
+                .run_in_copy(&after, "the test file it adds", &argv, cancelled)
+                .ok()?;
+            ran_no_test(&ran).then_some(Problem::NoTestFound { path, runner })
+        })
     }
 
     /// Tests the agent's change (see the module's comment).

@@ -80,19 +80,24 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
     let Gated::Pass(mut notes) = gated else {
         return Ok(gated);
     };
-    // The tests it adds must also load as a person runs them.
-    let unloadable = run
+    // The tests it adds must also load as a person runs them, and test
+    // something.
+    let fault = run
         .tests()
-        .off_runtime(run.cancel, |t, stop| t.unloadable_new_test(stop))
+        .off_runtime(run.cancel, |t, stop| t.new_test_problem(stop))
         .await
         .flatten();
-    match unloadable {
-        Some((path, output)) if !last => Err(Problem::TestFileDoesNotLoad { path, output }),
-        Some((path, _)) => {
+    match fault {
+        Some(problem) if !last => Err(problem),
+        Some(Problem::TestFileDoesNotLoad { path, .. }) => {
             notes.push(format!("`{path}` DOES NOT LOAD under `pytest {path}`"));
             Ok(Gated::Pass(notes))
         }
-        None => Ok(Gated::Pass(notes)),
+        Some(Problem::NoTestFound { path, runner }) => {
+            notes.push(format!("`{path}` HAS NO TEST that {runner} finds"));
+            Ok(Gated::Pass(notes))
+        }
+        _ => Ok(Gated::Pass(notes)),
     }
 }
 

@@ -38,6 +38,9 @@ pub enum Problem {
     /// A test file the change adds does not load the way `pytest` loads it.
     #[error("`{path}` does not load when `pytest {path}` runs it:\n{output}\nA test file is loaded from its own folder: put the project's folder on `sys.path` at its top (`sys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\"))` for a file in `tests/`) before importing the project's modules.")]
     TestFileDoesNotLoad { path: String, output: String },
+    /// A test file the change adds holds no test the project's runner finds.
+    #[error("`{path}` has no test that {runner} finds. {}", runner.how_to_write())]
+    NoTestFound { path: String, runner: Runner },
     /// The file moved on under the lines the answer changed.
     #[error("`{path}` changed while you answered, in the lines you changed; answer again for the file as it is now.")]
     Moved { path: String },
@@ -112,5 +115,32 @@ mod tests {
             one.starts_with("The change removes `f` from `m.py`,"),
             "{one}"
         );
+    }
+}
+
+/// The program that runs a Python project's tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    Pytest,
+    /// The standard library's, when pytest is not installed.
+    Unittest,
+}
+
+impl std::fmt::Display for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Runner::Pytest => "pytest",
+            Runner::Unittest => "unittest",
+        })
+    }
+}
+
+impl Runner {
+    /// How a test is written for it to be found.
+    fn how_to_write(self) -> &'static str {
+        match self {
+            Runner::Pytest => "pytest runs the functions whose names start with `test_`, at the top level of the file or in a class whose name starts with `Test`; name each test so.",
+            Runner::Unittest => "The tests run with unittest (pytest is not installed): it runs only the methods whose names start with `test_` of a class that subclasses `unittest.TestCase`. Write each test as such a method, with `import unittest` at the top.",
+        }
     }
 }

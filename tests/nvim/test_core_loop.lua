@@ -365,4 +365,29 @@ h.test(":Chimera model picks from the server's models; a working agent keeps its
   h.truthy(vim.tbl_contains(vim.fn.getcompletion("Chimera model ", "cmdline"), "fake-model-b"), "names complete")
 end)
 
+h.test("a new test file in which the project's runner finds no test goes back to the model", function()
+  local root = h.project({ ["textutils.py"] = "def slugify(text):\n    return text.lower().replace(' ', '-')\n" })
+  local head = "import os\nimport sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))\nfrom textutils import slugify\n"
+  local pytest_style = head .. "\n\ndef test_slugify():\n    assert slugify('A b') == 'a-b'\n"
+  local unittest_style = head .. "import unittest\n\n\nclass TestSlugify(unittest.TestCase):\n    def test_slugify(self):\n        self.assertEqual(slugify('A b'), 'a-b')\n"
+  local url, log = h.fake_llm({
+    { text = "```python\n" .. pytest_style .. "```" },
+    { text = "```python\n" .. unittest_style .. "```" },
+  })
+  h.setup(url)
+  -- Which runner the project's tests get here decides which test it finds.
+  local pytest = vim.system({ "python3", "-c", "import pytest" }):wait().code == 0
+  local id = chimera.spawn("create tests/test_textutils.py with a test for slugify")
+  h.eq(chimera.wait(id, 30000), "completed", "final state: " .. tostring(chimera.agent(id).error))
+  local requests = vim.split(h.read(log) or "", "\n", { trimempty = true })
+  if pytest then
+    h.eq(#requests, 1, "pytest finds the first file's test")
+    return
+  end
+  h.eq(#requests, 2, "asked again")
+  h.truthy(requests[2]:find("has no test that unittest finds", 1, true), requests[2]:sub(-1500))
+  h.truthy(chimera.agent(id).summary:find("tests passed", 1, true), chimera.agent(id).summary)
+  h.eq(h.read(root .. "/tests/test_textutils.py"), nil, "nothing on disk before an accept")
+end)
+
 h.finish()

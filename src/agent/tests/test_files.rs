@@ -82,3 +82,29 @@ async fn where_the_projects_own_tests_load_only_under_python_m_pytest_so_may_a_n
     let done = run_on(&s, &create_tests()).await.unwrap();
     assert_eq!(done.rounds, 1, "{}", done.summary);
 }
+
+/// A test file whose functions are not named `test_…`: pytest collects
+/// nothing from it.
+fn testless_file(head: &str) -> Reply {
+    Reply::OpenaiStream(format!(
+        "```python\n{head}from textutils import slugify\n\n\ndef check_slugify():\n    assert slugify('A b') == 'a-b'\n```"
+    ))
+}
+
+const PATH_FIX: &str =
+    "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\"))\n\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_file_in_which_no_test_is_found_goes_back_to_the_model() {
+    pytest_is_importable();
+    let server = FakeServer::start(vec![testless_file(PATH_FIX), test_file(PATH_FIX)]).await;
+    let s = textutils_project(&server.url);
+    let done = run_on(&s, &create_tests()).await.unwrap();
+    assert_eq!(done.rounds, 2, "{}", done.summary);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("`tests/test_textutils.py` has no test that pytest finds"),
+        "{second}"
+    );
+    assert!(done.summary.contains("tests passed"), "{}", done.summary);
+}
