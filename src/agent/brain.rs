@@ -67,6 +67,8 @@ pub struct Run<'a> {
     pub progress: &'a (dyn Fn(String) + Send + Sync),
     /// The last step said, which a model call's line adds its time to.
     said: std::sync::Mutex<String>,
+    /// The test runs on the project as it is, shared by the run's tries.
+    as_is: super::checks::AsIsRuns,
 }
 
 impl<'a> Run<'a> {
@@ -90,6 +92,7 @@ impl<'a> Run<'a> {
             cancel,
             progress,
             said: std::sync::Mutex::new(String::new()),
+            as_is: Default::default(),
         })
     }
 
@@ -137,6 +140,7 @@ impl<'a> Run<'a> {
             config: self.config.tests.clone(),
             caps: self.caps.clone(),
             max_bytes: self.max_bytes(),
+            as_is: self.as_is.clone(),
         }
     }
 

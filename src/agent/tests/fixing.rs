@@ -53,6 +53,52 @@ async fn a_change_after_which_the_same_tests_fail_is_never_proposed() {
         s.store.overlay_entries("ag").unwrap().is_empty(),
         "nothing is left in the overlay"
     );
+    // The project as it is did not change between the tries: its tests
+    // ran once, not once before and once after each try.
+    let as_is: Vec<String> = s
+        .store
+        .effects(0, Some("command"))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.input)
+        .filter(|r| r.contains("(the project as it is)"))
+        .collect();
+    assert_eq!(as_is.len(), 1, "{as_is:?}");
+}
+
+/// The human changes the project between two tries: the tests of the
+/// project as it is run again, on what it is now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_project_as_it_is_is_tested_again_once_it_changed() {
+    let s = setup("http://127.0.0.1:9");
+    put_mean_project(&s, BUGGY, TWO_TESTS);
+    let tests = |store: std::sync::Arc<crate::store::Store>| crate::agent::checks::Tests {
+        store,
+        agent: "ag".into(),
+        config: Default::default(),
+        caps: crate::capabilities::Capabilities::new(&Default::default(), None).unwrap(),
+        max_bytes: 1 << 20,
+        as_is: Default::default(),
+    };
+    let t = tests(s.store.clone());
+    let never = || false;
+    assert!(t.failing_now("mathx.py", &never).is_some());
+    assert!(t.failing_now("mathx.py", &never).is_some());
+    s.store
+        .stable_put("mathx.py", MEAN.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    assert!(
+        t.failing_now("mathx.py", &never).is_none(),
+        "the fixed project passes"
+    );
+    let as_is = s
+        .store
+        .effects(0, Some("command"))
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.input.contains("(the project as it is)"))
+        .count();
+    assert_eq!(as_is, 2, "run, kept, run again after the change");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
