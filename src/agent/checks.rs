@@ -143,14 +143,15 @@ pub struct Tests {
     pub as_is: AsIsRuns,
 }
 
+/// A command, as it is run.
+type Argv = Vec<String>;
+
 /// Test runs on the project as the human has it, by command, each with
 /// the state of the project it ran on: the tries of one agent ask for the
 /// same run, which only a change of the project makes different (on the
 /// `inflection` package, 0.4–1.3 s a try).
 #[derive(Clone, Default)]
-pub struct AsIsRuns(
-    Arc<std::sync::Mutex<std::collections::HashMap<Vec<String>, (String, command::Ran)>>>,
-);
+pub struct AsIsRuns(Arc<std::sync::Mutex<std::collections::HashMap<Argv, (String, command::Ran)>>>);
 
 impl AsIsRuns {
     fn kept(&self, argv: &[String], state: &str) -> Option<command::Ran> {
