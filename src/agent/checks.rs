@@ -336,7 +336,9 @@ fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
         TestCommand::Named(TestsMode::Off) => return None,
         TestCommand::Argv(argv) => return Some(argv.clone()),
         TestCommand::Named(TestsMode::Auto) if pytest_installed() => {
-            // Short tracebacks: what [`digest`] reads.
+            // Short tracebacks, and the test's variables
+            // ([`super::assertion::explain`] puts them in the call): what
+            // [`digest`] reads.
             [
                 "python3",
                 "-m",
@@ -345,6 +347,7 @@ fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
                 "-p",
                 "no:cacheprovider",
                 "--tb=short",
+                "-l",
             ]
             .map(String::from)
             .to_vec()
@@ -434,10 +437,14 @@ fn digest(ran: &command::Ran, chars: usize) -> String {
             .or_else(|| before.iter().rev().find(|l| l.starts_with("    ")).copied())
             .map(str::trim);
         let error = first_error.map(|i| body[i][1..].trim());
+        let explained = failed.zip(error).and_then(|(line, error)| {
+            super::assertion::explain(line, error, &super::assertion::locals(body.iter().copied()))
+        });
         tests.push(
             std::iter::once(name)
                 .chain(failed)
                 .chain(error)
+                .chain(explained.as_deref())
                 .collect::<Vec<_>>()
                 .join("\n    "),
         );
@@ -767,7 +774,7 @@ mod tests {
         let d = digest(&ran, 2000);
         assert_eq!(
             d.split("\n\n").next().unwrap(),
-            "test_c[0]\n    assert camelize('a_b') == 'AB'\n    AssertionError: assert 'ab' == 'AB'"
+            "test_c[0]\n    assert camelize('a_b') == 'AB'\n    AssertionError: assert 'ab' == 'AB'\n    camelize('a_b') returned 'ab'; the test expects 'AB'"
         );
         assert_eq!(d.matches("AssertionError").count(), DIGEST_TESTS);
         assert!(d.ends_with("(and 2 more failing tests)"), "{d}");
@@ -778,7 +785,7 @@ mod tests {
         };
         assert_eq!(
             digest(&long, 2000),
-            "test_m\n    assert mean([1]) == 1\n    assert 0.5 == 1"
+            "test_m\n    assert mean([1]) == 1\n    assert 0.5 == 1\n    mean([1]) returned 0.5; the test expects 1"
         );
         // Another runner's output is kept as it ends.
         let other = command::Ran {

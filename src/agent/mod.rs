@@ -4,6 +4,7 @@
 //! a Remora node ([`node`]) — in one [`Run`] context. Every brain's answer
 //! passes the same [`gate`] before it is proposed.
 
+mod assertion;
 mod attempt;
 pub mod brain;
 pub mod checks;
