@@ -34,7 +34,8 @@
 //!   answer with a status.
 //! - [`rollback`]: rolling the project back to a snapshot, naming what
 //!   cannot be undone.
-//! - [`llm`]: LLM providers (Ollama, OpenAI-compatible) over HTTP.
+//! - [`llm`]: LLM providers (Ollama, OpenAI-compatible, Anthropic, Gemini)
+//!   over HTTP, and what a request waits for at the server (`llm::queue`).
 //! - [`memory`]: counts the library's live bytes, for the sandbox's memory limit.
 //! - [`sandbox`]: runs model-written Python in Monty with host functions
 //!   (which fail with a typed [`sandbox::HostError`]).
