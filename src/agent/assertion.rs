@@ -209,6 +209,19 @@ mod tests {
     }
 
     #[test]
+    fn text_beyond_ascii_is_read_whole() {
+        let said = explain(
+            "assert übersetze(wort) == 'ǅ'",
+            "AssertionError: assert 'ä == ö' == 'ǅ'",
+            &vars(&[("wort", "'straße'")]),
+        );
+        assert_eq!(
+            said.as_deref(),
+            Some("übersetze('straße') returned 'ä == ö'; the test expects 'ǅ'")
+        );
+    }
+
+    #[test]
     fn locals_are_read_from_pytests_listing() {
         let lines = [
             "E   AssertionError: assert 'a' == 'b'",
