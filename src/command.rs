@@ -79,10 +79,13 @@ struct Kept {
 /// A stream's text within [`OUTPUT_CAP`]: its start and its end, where a
 /// test runner says how it went, with the middle left out and said so.
 fn capped(kept: Kept) -> String {
-    let head = String::from_utf8_lossy(&kept.head).into_owned();
-    if kept.total <= kept.head.len() {
-        return head;
+    let whole = kept.total == kept.head.len() + kept.tail.len();
+    let mut bytes = kept.head;
+    if whole {
+        bytes.extend(kept.tail);
+        return String::from_utf8_lossy(&bytes).into_owned();
     }
+    let head = String::from_utf8_lossy(&bytes);
     let tail: Vec<u8> = kept.tail.into_iter().collect();
     let tail = String::from_utf8_lossy(&tail);
     // Whole lines of the end only.
@@ -372,6 +375,16 @@ mod tests {
         assert!(r.stdout.starts_with("1\n2\n3\n"), "the start stays");
         assert!(r.stdout.ends_with("99999\n100000\n"), "the end stays");
         assert!(r.stdout.contains("588895 bytes in all"), "and the count");
+        // Within the cap nothing is left out, however it was kept.
+        let r = run(
+            &argv(&["seq", "1", "2800"]),
+            dir.path(),
+            Duration::from_secs(5),
+            &never,
+        )
+        .unwrap();
+        let whole: String = (1..=2800).map(|n| format!("{n}\n")).collect();
+        assert_eq!(r.stdout, whole);
         assert!(run(
             &argv(&["no-such-program-xyz"]),
             dir.path(),
