@@ -216,14 +216,8 @@ impl Tests {
         argv: &[String],
         cancelled: &dyn Fn() -> bool,
     ) -> Result<command::Ran, command::CommandError> {
-        // What the scratch copy is made of: every stable file's content and mode.
-        let state = self.store.stable_modes().ok().map(|files| {
-            let mut h = blake3::Hasher::new();
-            for (path, hash, mode) in files {
-                h.update(format!("{path}\0{hash}\0{mode}\n").as_bytes());
-            }
-            h.finalize().to_hex().to_string()
-        });
+        // What the scratch copy is made of.
+        let state = self.store.stable_digest().ok();
         if let Some(ran) = state.as_deref().and_then(|s| self.as_is.kept(argv, s)) {
             return Ok(ran);
         }
@@ -330,12 +324,22 @@ fn pytest_installed() -> bool {
     })
 }
 
+/// What runs the tests when `tests.command` is "auto": pytest when Python
+/// can import it, else unittest.
+fn auto_runner() -> Runner {
+    if pytest_installed() {
+        Runner::Pytest
+    } else {
+        Runner::Unittest
+    }
+}
+
 /// The command to run for `tests`, or `None` when tests are off.
 fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
     let mut argv: Vec<String> = match &config.command {
         TestCommand::Named(TestsMode::Off) => return None,
         TestCommand::Argv(argv) => return Some(argv.clone()),
-        TestCommand::Named(TestsMode::Auto) if pytest_installed() => {
+        TestCommand::Named(TestsMode::Auto) if auto_runner() == Runner::Pytest => {
             // Short tracebacks, and the test's variables
             // ([`super::assertion::explain`] puts them in the call): what
             // [`digest`] reads.
@@ -503,7 +507,7 @@ impl Tests {
         new: &[String],
         cancelled: &dyn Fn() -> bool,
     ) -> Option<(String, String)> {
-        if !pytest_installed() {
+        if auto_runner() != Runner::Pytest {
             return None;
         }
         let folder = |p: &str| p.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
@@ -564,11 +568,7 @@ impl Tests {
             return Some(Problem::TestFileDoesNotLoad { path, output });
         }
         let after = self.view(true);
-        let runner = if pytest_installed() {
-            Runner::Pytest
-        } else {
-            Runner::Unittest
-        };
+        let runner = auto_runner();
         new.into_iter().find_map(|path| {
             let argv = command_for(&self.config, std::slice::from_ref(&path))?;
             let ran = self

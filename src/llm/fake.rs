@@ -196,10 +196,9 @@ impl Server {
                 .collect();
             return Reply::Status(200, serde_json::json!({ "models": models }).to_string());
         }
-        let (n_ctx, slots) = (self.n_ctx, self.slots);
-        match n_ctx {
+        match self.n_ctx {
             Some(_) if body.starts_with("get /slots") => {
-                let slots: Vec<serde_json::Value> = (0..slots.max(1))
+                let slots: Vec<serde_json::Value> = (0..self.slots.max(1))
                     .map(|id| serde_json::json!({"id": id, "is_processing": id < working}))
                     .collect();
                 Reply::Status(200, serde_json::Value::from(slots).to_string())

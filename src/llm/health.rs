@@ -41,9 +41,9 @@ pub async fn check(client: &LlmClient) -> Health {
 pub fn judge(config: &LlmConfig, models: Vec<String>, any_name: bool) -> Health {
     let (url, want) = (&config.url, &config.model);
     let latest = format!("{want}:latest");
-    let found = models
-        .iter()
-        .any(|m| m == want || (config.provider == Provider::Ollama && *m == latest));
+    let found = models.iter().any(|m| {
+        m == want || (config.provider == Provider::Ollama && super::ollama::same_model(m, want))
+    });
     let (ok, warning, message) = if found {
         (
             true,

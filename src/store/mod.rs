@@ -409,6 +409,16 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The stable layer as one hash of every file's path, content and
+    /// mode: equal only while the project is as it was.
+    pub fn stable_digest(&self) -> Result<String> {
+        let mut h = blake3::Hasher::new();
+        for (path, hash, mode) in self.stable_modes()? {
+            h.update(format!("{path}\0{hash}\0{mode}\n").as_bytes());
+        }
+        Ok(h.finalize().to_hex().to_string())
+    }
+
     /// Paths of the stable layer directly under or below `dir` ("" = root).
     pub fn stable_paths_under(&self, dir: &str) -> Result<Vec<String>> {
         let conn = self.conn();
