@@ -72,15 +72,14 @@ async fn a_change_after_which_the_same_tests_fail_is_never_proposed() {
 async fn the_project_as_it_is_is_tested_again_once_it_changed() {
     let s = setup("http://127.0.0.1:9");
     put_mean_project(&s, BUGGY, TWO_TESTS);
-    let tests = |store: std::sync::Arc<crate::store::Store>| crate::agent::checks::Tests {
-        store,
+    let t = crate::agent::checks::Tests {
+        store: s.store.clone(),
         agent: "ag".into(),
         config: Default::default(),
         caps: crate::capabilities::Capabilities::new(&Default::default(), None).unwrap(),
         max_bytes: 1 << 20,
         as_is: Default::default(),
     };
-    let t = tests(s.store.clone());
     let never = || false;
     assert!(t.failing_now("mathx.py", &never).is_some());
     assert!(t.failing_now("mathx.py", &never).is_some());

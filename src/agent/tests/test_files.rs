@@ -48,8 +48,7 @@ fn test_file(head: &str) -> Reply {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_test_file_that_pytest_cannot_load_goes_back_to_the_model() {
     pytest_is_importable();
-    let path_fix = "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\"))\n\n";
-    let server = FakeServer::start(vec![test_file(""), test_file(path_fix)]).await;
+    let server = FakeServer::start(vec![test_file(""), test_file(PATH_FIX)]).await;
     let s = textutils_project(&server.url);
     let done = run_on(&s, &create_tests()).await.unwrap();
     assert_eq!(done.rounds, 2, "{}", done.summary);
