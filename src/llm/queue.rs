@@ -75,6 +75,9 @@ struct Slot {
     working: bool,
 }
 
+/// The most models a [`WaitAhead::Loading`] names.
+const SHOWN: usize = 3;
+
 /// What a request waits for before its first token ([`LlmClient::wait_ahead`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitAhead {
@@ -94,11 +97,38 @@ impl std::fmt::Display for WaitAhead {
             WaitAhead::Loading { model, others } if others.is_empty() => {
                 write!(f, "the server is loading {model}")
             }
-            WaitAhead::Loading { model, others } => write!(
-                f,
-                "the server is loading {model} (it held {} for another request)",
-                others.join(", ")
-            ),
+            WaitAhead::Loading { model, others } => {
+                // The line is one line: a server that lists many models is
+                // named by a few.
+                let named = others[..others.len().min(SHOWN)].join(", ");
+                let more = match others.len().saturating_sub(SHOWN) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                write!(
+                    f,
+                    "the server is loading {model} (it held {named}{more} for another request)"
+                )
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_holding_many_models_is_named_by_a_few() {
+        let others: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        let said = WaitAhead::Loading {
+            model: "q".into(),
+            others,
+        }
+        .to_string();
+        assert_eq!(
+            said,
+            "the server is loading q (it held m0, m1, m2 and 997 more for another request)"
+        );
     }
 }
