@@ -360,6 +360,8 @@ fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
             ["python3", "-m", "unittest"].map(String::from).to_vec()
         }
     };
+    // Paths, never options, whatever their names.
+    argv.push("--".into());
     argv.extend(tests.iter().cloned());
     Some(argv)
 }
@@ -529,7 +531,7 @@ impl Tests {
         ]
         .map(String::from)
         .to_vec();
-        argv.push("--collect-only".into());
+        argv.extend(["--collect-only".into(), "--".into()]);
         argv.extend(beside.iter().chain(new).cloned());
         let what = "the test files it adds, loaded as `pytest` loads them";
         let ran = self.run_in_copy(&after, what, &argv, cancelled).ok()?;
@@ -753,6 +755,10 @@ mod tests {
         assert_eq!(command_for(&off, &["t.py".into()]), None);
         let auto = command_for(&TestsConfig::default(), &["tests/test_a.py".into()]).unwrap();
         assert_eq!(auto.last().map(String::as_str), Some("tests/test_a.py"));
+        // A file an agent names like an option (`-p_test.py` would load a
+        // plugin) is still a file to the runner.
+        let odd = command_for(&TestsConfig::default(), &["-p_test.py".into()]).unwrap();
+        assert_eq!(&odd[odd.len() - 2..], ["--", "-p_test.py"]);
     }
 
     #[test]
