@@ -104,11 +104,14 @@ fn with_values(call: &str, locals: &[(String, String)]) -> String {
     out
 }
 
-/// The variables pytest's `-l` lists under a failure
-/// (`        name      = value`).
+/// The variables pytest's `-l` lists under a failure's error
+/// (`        name      = value`); the source above the error, indented
+/// alike, is not read.
 pub fn locals<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<(String, String)> {
     lines
-        .filter(|l| l.starts_with("        ") && !l.trim_start().starts_with(['E', '>']))
+        .skip_while(|l| !l.starts_with("E "))
+        // pytest's own lines (`E   …`) start at the margin.
+        .filter(|l| l.starts_with("        "))
         .filter_map(|l| {
             let (name, value) = l.trim().split_once(" = ")?;
             let name = name.trim();
@@ -224,16 +227,20 @@ mod tests {
     #[test]
     fn locals_are_read_from_pytests_listing() {
         let lines = [
+            "    def test_h():",
+            "        human = 'not a local: the source above the error'",
             "E   AssertionError: assert 'a' == 'b'",
             "E     - b",
             "        human      = 'Employee salary'",
             "        underscore = 'employee_salary'",
+            "        Expected   = 3",
         ];
         assert_eq!(
             locals(lines.into_iter()),
             vars(&[
                 ("human", "'Employee salary'"),
-                ("underscore", "'employee_salary'")
+                ("underscore", "'employee_salary'"),
+                ("Expected", "3")
             ])
         );
     }
