@@ -88,16 +88,21 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
         .await
         .flatten();
     match fault {
+        None => Ok(Gated::Pass(notes)),
         Some(problem) if !last => Err(problem),
-        Some(Problem::TestFileDoesNotLoad { path, .. }) => {
-            notes.push(format!("`{path}` DOES NOT LOAD under `pytest {path}`"));
+        // The last round: proposed, and the human told.
+        Some(problem) => {
+            notes.push(match problem {
+                Problem::TestFileDoesNotLoad { path, .. } => {
+                    format!("`{path}` DOES NOT LOAD under `pytest {path}`")
+                }
+                Problem::NoTestFound { path, runner } => {
+                    format!("`{path}` HAS NO TEST that {runner} finds")
+                }
+                other => other.to_string(),
+            });
             Ok(Gated::Pass(notes))
         }
-        Some(Problem::NoTestFound { path, runner }) => {
-            notes.push(format!("`{path}` HAS NO TEST that {runner} finds"));
-            Ok(Gated::Pass(notes))
-        }
-        _ => Ok(Gated::Pass(notes)),
     }
 }
 
