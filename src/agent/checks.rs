@@ -264,7 +264,7 @@ const PROJECT_AS_IS: &str = "\u{0}project";
 const AS_IS: &str = "the project as it is";
 
 /// Whether `path` is a test file by the usual names.
-fn is_test_file(path: &str) -> bool {
+pub(super) fn is_test_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     if !name.ends_with(".py") || name == "__init__.py" || name == "conftest.py" {
         return false;

@@ -235,9 +235,11 @@ impl Talk {
                     run.store.overlay_clear(&run.job.id)?;
                     only_unchanged &= problem == Problem::Unchanged;
                     if !self.fresh_tries {
-                        let told = problem.to_string();
-                        self.messages
-                            .push(prompt::repair_message(self.form, &told, self.language));
+                        self.messages.push(prompt::repair_message(
+                            self.form,
+                            &problem,
+                            self.language,
+                        ));
                     }
                     last_problem = problem;
                 }

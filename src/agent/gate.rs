@@ -76,7 +76,8 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
             said: "the test run stopped unexpectedly".into(),
         });
     notes.extend(tested.note());
-    let gated = judge(tested, fixing, last, notes)?;
+    let written_tests = only_test_files(store, &job.id).map_err(failed)?;
+    let gated = judge(tested, fixing, last, written_tests, notes)?;
     let Gated::Pass(mut notes) = gated else {
         return Ok(gated);
     };
@@ -106,9 +107,46 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
     }
 }
 
+/// The first test file the change writes, when it changes nothing else.
+fn only_test_files(store: &Store, agent: &str) -> Result<Option<String>, crate::store::StoreError> {
+    let changed: Vec<String> = store
+        .overlay_entries(agent)?
+        .into_iter()
+        .filter(|(_, e)| e.hash.is_some() && e.hash != e.base_hash)
+        .map(|(p, _)| p)
+        .collect();
+    Ok(match changed.iter().all(|p| checks::is_test_file(p)) {
+        true => changed.into_iter().next(),
+        false => None,
+    })
+}
+
 /// What the tests' verdict makes of an attempt with `notes`: `fixing`,
-/// the task asks to fix something; `last`, no round follows.
+/// the task asks to fix something; `last`, no round follows;
+/// `written_tests`, the test file the change writes when it changes only
+/// tests.
 fn judge(
+    tested: checks::Verdict,
+    fixing: bool,
+    last: bool,
+    written_tests: Option<String>,
+    notes: Vec<String>,
+) -> Result<Gated, Problem> {
+    let asked_for_tests = written_tests.filter(|_| !fixing && !last);
+    match (tested, asked_for_tests) {
+        // Asked for tests: the code is as the human has it, so the tests
+        // are what is wrong.
+        (
+            checks::Verdict::Broke { said, output, .. }
+            | checks::Verdict::AlreadyFailing { said, output },
+            Some(path),
+        ) => Err(Problem::WrittenTestsFail { path, said, output }),
+        (tested, _) => judge_change(tested, fixing, last, notes),
+    }
+}
+
+/// [`judge`] for a change of code.
+fn judge_change(
     tested: checks::Verdict,
     fixing: bool,
     last: bool,

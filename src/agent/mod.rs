@@ -20,6 +20,7 @@ mod packages;
 mod problem;
 pub mod prompt;
 mod refactor;
+mod runaway;
 mod scene;
 mod scope;
 pub mod tools;
@@ -207,13 +208,45 @@ pub(crate) async fn logged_reply(
     on_delta: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<crate::llm::Reply, LlmError> {
     let started = std::time::Instant::now();
-    let reply = llm.chat_reply(messages, opts, cancel, on_delta).await;
+    // A reply that loops is cut where that shows, as the token limit would
+    // cut it, rather than heard out.
+    let stop = cancel.child_token();
+    let watch = std::sync::Mutex::new(runaway::Runaway::default());
+    let watched = |piece: &str| {
+        let mut watch = watch.lock().unwrap_or_else(|e| e.into_inner());
+        if !stop.is_cancelled() && watch.feed(piece) {
+            stop.cancel();
+        }
+        on_delta(piece)
+    };
+    let reply = match llm.chat_reply(messages, opts, &stop, &watched).await {
+        Err(LlmError::Cancelled) if !cancel.is_cancelled() => {
+            let watch = watch.lock().unwrap_or_else(|e| e.into_inner());
+            match watch.looped() {
+                Some(_) => Ok(crate::llm::Reply {
+                    text: watch.heard().to_owned(),
+                    tool_call: None,
+                }),
+                None => Err(LlmError::Cancelled),
+            }
+        }
+        reply => reply,
+    };
     let output = match &reply {
         Ok(r) => match &r.tool_call {
             Some(call) => format!("{}{}", r.text, call.as_text()),
             None => r.text.clone(),
         },
         Err(e) => format!("error: {e}"),
+    };
+    let looped = watch
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .looped()
+        .map(str::to_owned);
+    let output = match looped {
+        Some(line) => format!("{output}\n[cut: the reply went into a loop, lines like `{line}`]"),
+        None => output,
     };
     store.effect_record(
         "llm",

@@ -27,6 +27,15 @@ pub enum Problem {
     /// Asked to fix what fails, and the same tests fail.
     #[error("Your change fixed none of the failing tests ({said}):\n{output}\nFix the code so that they pass.")]
     TestsStillFail { said: String, output: String },
+    /// Asked for tests, and the tests the change writes fail on the code
+    /// as it is: the tests are what to correct (the task does not ask to
+    /// change the code).
+    #[error("The tests you wrote fail on the code as it is ({said}):\n{output}\nThe task asks for tests, not for a change of the code: a test must expect what the code does. Correct the expected values that are wrong, or leave out the tests you are unsure of.")]
+    WrittenTestsFail {
+        path: String,
+        said: String,
+        output: String,
+    },
     /// Asked to fix definitions, and every one of them is as it was.
     #[error(
         "The change leaves {} as it was, and the task is about {}. Change {} as the task asks.",
@@ -73,6 +82,20 @@ fn more(names: &[String]) -> String {
     match names.len().saturating_sub(5) {
         0 => String::new(),
         n => format!(" and {n} more"),
+    }
+}
+
+impl Problem {
+    /// The new file whose next version the model writes whole: a test
+    /// file it wrote that fails, finds no test or does not load. (The
+    /// round starts from the project as it is, where that file is not.)
+    pub fn whole_file(&self) -> Option<&str> {
+        match self {
+            Problem::WrittenTestsFail { path, .. }
+            | Problem::NoTestFound { path, .. }
+            | Problem::TestFileDoesNotLoad { path, .. } => Some(path),
+            _ => None,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The prompts of a code-mode agent: what the model may call, which Python
 //! it may use, and the task with its context, in the language of the file.
 
+use super::Problem;
 use crate::lang::{self, Language};
 use crate::llm::ChatMessage;
 
@@ -248,14 +249,17 @@ pub fn feedback_message(feedback: &[crate::store::Feedback]) -> ChatMessage {
 }
 
 /// The message asking the model to fix its answer after `problem`.
-pub fn repair_message(form: EditForm, problem: &str, language: &Language) -> ChatMessage {
+pub fn repair_message(form: EditForm, problem: &Problem, language: &Language) -> ChatMessage {
     let fence = language.fence;
-    ChatMessage::user(match form {
-        EditForm::Program => format!(
+    ChatMessage::user(match (form, problem.whole_file()) {
+        (EditForm::Program, _) => format!(
             "Your program did not work:\n```\n{problem}\n```\nFix it and reply with the complete corrected program in one ```python block. Remember to call submit_result at the end."
         ),
-        EditForm::Definitions => format!(
+        (EditForm::Definitions, None) => format!(
             "That did not work:\n```\n{problem}\n```\nReply again with the complete corrected definitions in one ```{fence} block, and nothing else."
+        ),
+        (EditForm::Definitions, Some(path)) => format!(
+            "That did not work:\n```\n{problem}\n```\nReply again with the whole file `{path}`, corrected, in one ```{fence} block, and nothing else."
         ),
     })
 }

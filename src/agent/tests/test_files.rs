@@ -107,3 +107,62 @@ async fn a_test_file_in_which_no_test_is_found_goes_back_to_the_model() {
     );
     assert!(done.summary.contains("tests passed"), "{}", done.summary);
 }
+
+/// Asked for tests, the model wrote one that expects what the code does
+/// not do: the test is what to correct, not the code (which the task does
+/// not ask to change), and the file comes back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_written_test_that_fails_on_the_code_as_it_is_goes_back_as_the_test_to_correct() {
+    pytest_is_importable();
+    let wrong = Reply::OpenaiStream(format!(
+        "```python\n{PATH_FIX}from textutils import slugify\n\n\ndef test_slugify():\n    assert slugify('A b') == 'A-b'\n```"
+    ));
+    let server = FakeServer::start(vec![wrong, test_file(PATH_FIX)]).await;
+    let mut s = textutils_project(&server.url);
+    s.config.llm.model = "qwen2.5-coder:1.5b".into();
+    let done = run_on(&s, &create_tests()).await.unwrap();
+    assert_eq!(done.rounds, 2, "{}", done.summary);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("The tests you wrote fail on the code as it is")
+            && second.contains("the whole file `tests/test_textutils.py`")
+            && !second.contains("Fix the code"),
+        "{second}"
+    );
+    assert!(done.summary.contains("tests passed"), "{}", done.summary);
+}
+
+/// A reply that loops, one assertion after another with a number counting
+/// on, is cut once it is plainly a loop, as the token limit would cut it,
+/// not heard out; what came before the cut is the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_loops_is_cut_where_the_loop_shows() {
+    pytest_is_importable();
+    let mut looping =
+        format!("```python\n{PATH_FIX}from textutils import slugify\n\n\ndef test_slugify():\n");
+    for i in 0..2000 {
+        looping.push_str(&format!("    assert slugify('a{i}') == 'a{i}'\n"));
+    }
+    // A machine that writes the 2,000 lines in about 40 s.
+    let server = FakeServer::start(vec![Reply::SlowStream(looping, 2)]).await;
+    let mut s = textutils_project(&server.url);
+    s.config.llm.model = "qwen2.5-coder:1.5b".into();
+    let started = std::time::Instant::now();
+    let done = run_on(&s, &create_tests()).await.unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "heard out: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(done.rounds, 1, "{}", done.summary);
+    let written = overlay_file(&s, "tests/test_textutils.py").unwrap();
+    assert_eq!(written.matches("assert slugify").count(), 20, "{written}");
+    let said = s.store.effects(0, Some("llm")).unwrap();
+    assert!(
+        said[0].output.ends_with(
+            "[cut: the reply went into a loop, lines like `assert slugify('a0') == 'a0'`]"
+        ),
+        "{}",
+        said[0].output
+    );
+}
