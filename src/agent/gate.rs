@@ -67,16 +67,23 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
             echoed.join("; ")
         ));
     }
-    run.say("running the project's tests");
-    let tested = run
-        .tests()
-        .off_runtime(run.cancel, |t, stop| t.check(stop))
-        .await
-        .unwrap_or(checks::Verdict::Unavailable {
-            said: "the test run stopped unexpectedly".into(),
-        });
-    notes.extend(tested.note());
+    let mut tested = run_tests(run).await;
     let written_tests = only_test_files(store, &job.id).map_err(failed)?;
+    if let (Some(path), false, checks::Verdict::Broke { broke, .. }) =
+        (&written_tests, fixing, &tested)
+    {
+        let task = &job.spec.task;
+        let left = super::unasked::leave_out(store, &job.id, path, task, broke, max_bytes)
+            .map_err(failed)?;
+        if !left.is_empty() {
+            notes.push(format!(
+                "left out tests the task did not ask for, which fail on the code as it is: {}",
+                left.join(", ")
+            ));
+            tested = run_tests(run).await;
+        }
+    }
+    notes.extend(tested.note());
     let gated = judge(tested, fixing, last, written_tests, notes)?;
     let Gated::Pass(mut notes) = gated else {
         return Ok(gated);
@@ -105,6 +112,17 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
             Ok(Gated::Pass(notes))
         }
     }
+}
+
+/// The tests' verdict on the run's overlay.
+async fn run_tests(run: &Run<'_>) -> checks::Verdict {
+    run.say("running the project's tests");
+    run.tests()
+        .off_runtime(run.cancel, |t, stop| t.check(stop))
+        .await
+        .unwrap_or(checks::Verdict::Unavailable {
+            said: "the test run stopped unexpectedly".into(),
+        })
 }
 
 /// The first test file the change writes, when it changes nothing else.

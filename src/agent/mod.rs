@@ -24,6 +24,7 @@ mod runaway;
 mod scene;
 mod scope;
 pub mod tools;
+mod unasked;
 pub mod world;
 
 use std::sync::Arc;

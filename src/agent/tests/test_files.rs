@@ -166,3 +166,40 @@ async fn a_reply_that_loops_is_cut_where_the_loop_shows() {
         said[0].output
     );
 }
+
+/// Asked for a test of `slugify`, the model also tested a function the
+/// task does not name, expecting what it does not do, and gave that back
+/// unchanged when told: the unasked failing test is left out, the asked
+/// one stands, and the summary says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_test_of_what_the_task_does_not_name_is_left_out() {
+    pytest_is_importable();
+    let both = format!(
+        "```python\n{PATH_FIX}from textutils import shout, slugify\n\n\ndef test_slugify():\n    assert slugify('A b') == 'a-b'\n\n\ndef test_shout():\n    assert shout('a') == 'A'\n```"
+    );
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(both.clone()),
+        Reply::OpenaiStream(both),
+    ])
+    .await;
+    let mut s = textutils_project(&server.url);
+    s.config.llm.model = "qwen2.5-coder:1.5b".into();
+    let module = format!("{TEXTUTILS}\n\ndef shout(text):\n    return text + '!'\n");
+    s.store
+        .stable_put("textutils.py", module.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let done = run_on(&s, &create_tests()).await.unwrap();
+    assert_eq!(done.rounds, 1, "{}", done.summary);
+    let written = overlay_file(&s, "tests/test_textutils.py").unwrap();
+    assert!(
+        written.contains("def test_slugify") && !written.contains("def test_shout"),
+        "{written}"
+    );
+    assert!(
+        done.summary.contains(
+            "left out tests the task did not ask for, which fail on the code as it is: test_shout"
+        ) && done.summary.contains("tests passed"),
+        "{}",
+        done.summary
+    );
+}
