@@ -88,20 +88,20 @@ impl Verdict {
 
 /// Failing tests as a person names them: `test_single`, not the
 /// runner's whole line; at most five, then how many more.
-fn names(tests: &[String]) -> String {
-    let short: Vec<&str> = tests
+/// A failing test as [`failures`] reads it, without the runner's words
+/// and path: `test_x[1]`.
+pub(super) fn short_id(id: &str) -> &str {
+    let t = ["FAILED ", "ERROR ", "FAIL: ", "ERROR: "]
         .iter()
-        .take(5)
-        .map(|t| {
-            let t = ["FAILED ", "ERROR ", "FAIL: ", "ERROR: "]
-                .iter()
-                .find_map(|p| t.strip_prefix(p))
-                .unwrap_or(t);
-            // unittest: `test_x (module.Class.test_x)`; pytest: `file::Class::test_x`.
-            let t = t.split(" (").next().unwrap_or(t);
-            t.rsplit("::").next().unwrap_or(t)
-        })
-        .collect();
+        .find_map(|p| id.strip_prefix(p))
+        .unwrap_or(id);
+    // unittest: `test_x (module.Class.test_x)`; pytest: `file::Class::test_x`.
+    let t = t.split(" (").next().unwrap_or(t);
+    t.rsplit("::").next().unwrap_or(t)
+}
+
+fn names(tests: &[String]) -> String {
+    let short: Vec<&str> = tests.iter().take(5).map(|t| short_id(t)).collect();
     match tests.len().saturating_sub(5) {
         0 => short.join(", "),
         n => format!("{} and {n} more", short.join(", ")),

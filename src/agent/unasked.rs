@@ -98,12 +98,11 @@ fn asked_names(task: &str, tests: &str, read: &dyn Fn(&str) -> Option<String>) -
         .collect()
 }
 
-/// A test's own name in a runner's id (`tests/t.py::test_x[1]`,
-/// `T.test_x`).
+/// A test's own name in a failing test's id (`FAIL: test_x (m.T.test_x)`,
+/// `FAILED tests/t.py::test_x[1]`).
 fn test_name(id: &str) -> &str {
-    let id = id.split('[').next().unwrap_or(id);
-    let id = id.rsplit("::").next().unwrap_or(id);
-    id.rsplit('.').next().unwrap_or(id)
+    let id = super::checks::short_id(id);
+    id.split('[').next().unwrap_or(id)
 }
 
 #[cfg(test)]
@@ -112,8 +111,14 @@ mod tests {
 
     #[test]
     fn a_test_id_is_reduced_to_its_name() {
-        assert_eq!(test_name("tests/test_t.py::test_x[a-b]"), "test_x");
-        assert_eq!(test_name("TextTestCase.test_title_case"), "test_title_case");
-        assert_eq!(test_name("test_truncate"), "test_truncate");
+        assert_eq!(test_name("FAILED tests/test_t.py::test_x[a-b]"), "test_x");
+        assert_eq!(
+            test_name("FAIL: test_title_case (tests.test_text.TextTestCase.test_title_case)"),
+            "test_title_case"
+        );
+        assert_eq!(
+            test_name("ERROR: test_truncate (t.T.test_truncate)"),
+            "test_truncate"
+        );
     }
 }
