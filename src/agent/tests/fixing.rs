@@ -161,8 +161,8 @@ async fn a_change_that_leaves_the_function_the_task_names_as_it_was_is_no_fix() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn candidates_are_drawn_at_once_when_the_server_has_free_slots() {
-    // Four slots: the four tries are asked for at once.
+async fn candidates_after_the_first_are_drawn_at_once_when_the_server_has_free_slots() {
+    // Four slots: the first try alone, then the other three at once.
     let slow = |body: &str| Reply::After(300, Box::new(answer(body)));
     let server = FakeServer::start_slots(
         vec![
@@ -183,7 +183,7 @@ async fn candidates_are_drawn_at_once_when_the_server_has_free_slots() {
         server
             .most_at_once
             .load(std::sync::atomic::Ordering::SeqCst),
-        4
+        3
     );
     // Each try is a model call of its own in the effect log, named so.
     let calls: Vec<String> = s
@@ -212,6 +212,24 @@ async fn candidates_are_drawn_at_once_when_the_server_has_free_slots() {
             && runs.iter().any(|r| r.contains("(the project as it is)")),
         "{runs:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_try_that_fixes_is_proposed_without_drawing_others_beside_it() {
+    let server = FakeServer::start_slots(
+        vec![
+            answer("    return sum(xs) / len(xs)\n"),
+            answer("    return sum(xs) / (len(xs) + 2)\n"),
+        ],
+        4,
+    )
+    .await;
+    let s = setup(&server.url);
+    put_mean_project(&s, BUGGY, TWO_TESTS);
+    let done = run_on(&s, &fix("fix mean in mathx.py")).await.unwrap();
+    assert_eq!(proposed(&s), MEAN);
+    assert_eq!(done.rounds, 1);
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
