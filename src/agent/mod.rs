@@ -220,35 +220,29 @@ pub(crate) async fn logged_reply(
         }
         on_delta(piece)
     };
-    let reply = match llm.chat_reply(messages, opts, &stop, &watched).await {
-        Err(LlmError::Cancelled) if !cancel.is_cancelled() => {
-            let watch = watch.lock().unwrap_or_else(|e| e.into_inner());
-            match watch.looped() {
-                Some(_) => Ok(crate::llm::Reply {
-                    text: watch.heard().to_owned(),
-                    tool_call: None,
-                }),
-                None => Err(LlmError::Cancelled),
-            }
+    let reply = llm.chat_reply(messages, opts, &stop, &watched).await;
+    let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
+    let reply = match reply {
+        Err(LlmError::Cancelled) if watch.looped().is_some() && !cancel.is_cancelled() => {
+            Ok(crate::llm::Reply {
+                text: watch.heard().to_owned(),
+                tool_call: None,
+            })
         }
         reply => reply,
     };
-    let output = match &reply {
+    let mut output = match &reply {
         Ok(r) => match &r.tool_call {
             Some(call) => format!("{}{}", r.text, call.as_text()),
             None => r.text.clone(),
         },
         Err(e) => format!("error: {e}"),
     };
-    let looped = watch
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .looped()
-        .map(str::to_owned);
-    let output = match looped {
-        Some(line) => format!("{output}\n[cut: the reply went into a loop, lines like `{line}`]"),
-        None => output,
-    };
+    if let Some(line) = watch.looped() {
+        output.push_str(&format!(
+            "\n[cut: the reply went into a loop, lines like `{line}`]"
+        ));
+    }
     store.effect_record(
         "llm",
         Some(agent),

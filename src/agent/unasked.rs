@@ -31,7 +31,10 @@ pub fn leave_out(
             .ok()
             .and_then(|p| ov.read_text(&p).ok())
     };
-    let Some(text) = read(path) else {
+    let Ok(file) = ProjectPath::parse(path) else {
+        return Ok(vec![]);
+    };
+    let Ok(text) = ov.read_text(&file) else {
         return Ok(vec![]);
     };
     let asked = asked_names(task, &text, &read);
@@ -56,10 +59,7 @@ pub fn leave_out(
     for d in gone.iter().rev() {
         kept.replace_range(crate::python::refactor::removal_span(&text, d), "");
     }
-    let Ok(p) = ProjectPath::parse(path) else {
-        return Ok(vec![]);
-    };
-    if ov.write(&p, kept.as_bytes()).is_err() {
+    if ov.write(&file, kept.as_bytes()).is_err() {
         return Ok(vec![]);
     }
     Ok(gone.iter().map(|d| d.qualified_name()).collect())
