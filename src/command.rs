@@ -24,6 +24,8 @@ pub enum CommandError {
     Checkout(String),
     #[error("run_command(): {0}")]
     Confine(String),
+    #[error("run_command(): {0}; the project's code does not run unconfined unless agents.run_unconfined = true (:help chimera-confinement)")]
+    Unconfinable(crate::confine::ConfineError),
     #[error("run_command(): cannot start {program:?}: {source}")]
     Start {
         program: String,
@@ -212,22 +214,33 @@ fn wait(
     ended
 }
 
-/// Where a confined command may go ([`crate::confine`]), and its own
+/// What a confined command is given ([`crate::launch`]), and its own
 /// temporary folder (`TMPDIR`).
 #[derive(Debug, Clone)]
 pub struct Confined {
-    pub rules: crate::confine::Rules,
+    pub policy: crate::launch::Policy,
     pub tmp: std::path::PathBuf,
 }
 
 impl Confined {
     /// A command working in `dir`: the system's folders, the program's
     /// install, `dir` and `tmp` — nothing that holds or lies in `root`
-    /// (a program installed in the project is not readable). `None`
-    /// where the kernel cannot confine ([`crate::confine::available`]).
-    pub fn in_scratch(argv: &[String], dir: &Path, tmp: &Path, root: &Path) -> Option<Confined> {
+    /// (a program installed in the project is not readable). Where the
+    /// kernel cannot confine ([`crate::confine::available`]): `None` when
+    /// the user allows that (`unconfined`), else refused.
+    pub fn in_scratch(
+        argv: &[String],
+        (dir, tmp): (&Path, &Path),
+        root: &Path,
+        unconfined: bool,
+    ) -> Result<Option<Confined>, CommandError> {
         if !crate::confine::available() {
-            return None;
+            return match unconfined {
+                true => Ok(None),
+                false => Err(CommandError::Unconfinable(
+                    crate::confine::ConfineError::Unavailable,
+                )),
+            };
         }
         let mut rules = crate::confine::Rules::system();
         if let Some(program) = argv.first() {
@@ -236,22 +249,26 @@ impl Confined {
         rules.drop_touching(root);
         rules.write.push(dir.to_path_buf());
         rules.write.push(tmp.to_path_buf());
-        Some(Confined {
-            rules,
+        Ok(Some(Confined {
+            policy: crate::launch::Policy {
+                files: rules,
+                network: crate::launch::Network::Off,
+            },
             tmp: tmp.to_path_buf(),
-        })
+        }))
     }
 }
 
 /// Runs `argv` as [`run`] does, in a scratch checkout of `view` (only the
 /// files `visible` lets it see) that is removed afterwards, confined by
 /// the kernel to that checkout where it can be
-/// ([`Confined::in_scratch`]): `run_command`'s and the test runs' way.
+/// ([`Confined::in_scratch`]; `unconfined`: the user lets it run where
+/// the kernel cannot): `run_command`'s and the test runs' way.
 pub fn run_in_checkout(
     view: &Overlay<'_>,
     visible: impl Fn(&str) -> bool,
     argv: &[String],
-    limit: Duration,
+    (limit, unconfined): (Duration, bool),
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Ran, CommandError> {
     let scratch = tempfile::Builder::new()
@@ -262,8 +279,8 @@ pub fn run_in_checkout(
     for d in [&dir, &tmp] {
         std::fs::create_dir_all(d).map_err(CommandError::Scratch)?;
     }
+    let confined = Confined::in_scratch(argv, (&dir, &tmp), view.root(), unconfined)?;
     checkout(view, &dir, visible)?;
-    let confined = Confined::in_scratch(argv, &dir, &tmp, view.root());
     run_confined(argv, &dir, confined.as_ref(), limit, cancelled)
 }
 
@@ -277,23 +294,23 @@ pub fn run_confined(
 ) -> Result<Ran, CommandError> {
     let (program, args) = argv.split_first().ok_or(CommandError::Empty)?;
     let started = Instant::now();
-    let mut command = crate::confine::command(program, confined.map(|c| &c.rules))
+    let tmp = confined.map(|c| ("TMPDIR".to_string(), c.tmp.display().to_string()));
+    let mut launch = crate::launch::Launch::new(program, confined.map(|c| &c.policy), &[], tmp)
         .map_err(|e| CommandError::Confine(e.to_string()))?;
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    command
+    launch
+        .command()
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(c) = confined {
-        command.env("TMPDIR", &c.tmp);
-    }
-    let (mut child, stop) =
-        crate::reaper::spawn(&mut command).map_err(|source| CommandError::Start {
-            program: program.clone(),
-            source,
-        })?;
+    // Its network is off: no doors to serve.
+    let crate::launch::Started {
+        mut child, stop, ..
+    } = launch.spawn().map_err(|source| CommandError::Start {
+        program: program.clone(),
+        source,
+    })?;
     let readers = [
         child
             .stdout

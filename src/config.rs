@@ -350,6 +350,10 @@ pub struct AgentsConfig {
     pub max_iterations: usize,
     /// Time limit of one `run_command`.
     pub command_timeout_ms: u64,
+    /// Runs the project's tests and `run_command` without the kernel's
+    /// confinement where this system has none (they are refused there
+    /// otherwise).
+    pub run_unconfined: bool,
     /// How tool mode asks for calls: the provider's native `tool_calls`,
     /// the JSON text protocol, or `auto` (native except on llama.cpp).
     pub tool_calls: ToolCalls,
@@ -369,49 +373,46 @@ pub struct ExternalAgent {
     /// Folders and files outside the system's it may read besides its own
     /// install (`~` is the home folder): what its program needs.
     pub readable: Vec<String>,
-    /// Folders and files it may also write: its own state. Added to the
-    /// known agents' own (see [`ExternalAgent::state`]).
+    /// Folders and files it may also write (its own home is always
+    /// writable: `acp::home`).
     pub writable: Vec<String>,
     /// Runs it without the kernel's confinement, where this system has
     /// none. It still works in its own folder, not the project.
     pub unconfined: bool,
+    /// The user's environment variables it is given besides the
+    /// launcher's allow-list ([`crate::launch::env`]): its API key.
+    pub pass_env: Vec<String>,
+    /// Where its network may go: URLs or `host:port`. Unset: its kind's
+    /// provider (`acp::known`) and the URLs its `env` names (a local
+    /// model server).
+    pub network: Option<Vec<String>>,
+    /// Which agent it is when its name does not say (`claude`, `codex`,
+    /// `gemini`, `opencode`): its provider's hosts, its login.
+    pub kind: Option<String>,
 }
 
-/// The state folders known agents keep (their sessions, logs, caches,
-/// logins), by a word of their command line.
-const KNOWN_STATE: &[(&str, &[&str])] = &[
-    (
-        "opencode",
-        &[
-            "~/.local/share/opencode",
-            "~/.local/state/opencode",
-            "~/.config/opencode",
-            "~/.cache/opencode",
-        ],
-    ),
-    (
-        "claude",
-        &["~/.claude", "~/.claude.json", "~/.config/claude"],
-    ),
-    ("codex", &["~/.codex"]),
-    ("gemini", &["~/.gemini"]),
-    ("npx", &["~/.npm"]),
-    ("uvx", &["~/.cache/uv", "~/.local/share/uv"]),
-];
-
 impl ExternalAgent {
-    /// Where it may write besides its folder: the state folders of the
-    /// agents its command line names, and `writable`, `~` expanded.
-    pub fn state(&self) -> Vec<std::path::PathBuf> {
-        let line = self.command.join(" ").to_lowercase();
-        let known = KNOWN_STATE
-            .iter()
-            .filter(|(word, _)| line.contains(word))
-            .flat_map(|(_, dirs)| dirs.iter().map(|d| d.to_string()));
-        known
-            .chain(self.writable.iter().cloned())
-            .filter_map(|d| expand_home(&d))
-            .collect()
+    /// Where its network may go by its options: each `network` entry, or
+    /// when that is unset, the URLs its `env` names (a model server of
+    /// yours); the hosts of its kind come on top then (see
+    /// `acp::known`). An entry that names no port is an error.
+    pub fn targets(&self) -> Result<Vec<crate::launch::Target>, String> {
+        match &self.network {
+            Some(entries) => entries
+                .iter()
+                .map(|e| {
+                    target_of(e).ok_or_else(|| {
+                        format!("network entry {e:?} names no host and port (a URL or host:port)")
+                    })
+                })
+                .collect(),
+            None => Ok(self
+                .env
+                .values()
+                .flat_map(|v| urls_in(v))
+                .filter_map(target_of)
+                .collect()),
+        }
     }
 
     /// `readable`, `~` expanded.
@@ -421,6 +422,48 @@ impl ExternalAgent {
             .filter_map(|d| expand_home(d))
             .collect()
     }
+
+    /// `writable`, `~` expanded.
+    pub fn writable(&self) -> Vec<std::path::PathBuf> {
+        self.writable
+            .iter()
+            .filter_map(|d| expand_home(d))
+            .collect()
+    }
+}
+
+/// The host and port a network entry names: a URL's (its scheme's port
+/// by default) or a `host:port`'s.
+fn target_of(entry: &str) -> Option<crate::launch::Target> {
+    let url = if entry.contains("://") {
+        reqwest::Url::parse(entry).ok()?
+    } else {
+        reqwest::Url::parse(&format!("tcp://{entry}")).ok()?
+    };
+    let host = url
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    Some(crate::launch::Target {
+        host: host.to_owned(),
+        port: url.port_or_known_default()?,
+    })
+}
+
+/// The `http://` and `https://` addresses in `text` (a URL variable, or
+/// a JSON configuration that holds one).
+fn urls_in(text: &str) -> impl Iterator<Item = &str> {
+    let starts = text
+        .match_indices("http://")
+        .chain(text.match_indices("https://"))
+        .map(|(i, _)| i);
+    starts.map(move |i| {
+        let rest = &text[i..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '}' | ']'))
+            .unwrap_or(rest.len());
+        &rest[..end]
+    })
 }
 
 /// `~/x` as a path in the home folder; other paths as they are; `None`
@@ -491,6 +534,7 @@ impl Default for AgentsConfig {
             mode: AgentMode::Code,
             max_iterations: 10,
             command_timeout_ms: 60_000,
+            run_unconfined: false,
             tool_calls: ToolCalls::Auto,
             external: Default::default(),
         }

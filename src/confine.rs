@@ -10,6 +10,7 @@
 //! secrets are out of reach by any path, link or `..`.
 
 use std::path::{Path, PathBuf};
+#[cfg(not(target_os = "linux"))]
 use std::process::Command;
 
 pub mod seatbelt;
@@ -25,6 +26,8 @@ pub enum ConfineError {
         root: PathBuf,
         how: &'static str,
     },
+    #[error("this kernel cannot limit a program's network to some ports (Landlock ABI 4, Linux 6.7, is needed); the agent does not start unless it runs unconfined")]
+    NoPortRules,
     #[error("cannot set up the confinement: {0}")]
     Setup(String),
 }
@@ -38,9 +41,10 @@ pub struct Rules {
     pub write: Vec<PathBuf>,
 }
 
-/// The system's folders every program reads: its libraries, its
-/// configuration, `/proc` and `/dev`. `/tmp`, `/home` and `/var` are not
-/// among them.
+/// The system's folders every program reads: its libraries and its
+/// configuration. `/tmp`, `/home` and `/var` are not among them, nor
+/// `/proc` and `/dev`, which the launcher gives of the process's own
+/// ([`crate::launch`]).
 const SYSTEM: &[&str] = &[
     "/usr",
     "/bin",
@@ -53,9 +57,9 @@ const SYSTEM: &[&str] = &[
     "/opt",
     "/nix",
     "/snap",
-    "/proc",
     "/sys",
-    "/dev",
+    "/dev/random",
+    "/dev/urandom",
     "/run/systemd/resolve",
     // macOS
     "/System",
@@ -81,16 +85,9 @@ const TOOLCHAINS: &[&str] = &[
     "~/go/pkg/mod",
 ];
 
-/// Devices every program may write to.
-const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-    "/dev/shm",
-];
+/// Devices every program may write to (`/dev/tty` is no terminal of the
+/// user's: a launched process has a session of its own).
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
 /// The folders of `PYTHONPATH` (`value`) that exist, absolute: where the
 /// user's Python finds its packages (pytest installed with `--target`),
@@ -283,11 +280,10 @@ pub fn available() -> bool {
     *AVAILABLE.get_or_init(imp::available)
 }
 
-/// A command that runs `program`, confined to `rules` when they are
-/// given; every process it starts inherits the confinement. Its
-/// arguments, environment and folder are the caller's to set; any other
-/// `pre_exec` that forks must come after (the supervisor of
-/// [`crate::reaper`] is confined too).
+/// A command that runs `program` confined to `rules` where that is a
+/// wrapper program (macOS's `sandbox-exec`); on Linux the launcher
+/// confines the process itself ([`crate::launch`]).
+#[cfg(not(target_os = "linux"))]
 pub fn command(program: &str, rules: Option<&Rules>) -> Result<Command, ConfineError> {
     match rules {
         None => Ok(Command::new(program)),
@@ -297,65 +293,9 @@ pub fn command(program: &str, rules: Option<&Rules>) -> Result<Command, ConfineE
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use std::os::fd::{AsRawFd, OwnedFd};
-    use std::os::unix::process::CommandExt;
-    use std::process::Command;
-
-    use landlock::{
-        path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
-    };
-
-    use super::{ConfineError, Rules};
-
-    /// The newest rights this build knows; an older kernel enforces what
-    /// it has (best effort), a kernel without Landlock none at all, which
-    /// [`available`] tells.
-    const ABI_WANTED: ABI = ABI::V6;
-
+    /// Landlock, in any version.
     pub fn available() -> bool {
-        Ruleset::default()
-            .handle_access(AccessFs::from_all(ABI::V1))
-            .and_then(|r| r.create())
-            .ok()
-            .and_then(Option::<OwnedFd>::from)
-            .is_some()
-    }
-
-    fn setup(e: impl std::fmt::Display) -> ConfineError {
-        ConfineError::Setup(e.to_string())
-    }
-
-    pub fn command(program: &str, rules: &Rules) -> Result<Command, ConfineError> {
-        let mut command = Command::new(program);
-        let read = AccessFs::from_read(ABI_WANTED);
-        let all = AccessFs::from_all(ABI_WANTED);
-        let created = Ruleset::default()
-            .handle_access(all)
-            .map_err(setup)?
-            .scope(Scope::from_all(ABI_WANTED))
-            .map_err(setup)?
-            .create()
-            .map_err(setup)?
-            .add_rules(path_beneath_rules(&rules.read, read))
-            .map_err(setup)?
-            .add_rules(path_beneath_rules(&rules.write, all))
-            .map_err(setup)?;
-        let fd: OwnedFd = Option::<OwnedFd>::from(created).ok_or(ConfineError::Unavailable)?;
-        // SAFETY: between fork and exec the closure makes two system calls
-        // and allocates nothing. The rule set's descriptor is close-on-exec:
-        // the program never holds it.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        Ok(command)
+        crate::launch::landlock_abi() >= 1
     }
 }
 
@@ -424,9 +364,18 @@ mod tests {
     use super::*;
 
     fn sh(rules: &Rules, script: &str) -> (bool, String) {
-        let mut c = command("/bin/sh", Some(rules)).unwrap();
-        c.args(["-c", script]);
-        let out = c.output().unwrap();
+        let policy = crate::launch::Policy {
+            files: rules.clone(),
+            network: crate::launch::Network::Off,
+        };
+        let mut launch = crate::launch::Launch::new("/bin/sh", Some(&policy), &[], []).unwrap();
+        launch
+            .command()
+            .args(["-c", script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let started = launch.spawn().unwrap();
+        let out = started.child.wait_with_output().unwrap();
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).into_owned(),

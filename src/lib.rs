@@ -84,6 +84,7 @@ pub mod event;
 pub mod failpoint;
 pub mod hash;
 pub mod lang;
+pub mod launch;
 pub mod lifecycle;
 pub mod llm;
 pub mod mcp;

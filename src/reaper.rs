@@ -23,6 +23,22 @@ pub struct Stop(#[allow(dead_code)] OwnedFd);
 /// The `Child` is the supervisor, whose exit status is the command's
 /// (128 + N when a signal N ended it).
 pub fn spawn(command: &mut Command) -> std::io::Result<(std::process::Child, Stop)> {
+    spawn_with(command, || Ok(()), || Ok(()))
+}
+
+/// [`spawn`], with `before` run in the supervisor before it forks the
+/// command (namespaces the command is to be born in) and `in_command` in
+/// the command before its `exec` (its confinement). Both run between
+/// `fork` and `exec`: system calls only, no allocation.
+pub fn spawn_with<B, C>(
+    command: &mut Command,
+    before: B,
+    in_command: C,
+) -> std::io::Result<(std::process::Child, Stop)>
+where
+    B: Fn() -> std::io::Result<()> + Send + Sync + 'static,
+    C: Fn() -> std::io::Result<()> + Send + Sync + 'static,
+{
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -31,11 +47,17 @@ pub fn spawn(command: &mut Command) -> std::io::Result<(std::process::Child, Sto
     // SAFETY: pipe2 just made both and nothing else owns them.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let (read_fd, write_fd) = (read.as_raw_fd(), write.as_raw_fd());
-    // SAFETY: the closure makes only async-signal-safe system calls; in
-    // the supervisor it never returns (it `_exit`s).
+    // SAFETY: the closure makes only async-signal-safe system calls (and
+    // the callers' closures promise the same); in the supervisor it never
+    // returns (it `_exit`s).
     unsafe {
         command.pre_exec(move || {
             libc::close(write_fd);
+            // A session of its own: no controlling terminal (the user's,
+            // which `/dev/tty` would open), its own process group.
+            // (It fails only for a group leader: the caller made one.)
+            libc::setsid();
+            before()?;
             if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -43,7 +65,7 @@ pub fn spawn(command: &mut Command) -> std::io::Result<(std::process::Child, Sto
                 -1 => Err(std::io::Error::last_os_error()),
                 0 => {
                     libc::close(read_fd);
-                    Ok(())
+                    in_command()
                 }
                 command_pid => supervisor(command_pid, read_fd),
             }
@@ -141,6 +163,9 @@ unsafe fn nap(ms: i32) {
 /// The supervisor: waits for the command or a stop, then ends the tree.
 unsafe fn supervisor(command: libc::pid_t, stop: i32) -> ! {
     close_all_but(stop);
+    // The command's exit wakes the wait at once where the kernel has
+    // process descriptors (5.3); else the 20 ms poll finds it.
+    let exited = libc::syscall(libc::SYS_pidfd_open, command, 0u32) as i32;
     let mut status: libc::c_int = 0;
     let mut ended = false;
     'watch: loop {
@@ -156,12 +181,20 @@ unsafe fn supervisor(command: libc::pid_t, stop: i32) -> ! {
                 break;
             }
         }
-        let mut pfd = libc::pollfd {
-            fd: stop,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        if libc::poll(&mut pfd, 1, 20) > 0 && pfd.revents != 0 {
+        let mut pfds = [
+            libc::pollfd {
+                fd: stop,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: exited,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let n = if exited >= 0 { 2 } else { 1 };
+        if libc::poll(pfds.as_mut_ptr(), n, 20) > 0 && pfds[0].revents != 0 {
             break;
         }
     }

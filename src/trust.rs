@@ -123,11 +123,18 @@ impl TrustDb {
     }
 }
 
+/// The file's own place: its folder resolved, its name as it is — never
+/// a link's target, so a repository whose options file links to a
+/// trusted file elsewhere is not that file.
 fn key(file: &Path) -> String {
-    file.canonicalize()
-        .unwrap_or_else(|_| file.to_path_buf())
-        .to_string_lossy()
-        .into_owned()
+    let own = match (file.parent(), file.file_name()) {
+        (Some(dir), Some(name)) => dir
+            .canonicalize()
+            .map(|d| d.join(name))
+            .unwrap_or_else(|_| file.to_path_buf()),
+        _ => file.to_path_buf(),
+    };
+    own.to_string_lossy().into_owned()
 }
 
 fn hash(content: &[u8]) -> String {
@@ -143,6 +150,7 @@ const GUARDED: &[&str] = &[
     "llm.api_key_env",
     "mcp.servers",
     "agents.external",
+    "agents.run_unconfined",
     "a2a.peers",
     "tools.web_search_url",
 ];
@@ -246,6 +254,11 @@ mod tests {
         assert!(db.revoke(&file).unwrap());
         assert!(!db.is_trusted(&file, b"{}").unwrap());
         assert!(!db.revoke(&file).unwrap());
+        // A link to a trusted file is not that file.
+        let link = dir.path().join("clone.json");
+        std::os::unix::fs::symlink("config.json", &link).unwrap();
+        db.trust(&file, b"{}").unwrap();
+        assert!(!db.is_trusted(&link, b"{}").unwrap());
         std::fs::write(db.path(), "not json").unwrap();
         assert!(matches!(
             db.is_trusted(&file, b"{}"),

@@ -406,28 +406,40 @@ fn a_change_that_does_not_parse_goes_back_to_the_agent_and_the_process_dies_with
     let prompts = r.received("session/prompt");
     let repair = prompts[1]["prompt"][0]["text"].as_str().unwrap();
     assert!(repair.contains("does not parse"), "{repair}");
-    let pid = r
-        .log()
-        .iter()
-        .find_map(|e| e["pid"].as_i64())
-        .expect("the agent logged its pid");
+    assert!(
+        r.log().iter().any(|e| e["pid"].as_i64().is_some()),
+        "the agent logged its pid"
+    );
+    // Its PID is its namespace's: it is found by its command line.
+    let marker = r.log.display().to_string();
     drop(r);
-    // Gone, or a zombie no one reaped yet: either way it runs no more.
-    let gone = |pid: i64| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| {
-            st.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-    };
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !gone(pid) {
+    while !running_with(&marker).is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
-            "the agent process {pid} outlived the core"
+            "the agent process outlived the core"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The processes running (not zombies) whose command line holds
+/// `marker`, as the machine sees them.
+fn running_with(marker: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| {
+                st.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            });
+            !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
+        })
+        .collect()
 }
 
 #[test]
@@ -815,13 +827,17 @@ fn a_hostile_agent_writing_and_reading_on_its_own_reaches_nothing_outside_its_fo
         !results.iter().any(|e| e["disk"] == "detached_write"),
         "{results:#?}"
     );
-    for pid in r.log().iter().filter_map(|e| e["detached"].as_i64()) {
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
-            !st.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        });
-        assert!(!alive, "detached child {pid} outlived the run");
+    assert!(r.log().iter().any(|e| e["detached"].as_i64().is_some()));
+    // A forked child keeps its parent's command line.
+    let marker = r.log.display().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while !running_with(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a detached child outlived the run: {:?}",
+            running_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

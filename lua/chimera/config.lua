@@ -97,6 +97,9 @@ M.defaults = {
     max_iterations = 10,
     -- Time limit of one run_command (capabilities "developer"), ms.
     command_timeout_ms = 60000,
+    -- Where this system cannot confine programs (no Landlock), run the
+    -- project's tests and run_command anyway, unconfined (else refused).
+    run_unconfined = false,
     -- How tool mode asks for calls: "native" (the provider's tool calling),
     -- "text" (one JSON object per reply, constrained where the server can),
     -- or "auto": native, except on llama.cpp servers.
@@ -106,6 +109,9 @@ M.defaults = {
     -- writes go through Chimera (your unsaved buffers in, a proposal out):
     --   opencode = { command = { "opencode", "acp" } },
     --   gemini = { command = { "gemini", "--experimental-acp" }, env = { GEMINI_API_KEY = "…" } },
+    -- Each may also say `readable`, `writable` (lists of folders),
+    -- `network` (URLs or host:port it may reach), `pass_env` (your
+    -- variables it gets), `kind` and `unconfined` (:help chimera-confinement).
     external = {},
   },
   -- Tools beyond the project.
@@ -353,7 +359,7 @@ local function check_peers(peers)
 end
 
 -- `agents.external`: name -> { command = {...}, env = {...}, readable, writable,
--- unconfined } (ACP agents).
+-- network, pass_env, kind, unconfined } (ACP agents).
 local function check_external(agents)
   if type(agents) ~= "table" then
     return "chimera: option `agents.external` must be a table of agents by name"
@@ -366,19 +372,40 @@ local function check_external(agents)
     if type(agent) ~= "table" or agent.command == nil then
       return where .. " must be a table { command = { \"program\", \"arg\" }, env = {...} }"
     end
-    local known = { command = true, env = true, readable = true, writable = true, unconfined = true }
+    local known = {
+      command = true,
+      env = true,
+      readable = true,
+      writable = true,
+      network = true,
+      pass_env = true,
+      kind = true,
+      unconfined = true,
+    }
     for key in pairs(agent) do
       if not known[key] then
-        return ("%s: unknown key `%s` (command, env, readable, writable, unconfined)"):format(where, tostring(key))
+        return ("%s: unknown key `%s` (command, env, readable, writable, network, pass_env, kind, unconfined)"):format(
+          where,
+          tostring(key)
+        )
       end
     end
-    for _, key in ipairs({ "readable", "writable" }) do
+    local lists = {
+      readable = "folders or files (strings; ~ is your home)",
+      writable = "folders or files (strings; ~ is your home)",
+      network = "URLs or host:port (strings)",
+      pass_env = "names of your environment variables (strings)",
+    }
+    for key, what in pairs(lists) do
       local list = agent[key]
       if list ~= nil and (type(list) ~= "table" or not vim.iter(list):all(function(p)
         return type(p) == "string"
       end)) then
-        return ("%s: `%s` must be a list of folders or files (strings; ~ is your home)"):format(where, key)
+        return ("%s: `%s` must be a list of %s"):format(where, key, what)
       end
+    end
+    if agent.kind ~= nil and type(agent.kind) ~= "string" then
+      return where .. ": `kind` must be a string (claude, codex, gemini or opencode)"
     end
     if agent.unconfined ~= nil and type(agent.unconfined) ~= "boolean" then
       return where .. ": `unconfined` must be true or false"
@@ -630,6 +657,9 @@ local function servers_json(servers)
       env = env,
       readable = server.readable,
       writable = server.writable,
+      network = server.network,
+      pass_env = server.pass_env,
+      kind = server.kind,
       unconfined = server.unconfined,
     }
   end

@@ -211,6 +211,18 @@ function M.check_acp(h, config)
       })
     elseif can_confine then
       h.ok(("%s is confined by the kernel to its own folder (it cannot read or change the project)"):format(name))
+      if lib.agent_network then
+        local hosts, why = lib.agent_network(name, vim.json.encode(agent))
+        if hosts and #hosts > 0 then
+          h.info(("%s's network reaches only %s"):format(name, table.concat(hosts, ", ")))
+        elseif hosts then
+          h.info(("%s has no network (agents.external.%s.network names no host)"):format(name, name))
+        else
+          h.error(("%s: %s"):format(name, tostring(why)), {
+            "give agents.external." .. name .. ".network as URLs or host:port (:help chimera-confinement)",
+          })
+        end
+      end
     elseif lib then
       h.error(("%s cannot start: this system cannot confine it (Linux with Landlock, or macOS, is needed)"):format(name), {
         "set agents.external." .. name .. ".unconfined = true to run it anyway, at your own risk",
@@ -298,9 +310,17 @@ function M.check_tools(h, config)
   if (tests ~= "off" or #caps.commands > 0) and lib and lib.can_confine then
     if lib.can_confine() then
       h.ok("the programs agents run (tests, run_command) are confined by the kernel to a copy of the project")
-    else
-      h.warn("the programs agents run (tests, run_command) work in a copy of the project, but this system cannot confine them: one that names your files by their full path reaches them", {
+      if lib.confinement then
+        h.info("confinement: " .. lib.confinement())
+      end
+    elseif config.agents.run_unconfined then
+      h.warn("the programs agents run (tests, run_command) run unconfined (agents.run_unconfined): one that names your files by their full path reaches them, and your environment", {
         "a Linux kernel with Landlock (5.13 or later, enabled) or macOS confines them (:help chimera-confinement)",
+      })
+    else
+      h.error("this system cannot confine programs: the tests and run_command are refused (each task says so)", {
+        "a Linux kernel with Landlock (5.13 or later, enabled) or macOS confines them (:help chimera-confinement)",
+        "or set agents.run_unconfined = true to run them unconfined, at your own risk",
         "or set tests.command = \"off\" and leave capabilities.commands empty",
       })
     end

@@ -26,6 +26,8 @@ use crate::store::Store;
 use crate::workdir::Workdir;
 
 mod connection;
+pub mod home;
+pub mod known;
 pub mod requests;
 mod terminals;
 pub mod transcript;
@@ -150,19 +152,21 @@ impl Pool {
     }
 }
 
-/// The confinement of agent `name` working in `work`: the system's
-/// folders, its own install, what its options list, and its folder —
-/// never the project. `None` when it runs unconfined by its options.
-fn rules_for(
+/// What agent `name` working in `files` is given: the system's folders,
+/// its own install, what its options list, its own home and its folder
+/// — never the project or the user's home; the network its options or
+/// its kind name. `None` when it runs unconfined by its options.
+fn policy_for(
     name: &str,
     spec: &ExternalAgent,
     root: &Path,
-    files: &Path,
-    tmp: &Path,
-) -> Result<Option<Rules>, AgentError> {
+    (files, tmp, home): (&Path, &Path, &Path),
+) -> Result<Option<crate::launch::Policy>, AgentError> {
     if spec.unconfined {
         return Ok(None);
     }
+    let option =
+        |e: &dyn std::fmt::Display| AgentError::Denied(format!("agents.external.{name}: {e}"));
     if !confine::available() {
         return Err(AgentError::Denied(format!(
             "{}; the agent {name} does not start unconfined unless agents.external.{name}.unconfined = true",
@@ -177,23 +181,68 @@ fn rules_for(
     rules
         .read
         .extend(spec.readable().into_iter().filter(|p| p.exists()));
-    for dir in spec.state() {
-        // Its state folders are its own: made if missing (a file that is
-        // missing is left out).
-        let looks_like_file = dir.extension().is_some_and(|e| e == "json");
-        if !dir.exists() && !looks_like_file {
-            let _ = std::fs::create_dir_all(&dir);
-        }
-        if dir.exists() {
-            rules.write.push(dir);
-        }
-    }
+    rules
+        .write
+        .extend(spec.writable().into_iter().filter(|p| p.exists()));
+    rules.write.push(home.to_path_buf());
     rules.write.push(files.to_path_buf());
     rules.write.push(tmp.to_path_buf());
-    rules
-        .keep_out(root)
-        .map_err(|e| AgentError::Denied(format!("agents.external.{name}: {e}")))?;
-    Ok(Some(rules))
+    rules.keep_out(root).map_err(|e| option(&e))?;
+    let targets = network_of(name, spec).map_err(|e| option(&e))?;
+    let network = if targets.is_empty() {
+        crate::launch::Network::Off
+    } else {
+        crate::launch::Network::Hosts(targets)
+    };
+    Ok(Some(crate::launch::Policy {
+        files: rules,
+        network,
+    }))
+}
+
+/// Where agent `name`'s network may go: its `network` option, or when
+/// that is unset, the URLs its `env` names and its kind's provider.
+pub fn network_of(name: &str, spec: &ExternalAgent) -> Result<Vec<crate::launch::Target>, String> {
+    let mut targets = spec.targets()?;
+    if spec.network.is_none() {
+        let hosts = known::known(kind_of(name, spec)).map_or(&[][..], |k| k.hosts);
+        targets.extend(hosts.iter().filter_map(|h| {
+            let (host, port) = h.rsplit_once(':')?;
+            Some(crate::launch::Target {
+                host: host.to_owned(),
+                port: port.parse().ok()?,
+            })
+        }));
+    }
+    let mut seen = std::collections::HashSet::new();
+    targets.retain(|t| seen.insert(t.clone()));
+    Ok(targets)
+}
+
+/// Which agent `name` is: its `kind`, else its name.
+fn kind_of<'a>(name: &'a str, spec: &'a ExternalAgent) -> &'a str {
+    spec.kind.as_deref().unwrap_or(name)
+}
+
+/// Agent `name`'s own home, made and given its login ([`home`]).
+fn own_home(name: &str, spec: &ExternalAgent) -> Result<PathBuf, AgentError> {
+    let data = home::user_data().ok_or_else(|| {
+        AgentError::External("no home folder ($HOME) to keep the agent's own home in".into())
+    })?;
+    let path = home::path(&data, name);
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    home::prepare(
+        &path,
+        known::known(kind_of(name, spec)),
+        user_home.as_deref(),
+    )
+    .map_err(|e| {
+        AgentError::External(format!(
+            "cannot make the agent's home {}: {e}",
+            path.display()
+        ))
+    })?;
+    Ok(path)
 }
 
 /// The supervisor of an agent's process tree ([`crate::reaper`]): dropping
@@ -210,27 +259,44 @@ impl Drop for Supervised {
 }
 
 /// Starts agent `name` in folder `files` (temporary files in `tmp`),
-/// confined by `rules`, and its connection's task.
+/// confined by `policy`, and its connection's task.
 fn start(
     name: &str,
     spec: &ExternalAgent,
     (files, tmp, stderr): (&Path, &Path, &Path),
-    rules: Option<&Rules>,
+    confined: Option<(&crate::launch::Policy, &Path)>,
     routes: Routes,
     stop: CancellationToken,
+    opened: crate::launch::Opened,
 ) -> Result<Process, AgentError> {
+    let policy = confined.map(|(policy, _)| policy);
     let (program, args) = spec
         .command
         .split_first()
         .ok_or_else(|| AgentError::Denied(format!("agents.external.{name}.command is empty")))?;
     let failed =
         |e: String| AgentError::External(format!("cannot start the agent {name} ({program}): {e}"));
-    let mut command = confine::command(program, rules).map_err(|e| failed(e.to_string()))?;
-    command
+    // Confined, it lives in its own home; its options' variables win.
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let own_home = confined
+        .map(|(_, home)| home::environment(home, user_home.as_deref()))
+        .unwrap_or_default();
+    let set = own_home
+        .into_iter()
+        .chain(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .chain([
+            ("TMPDIR".to_string(), tmp.display().to_string()),
+            ("PWD".to_string(), files.display().to_string()),
+        ]);
+    let mut pass = spec.pass_env.clone();
+    if let Some(k) = known::known(kind_of(name, spec)) {
+        pass.extend(k.keys.iter().map(|k| k.to_string()));
+    }
+    let mut launch = crate::launch::Launch::new(program, policy, &pass, set)
+        .map_err(|e| failed(e.to_string()))?;
+    launch
+        .command()
         .args(args)
-        .envs(&spec.env)
-        .env("TMPDIR", tmp)
-        .env("PWD", files)
         .current_dir(files)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -239,9 +305,11 @@ fn start(
                 .map(std::process::Stdio::from)
                 .unwrap_or_else(|_| std::process::Stdio::null()),
         );
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let (mut child, tree) =
-        crate::reaper::spawn(&mut command).map_err(|e| failed(e.to_string()))?;
+    let crate::launch::Started {
+        mut child,
+        stop: tree,
+        doors,
+    } = launch.spawn().map_err(|e| failed(e.to_string()))?;
     let pipes = child.stdin.take().zip(child.stdout.take());
     let supervised = Supervised(Some((child, tree)));
     let (stdin, stdout) = pipes.ok_or_else(|| failed("no pipes".into()))?;
@@ -255,8 +323,16 @@ fn start(
     let stopped = stop.clone();
     let gone = CancellationToken::new();
     let ended = gone.clone();
-    let terminal_confined = rules.map(|rules| crate::command::Confined {
-        rules: rules.clone(),
+    // Its network's doors stay open while it runs.
+    doors
+        .serve(gone.clone(), opened)
+        .map_err(|e| failed(format!("its network: {e}")))?;
+    // Its terminals get what it has, but no network.
+    let terminal_confined = policy.map(|policy| crate::command::Confined {
+        policy: crate::launch::Policy {
+            files: policy.files.clone(),
+            network: crate::launch::Network::Off,
+        },
         tmp: tmp.to_path_buf(),
     });
     let terminal_dir = files.to_path_buf();
@@ -410,6 +486,19 @@ struct Attempt<'a> {
 }
 
 impl Attempt<'_> {
+    /// Records each connection the agent's network opens (or could not)
+    /// as a `network` effect of its agent.
+    fn network_log(&self) -> crate::launch::Opened {
+        let (store, agent) = (self.store.clone(), self.job.id.clone());
+        Arc::new(move |target, outcome| {
+            let said = match outcome {
+                Ok(()) => "connected".to_string(),
+                Err(e) => format!("could not connect: {e}"),
+            };
+            store.effect_record("network", Some(&agent), &target.to_string(), &said, 0);
+        })
+    }
+
     /// The turns taken; on failure, also whether the process died.
     async fn run(
         &self,
@@ -418,14 +507,23 @@ impl Attempt<'_> {
     ) -> Result<u32, (AgentError, bool)> {
         let (pool, name, job) = (self.pool, self.name, self.job);
         let (files, tmp, stderr) = self.fill().map_err(|e| (e, false))?;
-        let rules = rules_for(name, self.spec, &pool.root, &files, &tmp).map_err(|e| (e, false))?;
+        let home = match self.spec.unconfined {
+            true => None,
+            false => Some(own_home(name, self.spec).map_err(|e| (e, false))?),
+        };
+        let policy = match &home {
+            Some(home) => policy_for(name, self.spec, &pool.root, (&files, &tmp, home))
+                .map_err(|e| (e, false))?,
+            None => None,
+        };
         let process = start(
             name,
             self.spec,
             (&files, &tmp, &stderr),
-            rules.as_ref(),
+            policy.as_ref().zip(home.as_deref()),
             pool.routes.clone(),
             pool.shutdown.child_token(),
+            self.network_log(),
         )
         .map_err(|e| (e, false))?;
         let session = self.open_session(&process, &files, again).await?;

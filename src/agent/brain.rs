@@ -141,6 +141,7 @@ impl<'a> Run<'a> {
             caps: self.caps.clone(),
             max_bytes: self.max_bytes(),
             as_is: self.as_is.clone(),
+            unconfined: self.config.agents.run_unconfined,
         }
     }
 

@@ -141,6 +141,9 @@ pub struct Tests {
     pub max_bytes: u64,
     /// The runs on the project as it is, kept for the agent's next try.
     pub as_is: AsIsRuns,
+    /// Runs them unconfined where the kernel cannot confine
+    /// (`agents.run_unconfined`).
+    pub unconfined: bool,
 }
 
 /// A command, as it is run.
@@ -240,7 +243,8 @@ impl Tests {
     ) -> Result<command::Ran, command::CommandError> {
         let started = std::time::Instant::now();
         let visible = |f: &str| self.caps.may_see(f);
-        let ran = command::run_in_checkout(view, visible, argv, self.limit(), cancelled);
+        let limits = (self.limit(), self.unconfined);
+        let ran = command::run_in_checkout(view, visible, argv, limits, cancelled);
         let said = match &ran {
             Ok(r) => summary_line(r),
             Err(e) => format!("error: {e}"),

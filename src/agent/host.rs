@@ -42,6 +42,9 @@ pub struct AgentHost {
     pub caps: crate::capabilities::Capabilities,
     /// Time limit of one `run_command`.
     pub command_timeout: std::time::Duration,
+    /// Runs commands unconfined where the kernel cannot confine them
+    /// (`agents.run_unconfined`).
+    pub run_unconfined: bool,
     /// MCP servers and the web search endpoint.
     pub services: super::Services,
     /// The MCP tools (`server.tool`) this agent was offered.
@@ -140,6 +143,7 @@ impl AgentHost {
             messages_sent: Vec::new(),
             caps: run.caps.clone(),
             command_timeout: std::time::Duration::from_millis(config.agents.command_timeout_ms),
+            run_unconfined: config.agents.run_unconfined,
             services: run.services.clone(),
             mcp_tools: Vec::new(),
             read: Default::default(),
@@ -664,7 +668,7 @@ impl AgentHost {
             &self.overlay(),
             |f| self.caps.may_see(f),
             &argv,
-            self.command_timeout,
+            (self.command_timeout, self.run_unconfined),
             &move || cancel.is_cancelled(),
         )?;
         let text = ran.describe();

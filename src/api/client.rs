@@ -14,20 +14,43 @@ const MAX_SOCKET_PATH: usize = 100;
 
 /// Where the control socket of the project at `root` lives:
 /// `.chimera/core.sock`, or, when that path is too long for a socket, a
-/// file named after the root in a directory of the user's under the
-/// system's temporary directory.
+/// file named after the root in [`socket_dir`].
 pub fn socket_path(root: &Path) -> PathBuf {
     let inside = root.join(".chimera").join("core.sock");
     if inside.as_os_str().len() <= MAX_SOCKET_PATH {
         return inside;
     }
     let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
-    private_dir().join(format!("{}.sock", &hash[..16]))
+    socket_dir(root).join(format!("{}.sock", &hash[..16]))
 }
 
-/// `<tmp>/chimera-<uid>`: the short home of sockets whose project path is long.
-fn private_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("chimera-{}", rustix::process::getuid().as_raw()))
+/// The short home of sockets whose project path is long:
+/// `$XDG_RUNTIME_DIR/chimera` (the user's own, made by the system), else
+/// a folder under the temporary directory whose name no other account
+/// can guess — made by [`super::control::check_socket_dir`] and recorded
+/// in the project's `.chimera/socket-dir`. Another account may make any
+/// folder it likes there; none of them is this one.
+pub fn socket_dir(root: &Path) -> PathBuf {
+    if let Some(run) = runtime_dir() {
+        return run.join("chimera");
+    }
+    std::fs::read_to_string(socket_dir_record(root))
+        .ok()
+        .map(|s| PathBuf::from(s.trim()))
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| std::env::temp_dir().join("chimera-no-socket-yet"))
+}
+
+/// `$XDG_RUNTIME_DIR`, when it names a folder.
+pub(super) fn runtime_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+}
+
+/// The project's record of its socket folder.
+pub(super) fn socket_dir_record(root: &Path) -> PathBuf {
+    root.join(".chimera").join("socket-dir")
 }
 
 /// Largest request body the API takes, announced or not.

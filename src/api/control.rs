@@ -5,6 +5,7 @@
 //! dies with its process, so a crash leaves nothing to clean up.
 
 use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,12 +18,14 @@ use tokio_util::sync::CancellationToken;
 /// and an open: cheap), so that Neovim takes over from a `chimera`
 /// command's core well within the 2 s a shell task has to show there.
 const RETRY: Duration = Duration::from_millis(250);
-/// Refuses to use the directory of the project's socket when it is the
-/// shared fallback ([`super::client::socket_path`]) and someone else could have prepared
-/// it: it must be this user's and closed to everyone else, or a client
-/// would hand its requests to whoever listens there. Creates it if missing.
+/// Makes sure the folder of the project's socket is this user's alone
+/// (mode 0700), when it is not the project's own `.chimera`: under
+/// `$XDG_RUNTIME_DIR`, checked; under the temporary directory, a folder
+/// with a random name made here (`mkdir` fails on a name another account
+/// took) and recorded in `.chimera/socket-dir`, or the recorded one while
+/// it is still this user's and private.
 pub fn check_socket_dir(root: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use super::client::{runtime_dir, socket_dir, socket_dir_record};
     let path = socket_path(root);
     let Some(dir) = path.parent() else {
         return Ok(());
@@ -30,10 +33,29 @@ pub fn check_socket_dir(root: &Path) -> std::io::Result<()> {
     if dir == root.join(".chimera") {
         return Ok(());
     }
-    if !dir.exists() {
-        std::fs::create_dir_all(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    if runtime_dir().is_some() {
+        if !dir.exists() {
+            std::fs::DirBuilder::new().mode(0o700).create(dir)?;
+        }
+        return private(dir);
     }
+    if private(&socket_dir(root)).is_ok() {
+        return Ok(());
+    }
+    // A new folder of a name no one else can have made.
+    let made = tempfile::Builder::new()
+        .prefix(&format!("chimera-{}-", rustix::process::getuid().as_raw()))
+        .rand_bytes(12)
+        .tempdir()?
+        .keep();
+    std::fs::set_permissions(&made, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::create_dir_all(root.join(".chimera"))?;
+    std::fs::write(socket_dir_record(root), made.display().to_string())?;
+    Ok(())
+}
+
+/// `dir` is a folder (not a link) of this user's that only they can open.
+fn private(dir: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(dir)?;
     if !meta.is_dir()
         || meta.uid() != rustix::process::getuid().as_raw()
@@ -183,7 +205,7 @@ pub fn spawn(
             }
         }
         super::serve::serve(
-            listener,
+            super::peer::OwnPeers(listener),
             router,
             super::serve::Limits::default(),
             stop.clone(),

@@ -13,6 +13,7 @@ pub mod events;
 pub mod http;
 pub mod login;
 mod nodes;
+mod peer;
 pub mod routes;
 mod serve;
 pub mod sessions;

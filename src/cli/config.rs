@@ -118,6 +118,20 @@ fn merge(base: &mut Value, over: Value) {
     }
 }
 
+/// A project's options file (or its `.chimera` folder) that is a link is
+/// refused: what it says would be another file's, trusted or not.
+fn refuse_links(root: &Path, file: &Path) -> Result<(), String> {
+    for p in [root.join(".chimera"), file.to_path_buf()] {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "{} is a symbolic link: a project's options must be a file of its own (a link would give it another file's options, and that file's trust); replace it with a copy",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Reads the options for the project at `root`.
 pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
     let user_file = user_file().filter(|p| p.is_file());
@@ -132,6 +146,7 @@ pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
             .map_or("the defaults".into(), |f| f.display().to_string()),
     )?;
     let file = project_file(root);
+    refuse_links(root, &file)?;
     let (project, project_raw) = if file.is_file() {
         let (bytes, raw) = read_json(&file)?;
         // Checked whole first: a bad key is an error even where it would be ignored.

@@ -67,6 +67,7 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
             "config_file": config_file,
             "user_config_file": loaded.user_file.as_ref().map(|f| f.display().to_string()),
             "project_config": project,
+            "confinement": confinement(&loaded.config),
             "llm": {
                 "provider": { "value": provider, "from": loaded.source("provider") },
                 "url": { "value": llm.url, "from": loaded.source("url") },
@@ -97,6 +98,18 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
     );
     out!("          url {} ({})", llm.url, loaded.source("url"));
     out!("          model {} ({})", llm.model, loaded.source("model"));
+    out!("confined  {}", confinement(&loaded.config));
+}
+
+/// How the programs agents run are confined here, in words.
+fn confinement(config: &crate::config::Config) -> String {
+    if crate::confine::available() {
+        crate::launch::describe()
+    } else if config.agents.run_unconfined {
+        "NOT CONFINED: this system cannot confine programs, and agents.run_unconfined = true runs the tests and run_command anyway".into()
+    } else {
+        "nothing can be: this system cannot confine programs, so the tests, run_command and ACP agents are refused (agents.run_unconfined, agents.external.NAME.unconfined)".into()
+    }
 }
 
 /// What applies of the project's options file, in words.

@@ -147,6 +147,8 @@ const EXPORTS: &[(&str, Export)] = &[
     ("read_reference", read_reference),
     ("may_share_buffer", may_share_buffer),
     ("can_confine", can_confine),
+    ("confinement", confinement),
+    ("agent_network", agent_network),
     ("default_config", default_config),
     ("project_options", project_options),
     ("conflict_markers", conflict_markers),
@@ -287,6 +289,30 @@ fn may_share_buffer(lua: &Lua) -> mlua::Result<mlua::Function> {
 /// (Landlock), for :checkhealth.
 fn can_confine(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_function(|_, ()| Ok(crate::confine::available()))
+}
+
+/// confinement() -> how the launcher confines processes on this machine,
+/// in words (:checkhealth).
+fn confinement(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|_, ()| Ok(crate::launch::describe()))
+}
+
+/// agent_network(name, agent_json) -> the `host:port` an ACP agent's
+/// network may reach, or nil and why its options name none (:checkhealth).
+fn agent_network(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|_, (name, json): (String, String)| {
+        let spec: crate::config::ExternalAgent = match serde_json::from_str(&json) {
+            Ok(s) => s,
+            Err(e) => return Ok((None, Some(e.to_string()))),
+        };
+        Ok(match crate::acp::network_of(&name, &spec) {
+            Ok(t) => (
+                Some(t.iter().map(|t| t.to_string()).collect::<Vec<_>>()),
+                None,
+            ),
+            Err(e) => (None, Some(e)),
+        })
+    })
 }
 
 /// default_config() -> the core's own defaults as JSON (what the CLI and

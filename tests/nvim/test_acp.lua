@@ -62,10 +62,21 @@ h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is
     pid = pid or vim.json.decode(line).pid
   end
   h.truthy(pid, "the agent logged its pid")
+  -- That PID is its own namespace's: the machine finds it by its command
+  -- line, which names its log.
+  local function running()
+    for _, dir in ipairs(vim.fn.glob("/proc/[0-9]*", false, true)) do
+      local cmdline = h.read(dir .. "/cmdline")
+      local stat = h.read(dir .. "/stat")
+      if cmdline and cmdline:find(log, 1, true) and stat and stat:match("%) (%a)") ~= "Z" then
+        return true
+      end
+    end
+    return false
+  end
   vim.api.nvim_exec_autocmds("VimLeavePre", {})
   h.wait_for("the agent process to end", function()
-    local stat = h.read("/proc/" .. pid .. "/stat")
-    return stat == nil or stat:match("%) (%a)") == "Z"
+    return not running()
   end, 5000)
 end)
 

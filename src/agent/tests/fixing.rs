@@ -79,6 +79,7 @@ async fn the_project_as_it_is_is_tested_again_once_it_changed() {
         caps: crate::capabilities::Capabilities::new(&Default::default(), None).unwrap(),
         max_bytes: 1 << 20,
         as_is: Default::default(),
+        unconfined: false,
     };
     let never = || false;
     assert!(t.failing_now("mathx.py", &never).is_some());
