@@ -75,7 +75,7 @@ def shm():
 
 
 def shm_plant():
-    with open("/dev/shm/planted-by-agent", "w") as f:
+    with open(doors["planted"], "w") as f:
         f.write("x")
     return os.path.exists(doors["shm"])  # the planted file sits beside the user's?
 
@@ -133,6 +133,34 @@ def tty():
     return True
 
 
+def io_uring():
+    # io_uring_setup(1, params): a ring makes sockets past the filter.
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(120)
+    nr = {"x86_64": 425, "aarch64": 425}.get(os.uname().machine, 425)
+    fd = libc.syscall(nr, 1, params)
+    if fd >= 0:
+        os.close(fd)
+        return True
+    raise OSError(ctypes.get_errno(), "io_uring_setup refused")
+
+
+def inherited_socket():
+    # A descriptor of the core's left open across exec.
+    import stat
+
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and stat.S_ISSOCK(os.fstat(fd).st_mode):
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def own_proc():
     with open("/proc/self/status") as f:
         return "Pid:" in f.read()
@@ -157,5 +185,7 @@ if "pty" in doors:
 attempt("own_pty", own_pty)
 attempt("tty", tty)
 attempt("own_proc", own_proc)
+attempt("io_uring", io_uring)
+attempt("inherited", inherited_socket)
 reached["env"] = sorted(os.environ)
 print(json.dumps(reached))

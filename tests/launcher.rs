@@ -31,6 +31,7 @@ struct Doors {
     victim: std::process::Child,
     shm: std::path::PathBuf,
     pty: Option<(i32, String)>,
+    _leaked: std::os::unix::net::UnixStream,
     spec: Value,
     /// Each connection the core forwarded: where, and whether it got there.
     opened: std::sync::Arc<std::sync::Mutex<Vec<(String, bool)>>>,
@@ -41,6 +42,9 @@ impl Drop for Doors {
         let _ = self.victim.kill();
         let _ = self.victim.wait();
         let _ = std::fs::remove_file(&self.shm);
+        if let Some(p) = self.spec["planted"].as_str() {
+            let _ = std::fs::remove_file(p);
+        }
         if let Some((fd, _)) = self.pty {
             unsafe { libc::close(fd) };
         }
@@ -99,6 +103,12 @@ fn doors() -> Doors {
         std::io::Write::write_all(&mut f, b"shm-secret").unwrap();
     }
     let pty = open_pty();
+    // A socket of the core's whose descriptor is not marked close-on-exec.
+    let (leaked, _) = std::os::unix::net::UnixStream::pair().unwrap();
+    unsafe {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&leaked);
+        libc::fcntl(fd, libc::F_SETFD, 0);
+    }
     let mut spec = json!({
         "unix": dir.path().join("nvim.0"),
         "unix_dgram": dir.path().join("log.sock"),
@@ -108,6 +118,7 @@ fn doors() -> Doors {
         "tcp": tcp.local_addr().unwrap().port(),
         "allowed": allowed.local_addr().unwrap().port(),
         "named": "model.example.invalid",
+        "planted": format!("/dev/shm/chimera-planted-{}-{n}", std::process::id()),
     });
     if let Some((_, name)) = &pty {
         spec["pty"] = json!(name);
@@ -122,6 +133,7 @@ fn doors() -> Doors {
         victim,
         shm,
         pty,
+        _leaked: leaked,
         spec,
         opened: Default::default(),
     }
@@ -238,11 +250,17 @@ fn assert_held(r: &Value, d: &Doors) {
         "tcp_outside",
         "pty",
         "tty",
+        "io_uring",
+        "inherited",
     ] {
         assert!(!reached(r, door), "the hostile program reached {door}: {r}");
     }
     assert_eq!(knocked(d), Vec::<&str>::new(), "{r}");
-    assert!(!Path::new("/dev/shm/planted-by-agent").exists());
+    let planted = Path::new(d.spec["planted"].as_str().unwrap());
+    assert!(
+        !planted.exists(),
+        "it planted a file in the user's /dev/shm"
+    );
     assert!(
         reached(r, "own_proc"),
         "its own /proc/self stays readable: {r}"
@@ -359,6 +377,65 @@ fn under_filter(name: &str, refused: &[i64], errno: i32) -> String {
         .next_back()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// The attack from a process that has a controlling terminal (the user's,
+/// as Neovim in a terminal has): the launched program must not.
+#[test]
+fn with_a_terminal_inner() {
+    if std::env::var("CHIMERA_LAUNCHER_INNER").is_err() {
+        return;
+    }
+    let mine = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty");
+    assert!(mine.is_ok(), "this process has a terminal");
+    let d = doors();
+    let r = attack(&d, Network::Off).unwrap();
+    println!("RESULT {r}");
+}
+
+#[test]
+fn a_launched_program_has_no_terminal_of_the_users() {
+    use std::os::unix::process::CommandExt;
+    let (master, slave) = open_pty().expect("a pseudo-terminal");
+    let slave = std::ffi::CString::new(slave).unwrap();
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "with_a_terminal_inner",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("CHIMERA_LAUNCHER_INNER", "1");
+    unsafe {
+        cmd.pre_exec(move || {
+            // A session of its own whose terminal is the pseudo-terminal.
+            libc::setsid();
+            let fd = libc::open(slave.as_ptr(), libc::O_RDWR);
+            if fd < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    unsafe { libc::close(master) };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_str(
+        text.lines()
+            .filter_map(|l| l.split_once("RESULT ").map(|(_, r)| r))
+            .next_back()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(!reached(&r, "tty"), "{r}");
 }
 
 /// Where the kernel refuses user namespaces: the attack as above.

@@ -173,8 +173,16 @@ h.test("the chat prompt: several lines, #selection, #buffer and @file go with th
 end)
 
 h.test("#buffer and #selection from a secret, a link to one or a file outside the project send nothing", function()
-  local root = h.project({ ["app.py"] = APP, [".env"] = "TOKEN=hunter2\n", ["id_rsa"] = "RSA_KEY_TEXT\n" })
-  vim.uv.fs_symlink(root .. "/.env", root .. "/notes.txt")
+  -- The link's target is a file no other rule keeps back and no other
+  -- buffer shows (Neovim would reuse that buffer for the link, same
+  -- inode): only the link rule stands between it and the model.
+  local root = h.project({
+    ["app.py"] = APP,
+    [".env"] = "TOKEN=hunter2\n",
+    ["id_rsa"] = "RSA_KEY_TEXT\n",
+    ["private.txt"] = "LINKED_TEXT\n",
+  })
+  vim.uv.fs_symlink(root .. "/private.txt", root .. "/notes.txt")
   local outside = vim.fn.tempname()
   vim.fn.mkdir(outside, "p")
   local f = assert(io.open(outside .. "/creds.py", "w"))
@@ -213,7 +221,7 @@ h.test("#buffer and #selection from a secret, a link to one or a file outside th
   end
   local sent = h.read(log)
   h.truthy(sent:find("explain #buffer", 1, true), "the questions were asked")
-  for _, leak in ipairs({ "hunter2", "RSA_KEY_TEXT", "OUTSIDE_SECRET" }) do
+  for _, leak in ipairs({ "hunter2", "RSA_KEY_TEXT", "LINKED_TEXT", "OUTSIDE_SECRET" }) do
     h.truthy(not sent:find(leak, 1, true), leak .. " was sent: " .. sent)
   end
 end)
