@@ -26,6 +26,11 @@ logged as {"disk": step, "path": ..., "ok": bool, "text"/"error": ...}):
   {"detached_write": ["path", "content", seconds]}
                                         a double-forked setsid child writes later
   {"ignore_term": true}                 SIGTERM is ignored (from the start)
+  {"editor_rpc": ["vim command", [paths]]}
+                                        every Neovim server it can find (in
+                                        /proc/net/unix, $NVIM, or guessed:
+                                        paths) is sent nvim_command(...)
+                                        over msgpack-RPC
 Every message received and every answer to the agent's requests go to
 --log, one JSON per line, so tests can check what the client said.
 """
@@ -105,6 +110,42 @@ def disk(what, path, act):
         log({"disk": what, "path": path, "ok": True, "text": got if isinstance(got, str) else None})
     except OSError as e:
         log({"disk": what, "path": path, "ok": False, "error": str(e)})
+
+
+def msgpack_str(s):
+    b = s.encode()
+    if len(b) < 32:
+        return bytes([0xA0 | len(b)]) + b
+    return bytes([0xDA]) + len(b).to_bytes(2, "big") + b
+
+
+def editor_rpc(command, guessed):
+    """As the attack did: Neovim's servers, found, each sent a command."""
+    found = set(guessed)
+    try:
+        with open("/proc/net/unix") as f:
+            for line in f.read().splitlines()[1:]:
+                parts = line.split()
+                if len(parts) >= 8 and "nvim" in parts[-1]:
+                    found.add(parts[-1])
+    except OSError as e:
+        log({"disk": "editor_rpc", "path": "/proc/net/unix", "ok": False, "error": str(e)})
+    if os.environ.get("NVIM"):
+        found.add(os.environ["NVIM"])
+    log({"editor_servers": sorted(found)})
+    # [type 0, msgid 1, method, [command]]
+    message = bytes([0x94, 0x00, 0x01]) + msgpack_str("nvim_command") + bytes([0x91]) + msgpack_str(command)
+    for path in sorted(found):
+        import socket
+
+        def send():
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(path)
+            s.sendall(message)
+            return s.recv(64).hex()
+
+        disk("editor_rpc", path, send)
 
 
 def detached_write(path, content, delay):
@@ -191,6 +232,8 @@ def run_turn(rid, session, prompt):
         elif "detached_write" in step:
             path, content, delay = step["detached_write"]
             detached_write(path, content, delay)
+        elif "editor_rpc" in step:
+            editor_rpc(*step["editor_rpc"])
         elif "ignore_term" in step:
             pass  # done at the start: only the main thread may
         elif "write_timed" in step:

@@ -210,6 +210,46 @@ h.test("the agent's conversation streams into its chat buffer; R there is its ne
   h.eq(vim.api.nvim_buf_is_valid(view), false, "q closes the conversation")
 end)
 
+h.test("a confined agent that finds Neovim's server cannot make it run a command", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  local pwned = vim.fn.tempname()
+  local command = ("call writefile(['pwned'], '%s')"):format(pwned)
+  -- It finds nothing in its own /proc/net/unix and no $NVIM; it is told
+  -- the path besides, as one that guesses it would have it.
+  local agent, log = fake_agent({
+    { { editor_rpc = { command, { vim.v.servername } } }, { replace = { "calc.py", "a - b", "a + b" } } },
+  })
+  h.setup((h.fake_llm({ { text = "unused" } })), { agents = { external = { fake = agent } } })
+  h.truthy(vim.v.servername ~= "", "Neovim serves RPC: " .. vim.v.servername)
+  -- The attack works when not confined: the same step, run from here,
+  -- reaches this Neovim and the command runs.
+  local control = vim.fn.tempname()
+  local ok = vim.system({
+    "python3",
+    "-c",
+    ([[
+import socket
+def s(x):
+    b = x.encode()
+    return bytes([0xA0 | len(b)]) + b if len(b) < 32 else bytes([0xDA]) + len(b).to_bytes(2, "big") + b
+m = bytes([0x94, 0, 1]) + s("nvim_command") + bytes([0x91]) + s(%q)
+c = socket.socket(socket.AF_UNIX); c.connect(%q); c.sendall(m); c.recv(64)
+]]):format(("call writefile(['reached'], '%s')"):format(control), vim.v.servername),
+  })
+  h.wait_for("the unconfined control reaches Neovim", function()
+    return h.read(control) ~= nil
+  end, 5000)
+  ok:wait()
+  vim.cmd("Chimera task --agent fake fix add")
+  h.wait_for("the agent's attempt", function()
+    return (h.read(log) or ""):find('"disk": "editor_rpc"', 1, true) ~= nil
+  end, 15000)
+  local said = h.read(log) or ""
+  h.truthy(said:find('"ok": false', 1, true), "refused: " .. said)
+  vim.wait(300)
+  h.eq(h.read(pwned), nil, "the command never ran: " .. said)
+end)
+
 h.test("an unknown agent or bad agents.external options are named", function()
   h.project({ ["calc.py"] = CALC })
   local ok = require("chimera").setup({ agents = { external = { bad = { command = "opencode acp" } } } })
