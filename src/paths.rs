@@ -17,6 +17,8 @@ pub enum PathError {
     Empty(String),
     #[error("path `{0}` is inside a `.git` or `.chimera` folder, which agents may not touch")]
     Reserved(String),
+    #[error("path {0:?} holds a control character (a line break, a tab…): a file name with one would break every list and diff that shows it; rename it")]
+    Control(String),
 }
 
 /// A normalised path relative to the project root, with `/` separators and
@@ -45,6 +47,9 @@ impl ProjectPath {
         }
         if parts.iter().any(|p| is_reserved_name(p)) {
             return Err(PathError::Reserved(raw.to_owned()));
+        }
+        if trimmed.chars().any(char::is_control) {
+            return Err(PathError::Control(raw.to_owned()));
         }
         Ok(Self(parts.join("/")))
     }
@@ -202,6 +207,12 @@ mod tests {
             Err(PathError::Reserved(_))
         ));
         assert!(matches!(ProjectPath::parse(""), Err(PathError::Empty(_))));
+        for raw in ["a\nb.py", "dir/x\ty.py", "c\u{7}.py", "d\r.py"] {
+            assert!(
+                matches!(ProjectPath::parse(raw), Err(PathError::Control(_))),
+                "{raw:?}"
+            );
+        }
     }
 
     #[test]

@@ -712,6 +712,7 @@ fn a_hostile_agent_writing_and_reading_on_its_own_reaches_nothing_outside_its_fo
         json!([[
             {"disk_write": ["calc.py", "def add(a, b):\n    return a + b\n"]},
             {"disk_write": ["../evil.py", "x"]},
+            {"disk_write": ["evil\nname.py", "x = 1\n"]},
             {"disk_write": [format!("{r}/calc.py"), "owned"]},
             {"disk_write": [format!("{r}/new.py"), "owned"]},
             {"disk_write": [format!("{}/planted.txt", out.display()), "owned"]},
