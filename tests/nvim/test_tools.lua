@@ -173,16 +173,17 @@ h.test("the chat prompt: several lines, #selection, #buffer and @file go with th
 end)
 
 h.test("#buffer and #selection from a secret, a link to one or a file outside the project send nothing", function()
-  -- The link's target is a file no other rule keeps back and no other
-  -- buffer shows (Neovim would reuse that buffer for the link, same
-  -- inode): only the link rule stands between it and the model.
+  -- The link's target is a secret no other buffer shows (Neovim would
+  -- reuse that buffer for the link, same inode, and the link rule would
+  -- never be reached): the link's own name is no secret, so only the link
+  -- rule keeps the buffer's text from the model.
   local root = h.project({
     ["app.py"] = APP,
     [".env"] = "TOKEN=hunter2\n",
     ["id_rsa"] = "RSA_KEY_TEXT\n",
-    ["private.txt"] = "LINKED_TEXT\n",
+    [".env.local"] = "LINKED_TEXT\n",
   })
-  vim.uv.fs_symlink(root .. "/private.txt", root .. "/notes.txt")
+  vim.uv.fs_symlink(root .. "/.env.local", root .. "/notes.txt")
   local outside = vim.fn.tempname()
   vim.fn.mkdir(outside, "p")
   local f = assert(io.open(outside .. "/creds.py", "w"))
@@ -219,8 +220,13 @@ h.test("#buffer and #selection from a secret, a link to one or a file outside th
     vim.cmd("Chimera chat --clear")
     vim.cmd("only")
   end
-  local sent = h.read(log)
-  h.truthy(sent:find("explain #buffer", 1, true), "the questions were asked")
+  -- The server may log a request a moment after it answered it.
+  local sent
+  h.wait_for("the model's log of the four questions", function()
+    sent = h.read(log) or ""
+    local _, asked = sent:gsub("explain #buffer", "")
+    return asked >= 4
+  end)
   for _, leak in ipairs({ "hunter2", "RSA_KEY_TEXT", "LINKED_TEXT", "OUTSIDE_SECRET" }) do
     h.truthy(not sent:find(leak, 1, true), leak .. " was sent: " .. sent)
   end
