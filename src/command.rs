@@ -232,8 +232,9 @@ impl Confined {
         argv: &[String],
         (dir, tmp): (&Path, &Path),
         root: &Path,
-        unconfined: bool,
+        how: &How<'_>,
     ) -> Result<Option<Confined>, CommandError> {
+        let unconfined = how.unconfined;
         if !crate::confine::available() {
             return match unconfined {
                 true => Ok(None),
@@ -247,6 +248,8 @@ impl Confined {
             rules.program(program);
         }
         rules.drop_touching(root);
+        // The project's environment, read-only, even inside the project.
+        rules.read.extend(how.readable.iter().cloned());
         rules.write.push(dir.to_path_buf());
         rules.write.push(tmp.to_path_buf());
         Ok(Some(Confined {
@@ -259,16 +262,27 @@ impl Confined {
     }
 }
 
+/// How a command runs in a checkout: its time limit; whether the user
+/// lets it run unconfined where the kernel cannot confine; the folders of
+/// the project's environment it reads (a `.venv`, even inside the
+/// project) and the variables that select it.
+#[derive(Debug, Clone, Default)]
+pub struct How<'a> {
+    pub limit: Duration,
+    pub unconfined: bool,
+    pub readable: &'a [std::path::PathBuf],
+    pub env: &'a [(String, String)],
+}
+
 /// Runs `argv` as [`run`] does, in a scratch checkout of `view` (only the
 /// files `visible` lets it see) that is removed afterwards, confined by
 /// the kernel to that checkout where it can be
-/// ([`Confined::in_scratch`]; `unconfined`: the user lets it run where
-/// the kernel cannot): `run_command`'s and the test runs' way.
+/// ([`Confined::in_scratch`]): `run_command`'s and the test runs' way.
 pub fn run_in_checkout(
     view: &Overlay<'_>,
     visible: impl Fn(&str) -> bool,
     argv: &[String],
-    (limit, unconfined): (Duration, bool),
+    how: &How<'_>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Ran, CommandError> {
     let scratch = tempfile::Builder::new()
@@ -279,9 +293,15 @@ pub fn run_in_checkout(
     for d in [&dir, &tmp] {
         std::fs::create_dir_all(d).map_err(CommandError::Scratch)?;
     }
-    let confined = Confined::in_scratch(argv, (&dir, &tmp), view.root(), unconfined)?;
+    let confined = Confined::in_scratch(argv, (&dir, &tmp), view.root(), how)?;
     checkout(view, &dir, visible)?;
-    run_confined(argv, &dir, confined.as_ref(), limit, cancelled)
+    run_with(
+        argv,
+        &dir,
+        (confined.as_ref(), how.env),
+        how.limit,
+        cancelled,
+    )
 }
 
 /// [`run`], confined by the kernel when `confined` is given.
@@ -292,10 +312,22 @@ pub fn run_confined(
     limit: Duration,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Ran, CommandError> {
+    run_with(argv, dir, (confined, &[]), limit, cancelled)
+}
+
+/// [`run_confined`], with `env` set besides.
+fn run_with(
+    argv: &[String],
+    dir: &Path,
+    (confined, env): (Option<&Confined>, &[(String, String)]),
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Ran, CommandError> {
     let (program, args) = argv.split_first().ok_or(CommandError::Empty)?;
     let started = Instant::now();
     let tmp = confined.map(|c| ("TMPDIR".to_string(), c.tmp.display().to_string()));
-    let mut launch = crate::launch::Launch::new(program, confined.map(|c| &c.policy), &[], tmp)
+    let set = env.iter().cloned().chain(tmp);
+    let mut launch = crate::launch::Launch::new(program, confined.map(|c| &c.policy), &[], set)
         .map_err(|e| CommandError::Confine(e.to_string()))?;
     launch
         .command()

@@ -70,13 +70,41 @@ impl Default for TestsConfig {
     }
 }
 
-/// `tests.command`: a mode or a command of the user's.
+/// `tests.command`: a mode or a command of the user's — a list, or a
+/// line split as a shell splits it (run without a shell).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "TestCommandAsWritten")]
 pub enum TestCommand {
     Named(TestsMode),
     /// Run as given, in the project's scratch copy.
     Argv(Vec<String>),
+}
+
+/// `tests.command` as the user may write it.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TestCommandAsWritten {
+    Named(TestsMode),
+    Line(String),
+    Argv(Vec<String>),
+}
+
+impl TryFrom<TestCommandAsWritten> for TestCommand {
+    type Error = String;
+
+    fn try_from(written: TestCommandAsWritten) -> Result<Self, String> {
+        match written {
+            TestCommandAsWritten::Named(mode) => Ok(TestCommand::Named(mode)),
+            TestCommandAsWritten::Argv(argv) if !argv.is_empty() => Ok(TestCommand::Argv(argv)),
+            TestCommandAsWritten::Argv(_) => Err("tests.command is an empty list".into()),
+            TestCommandAsWritten::Line(line) => match shlex::split(&line) {
+                Some(argv) if !argv.is_empty() => Ok(TestCommand::Argv(argv)),
+                _ => Err(format!(
+                    "tests.command {line:?} is not a command (\"auto\", \"off\", a command line such as \"python3 -m pytest -q\", or a list)"
+                )),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]

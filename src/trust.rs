@@ -168,9 +168,11 @@ pub fn guarded_keys(project: &Value, base: &Config) -> Vec<String> {
         .filter(|k| at(project, k).is_some_and(|v| Some(&v) != at(&base, k).as_ref()))
         .map(|k| (*k).to_owned())
         .collect();
-    // A mode ("auto", "off") runs nothing of the repository's own choosing.
+    // A mode ("auto", "off") runs nothing of the repository's own choosing;
+    // any other string is a command line.
+    let is_mode = |v: &Value| v.as_str().is_some_and(|s| s == "auto" || s == "off");
     if at(project, "tests.command")
-        .is_some_and(|v| v.is_array() && Some(&v) != at(&base, "tests.command").as_ref())
+        .is_some_and(|v| !is_mode(&v) && Some(&v) != at(&base, "tests.command").as_ref())
     {
         keys.push("tests.command".to_owned());
     }
@@ -324,5 +326,34 @@ mod tests {
             "{:?}",
             guarded_keys(&harmless, &base)
         );
+        // A command written as a line is a command too.
+        let line = json!({"tests": {"command": "sh -c 'id > pwned'"}});
+        assert_eq!(guarded_keys(&line, &base), ["tests.command"]);
+    }
+
+    #[test]
+    fn a_test_command_is_a_mode_a_list_or_a_line_split_as_a_shell_splits_it() {
+        use crate::config::{TestCommand, TestsMode};
+        let parse = |v: Value| serde_json::from_value::<TestCommand>(v);
+        assert_eq!(
+            parse(json!("auto")).unwrap(),
+            TestCommand::Named(TestsMode::Auto)
+        );
+        assert_eq!(
+            parse(json!("python3 -m pytest -q 'tests/a b.py'")).unwrap(),
+            TestCommand::Argv(vec![
+                "python3".into(),
+                "-m".into(),
+                "pytest".into(),
+                "-q".into(),
+                "tests/a b.py".into()
+            ])
+        );
+        assert_eq!(
+            parse(json!(["make", "test"])).unwrap(),
+            TestCommand::Argv(vec!["make".into(), "test".into()])
+        );
+        assert!(parse(json!("pytest 'unclosed")).is_err());
+        assert!(parse(json!([])).is_err());
     }
 }

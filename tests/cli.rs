@@ -632,6 +632,109 @@ def test_add():
     );
 }
 
+/// A virtual environment made as a user makes one (`python3 -m venv`,
+/// then pip), at `dir`, with pytest when `pytest`.
+fn make_venv(dir: &Path, pytest: bool) {
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(dir)
+        .env_remove("PYTHONPATH")
+        .status()
+        .unwrap();
+    assert!(ok.success(), "python3 -m venv");
+    if pytest {
+        let ok = Command::new(dir.join("bin/pip"))
+            .args([
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "pytest==9.2.0",
+            ])
+            .env_remove("PYTHONPATH")
+            .status()
+            .unwrap();
+        assert!(ok.success(), "pip install pytest");
+    }
+}
+
+/// A pytest-style test of `add` (it imports pytest, which unittest then
+/// fails to load) and the task that fixes `add`, run from a plain shell
+/// (no PYTHONPATH: the user has no pytest but the environment's); the
+/// agent's summary.
+fn fix_in_environment(p: &support::Project, activated: Option<&Path>) -> String {
+    std::fs::write(
+        p.root.join("test_calc.py"),
+        "import pytest\n\nfrom calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_add_str():\n    with pytest.raises(TypeError):\n        add(1, 'x')\n",
+    )
+    .unwrap();
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    let mut task = p.command(&["task", "--file", "calc.py", "fix", "add"]);
+    task.env_remove("PYTHONPATH").env_remove("VIRTUAL_ENV");
+    if let Some(venv) = activated {
+        let path = format!(
+            "{}:{}",
+            venv.join("bin").display(),
+            std::env::var("PATH").unwrap()
+        );
+        task.env("VIRTUAL_ENV", venv).env("PATH", path);
+    }
+    let out = task.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let agent = p.json(&["agent", &id]);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    agent["agent"]["summary"].as_str().unwrap_or("").to_owned()
+}
+
+#[test]
+fn a_correct_fix_passes_the_tests_of_the_projects_own_venv() {
+    let p = project(&[fix_add()]);
+    let venv = p.root.join(".venv");
+    make_venv(&venv, true);
+    // The run reads the environment, never writes it: a test that plants
+    // a `.pth` (code every later `python` of the user's runs) is refused.
+    let site = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let planted = site.join("site-packages/planted.pth");
+    std::fs::write(
+        p.root.join("test_plant.py"),
+        format!(
+            "import calc\n\ntry:\n    open({:?}, 'w').write('import os')\nexcept OSError:\n    pass\n\n\ndef test_calc_loads():\n    assert calc.add\n",
+            planted.display().to_string()
+        ),
+    )
+    .unwrap();
+    let said = fix_in_environment(&p, None);
+    assert!(said.contains("tests passed: 3 passed"), "{said}");
+    // chimera status says where the tests run.
+    let status = p.ok(&["status"]);
+    assert!(
+        status.contains("tests     auto: pytest with") && status.contains("the project's .venv"),
+        "{status}"
+    );
+    assert!(
+        !planted.exists(),
+        "the test run wrote into the project's venv"
+    );
+}
+
+#[test]
+fn a_correct_fix_passes_the_tests_of_an_activated_venv_outside_the_project() {
+    let p = project(&[fix_add()]);
+    let outside = p.root.parent().unwrap().join("env");
+    make_venv(&outside, true);
+    let said = fix_in_environment(&p, Some(&outside));
+    assert!(said.contains("tests passed: 2 passed"), "{said}");
+}
+
 /// `GET /status` on the project's control socket, sent by `python3`
 /// started through `prefix` (`unshare -U`: a user namespace of its own,
 /// as every confined process has); what came back.

@@ -509,7 +509,11 @@ fn without_landlock_tests_inner() {
             &view,
             |_| true,
             &argv,
-            (Duration::from_secs(20), unconfined),
+            &chimera::command::How {
+                limit: Duration::from_secs(20),
+                unconfined,
+                ..Default::default()
+            },
             &|| false,
         )
     };

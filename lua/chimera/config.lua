@@ -438,15 +438,16 @@ local function check_edit_forms(forms)
   end
 end
 
--- `tests.command`: "auto", "off", or a command as a list of strings.
+-- `tests.command`: "auto", "off", or a command: a list of strings, or a
+-- line (split as a shell splits it, run without a shell).
 local function check_test_command(command)
-  if command == "auto" or command == "off" then
+  if type(command) == "string" and vim.trim(command) ~= "" then
     return nil
   end
   if type(command) == "table" and vim.islist(command) and #command > 0 and is_string_list(command) then
     return nil
   end
-  return ('chimera: option `tests.command` must be "auto", "off" or a command as a list of strings (e.g. { "pytest", "-q" }), got %s'):format(
+  return ('chimera: option `tests.command` must be "auto", "off" or a command, as a line or a list of strings (e.g. "pytest -q" or { "pytest", "-q" }), got %s'):format(
     vim.inspect(command)
   )
 end

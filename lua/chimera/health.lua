@@ -142,7 +142,7 @@ function M.check()
   end
 
   require("chimera.keymaps").check(h)
-  M.check_tools(h, state.config)
+  M.check_tools(h, state.config, state.root)
   M.check_clients(h, state)
   M.check_acp(h, state.config)
 
@@ -264,7 +264,7 @@ function M.check_clients(h, state)
 end
 
 --- Tools beyond the project: capabilities, web search, MCP servers.
-function M.check_tools(h, config)
+function M.check_tools(h, config, root)
   h.start("Chimera: tools and capabilities")
   if not config then
     h.info("call require('chimera').setup() to check the tools")
@@ -274,13 +274,20 @@ function M.check_tools(h, config)
   local tests = config.tests.command
   if tests == "off" then
     h.info("the project's tests are not run on agents' changes (tests.command = \"off\")")
-  elseif tests == "auto" then
-    local pytest = vim.system({ "python3", "-c", "import pytest" }):wait(5000).code == 0
-    h.ok(("agents' changes are tested with %s, by the test files that import what changed (tests.command)"):format(
-      pytest and "pytest" or "unittest (pytest is not importable by python3)"
-    ))
   else
-    h.ok("agents' changes are tested with `" .. table.concat(tests, " ") .. "` (tests.command)")
+    local lib = require("chimera.loader").load()
+    local where = lib and lib.tests_environment and lib.tests_environment(root or vim.fn.getcwd())
+    if tests == "auto" then
+      h.ok(("agents' changes are tested with %s, by the test files that import what changed (tests.command)"):format(
+        where and ("%s with %s, in %s"):format(where.runner, where.program, where.found) or "pytest or unittest"
+      ))
+      if where and where.runner == "unittest" then
+        h.info("pytest is not in that environment: pytest-style tests will not load (install it there, e.g. `pip install pytest`)")
+      end
+    else
+      local line = type(tests) == "table" and table.concat(tests, " ") or tostring(tests)
+      h.ok(("agents' changes are tested with `%s`%s (tests.command)"):format(line, where and (", in " .. where.found) or ""))
+    end
   end
   h.ok(("agents run as %q (%s mode, tool calls %s)"):format(caps.preset, config.agents.mode, config.agents.tool_calls))
   local function preset_allows(key)

@@ -200,11 +200,16 @@ impl Tests {
         Duration::from_millis(self.config.timeout_ms)
     }
 
+    /// Where and with what "auto" runs the tests of this project.
+    pub fn auto(&self) -> Auto {
+        Auto::of(self.store.root())
+    }
+
     /// Runs the tests of `file` on the project as the human has it; `Some`
     /// with their output when they fail.
     pub fn failing_now(&self, file: &str, cancelled: &dyn Fn() -> bool) -> Option<Failing> {
         let project = self.view(false);
-        let argv = argv_for(&self.config, &project, &[file.to_owned()])?;
+        let argv = argv_for(&self.config, &project, &[file.to_owned()], &self.auto())?;
         let ran = self.run_as_is(&argv, cancelled).ok()?;
         (ran.status != Some(0)).then(|| Failing {
             said: summary_line(&ran),
@@ -243,8 +248,15 @@ impl Tests {
     ) -> Result<command::Ran, command::CommandError> {
         let started = std::time::Instant::now();
         let visible = |f: &str| self.caps.may_see(f);
-        let limits = (self.limit(), self.unconfined);
-        let ran = command::run_in_checkout(view, visible, argv, limits, cancelled);
+        // The project's environment, for "auto" and the user's own command.
+        let auto = self.auto();
+        let how = command::How {
+            limit: self.limit(),
+            unconfined: self.unconfined,
+            readable: &auto.env.readable,
+            env: &auto.env.env,
+        };
+        let ran = command::run_in_checkout(view, visible, argv, &how, cancelled);
         let said = match &ran {
             Ok(r) => summary_line(r),
             Err(e) => format!("error: {e}"),
@@ -328,27 +340,49 @@ fn pytest_installed() -> bool {
     })
 }
 
-/// What runs the tests when `tests.command` is "auto": pytest when Python
-/// can import it, else unittest.
-fn auto_runner() -> Runner {
-    if pytest_installed() {
-        Runner::Pytest
-    } else {
-        Runner::Unittest
+/// Where "auto" runs the tests and with what: the project's environment
+/// ([`crate::lang::Environment`], found by the Python row of the language
+/// table) and pytest when that environment has it (for `python3` on
+/// `PATH`: when it can import it), else unittest.
+#[derive(Debug, Clone)]
+pub struct Auto {
+    pub env: crate::lang::Environment,
+    pub runner: Runner,
+}
+
+impl Auto {
+    /// The project at `root`'s, in the user's environment.
+    pub fn of(root: &std::path::Path) -> Auto {
+        let env = match crate::lang::PYTHON.test_environment {
+            Some(find) => find(root, &|n| std::env::var_os(n)),
+            None => crate::python::environment::find(root, &|_| None),
+        };
+        let system = env.readable.is_empty();
+        let runner = if env.has_runner || (system && pytest_installed()) {
+            Runner::Pytest
+        } else {
+            Runner::Unittest
+        };
+        Auto { env, runner }
+    }
+
+    fn python(&self) -> String {
+        self.env.program.display().to_string()
     }
 }
 
 /// The command to run for `tests`, or `None` when tests are off.
-fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
+fn command_for(config: &TestsConfig, tests: &[String], auto: &Auto) -> Option<Vec<String>> {
+    let python = auto.python();
     let mut argv: Vec<String> = match &config.command {
         TestCommand::Named(TestsMode::Off) => return None,
         TestCommand::Argv(argv) => return Some(argv.clone()),
-        TestCommand::Named(TestsMode::Auto) if auto_runner() == Runner::Pytest => {
+        TestCommand::Named(TestsMode::Auto) if auto.runner == Runner::Pytest => {
             // Short tracebacks, and the test's variables
             // ([`super::assertion::explain`] puts them in the call): what
             // [`digest`] reads.
             [
-                "python3",
+                python.as_str(),
                 "-m",
                 "pytest",
                 "-q",
@@ -360,9 +394,9 @@ fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
             .map(String::from)
             .to_vec()
         }
-        TestCommand::Named(TestsMode::Auto) => {
-            ["python3", "-m", "unittest"].map(String::from).to_vec()
-        }
+        TestCommand::Named(TestsMode::Auto) => [python.as_str(), "-m", "unittest"]
+            .map(String::from)
+            .to_vec(),
     };
     // Paths, never options, whatever their names.
     argv.push("--".into());
@@ -372,7 +406,12 @@ fn command_for(config: &TestsConfig, tests: &[String]) -> Option<Vec<String>> {
 
 /// The command that tests `changed` as `view` has it: the user's own, or
 /// the test files that exercise it; `None` when tests are off or none does.
-fn argv_for(config: &TestsConfig, view: &Overlay<'_>, changed: &[String]) -> Option<Vec<String>> {
+fn argv_for(
+    config: &TestsConfig,
+    view: &Overlay<'_>,
+    changed: &[String],
+    auto: &Auto,
+) -> Option<Vec<String>> {
     let tests = match &config.command {
         TestCommand::Argv(_) => vec![],
         TestCommand::Named(_) => {
@@ -389,7 +428,7 @@ fn argv_for(config: &TestsConfig, view: &Overlay<'_>, changed: &[String]) -> Opt
             tests
         }
     };
-    command_for(config, &tests)
+    command_for(config, &tests, auto)
 }
 
 /// The lines of a test run's output that name a failing test.
@@ -513,7 +552,8 @@ impl Tests {
         new: &[String],
         cancelled: &dyn Fn() -> bool,
     ) -> Option<(String, String)> {
-        if auto_runner() != Runner::Pytest {
+        let auto = self.auto();
+        if auto.runner != Runner::Pytest {
             return None;
         }
         let folder = |p: &str| p.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
@@ -525,8 +565,9 @@ impl Tests {
             .into_iter()
             .filter(|f| is_test_file(f) && !new.contains(f) && folders.contains(&folder(f)))
             .collect();
+        let python = auto.python();
         let mut argv: Vec<String> = [
-            "python3",
+            python.as_str(),
             "-c",
             AS_PYTEST_RUNS,
             "-q",
@@ -574,9 +615,10 @@ impl Tests {
             return Some(Problem::TestFileDoesNotLoad { path, output });
         }
         let after = self.view(true);
-        let runner = auto_runner();
+        let auto = self.auto();
+        let runner = auto.runner;
         new.into_iter().find_map(|path| {
-            let argv = command_for(&self.config, std::slice::from_ref(&path))?;
+            let argv = command_for(&self.config, std::slice::from_ref(&path), &auto)?;
             let ran = self
                 .run_in_copy(&after, "the test file it adds", &argv, cancelled)
                 .ok()?;
@@ -595,7 +637,7 @@ impl Tests {
             .map(|(p, _)| p)
             .collect();
         let after = self.view(true);
-        let Some(argv) = argv_for(&self.config, &after, &changed) else {
+        let Some(argv) = argv_for(&self.config, &after, &changed, &self.auto()) else {
             return Verdict::NotRun;
         };
         let with = match self.run_in_copy(&after, "with the change", &argv, cancelled) {
@@ -749,20 +791,30 @@ mod tests {
             ..TestsConfig::default()
         };
         assert_eq!(
-            command_for(&own, &["t.py".into()]),
+            command_for(&own, &["t.py".into()], &system()),
             Some(vec!["make".into(), "test".into()])
         );
         let off = TestsConfig {
             command: TestCommand::Named(TestsMode::Off),
             ..TestsConfig::default()
         };
-        assert_eq!(command_for(&off, &["t.py".into()]), None);
-        let auto = command_for(&TestsConfig::default(), &["tests/test_a.py".into()]).unwrap();
+        assert_eq!(command_for(&off, &["t.py".into()], &system()), None);
+        let auto = command_for(
+            &TestsConfig::default(),
+            &["tests/test_a.py".into()],
+            &system(),
+        )
+        .unwrap();
         assert_eq!(auto.last().map(String::as_str), Some("tests/test_a.py"));
         // A file an agent names like an option (`-p_test.py` would load a
         // plugin) is still a file to the runner.
-        let odd = command_for(&TestsConfig::default(), &["-p_test.py".into()]).unwrap();
+        let odd = command_for(&TestsConfig::default(), &["-p_test.py".into()], &system()).unwrap();
         assert_eq!(&odd[odd.len() - 2..], ["--", "-p_test.py"]);
+    }
+
+    /// "auto" in a folder with no environment of its own.
+    fn system() -> Auto {
+        Auto::of(std::path::Path::new("/nonexistent-project"))
     }
 
     #[test]

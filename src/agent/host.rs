@@ -668,7 +668,11 @@ impl AgentHost {
             &self.overlay(),
             |f| self.caps.may_see(f),
             &argv,
-            (self.command_timeout, self.run_unconfined),
+            &crate::command::How {
+                limit: self.command_timeout,
+                unconfined: self.run_unconfined,
+                ..Default::default()
+            },
             &move || cancel.is_cancelled(),
         )?;
         let text = ran.describe();

@@ -68,6 +68,7 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
             "user_config_file": loaded.user_file.as_ref().map(|f| f.display().to_string()),
             "project_config": project,
             "confinement": confinement(&loaded.config),
+            "tests": tests(root, &loaded.config),
             "llm": {
                 "provider": { "value": provider, "from": loaded.source("provider") },
                 "url": { "value": llm.url, "from": loaded.source("url") },
@@ -99,6 +100,23 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
     out!("          url {} ({})", llm.url, loaded.source("url"));
     out!("          model {} ({})", llm.model, loaded.source("model"));
     out!("confined  {}", confinement(&loaded.config));
+    out!("tests     {}", tests(root, &loaded.config));
+}
+
+/// How the project's tests run (`tests.command`), in words.
+fn tests(root: &Path, config: &crate::config::Config) -> String {
+    use crate::config::{TestCommand, TestsMode};
+    let auto = crate::agent::checks::Auto::of(root);
+    match &config.tests.command {
+        TestCommand::Named(TestsMode::Off) => "off".into(),
+        TestCommand::Argv(argv) => format!("{} (in {})", argv.join(" "), auto.env.found),
+        TestCommand::Named(TestsMode::Auto) => format!(
+            "auto: {} with {} ({})",
+            auto.runner,
+            auto.env.program.display(),
+            auto.env.found
+        ),
+    }
 }
 
 /// How the programs agents run are confined here, in words.

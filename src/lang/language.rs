@@ -43,6 +43,9 @@ pub struct Language {
     pub globals: &'static [&'static str],
     /// What the language splices its own way, if anything (Python).
     pub own_splice: Option<OwnSplice>,
+    /// Where a project's tests in this language run: its own
+    /// environment, found from its root and the user's variables.
+    pub test_environment: Option<TestEnvironment>,
     pub(super) grammar: tree_sitter_language::LanguageFn,
     pub(super) sources: Sources,
     pub(super) compiled: OnceLock<Result<Queries, QueryError>>,
@@ -51,6 +54,11 @@ pub struct Language {
 /// A check of a syntax tree: the row of the first breach and what the
 /// language would say of it.
 type OwnRule = fn(tree_sitter::Node<'_>, &str) -> Option<(usize, String)>;
+
+/// Finds a project's test environment from its root and a reader of the
+/// user's environment variables.
+pub type TestEnvironment =
+    fn(&std::path::Path, &dyn Fn(&str) -> Option<std::ffi::OsString>) -> super::Environment;
 
 /// How a language splices a model's reply into a file its own way, in
 /// place of the generic splicer (Python, whose indentation is syntax).

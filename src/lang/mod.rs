@@ -7,6 +7,7 @@
 
 pub mod definitions;
 mod docs;
+mod environment;
 pub mod forms;
 pub mod language;
 mod modules;
@@ -18,8 +19,9 @@ use std::sync::OnceLock;
 
 use tree_sitter::Query;
 
+pub use environment::Environment;
 use language::{sources, Sources};
-pub use language::{Language, OwnSplice, Queries, QueryError};
+pub use language::{Language, OwnSplice, Queries, QueryError, TestEnvironment};
 
 pub use definitions::{
     assemble, definitions, definitions_in, found_in, found_order, line_start, lone_methods,
@@ -62,6 +64,7 @@ pub static PYTHON: Language = Language {
         splice: crate::python::splice::splice_definitions,
         keep_imports: crate::python::imports::keep_imports,
     }),
+    test_environment: Some(crate::python::environment::find),
     modules: ModuleStyle::Python,
     globals: &[],
     grammar: tree_sitter_python::LANGUAGE,
@@ -81,6 +84,7 @@ pub static JAVASCRIPT: Language = Language {
     attached: &["comment"],
     own_rule: None,
     own_splice: None,
+    test_environment: None,
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
     grammar: tree_sitter_javascript::LANGUAGE,
@@ -100,6 +104,7 @@ pub static TYPESCRIPT: Language = Language {
     attached: &["comment"],
     own_rule: None,
     own_splice: None,
+    test_environment: None,
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
     grammar: tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
@@ -119,6 +124,7 @@ pub static TSX: Language = Language {
     attached: &["comment"],
     own_rule: None,
     own_splice: None,
+    test_environment: None,
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
     grammar: tree_sitter_typescript::LANGUAGE_TSX,
@@ -138,6 +144,7 @@ pub static GO: Language = Language {
     attached: &["comment"],
     own_rule: None,
     own_splice: None,
+    test_environment: None,
     modules: ModuleStyle::Go,
     globals: &[],
     grammar: tree_sitter_go::LANGUAGE,
@@ -157,6 +164,7 @@ pub static RUST: Language = Language {
     attached: &["line_comment", "block_comment", "attribute_item"],
     own_rule: None,
     own_splice: None,
+    test_environment: None,
     modules: ModuleStyle::Rust,
     globals: &[],
     grammar: tree_sitter_rust::LANGUAGE,
@@ -176,6 +184,7 @@ pub static LUA: Language = Language {
     attached: &["comment"],
     own_rule: Some(syntax::lua_keyword_name),
     own_splice: None,
+    test_environment: None,
     modules: ModuleStyle::Lua,
     globals: &[],
     grammar: tree_sitter_lua::LANGUAGE,

@@ -148,6 +148,7 @@ const EXPORTS: &[(&str, Export)] = &[
     ("may_share_buffer", may_share_buffer),
     ("can_confine", can_confine),
     ("confinement", confinement),
+    ("tests_environment", tests_environment),
     ("agent_network", agent_network),
     ("default_config", default_config),
     ("project_options", project_options),
@@ -312,6 +313,19 @@ fn agent_network(lua: &Lua) -> mlua::Result<mlua::Function> {
             ),
             Err(e) => (None, Some(e)),
         })
+    })
+}
+
+/// tests_environment(root) -> where "auto" runs the project's tests:
+/// { runner, program, found } (:checkhealth).
+fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|lua, root: String| {
+        let auto = crate::agent::checks::Auto::of(Path::new(&root));
+        let t = lua.create_table()?;
+        t.set("runner", auto.runner.to_string())?;
+        t.set("program", auto.env.program.display().to_string())?;
+        t.set("found", auto.env.found)?;
+        Ok(t)
     })
 }
 

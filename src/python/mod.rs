@@ -2,6 +2,7 @@
 //! syntax checks that point at the broken line, and the definitions
 //! (functions, classes, methods) of a file with their spans.
 
+pub mod environment;
 pub(crate) mod imports;
 pub mod refactor;
 pub(crate) mod splice;
