@@ -735,6 +735,19 @@ fn a_correct_fix_passes_the_tests_of_an_activated_venv_outside_the_project() {
     assert!(said.contains("tests passed: 2 passed"), "{said}");
 }
 
+#[test]
+fn a_broken_environment_proposes_a_correct_fix_and_says_why_the_tests_could_not_run() {
+    // The project's .venv has no pytest; its tests import it.
+    let p = project(&[fix_add()]);
+    make_venv(&p.root.join(".venv"), false);
+    let said = fix_in_environment(&p, None);
+    assert!(
+        said.contains("tests not run: `pytest` is not installed in the project's .venv")
+            && said.contains("-m pip install pytest"),
+        "{said}"
+    );
+}
+
 /// `GET /status` on the project's control socket, sent by `python3`
 /// started through `prefix` (`unshare -U`: a user namespace of its own,
 /// as every confined process has); what came back.

@@ -211,6 +211,11 @@ impl Tests {
         let project = self.view(false);
         let argv = argv_for(&self.config, &project, &[file.to_owned()], &self.auto())?;
         let ran = self.run_as_is(&argv, cancelled).ok()?;
+        // Tests that cannot load for want of a package say nothing of the
+        // code: nothing to start a fix from.
+        if missing_package(&ran, &project).is_some() {
+            return None;
+        }
         (ran.status != Some(0)).then(|| Failing {
             said: summary_line(&ran),
             output: digest(&ran, 2000),
@@ -659,8 +664,49 @@ impl Tests {
             };
         }
         let without = self.run_as_is(&argv, cancelled);
+        // A package the tests import missing with and without the change
+        // is the environment's fault, said to the user, never the change's.
+        let missing = missing_package(&with, &after).filter(|m| {
+            without
+                .as_ref()
+                .is_ok_and(|w| missing_package(w, &after).as_ref() == Some(m))
+        });
+        if let Some(package) = missing {
+            return Verdict::Unavailable {
+                said: self.not_installed(&package),
+            };
+        }
         failing_verdict(&with, without.ok().as_ref(), self.limit())
     }
+
+    /// "`pytest` is not installed in the project's .venv — …", for the
+    /// user: what is missing where, and the command that mends it.
+    fn not_installed(&self, package: &str) -> String {
+        let auto = self.auto();
+        format!(
+            "`{package}` is not installed in {} — install it there: `{} -m pip install {package}`",
+            auto.env.found,
+            auto.env.program.display()
+        )
+    }
+}
+
+/// The package a test run could not import that is none of the project's
+/// own modules (`view`'s files): `ModuleNotFoundError: No module named
+/// 'pytest'` names `pytest`.
+fn missing_package(ran: &command::Ran, view: &Overlay<'_>) -> Option<String> {
+    let text = format!("{}\n{}", ran.stdout, ran.stderr);
+    let name = text.lines().find_map(|l| {
+        let rest = l.split("No module named '").nth(1)?;
+        rest.split('\'').next()
+    })?;
+    let top = name.split('.').next()?.to_owned();
+    let files = view.files().ok()?;
+    let own = files.iter().any(|f| {
+        let f = format!("/{f}");
+        f.ends_with(&format!("/{top}.py")) || f.contains(&format!("/{top}/"))
+    });
+    (!own && !top.is_empty()).then_some(top)
 }
 
 /// The verdict on a change whose test run `with` failed, by the tests that
@@ -858,6 +904,32 @@ mod tests {
             digest(&other, 2000),
             "FAIL: test_median (t.T)\nAssertionError: 2 != 3"
         );
+    }
+
+    #[test]
+    fn a_package_the_tests_cannot_import_is_missing_unless_the_project_has_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory(dir.path()).unwrap();
+        for f in ["calc.py", "pkg/util/__init__.py"] {
+            store.stable_put(f, b"x = 1\n", 0o644, 0, 1 << 20).unwrap();
+        }
+        let view = Overlay::new(&store, "a", 1 << 20);
+        let ran = |err: &str| command::Ran {
+            status: Some(1),
+            stdout: String::new(),
+            stderr: err.into(),
+            duration: Duration::ZERO,
+        };
+        let said = |m: &str| format!("ModuleNotFoundError: No module named '{m}'\n");
+        assert_eq!(missing_package(&ran(&said("pytest")), &view).as_deref(), Some("pytest"));
+        assert_eq!(
+            missing_package(&ran(&said("requests.adapters")), &view).as_deref(),
+            Some("requests")
+        );
+        // The project's own module failing to import is the code's matter.
+        assert_eq!(missing_package(&ran(&said("calc")), &view), None);
+        assert_eq!(missing_package(&ran(&said("util")), &view), None);
+        assert_eq!(missing_package(&ran("AssertionError\n"), &view), None);
     }
 
     #[test]

@@ -75,13 +75,13 @@ end)
 
 h.test("tests.command takes auto, off or a command, and says what it wants otherwise", function()
   local config = require("chimera.config")
-  for _, ok in ipairs({ "auto", "off", { "make", "test" } }) do
+  for _, ok in ipairs({ "auto", "off", { "make", "test" }, "python3 -m pytest -q" }) do
     local c, err = config.resolve({ tests = { command = ok } })
     h.truthy(c, vim.inspect(ok) .. ": " .. tostring(err))
     -- The core reads what Lua sends.
     h.truthy(require("chimera.loader").require().edit_form(config.to_json(c)), "the core takes " .. vim.inspect(ok))
   end
-  for _, bad in ipairs({ "sometimes", {}, { "make", 1 }, 42 }) do
+  for _, bad in ipairs({ "", "   ", {}, { "make", 1 }, 42 }) do
     local c, err = config.resolve({ tests = { command = bad } })
     h.eq(c, nil, vim.inspect(bad))
     h.truthy(err:find('must be "auto", "off" or a command', 1, true), err)
