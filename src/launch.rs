@@ -1,6 +1,7 @@
 //! One launcher for every process Chimera starts on an agent's or a
 //! project's behalf — an ACP agent and its terminals, `run_command`, the
-//! test runs. A process gets what it needs and nothing else, each rule a
+//! test runs, and (unconfined, with the environment allow-list) the MCP
+//! servers the options name. A process gets what it needs and nothing else, each rule a
 //! line here:
 //!
 //! - **environment**: an allow-list ([`env`]); no `NVIM`, no socket

@@ -303,7 +303,7 @@ local function check_program(where, spec)
   end
 end
 
--- `mcp.servers`: name -> { command = {...}, env = {...} } or { url = "..." }.
+-- `mcp.servers`: name -> { command = {...}, env = {...}, pass_env = {...} } or { url = "..." }.
 local function check_servers(servers)
   if type(servers) ~= "table" then
     return "chimera: option `mcp.servers` must be a table of servers by name"
@@ -317,8 +317,8 @@ local function check_servers(servers)
       return where .. " must be a table { command = {...} } or { url = ... }"
     end
     for key in pairs(server) do
-      if key ~= "command" and key ~= "url" and key ~= "env" then
-        return ("%s: unknown key `%s` (command, env, url)"):format(where, tostring(key))
+      if key ~= "command" and key ~= "url" and key ~= "env" and key ~= "pass_env" then
+        return ("%s: unknown key `%s` (command, env, pass_env, url)"):format(where, tostring(key))
       end
     end
     if (server.command == nil) == (server.url == nil) then

@@ -921,7 +921,10 @@ mod tests {
             duration: Duration::ZERO,
         };
         let said = |m: &str| format!("ModuleNotFoundError: No module named '{m}'\n");
-        assert_eq!(missing_package(&ran(&said("pytest")), &view).as_deref(), Some("pytest"));
+        assert_eq!(
+            missing_package(&ran(&said("pytest")), &view).as_deref(),
+            Some("pytest")
+        );
         assert_eq!(
             missing_package(&ran(&said("requests.adapters")), &view).as_deref(),
             Some("requests")

@@ -747,6 +747,7 @@ fn mcp_config(c: &mut Config, log: &std::path::Path, allow: &[&str]) {
             ],
             env: [("MCP_LOG".to_owned(), log.display().to_string())].into(),
             url: None,
+            pass_env: vec![],
         },
     );
     c.capabilities.mcp = allow.iter().map(|s| s.to_string()).collect();

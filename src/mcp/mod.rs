@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub command: Vec<String>,
     /// Extra environment variables for the command.
     pub env: BTreeMap<String, String>,
+    /// The user's environment variables it is given besides the
+    /// launcher's allow-list ([`crate::launch::env`]): its token.
+    pub pass_env: Vec<String>,
     /// The server's streamable-HTTP endpoint.
     pub url: Option<String>,
 }

@@ -16,6 +16,7 @@ fn stdio_config(log: &std::path::Path) -> McpConfig {
             command: vec!["python3".into(), script()],
             env: [("MCP_LOG".to_owned(), log.display().to_string())].into(),
             url: None,
+            pass_env: vec![],
         },
     );
     McpConfig {
@@ -163,6 +164,35 @@ async fn a_server_that_cannot_start_or_dies_says_why() {
         "{text:?}"
     );
     assert!(text.iter().any(|e| e.contains("set `command`")), "{text:?}");
+}
+
+#[tokio::test]
+async fn a_stdio_server_gets_the_allow_list_its_env_and_what_pass_env_names_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("env");
+    let script = format!(
+        "import os, sys; open({:?}, 'w').write(' '.join(sorted(os.environ))); sys.exit(3)",
+        seen.display().to_string()
+    );
+    let mut config = commands(5_000, &[("peek", &["python3", "-c", &script])]);
+    if let Some(s) = config.servers.get_mut("peek") {
+        s.env = [("MINE".to_owned(), "1".to_owned())].into();
+        // `cargo test` runs this with its CARGO_* variables set.
+        s.pass_env = vec!["CARGO_PKG_NAME".into()];
+    }
+    let hub = Hub::new(config, dir.path().to_owned());
+    let _ = hub.tools(|_| true, &CancellationToken::new()).await;
+    let names = std::fs::read_to_string(&seen).unwrap();
+    let names: Vec<&str> = names.split(' ').collect();
+    assert!(
+        names.contains(&"PATH") && names.contains(&"MINE"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"CARGO_PKG_NAME"), "pass_env: {names:?}");
+    assert!(
+        !names.contains(&"CARGO_MANIFEST_DIR"),
+        "not passed: {names:?}"
+    );
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, Tool};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::Value as Json;
 use tokio::io::AsyncReadExt;
@@ -22,11 +22,71 @@ const STDERR_TAIL: usize = 2000;
 
 pub(super) struct Connection {
     server: String,
-    /// Dropping it ends the session (and kills a stdio server).
+    /// Dropping it ends the session.
     service: RunningService<RoleClient, ClientConfig>,
+    /// A stdio server's supervisor: dropped, it ends the server and all
+    /// it started ([`crate::reaper`]).
+    _process: Option<Process>,
     /// What a stdio server said on stderr, lately.
     stderr: Option<Arc<Mutex<String>>>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// A stdio server's process, ended when dropped.
+struct Process(Option<(std::process::Child, crate::reaper::Stop)>);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some((mut child, stop)) = self.0.take() {
+            // Off the runtime: ending the tree may take a moment.
+            std::thread::spawn(move || crate::command::end_tree(&mut child, stop));
+        }
+    }
+}
+
+/// Starts a stdio server through the launcher ([`crate::launch`]): its
+/// environment the allow-list, its `env` and the variables `pass_env`
+/// names — none of the user's secrets by default. It runs unconfined by
+/// the kernel: it is the user's own program (or, named by a project's
+/// file, one the user trusted), and what it needs is its own business.
+fn start(
+    program: &str,
+    args: &[String],
+    config: &ServerConfig,
+    root: &Path,
+) -> std::io::Result<(
+    Process,
+    (tokio::process::ChildStdout, tokio::process::ChildStdin),
+    Option<tokio::process::ChildStderr>,
+)> {
+    let set = config.env.iter().map(|(k, v)| (k.clone(), v.clone()));
+    let mut launch = crate::launch::Launch::new(program, None, &config.pass_env, set)
+        .map_err(std::io::Error::other)?;
+    launch
+        .command()
+        .args(args)
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = launch.spawn()?;
+    let mut child = started.child;
+    let pipes = (child.stdout.take(), child.stdin.take(), child.stderr.take());
+    let process = Process(Some((child, started.stop)));
+    let (Some(stdout), Some(stdin), stderr) = pipes else {
+        return Err(std::io::Error::other("no pipes"));
+    };
+    let stderr = stderr
+        .map(tokio::process::ChildStderr::from_std)
+        .transpose()?;
+    Ok((
+        process,
+        (
+            tokio::process::ChildStdout::from_std(stdout)?,
+            tokio::process::ChildStdin::from_std(stdin)?,
+        ),
+        stderr,
+    ))
 }
 
 impl Drop for Connection {
@@ -94,12 +154,8 @@ impl Connection {
         );
         match (&config.command[..], &config.url) {
             ([program, args @ ..], None) => {
-                let mut cmd = tokio::process::Command::new(program);
-                cmd.args(args).envs(&config.env).current_dir(root);
-                let (transport, pipe) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| McpError::Start {
+                let (process, transport, pipe) =
+                    start(program, args, config, root).map_err(|e| McpError::Start {
                         server: name.clone(),
                         detail: format!("`{program}`: {e}"),
                     })?;
@@ -109,6 +165,7 @@ impl Connection {
                     Ok(service) => Ok(Self {
                         server: name,
                         service,
+                        _process: Some(process),
                         stderr: Some(stderr),
                         stderr_task,
                     }),
@@ -136,6 +193,7 @@ impl Connection {
                 Ok(Self {
                     server: name,
                     service,
+                    _process: None,
                     stderr: None,
                     stderr_task: None,
                 })
