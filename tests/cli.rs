@@ -748,6 +748,33 @@ fn a_broken_environment_proposes_a_correct_fix_and_says_why_the_tests_could_not_
     );
 }
 
+#[test]
+fn pytest_style_tests_unittest_cannot_find_are_said_with_the_fix() {
+    let p = project(&[fix_add()]);
+    make_venv(&p.root.join(".venv"), false);
+    std::fs::write(
+        p.root.join("test_calc.py"),
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    )
+    .unwrap();
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    let out = p
+        .command(&["task", "--file", "calc.py", "fix", "add"])
+        .env_remove("PYTHONPATH")
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let agent = p.json(&["agent", &id]);
+    let said = agent["agent"]["summary"].as_str().unwrap_or("").to_owned();
+    assert!(
+        said.contains("Ran 0 tests")
+            && said.contains("unittest finds only tests in unittest.TestCase classes")
+            && said.contains("`pytest` is not installed in the project's .venv"),
+        "{agent}"
+    );
+}
+
 /// `GET /status` on the project's control socket, sent by `python3`
 /// started through `prefix` (`unshare -U`: a user namespace of its own,
 /// as every confined process has); what came back.

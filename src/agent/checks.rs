@@ -655,7 +655,7 @@ impl Tests {
         };
         if ran_no_test(&with) {
             return Verdict::Unavailable {
-                said: format!("no test ran ({})", summary_line(&with)),
+                said: self.no_test_ran(&with),
             };
         }
         if with.status == Some(0) {
@@ -677,6 +677,23 @@ impl Tests {
             };
         }
         failing_verdict(&with, without.ok().as_ref(), self.limit())
+    }
+
+    /// Why a run found no test, for the user: with "auto" falling back to
+    /// unittest, that it finds only `unittest.TestCase` tests, and how to
+    /// get pytest where the tests run.
+    fn no_test_ran(&self, ran: &command::Ran) -> String {
+        let said = format!("no test ran ({})", summary_line(ran));
+        let auto = self.auto();
+        if self.config.command != TestCommand::Named(TestsMode::Auto)
+            || auto.runner != Runner::Unittest
+        {
+            return said;
+        }
+        format!(
+            "{said}: unittest finds only tests in unittest.TestCase classes, and {}",
+            self.not_installed("pytest")
+        )
     }
 
     /// "`pytest` is not installed in the project's .venv — …", for the
