@@ -142,6 +142,7 @@ impl<'a> Run<'a> {
             max_bytes: self.max_bytes(),
             as_is: self.as_is.clone(),
             unconfined: self.config.agents.run_unconfined,
+            near: self.job.spec.file.clone(),
         }
     }
 

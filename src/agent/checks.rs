@@ -144,6 +144,9 @@ pub struct Tests {
     /// Runs them unconfined where the kernel cannot confine
     /// (`agents.run_unconfined`).
     pub unconfined: bool,
+    /// The task's file (a project path): the environment nearest it runs
+    /// the tests.
+    pub near: Option<String>,
 }
 
 /// A command, as it is run.
@@ -202,7 +205,7 @@ impl Tests {
 
     /// Where and with what "auto" runs the tests of this project.
     pub fn auto(&self) -> Auto {
-        Auto::of(self.store.root())
+        Auto::of(self.store.root(), self.near.as_deref())
     }
 
     /// Runs the tests of `file` on the project as the human has it; `Some`
@@ -356,11 +359,26 @@ pub struct Auto {
 }
 
 impl Auto {
-    /// The project at `root`'s, in the user's environment.
-    pub fn of(root: &std::path::Path) -> Auto {
+    /// The project at `root`'s, for a task about file `near` (a project
+    /// path, or an absolute one inside `root`), in the user's environment.
+    pub fn of(root: &std::path::Path, near: Option<&str>) -> Auto {
+        let start = near
+            .and_then(|f| {
+                let abs = std::path::Path::new(f);
+                match abs.is_absolute() {
+                    true => crate::paths::ProjectPath::from_absolute(root, abs),
+                    false => crate::paths::ProjectPath::parse(f).ok(),
+                }
+            })
+            .and_then(|p| {
+                root.join(p.as_str())
+                    .parent()
+                    .map(std::path::Path::to_path_buf)
+            })
+            .unwrap_or_else(|| root.to_path_buf());
         let env = match crate::lang::PYTHON.test_environment {
-            Some(find) => find(root, &|n| std::env::var_os(n)),
-            None => crate::python::environment::find(root, &|_| None),
+            Some(find) => find(root, &start, &|n| std::env::var_os(n)),
+            None => crate::python::environment::find(root, &start, &|_| None),
         };
         let system = env.readable.is_empty();
         let runner = if env.has_runner || (system && pytest_installed()) {
@@ -877,7 +895,7 @@ mod tests {
 
     /// "auto" in a folder with no environment of its own.
     fn system() -> Auto {
-        Auto::of(std::path::Path::new("/nonexistent-project"))
+        Auto::of(std::path::Path::new("/nonexistent-project"), None)
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
 /// How the project's tests run (`tests.command`), in words.
 fn tests(root: &Path, config: &crate::config::Config) -> String {
     use crate::config::{TestCommand, TestsMode};
-    let auto = crate::agent::checks::Auto::of(root);
+    let auto = crate::agent::checks::Auto::of(root, None);
     match &config.tests.command {
         TestCommand::Named(TestsMode::Off) => "off".into(),
         TestCommand::Argv(argv) => format!("{} (in {})", argv.join(" "), auto.env.found),

@@ -55,10 +55,14 @@ pub struct Language {
 /// language would say of it.
 type OwnRule = fn(tree_sitter::Node<'_>, &str) -> Option<(usize, String)>;
 
-/// Finds a project's test environment from its root and a reader of the
-/// user's environment variables.
-pub type TestEnvironment =
-    fn(&std::path::Path, &dyn Fn(&str) -> Option<std::ffi::OsString>) -> super::Environment;
+/// Finds a project's test environment from its root, the folder a task
+/// is about (inside the root: a subproject's own environment is nearer)
+/// and a reader of the user's environment variables.
+pub type TestEnvironment = fn(
+    &std::path::Path,
+    &std::path::Path,
+    &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> super::Environment;
 
 /// How a language splices a model's reply into a file its own way, in
 /// place of the generic splicer (Python, whose indentation is syntax).

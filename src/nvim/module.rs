@@ -320,7 +320,7 @@ fn agent_network(lua: &Lua) -> mlua::Result<mlua::Function> {
 /// { runner, program, found } (:checkhealth).
 fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_function(|lua, root: String| {
-        let auto = crate::agent::checks::Auto::of(Path::new(&root));
+        let auto = crate::agent::checks::Auto::of(Path::new(&root), None);
         let t = lua.create_table()?;
         t.set("runner", auto.runner.to_string())?;
         t.set("program", auto.env.program.display().to_string())?;

@@ -1,6 +1,8 @@
 //! Where a Python project's tests run, found as editors' language servers
 //! find it: the project's own virtual environment (`.venv` or `venv`
-//! holding a `pyvenv.cfg`), else the activated one (`VIRTUAL_ENV`), else
+//! holding a `pyvenv.cfg`, in the folder of the task's file or the
+//! nearest above it within the project: a subproject of a monorepo has
+//! its own), else the activated one (`VIRTUAL_ENV`), else
 //! conda's (`CONDA_PREFIX`), else the `python3` on `PATH`. Whether it has
 //! pytest is read from its files, never by running it: a cloned
 //! repository's `.venv/bin/python` is the repository's program, and runs
@@ -13,18 +15,21 @@ use std::path::{Path, PathBuf};
 
 use crate::lang::Environment;
 
-/// The environment the tests of the project at `root` run in; `var`
-/// reads the user's environment (`std::env::var_os` outside tests).
-pub fn find(root: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Environment {
-    let in_project = [".venv", "venv"]
-        .iter()
-        .map(|d| root.join(d))
+/// The environment the tests of the project at `root` run in, for a task
+/// about folder `start` (inside `root`); `var` reads the user's
+/// environment (`std::env::var_os` outside tests).
+pub fn find(root: &Path, start: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> Environment {
+    let start = if start.starts_with(root) { start } else { root };
+    let in_project = start
+        .ancestors()
+        .take_while(|dir| dir.starts_with(root))
+        .flat_map(|dir| [dir.join(".venv"), dir.join("venv")])
         .find(|d| {
             std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && d.join("pyvenv.cfg").is_file()
         })
         .map(|d| {
-            let name = d.file_name().map(|n| n.to_string_lossy().into_owned());
-            (d, format!("the project's {}", name.unwrap_or_default()))
+            let name = d.strip_prefix(root).unwrap_or(&d).display().to_string();
+            (d, format!("the project's {name}"))
         });
     let named = |name: &str, said: &str| {
         var(name)
@@ -116,7 +121,7 @@ mod tests {
             "PATH" => Some("/usr/bin".into()),
             _ => None,
         };
-        let e = find(&root, &var);
+        let e = find(&root, &root, &var);
         assert_eq!(e.program, outside.join("bin/python"));
         assert!(
             e.found.starts_with("the activated environment"),
@@ -129,17 +134,40 @@ mod tests {
         assert!(path.starts_with(&outside.join("bin").display().to_string()));
         // The project's own .venv wins, with its pytest.
         venv(&root.join(".venv"), true);
-        let e = find(&root, &var);
+        let e = find(&root, &root, &var);
         assert_eq!(e.program, root.join(".venv/bin/python"));
         assert_eq!(e.found, "the project's .venv");
         assert!(e.has_runner);
         // A .venv that is a link (to the home folder, say) is not taken.
         std::fs::remove_dir_all(root.join(".venv")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join(".venv")).unwrap();
-        assert!(find(&root, &|_| None).readable.is_empty());
+        assert!(find(&root, &root, &|_| None).readable.is_empty());
         // Nothing: python3 from PATH.
-        let e = find(&t.path().join("bare"), &|_| None);
+        let bare = t.path().join("bare");
+        let e = find(&bare, &bare, &|_| None);
         assert_eq!(e.program, PathBuf::from("python3"));
         assert!(e.readable.is_empty() && e.env.is_empty());
+    }
+
+    #[test]
+    fn a_subprojects_own_environment_is_nearer_than_the_roots() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("mono");
+        venv(&root.join(".venv"), false);
+        venv(&root.join("services/api/.venv"), true);
+        let deep = root.join("services/api/src/app");
+        std::fs::create_dir_all(&deep).unwrap();
+        let e = find(&root, &deep, &|_| None);
+        assert_eq!(e.program, root.join("services/api/.venv/bin/python"));
+        assert_eq!(e.found, "the project's services/api/.venv");
+        assert!(e.has_runner);
+        let other = root.join("services/web");
+        std::fs::create_dir_all(&other).unwrap();
+        assert_eq!(find(&root, &other, &|_| None).found, "the project's .venv");
+        // Never above the project.
+        venv(&t.path().join(".venv"), true);
+        let lone = t.path().join("lone");
+        std::fs::create_dir_all(&lone).unwrap();
+        assert_eq!(find(&lone, &lone, &|_| None).found, "python3 on PATH");
     }
 }

@@ -80,6 +80,7 @@ async fn the_project_as_it_is_is_tested_again_once_it_changed() {
         max_bytes: 1 << 20,
         as_is: Default::default(),
         unconfined: false,
+        near: None,
     };
     let never = || false;
     assert!(t.failing_now("mathx.py", &never).is_some());
