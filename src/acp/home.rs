@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::known::Known;
+use crate::paths::ProjectPath;
 
 /// Where agent `name`'s own home is, under `data` (the user's
 /// `$XDG_DATA_HOME`, else `~/.local/share`).
@@ -47,7 +48,6 @@ pub fn prepare(
     };
     for seed in known.seeds {
         let from = user_home.join(seed);
-        let to = home.join(seed);
         // The user's file itself, not a link's target elsewhere.
         let Ok(meta) = std::fs::symlink_metadata(&from) else {
             continue;
@@ -55,21 +55,45 @@ pub fn prepare(
         if !meta.is_file() {
             continue;
         }
-        // Its copy's own time; anything but a plain file is replaced.
-        let theirs = std::fs::symlink_metadata(&to)
+        let Ok(rel) = ProjectPath::parse(seed) else {
+            continue;
+        };
+        // The agent may have swapped a folder of its home, or the file,
+        // for a link: those go (the links, never what they lead to) before
+        // anything of its home is looked at or written.
+        unlink_on_the_way(home, &rel)?;
+        let theirs = std::fs::symlink_metadata(home.join(seed))
             .ok()
             .filter(|m| m.is_file())
             .and_then(|m| m.modified().ok());
         let newer = theirs.is_none_or(|theirs| meta.modified().is_ok_and(|ours| ours > theirs));
         if newer {
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            // A link the agent planted at `to` is replaced, not followed.
-            let _ = std::fs::remove_file(&to);
-            std::fs::copy(&from, &to)?;
-            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))?;
+            let data = std::fs::read(&from)?;
+            // Through no link, whatever the agent does meanwhile.
+            crate::rootfs::write_scratch(home, &rel, &data, 0o600)
+                .map_err(std::io::Error::other)?;
         }
+    }
+    Ok(())
+}
+
+/// Removes every link on the way to `rel` under `home` (the links
+/// themselves), so that the path holds folders and a file of its own.
+fn unlink_on_the_way(home: &Path, rel: &ProjectPath) -> std::io::Result<()> {
+    let mut dir = String::new();
+    for part in rel.as_str().split('/') {
+        let at = home.join(&dir).join(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                crate::rootfs::remove_entry(home, &dir, part).map_err(std::io::Error::other)?;
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+        if !dir.is_empty() {
+            dir.push('/');
+        }
+        dir.push_str(part);
     }
     Ok(())
 }
@@ -151,5 +175,49 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&home).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_folder_of_its_home_the_agent_swapped_for_a_link_is_never_written_through() {
+        let t = tempfile::tempdir().unwrap();
+        let user = t.path().join("user");
+        std::fs::create_dir_all(user.join(".claude")).unwrap();
+        std::fs::write(user.join(".claude/settings.json"), "{\"mine\":1}").unwrap();
+        std::fs::write(user.join(".claude/.credentials.json"), "login").unwrap();
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("settings.json"), "keep").unwrap();
+        let home = path(&t.path().join("data"), "claude");
+        let known = crate::acp::known::known("claude");
+        prepare(&home, known, Some(&user)).unwrap();
+        // The agent replaces its `.claude` by a link to the user's own, or
+        // to any other folder.
+        for target in [user.join(".claude"), elsewhere.clone()] {
+            std::fs::remove_dir_all(home.join(".claude")).ok();
+            std::fs::remove_file(home.join(".claude")).ok();
+            std::os::unix::fs::symlink(&target, home.join(".claude")).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            // The user logs in again: newer seeds.
+            std::fs::write(user.join(".claude/.credentials.json"), "login again").unwrap();
+            prepare(&home, known, Some(&user)).unwrap();
+            assert_eq!(
+                std::fs::read_to_string(user.join(".claude/settings.json")).unwrap(),
+                "{\"mine\":1}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(elsewhere.join("settings.json")).unwrap(),
+                "keep"
+            );
+            assert!(!elsewhere.join(".credentials.json").exists());
+            let own = std::fs::symlink_metadata(home.join(".claude")).unwrap();
+            assert!(
+                own.is_dir(),
+                "the link is gone, a folder of its own in its place"
+            );
+            assert_eq!(
+                std::fs::read_to_string(home.join(".claude/.credentials.json")).unwrap(),
+                "login again"
+            );
+        }
     }
 }
