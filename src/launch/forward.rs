@@ -12,6 +12,9 @@
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::namespaces::Listener;
@@ -173,6 +176,11 @@ pub fn channel() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// Connections one agent's doors forward at once; more wait, unaccepted,
+/// in the kernel's queue: an agent holding a thousand idle connections
+/// makes the core (Neovim's process) hold this many, not a thousand.
+const FORWARDED: usize = 64;
+
 /// Listeners inside a namespace and where each leads.
 pub struct Doors(pub Vec<(OwnedFd, Target)>);
 
@@ -182,45 +190,62 @@ impl Doors {
     /// each (the effect log), `refused` of a target that cannot be
     /// reached.
     pub fn serve(self, stop: CancellationToken, opened: super::Opened) -> std::io::Result<()> {
+        let slots = Arc::new(Semaphore::new(FORWARDED));
         for (fd, target) in self.0 {
             let std_listener = std::net::TcpListener::from(fd);
             std_listener.set_nonblocking(true)?;
             let listener = tokio::net::TcpListener::from_std(std_listener)?;
-            let (stop, opened) = (stop.clone(), opened.clone());
-            tokio::spawn(async move {
-                loop {
-                    let inside = tokio::select! {
-                        _ = stop.cancelled() => return,
-                        a = listener.accept() => match a {
-                            Ok((s, _)) => s,
-                            Err(_) => return,
-                        },
-                    };
-                    let (stop, opened, target) = (stop.clone(), opened.clone(), target.clone());
-                    tokio::spawn(async move {
-                        let outside =
-                            tokio::net::TcpStream::connect((target.host.as_str(), target.port))
-                                .await;
-                        let mut outside = match outside {
-                            Ok(o) => {
-                                opened(&target, Ok(()));
-                                o
-                            }
-                            Err(e) => {
-                                opened(&target, Err(e.to_string()));
-                                return;
-                            }
-                        };
-                        let mut inside = inside;
-                        tokio::select! {
-                            _ = stop.cancelled() => {}
-                            _ = tokio::io::copy_bidirectional(&mut inside, &mut outside) => {}
-                        }
-                    });
-                }
-            });
+            let door = Door {
+                target,
+                stop: stop.clone(),
+                opened: opened.clone(),
+            };
+            tokio::spawn(door.accept(listener, slots.clone()));
         }
         Ok(())
+    }
+}
+
+/// One door being served.
+#[derive(Clone)]
+struct Door {
+    target: Target,
+    stop: CancellationToken,
+    opened: super::Opened,
+}
+
+impl Door {
+    /// Accepts while a slot is free, until `stop`.
+    async fn accept(self, listener: tokio::net::TcpListener, slots: Arc<Semaphore>) {
+        loop {
+            let accepted = tokio::select! {
+                _ = self.stop.cancelled() => return,
+                slot = slots.clone().acquire_owned() => match slot {
+                    Ok(slot) => listener.accept().await.map(|(s, _)| (s, slot)),
+                    Err(_) => return,
+                },
+            };
+            let Ok((inside, slot)) = accepted else {
+                return;
+            };
+            tokio::spawn(self.clone().forward(inside, slot));
+        }
+    }
+
+    /// Connects `inside` to the target and copies both ways until either
+    /// ends or `stop`; the slot is free again then.
+    async fn forward(self, mut inside: tokio::net::TcpStream, _slot: OwnedSemaphorePermit) {
+        let target = &self.target;
+        let mut outside =
+            match tokio::net::TcpStream::connect((target.host.as_str(), target.port)).await {
+                Ok(o) => o,
+                Err(e) => return (self.opened)(target, Err(e.to_string())),
+            };
+        (self.opened)(target, Ok(()));
+        tokio::select! {
+            _ = self.stop.cancelled() => {}
+            _ = tokio::io::copy_bidirectional(&mut inside, &mut outside) => {}
+        }
     }
 }
 
@@ -233,6 +258,45 @@ mod tests {
             host: host.into(),
             port,
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_agent_holding_hundreds_of_connections_gets_at_most_the_cap_forwarded() {
+        // The real host: counts what reaches it and holds it open.
+        let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = host.local_addr().unwrap().port();
+        let reached = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = reached.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for s in host.incoming().flatten() {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(s);
+            }
+        });
+        // The door, as the namespace would hand it over.
+        let door = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let inside = door.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        Doors(vec![(OwnedFd::from(door), t("127.0.0.1", port))])
+            .serve(stop.clone(), std::sync::Arc::new(|_, _| {}))
+            .unwrap();
+        // Past the cap and the kernel's queue, a connection waits: the
+        // agent gives up on it.
+        let mut idle = Vec::new();
+        for _ in 0..300 {
+            let wait = std::time::Duration::from_millis(20);
+            if let Ok(Ok(s)) =
+                tokio::time::timeout(wait, tokio::net::TcpStream::connect(inside)).await
+            {
+                idle.push(s);
+            }
+        }
+        assert!(idle.len() > FORWARDED, "{} connections made", idle.len());
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let n = reached.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(n > 0 && n <= FORWARDED, "{n} connections reached the host");
+        stop.cancel();
     }
 
     #[test]
