@@ -36,6 +36,8 @@ mod landlock;
 mod namespaces;
 #[cfg(target_os = "linux")]
 mod seccomp;
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
 
 use std::process::Command;
 
@@ -109,12 +111,6 @@ pub struct Launch {
     command: Command,
     #[cfg(target_os = "linux")]
     kernel: Option<linux::Kernel>,
-}
-
-/// The Landlock ABI of this kernel (0: none).
-#[cfg(target_os = "linux")]
-pub fn landlock_abi() -> i32 {
-    landlock::abi()
 }
 
 /// How the launcher confines processes on this machine, for

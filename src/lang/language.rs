@@ -62,7 +62,7 @@ pub type TestEnvironment = fn(
     &std::path::Path,
     &std::path::Path,
     &dyn Fn(&str) -> Option<std::ffi::OsString>,
-) -> super::Environment;
+) -> super::environment::Environment;
 
 /// How a language splices a model's reply into a file its own way, in
 /// place of the generic splicer (Python, whose indentation is syntax).

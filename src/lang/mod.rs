@@ -7,7 +7,7 @@
 
 pub mod definitions;
 mod docs;
-mod environment;
+pub mod environment;
 pub mod forms;
 pub mod language;
 mod modules;

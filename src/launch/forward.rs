@@ -17,9 +17,16 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::namespaces::Listener;
 use super::Target;
 use crate::confine::ConfineError;
+
+/// A listener to make inside the namespace, whose descriptor comes to
+/// the core.
+#[derive(Debug, Clone, Copy)]
+pub struct Listener {
+    pub addr: [u8; 4],
+    pub port: u16,
+}
 
 /// The namespace's side of the targets: listeners, the addresses they
 /// need on `lo`, its `/etc/hosts`.

@@ -10,7 +10,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 // The kernel's ABI (include/uapi/linux/landlock.h).
-const CREATE_RULESET_VERSION: u32 = 1;
 const RULE_PATH_BENEATH: u32 = 1;
 const RULE_NET_PORT: u32 = 2;
 
@@ -46,16 +45,7 @@ struct NetPortAttr {
 
 /// The Landlock ABI this kernel speaks (0: none).
 pub fn abi() -> i32 {
-    // SAFETY: the version query reads no memory.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<RulesetAttr>(),
-            0usize,
-            CREATE_RULESET_VERSION,
-        )
-    };
-    v.max(0) as i32
+    crate::confine::landlock_abi()
 }
 
 /// The file rights ABI `abi` knows.

@@ -20,13 +20,7 @@
 
 use std::ffi::{CStr, CString};
 
-/// A listener to make inside the namespace, whose descriptor goes to the
-/// core.
-#[derive(Debug, Clone, Copy)]
-pub struct Listener {
-    pub addr: [u8; 4],
-    pub port: u16,
-}
+use super::forward::{send_fd, Listener};
 
 /// What to make, ready for the child.
 #[derive(Debug, Clone)]
@@ -273,7 +267,7 @@ unsafe fn listen_and_send(l: Listener, n: u16, channel: i32) -> std::io::Result<
         std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
     ) == 0
         && libc::listen(s, 128) == 0;
-    let sent = bound && super::forward::send_fd(channel, s, n);
+    let sent = bound && send_fd(channel, s, n);
     let e = std::io::Error::last_os_error();
     libc::close(s);
     if !sent {

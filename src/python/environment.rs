@@ -13,7 +13,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::lang::Environment;
+use crate::lang::environment::Environment;
 
 /// The environment the tests of the project at `root` run in, for a task
 /// about folder `start` (inside `root`); `var` reads the user's
