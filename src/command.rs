@@ -147,6 +147,25 @@ pub fn end_tree(child: &mut std::process::Child, stop: crate::reaper::Stop) {
     let _ = child.wait();
 }
 
+/// A supervised process tree ([`crate::reaper`]) owned by what started it:
+/// dropped, it ends every process the tree holds and reaps the supervisor
+/// (on a thread of its own: that may take a moment).
+pub struct Supervised(Option<(std::process::Child, crate::reaper::Stop)>);
+
+impl Supervised {
+    pub fn new(child: std::process::Child, stop: crate::reaper::Stop) -> Supervised {
+        Supervised(Some((child, stop)))
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if let Some((mut child, stop)) = self.0.take() {
+            std::thread::spawn(move || end_tree(&mut child, stop));
+        }
+    }
+}
+
 /// Runs `argv` in `dir` (no shell; stdin closed) for at most `limit`, or
 /// until `cancelled` says so. The command runs under a supervisor
 /// ([`crate::reaper`]) that ends everything it started when it exits, at

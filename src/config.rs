@@ -89,23 +89,31 @@ enum TestCommandAsWritten {
     Argv(Vec<String>),
 }
 
-impl TryFrom<TestCommandAsWritten> for TestCommand {
-    type Error = String;
+/// A `tests.command` that names no command.
+#[derive(Debug, thiserror::Error)]
+#[error("tests.command {0} is not a command (\"auto\", \"off\", a command line such as \"python3 -m pytest -q\", or a non-empty list)")]
+pub struct NotACommand(String);
 
-    fn try_from(written: TestCommandAsWritten) -> Result<Self, String> {
+impl TryFrom<TestCommandAsWritten> for TestCommand {
+    type Error = NotACommand;
+
+    fn try_from(written: TestCommandAsWritten) -> Result<Self, NotACommand> {
         match written {
             TestCommandAsWritten::Named(mode) => Ok(TestCommand::Named(mode)),
             TestCommandAsWritten::Argv(argv) if !argv.is_empty() => Ok(TestCommand::Argv(argv)),
-            TestCommandAsWritten::Argv(_) => Err("tests.command is an empty list".into()),
+            TestCommandAsWritten::Argv(_) => Err(NotACommand("[]".into())),
             TestCommandAsWritten::Line(line) => match shlex::split(&line) {
                 Some(argv) if !argv.is_empty() => Ok(TestCommand::Argv(argv)),
-                _ => Err(format!(
-                    "tests.command {line:?} is not a command (\"auto\", \"off\", a command line such as \"python3 -m pytest -q\", or a list)"
-                )),
+                _ => Err(NotACommand(format!("{line:?}"))),
             },
         }
     }
 }
+
+/// An `agents.external.NAME.network` entry that names no host and port.
+#[derive(Debug, thiserror::Error)]
+#[error("network entry {0:?} names no host and port (a URL or host:port)")]
+pub struct BadNetworkEntry(pub String);
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -424,15 +432,11 @@ impl ExternalAgent {
     /// when that is unset, the URLs its `env` names (a model server of
     /// yours); the hosts of its kind come on top then (see
     /// `acp::known`). An entry that names no port is an error.
-    pub fn targets(&self) -> Result<Vec<crate::launch::Target>, String> {
+    pub fn targets(&self) -> Result<Vec<crate::launch::Target>, BadNetworkEntry> {
         match &self.network {
             Some(entries) => entries
                 .iter()
-                .map(|e| {
-                    target_of(e).ok_or_else(|| {
-                        format!("network entry {e:?} names no host and port (a URL or host:port)")
-                    })
-                })
+                .map(|e| target_of(e).ok_or_else(|| BadNetworkEntry(e.clone())))
                 .collect(),
             None => Ok(self
                 .env

@@ -78,7 +78,7 @@ pub struct Started {
 
 /// Hears of each connection a process's network opens through its doors,
 /// or could not (the effect log).
-pub type Opened = std::sync::Arc<dyn Fn(&Target, Result<(), String>) + Send + Sync>;
+pub type Opened = std::sync::Arc<dyn Fn(&Target, std::io::Result<()>) + Send + Sync>;
 
 #[cfg(target_os = "linux")]
 pub use forward::Doors;

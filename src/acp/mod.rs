@@ -21,13 +21,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, AgentError, Done, Job, Services};
 use crate::config::{Config, ExternalAgent};
-use crate::confine::{self, Rules};
 use crate::store::Store;
 use crate::workdir::Workdir;
 
 mod connection;
 pub mod home;
 pub mod known;
+mod policy;
+pub use policy::network_of;
 pub mod requests;
 mod terminals;
 pub mod transcript;
@@ -152,112 +153,6 @@ impl Pool {
     }
 }
 
-/// What agent `name` working in `files` is given: the system's folders,
-/// its own install, what its options list, its own home and its folder
-/// — never the project or the user's home; the network its options or
-/// its kind name. `None` when it runs unconfined by its options.
-fn policy_for(
-    name: &str,
-    spec: &ExternalAgent,
-    root: &Path,
-    (files, tmp, home): (&Path, &Path, &Path),
-) -> Result<Option<crate::launch::Policy>, AgentError> {
-    if spec.unconfined {
-        return Ok(None);
-    }
-    let option =
-        |e: &dyn std::fmt::Display| AgentError::Denied(format!("agents.external.{name}: {e}"));
-    if !confine::available() {
-        return Err(AgentError::Denied(format!(
-            "{}; the agent {name} does not start unconfined unless agents.external.{name}.unconfined = true",
-            confine::ConfineError::Unavailable
-        )));
-    }
-    let mut rules = Rules::system();
-    if let Some((program, args)) = spec.command.split_first() {
-        rules.program(program);
-        rules.files_named(args);
-    }
-    rules
-        .read
-        .extend(spec.readable().into_iter().filter(|p| p.exists()));
-    rules
-        .write
-        .extend(spec.writable().into_iter().filter(|p| p.exists()));
-    rules.write.push(home.to_path_buf());
-    rules.write.push(files.to_path_buf());
-    rules.write.push(tmp.to_path_buf());
-    rules.keep_out(root).map_err(|e| option(&e))?;
-    let targets = network_of(name, spec).map_err(|e| option(&e))?;
-    let network = if targets.is_empty() {
-        crate::launch::Network::Off
-    } else {
-        crate::launch::Network::Hosts(targets)
-    };
-    Ok(Some(crate::launch::Policy {
-        files: rules,
-        network,
-    }))
-}
-
-/// Where agent `name`'s network may go: its `network` option, or when
-/// that is unset, the URLs its `env` names and its kind's provider.
-pub fn network_of(name: &str, spec: &ExternalAgent) -> Result<Vec<crate::launch::Target>, String> {
-    let mut targets = spec.targets()?;
-    if spec.network.is_none() {
-        let hosts = known::known(kind_of(name, spec)).map_or(&[][..], |k| k.hosts);
-        targets.extend(hosts.iter().filter_map(|h| {
-            let (host, port) = h.rsplit_once(':')?;
-            Some(crate::launch::Target {
-                host: host.to_owned(),
-                port: port.parse().ok()?,
-            })
-        }));
-    }
-    let mut seen = std::collections::HashSet::new();
-    targets.retain(|t| seen.insert(t.clone()));
-    Ok(targets)
-}
-
-/// Which agent `name` is: its `kind`, else its name.
-fn kind_of<'a>(name: &'a str, spec: &'a ExternalAgent) -> &'a str {
-    spec.kind.as_deref().unwrap_or(name)
-}
-
-/// Agent `name`'s own home, made and given its login ([`home`]).
-fn own_home(name: &str, spec: &ExternalAgent) -> Result<PathBuf, AgentError> {
-    let data = home::user_data().ok_or_else(|| {
-        AgentError::External("no home folder ($HOME) to keep the agent's own home in".into())
-    })?;
-    let path = home::path(&data, name);
-    let user_home = std::env::var_os("HOME").map(PathBuf::from);
-    home::prepare(
-        &path,
-        known::known(kind_of(name, spec)),
-        user_home.as_deref(),
-    )
-    .map_err(|e| {
-        AgentError::External(format!(
-            "cannot make the agent's home {}: {e}",
-            path.display()
-        ))
-    })?;
-    Ok(path)
-}
-
-/// The supervisor of an agent's process tree ([`crate::reaper`]): dropping
-/// it ends every process the agent started, and reaps the supervisor.
-struct Supervised(Option<(std::process::Child, crate::reaper::Stop)>);
-
-impl Drop for Supervised {
-    fn drop(&mut self) {
-        // Off the runtime: ending the tree may take a moment.
-        if let Some((mut child, stop)) = self.0.take() {
-            std::thread::spawn(move || crate::command::end_tree(&mut child, stop));
-        }
-    }
-}
-
 /// Starts agent `name` in folder `files` (temporary files in `tmp`),
 /// confined by `policy`, and its connection's task.
 fn start(
@@ -276,22 +171,7 @@ fn start(
         .ok_or_else(|| AgentError::Denied(format!("agents.external.{name}.command is empty")))?;
     let failed =
         |e: String| AgentError::External(format!("cannot start the agent {name} ({program}): {e}"));
-    // Confined, it lives in its own home; its options' variables win.
-    let user_home = std::env::var_os("HOME").map(PathBuf::from);
-    let own_home = confined
-        .map(|(_, home)| home::environment(home, user_home.as_deref()))
-        .unwrap_or_default();
-    let set = own_home
-        .into_iter()
-        .chain(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())))
-        .chain([
-            ("TMPDIR".to_string(), tmp.display().to_string()),
-            ("PWD".to_string(), files.display().to_string()),
-        ]);
-    let mut pass = spec.pass_env.clone();
-    if let Some(k) = known::known(kind_of(name, spec)) {
-        pass.extend(k.keys.iter().map(|k| k.to_string()));
-    }
+    let (pass, set) = policy::environment(name, spec, confined.map(|(_, home)| home), (tmp, files));
     let mut launch = crate::launch::Launch::new(program, policy, &pass, set)
         .map_err(|e| failed(e.to_string()))?;
     launch
@@ -311,7 +191,7 @@ fn start(
         doors,
     } = launch.spawn().map_err(|e| failed(e.to_string()))?;
     let pipes = child.stdin.take().zip(child.stdout.take());
-    let supervised = Supervised(Some((child, tree)));
+    let supervised = crate::command::Supervised::new(child, tree);
     let (stdin, stdout) = pipes.ok_or_else(|| failed("no pipes".into()))?;
     let stdin = tokio::process::ChildStdin::from_std(stdin)
         .map_err(|e| failed(e.to_string()))?
@@ -509,10 +389,10 @@ impl Attempt<'_> {
         let (files, tmp, stderr) = self.fill().map_err(|e| (e, false))?;
         let home = match self.spec.unconfined {
             true => None,
-            false => Some(own_home(name, self.spec).map_err(|e| (e, false))?),
+            false => Some(policy::own_home(name, self.spec).map_err(|e| (e, false))?),
         };
         let policy = match &home {
-            Some(home) => policy_for(name, self.spec, &pool.root, (&files, &tmp, home))
+            Some(home) => policy::policy_for(name, self.spec, &pool.root, (&files, &tmp, home))
                 .map_err(|e| (e, false))?,
             None => None,
         };

@@ -21,6 +21,7 @@ mod problem;
 pub mod prompt;
 mod refactor;
 mod runaway;
+mod runner;
 mod scene;
 mod scope;
 pub mod tools;

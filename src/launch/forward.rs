@@ -83,12 +83,6 @@ impl Plan {
         hosts
             .write_all(text.as_bytes())
             .map_err(|e| ConfineError::Setup(format!("the agent's /etc/hosts: {e}")))?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = hosts
-                .as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644));
-        }
         Ok(Plan {
             targets: targets.to_vec(),
             listeners,
@@ -246,7 +240,7 @@ impl Door {
         let mut outside =
             match tokio::net::TcpStream::connect((target.host.as_str(), target.port)).await {
                 Ok(o) => o,
-                Err(e) => return (self.opened)(target, Err(e.to_string())),
+                Err(e) => return (self.opened)(target, Err(e)),
             };
         (self.opened)(target, Ok(()));
         tokio::select! {

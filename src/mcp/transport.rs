@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 use tokio::io::AsyncReadExt;
 
 use super::{McpError, ServerConfig};
+use crate::command::Supervised;
 
 /// The last bytes a stdio server wrote to stderr, for error messages.
 const STDERR_TAIL: usize = 2000;
@@ -26,22 +27,10 @@ pub(super) struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
     /// A stdio server's supervisor: dropped, it ends the server and all
     /// it started ([`crate::reaper`]).
-    _process: Option<Process>,
+    _process: Option<Supervised>,
     /// What a stdio server said on stderr, lately.
     stderr: Option<Arc<Mutex<String>>>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
-}
-
-/// A stdio server's process, ended when dropped.
-struct Process(Option<(std::process::Child, crate::reaper::Stop)>);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        if let Some((mut child, stop)) = self.0.take() {
-            // Off the runtime: ending the tree may take a moment.
-            std::thread::spawn(move || crate::command::end_tree(&mut child, stop));
-        }
-    }
 }
 
 /// Starts a stdio server through the launcher ([`crate::launch`]): its
@@ -55,7 +44,7 @@ fn start(
     config: &ServerConfig,
     root: &Path,
 ) -> std::io::Result<(
-    Process,
+    Supervised,
     (tokio::process::ChildStdout, tokio::process::ChildStdin),
     Option<tokio::process::ChildStderr>,
 )> {
@@ -72,7 +61,7 @@ fn start(
     let started = launch.spawn()?;
     let mut child = started.child;
     let pipes = (child.stdout.take(), child.stdin.take(), child.stderr.take());
-    let process = Process(Some((child, started.stop)));
+    let process = Supervised::new(child, started.stop);
     let (Some(stdout), Some(stdin), stderr) = pipes else {
         return Err(std::io::Error::other("no pipes"));
     };

@@ -5,6 +5,7 @@
 //! `lua/chimera/`.
 
 mod bridge;
+mod health;
 mod module;
 
 use nvim_oxi::mlua;

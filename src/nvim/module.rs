@@ -15,6 +15,8 @@ use crate::messages::{BufferText, EffectsSince, ToCore};
 use crate::paths;
 use crate::runtime::{self, CoreHandle};
 
+use super::health;
+
 /// Bytes of one file a chat reference (`@file`) sends at most.
 const REFERENCE_LIMIT: u64 = 200 * 1024;
 
@@ -146,10 +148,10 @@ const EXPORTS: &[(&str, Export)] = &[
     ("start", start),
     ("read_reference", read_reference),
     ("may_share_buffer", may_share_buffer),
-    ("can_confine", can_confine),
-    ("confinement", confinement),
-    ("tests_environment", tests_environment),
-    ("agent_network", agent_network),
+    ("can_confine", health::can_confine),
+    ("confinement", health::confinement),
+    ("tests_environment", health::tests_environment),
+    ("agent_network", health::agent_network),
     ("default_config", default_config),
     ("project_options", project_options),
     ("conflict_markers", conflict_markers),
@@ -283,49 +285,6 @@ fn may_share_buffer(lua: &Lua) -> mlua::Result<mlua::Function> {
             .may_share_buffer(Path::new(&root), &abs)
             .err()
             .map(|why| why.to_string()))
-    })
-}
-
-/// can_confine() -> whether the kernel confines ACP agents here
-/// (Landlock), for :checkhealth.
-fn can_confine(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|_, ()| Ok(crate::confine::available()))
-}
-
-/// confinement() -> how the launcher confines processes on this machine,
-/// in words (:checkhealth).
-fn confinement(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|_, ()| Ok(crate::launch::describe()))
-}
-
-/// agent_network(name, agent_json) -> the `host:port` an ACP agent's
-/// network may reach, or nil and why its options name none (:checkhealth).
-fn agent_network(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|_, (name, json): (String, String)| {
-        let spec: crate::config::ExternalAgent = match serde_json::from_str(&json) {
-            Ok(s) => s,
-            Err(e) => return Ok((None, Some(e.to_string()))),
-        };
-        Ok(match crate::acp::network_of(&name, &spec) {
-            Ok(t) => (
-                Some(t.iter().map(|t| t.to_string()).collect::<Vec<_>>()),
-                None,
-            ),
-            Err(e) => (None, Some(e)),
-        })
-    })
-}
-
-/// tests_environment(root) -> where "auto" runs the project's tests:
-/// { runner, program, found } (:checkhealth).
-fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|lua, root: String| {
-        let auto = crate::agent::checks::Auto::of(Path::new(&root), None);
-        let t = lua.create_table()?;
-        t.set("runner", auto.runner.to_string())?;
-        t.set("program", auto.env.program.display().to_string())?;
-        t.set("found", auto.env.found)?;
-        Ok(t)
     })
 }
 

@@ -1,0 +1,50 @@
+//! What `:checkhealth chimera` asks the core that no core need be running
+//! for: whether and how processes are confined here, where an ACP agent's
+//! network reaches, where the project's tests run.
+
+use std::path::Path;
+
+use nvim_oxi::mlua::{self, Lua};
+
+/// can_confine() -> whether the kernel confines ACP agents here
+/// (Landlock), for :checkhealth.
+pub(super) fn can_confine(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|_, ()| Ok(crate::confine::available()))
+}
+
+/// confinement() -> how the launcher confines processes on this machine,
+/// in words (:checkhealth).
+pub(super) fn confinement(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|_, ()| Ok(crate::launch::describe()))
+}
+
+/// agent_network(name, agent_json) -> the `host:port` an ACP agent's
+/// network may reach, or nil and why its options name none (:checkhealth).
+pub(super) fn agent_network(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|_, (name, json): (String, String)| {
+        let spec: crate::config::ExternalAgent = match serde_json::from_str(&json) {
+            Ok(s) => s,
+            Err(e) => return Ok((None, Some(e.to_string()))),
+        };
+        Ok(match crate::acp::network_of(&name, &spec) {
+            Ok(t) => (
+                Some(t.iter().map(|t| t.to_string()).collect::<Vec<_>>()),
+                None,
+            ),
+            Err(e) => (None, Some(e.to_string())),
+        })
+    })
+}
+
+/// tests_environment(root) -> where "auto" runs the project's tests:
+/// { runner, program, found } (:checkhealth).
+pub(super) fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|lua, root: String| {
+        let auto = crate::agent::checks::Auto::of(Path::new(&root), None);
+        let t = lua.create_table()?;
+        t.set("runner", auto.runner.to_string())?;
+        t.set("program", auto.env.program.display().to_string())?;
+        t.set("found", auto.env.found)?;
+        Ok(t)
+    })
+}
