@@ -610,13 +610,7 @@ def test_add():
         .env("AWS_SECRET_ACCESS_KEY", "SECRET_VALUE_42")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let agent = p.json(&["agent", &id]);
+    let agent = p.agent_of(&out);
     // The file ran: its test passed with the fix.
     assert!(
         agent["agent"]["summary"]
@@ -678,14 +672,7 @@ fn fix_in_environment(p: &support::Project, activated: Option<&Path>) -> String 
         );
         task.env("VIRTUAL_ENV", venv).env("PATH", path);
     }
-    let out = task.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let agent = p.json(&["agent", &id]);
+    let agent = p.agent_of(&task.output().unwrap());
     assert_eq!(agent["agent"]["state"], "completed", "{agent}");
     agent["agent"]["summary"].as_str().unwrap_or("").to_owned()
 }
@@ -764,8 +751,7 @@ fn pytest_style_tests_unittest_cannot_find_are_said_with_the_fix() {
         .env_remove("VIRTUAL_ENV")
         .output()
         .unwrap();
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let agent = p.json(&["agent", &id]);
+    let agent = p.agent_of(&out);
     let said = agent["agent"]["summary"].as_str().unwrap_or("").to_owned();
     assert!(
         said.contains("Ran 0 tests")

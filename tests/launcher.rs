@@ -343,7 +343,6 @@ fn an_agent_reaches_the_hosts_its_configuration_names_and_no_other() {
 /// calls `refused` fail with `errno`, as on a kernel without them; what it
 /// prints on its last line comes back.
 fn under_filter(name: &str, refused: &[i64], errno: i32) -> String {
-    use std::os::unix::process::CommandExt;
     let mut rules = std::collections::BTreeMap::new();
     for call in refused {
         rules.insert(*call, vec![]);
@@ -357,13 +356,24 @@ fn under_filter(name: &str, refused: &[i64], errno: i32) -> String {
     .unwrap()
     .try_into()
     .unwrap();
+    inner(name, move || {
+        seccompiler::apply_filter(&filter).map_err(|e| std::io::Error::other(e.to_string()))
+    })
+}
+
+/// Runs test `name` of this binary again in a child process, `before`
+/// run in it first (between fork and exec); what it prints after
+/// `RESULT ` on its last such line.
+fn inner(
+    name: &str,
+    before: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+) -> String {
+    use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env("CHIMERA_LAUNCHER_INNER", "1");
     unsafe {
-        cmd.pre_exec(move || {
-            seccompiler::apply_filter(&filter).map_err(|e| std::io::Error::other(e.to_string()))
-        });
+        cmd.pre_exec(before);
     }
     let out = cmd.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -398,43 +408,19 @@ fn with_a_terminal_inner() {
 
 #[test]
 fn a_launched_program_has_no_terminal_of_the_users() {
-    use std::os::unix::process::CommandExt;
     let (master, slave) = open_pty().expect("a pseudo-terminal");
     let slave = std::ffi::CString::new(slave).unwrap();
-    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "with_a_terminal_inner",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("CHIMERA_LAUNCHER_INNER", "1");
-    unsafe {
-        cmd.pre_exec(move || {
-            // A session of its own whose terminal is the pseudo-terminal.
-            libc::setsid();
-            let fd = libc::open(slave.as_ptr(), libc::O_RDWR);
-            if fd < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
+    let said = inner("with_a_terminal_inner", move || unsafe {
+        // A session of its own whose terminal is the pseudo-terminal.
+        libc::setsid();
+        let fd = libc::open(slave.as_ptr(), libc::O_RDWR);
+        if fd < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    });
     unsafe { libc::close(master) };
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_str(
-        text.lines()
-            .filter_map(|l| l.split_once("RESULT ").map(|(_, r)| r))
-            .next_back()
-            .unwrap(),
-    )
-    .unwrap();
+    let r: Value = serde_json::from_str(&said).unwrap();
     assert!(!reached(&r, "tty"), "{r}");
 }
 

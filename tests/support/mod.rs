@@ -145,6 +145,18 @@ impl Project {
         serde_json::from_str(&self.ok(&all)).expect("--json prints JSON")
     }
 
+    /// The agent a `chimera task` that printed its ID made (`out` must
+    /// say it succeeded), as `chimera agent ID --json` shows it.
+    pub fn agent_of(&self, out: &Output) -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        self.json(&["agent", &id])
+    }
+
     pub fn file(&self) -> String {
         std::fs::read_to_string(self.root.join("calc.py")).unwrap()
     }
