@@ -5,6 +5,8 @@
 //! The kernel confines it to that checkout ([`crate::confine`]): it can
 //! neither read nor change the human's files.
 
+mod environment;
+
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
@@ -267,8 +269,12 @@ impl Confined {
             rules.program(program);
         }
         rules.drop_touching(root);
-        // The project's environment, read-only, even inside the project.
-        rules.read.extend(how.readable.iter().cloned());
+        // The project's environment, read-only, even inside the project;
+        // its build cache, Chimera's own.
+        if let Some(env) = how.environment {
+            rules.read.extend(env.readable.iter().cloned());
+            rules.write.extend(env.writable.iter().cloned());
+        }
         rules.write.push(dir.to_path_buf());
         rules.write.push(tmp.to_path_buf());
         Ok(Some(Confined {
@@ -282,15 +288,15 @@ impl Confined {
 }
 
 /// How a command runs in a checkout: its time limit; whether the user
-/// lets it run unconfined where the kernel cannot confine; the folders of
-/// the project's environment it reads (a `.venv`, even inside the
-/// project) and the variables that select it.
+/// lets it run unconfined where the kernel cannot confine; the project's
+/// environment it runs in (the folders it reads, a `.venv` even inside
+/// the project; the build cache it writes; the folder of the checkout it
+/// runs in and the variables that select it).
 #[derive(Debug, Clone, Default)]
 pub struct How<'a> {
     pub limit: Duration,
     pub unconfined: bool,
-    pub readable: &'a [std::path::PathBuf],
-    pub env: &'a [(String, String)],
+    pub environment: Option<&'a crate::lang::Environment>,
 }
 
 /// Runs `argv` as [`run`] does, in a scratch checkout of `view` (only the
@@ -314,13 +320,11 @@ pub fn run_in_checkout(
     }
     let confined = Confined::in_scratch(argv, (&dir, &tmp), view.root(), how)?;
     checkout(view, &dir, visible)?;
-    run_with(
-        argv,
-        &dir,
-        (confined.as_ref(), how.env),
-        how.limit,
-        cancelled,
-    )
+    let (cwd, env) = match how.environment {
+        Some(e) => (environment::prepare(e, view.root(), &dir)?, &e.env[..]),
+        None => (dir.clone(), &[][..]),
+    };
+    run_with(argv, &cwd, (confined.as_ref(), env), how.limit, cancelled)
 }
 
 /// [`run`], confined by the kernel when `confined` is given.

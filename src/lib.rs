@@ -13,6 +13,9 @@
 //!   and the kernel's confinement to it (Landlock; Seatbelt on macOS).
 //! - [`command`]: `run_command` in a scratch checkout of an agent's view
 //!   (its errors typed, [`command::CommandError`]).
+//! - [`suites`]: how a project's tests run in the languages whose own tool
+//!   runs them (`npm test`, `cargo test`, `go test`, `busted`); Python's
+//!   environment is [`python::environment`].
 //! - [`pulse`]: when something last showed it was working; what limits on
 //!   silence count from (a model's reply, an agent's steps). A leaf.
 //! - [`hash`], [`brief`]: content hashes and fresh IDs; how a call's
@@ -105,6 +108,7 @@ pub mod rootfs;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;
+pub mod suites;
 pub mod sync;
 pub mod task;
 pub mod trust;

@@ -277,9 +277,13 @@ function M.check_tools(h, config, root)
   else
     local lib = require("chimera.loader").load()
     local where = lib and lib.tests_environment and lib.tests_environment(root or vim.fn.getcwd())
-    if tests == "auto" then
+    if tests == "auto" and where and not where.runner then
+      -- The project's own tool (npm test, cargo test…), or none found.
+      local report = vim.startswith(where.describe, "none:") and h.warn or h.ok
+      report(("agents' changes are tested with %s (tests.command = \"auto\")"):format(where.describe))
+    elseif tests == "auto" then
       h.ok(("agents' changes are tested with %s, by the test files that import what changed (tests.command)"):format(
-        where and ("%s with %s, in %s"):format(where.runner, where.program, where.found) or "pytest or unittest"
+        where and where.describe or "pytest or unittest"
       ))
       if where and where.runner == "unittest" then
         h.info("pytest is not in that environment: pytest-style tests will not load (install it there, e.g. `pip install pytest`)")

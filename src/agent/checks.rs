@@ -19,7 +19,7 @@ use crate::store::Store;
 
 use super::problem::{Problem, Runner};
 use super::runner::missing_package;
-pub use super::runner::Auto;
+pub use super::runner::{Auto, Way};
 
 /// How the tests went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,10 +93,18 @@ impl Verdict {
 /// A failing test as [`failures`] reads it, without the runner's words
 /// and path: `test_x[1]`.
 pub(super) fn short_id(id: &str) -> &str {
-    let t = ["FAILED ", "ERROR ", "FAIL: ", "ERROR: "]
-        .iter()
-        .find_map(|p| id.strip_prefix(p))
-        .unwrap_or(id);
+    let t = [
+        "FAILED ",
+        "ERROR ",
+        "FAIL: ",
+        "ERROR: ",
+        "test ",
+        "--- FAIL: ",
+        "not ok - ",
+    ]
+    .iter()
+    .find_map(|p| id.strip_prefix(p))
+    .unwrap_or(id);
     // unittest: `test_x (module.Class.test_x)`; pytest: `file::Class::test_x`.
     let t = t.split(" (").next().unwrap_or(t);
     t.rsplit("::").next().unwrap_or(t)
@@ -205,17 +213,19 @@ impl Tests {
         Duration::from_millis(self.config.timeout_ms)
     }
 
-    /// Where and with what "auto" runs the tests of this project.
-    pub fn auto(&self) -> Auto {
-        Auto::of(self.store.root(), self.near.as_deref())
+    /// Where and with what "auto" runs the tests of this project: for
+    /// the task's file, else for `file` (a changed one).
+    pub fn auto(&self, file: Option<&str>) -> Auto {
+        Auto::of(self.store.root(), self.near.as_deref().or(file))
     }
 
     /// Runs the tests of `file` on the project as the human has it; `Some`
     /// with their output when they fail.
     pub fn failing_now(&self, file: &str, cancelled: &dyn Fn() -> bool) -> Option<Failing> {
         let project = self.view(false);
-        let argv = argv_for(&self.config, &project, &[file.to_owned()], &self.auto())?;
-        let ran = self.run_as_is(&argv, cancelled).ok()?;
+        let auto = self.auto(Some(file));
+        let argv = argv_for(&self.config, &project, &[file.to_owned()], &auto)?;
+        let ran = self.run_as_is(&argv, &auto, cancelled).ok()?;
         // Tests that cannot load for want of a package say nothing of the
         // code: nothing to start a fix from.
         if missing_package(&ran, &project).is_some() {
@@ -232,6 +242,7 @@ impl Tests {
     fn run_as_is(
         &self,
         argv: &[String],
+        auto: &Auto,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<command::Ran, command::CommandError> {
         // What the scratch copy is made of.
@@ -239,32 +250,30 @@ impl Tests {
         if let Some(ran) = state.as_deref().and_then(|s| self.as_is.kept(argv, s)) {
             return Ok(ran);
         }
-        let ran = self.run_in_copy(&self.view(false), AS_IS, argv, cancelled)?;
+        let ran = self.run_in_copy(&self.view(false), AS_IS, (argv, auto), cancelled)?;
         if let Some(state) = state {
             self.as_is.keep(argv, state, &ran);
         }
         Ok(ran)
     }
 
-    /// Runs `argv` in a confined scratch copy of `view`: the project's own
-    /// code runs, so the run is in the agent's effect log, `what` saying
-    /// on which files.
+    /// Runs `argv` in a confined scratch copy of `view`, in the project's
+    /// environment `auto` found (for "auto" and the user's own command
+    /// alike): the project's own code runs, so the run is in the agent's
+    /// effect log, `what` saying on which files.
     fn run_in_copy(
         &self,
         view: &Overlay<'_>,
         what: &str,
-        argv: &[String],
+        (argv, auto): (&[String], &Auto),
         cancelled: &dyn Fn() -> bool,
     ) -> Result<command::Ran, command::CommandError> {
         let started = std::time::Instant::now();
         let visible = |f: &str| self.caps.may_see(f);
-        // The project's environment, for "auto" and the user's own command.
-        let auto = self.auto();
         let how = command::How {
             limit: self.limit(),
             unconfined: self.unconfined,
-            readable: &auto.env.readable,
-            env: &auto.env.env,
+            environment: Some(&auto.env),
         };
         let ran = command::run_in_checkout(view, visible, argv, &how, cancelled);
         let said = match &ran {
@@ -341,10 +350,12 @@ pub fn relevant_tests(
 /// The command to run for `tests`, or `None` when tests are off.
 fn command_for(config: &TestsConfig, tests: &[String], auto: &Auto) -> Option<Vec<String>> {
     let python = auto.python();
-    let mut argv: Vec<String> = match &config.command {
-        TestCommand::Named(TestsMode::Off) => return None,
-        TestCommand::Argv(argv) => return Some(argv.clone()),
-        TestCommand::Named(TestsMode::Auto) if auto.runner == Runner::Pytest => {
+    let mut argv: Vec<String> = match (&config.command, auto.way) {
+        (TestCommand::Named(TestsMode::Off), _) => return None,
+        (TestCommand::Argv(argv), _) => return Some(argv.clone()),
+        (TestCommand::Named(TestsMode::Auto), Way::Tool) => return auto.env.command.clone(),
+        (TestCommand::Named(TestsMode::Auto), Way::Nothing(_)) => return None,
+        (TestCommand::Named(TestsMode::Auto), Way::Files(Runner::Pytest)) => {
             // Short tracebacks, and the test's variables
             // ([`super::assertion::explain`] puts them in the call): what
             // [`digest`] reads.
@@ -361,9 +372,11 @@ fn command_for(config: &TestsConfig, tests: &[String], auto: &Auto) -> Option<Ve
             .map(String::from)
             .to_vec()
         }
-        TestCommand::Named(TestsMode::Auto) => [python.as_str(), "-m", "unittest"]
-            .map(String::from)
-            .to_vec(),
+        (TestCommand::Named(TestsMode::Auto), Way::Files(Runner::Unittest)) => {
+            [python.as_str(), "-m", "unittest"]
+                .map(String::from)
+                .to_vec()
+        }
     };
     // Paths, never options, whatever their names.
     argv.push("--".into());
@@ -379,9 +392,9 @@ fn argv_for(
     changed: &[String],
     auto: &Auto,
 ) -> Option<Vec<String>> {
-    let tests = match &config.command {
-        TestCommand::Argv(_) => vec![],
-        TestCommand::Named(_) => {
+    let tests = match (&config.command, auto.way) {
+        (TestCommand::Argv(_), _) | (TestCommand::Named(_), Way::Tool) => vec![],
+        (TestCommand::Named(_), _) => {
             let files = view.files().ok()?;
             let read = |f: &str| {
                 ProjectPath::parse(f)
@@ -398,21 +411,49 @@ fn argv_for(
     command_for(config, &tests, auto)
 }
 
-/// The lines of a test run's output that name a failing test.
+/// The lines of a test run's output that name a failing test, the same
+/// test the same way in every run: pytest's and unittest's, cargo's
+/// (`test m::t ... FAILED`), Go's (`--- FAIL: TestX (0.01s)`) and TAP's
+/// (`not ok 3 - adds`, as `node --test` reports).
 fn failures(ran: &command::Ran) -> Vec<String> {
     let mut out: Vec<String> = format!("{}\n{}", ran.stdout, ran.stderr)
         .lines()
-        .filter(|l| {
-            (l.starts_with("FAILED ") && !l.starts_with("FAILED ("))
-                || l.starts_with("ERROR ")
-                || l.starts_with("FAIL: ")
-                || l.starts_with("ERROR: ")
-        })
-        .map(|l| l.split(" - ").next().unwrap_or(l).trim().to_owned())
+        .filter_map(failing_test)
         .collect();
     out.sort();
     out.dedup();
     out
+}
+
+/// The failing test a line of output names, as [`failures`] says it.
+fn failing_test(line: &str) -> Option<String> {
+    if (line.starts_with("FAILED ") && !line.starts_with("FAILED ("))
+        || line.starts_with("ERROR ")
+        || line.starts_with("FAIL: ")
+        || line.starts_with("ERROR: ")
+    {
+        return Some(line.split(" - ").next().unwrap_or(line).trim().to_owned());
+    }
+    let t = line.trim();
+    if let Some(test) = t
+        .strip_prefix("test ")
+        .and_then(|r| r.strip_suffix(" ... FAILED"))
+    {
+        return Some(format!("test {test}"));
+    }
+    if let Some(rest) = t.strip_prefix("--- FAIL: ") {
+        return Some(format!(
+            "--- FAIL: {}",
+            rest.split(" (").next().unwrap_or(rest)
+        ));
+    }
+    // TAP numbers tests by their order: a new test renumbers the rest.
+    let rest = t.strip_prefix("not ok ")?;
+    let name = rest.split_once(" - ").map_or("", |(_, name)| name);
+    Some(format!(
+        "not ok - {}",
+        name.split(" # ").next().unwrap_or(name)
+    ))
 }
 
 /// The most failing tests a [`digest`] describes.
@@ -466,7 +507,7 @@ fn digest(ran: &command::Ran, chars: usize) -> String {
         );
     }
     if tests.is_empty() {
-        return tail(ran, chars);
+        return tap_digest(&text).unwrap_or_else(|| tail(ran, chars));
     }
     let more = tests.len().saturating_sub(DIGEST_TESTS);
     tests.truncate(DIGEST_TESTS);
@@ -475,6 +516,54 @@ fn digest(ran: &command::Ran, chars: usize) -> String {
         out.push_str(&format!("\n\n(and {more} more failing tests)"));
     }
     out
+}
+
+/// A TAP report's failures (`node --test`'s): each failing test's
+/// `not ok` line with where it failed and its error, without the stack;
+/// the first [`DIGEST_TESTS`]. `None` when no test failed so.
+fn tap_digest(text: &str) -> Option<String> {
+    let mut tests = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if !line.trim_start().starts_with("not ok ") {
+            continue;
+        }
+        let mut kept = vec![line.trim().to_owned()];
+        // The YAML block after it, up to `...`: `location:`, and `error:`
+        // with the lines indented under it.
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let mut error: Option<usize> = None;
+        while let Some(l) =
+            lines.next_if(|l| !l.trim_start().starts_with("not ok ") && l.trim() != "...")
+        {
+            let t = l.trim();
+            match error {
+                Some(_) if t.is_empty() => continue,
+                Some(key) if indent(l) > key => {
+                    kept.push(t.to_owned());
+                    continue;
+                }
+                _ => error = None,
+            }
+            if t.starts_with("location:") {
+                kept.push(t.to_owned());
+            }
+            if t.starts_with("error:") {
+                error = Some(indent(l));
+            }
+        }
+        tests.push(kept.join("\n    "));
+    }
+    if tests.is_empty() {
+        return None;
+    }
+    let more = tests.len().saturating_sub(DIGEST_TESTS);
+    tests.truncate(DIGEST_TESTS);
+    let mut out = tests.join("\n\n");
+    if more > 0 {
+        out.push_str(&format!("\n\n(and {more} more failing tests)"));
+    }
+    Some(out)
 }
 
 /// The last lines of a run's output: where test runners put the summary.
@@ -486,9 +575,12 @@ fn tail(ran: &command::Ran, chars: usize) -> String {
 }
 
 /// The one-line result a test runner printed last ("3 passed in 0.1s",
-/// "Ran 4 tests … OK").
+/// "Ran 4 tests … OK"); cargo's and TAP's counts added up.
 fn summary_line(ran: &command::Ran) -> String {
     let text = format!("{}\n{}", ran.stdout, ran.stderr);
+    if let Some((passed, failed)) = counts(&text) {
+        return format!("{passed} passed, {failed} failed");
+    }
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -519,8 +611,8 @@ impl Tests {
         new: &[String],
         cancelled: &dyn Fn() -> bool,
     ) -> Option<(String, String)> {
-        let auto = self.auto();
-        if auto.runner != Runner::Pytest {
+        let auto = self.auto(new.first().map(String::as_str));
+        if auto.runner() != Some(Runner::Pytest) {
             return None;
         }
         let folder = |p: &str| p.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
@@ -546,7 +638,9 @@ impl Tests {
         argv.extend(["--collect-only".into(), "--".into()]);
         argv.extend(beside.iter().chain(new).cloned());
         let what = "the test files it adds, loaded as `pytest` loads them";
-        let ran = self.run_in_copy(&after, what, &argv, cancelled).ok()?;
+        let ran = self
+            .run_in_copy(&after, what, (&argv, &auto), cancelled)
+            .ok()?;
         if ran.status == Some(0) {
             return None;
         }
@@ -582,12 +676,12 @@ impl Tests {
             return Some(Problem::TestFileDoesNotLoad { path, output });
         }
         let after = self.view(true);
-        let auto = self.auto();
-        let runner = auto.runner;
+        let auto = self.auto(new.first().map(String::as_str));
+        let runner = auto.runner()?;
         new.into_iter().find_map(|path| {
             let argv = command_for(&self.config, std::slice::from_ref(&path), &auto)?;
             let ran = self
-                .run_in_copy(&after, "the test file it adds", &argv, cancelled)
+                .run_in_copy(&after, "the test file it adds", (&argv, &auto), cancelled)
                 .ok()?;
             ran_no_test(&ran).then_some(Problem::NoTestFound { path, runner })
         })
@@ -600,14 +694,23 @@ impl Tests {
         };
         let changed: Vec<String> = entries
             .into_iter()
-            .filter(|(p, e)| p.ends_with(".py") && e.hash != e.base_hash)
+            .filter(|(_, e)| e.hash != e.base_hash)
             .map(|(p, _)| p)
             .collect();
+        let first_source = changed.iter().find(|p| crate::lang::is_source(p));
+        let auto = self.auto(first_source.map(String::as_str));
+        if let (Way::Nothing(language), Some(_), TestCommand::Named(TestsMode::Auto)) =
+            (auto.way, first_source, &self.config.command)
+        {
+            return Verdict::Unavailable {
+                said: super::runner::nothing_runs(language),
+            };
+        }
         let after = self.view(true);
-        let Some(argv) = argv_for(&self.config, &after, &changed, &self.auto()) else {
+        let Some(argv) = argv_for(&self.config, &after, &changed, &auto) else {
             return Verdict::NotRun;
         };
-        let with = match self.run_in_copy(&after, "with the change", &argv, cancelled) {
+        let with = match self.run_in_copy(&after, "with the change", (&argv, &auto), cancelled) {
             Ok(ran) => ran,
             Err(e) => {
                 return Verdict::Unavailable {
@@ -617,7 +720,7 @@ impl Tests {
         };
         if ran_no_test(&with) {
             return Verdict::Unavailable {
-                said: self.no_test_ran(&with),
+                said: self.no_test_ran(&with, &auto),
             };
         }
         if with.status == Some(0) {
@@ -625,7 +728,7 @@ impl Tests {
                 said: summary_line(&with),
             };
         }
-        let without = self.run_as_is(&argv, cancelled);
+        let without = self.run_as_is(&argv, &auto, cancelled);
         // A package the tests import missing with and without the change
         // is the environment's fault, said to the user, never the change's.
         let missing = missing_package(&with, &after).filter(|m| {
@@ -635,7 +738,7 @@ impl Tests {
         });
         if let Some(package) = missing {
             return Verdict::Unavailable {
-                said: self.auto().not_installed(&package),
+                said: auto.not_installed(&package),
             };
         }
         failing_verdict(&with, without.ok().as_ref(), self.limit())
@@ -644,17 +747,16 @@ impl Tests {
     /// Why a run found no test, for the user: with "auto" falling back to
     /// unittest, that it finds only `unittest.TestCase` tests, and how to
     /// get pytest where the tests run.
-    fn no_test_ran(&self, ran: &command::Ran) -> String {
+    fn no_test_ran(&self, ran: &command::Ran, auto: &Auto) -> String {
         let said = format!("no test ran ({})", summary_line(ran));
-        let auto = self.auto();
         if self.config.command != TestCommand::Named(TestsMode::Auto)
-            || auto.runner != Runner::Unittest
+            || auto.runner() != Some(Runner::Unittest)
         {
             return said;
         }
         format!(
             "{said}: unittest finds only tests in unittest.TestCase classes, and {}",
-            self.auto().not_installed("pytest")
+            auto.not_installed("pytest")
         )
     }
 }
@@ -705,11 +807,42 @@ fn failing_verdict(
     }
 }
 
+/// How many tests passed and failed, from the counts cargo (`test
+/// result: ok. 3 passed; 1 failed; …`, once per test program) and TAP
+/// (`# pass 3`, `# fail 1`) print; `None` from other runners.
+fn counts(text: &str) -> Option<(u64, u64)> {
+    let number = |s: &str| s.trim().split(' ').next()?.parse::<u64>().ok();
+    let mut seen = false;
+    let (mut passed, mut failed) = (0, 0);
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            seen = true;
+            for part in rest.split(';') {
+                let part = part.rsplit(". ").next().unwrap_or(part).trim();
+                match part.split_once(' ') {
+                    Some((n, "passed")) => passed += number(n).unwrap_or(0),
+                    Some((n, "failed")) => failed += number(n).unwrap_or(0),
+                    _ => {}
+                }
+            }
+        } else if let Some(n) = line.strip_prefix("# pass ").and_then(number) {
+            seen = true;
+            passed += n;
+        } else if let Some(n) = line.strip_prefix("# fail ").and_then(number) {
+            failed += n;
+        }
+    }
+    seen.then_some((passed, failed))
+}
+
 /// Whether a run found no test to run: unittest's "Ran 0 tests" (a
-/// pytest-style file under unittest passes so), pytest's exit code 5.
+/// pytest-style file under unittest passes so), pytest's exit code 5, a
+/// cargo or TAP run that counted none.
 fn ran_no_test(ran: &command::Ran) -> bool {
     let said = summary_line(ran);
-    (ran.status == Some(5) && said.contains("no tests ran")) || said.starts_with("Ran 0 tests")
+    (ran.status == Some(5) && said.contains("no tests ran"))
+        || said.starts_with("Ran 0 tests")
+        || (ran.status == Some(0) && said == "0 passed, 0 failed")
 }
 
 /// Of the tests failing `before` and `after` a change: those it fixed,
@@ -894,6 +1027,36 @@ mod tests {
             names(&["FAIL: test_single (test_mathx.MeanTest.test_single)".into()]),
             "test_single"
         );
+    }
+
+    #[test]
+    fn failures_and_counts_are_read_from_cargo_go_and_tap_output() {
+        let ran = |stdout: &str| command::Ran {
+            status: Some(1),
+            stdout: stdout.into(),
+            stderr: String::new(),
+            duration: Duration::ZERO,
+        };
+        let cargo = ran("running 2 tests\ntest tests::shows ... ok\ntest tests::adds ... FAILED\n\nfailures:\n    tests::adds\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.06s\n\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n");
+        assert_eq!(failures(&cargo), ["test tests::adds"]);
+        assert_eq!(summary_line(&cargo), "1 passed, 1 failed");
+        assert_eq!(names(&failures(&cargo)), "adds");
+        let tap = ran("TAP version 13\n# Subtest: adds\nnot ok 1 - adds\n  ---\n  ...\nok 2 - zero\n1..2\n# tests 2\n# pass 1\n# fail 1\n# duration_ms 76.7\n");
+        assert_eq!(failures(&tap), ["not ok - adds"]);
+        let yaml = "not ok 1 - adds\n  ---\n  duration_ms: 1.6\n  location: '/x/test/calc.test.js:7:1'\n  failureType: 'testCodeFailure'\n  error: |-\n    Expected values to be strictly equal:\n    \n    -1 !== 5\n    \n  code: 'ERR_ASSERTION'\n  stack: |-\n    TestContext.<anonymous> (/x/test/calc.test.js:8:10)\n  ...\nok 2 - zero\n";
+        assert_eq!(
+            tap_digest(yaml).unwrap(),
+            "not ok 1 - adds\n    location: '/x/test/calc.test.js:7:1'\n    Expected values to be strictly equal:\n    -1 !== 5"
+        );
+        assert_eq!(summary_line(&tap), "1 passed, 1 failed");
+        let go = ran("--- FAIL: TestAdd (0.00s)\n    calc_test.go:6: got 0\nFAIL\nFAIL\texample.com/calc\t0.002s\n");
+        assert_eq!(failures(&go), ["--- FAIL: TestAdd"]);
+        assert_eq!(names(&failures(&go)), "TestAdd");
+        let none = command::Ran {
+            status: Some(0),
+            ..ran("running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored\n")
+        };
+        assert!(ran_no_test(&none));
     }
 
     #[test]

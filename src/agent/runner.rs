@@ -1,13 +1,17 @@
 //! Where and with what "auto" runs a project's tests: the environment the
-//! language table's Python row finds (the project's `.venv`, the
-//! activated one…), pytest when that environment has it, else unittest —
-//! and what a run says of the environment rather than of the change (a
-//! package it cannot import).
+//! language table's row for the task's file finds (Python: the project's
+//! `.venv`, the activated one…, with pytest when that environment has it,
+//! else unittest; JavaScript: `package.json`'s test script; Rust: `cargo
+//! test`…), and what a run says of the environment rather than of the
+//! change (a package it cannot import).
 
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use super::problem::Runner;
 use crate::command;
+use crate::lang::{Environment, Language};
 use crate::overlay::Overlay;
 
 fn pytest_installed() -> bool {
@@ -22,77 +26,168 @@ fn pytest_installed() -> bool {
     })
 }
 
+/// How "auto" picks and runs the tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// Python's: the test files that exercise the change, by `Runner`.
+    Files(Runner),
+    /// The language's own tool picks them: the environment's `command`.
+    Tool,
+    /// Nothing this knows runs the tests of files in this language here
+    /// (a Rust file with no `Cargo.toml` above it).
+    Nothing(&'static str),
+}
+
 /// Where "auto" runs the tests and with what: the project's environment
-/// ([`crate::lang::Environment`], found by the Python row of the language
-/// table) and pytest when that environment has it (for `python3` on
-/// `PATH`: when it can import it), else unittest.
+/// ([`crate::lang::Environment`], found by the row of the language table
+/// for the task's file) and how it picks them ([`Way`]).
 #[derive(Debug, Clone)]
 pub struct Auto {
-    pub env: crate::lang::Environment,
-    pub runner: Runner,
+    pub env: Environment,
+    pub way: Way,
 }
 
 impl Auto {
     /// The project at `root`'s, for a task about file `near` (a project
     /// path, or an absolute one inside `root`), in the user's environment.
-    pub fn of(root: &std::path::Path, near: Option<&str>) -> Auto {
-        let start = near
-            .and_then(|f| {
-                let abs = std::path::Path::new(f);
-                match abs.is_absolute() {
-                    true => crate::paths::ProjectPath::from_absolute(root, abs),
-                    false => crate::paths::ProjectPath::parse(f).ok(),
-                }
-            })
-            .and_then(|p| {
-                root.join(p.as_str())
-                    .parent()
-                    .map(std::path::Path::to_path_buf)
-            })
+    pub fn of(root: &Path, near: Option<&str>) -> Auto {
+        Auto::with(root, near, &|n| std::env::var_os(n))
+    }
+
+    /// [`Auto::of`], the user's variables read by `var`. With no file (or
+    /// one of no language), the project's own tool when it has one
+    /// (`package.json`'s test script, a `Cargo.toml`…), else Python's.
+    pub fn with(root: &Path, near: Option<&str>, var: &dyn Fn(&str) -> Option<OsString>) -> Auto {
+        let file = near.and_then(|f| {
+            let abs = Path::new(f);
+            match abs.is_absolute() {
+                true => crate::paths::ProjectPath::from_absolute(root, abs),
+                false => crate::paths::ProjectPath::parse(f).ok(),
+            }
+        });
+        let start = file
+            .as_ref()
+            .and_then(|p| root.join(p.as_str()).parent().map(Path::to_path_buf))
             .unwrap_or_else(|| root.to_path_buf());
-        let env = match crate::lang::PYTHON.test_environment {
-            Some(find) => find(root, &start, &|n| std::env::var_os(n)),
-            None => crate::python::environment::find(root, &start, &|_| None),
+        let find = |l: &Language| (l.test_environment?)(root, &start, var);
+        let row = file
+            .as_ref()
+            .and_then(|p| crate::lang::for_path(p.as_str()));
+        let (language, env) = match row {
+            Some(l) => (l, find(l)),
+            None => crate::lang::LANGUAGES
+                .iter()
+                .filter(|l| l.id != crate::lang::PYTHON.id)
+                .find_map(|l| Some((*l, Some(find(l)?))))
+                .unwrap_or_else(|| (&crate::lang::PYTHON, find(&crate::lang::PYTHON))),
         };
+        let Some(env) = env else {
+            return Auto {
+                env: Environment::default(),
+                way: Way::Nothing(language.name),
+            };
+        };
+        if env.command.is_some() {
+            return Auto {
+                env,
+                way: Way::Tool,
+            };
+        }
         let system = env.readable.is_empty();
         let runner = if env.has_runner || (system && pytest_installed()) {
             Runner::Pytest
         } else {
             Runner::Unittest
         };
-        Auto { env, runner }
+        Auto {
+            env,
+            way: Way::Files(runner),
+        }
+    }
+
+    /// Python's runner, when the tests are Python's.
+    pub fn runner(&self) -> Option<Runner> {
+        match self.way {
+            Way::Files(r) => Some(r),
+            _ => None,
+        }
     }
 
     pub(super) fn python(&self) -> String {
         self.env.program.display().to_string()
     }
 
+    /// What "auto" runs, in words: "pytest with .venv/bin/python (the
+    /// project's .venv)", "package.json's test script `node --test`…".
+    pub fn describe(&self) -> String {
+        let env = &self.env;
+        match self.way {
+            Way::Files(runner) => {
+                format!("{runner} with {} ({})", env.program.display(), env.found)
+            }
+            Way::Tool => env.found.clone(),
+            Way::Nothing(language) => format!("none: {}", nothing_runs(language)),
+        }
+    }
+
     /// "`pytest` is not installed in the project's .venv — …", for the
     /// user: what is missing where, and the command that mends it.
     pub fn not_installed(&self, package: &str) -> String {
-        let auto = self;
-        format!(
-            "`{package}` is not installed in {} — install it there: `{} -m pip install {package}`",
-            auto.env.found,
-            auto.env.program.display()
-        )
+        let adds = &self.env.adds;
+        match self.way {
+            Way::Tool => {
+                let folder = match self.env.folder.as_str() {
+                    "" => "the project".to_owned(),
+                    f => format!("`{f}`"),
+                };
+                format!(
+                    "`{package}` is not installed for {folder} — install it: `{adds} {package}`"
+                )
+            }
+            _ => format!(
+                "`{package}` is not installed in {} — install it there: `{adds} {package}`",
+                self.env.found
+            ),
+        }
     }
 }
 
+/// Why "auto" runs no test of a `language` file, and what mends it.
+pub fn nothing_runs(language: &str) -> String {
+    format!(
+        "nothing here says how this project's {language} tests run (no Cargo.toml, go.mod, package.json test script or .busted above the file) — set tests.command"
+    )
+}
+
 /// The package a test run could not import that is none of the project's
-/// own modules (`view`'s files): `ModuleNotFoundError: No module named
-/// 'pytest'` names `pytest`.
+/// own modules (`view`'s files): Python's `No module named 'pytest'`
+/// names `pytest`, Node's `Cannot find module 'left-pad'` (or `package`,
+/// from an ES module) names `left-pad`; a relative path is the code's.
 pub(super) fn missing_package(ran: &command::Ran, view: &Overlay<'_>) -> Option<String> {
     let text = format!("{}\n{}", ran.stdout, ran.stderr);
-    let name = text.lines().find_map(|l| {
-        let rest = l.split("No module named '").nth(1)?;
-        rest.split('\'').next()
+    let quoted = |l: &str, after: &str| {
+        let rest = l.split(after).nth(1)?;
+        rest.split('\'').next().map(str::to_owned)
+    };
+    let (name, python) = text.lines().find_map(|l| {
+        quoted(l, "No module named '")
+            .map(|n| (n, true))
+            .or_else(|| quoted(l, "Cannot find module '").map(|n| (n, false)))
+            .or_else(|| quoted(l, "Cannot find package '").map(|n| (n, false)))
     })?;
-    let top = name.split('.').next()?.to_owned();
+    if name.starts_with(['.', '/']) {
+        return None;
+    }
+    let top = match (python, name.starts_with('@')) {
+        (true, _) => name.split('.').next()?.to_owned(),
+        (false, false) => name.split('/').next()?.to_owned(),
+        (false, true) => name.splitn(3, '/').take(2).collect::<Vec<_>>().join("/"),
+    };
     let files = view.files().ok()?;
     let own = files.iter().any(|f| {
         let f = format!("/{f}");
-        f.ends_with(&format!("/{top}.py")) || f.contains(&format!("/{top}/"))
+        let stem = f.rsplit_once('.').map_or(f.as_str(), |(s, _)| s);
+        stem.ends_with(&format!("/{top}")) || f.contains(&format!("/{top}/"))
     });
     (!own && !top.is_empty()).then_some(top)
 }
@@ -130,5 +225,16 @@ mod tests {
         assert_eq!(missing_package(&ran(&said("calc")), &view), None);
         assert_eq!(missing_package(&ran(&said("util")), &view), None);
         assert_eq!(missing_package(&ran("AssertionError\n"), &view), None);
+        let node = |m: &str| format!("Error: Cannot find module '{m}'\nRequire stack:\n");
+        assert_eq!(
+            missing_package(&ran(&node("left-pad")), &view).as_deref(),
+            Some("left-pad")
+        );
+        assert_eq!(
+            missing_package(&ran("Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@acme/util' imported from /x/t.mjs\n"), &view).as_deref(),
+            Some("@acme/util")
+        );
+        assert_eq!(missing_package(&ran(&node("../calc")), &view), None);
+        assert_eq!(missing_package(&ran(&node("calc")), &view), None);
     }
 }

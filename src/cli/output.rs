@@ -110,12 +110,7 @@ fn tests(root: &Path, config: &crate::config::Config) -> String {
     match &config.tests.command {
         TestCommand::Named(TestsMode::Off) => "off".into(),
         TestCommand::Argv(argv) => format!("{} (in {})", argv.join(" "), auto.env.found),
-        TestCommand::Named(TestsMode::Auto) => format!(
-            "auto: {} with {} ({})",
-            auto.runner,
-            auto.env.program.display(),
-            auto.env.found
-        ),
+        TestCommand::Named(TestsMode::Auto) => format!("auto: {}", auto.describe()),
     }
 }
 

@@ -44,7 +44,8 @@ pub struct Language {
     /// What the language splices its own way, if anything (Python).
     pub own_splice: Option<OwnSplice>,
     /// Where a project's tests in this language run: its own
-    /// environment, found from its root and the user's variables.
+    /// environment, found from its root and the user's variables; `None`
+    /// when the project has no way of running them that this knows.
     pub test_environment: Option<TestEnvironment>,
     pub(super) grammar: tree_sitter_language::LanguageFn,
     pub(super) sources: Sources,
@@ -62,7 +63,7 @@ pub type TestEnvironment = fn(
     &std::path::Path,
     &std::path::Path,
     &dyn Fn(&str) -> Option<std::ffi::OsString>,
-) -> super::environment::Environment;
+) -> Option<super::environment::Environment>;
 
 /// How a language splices a model's reply into a file its own way, in
 /// place of the generic splicer (Python, whose indentation is syntax).

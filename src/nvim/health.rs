@@ -42,9 +42,10 @@ pub(super) fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_function(|lua, root: String| {
         let auto = crate::agent::checks::Auto::of(Path::new(&root), None);
         let t = lua.create_table()?;
-        t.set("runner", auto.runner.to_string())?;
+        t.set("runner", auto.runner().map(|r| r.to_string()))?;
         t.set("program", auto.env.program.display().to_string())?;
-        t.set("found", auto.env.found)?;
+        t.set("found", auto.env.found.clone())?;
+        t.set("describe", auto.describe())?;
         Ok(t)
     })
 }

@@ -1,0 +1,154 @@
+//! A scratch checkout made ready for the project's environment
+//! ([`crate::lang::Environment`]): Chimera's build cache made (and filled
+//! once from the user's), the project's package folders linked in, and
+//! the folder the command runs in.
+
+use std::path::{Path, PathBuf};
+
+use super::CommandError;
+use crate::lang::Environment;
+use crate::paths::ProjectPath;
+
+/// The parts of a user's cargo target folder a build reuses: what each
+/// unit is (fingerprints), what it made (libraries, build scripts'
+/// output). Not `incremental/`, which a later build remakes.
+const SEEDED: &[&str] = &[".fingerprint", "build", "deps"];
+
+/// Readies checkout `dir` of the project at `root` for `env`; the folder
+/// the command runs in.
+pub(super) fn prepare(env: &Environment, root: &Path, dir: &Path) -> Result<PathBuf, CommandError> {
+    for cache in &env.writable {
+        make_private(cache).map_err(CommandError::Scratch)?;
+    }
+    if let Some((theirs, ours)) = &env.seed {
+        seed(theirs, ours);
+    }
+    for linked in &env.linked {
+        let p = ProjectPath::parse(linked).map_err(|e| CommandError::Checkout(e.to_string()))?;
+        let link = dir.join(p.as_str());
+        // The project's own copy of it, if the checkout holds one, wins.
+        if std::fs::symlink_metadata(&link).is_ok() {
+            continue;
+        }
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent).map_err(CommandError::Scratch)?;
+        }
+        std::os::unix::fs::symlink(root.join(p.as_str()), &link).map_err(CommandError::Scratch)?;
+    }
+    match env.folder.as_str() {
+        "" => Ok(dir.to_path_buf()),
+        f => {
+            let p = ProjectPath::parse(f).map_err(|e| CommandError::Checkout(e.to_string()))?;
+            let cwd = dir.join(p.as_str());
+            std::fs::create_dir_all(&cwd).map_err(CommandError::Scratch)?;
+            Ok(cwd)
+        }
+    }
+}
+
+/// Makes folder `path` (and its parents), readable by the user alone.
+fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
+
+/// Fills Chimera's target folder `ours` from the user's `theirs` the
+/// first time: `debug/` copied whole into a folder of its own, then
+/// renamed into place, so a build never sees half of it and two runs
+/// seeding at once keep one. Links are not followed; a failure leaves
+/// the cache to be built from nothing.
+fn seed(theirs: &Path, ours: &Path) {
+    let target = ours.join("debug");
+    if std::fs::symlink_metadata(&target).is_ok() {
+        return;
+    }
+    let Ok(part) = tempfile::Builder::new()
+        .prefix("debug.seeding-")
+        .tempdir_in(ours)
+    else {
+        return;
+    };
+    let copied = SEEDED
+        .iter()
+        .all(|d| copy_tree(&theirs.join("debug").join(d), &part.path().join(d)).is_ok());
+    if copied {
+        let part = part.keep();
+        if std::fs::rename(&part, &target).is_err() {
+            let _ = std::fs::remove_dir_all(&part);
+        }
+    }
+}
+
+/// Copies the folders and regular files under `from` to `to`; links and
+/// anything else are left out. A missing `from` copies nothing.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(from) else {
+        return Ok(());
+    };
+    if meta.is_file() {
+        std::fs::copy(from, to)?;
+        return Ok(());
+    }
+    if !meta.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checkout_links_package_folders_and_the_cache_is_seeded_once() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("proj");
+        std::fs::create_dir_all(root.join("web/node_modules/left-pad")).unwrap();
+        let theirs = t.path().join("their-target");
+        std::fs::create_dir_all(theirs.join("debug/deps")).unwrap();
+        std::fs::write(theirs.join("debug/deps/libx.rlib"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", theirs.join("debug/deps/planted")).unwrap();
+        std::fs::create_dir_all(theirs.join("debug/incremental/x")).unwrap();
+        let ours = t.path().join("cache/target");
+        let dir = t.path().join("checkout");
+        std::fs::create_dir_all(dir.join("web")).unwrap();
+        let env = Environment {
+            folder: "web".into(),
+            linked: vec!["web/node_modules".into()],
+            writable: vec![ours.clone()],
+            seed: Some((theirs.clone(), ours.clone())),
+            ..Environment::default()
+        };
+        let cwd = prepare(&env, &root, &dir).unwrap();
+        assert_eq!(cwd, dir.join("web"));
+        assert_eq!(
+            std::fs::read_link(dir.join("web/node_modules")).unwrap(),
+            root.join("web/node_modules")
+        );
+        assert_eq!(
+            std::fs::read_to_string(ours.join("debug/deps/libx.rlib")).unwrap(),
+            "x"
+        );
+        assert!(std::fs::symlink_metadata(ours.join("debug/deps/planted")).is_err());
+        assert!(!ours.join("debug/incremental").exists());
+        // Seeded once: what the builds made since stays.
+        std::fs::write(ours.join("debug/deps/libx.rlib"), "built").unwrap();
+        std::fs::remove_file(dir.join("web/node_modules")).unwrap();
+        prepare(&env, &root, &dir).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(ours.join("debug/deps/libx.rlib")).unwrap(),
+            "built"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&ours).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}

@@ -1,0 +1,275 @@
+//! "auto" tests run in the project's own environment, in the languages
+//! whose own tool runs them: an npm project's `test` script with its
+//! `node_modules`, a Cargo crate's `cargo test` — each made as a user
+//! makes it, the `chimera` binary run as a person runs it against the
+//! scripted fake LLM server. A correct fix is proposed with its tests
+//! passed, a wrong one is never called passing, a broken environment is
+//! said; and the tests, the project's own code, reach nothing of the
+//! user's.
+
+mod support;
+
+use std::path::Path;
+
+use support::project;
+
+/// The agent a `chimera task` about `file` ends as, run from a plain
+/// shell whose cache folder is `cache`.
+fn task(p: &support::Project, file: &str, cache: &Path) -> serde_json::Value {
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    let out = p
+        .command(&["task", "--file", file, "fix", "add"])
+        .env("XDG_CACHE_HOME", cache)
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .unwrap();
+    p.agent_of(&out)
+}
+
+fn summary(agent: &serde_json::Value) -> String {
+    agent["agent"]["summary"].as_str().unwrap_or("").to_owned()
+}
+
+/// An npm project as `npm init` and `npm install` leave it: `calc.js`
+/// with a bug, `node --test` tests that import a package from its
+/// `node_modules` (ignored by git, so never in the agent's view), a
+/// lockfile, and a `.env`. The tests check, as they run, that the
+/// project's real folder, its `.env` and the user's home are out of
+/// reach and that `node_modules` cannot be written.
+fn npm_project(p: &support::Project, with_package: bool) {
+    p.write(
+        "calc.js",
+        "function add(a, b) {\n  return a - b;\n}\n\nmodule.exports = { add };\n",
+    );
+    p.write(
+        "package.json",
+        r#"{"name": "calc", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
+    );
+    p.write(
+        "package-lock.json",
+        r#"{"name": "calc", "lockfileVersion": 3, "packages": {}}"#,
+    );
+    p.write(".gitignore", "node_modules/\n");
+    p.write(".env", "API_KEY=SECRET_VALUE_42\n");
+    if with_package {
+        p.write(
+            "node_modules/twice/index.js",
+            "module.exports = (x) => x * 2;\n",
+        );
+        p.write(
+            "node_modules/twice/package.json",
+            r#"{"name": "twice", "main": "index.js"}"#,
+        );
+    }
+    let root = p.root.display().to_string();
+    let home = std::env::var("HOME").unwrap();
+    p.write(
+        "test/calc.test.js",
+        &format!(
+            r#"const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const twice = require('twice');
+const {{ add }} = require('../calc');
+
+test('adds', () => {{
+  assert.strictEqual(add(2, 3), 5);
+}});
+
+test('adds twice', () => {{
+  assert.strictEqual(twice(add(1, 1)), 4);
+}});
+
+test('reaches nothing of the user', () => {{
+  assert.throws(() => fs.readFileSync({env:?}));
+  assert.throws(() => fs.readdirSync({root:?}));
+  assert.throws(() => fs.readdirSync({home:?}));
+  assert.throws(() => fs.writeFileSync(require.resolve('twice'), 'pwned'));
+}});
+"#,
+            env = format!("{root}/.env"),
+        ),
+    );
+}
+
+#[test]
+fn an_npm_projects_test_script_passes_a_correct_fix_reading_its_node_modules() {
+    let p = project(&[
+        serde_json::json!({"text": "```javascript\nfunction add(a, b) {\n  return a + b;\n}\n```"}),
+    ]);
+    npm_project(&p, true);
+    let cache = p.root.parent().unwrap().join("cache");
+    let agent = task(&p, "calc.js", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains("tests passed: 3 passed, 0 failed"),
+        "{agent}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("node_modules/twice/index.js")).unwrap(),
+        "module.exports = (x) => x * 2;\n"
+    );
+    let status = p.ok(&["status"]);
+    assert!(
+        status.contains("tests     auto: package.json's test script `node --test`, with npm (package-lock.json)"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_wrong_fix_the_npm_tests_reject_is_never_called_passing() {
+    let wrong =
+        serde_json::json!({"text": "```javascript\nfunction add(a, b) {\n  return a * b;\n}\n```"});
+    let p = project(&[wrong.clone(), wrong.clone(), wrong.clone(), wrong]);
+    npm_project(&p, true);
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    let out = p
+        .command(&["task", "--file", "calc.js", "fix", "add"])
+        .env("XDG_CACHE_HOME", p.root.parent().unwrap().join("cache"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("none of 4 answers fixed a failing test") && !err.contains("tests passed"),
+        "{err}"
+    );
+    // The model was shown the failing test by name.
+    let saw = p.model_saw();
+    assert!(
+        saw.contains("not ok 1 - adds") && saw.contains("-1 !== 5"),
+        "the model saw no failure: {saw}"
+    );
+}
+
+#[test]
+fn an_npm_project_without_its_packages_proposes_the_fix_and_says_what_to_install() {
+    let p = project(&[
+        serde_json::json!({"text": "```javascript\nfunction add(a, b) {\n  return a + b;\n}\n```"}),
+    ]);
+    npm_project(&p, false);
+    let cache = p.root.parent().unwrap().join("cache");
+    let agent = task(&p, "calc.js", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains("tests not run: `twice` is not installed for the project — install it: `npm install -D twice`"),
+        "{agent}"
+    );
+}
+
+/// A Cargo crate as `cargo new` makes it, with a bug in `add`, its tests
+/// beside it, and the user's own `cargo test` run once (its `target/`,
+/// which Chimera's build starts from and never writes). A test checks,
+/// as it runs, that the project's real folder, the user's home and the
+/// user's `target/` are out of reach.
+fn cargo_project(p: &support::Project) {
+    let root = p.root.display().to_string();
+    let home = std::env::var("HOME").unwrap();
+    p.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    p.write(".gitignore", "/target\n");
+    p.write(
+        "src/lib.rs",
+        &format!(
+            r#"pub fn add(a: i64, b: i64) -> i64 {{
+    a - b
+}}
+
+#[cfg(test)]
+mod tests {{
+    use super::*;
+
+    #[test]
+    fn adds() {{
+        assert_eq!(add(2, 3), 5);
+    }}
+
+    #[test]
+    fn reaches_nothing_of_the_user() {{
+        assert!(std::fs::read_dir({root:?}).is_err());
+        assert!(std::fs::read_dir({home:?}).is_err());
+        assert!(std::fs::write({target:?}, "pwned").is_err());
+    }}
+}}
+"#,
+            target = format!("{root}/target/debug/pwned"),
+        ),
+    );
+    let ok = std::process::Command::new("cargo")
+        .args(["build", "--offline", "--tests", "-q"])
+        .current_dir(&p.root)
+        .env_remove("CARGO_TARGET_DIR")
+        .status()
+        .unwrap();
+    assert!(ok.success(), "the user's own cargo build");
+}
+
+#[test]
+fn a_cargo_crates_tests_pass_a_correct_fix_built_in_chimeras_own_target() {
+    let p = project(&[
+        serde_json::json!({"text": "```rust\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n```"}),
+    ]);
+    cargo_project(&p);
+    let cache = p.root.parent().unwrap().join("cache");
+    let before: Vec<_> = walk(&p.root.join("target"));
+    let agent = task(&p, "src/lib.rs", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains("tests passed: 2 passed, 0 failed"),
+        "{agent}"
+    );
+    assert_eq!(
+        walk(&p.root.join("target")),
+        before,
+        "the user's target/ changed"
+    );
+    assert!(
+        cache.join("chimera/build").is_dir(),
+        "no build cache of Chimera's own"
+    );
+    let status = p.ok(&["status"]);
+    assert!(
+        status.contains("tests     auto: cargo test of Cargo.toml"),
+        "{status}"
+    );
+}
+
+/// Every file under `dir` with its length and modification time.
+fn walk(dir: &Path) -> Vec<(std::path::PathBuf, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path(), m.len(), m.modified().unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_rust_file_with_no_manifest_says_that_no_test_ran_and_how_to_set_one() {
+    let p = project(&[
+        serde_json::json!({"text": "```rust\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n```"}),
+    ]);
+    p.write(
+        "lib.rs",
+        "pub fn add(a: i64, b: i64) -> i64 {\n    a - b\n}\n",
+    );
+    let cache = p.root.parent().unwrap().join("cache");
+    let agent = task(&p, "lib.rs", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent)
+            .contains("tests not run: nothing here says how this project's Rust tests run")
+            && summary(&agent).contains("set tests.command"),
+        "{agent}"
+    );
+}
