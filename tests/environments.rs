@@ -26,6 +26,21 @@ fn task(p: &support::Project, file: &str, cache: &Path) -> serde_json::Value {
     p.agent_of(&out)
 }
 
+/// `chimera status --tests`, with `cache` as the cache folder: its line
+/// about the tests as the project is now.
+fn tests_now(p: &support::Project, cache: &Path) -> String {
+    let out = p
+        .command(&["status", "--tests"])
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("now: "))
+        .unwrap_or(&text)
+        .to_owned()
+}
+
 fn summary(agent: &serde_json::Value) -> String {
     agent["agent"]["summary"].as_str().unwrap_or("").to_owned()
 }
@@ -106,6 +121,10 @@ fn an_npm_projects_test_script_passes_a_correct_fix_reading_its_node_modules() {
         "{agent}"
     );
     assert_eq!(
+        tests_now(&p, &cache),
+        "failing before any change: 1 passed, 2 failed (adds, adds twice)"
+    );
+    assert_eq!(
         std::fs::read_to_string(p.root.join("node_modules/twice/index.js")).unwrap(),
         "module.exports = (x) => x * 2;\n"
     );
@@ -154,6 +173,10 @@ fn an_npm_project_without_its_packages_proposes_the_fix_and_says_what_to_install
     assert!(
         summary(&agent).contains("tests not run: `twice` is not installed for the project — install it: `npm install -D twice`"),
         "{agent}"
+    );
+    assert_eq!(
+        tests_now(&p, &cache),
+        "cannot run: `twice` is not installed for the project — install it: `npm install -D twice`"
     );
 }
 
@@ -214,6 +237,11 @@ fn a_cargo_crates_tests_pass_a_correct_fix_built_in_chimeras_own_target() {
     cargo_project(&p);
     let cache = p.root.parent().unwrap().join("cache");
     let before: Vec<_> = walk(&p.root.join("target"));
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    assert_eq!(
+        tests_now(&p, &cache),
+        "failing before any change: 1 passed, 1 failed (adds)"
+    );
     let agent = task(&p, "src/lib.rs", &cache);
     assert_eq!(agent["agent"]["state"], "completed", "{agent}");
     assert!(

@@ -292,6 +292,17 @@ function M.check_tools(h, config, root)
       local line = type(tests) == "table" and table.concat(tests, " ") or tostring(tests)
       h.ok(("agents' changes are tested with `%s`%s (tests.command)"):format(line, where and (", in " .. where.found) or ""))
     end
+    -- One run of the tests as the project is now, before a proposal
+    -- depends on them: passing, failing, or why they cannot run.
+    if lib and lib.tests_now then
+      local ok, said, level = pcall(lib.tests_now, root or vim.fn.getcwd(), require("chimera.config").to_json(config))
+      if ok then
+        local report = ({ ok = h.ok, warn = h.warn })[level] or h.info
+        report("the project's tests as they are now: " .. said)
+      else
+        h.warn("the project's tests could not be tried: " .. tostring(said))
+      end
+    end
   end
   h.ok(("agents run as %q (%s mode, tool calls %s)"):format(caps.preset, config.agents.mode, config.agents.tool_calls))
   local function preset_allows(key)

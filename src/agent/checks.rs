@@ -110,7 +110,7 @@ pub(super) fn short_id(id: &str) -> &str {
     t.rsplit("::").next().unwrap_or(t)
 }
 
-fn names(tests: &[String]) -> String {
+pub(super) fn names(tests: &[String]) -> String {
     let short: Vec<&str> = tests.iter().take(5).map(|t| short_id(t)).collect();
     match tests.len().saturating_sub(5) {
         0 => short.join(", "),
@@ -200,7 +200,7 @@ impl Tests {
     }
 
     /// The project as the human has it, or as the agent's change has it.
-    fn view(&self, with_change: bool) -> Overlay<'_> {
+    pub(super) fn view(&self, with_change: bool) -> Overlay<'_> {
         let agent = if with_change {
             &self.agent
         } else {
@@ -239,7 +239,7 @@ impl Tests {
 
     /// Runs `argv` on the project as the human has it, unless it ran on
     /// the project as it is now already.
-    fn run_as_is(
+    pub(super) fn run_as_is(
         &self,
         argv: &[String],
         auto: &Auto,
@@ -293,7 +293,7 @@ impl Tests {
 
 /// An agent ID no overlay has: an overlay of it reads the project as the
 /// human has it.
-const PROJECT_AS_IS: &str = "\u{0}project";
+pub(super) const PROJECT_AS_IS: &str = "\u{0}project";
 
 /// A test run on the project as the human has it, as the effect log says.
 const AS_IS: &str = "the project as it is";
@@ -348,7 +348,11 @@ pub fn relevant_tests(
 }
 
 /// The command to run for `tests`, or `None` when tests are off.
-fn command_for(config: &TestsConfig, tests: &[String], auto: &Auto) -> Option<Vec<String>> {
+pub(super) fn command_for(
+    config: &TestsConfig,
+    tests: &[String],
+    auto: &Auto,
+) -> Option<Vec<String>> {
     let python = auto.python();
     let mut argv: Vec<String> = match (&config.command, auto.way) {
         (TestCommand::Named(TestsMode::Off), _) => return None,
@@ -415,7 +419,7 @@ fn argv_for(
 /// test the same way in every run: pytest's and unittest's, cargo's
 /// (`test m::t ... FAILED`), Go's (`--- FAIL: TestX (0.01s)`) and TAP's
 /// (`not ok 3 - adds`, as `node --test` reports).
-fn failures(ran: &command::Ran) -> Vec<String> {
+pub(super) fn failures(ran: &command::Ran) -> Vec<String> {
     let mut out: Vec<String> = format!("{}\n{}", ran.stdout, ran.stderr)
         .lines()
         .filter_map(failing_test)
@@ -576,7 +580,7 @@ fn tail(ran: &command::Ran, chars: usize) -> String {
 
 /// The one-line result a test runner printed last ("3 passed in 0.1s",
 /// "Ran 4 tests … OK"); cargo's and TAP's counts added up.
-fn summary_line(ran: &command::Ran) -> String {
+pub(super) fn summary_line(ran: &command::Ran) -> String {
     let text = format!("{}\n{}", ran.stdout, ran.stderr);
     if let Some((passed, failed)) = counts(&text) {
         return format!("{passed} passed, {failed} failed");
@@ -747,7 +751,7 @@ impl Tests {
     /// Why a run found no test, for the user: with "auto" falling back to
     /// unittest, that it finds only `unittest.TestCase` tests, and how to
     /// get pytest where the tests run.
-    fn no_test_ran(&self, ran: &command::Ran, auto: &Auto) -> String {
+    pub(super) fn no_test_ran(&self, ran: &command::Ran, auto: &Auto) -> String {
         let said = format!("no test ran ({})", summary_line(ran));
         if self.config.command != TestCommand::Named(TestsMode::Auto)
             || auto.runner() != Some(Runner::Unittest)
@@ -838,7 +842,7 @@ fn counts(text: &str) -> Option<(u64, u64)> {
 /// Whether a run found no test to run: unittest's "Ran 0 tests" (a
 /// pytest-style file under unittest passes so), pytest's exit code 5, a
 /// cargo or TAP run that counted none.
-fn ran_no_test(ran: &command::Ran) -> bool {
+pub(super) fn ran_no_test(ran: &command::Ran) -> bool {
     let said = summary_line(ran);
     (ran.status == Some(5) && said.contains("no tests ran"))
         || said.starts_with("Ran 0 tests")

@@ -6,6 +6,7 @@
 
 mod assertion;
 mod attempt;
+pub mod baseline;
 pub mod brain;
 pub mod checks;
 mod code;

@@ -83,8 +83,15 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Where the project, the core and each option come from.
-    Status,
+    /// Where the project, the core and each option come from, and where
+    /// its tests run.
+    Status {
+        /// Also run the project's tests once, as they are, the way an
+        /// agent's change is tested: passing, failing, or why they
+        /// cannot run.
+        #[arg(long)]
+        tests: bool,
+    },
     /// Trust the project's .chimera/config.json as it is now: its options
     /// that run a program, reach a host, read the environment or widen the
     /// capabilities apply (until the file changes). Read it first.

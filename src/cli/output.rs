@@ -48,7 +48,13 @@ pub fn id(id: &str, json: bool) {
     }
 }
 
-pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
+pub fn status(
+    root: &Path,
+    loaded: &Loaded,
+    core: Option<&Value>,
+    baseline: Option<&crate::agent::baseline::Baseline>,
+    json: bool,
+) {
     let config_file = loaded.file().map(|f| f.display().to_string());
     let llm = &loaded.config.llm;
     let provider = serde_json::to_value(llm.provider).unwrap_or(Value::Null);
@@ -69,6 +75,7 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
             "project_config": project,
             "confinement": confinement(&loaded.config),
             "tests": tests(root, &loaded.config),
+            "tests_now": baseline.map(ToString::to_string),
             "llm": {
                 "provider": { "value": provider, "from": loaded.source("provider") },
                 "url": { "value": llm.url, "from": loaded.source("url") },
@@ -101,6 +108,10 @@ pub fn status(root: &Path, loaded: &Loaded, core: Option<&Value>, json: bool) {
     out!("          model {} ({})", llm.model, loaded.source("model"));
     out!("confined  {}", confinement(&loaded.config));
     out!("tests     {}", tests(root, &loaded.config));
+    match baseline {
+        Some(b) => out!("          now: {b}"),
+        None => out!("          (`chimera status --tests` runs them once, as they are)"),
+    }
 }
 
 /// How the project's tests run (`tests.command`), in words.

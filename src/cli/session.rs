@@ -211,7 +211,7 @@ pub async fn run(cli: Cli) -> i32 {
         }
     };
     if let Some(p) = loaded.project.as_ref().filter(|p| !p.ignored().is_empty()) {
-        if !matches!(cli.command, Command::Status) {
+        if !matches!(cli.command, Command::Status { .. }) {
             eprintln!("chimera: {}{}", p.file.display(), output::trust_note(p));
         }
     }
@@ -322,7 +322,7 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
         // Answered by `run` before the options are read, so that trust in
         // a file that no longer parses can still be taken back.
         Command::Trust { .. } => {}
-        Command::Status => status(s).await,
+        Command::Status { tests } => status(s, tests).await,
         Command::Task {
             text,
             file,
@@ -466,13 +466,25 @@ async fn remora(s: &mut Session, command: Command) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `chimera status`: the project, its options and its core if one runs.
-async fn status(s: &mut Session) {
+/// `chimera status`: the project, its options and its core if one runs;
+/// with `tests`, one run of the project's tests as they are.
+async fn status(s: &mut Session, tests: bool) {
     let core = match s.remote.alive().await {
         true => s.remote.call("GET", "/status", None).await.ok(),
         false => None,
     };
-    output::status(&s.root, &s.loaded, core.as_ref(), s.json);
+    let baseline = match tests {
+        true => {
+            let (root, config) = (s.root.clone(), s.loaded.config.clone());
+            tokio::task::spawn_blocking(move || {
+                crate::agent::baseline::run(&root, &config, &|| false)
+            })
+            .await
+            .ok()
+        }
+        false => None,
+    };
+    output::status(&s.root, &s.loaded, core.as_ref(), baseline.as_ref(), s.json);
     if !s.json {
         output::api(core.as_ref().and_then(|c| c["api_port"].as_u64()));
     }

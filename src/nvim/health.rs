@@ -1,6 +1,7 @@
 //! What `:checkhealth chimera` asks the core that no core need be running
 //! for: whether and how processes are confined here, where an ACP agent's
-//! network reaches, where the project's tests run.
+//! network reaches, where the project's tests run and how they go as the
+//! project is now.
 
 use std::path::Path;
 
@@ -47,5 +48,23 @@ pub(super) fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
         t.set("found", auto.env.found.clone())?;
         t.set("describe", auto.describe())?;
         Ok(t)
+    })
+}
+
+/// tests_now(root, config_json) -> how the project's tests go as it is
+/// now, in words, and "ok", "warn" or "info" (:checkhealth runs them
+/// once, confined, within tests.timeout_ms).
+pub(super) fn tests_now(lua: &Lua) -> mlua::Result<mlua::Function> {
+    use crate::agent::baseline::Baseline;
+    lua.create_function(|_, (root, json): (String, String)| {
+        let config = crate::config::Config::from_json(&json)
+            .map_err(|e| mlua::Error::external(format!("Chimera: invalid configuration: {e}")))?;
+        let now = crate::agent::baseline::run(Path::new(&root), &config, &|| false);
+        let level = match &now {
+            Baseline::Passing(_) => "ok",
+            Baseline::Failing { .. } | Baseline::CannotRun(_) => "warn",
+            Baseline::Off | Baseline::NoTests(_) => "info",
+        };
+        Ok((now.to_string(), level))
     })
 }

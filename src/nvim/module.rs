@@ -151,6 +151,7 @@ const EXPORTS: &[(&str, Export)] = &[
     ("can_confine", health::can_confine),
     ("confinement", health::confinement),
     ("tests_environment", health::tests_environment),
+    ("tests_now", health::tests_now),
     ("agent_network", health::agent_network),
     ("default_config", default_config),
     ("project_options", project_options),

@@ -234,6 +234,21 @@ h.test(":checkhealth chimera reports the library, database and LLM", function()
   h.truthy(text:find("the core's messages held the main thread at most [%d.]+ ms %(median [%d.]+ ms%) over %d+ deliveries"), text)
 end)
 
+h.test(":checkhealth chimera says where an npm project's tests run and how they go as it is now", function()
+  h.project({
+    ["calc.js"] = "function add(a, b) {\n  return a - b;\n}\n\nmodule.exports = { add };\n",
+    ["package.json"] = '{"name": "calc", "scripts": {"test": "node --test"}}',
+    ["test/calc.test.js"] = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\n\ntest('adds', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n",
+  })
+  local url = h.fake_llm({ { text = "x" } })
+  h.setup(url, { tests = { command = "auto" } })
+  vim.cmd("checkhealth chimera")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  vim.cmd("bwipeout")
+  h.truthy(text:find("tested with package.json's test script `node --test`, with npm (no lockfile)", 1, true), text)
+  h.truthy(text:find("the project's tests as they are now: failing before any change: 0 passed, 1 failed (adds)", 1, true), text)
+end)
+
 h.test(":checkhealth chimera checks the LLM server and model before any start, by the model's exact name", function()
   h.project({ ["a.py"] = "x = 1\n" })
   local url = h.fake_llm({ { text = "x" } })

@@ -1,0 +1,128 @@
+//! One run of a project's tests as they are, before any agent changes
+//! anything: what `chimera status --tests` and `:checkhealth chimera`
+//! show, so a user learns that the tests pass, fail or cannot run (and
+//! why, and what mends it) before the first proposal depends on them.
+//! It runs the way an agent's check does — a scratch copy of the
+//! project's files, confined, in the environment "auto" finds — on every
+//! test file at once, or the project's own command.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{Config, TestCommand, TestsMode};
+use crate::store::Store;
+
+use super::checks::{self, Tests, Way};
+
+/// How the project's tests went, unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Baseline {
+    /// `tests.command` is "off".
+    Off,
+    /// "auto" found no test to run: no test file, or no tool.
+    NoTests(String),
+    Passing(String),
+    /// Tests fail already: the runner's last line and their names.
+    Failing {
+        said: String,
+        failing: String,
+    },
+    /// The tests could not run, and why (with what mends it).
+    CannotRun(String),
+}
+
+impl std::fmt::Display for Baseline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Baseline::Off => f.write_str("off"),
+            Baseline::NoTests(why) => write!(f, "no test to run: {why}"),
+            Baseline::Passing(said) => write!(f, "passing: {said}"),
+            Baseline::Failing { said, failing } if failing.is_empty() => {
+                write!(f, "failing before any change: {said}")
+            }
+            Baseline::Failing { said, failing } => {
+                write!(f, "failing before any change: {said} ({failing})")
+            }
+            Baseline::CannotRun(why) => write!(f, "cannot run: {why}"),
+        }
+    }
+}
+
+/// Runs the tests of the project at `root` once, as `config` says, on its
+/// files as they are on disk now (read into a store of the run's own).
+pub fn run(root: &Path, config: &Config, cancelled: &dyn Fn() -> bool) -> Baseline {
+    if config.tests.command == TestCommand::Named(TestsMode::Off) {
+        return Baseline::Off;
+    }
+    let max = config.sync.max_file_bytes;
+    let store = match Store::open_in_memory(root) {
+        Ok(s) => s,
+        Err(e) => return Baseline::CannotRun(format!("cannot read the project: {e}")),
+    };
+    if let Err(e) = crate::sync::import(&store, root, max, &Default::default()) {
+        return Baseline::CannotRun(format!("cannot read the project: {e}"));
+    }
+    let caps = match crate::capabilities::Capabilities::new(&config.capabilities, None) {
+        Ok(c) => c,
+        Err(e) => return Baseline::CannotRun(e.to_string()),
+    };
+    let tests = Tests {
+        store: Arc::new(store),
+        agent: checks::PROJECT_AS_IS.to_owned(),
+        config: config.tests.clone(),
+        caps,
+        max_bytes: max,
+        as_is: Default::default(),
+        unconfined: config.agents.run_unconfined,
+        near: None,
+    };
+    tests.baseline(cancelled)
+}
+
+impl Tests {
+    /// The project's tests as it is: every test file ("auto" with
+    /// Python), the tool's command, or the user's own.
+    pub fn baseline(&self, cancelled: &dyn Fn() -> bool) -> Baseline {
+        let view = self.view(false);
+        let Ok(files) = view.files() else {
+            return Baseline::CannotRun("cannot list the project's files".into());
+        };
+        let test_files: Vec<String> = files
+            .iter()
+            .filter(|f| checks::is_test_file(f))
+            .cloned()
+            .collect();
+        let auto = self.auto(test_files.first().map(String::as_str));
+        if let (TestCommand::Named(_), Way::Nothing(language)) = (&self.config.command, auto.way) {
+            return Baseline::NoTests(super::runner::nothing_runs(language));
+        }
+        let Some(argv) = checks::command_for(&self.config, &test_files, &auto) else {
+            return Baseline::Off;
+        };
+        if matches!(auto.way, Way::Files(_)) && test_files.is_empty() {
+            return Baseline::NoTests("no test file (test_*.py, *_test.py, tests/)".into());
+        }
+        let ran = match self.run_as_is(&argv, &auto, cancelled) {
+            Ok(ran) => ran,
+            Err(e) => return Baseline::CannotRun(e.to_string()),
+        };
+        if let Some(package) = super::runner::missing_package(&ran, &view) {
+            return Baseline::CannotRun(auto.not_installed(&package));
+        }
+        if checks::ran_no_test(&ran) {
+            return Baseline::NoTests(self.no_test_ran(&ran, &auto));
+        }
+        let said = checks::summary_line(&ran);
+        match ran.status {
+            Some(0) => Baseline::Passing(said),
+            None => Baseline::CannotRun(format!(
+                "killed at the time limit ({} s): raise tests.timeout_ms",
+                self.config.timeout_ms / 1000
+            )),
+            Some(_) => Baseline::Failing {
+                said,
+                failing: checks::names(&checks::failures(&ran)),
+            },
+        }
+    }
+}
