@@ -17,6 +17,16 @@ if [ -z "$corpus" ]; then
 fi
 command -v ctags >/dev/null || echo "(install universal-ctags for the ctags baseline)"
 cargo bench --no-default-features --bench remora -- "$corpus" 2>/dev/null | grep -E "^remora"
+echo "== tests in the project's own environment: confined in a scratch copy vs run directly (a venv's pytest on inflection, cargo test)"
+venv="$here/.deps/eval-venv"
+if [ ! -x "$venv/bin/pytest" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "pytest==9.2.0"
+fi
+pkg="$(mktemp -d)"
+python3 -m pip download --quiet --no-deps --no-binary :all: "inflection==0.5.1" -d "$pkg"
+tar xzf "$pkg"/inflection-0.5.1.tar.gz -C "$pkg"
+cargo bench --no-default-features --bench environments -- "$venv/bin/python" "$pkg/inflection-0.5.1" 2>/dev/null | grep -E "^(tests|cargo)"
 echo "== remora in every language: real code (scripts/setup-corpus.sh, the cargo registry, Neovim's Lua) vs a bare parse"
 cargo bench --no-default-features --bench languages 2>/dev/null
 cargo build --release 2>/dev/null

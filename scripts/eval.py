@@ -139,9 +139,18 @@ class RealSet:
                       if not wanted or m["id"] in wanted]
         self.pristine = self.unpack()
         # The suite needs pytest, and the agent in Neovim runs the same
-        # tests: both find it through the inherited PYTHONPATH.
-        deps = sh([os.path.join(REPO, "scripts/install-pytest.sh")], check=True).stdout.strip()
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")]))
+        # tests: as a user has it, in a virtual environment made with
+        # `python -m venv` and pip, activated (VIRTUAL_ENV, its bin/ first
+        # on PATH) — never on PYTHONPATH, a setup no user has.
+        venv = os.path.join(REPO, ".deps/eval-venv")
+        self.python = os.path.join(venv, "bin/python")
+        if not os.path.exists(os.path.join(venv, "bin/pytest")):
+            sh([sys.executable, "-m", "venv", venv], check=True)
+            sh([self.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                "pytest==9.2.0"], check=True)
+        os.environ.pop("PYTHONPATH", None)
+        os.environ["VIRTUAL_ENV"] = venv
+        os.environ["PATH"] = os.pathsep.join([os.path.join(venv, "bin"), os.environ.get("PATH", "")])
 
     def unpack(self):
         cache = os.path.join(REPO, ".deps/eval-real")
@@ -157,7 +166,7 @@ class RealSet:
 
     def run_suite(self, project):
         # Wide enough that pytest does not cut the failure lines quoted in tasks.
-        return sh([sys.executable] + self.spec["test_command"], cwd=project,
+        return sh([self.python] + self.spec["test_command"], cwd=project,
                   env=dict(os.environ, COLUMNS="1000"), timeout=300)
 
     def prepare(self, m):

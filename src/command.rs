@@ -310,10 +310,8 @@ pub fn run_in_checkout(
     how: &How<'_>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Ran, CommandError> {
-    let scratch = tempfile::Builder::new()
-        .prefix("chimera-run-")
-        .tempdir()
-        .map_err(CommandError::Scratch)?;
+    let checkouts = how.environment.and_then(|e| e.checkouts.as_deref());
+    let scratch = environment::Scratch::new(checkouts).map_err(CommandError::Scratch)?;
     let (dir, tmp) = (scratch.path().join("files"), scratch.path().join("tmp"));
     for d in [&dir, &tmp] {
         std::fs::create_dir_all(d).map_err(CommandError::Scratch)?;

@@ -1,13 +1,72 @@
 //! A scratch checkout made ready for the project's environment
-//! ([`crate::lang::Environment`]): Chimera's build cache made (and filled
-//! once from the user's), the project's package folders linked in, and
-//! the folder the command runs in.
+//! ([`crate::lang::Environment`]): where it is made (a fresh folder, or
+//! one of a few kept at the same paths for a build cache that remembers
+//! paths), Chimera's build cache made (and filled once from the user's),
+//! the project's package folders linked in, and the folder the command
+//! runs in.
 
 use std::path::{Path, PathBuf};
 
 use super::CommandError;
 use crate::lang::Environment;
 use crate::paths::ProjectPath;
+
+/// How many checkouts at fixed paths a project's test runs share: more
+/// runs at once get fresh folders.
+const SLOTS: usize = 4;
+
+/// The folder a scratch checkout is made in, removed (or emptied) when
+/// dropped.
+pub(super) enum Scratch {
+    Fresh(tempfile::TempDir),
+    /// `checkouts/N`, held by its lock file until dropped.
+    Slot {
+        path: PathBuf,
+        _lock: std::fs::File,
+    },
+}
+
+impl Scratch {
+    /// A fresh temporary folder, or under `checkouts` the first free slot
+    /// (emptied first: what a previous run left is never seen).
+    pub(super) fn new(checkouts: Option<&Path>) -> std::io::Result<Scratch> {
+        if let Some(base) = checkouts {
+            make_private(base)?;
+            for n in 0..SLOTS {
+                let lock = std::fs::File::create(base.join(format!("{n}.lock")))?;
+                use rustix::fs::{flock, FlockOperation};
+                if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
+                    continue;
+                }
+                let path = base.join(n.to_string());
+                if std::fs::symlink_metadata(&path).is_ok() {
+                    std::fs::remove_dir_all(&path)?;
+                }
+                make_private(&path)?;
+                return Ok(Scratch::Slot { path, _lock: lock });
+            }
+        }
+        let dir = tempfile::Builder::new().prefix("chimera-run-").tempdir()?;
+        Ok(Scratch::Fresh(dir))
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        match self {
+            Scratch::Fresh(d) => d.path(),
+            Scratch::Slot { path, .. } => path,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // The project's files do not stay in the cache between runs.
+        if let Scratch::Slot { path, .. } = self {
+            let _ = std::fs::remove_dir_all(path.join("files"));
+            let _ = std::fs::remove_dir_all(path.join("tmp"));
+        }
+    }
+}
 
 /// The parts of a user's cargo target folder a build reuses: what each
 /// unit is (fingerprints), what it made (libraries, build scripts'
@@ -106,6 +165,29 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checkouts_at_fixed_paths_are_one_per_run_at_once_and_start_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("checkouts");
+        let a = Scratch::new(Some(&base)).unwrap();
+        std::fs::create_dir_all(a.path().join("files")).unwrap();
+        std::fs::write(a.path().join("files/left.txt"), "x").unwrap();
+        let b = Scratch::new(Some(&base)).unwrap();
+        assert_ne!(a.path(), b.path(), "two runs at once share no folder");
+        let first = a.path().to_path_buf();
+        drop(a);
+        let c = Scratch::new(Some(&base)).unwrap();
+        assert_eq!(c.path(), first, "the same path again");
+        assert!(!c.path().join("files/left.txt").exists());
+        let rest: Vec<Scratch> = (0..SLOTS)
+            .map(|_| Scratch::new(Some(&base)).unwrap())
+            .collect();
+        assert!(
+            matches!(rest.last(), Some(Scratch::Fresh(_))),
+            "all slots busy: a fresh folder"
+        );
+    }
 
     #[test]
     fn the_checkout_links_package_folders_and_the_cache_is_seeded_once() {

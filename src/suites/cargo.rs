@@ -57,6 +57,7 @@ pub fn find(
         command: Some(["cargo", "test", "--offline"].map(String::from).to_vec()),
         folder,
         readable,
+        checkouts: ours.parent().map(|p| p.join("checkouts")),
         writable: vec![ours.clone()],
         seed: seeded.then(|| (theirs, ours.clone())),
         env: vec![

@@ -54,6 +54,7 @@ pub fn find(
         ),
         folder,
         readable: modcache.into_iter().filter(|m| m.is_dir()).collect(),
+        checkouts: ours.parent().map(|p| p.join("checkouts")),
         writable: vec![ours],
         env,
         adds: "go get".into(),
