@@ -664,6 +664,13 @@ impl AgentHost {
         let argv = args::string_list(name, a, kw, 0, "argv")?;
         self.allowed(name, self.caps.check_command(&argv))?;
         let cancel = self.cancel.clone();
+        // The project's environment, as its tests have it (its `.venv`
+        // first on `PATH`, Chimera's build cache), in the project's root:
+        // the agent names paths from there.
+        let environment = crate::lang::Environment {
+            folder: String::new(),
+            ..crate::agent::checks::Auto::of(self.store.root(), None).env
+        };
         let ran = crate::command::run_in_checkout(
             &self.overlay(),
             |f| self.caps.may_see(f),
@@ -671,7 +678,7 @@ impl AgentHost {
             &crate::command::How {
                 limit: self.command_timeout,
                 unconfined: self.run_unconfined,
-                ..Default::default()
+                environment: Some(&environment),
             },
             &move || cancel.is_cancelled(),
         )?;

@@ -666,6 +666,41 @@ async fn run_command_sees_the_agents_change_only_when_allowed() {
     );
 }
 
+/// An agent's `run_command` runs in the project's own environment, as
+/// its tests do: `python3` is the project's `.venv`'s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_command_runs_in_the_projects_own_venv() {
+    let program = "```python\nout = run_command(['python3', '-c', 'import sys; print(sys.prefix)'])\nif '.venv' not in out:\n    raise Exception('not the venv: ' + out)\nwrite_file('app.py', 'def parse_config(path):\\n    \\\"\\\"\\\"Parse.\\\"\\\"\\\"\\n    return {}\\n')\nsubmit_result('in the venv', ['app.py'])\n```";
+    let server = FakeServer::start(vec![
+        Reply::OpenaiStream(program.into()),
+        Reply::OpenaiStream(program.into()),
+    ])
+    .await;
+    let mut s = setup(&server.url);
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(s.store.root().join(".venv"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    s.config.capabilities.commands = vec!["python3".into()];
+    let dev = Job {
+        spec: TaskSpec {
+            capabilities: Some("developer".into()),
+            ..job().spec
+        },
+        ..job()
+    };
+    let done = run_on(&s, &dev).await;
+    let asked = server.requests.lock().unwrap().clone();
+    assert_eq!(
+        done.map(|d| d.summary).ok().as_deref(),
+        Some("in the venv"),
+        "{:?}",
+        asked.get(1)
+    );
+}
+
 fn submit(summary: &str) -> Reply {
     call(
         "submit_result",
