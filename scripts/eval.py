@@ -132,7 +132,7 @@ def top_level_names(source):
 class RealSet:
     """A real package from PyPI, one mutation per task, judged by its own tests."""
 
-    def __init__(self, wanted):
+    def __init__(self, wanted, python_env="venv"):
         with open(os.path.join(REPO, "eval/real/inflection.json")) as f:
             self.spec = json.load(f)
         self.tasks = [dict(m, file=self.spec["file"]) for m in self.spec["mutations"]
@@ -142,6 +142,13 @@ class RealSet:
         # tests: as a user has it, in a virtual environment made with
         # `python -m venv` and pip, activated (VIRTUAL_ENV, its bin/ first
         # on PATH) — never on PYTHONPATH, a setup no user has.
+        # `pythonpath` keeps the lab's old setup (pytest on PYTHONPATH), to
+        # compare the two in one run.
+        if python_env == "pythonpath":
+            deps = sh([os.path.join(REPO, "scripts/install-pytest.sh")], check=True).stdout.strip()
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [deps, os.environ.get("PYTHONPATH")]))
+            self.python = sys.executable
+            return
         venv = os.path.join(REPO, ".deps/eval-venv")
         self.python = os.path.join(venv, "bin/python")
         if not os.path.exists(os.path.join(venv, "bin/pytest")):
@@ -384,12 +391,14 @@ def main():
     ap.add_argument("--parallel", type=int, default=1, help="the model server's slots")
     ap.add_argument("--candidates", type=int, default=0, help="agents.candidates (0: the default)")
     ap.add_argument("--keep", default="", help="copy each task's .chimera/chimera.db here")
+    ap.add_argument("--python-env", default="venv", choices=["venv", "pythonpath"],
+                    help="the real set's pytest: an activated venv (as users have it) or PYTHONPATH")
     ap.add_argument("--set", dest="task_set", default="small",
                     choices=["small", "real", "languages", *LANGUAGES])
     args = ap.parse_args()
     wanted = set(filter(None, args.tasks.split(",")))
     if args.task_set == "real":
-        sets = [RealSet(wanted)]
+        sets = [RealSet(wanted, args.python_env)]
     elif args.task_set == "languages":
         sets = [LangSet(lang, wanted) for lang in LANGUAGES]
     elif args.task_set in LANGUAGES:

@@ -301,3 +301,73 @@ fn a_rust_file_with_no_manifest_says_that_no_test_ran_and_how_to_set_one() {
         "{agent}"
     );
 }
+
+/// A Go module as `go mod init` makes it, with a bug in `Add` and its
+/// test beside it, which checks as it runs that the project's real
+/// folder and the user's home are out of reach; `go` from the project's
+/// scripts (the official build, from PyPI), first on the user's `PATH`.
+fn go_project(p: &support::Project) -> String {
+    let root = p.root.display().to_string();
+    let home = std::env::var("HOME").unwrap();
+    p.write("go.mod", "module example.com/calc\n\ngo 1.22\n");
+    p.write(
+        "calc/calc.go",
+        "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+    );
+    p.write(
+        "calc/calc_test.go",
+        &format!(
+            "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) {{\n\tif got := Add(2, 3); got != 5 {{\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}}\n}}\n\nfunc TestReachesNothingOfTheUser(t *testing.T) {{\n\tfor _, dir := range []string{{{root:?}, {home:?}}} {{\n\t\tif _, err := os.ReadDir(dir); err == nil {{\n\t\t\tt.Fatalf(\"read %s\", dir)\n\t\t}}\n\t}}\n}}\n"
+        ),
+    );
+    let bin = std::process::Command::new(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-go.sh"),
+    )
+    .output()
+    .unwrap();
+    assert!(bin.status.success(), "scripts/install-go.sh");
+    let bin = String::from_utf8(bin.stdout).unwrap();
+    format!("{}:{}", bin.trim(), std::env::var("PATH").unwrap())
+}
+
+#[test]
+fn a_go_modules_tests_pass_a_correct_fix_offline_with_chimeras_own_build_cache() {
+    let p = project(&[
+        serde_json::json!({"text": "```go\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n```"}),
+    ]);
+    let path = go_project(&p);
+    let cache = p.root.parent().unwrap().join("cache");
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    let now = p
+        .command(&["status", "--tests"])
+        .env("XDG_CACHE_HOME", &cache)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let now = String::from_utf8_lossy(&now.stdout);
+    assert!(
+        now.contains("auto: go test ./... in the module of go.mod"),
+        "{now}"
+    );
+    assert!(
+        now.contains("now: failing before any change: FAIL example.com/calc/calc (TestAdd)"),
+        "{now}"
+    );
+    let out = p
+        .command(&["task", "--file", "calc/calc.go", "fix", "Add"])
+        .env("XDG_CACHE_HOME", &cache)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let agent = p.agent_of(&out);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    let said = summary(&agent);
+    assert!(
+        said.contains("tests passed: ok example.com/calc/calc"),
+        "{agent}"
+    );
+    assert!(
+        cache.join("chimera/build").is_dir(),
+        "no build cache of Chimera's own"
+    );
+}

@@ -585,6 +585,15 @@ pub(super) fn summary_line(ran: &command::Ran) -> String {
     if let Some((passed, failed)) = counts(&text) {
         return format!("{passed} passed, {failed} failed");
     }
+    // `go test`: a line per package, `ok  \tpath\t0.01s` or `FAIL\tpath…`.
+    let packages: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("ok  \t") || l.starts_with("FAIL\t"))
+        .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    if !packages.is_empty() {
+        return packages.join("; ");
+    }
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -1055,6 +1064,9 @@ mod tests {
         assert_eq!(summary_line(&tap), "1 passed, 1 failed");
         let go = ran("--- FAIL: TestAdd (0.00s)\n    calc_test.go:6: got 0\nFAIL\nFAIL\texample.com/calc\t0.002s\n");
         assert_eq!(failures(&go), ["--- FAIL: TestAdd"]);
+        assert_eq!(summary_line(&go), "FAIL example.com/calc");
+        let two = ran("ok  \texample.com/a\t0.01s\nFAIL\texample.com/b\t0.02s\nFAIL\n");
+        assert_eq!(summary_line(&two), "ok example.com/a; FAIL example.com/b");
         assert_eq!(names(&failures(&go)), "TestAdd");
         let none = command::Ran {
             status: Some(0),

@@ -61,7 +61,7 @@ pub fn find(
         Some((prefix, said)) => of_prefix(&prefix, said, var),
         None => Environment {
             program: PathBuf::from("python3"),
-            found: "python3 on PATH".into(),
+            found: manager.without_environment().into(),
             ..Environment::default()
         },
     };
@@ -96,6 +96,18 @@ impl Manager {
             Manager::Poetry
         } else {
             Manager::Pip
+        }
+    }
+
+    /// Where the tests run when the project's manager has made it no
+    /// environment yet, and what makes one.
+    fn without_environment(self) -> &'static str {
+        match self {
+            Manager::Uv => "python3 on PATH (this uv project has no .venv yet: `uv sync` makes it)",
+            Manager::Poetry => {
+                "python3 on PATH (poetry has made no environment for this project yet: `poetry install` makes it)"
+            }
+            Manager::Pip => "python3 on PATH",
         }
     }
 
@@ -384,6 +396,10 @@ mod tests {
         let e = find(&root, &root, &|_| None).unwrap();
         assert_eq!(e.adds, "uv add --dev");
         assert_eq!(e.found, "the project's .venv");
+        // Before `uv sync`, the user is told what makes the environment.
+        std::fs::remove_dir_all(root.join(".venv")).unwrap();
+        let e = find(&root, &root, &|_| None).unwrap();
+        assert!(e.found.contains("`uv sync` makes it"), "{}", e.found);
         // No environment: the version .python-version names, in pyenv.
         let plain = t.path().join("plain");
         std::fs::create_dir_all(&plain).unwrap();
