@@ -371,3 +371,69 @@ fn a_go_modules_tests_pass_a_correct_fix_offline_with_chimeras_own_build_cache()
         "no build cache of Chimera's own"
     );
 }
+
+/// Copies the folders and files under `from` to `to` (links as links).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (kind, target) = (e.file_type().unwrap(), to.join(e.file_name()));
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_vitest_project_passes_a_correct_fix_with_its_node_modules_read_only() {
+    let p = project(&[
+        serde_json::json!({"text": "```javascript\nexport function add(a, b) {\n  return a + b;\n}\n```"}),
+    ]);
+    let vitest = std::process::Command::new(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-vitest.sh"),
+    )
+    .output()
+    .unwrap();
+    assert!(vitest.status.success(), "scripts/install-vitest.sh");
+    let installed = String::from_utf8(vitest.stdout).unwrap();
+    copy_tree(
+        &Path::new(installed.trim()).join("node_modules"),
+        &p.root.join("node_modules"),
+    );
+    p.write(
+        "package.json",
+        r#"{"name": "calc", "type": "module", "scripts": {"test": "vitest run"}}"#,
+    );
+    p.write(
+        "package-lock.json",
+        r#"{"name": "calc", "lockfileVersion": 3}"#,
+    );
+    p.write(".gitignore", "node_modules/\n");
+    p.write(
+        "src/calc.js",
+        "export function add(a, b) {\n  return a - b;\n}\n",
+    );
+    p.write(
+        "src/calc.test.js",
+        "import { describe, test, expect } from 'vitest';\nimport { add } from './calc.js';\n\ndescribe('math', () => {\n  test('adds', () => {\n    expect(add(2, 3)).toBe(5);\n  });\n  test('adds zero', () => {\n    expect(add(0, 0)).toBe(0);\n  });\n});\n",
+    );
+    let cache = p.root.parent().unwrap().join("cache");
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    assert_eq!(
+        tests_now(&p, &cache),
+        "failing before any change: 1 passed, 1 failed (src/calc.test.js > math > adds)"
+    );
+    let agent = task(&p, "src/calc.js", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains("tests passed: 2 passed, 0 failed"),
+        "{agent}"
+    );
+    assert!(
+        !p.root.join("node_modules/.vite").exists(),
+        "the run wrote into the project's node_modules"
+    );
+}

@@ -13,6 +13,7 @@ use crate::config::{Config, TestCommand, TestsMode};
 use crate::store::Store;
 
 use super::checks::{self, Tests, Way};
+use super::test_output;
 
 /// How the project's tests went, unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,10 +110,10 @@ impl Tests {
         if let Some(package) = super::runner::missing_package(&ran, &view) {
             return Baseline::CannotRun(auto.not_installed(&package));
         }
-        if checks::ran_no_test(&ran) {
+        if test_output::ran_no_test(&ran) {
             return Baseline::NoTests(self.no_test_ran(&ran, &auto));
         }
-        let said = checks::summary_line(&ran);
+        let said = test_output::summary_line(&ran);
         match ran.status {
             Some(0) => Baseline::Passing(said),
             None => Baseline::CannotRun(format!(
@@ -121,7 +122,7 @@ impl Tests {
             )),
             Some(_) => Baseline::Failing {
                 said,
-                failing: checks::names(&checks::failures(&ran)),
+                failing: test_output::names(&test_output::failures(&ran)),
             },
         }
     }

@@ -25,6 +25,7 @@ mod runaway;
 mod runner;
 mod scene;
 mod scope;
+mod test_output;
 pub mod tools;
 mod unasked;
 pub mod world;

@@ -101,7 +101,7 @@ fn asked_names(task: &str, tests: &str, read: &dyn Fn(&str) -> Option<String>) -
 /// A test's own name in a failing test's id (`FAIL: test_x (m.T.test_x)`,
 /// `FAILED tests/t.py::test_x[1]`).
 fn test_name(id: &str) -> &str {
-    let id = super::checks::short_id(id);
+    let id = super::test_output::short_id(id);
     id.split('[').next().unwrap_or(id)
 }
 

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::lang::Environment;
+use crate::lang::environment::Environment;
 
 /// Where a Lua file's tests run (see the module's comment).
 pub fn find(

@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::lang::Environment;
+use crate::lang::environment::Environment;
 
 /// Where a Rust file's tests run (see the module's comment).
 pub fn find(

@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::lang::Environment;
+use crate::lang::environment::Environment;
 
 /// The script npm writes into a new `package.json`: no tests.
 const PLACEHOLDER: &str = "no test specified";
@@ -69,6 +69,9 @@ pub fn find(
             // Run once and quietly, as on a build machine: no watch mode,
             // no update check, no audit (no network either way).
             ("CI", "true"),
+            // Plain text: what the failures are read from.
+            ("NO_COLOR", "1"),
+            ("FORCE_COLOR", "0"),
             ("NO_UPDATE_NOTIFIER", "1"),
             ("npm_config_update_notifier", "false"),
             ("npm_config_audit", "false"),
