@@ -11,7 +11,7 @@ mod support;
 
 use std::path::Path;
 
-use support::project;
+use support::{fix_add, project};
 
 /// The agent a `chimera task` about `file` ends as, run from a plain
 /// shell whose cache folder is `cache`.
@@ -435,5 +435,66 @@ fn a_vitest_project_passes_a_correct_fix_with_its_node_modules_read_only() {
     assert!(
         !p.root.join("node_modules/.vite").exists(),
         "the run wrote into the project's node_modules"
+    );
+}
+
+#[test]
+fn a_fix_whose_test_runner_is_not_installed_is_proposed_saying_what_to_install() {
+    // `npm install` never ran: the script's `vitest` is nowhere. The task
+    // asks for a fix, so it would start from the failing run — which says
+    // nothing of the code.
+    let p = project(&[
+        serde_json::json!({"text": "```javascript\nexport function add(a, b) {\n  return a + b;\n}\n```"}),
+    ]);
+    p.write(
+        "package.json",
+        r#"{"name": "calc", "type": "module", "scripts": {"test": "vitest run"}}"#,
+    );
+    p.write(
+        "src/calc.js",
+        "export function add(a, b) {\n  return a - b;\n}\n",
+    );
+    p.write(
+        "src/calc.test.js",
+        "import { test, expect } from 'vitest';\nimport { add } from './calc.js';\n\ntest('adds', () => {\n  expect(add(2, 3)).toBe(5);\n});\n",
+    );
+    let cache = p.root.parent().unwrap().join("cache");
+    let agent = task(&p, "src/calc.js", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains("tests not run: `vitest` is not installed for the project — install it: `npm install -D vitest`"),
+        "{agent}"
+    );
+    assert_eq!(
+        tests_now(&p, &cache),
+        "cannot run: `vitest` is not installed for the project — install it: `npm install -D vitest`"
+    );
+}
+
+#[test]
+fn tests_the_confined_run_may_not_load_do_not_refuse_a_correct_fix() {
+    // The test file reads the project's real folder as it loads, which a
+    // confined run may not: it fails with and without any change.
+    let p = project(&[fix_add()]);
+    p.write(
+        "test_calc.py",
+        &format!(
+            "import os\nimport unittest\n\nfrom calc import add\n\nFIXTURES = os.listdir({:?})\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+            p.root.display().to_string()
+        ),
+    );
+    let cache = p.root.parent().unwrap().join("cache");
+    let agent = task(&p, "calc.py", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    let said = summary(&agent);
+    assert!(
+        said.contains("tests not run: the confined run was refused")
+            && said.contains("Permission denied"),
+        "{agent}"
+    );
+    assert!(
+        tests_now(&p, &cache).starts_with("cannot run: the confined run was refused"),
+        "{}",
+        tests_now(&p, &cache)
     );
 }

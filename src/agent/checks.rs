@@ -533,6 +533,20 @@ impl Tests {
                 said: auto.not_installed(&package),
             };
         }
+        // Tests refused the same access with and without the change reach
+        // outside the project: the confinement's matter, never the change's.
+        let refused = refused_access(&with).filter(|_| {
+            without.as_ref().is_ok_and(|w| {
+                w.status != Some(0) && refused_access(w).is_some() && failures(w) == failures(&with)
+            })
+        });
+        if let Some(line) = refused {
+            return Verdict::Unavailable {
+                said: format!(
+                    "the confined run was refused `{line}` with and without the change: the tests reach outside the project, which they may not (:help chimera-confinement)"
+                ),
+            };
+        }
         failing_verdict(&with, without.ok().as_ref(), self.limit())
     }
 
@@ -551,6 +565,19 @@ impl Tests {
             auto.not_installed("pytest")
         )
     }
+}
+
+/// The first line of a run's output where the kernel refused it access
+/// (`PermissionError: [Errno 13] Permission denied: '/home/u/.config'`,
+/// `EACCES`), at most 200 characters.
+pub(super) fn refused_access(ran: &command::Ran) -> Option<String> {
+    let text = format!("{}\n{}", ran.stdout, ran.stderr);
+    let line = text.lines().map(str::trim).find(|l| {
+        l.contains("Permission denied")
+            || l.contains("EACCES")
+            || l.contains("Operation not permitted")
+    })?;
+    Some(line.chars().take(200).collect())
 }
 
 /// The verdict on a change whose test run `with` failed, by the tests that

@@ -163,8 +163,13 @@ pub fn nothing_runs(language: &str) -> String {
 /// own modules (`view`'s files): Python's `No module named 'pytest'`
 /// names `pytest`, Node's `Cannot find module 'left-pad'` (or `package`,
 /// from an ES module) names `left-pad`; a relative path is the code's.
+/// Or the program a test script runs that the shell did not find
+/// (`sh: 1: vitest: not found`): nothing is installed yet.
 pub(super) fn missing_package(ran: &command::Ran, view: &Overlay<'_>) -> Option<String> {
     let text = format!("{}\n{}", ran.stdout, ran.stderr);
+    if let Some(program) = text.lines().find_map(missing_program) {
+        return Some(program);
+    }
     let quoted = |l: &str, after: &str| {
         let rest = l.split(after).nth(1)?;
         rest.split('\'').next().map(str::to_owned)
@@ -190,6 +195,23 @@ pub(super) fn missing_package(ran: &command::Ran, view: &Overlay<'_>) -> Option<
         stem.ends_with(&format!("/{top}")) || f.contains(&format!("/{top}/"))
     });
     (!own && !top.is_empty()).then_some(top)
+}
+
+/// The program a shell's line says it could not find: `sh: 1: vitest:
+/// not found` (dash), `bash: jest: command not found`.
+fn missing_program(line: &str) -> Option<String> {
+    let rest = line
+        .strip_suffix(": command not found")
+        .or_else(|| line.strip_suffix(": not found"))?;
+    if !(rest.starts_with("sh:") || rest.contains("sh: ")) {
+        return None;
+    }
+    let name = rest.rsplit(": ").next()?.trim();
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
+    plain.then(|| name.to_owned())
 }
 
 #[cfg(test)]
@@ -235,6 +257,18 @@ mod tests {
             Some("@acme/util")
         );
         assert_eq!(missing_package(&ran(&node("../calc")), &view), None);
+        assert_eq!(
+            missing_package(&ran("> vitest run\n\nsh: 1: vitest: not found\n"), &view).as_deref(),
+            Some("vitest")
+        );
+        assert_eq!(
+            missing_package(&ran("bash: jest: command not found\n"), &view).as_deref(),
+            Some("jest")
+        );
+        assert_eq!(
+            missing_package(&ran("Error: config.json: not found\n"), &view),
+            None
+        );
         assert_eq!(missing_package(&ran(&node("calc")), &view), None);
     }
 }
