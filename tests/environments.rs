@@ -498,3 +498,32 @@ fn tests_the_confined_run_may_not_load_do_not_refuse_a_correct_fix() {
         tests_now(&p, &cache)
     );
 }
+
+#[test]
+fn tests_that_never_finish_as_they_are_do_not_refuse_a_correct_fix() {
+    // Loading the test file takes longer than the time limit, with and
+    // without any change: the run says nothing of the change.
+    let p = project(&[fix_add()]);
+    p.write(
+        "test_calc.py",
+        "import time\nimport unittest\n\nfrom calc import add\n\ntime.sleep(30)\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    );
+    p.project_options(serde_json::json!({"tests": {"command": "auto", "timeout_ms": 1500}}));
+    let out = p
+        .command(&["task", "--file", "calc.py", "fix", "add"])
+        .env("XDG_CACHE_HOME", p.root.parent().unwrap().join("cache"))
+        .output()
+        .unwrap();
+    let agent = p.agent_of(&out);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains(
+            "tests not run: the tests as they are did not finish within tests.timeout_ms (1.5 s)"
+        ),
+        "{agent}"
+    );
+    assert_eq!(
+        tests_now(&p, &p.root.parent().unwrap().join("cache")),
+        "cannot run: they did not finish within tests.timeout_ms (1.5 s) — raise it"
+    );
+}

@@ -122,8 +122,8 @@ impl Tests {
         match ran.status {
             Some(0) => Baseline::Passing(said),
             None => Baseline::CannotRun(format!(
-                "killed at the time limit ({} s): raise tests.timeout_ms",
-                self.config.timeout_ms / 1000
+                "they did not finish within tests.timeout_ms ({}) — raise it",
+                checks::seconds(std::time::Duration::from_millis(self.config.timeout_ms))
             )),
             Some(_) => Baseline::Failing {
                 said,

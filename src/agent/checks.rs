@@ -197,9 +197,10 @@ impl Tests {
         let auto = self.auto(Some(file));
         let argv = argv_for(&self.config, &project, &[file.to_owned()], &auto)?;
         let ran = self.run_as_is(&argv, &auto, cancelled).ok()?;
-        // Tests that cannot load for want of a package say nothing of the
-        // code: nothing to start a fix from.
-        if missing_package(&ran, &project).is_some() {
+        // Tests that cannot load for want of a package, or that do not
+        // finish in time, say nothing of the code: nothing to start a fix
+        // from.
+        if missing_package(&ran, &project).is_some() || ran.status.is_none() {
             return None;
         }
         (ran.status != Some(0)).then(|| Failing {
@@ -521,6 +522,15 @@ impl Tests {
             };
         }
         let without = self.run_as_is(&argv, &auto, cancelled);
+        // The tests as they are never finished: nothing to compare with.
+        if without.as_ref().is_ok_and(|w| w.status.is_none()) {
+            return Verdict::Unavailable {
+                said: format!(
+                    "the tests as they are did not finish within tests.timeout_ms ({}) — raise it",
+                    seconds(self.limit())
+                ),
+            };
+        }
         // A package the tests import missing with and without the change
         // is the environment's fault, said to the user, never the change's.
         let missing = missing_package(&with, &after).filter(|m| {
@@ -567,6 +577,15 @@ impl Tests {
     }
 }
 
+/// A time limit as a person reads it: "60 s", "1.5 s".
+pub(super) fn seconds(limit: Duration) -> String {
+    let s = limit.as_secs_f64();
+    match s.fract() == 0.0 {
+        true => format!("{s:.0} s"),
+        false => format!("{s:.1} s"),
+    }
+}
+
 /// The first line of a run's output where the kernel refused it access
 /// (`PermissionError: [Errno 13] Permission denied: '/home/u/.config'`,
 /// `EACCES`), at most 200 characters.
@@ -589,7 +608,7 @@ fn failing_verdict(
 ) -> Verdict {
     let output = digest(with, 3000);
     let said = match with.status {
-        None => format!("killed at the time limit ({} s)", limit.as_secs()),
+        None => format!("killed at the time limit ({})", seconds(limit)),
         Some(_) => summary_line(with),
     };
     let before = match without {
