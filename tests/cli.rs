@@ -729,7 +729,7 @@ fn a_broken_environment_proposes_a_correct_fix_and_says_why_the_tests_could_not_
     make_venv(&p.root.join(".venv"), false);
     let said = fix_in_environment(&p, None);
     assert!(
-        said.contains("tests not run: `pytest` is not installed in the project's .venv")
+        said.contains("tests could not run: `pytest` is not installed in the project's .venv")
             && said.contains("-m pip install pytest"),
         "{said}"
     );

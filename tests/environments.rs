@@ -171,7 +171,7 @@ fn an_npm_project_without_its_packages_proposes_the_fix_and_says_what_to_install
     let agent = task(&p, "calc.js", &cache);
     assert_eq!(agent["agent"]["state"], "completed", "{agent}");
     assert!(
-        summary(&agent).contains("tests not run: `twice` is not installed for the project — install it: `npm install -D twice`"),
+        summary(&agent).contains("tests could not run: `twice` is not installed for the project — install it: `npm install -D twice`"),
         "{agent}"
     );
     assert_eq!(
@@ -296,7 +296,7 @@ fn a_rust_file_with_no_manifest_says_that_no_test_ran_and_how_to_set_one() {
     assert_eq!(agent["agent"]["state"], "completed", "{agent}");
     assert!(
         summary(&agent)
-            .contains("tests not run: nothing here says how this project's Rust tests run")
+            .contains("tests could not run: nothing here says how this project's Rust tests run")
             && summary(&agent).contains("set tests.command"),
         "{agent}"
     );
@@ -462,7 +462,7 @@ fn a_fix_whose_test_runner_is_not_installed_is_proposed_saying_what_to_install()
     let agent = task(&p, "src/calc.js", &cache);
     assert_eq!(agent["agent"]["state"], "completed", "{agent}");
     assert!(
-        summary(&agent).contains("tests not run: `vitest` is not installed for the project — install it: `npm install -D vitest`"),
+        summary(&agent).contains("tests could not run: `vitest` is not installed for the project — install it: `npm install -D vitest`"),
         "{agent}"
     );
     assert_eq!(
@@ -488,7 +488,7 @@ fn tests_the_confined_run_may_not_load_do_not_refuse_a_correct_fix() {
     assert_eq!(agent["agent"]["state"], "completed", "{agent}");
     let said = summary(&agent);
     assert!(
-        said.contains("tests not run: the confined run was refused")
+        said.contains("tests could not run: the confined run was refused")
             && said.contains("Permission denied"),
         "{agent}"
     );
@@ -518,7 +518,7 @@ fn tests_that_never_finish_as_they_are_do_not_refuse_a_correct_fix() {
     assert_eq!(agent["agent"]["state"], "completed", "{agent}");
     assert!(
         summary(&agent).contains(
-            "tests not run: the tests as they are did not finish within tests.timeout_ms (1.5 s)"
+            "tests could not run: the tests as they are did not finish within tests.timeout_ms (1.5 s)"
         ),
         "{agent}"
     );

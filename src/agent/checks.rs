@@ -84,7 +84,7 @@ impl Verdict {
             Verdict::AlreadyFailing { said, .. } => {
                 Some(format!("tests fail with and without this change: {said}"))
             }
-            Verdict::Unavailable { said } => Some(format!("tests not run: {said}")),
+            Verdict::Unavailable { said } => Some(format!("tests could not run: {said}")),
         }
     }
 }
