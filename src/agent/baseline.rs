@@ -30,6 +30,9 @@ pub enum Baseline {
     },
     /// The tests could not run, and why (with what mends it).
     CannotRun(String),
+    /// Still running at a limit shorter than `tests.timeout_ms` (for
+    /// `:checkhealth`, which the user waits on): stopped there.
+    Unfinished(String),
 }
 
 impl std::fmt::Display for Baseline {
@@ -45,13 +48,23 @@ impl std::fmt::Display for Baseline {
                 write!(f, "failing before any change: {said} ({failing})")
             }
             Baseline::CannotRun(why) => write!(f, "cannot run: {why}"),
+            Baseline::Unfinished(limit) => write!(
+                f,
+                "still running after {limit}, stopped there (an agent's change runs only the tests of what changed; `chimera status --tests` waits up to tests.timeout_ms)"
+            ),
         }
     }
 }
 
 /// Runs the tests of the project at `root` once, as `config` says, on its
-/// files as they are on disk now (read into a store of the run's own).
-pub fn run(root: &Path, config: &Config, cancelled: &dyn Fn() -> bool) -> Baseline {
+/// files as they are on disk now (read into a store of the run's own),
+/// for at most `cap` when that is shorter than `tests.timeout_ms`.
+pub fn run(
+    root: &Path,
+    config: &Config,
+    cap: Option<std::time::Duration>,
+    cancelled: &dyn Fn() -> bool,
+) -> Baseline {
     if config.tests.command == TestCommand::Named(TestsMode::Off) {
         return Baseline::Off;
     }
@@ -67,23 +80,31 @@ pub fn run(root: &Path, config: &Config, cancelled: &dyn Fn() -> bool) -> Baseli
         Ok(c) => c,
         Err(e) => return Baseline::CannotRun(e.to_string()),
     };
+    let mut tests_config = config.tests.clone();
+    let cap = cap
+        .map(|c| c.as_millis() as u64)
+        .filter(|c| *c < tests_config.timeout_ms);
+    if let Some(c) = cap {
+        tests_config.timeout_ms = c;
+    }
     let tests = Tests {
         store: Arc::new(store),
         agent: checks::PROJECT_AS_IS.to_owned(),
-        config: config.tests.clone(),
+        config: tests_config,
         caps,
         max_bytes: max,
         as_is: Default::default(),
         unconfined: config.agents.run_unconfined,
         near: None,
     };
-    tests.baseline(cancelled)
+    tests.baseline(cap.is_some(), cancelled)
 }
 
 impl Tests {
     /// The project's tests as it is: every test file ("auto" with
     /// Python), the tool's command, or the user's own.
-    pub fn baseline(&self, cancelled: &dyn Fn() -> bool) -> Baseline {
+    /// `capped`: its time limit is shorter than the user's.
+    pub fn baseline(&self, capped: bool, cancelled: &dyn Fn() -> bool) -> Baseline {
         let view = self.view(false);
         let Ok(files) = view.files() else {
             return Baseline::CannotRun("cannot list the project's files".into());
@@ -121,14 +142,51 @@ impl Tests {
         let said = test_output::summary_line(&ran);
         match ran.status {
             Some(0) => Baseline::Passing(said),
+            None if capped => Baseline::Unfinished(checks::seconds(self.limit())),
             None => Baseline::CannotRun(format!(
                 "they did not finish within tests.timeout_ms ({}) — raise it",
-                checks::seconds(std::time::Duration::from_millis(self.config.timeout_ms))
+                checks::seconds(self.limit())
             )),
             Some(_) => Baseline::Failing {
                 said,
                 failing: test_output::names(&test_output::failures(&ran)),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_suite_still_running_at_a_shorter_limit_is_stopped_there_not_called_broken() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+        std::fs::write(
+            root.join("test_calc.py"),
+            "import time\nimport unittest\n\nimport calc\n\ntime.sleep(20)\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(1, 1), 2)\n",
+        )
+        .unwrap();
+        let mut config = Config::default();
+        config.tests.command = TestCommand::Named(TestsMode::Auto);
+        config.tests.timeout_ms = 1500;
+        assert_eq!(
+            run(root, &config, Some(Duration::from_millis(1000)), &|| false),
+            Baseline::Unfinished("1 s".into())
+        );
+        assert_eq!(
+            run(root, &config, None, &|| false),
+            Baseline::CannotRun(
+                "they did not finish within tests.timeout_ms (1.5 s) — raise it".into()
+            )
+        );
+        // A cap longer than the user's limit is no cap.
+        assert!(matches!(
+            run(root, &config, Some(Duration::from_secs(60)), &|| false),
+            Baseline::CannotRun(_)
+        ));
     }
 }

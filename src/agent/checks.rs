@@ -180,7 +180,7 @@ impl Tests {
         Overlay::new(&self.store, agent, self.max_bytes)
     }
 
-    fn limit(&self) -> Duration {
+    pub(super) fn limit(&self) -> Duration {
         Duration::from_millis(self.config.timeout_ms)
     }
 

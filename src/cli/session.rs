@@ -477,7 +477,7 @@ async fn status(s: &mut Session, tests: bool) {
         true => {
             let (root, config) = (s.root.clone(), s.loaded.config.clone());
             tokio::task::spawn_blocking(move || {
-                crate::agent::baseline::run(&root, &config, &|| false)
+                crate::agent::baseline::run(&root, &config, None, &|| false)
             })
             .await
             .ok()

@@ -51,19 +51,24 @@ pub(super) fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
     })
 }
 
+/// How long `:checkhealth` runs the project's tests at most.
+const HEALTH_TESTS_SECS: u64 = 30;
+
 /// tests_now(root, config_json) -> how the project's tests go as it is
 /// now, in words, and "ok", "warn" or "info" (:checkhealth runs them
-/// once, confined, within tests.timeout_ms).
+/// once, confined, within tests.timeout_ms and at most 30 s).
 pub(super) fn tests_now(lua: &Lua) -> mlua::Result<mlua::Function> {
     use crate::agent::baseline::Baseline;
     lua.create_function(|_, (root, json): (String, String)| {
         let config = crate::config::Config::from_json(&json)
             .map_err(|e| mlua::Error::external(format!("Chimera: invalid configuration: {e}")))?;
-        let now = crate::agent::baseline::run(Path::new(&root), &config, &|| false);
+        // Neovim waits on it: a long suite is stopped early.
+        let cap = Some(std::time::Duration::from_secs(HEALTH_TESTS_SECS));
+        let now = crate::agent::baseline::run(Path::new(&root), &config, cap, &|| false);
         let level = match &now {
             Baseline::Passing(_) => "ok",
             Baseline::Failing { .. } | Baseline::CannotRun(_) => "warn",
-            Baseline::Off | Baseline::NoTests(_) => "info",
+            Baseline::Off | Baseline::NoTests(_) | Baseline::Unfinished(_) => "info",
         };
         Ok((now.to_string(), level))
     })
