@@ -98,13 +98,24 @@ test('adds twice', () => {{
 test('reaches nothing of the user', () => {{
   assert.throws(() => fs.readFileSync({env:?}));
   assert.throws(() => fs.readdirSync({root:?}));
+  assert.throws(() => fs.readFileSync({other:?}));
   assert.throws(() => fs.readdirSync({home:?}));
   assert.throws(() => fs.writeFileSync(require.resolve('twice'), 'pwned'));
 }});
 "#,
             env = format!("{root}/.env"),
+            other = another_project(p),
         ),
     );
+}
+
+/// A file of another project of the user's, beside this one: what no
+/// test of this project may read.
+fn another_project(p: &support::Project) -> String {
+    let other = p.root.parent().unwrap().join("other-project/notes.txt");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::write(&other, "another project's notes\n").unwrap();
+    other.display().to_string()
 }
 
 #[test]
@@ -212,12 +223,14 @@ mod tests {{
     #[test]
     fn reaches_nothing_of_the_user() {{
         assert!(std::fs::read_dir({root:?}).is_err());
+        assert!(std::fs::read({other:?}).is_err());
         assert!(std::fs::read_dir({home:?}).is_err());
         assert!(std::fs::write({target:?}, "pwned").is_err());
     }}
 }}
 "#,
             target = format!("{root}/target/debug/pwned"),
+            other = another_project(p),
         ),
     );
     let ok = std::process::Command::new("cargo")
