@@ -13,24 +13,26 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The nearest folder from `start` up to `root` (both included) that
-/// holds a file `name` accepted by `accept` (its text).
-pub(crate) fn nearest(
+/// holds a file `name` whose text `accept` takes, with what it made of it.
+pub(crate) fn nearest<T>(
     root: &Path,
     start: &Path,
     name: &str,
-    accept: impl Fn(&str) -> bool,
-) -> Option<PathBuf> {
+    accept: impl Fn(&str) -> Option<T>,
+) -> Option<(PathBuf, T)> {
     let start = if start.starts_with(root) { start } else { root };
     start
         .ancestors()
         .take_while(|d| d.starts_with(root))
-        .find(|d| {
+        .find_map(|d| {
             let file = d.join(name);
             // Never a link: the project's file, not one it points at.
-            std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file())
-                && std::fs::read_to_string(&file).is_ok_and(|t| accept(&t))
+            if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+                return None;
+            }
+            let taken = accept(&std::fs::read_to_string(&file).ok()?)?;
+            Some((d.to_path_buf(), taken))
         })
-        .map(Path::to_path_buf)
 }
 
 /// `dir` as a project path of `root` ("" for the root itself).

@@ -134,7 +134,7 @@ impl Tests {
         if test_output::ran_no_test(&ran) {
             return Baseline::NoTests(self.no_test_ran(&ran, &auto));
         }
-        if let Some(line) = checks::refused_access(&ran).filter(|_| ran.status != Some(0)) {
+        if let Some(line) = test_output::refused_access(&ran).filter(|_| ran.status != Some(0)) {
             return Baseline::CannotRun(format!(
                 "the confined run was refused `{line}`: the tests reach outside the project, which they may not (:help chimera-confinement)"
             ));

@@ -20,7 +20,7 @@ use crate::store::Store;
 use super::problem::{Problem, Runner};
 use super::runner::missing_package;
 pub use super::runner::{Auto, Way};
-use super::test_output::{digest, failures, names, ran_no_test, summary_line};
+use super::test_output::{digest, failures, names, ran_no_test, refused_access, summary_line};
 
 /// How the tests went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -584,19 +584,6 @@ pub(super) fn seconds(limit: Duration) -> String {
         true => format!("{s:.0} s"),
         false => format!("{s:.1} s"),
     }
-}
-
-/// The first line of a run's output where the kernel refused it access
-/// (`PermissionError: [Errno 13] Permission denied: '/home/u/.config'`,
-/// `EACCES`), at most 200 characters.
-pub(super) fn refused_access(ran: &command::Ran) -> Option<String> {
-    let text = format!("{}\n{}", ran.stdout, ran.stderr);
-    let line = text.lines().map(str::trim).find(|l| {
-        l.contains("Permission denied")
-            || l.contains("EACCES")
-            || l.contains("Operation not permitted")
-    })?;
-    Some(line.chars().take(200).collect())
 }
 
 /// The verdict on a change whose test run `with` failed, by the tests that

@@ -1,7 +1,7 @@
 //! What a test run printed, read as a person reads it: the tests that
 //! failed (pytest's, unittest's, cargo's, Go's, TAP's), the runner's last
-//! line or its counts, whether any test ran at all, and a digest of the
-//! failures for a model to read.
+//! line or its counts, whether any test ran at all, where the kernel
+//! refused it access, and a digest of the failures for a model to read.
 
 use crate::command;
 
@@ -296,6 +296,19 @@ pub(super) fn ran_no_test(ran: &command::Ran) -> bool {
     (ran.status == Some(5) && said.contains("no tests ran"))
         || said.starts_with("Ran 0 tests")
         || (ran.status == Some(0) && said == "0 passed, 0 failed")
+}
+
+/// The first line of a run's output where the kernel refused it access
+/// (`PermissionError: [Errno 13] Permission denied: '/home/u/.config'`,
+/// `EACCES`), at most 200 characters.
+pub(super) fn refused_access(ran: &command::Ran) -> Option<String> {
+    let text = format!("{}\n{}", ran.stdout, ran.stderr);
+    let line = text.lines().map(str::trim).find(|l| {
+        l.contains("Permission denied")
+            || l.contains("EACCES")
+            || l.contains("Operation not permitted")
+    })?;
+    Some(line.chars().take(200).collect())
 }
 
 #[cfg(test)]

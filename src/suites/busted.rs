@@ -13,7 +13,7 @@ pub fn find(
     start: &Path,
     _var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Option<Environment> {
-    let dir = super::nearest(root, start, ".busted", |_| true)?;
+    let (dir, ()) = super::nearest(root, start, ".busted", |_| Some(()))?;
     let folder = super::folder_of(root, &dir);
     let rocks = dir.join("lua_modules");
     let rocks: Vec<PathBuf> = std::fs::symlink_metadata(&rocks)

@@ -17,8 +17,8 @@ pub fn find(
     start: &Path,
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Option<Environment> {
-    let package = super::nearest(root, start, "Cargo.toml", |t| {
-        t.contains("[package]") || t.contains("[workspace]")
+    let (package, ()) = super::nearest(root, start, "Cargo.toml", |t| {
+        (t.contains("[package]") || t.contains("[workspace]")).then_some(())
     })?;
     // The user's target folder: the workspace's (the topmost manifest
     // that names one), unless the user sets another.

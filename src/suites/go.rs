@@ -14,7 +14,9 @@ pub fn find(
     start: &Path,
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Option<Environment> {
-    let module = super::nearest(root, start, "go.mod", |t| t.contains("module"))?;
+    let (module, ()) = super::nearest(root, start, "go.mod", |t| {
+        t.contains("module").then_some(())
+    })?;
     let start = if start.starts_with(&module) {
         start
     } else {

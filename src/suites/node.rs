@@ -40,10 +40,7 @@ pub fn find(
     start: &Path,
     _var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Option<Environment> {
-    let dir = super::nearest(root, start, "package.json", |t| test_script(t).is_some())?;
-    let script = std::fs::read_to_string(dir.join("package.json"))
-        .ok()
-        .and_then(|t| test_script(&t))?;
+    let (dir, script) = super::nearest(root, start, "package.json", test_script)?;
     // A workspace's lockfile is at its root, above the package.
     let up = || dir.ancestors().take_while(|d| d.starts_with(root));
     let (lockfile, command, adds) = up()
