@@ -90,9 +90,26 @@ mod tests {
         )
         .unwrap();
         std::fs::write(member.join("Cargo.toml"), "[package]\nname = \"core\"\n").unwrap();
+        let cargo_home = t.path().join("home/.cargo");
+        for d in ["registry", "bin"] {
+            std::fs::create_dir_all(cargo_home.join(d)).unwrap();
+        }
+        let credentials = cargo_home.join("credentials.toml");
+        std::fs::write(&credentials, "[registry]\ntoken = \"secret\"\n").unwrap();
         let home = t.path().join("home").into_os_string();
         let var = |n: &str| (n == "HOME").then(|| home.clone());
         let e = find(&root, &member.join("src"), &var).unwrap();
+        // The registry is read where it is; the registry token never.
+        assert!(
+            e.readable.contains(&cargo_home.join("registry")),
+            "{:?}",
+            e.readable
+        );
+        assert!(
+            !e.readable.iter().any(|r| credentials.starts_with(r)),
+            "{:?}",
+            e.readable
+        );
         assert_eq!(e.folder, "crates/core");
         assert_eq!(
             e.command.as_ref().unwrap().join(" "),
