@@ -540,3 +540,96 @@ fn tests_that_never_finish_as_they_are_do_not_refuse_a_correct_fix() {
         "cannot run: they did not finish within tests.timeout_ms (1.5 s) — raise it"
     );
 }
+
+/// A Lua project as busted's docs lay it out: `src/calc.lua` with a bug,
+/// specs under `spec/`, a `.busted` that puts `src` on the module path,
+/// and a `.env`. A spec checks, as it runs, that the project's real
+/// folder, its `.env`, another project and the user's home are out of
+/// reach. busted from the project's scripts (Debian's, as users have it).
+fn busted_project(p: &support::Project) {
+    let root = p.root.display().to_string();
+    let installed = std::process::Command::new(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-busted.sh"),
+    )
+    .output()
+    .unwrap();
+    assert!(installed.status.success(), "scripts/install-busted.sh");
+    p.write(
+        ".busted",
+        "return {\n  default = {\n    lpath = \"src/?.lua\",\n  },\n}\n",
+    );
+    p.write(".env", "TOKEN=secret\n");
+    p.write(
+        "src/calc.lua",
+        "local M = {}\n\nfunction M.add(a, b)\n  return a - b\nend\n\nreturn M\n",
+    );
+    p.write(
+        "spec/calc_spec.lua",
+        &format!(
+            r#"local calc = require("calc")
+local lfs = require("lfs")
+
+describe("calc", function()
+  it("adds", function()
+    assert.are.equal(5, calc.add(2, 3))
+  end)
+  it("reaches nothing of the user", function()
+    assert.is_nil(io.open({env:?}))
+    assert.is_nil(io.open({other:?}))
+    assert.is_false(pcall(lfs.dir, {root:?}))
+    assert.is_false(pcall(lfs.dir, {home:?}))
+  end)
+end)
+"#,
+            env = format!("{root}/.env"),
+            other = another_project(p),
+            home = std::env::var("HOME").unwrap(),
+        ),
+    );
+}
+
+#[test]
+fn a_lua_projects_busted_specs_pass_a_correct_fix_and_reach_nothing_of_the_user() {
+    let p = project(&[
+        serde_json::json!({"text": "```lua\nfunction M.add(a, b)\n  return a + b\nend\n```"}),
+    ]);
+    busted_project(&p);
+    let cache = p.root.parent().unwrap().join("cache");
+    p.project_options(serde_json::json!({"tests": {"command": "auto"}}));
+    assert_eq!(
+        tests_now(&p, &cache),
+        "failing before any change: 1 passed, 1 failed (calc adds)"
+    );
+    let agent = task(&p, "src/calc.lua", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains("tests passed: 2 passed, 0 failed"),
+        "{agent}"
+    );
+    let status = p.ok(&["status"]);
+    assert!(
+        status.contains("tests     auto: busted, as .busted says"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_lua_spec_needing_a_rock_not_installed_proposes_the_fix_and_says_what_to_install() {
+    let p = project(&[
+        serde_json::json!({"text": "```lua\nfunction M.add(a, b)\n  return a + b\nend\n```"}),
+    ]);
+    busted_project(&p);
+    p.write(
+        "spec/inspect_spec.lua",
+        "local inspect = require(\"inspect\")\n\ndescribe(\"inspect\", function()\n  it(\"shows\", function()\n    assert.are.equal(\"1\", inspect(1))\n  end)\nend)\n",
+    );
+    let cache = p.root.parent().unwrap().join("cache");
+    let agent = task(&p, "src/calc.lua", &cache);
+    assert_eq!(agent["agent"]["state"], "completed", "{agent}");
+    assert!(
+        summary(&agent).contains(
+            "tests could not run: `inspect` is not installed for the project — install it: `luarocks install --local inspect`"
+        ),
+        "{agent}"
+    );
+}

@@ -179,6 +179,12 @@ pub(super) fn missing_package(ran: &command::Ran, view: &Overlay<'_>) -> Option<
             .map(|n| (n, true))
             .or_else(|| quoted(l, "Cannot find module '").map(|n| (n, false)))
             .or_else(|| quoted(l, "Cannot find package '").map(|n| (n, false)))
+            // Lua's `require`: `module 'lpeg' not found:`; dotted as Python's.
+            .or_else(|| {
+                quoted(l, "module '")
+                    .filter(|_| l.contains("' not found"))
+                    .map(|n| (n, true))
+            })
     })?;
     if name.starts_with(['.', '/']) {
         return None;
@@ -270,5 +276,12 @@ mod tests {
             None
         );
         assert_eq!(missing_package(&ran(&node("calc")), &view), None);
+        let lua =
+            |m: &str| format!("# Failure message: spec/a_spec.lua:1: module '{m}' not found:\n");
+        assert_eq!(
+            missing_package(&ran(&lua("lpeg")), &view).as_deref(),
+            Some("lpeg")
+        );
+        assert_eq!(missing_package(&ran(&lua("calc")), &view), None);
     }
 }

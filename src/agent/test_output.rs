@@ -184,6 +184,11 @@ fn tap_digest(text: &str) -> Option<String> {
             if t.starts_with("location:") {
                 kept.push(t.to_owned());
             }
+            // busted says where and why in comments: `# spec/a_spec.lua @ 3`,
+            // `# Failure message: …`, then what was passed and expected.
+            if let Some(said) = l.strip_prefix("# ").filter(|_| kept.len() <= BUSTED_LINES) {
+                kept.push(said.trim().to_owned());
+            }
             if t.starts_with("error:") {
                 error = Some(indent(l));
             }
@@ -201,6 +206,10 @@ fn tap_digest(text: &str) -> Option<String> {
     }
     Some(out)
 }
+
+/// The most comment lines of busted's kept for one failing test: where,
+/// the message, what was passed and what was expected.
+const BUSTED_LINES: usize = 6;
 
 /// The last lines of a run's output: where test runners put the summary.
 fn tail(ran: &command::Ran, chars: usize) -> String {
@@ -286,6 +295,25 @@ fn counts(text: &str) -> Option<(u64, u64)> {
         }
     }
     seen.then_some((passed, failed))
+        .or_else(|| tap_counts(text))
+}
+
+/// TAP's own count where the runner prints no totals (busted's): the
+/// top-level `ok N` and `not ok N` lines of a report with a plan (`1..N`).
+fn tap_counts(text: &str) -> Option<(u64, u64)> {
+    let numbered = |l: &str, word: &str| {
+        l.strip_prefix(word)
+            .and_then(|r| r.split_whitespace().next())
+            .is_some_and(|n| n.parse::<u64>().is_ok())
+    };
+    let mut plan = false;
+    let (mut passed, mut failed) = (0, 0);
+    for line in text.lines() {
+        plan |= line.starts_with("1..");
+        passed += u64::from(numbered(line, "ok "));
+        failed += u64::from(numbered(line, "not ok "));
+    }
+    plan.then_some((passed, failed))
 }
 
 /// Whether a run found no test to run: unittest's "Ran 0 tests" (a
@@ -396,6 +424,13 @@ mod tests {
             "not ok 1 - adds\n    location: '/x/test/calc.test.js:7:1'\n    Expected values to be strictly equal:\n    -1 !== 5"
         );
         assert_eq!(summary_line(&tap), "1 passed, 1 failed");
+        let busted = ran("not ok 1 - calc adds\n# spec/calc_spec.lua @ 3\n# Failure message: spec/calc_spec.lua:4: Expected objects to be equal.\n# Passed in:\n# (number) -1\n# Expected:\n# (number) 5\n# (one line too many)\nok 2 - calc adds zero\n1..2\n");
+        assert_eq!(failures(&busted), ["not ok - calc adds"]);
+        assert_eq!(summary_line(&busted), "1 passed, 1 failed");
+        assert_eq!(
+            tap_digest(&busted.stdout).unwrap(),
+            "not ok 1 - calc adds\n    spec/calc_spec.lua @ 3\n    Failure message: spec/calc_spec.lua:4: Expected objects to be equal.\n    Passed in:\n    (number) -1\n    Expected:\n    (number) 5"
+        );
         let vitest = ran(" FAIL  src/calc.test.js > math > adds\nAssertionError: expected -1 to be 5\n\n Test Files  1 failed (1)\n      Tests  1 failed | 2 passed (3)\n   Duration  319ms\n");
         assert_eq!(failures(&vitest), ["FAIL src/calc.test.js > math > adds"]);
         assert_eq!(summary_line(&vitest), "2 passed, 1 failed");

@@ -1,6 +1,8 @@
 //! A Lua project's tests: `busted` where the project has a `.busted`
 //! (its options: where the specs are, which Lua), run in that folder,
 //! with the project's LuaRocks tree (`lua_modules`) read where it is.
+//! Its report is asked for as TAP, which every runner's reader here
+//! already knows, whatever output the project's `.busted` chose.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -23,7 +25,7 @@ pub fn find(
         .collect();
     Some(Environment {
         program: PathBuf::from("busted"),
-        command: Some(vec!["busted".into()]),
+        command: Some(vec!["busted".into(), "--output=TAP".into()]),
         found: format!(
             "busted, as {} says",
             match folder.as_str() {
@@ -51,7 +53,7 @@ mod tests {
         std::fs::write(t.path().join(".busted"), "return {}\n").unwrap();
         std::fs::create_dir_all(t.path().join("lua_modules")).unwrap();
         let e = find(t.path(), &t.path().join("lua"), &|_| None).unwrap();
-        assert_eq!(e.command.unwrap(), ["busted"]);
+        assert_eq!(e.command.unwrap(), ["busted", "--output=TAP"]);
         assert_eq!(e.linked, ["lua_modules"]);
     }
 }
