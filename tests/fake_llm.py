@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """A scripted fake LLM server on 127.0.0.1 for the editor tests.
 
-Serves the OpenAI-compatible API (/v1/chat/completions, /v1/models) and
-Ollama's (/api/chat, /api/tags). Chat replies come from a JSON script, in
+Serves the OpenAI-compatible API (/v1/chat/completions, /v1/models),
+Ollama's (/api/chat, /api/tags) and Anthropic's Messages API (/v1/messages,
+streamed as its events; tool calls as `tool_use` blocks), as Claude Code
+speaks it. Chat replies come from a JSON script, in
 order; each entry is one of:
   {"text": "..."}                 a normal (streamed if asked) reply
   {"status": 500, "body": "..."}  an HTTP error
@@ -10,7 +12,9 @@ order; each entry is one of:
   {"text": "...", "chunk_delay": 0.05}  stream slowly (seconds between chunks)
   {"tool_calls": [{"name": "write", "arguments": {...}}]}
                                   native tool calls (OpenAI form), as a model
-                                  that makes them answers
+                                  that makes them answers; for Anthropic's
+                                  API, "{cwd}" in them is the working folder
+                                  the request's system prompt names
 When the script is exhausted the last entry repeats. With --only-with-tools,
 requests that offer no tools (an agent's title or summary requests) are
 answered "Fixing it" and leave the script where it is. Writes the chosen
@@ -84,10 +88,16 @@ class Handler(BaseHTTPRequestHandler):
         if args.log:
             with lock, open(args.log, "a") as f:
                 f.write(json.dumps(body) + "\n")
+        if self.path.split("?")[0].endswith("/messages/count_tokens"):
+            self.send(200, "application/json", json.dumps({"input_tokens": 100}))
+            return
         if args.only_with_tools and not body.get("tools"):
             reply = {"text": "Fixing it"}
         else:
             reply = next_reply()
+        if self.path.split("?")[0].endswith("/messages") and ("text" in reply or "tool_calls" in reply):
+            self.anthropic(body, reply)
+            return
         if "tool_calls" in reply:
             self.tool_calls(body, reply["tool_calls"])
             return
@@ -157,7 +167,49 @@ def _tool_calls(self, body, calls):
     self.send(200, "text/event-stream", "".join(events))
 
 
+def _anthropic(self, body, reply):
+    """Answers as Anthropic's Messages API: text and `tool_use` blocks, as
+    one message or as its stream of events."""
+    blocks = []
+    # Claude Code's tools take absolute paths: `{cwd}` in an argument is the
+    # working directory its system prompt names, as a model reads it there.
+    system = body.get("system") or ""
+    if isinstance(system, list):
+        system = " ".join(b.get("text", "") for b in system)
+    cwd = next((l.split(":", 1)[1].strip() for l in system.splitlines() if l.strip().startswith("Working directory:")), "")
+    reply = json.loads(json.dumps(reply).replace("{cwd}", cwd))
+    if reply.get("text"):
+        blocks.append({"type": "text", "text": reply["text"]})
+    for i, c in enumerate(reply.get("tool_calls", [])):
+        blocks.append({"type": "tool_use", "id": "toolu_%d_%d" % (position, i), "name": c["name"], "input": c["arguments"]})
+    stop = "tool_use" if reply.get("tool_calls") else "end_turn"
+    message = {"id": "msg_%d" % position, "type": "message", "role": "assistant", "model": body.get("model", "fake-model"),
+               "content": blocks, "stop_reason": stop, "stop_sequence": None,
+               "usage": {"input_tokens": 100, "output_tokens": 10}}
+    if not body.get("stream"):
+        self.send(200, "application/json", json.dumps(message))
+        return
+
+    def event(kind, data):
+        return "event: %s\ndata: %s\n\n" % (kind, json.dumps(dict(data, type=kind)))
+
+    events = [event("message_start", {"message": dict(message, content=[], stop_reason=None)})]
+    for i, b in enumerate(blocks):
+        if b["type"] == "text":
+            events.append(event("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}}))
+            delta = {"type": "text_delta", "text": b["text"]}
+        else:
+            events.append(event("content_block_start", {"index": i, "content_block": dict(b, input={})}))
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(b["input"])}
+        events.append(event("content_block_delta", {"index": i, "delta": delta}))
+        events.append(event("content_block_stop", {"index": i}))
+    events.append(event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 10}}))
+    events.append(event("message_stop", {}))
+    self.send(200, "text/event-stream", "".join(events))
+
+
 Handler.tool_calls = _tool_calls
+Handler.anthropic = _anthropic
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True

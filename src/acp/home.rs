@@ -43,9 +43,28 @@ pub fn prepare(
     for dir in [".config", ".cache", ".local/share", ".local/state"] {
         std::fs::create_dir_all(home.join(dir))?;
     }
-    let (Some(known), Some(user_home)) = (known, user_home) else {
+    let Some(known) = known else {
         return Ok(());
     };
+    if let Some(user_home) = user_home {
+        seed(home, known, user_home)?;
+    }
+    for (file, text) in known.made {
+        let Ok(rel) = ProjectPath::parse(file) else {
+            continue;
+        };
+        unlink_on_the_way(home, &rel)?;
+        if std::fs::symlink_metadata(home.join(file)).is_err() {
+            crate::rootfs::write_scratch(home, &rel, text.as_bytes(), 0o600)
+                .map_err(std::io::Error::other)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies `known`'s seeds from `user_home` into `home` where the user's
+/// are newer.
+fn seed(home: &Path, known: &Known, user_home: &Path) -> std::io::Result<()> {
     for seed in known.seeds {
         let from = user_home.join(seed);
         // The user's file itself, not a link's target elsewhere.
@@ -175,6 +194,40 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&home).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn what_an_agent_cannot_start_without_is_made_when_the_user_has_none() {
+        let t = tempfile::tempdir().unwrap();
+        let user = t.path().join("fresh-user");
+        std::fs::create_dir_all(&user).unwrap();
+        let home = path(&t.path().join("data"), "claude");
+        let known = crate::acp::known::known("claude");
+        prepare(&home, known, Some(&user)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(home.join(".claude.json")).unwrap(),
+            "{}\n"
+        );
+        // What the agent wrote there since is its own: kept.
+        std::fs::write(home.join(".claude.json"), "{\"userID\":1}").unwrap();
+        prepare(&home, known, None).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(home.join(".claude.json")).unwrap(),
+            "{\"userID\":1}"
+        );
+        // A link in its place is replaced, never written through.
+        std::fs::write(user.join("victim"), "mine").unwrap();
+        std::fs::remove_file(home.join(".claude.json")).unwrap();
+        std::os::unix::fs::symlink(user.join("victim"), home.join(".claude.json")).unwrap();
+        prepare(&home, known, None).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(user.join("victim")).unwrap(),
+            "mine"
+        );
+        assert_eq!(
+            std::fs::read_to_string(home.join(".claude.json")).unwrap(),
+            "{}\n"
+        );
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub struct Known {
     /// Files of the user's home (relative to it) copied into its own
     /// home when missing there or older: its login and settings.
     pub seeds: &'static [&'static str],
+    /// Files it cannot start without, made in its own home (with this
+    /// text) when no seed brought them: Claude Code ends at its first
+    /// session without `~/.claude.json`.
+    pub made: &'static [(&'static str, &'static str)],
 }
 
 const KNOWN: &[Known] = &[
@@ -35,12 +39,14 @@ const KNOWN: &[Known] = &[
             ".claude/.credentials.json",
             ".claude/settings.json",
         ],
+        made: &[(".claude.json", "{}\n")],
     },
     Known {
         kind: "codex",
         hosts: &["api.openai.com:443", "chatgpt.com:443"],
         keys: &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"],
         seeds: &[".codex/auth.json", ".codex/config.toml"],
+        made: &[],
     },
     Known {
         kind: "gemini",
@@ -62,6 +68,7 @@ const KNOWN: &[Known] = &[
             ".gemini/google_accounts.json",
             ".gemini/installation_id",
         ],
+        made: &[],
     },
     Known {
         kind: "opencode",
@@ -78,6 +85,7 @@ const KNOWN: &[Known] = &[
             ".config/opencode/opencode.jsonc",
             ".config/opencode/config.json",
         ],
+        made: &[],
     },
 ];
 

@@ -24,6 +24,7 @@ use crate::config::{Config, ExternalAgent};
 use crate::store::Store;
 use crate::workdir::Workdir;
 
+mod calls;
 mod connection;
 pub mod home;
 pub mod known;
@@ -504,6 +505,7 @@ impl Attempt<'_> {
             progress: self.progress.clone(),
             show: self.show.clone(),
             transcript: self.transcript.clone(),
+            calls: Mutex::default(),
             command_timeout: std::time::Duration::from_millis(
                 self.config.agents.command_timeout_ms,
             ),

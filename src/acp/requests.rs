@@ -13,6 +13,7 @@ use agent_client_protocol::v1::schema::{
     SelectedPermissionOutcome, SessionUpdate, ToolKind, WriteTextFileRequest,
 };
 
+use super::calls::{kind_name, Calls};
 use super::transcript::{last_line, Piece, Transcript};
 use crate::capabilities::Capabilities;
 use crate::paths::ProjectPath;
@@ -33,6 +34,8 @@ pub struct Route {
     pub show: Arc<dyn Fn(Piece) + Send + Sync>,
     /// The turn in progress.
     pub transcript: Arc<Mutex<Transcript>>,
+    /// The session's tool calls as announced, for the requests about them.
+    pub calls: Mutex<Calls>,
     /// Time limit of one terminal command (`agents.command_timeout_ms`).
     pub command_timeout: std::time::Duration,
     /// Asks the human (`capabilities.ask`, with an editor); `None`: the
@@ -179,12 +182,15 @@ impl Route {
     /// else asked of the human when `capabilities.ask` is on and an editor
     /// is there to ask, else refused.
     pub async fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
-        let kind = req.tool_call.fields.kind.unwrap_or(ToolKind::Other);
-        let title = req.tool_call.fields.title.clone().unwrap_or_default();
+        let super::calls::Asked { kind, title } = match self.calls.lock() {
+            Ok(calls) => calls.asked(&req.tool_call),
+            Err(_) => super::calls::Calls::default().asked(&req.tool_call),
+        };
+        let said = format!("{}: {title}", kind_name(kind));
         let mut allowed = self.allows(kind);
         let mut asked = "";
         if let (false, Some(ask)) = (allowed, &self.ask) {
-            let answer = ask(format!("{kind:?}: {title}")).await;
+            let answer = ask(said.clone()).await;
             allowed = answer == Some(true);
             asked = match answer {
                 Some(true) => " (the human allowed it)",
@@ -209,7 +215,7 @@ impl Route {
                 .find(|o| o.kind == *k)
                 .map(|o| o.option_id.clone())
         });
-        let what = format!("session/request_permission {kind:?}: {title}{asked}");
+        let what = format!("session/request_permission {said}{asked}");
         let verdict = if allowed {
             Ok(())
         } else if asked.is_empty() {
@@ -241,6 +247,9 @@ impl Route {
     /// Shows what the agent streams: the piece itself, and on the
     /// progress line the line it is saying or the tool it calls.
     pub fn update(&self, update: &SessionUpdate) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.note(update);
+        }
         let Some(piece) = self
             .transcript
             .lock()

@@ -71,6 +71,16 @@ impl Transcript {
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
                 let text = text_of(&chunk.content)?;
+                // A message after a tool call is a new paragraph, as the
+                // agent wrote it, never glued to the last one's end.
+                if !matches!(self.entries.last(), Some(Entry::Message(_))) {
+                    let gap = match &self.said {
+                        s if s.is_empty() || s.ends_with("\n\n") => "",
+                        s if s.ends_with('\n') => "\n",
+                        _ => "\n\n",
+                    };
+                    keep_latest(&mut self.said, gap);
+                }
                 keep_latest(&mut self.said, text);
                 match self.entries.last_mut() {
                     Some(Entry::Message(m)) => keep_latest(m, text),
@@ -287,7 +297,7 @@ mod tests {
         );
         t.update(&update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})));
         t.update(&say("Fixed add."));
-        assert_eq!(t.words(), "Looking at calc.py.\nFixed add.");
+        assert_eq!(t.words(), "Looking at calc.py.\n\nFixed add.");
         assert_eq!(
             t.take_lines(),
             [
@@ -298,6 +308,24 @@ mod tests {
             ]
         );
         assert!(t.take_lines().is_empty());
+    }
+
+    #[test]
+    fn messages_between_tool_calls_stay_paragraphs() {
+        let mut t = Transcript::default();
+        t.begin("fix greet");
+        t.update(&say("I will look at "));
+        t.update(&say("the code."));
+        t.update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read", "kind": "read"})));
+        t.update(&say("done: greet"));
+        t.update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "Read", "kind": "read"})));
+        t.update(&say("Checked.\n"));
+        t.update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "c3", "title": "Read", "kind": "read"})));
+        t.update(&say("All good."));
+        assert_eq!(
+            t.words(),
+            "I will look at the code.\n\ndone: greet\n\nChecked.\n\nAll good."
+        );
     }
 
     #[test]

@@ -1,0 +1,135 @@
+//! The tool calls an ACP agent announced in a session, by their id. ACP's
+//! fields are optional after a call's first announcement: a permission
+//! request or an update may name only the id and what changed (Claude
+//! Code asks permission without the kind it announced). What a request
+//! leaves out is read here, so a call is judged by what it is.
+
+use std::collections::{HashMap, VecDeque};
+
+use agent_client_protocol::v1::schema::{
+    SessionUpdate, ToolCall, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+
+/// Calls remembered per agent process: a long session keeps its latest.
+const KEPT: usize = 1000;
+
+/// What a permission request is about, its fields completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    pub kind: ToolKind,
+    pub title: String,
+}
+
+/// The calls announced so far (see the module's comment).
+#[derive(Debug, Default)]
+pub struct Calls {
+    known: HashMap<String, ToolCall>,
+    order: VecDeque<String>,
+}
+
+impl Calls {
+    /// Takes in a session update: a call announced, or changed.
+    pub fn note(&mut self, update: &SessionUpdate) {
+        match update {
+            SessionUpdate::ToolCall(call) => {
+                let id = call.tool_call_id.0.to_string();
+                if self.known.insert(id.clone(), call.clone()).is_none() {
+                    self.order.push_back(id);
+                }
+                if self.order.len() > KEPT {
+                    if let Some(old) = self.order.pop_front() {
+                        self.known.remove(&old);
+                    }
+                }
+            }
+            SessionUpdate::ToolCallUpdate(u) => {
+                if let Some(call) = self.known.get_mut(u.tool_call_id.0.as_ref()) {
+                    call.update(u.fields.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The fields of `call` over what was announced under its id.
+    pub fn complete(&self, call: &ToolCallUpdate) -> ToolCallUpdateFields {
+        match self.known.get(call.tool_call_id.0.as_ref()) {
+            Some(known) => {
+                let mut merged = known.clone();
+                merged.update(call.fields.clone());
+                ToolCallUpdate::from(merged).fields
+            }
+            None => call.fields.clone(),
+        }
+    }
+
+    /// What a permission request about `call` asks: its kind ("other"
+    /// only when the agent never said one) and its title.
+    pub fn asked(&self, call: &ToolCallUpdate) -> Asked {
+        let fields = self.complete(call);
+        Asked {
+            kind: fields.kind.unwrap_or(ToolKind::Other),
+            title: fields.title.unwrap_or_default(),
+        }
+    }
+}
+
+/// A kind as ACP spells it (`edit`, `execute`, `read`), for people.
+pub fn kind_name(kind: ToolKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "other".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn update(v: serde_json::Value) -> SessionUpdate {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn request(v: serde_json::Value) -> ToolCallUpdate {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_permission_without_a_kind_is_judged_by_the_call_announced_under_its_id() {
+        let mut calls = Calls::default();
+        calls.note(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit app.py", "kind": "edit", "status": "pending"})));
+        calls.note(&update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "title": "Edit `app.py`"})));
+        // Claude Code's request: the id, the input and a title; no kind.
+        let asked = calls.asked(&request(
+            json!({"toolCallId": "t1", "rawInput": {"file_path": "/x/app.py"}}),
+        ));
+        assert_eq!(asked.kind, ToolKind::Edit);
+        assert_eq!(asked.title, "Edit `app.py`");
+        // What the request says itself wins.
+        let asked = calls.asked(&request(
+            json!({"toolCallId": "t1", "kind": "delete", "title": "Delete"}),
+        ));
+        assert_eq!(
+            (asked.kind, asked.title.as_str()),
+            (ToolKind::Delete, "Delete")
+        );
+        // A call never announced, with no kind: other, said as such.
+        let asked = calls.asked(&request(json!({"toolCallId": "t9", "title": "?"})));
+        assert_eq!(kind_name(asked.kind), "other");
+        assert_eq!(kind_name(ToolKind::Execute), "execute");
+    }
+
+    #[test]
+    fn a_long_session_keeps_its_latest_calls() {
+        let mut calls = Calls::default();
+        for i in 0..=KEPT {
+            calls.note(&update(json!({"sessionUpdate": "tool_call", "toolCallId": format!("t{i}"), "title": "Read", "kind": "read"})));
+        }
+        assert_eq!(calls.known.len(), KEPT);
+        let first = calls.asked(&request(json!({"toolCallId": "t0"})));
+        assert_eq!(first.kind, ToolKind::Other);
+        let last = calls.asked(&request(json!({"toolCallId": format!("t{KEPT}")})));
+        assert_eq!(last.kind, ToolKind::Read);
+    }
+}
