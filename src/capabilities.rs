@@ -371,6 +371,24 @@ impl Capabilities {
         Ok(())
     }
 
+    /// A shell line is allowed when every program it runs is
+    /// ([`check_command`](Self::check_command)), read from the line
+    /// without running it; or when the shell itself is on the list.
+    pub fn check_line(&self, line: &str) -> Result<(), Denied> {
+        if self.commands.iter().any(|c| c == "sh") {
+            return Ok(());
+        }
+        let programs = crate::shell_line::programs(line).map_err(|why| {
+            self.deny(format!(
+                "the shell line cannot be judged before it runs: {why} (allow \"sh\" in capabilities.commands to run any line, confined)"
+            ))
+        })?;
+        for program in programs {
+            self.check_command(&[program])?;
+        }
+        Ok(())
+    }
+
     pub fn check_host(&self, host: &str) -> Result<(), Denied> {
         self.allow(self.hosts.iter().any(|h| h == host), || {
             format!("reaching {host:?} is not allowed (capabilities.hosts)")

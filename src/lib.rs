@@ -107,6 +107,7 @@ pub mod rollback;
 pub mod rootfs;
 pub mod runtime;
 pub mod sandbox;
+pub mod shell_line;
 pub mod store;
 pub mod suites;
 pub mod sync;

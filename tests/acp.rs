@@ -493,6 +493,83 @@ fn terminals_run_allowed_commands_in_the_agents_folder_and_what_they_change_is_p
 }
 
 #[test]
+fn a_permission_naming_only_its_call_is_judged_by_the_kind_it_was_announced_with() {
+    // Claude Code's edit: its request carries no kind; the default preset
+    // allows edits (into the overlay), and nobody is asked.
+    let mut r = run_with(
+        json!([[{"asked_edit": ["calc.py", "a - b", "a + b"]}, {"say": "Fixed."}]]),
+        "sandbox",
+    );
+    r.spawn("claude", "fix add");
+    let (_, lines) = r.reaches("claude", "completed");
+    assert_eq!(lines, ["    return a + b"]);
+    assert_eq!(r.disk(), CALC);
+    let answer = &r.answers("session/request_permission")[0]["result"]["outcome"];
+    assert_eq!(answer["optionId"], "default", "allowed once: {answer}");
+    let store = chimera::store::Store::open(&r.root).unwrap();
+    let asked: Vec<_> = store
+        .effects(0, Some("acp"))
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.input.starts_with("session/request_permission"))
+        .collect();
+    assert_eq!(
+        (asked[0].input.as_str(), asked[0].output.as_str()),
+        ("session/request_permission edit: Edit `calc.py`", "ok"),
+        "{asked:?}"
+    );
+}
+
+#[test]
+fn a_shell_line_is_judged_by_the_programs_it_runs_and_runs_confined() {
+    let mut r = run_configured(
+        json!([[
+            {"line": "cat calc.py | python3 -c 'import sys; print(len(sys.stdin.read()))' > size.txt && echo done"},
+            {"line": "cat calc.py; rm -rf ."},
+            {"line": "echo $(cat ../.env)"},
+            {"terminal": ["bash", "-c", "python3 -c 'print(1)' | rm x"]}
+        ]]),
+        |c| {
+            c.capabilities.preset = "developer".into();
+            c.capabilities.commands = vec!["python3".into(), "cat".into()];
+        },
+    );
+    r.spawn("line", "measure calc.py");
+    let (_, lines) = r.reaches("line", "completed");
+    assert_eq!(lines, ["32"], "what the line wrote is the proposal");
+    assert!(!r.root.join("size.txt").exists());
+    let created = r.answers("terminal/create");
+    assert!(
+        created[0]["result"]["terminalId"].is_string(),
+        "{}",
+        created[0]
+    );
+    let output = &r.answers("terminal/output")[0]["result"];
+    assert_eq!(
+        output["output"].as_str().unwrap().trim(),
+        "done",
+        "{output}"
+    );
+    let refused = |i: usize| {
+        created[i]["error"]["data"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(
+        refused(1).contains("running \"rm\" is not allowed"),
+        "{}",
+        created[1]
+    );
+    assert!(
+        refused(2).contains("cannot be judged before it runs: it substitutes a command's output"),
+        "{}",
+        created[2]
+    );
+    assert!(refused(3).contains("\"rm\""), "{}", created[3]);
+}
+
+#[test]
 fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_acceptable() {
     const THREE: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n";
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -10,6 +10,13 @@ new process of the same script goes on where the last one ended). Steps:
   {"write": ["path", "content"]}        fs/write_text_file
   {"permission": "title"}               session/request_permission (allow/reject)
   {"terminal": ["prog", "arg"]}         terminal/create, wait_for_exit, output, release
+  {"line": "cat a | wc -l"}             the same with a whole shell line as the
+                                        command and no args (as Claude Code)
+  {"asked_edit": ["path", "old", "new"]}
+                                        as Claude Code edits: a tool_call of kind
+                                        edit, then session/request_permission
+                                        naming only its id, input and title; the
+                                        edit made only when an allow was chosen
   {"tool": "title"}                     a tool_call update (pending, then completed;
                                         with "fail": true, failed)
   {"think": "text"}                     an agent_thought_chunk update
@@ -191,8 +198,35 @@ def run_turn(rid, session, prompt):
                     ],
                 },
             )
-        elif "terminal" in step:
-            prog, *rest = step["terminal"]
+        elif "asked_edit" in step:
+            path, old, new = step["asked_edit"]
+            next_id[0] += 1
+            call = "toolu_%d" % next_id[0]
+            update(session, {"sessionUpdate": "tool_call", "toolCallId": call, "title": "Edit", "kind": "edit", "status": "pending",
+                             "rawInput": {}})
+            answer = request(
+                "session/request_permission",
+                {
+                    "sessionId": session,
+                    "toolCall": {"toolCallId": call, "title": "Edit `%s`" % path,
+                                 "rawInput": {"file_path": where(session, path), "old_string": old, "new_string": new}},
+                    "options": [
+                        {"optionId": "acceptEdits", "name": "Yes, and auto-accept edits", "kind": "allow_always"},
+                        {"optionId": "default", "name": "Yes, and manually approve edits", "kind": "allow_once"},
+                        {"optionId": "plan", "name": "No, keep planning", "kind": "reject_once"},
+                    ],
+                },
+            )
+            outcome = (answer.get("result") or {}).get("outcome") or {}
+            if outcome.get("optionId") in ("acceptEdits", "default"):
+                got = request("fs/read_text_file", {"sessionId": session, "path": where(session, path)})
+                text = (got.get("result") or {}).get("content", "")
+                request("fs/write_text_file", {"sessionId": session, "path": where(session, path), "content": text.replace(old, new)})
+                update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"})
+            else:
+                update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "failed"})
+        elif "terminal" in step or "line" in step:
+            prog, *rest = step["terminal"] if "terminal" in step else [step["line"]]
             made = request("terminal/create", {"sessionId": session, "command": prog, "args": rest})
             tid = (made.get("result") or {}).get("terminalId")
             if tid:

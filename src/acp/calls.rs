@@ -18,6 +18,8 @@ const KEPT: usize = 1000;
 pub struct Asked {
     pub kind: ToolKind,
     pub title: String,
+    /// The shell line it would run, when its input names one (`command`).
+    pub line: Option<String>,
 }
 
 /// The calls announced so far (see the module's comment).
@@ -67,9 +69,16 @@ impl Calls {
     /// only when the agent never said one) and its title.
     pub fn asked(&self, call: &ToolCallUpdate) -> Asked {
         let fields = self.complete(call);
+        let line = fields
+            .raw_input
+            .as_ref()
+            .and_then(|input| input.get("command"))
+            .and_then(|c| c.as_str())
+            .map(str::to_owned);
         Asked {
             kind: fields.kind.unwrap_or(ToolKind::Other),
             title: fields.title.unwrap_or_default(),
+            line,
         }
     }
 }
@@ -106,6 +115,10 @@ mod tests {
         ));
         assert_eq!(asked.kind, ToolKind::Edit);
         assert_eq!(asked.title, "Edit `app.py`");
+        assert_eq!(asked.line, None);
+        calls.note(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "ls", "kind": "execute", "rawInput": {"command": "ls | wc -l"}})));
+        let asked = calls.asked(&request(json!({"toolCallId": "t2"})));
+        assert_eq!(asked.line.as_deref(), Some("ls | wc -l"));
         // What the request says itself wins.
         let asked = calls.asked(&request(
             json!({"toolCallId": "t1", "kind": "delete", "title": "Delete"}),

@@ -506,6 +506,7 @@ impl Attempt<'_> {
             show: self.show.clone(),
             transcript: self.transcript.clone(),
             calls: Mutex::default(),
+            allowed_lines: Mutex::default(),
             command_timeout: std::time::Duration::from_millis(
                 self.config.agents.command_timeout_ms,
             ),

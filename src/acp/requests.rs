@@ -36,6 +36,8 @@ pub struct Route {
     pub transcript: Arc<Mutex<Transcript>>,
     /// The session's tool calls as announced, for the requests about them.
     pub calls: Mutex<Calls>,
+    /// Shell lines the human allowed when asked, each for one terminal.
+    pub allowed_lines: Mutex<Vec<String>>,
     /// Time limit of one terminal command (`agents.command_timeout_ms`).
     pub command_timeout: std::time::Duration,
     /// Asks the human (`capabilities.ask`, with an editor); `None`: the
@@ -182,21 +184,27 @@ impl Route {
     /// else asked of the human when `capabilities.ask` is on and an editor
     /// is there to ask, else refused.
     pub async fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
-        let super::calls::Asked { kind, title } = match self.calls.lock() {
+        let super::calls::Asked { kind, title, line } = match self.calls.lock() {
             Ok(calls) => calls.asked(&req.tool_call),
             Err(_) => super::calls::Calls::default().asked(&req.tool_call),
         };
         let said = format!("{}: {title}", kind_name(kind));
         let mut allowed = self.allows(kind);
         let mut asked = "";
+        let mut answer = None;
         if let (false, Some(ask)) = (allowed, &self.ask) {
-            let answer = ask(said.clone()).await;
+            answer = ask(said.clone()).await;
             allowed = answer == Some(true);
             asked = match answer {
                 Some(true) => " (the human allowed it)",
                 Some(false) => " (the human refused it)",
                 None => " (the human did not answer)",
             };
+        }
+        if let (Some(true), Some(line)) = (answer, line) {
+            if let Ok(mut lines) = self.allowed_lines.lock() {
+                lines.push(line);
+            }
         }
         let wanted: &[PermissionOptionKind] = if allowed {
             &[
@@ -228,6 +236,21 @@ impl Route {
         match chosen {
             Some(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
             None => RequestPermissionOutcome::Cancelled,
+        }
+    }
+
+    /// Whether the human allowed shell line `line` when asked; the
+    /// allowance is used up.
+    pub fn human_allowed(&self, line: &str) -> bool {
+        let Ok(mut lines) = self.allowed_lines.lock() else {
+            return false;
+        };
+        match lines.iter().position(|l| l == line) {
+            Some(i) => {
+                lines.remove(i);
+                true
+            }
+            None => false,
         }
     }
 

@@ -1,4 +1,5 @@
-//! An ACP agent's terminals: only commands its capabilities allow, run in
+//! An ACP agent's terminals: only commands its capabilities allow (a
+//! shell line by the programs it runs, [`crate::shell_line`]), run in
 //! the agent's own folder under the agent's confinement (so what they
 //! change is read back with the turn, and nothing outside is reached),
 //! killed at `agents.command_timeout_ms` or when the agent asks; each one
@@ -50,9 +51,13 @@ impl Terminals {
         req: &CreateTerminalRequest,
         limit: Duration,
     ) -> Result<String, Refused> {
-        let mut argv = vec![req.command.clone()];
-        argv.extend(req.args.iter().cloned());
-        if let Err(denied) = route.caps.check_command(&argv) {
+        let (argv, line) = command_of(req);
+        let judged = match &line {
+            Some(line) if route.human_allowed(line) => Ok(()),
+            Some(line) => route.caps.check_line(line),
+            None => route.caps.check_command(&argv),
+        };
+        if let Err(denied) = judged {
             route.store.effect_record(
                 "command",
                 Some(&route.agent_id),
@@ -164,9 +169,72 @@ impl Terminals {
     }
 }
 
+/// The shells whose `-c LINE` is a line to judge by what it runs.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh"];
+
+/// What `req` runs, and the shell line it is when it is one: a whole line
+/// as its command with no arguments (Claude Code sends its `Bash` so, as
+/// Zed runs it through a shell) runs as `sh -c LINE`; a shell given
+/// `-c LINE` runs as given.
+fn command_of(req: &CreateTerminalRequest) -> (Vec<String>, Option<String>) {
+    let command = &req.command;
+    if req.args.is_empty() && !is_plain_program(command) {
+        let argv = vec!["sh".to_owned(), "-c".to_owned(), command.clone()];
+        return (argv, Some(command.clone()));
+    }
+    let mut argv = vec![command.clone()];
+    argv.extend(req.args.iter().cloned());
+    let shell = SHELLS.contains(&command.rsplit('/').next().unwrap_or(command));
+    let line = match req.args.as_slice() {
+        [flag, line, ..] if shell && matches!(flag.as_str(), "-c" | "-lc" | "-ic") => {
+            Some(line.clone())
+        }
+        _ => None,
+    };
+    (argv, line)
+}
+
+/// Whether `command` names one program and nothing a shell would read.
+fn is_plain_program(command: &str) -> bool {
+    !command.is_empty()
+        && command
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./+@%:,=".contains(c))
+}
+
 fn status(ran: &Ran) -> TerminalExitStatus {
     match ran.status {
         Some(code) => TerminalExitStatus::new().exit_code(code as u32),
         None => TerminalExitStatus::new().signal("SIGKILL".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(command: &str, args: &[&str]) -> CreateTerminalRequest {
+        serde_json::from_value(serde_json::json!({
+            "sessionId": "s", "command": command, "args": args,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_whole_line_runs_through_sh_and_is_judged_as_a_line() {
+        let (argv, line) = command_of(&create("ls -la | wc -l", &[]));
+        assert_eq!(argv, ["sh", "-c", "ls -la | wc -l"]);
+        assert_eq!(line.as_deref(), Some("ls -la | wc -l"));
+        let (argv, line) = command_of(&create("/bin/bash", &["-lc", "make test"]));
+        assert_eq!(argv, ["/bin/bash", "-lc", "make test"]);
+        assert_eq!(line.as_deref(), Some("make test"));
+        // A program with its arguments is judged as one, never through sh.
+        let (argv, line) = command_of(&create("python3", &["-c", "print(1)"]));
+        assert_eq!(argv, ["python3", "-c", "print(1)"]);
+        assert_eq!(line, None);
+        assert_eq!(
+            command_of(&create("pytest", &[])),
+            (vec!["pytest".to_owned()], None)
+        );
     }
 }
