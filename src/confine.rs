@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 #[cfg(not(target_os = "linux"))]
 use std::process::Command;
 
+pub mod refusals;
 pub mod seatbelt;
 
 /// Why a program could not be confined.

@@ -570,6 +570,58 @@ fn a_shell_line_is_judged_by_the_programs_it_runs_and_runs_confined() {
 }
 
 #[test]
+fn what_the_sandbox_refused_is_shown_in_the_effect_log_the_agents_log_and_the_summary() {
+    let home = std::env::var("HOME").unwrap();
+    let mut r = run_configured(
+        json!([[
+            {"line": format!("ls {home}")},
+            {"ran": ["bash", "cat: /elsewhere/.env: Permission denied\n"]},
+            {"ran": ["bash", "cat: /elsewhere/.env: Permission denied\n"]},
+            {"write": ["calc.py", "def add(a, b):\n    return a + b\n"]},
+            {"say": "Fixed add."}
+        ]]),
+        |c| {
+            c.capabilities.preset = "developer".into();
+            c.capabilities.commands = vec!["ls".into()];
+        },
+    );
+    r.spawn("refused", "fix add");
+    let (agent, _) = r.reaches("refused", "completed");
+    assert_eq!(
+        agent["summary"],
+        "Fixed add. (the sandbox refused 2 accesses outside its folder: ~, /elsewhere/.env)",
+        "{agent}"
+    );
+    let store = chimera::store::Store::open(&r.root).unwrap();
+    let refused: Vec<(String, String)> = store
+        .effects(0, Some("acp"))
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.input.starts_with("refused by the sandbox"))
+        .map(|e| (e.input, e.output))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            (
+                "refused by the sandbox: ~".to_owned(),
+                "your home: it has one of its own".to_owned()
+            ),
+            (
+                "refused by the sandbox: /elsewhere/.env".to_owned(),
+                "outside the folders it is given".to_owned()
+            ),
+        ]
+    );
+    let log = store.agent("refused").unwrap().log;
+    assert!(
+        log.iter()
+            .any(|l| l == "⊘ the sandbox refused ~ (your home: it has one of its own)"),
+        "{log:?}"
+    );
+}
+
+#[test]
 fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_acceptable() {
     const THREE: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n";
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -19,6 +19,8 @@ new process of the same script goes on where the last one ended). Steps:
                                         edit made only when an allow was chosen
   {"tool": "title"}                     a tool_call update (pending, then completed;
                                         with "fail": true, failed)
+  {"ran": ["title", "output"]}          a command the agent ran itself: a tool_call
+                                        of kind execute, completed with that output
   {"think": "text"}                     an agent_thought_chunk update
   {"plan": ["entry", ...]}              a plan update (the first entry done)
   {"wait_cancel": true}                 wait for session/cancel, end the turn "cancelled"
@@ -238,6 +240,13 @@ def run_turn(rid, session, prompt):
             call = "t%d" % next_id[0]
             update(session, {"sessionUpdate": "tool_call", "toolCallId": call, "title": step["tool"], "kind": "edit", "status": "pending"})
             update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "failed" if step.get("fail") else "completed"})
+        elif "ran" in step:
+            title, output = step["ran"]
+            next_id[0] += 1
+            call = "t%d" % next_id[0]
+            update(session, {"sessionUpdate": "tool_call", "toolCallId": call, "title": title, "kind": "execute", "status": "in_progress"})
+            update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed",
+                             "content": [{"type": "content", "content": {"type": "text", "text": output}}]})
         elif "think" in step:
             update(session, {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": step["think"]}})
         elif "plan" in step:

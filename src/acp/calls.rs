@@ -7,7 +7,8 @@
 use std::collections::{HashMap, VecDeque};
 
 use agent_client_protocol::v1::schema::{
-    SessionUpdate, ToolCall, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, SessionUpdate, ToolCall, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
 };
 
 /// Calls remembered per agent process: a long session keeps its latest.
@@ -53,6 +54,34 @@ impl Calls {
         }
     }
 
+    /// What a command the agent ran itself printed, as far as `update`
+    /// shows it: the text of an `execute` call's content and raw output
+    /// (a file the agent read may say anything, so only commands count).
+    pub fn command_output(&self, update: &SessionUpdate) -> Option<String> {
+        let id = match update {
+            SessionUpdate::ToolCall(call) => &call.tool_call_id,
+            SessionUpdate::ToolCallUpdate(u) => &u.tool_call_id,
+            _ => return None,
+        };
+        let call = self.known.get(id.0.as_ref())?;
+        if call.kind != ToolKind::Execute {
+            return None;
+        }
+        let mut text = String::new();
+        for c in &call.content {
+            if let ToolCallContent::Content(c) = c {
+                if let ContentBlock::Text(t) = &c.content {
+                    text.push_str(&t.text);
+                    text.push('\n');
+                }
+            }
+        }
+        if let Some(raw) = &call.raw_output {
+            strings(raw, &mut text);
+        }
+        Some(text)
+    }
+
     /// The fields of `call` over what was announced under its id.
     pub fn complete(&self, call: &ToolCallUpdate) -> ToolCallUpdateFields {
         match self.known.get(call.tool_call_id.0.as_ref()) {
@@ -80,6 +109,19 @@ impl Calls {
             title: fields.title.unwrap_or_default(),
             line,
         }
+    }
+}
+
+/// Every string in `value`, a line each.
+fn strings(value: &serde_json::Value, out: &mut String) {
+    match value {
+        serde_json::Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
     }
 }
 
@@ -131,6 +173,31 @@ mod tests {
         let asked = calls.asked(&request(json!({"toolCallId": "t9", "title": "?"})));
         assert_eq!(kind_name(asked.kind), "other");
         assert_eq!(kind_name(ToolKind::Execute), "execute");
+    }
+
+    #[test]
+    fn what_a_command_printed_is_read_from_its_call_never_from_a_read() {
+        let mut calls = Calls::default();
+        let ran = update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "b1", "title": "bash", "kind": "execute"}),
+        );
+        calls.note(&ran);
+        let done = update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "b1", "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": "cat: /p/.env: Permission denied"}}],
+            "rawOutput": {"output": "ls: x", "exit": 1}}),
+        );
+        calls.note(&done);
+        assert_eq!(
+            calls.command_output(&done).unwrap(),
+            "cat: /p/.env: Permission denied\nls: x\n"
+        );
+        let read = update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "r1", "title": "read", "kind": "read",
+            "content": [{"type": "content", "content": {"type": "text", "text": "Permission denied"}}]}),
+        );
+        calls.note(&read);
+        assert_eq!(calls.command_output(&read), None);
     }
 
     #[test]

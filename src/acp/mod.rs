@@ -317,23 +317,30 @@ pub async fn run(
     }
     let rounds = result.map_err(|(e, _)| e)?;
     let changed = agent::tools::changed_files(&store, &job.id)?;
-    let words = transcript
+    let (words, refused) = transcript
         .lock()
-        .map(|t| t.words().trim().to_owned())
+        .map(|t| {
+            let refused = crate::confine::refusals::sentence(t.refusals());
+            (t.words().trim().to_owned(), refused)
+        })
         .unwrap_or_default();
+    let refused = refused.map_or(String::new(), |r| format!(" ({r})"));
     if changed.is_empty() {
         return Err(AgentError::External(if words.is_empty() {
-            format!("{name} changed no file")
+            format!("{name} changed no file{refused}")
         } else {
-            format!("{name} changed no file; it said: {}", first_line(&words))
+            format!(
+                "{name} changed no file{refused}; it said: {}",
+                first_line(&words)
+            )
         }));
     }
     progress(format!("{name} is done"));
     Ok(Done {
         summary: if words.is_empty() {
-            format!("{name} changed {}", changed.join(", "))
+            format!("{name} changed {}{refused}", changed.join(", "))
         } else {
-            first_line(&words)
+            format!("{}{refused}", first_line(&words))
         },
         changed_files: changed,
         rounds,

@@ -239,6 +239,32 @@ impl Route {
         }
     }
 
+    /// Notes what the sandbox refused, as a command's output says
+    /// ([`crate::confine::refusals`]): each refusal new in this run goes
+    /// to the effect log with its rule, to the agent's log and to the
+    /// summary.
+    pub fn note_refusals(&self, output: &str) {
+        use crate::confine::refusals;
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        for what in refusals::refusals(output) {
+            let rule = refusals::rule_of(&what, self.store.root(), home.as_deref());
+            let shown = refusals::said(&what, home.as_deref());
+            let new = self
+                .transcript
+                .lock()
+                .is_ok_and(|mut t| t.refused(&shown, rule));
+            if new {
+                self.store.effect_record(
+                    "acp",
+                    Some(&self.agent_id),
+                    &format!("refused by the sandbox: {shown}"),
+                    rule,
+                    0,
+                );
+            }
+        }
+    }
+
     /// Whether the human allowed shell line `line` when asked; the
     /// allowance is used up.
     pub fn human_allowed(&self, line: &str) -> bool {
@@ -270,8 +296,12 @@ impl Route {
     /// Shows what the agent streams: the piece itself, and on the
     /// progress line the line it is saying or the tool it calls.
     pub fn update(&self, update: &SessionUpdate) {
-        if let Ok(mut calls) = self.calls.lock() {
+        let printed = self.calls.lock().ok().and_then(|mut calls| {
             calls.note(update);
+            calls.command_output(update)
+        });
+        if let Some(printed) = printed {
+            self.note_refusals(&printed);
         }
         let Some(piece) = self
             .transcript

@@ -82,7 +82,10 @@ impl Terminals {
                 &move || stop.is_cancelled(),
             );
             let output = match &ran {
-                Ok(r) => r.describe(),
+                Ok(r) => {
+                    route.note_refusals(&format!("{}\n{}", r.stdout, r.stderr));
+                    r.describe()
+                }
                 Err(e) => format!("error: {e}"),
             };
             let ms = ran.as_ref().map_or(0, |r| r.duration.as_millis() as i64);

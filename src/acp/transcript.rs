@@ -44,6 +44,8 @@ enum Entry {
         title: String,
         status: &'static str,
     },
+    /// What the sandbox refused, and by which rule.
+    Refused(String, &'static str),
 }
 
 /// The turn in progress.
@@ -52,6 +54,8 @@ pub struct Transcript {
     entries: Vec<Entry>,
     /// All the turn's reply text, for [`Transcript::words`].
     said: String,
+    /// What the sandbox refused in the whole run, each once.
+    refused: Vec<String>,
 }
 
 impl Transcript {
@@ -139,6 +143,22 @@ impl Transcript {
         }
     }
 
+    /// Notes that the sandbox refused `what` under `rule`; whether it is
+    /// new in this run.
+    pub fn refused(&mut self, what: &str, rule: &'static str) -> bool {
+        if self.refused.iter().any(|r| r == what) {
+            return false;
+        }
+        self.refused.push(what.to_owned());
+        self.push(Entry::Refused(what.to_owned(), rule));
+        true
+    }
+
+    /// What the sandbox refused in this run, in order.
+    pub fn refusals(&self) -> &[String] {
+        &self.refused
+    }
+
     /// Everything the agent replied this turn.
     pub fn words(&self) -> &str {
         &self.said
@@ -161,6 +181,9 @@ impl Transcript {
                 ),
                 Entry::Tool { title, status, .. } => {
                     lines.push(format!("▸ {title} ({status})"));
+                }
+                Entry::Refused(what, rule) => {
+                    lines.push(format!("⊘ the sandbox refused {what} ({rule})"));
                 }
             }
         }
