@@ -22,6 +22,7 @@ port to --port-file and each request body to --log (one JSON per line).
 """
 import argparse
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -173,10 +174,10 @@ def _anthropic(self, body, reply):
     blocks = []
     # Claude Code's tools take absolute paths: `{cwd}` in an argument is the
     # working directory its system prompt names, as a model reads it there.
-    system = body.get("system") or ""
-    if isinstance(system, list):
-        system = " ".join(b.get("text", "") for b in system)
-    cwd = next((l.split(":", 1)[1].strip() for l in system.splitlines() if l.strip().startswith("Working directory:")), "")
+    # "Working directory: X" (claude-code-acp's system prompt), "Primary
+    # working directory: X" (claude-agent-acp's, in a message).
+    found = re.search(r"[Ww]orking directory: ([^\s\"\\]+)", json.dumps(body))
+    cwd = found.group(1) if found else ""
     reply = json.loads(json.dumps(reply).replace("{cwd}", cwd))
     if reply.get("text"):
         blocks.append({"type": "text", "text": reply["text"]})

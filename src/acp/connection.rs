@@ -8,10 +8,10 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest,
     CreateTerminalResponse, FileSystemCapabilities, InitializeRequest, KillTerminalRequest,
-    KillTerminalResponse, NewSessionRequest, PromptRequest, ReadTextFileRequest,
-    ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    KillTerminalResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
     RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification,
-    TerminalId, TerminalOutputRequest, TerminalOutputResponse, TextContent,
+    SetSessionModeRequest, TerminalId, TerminalOutputRequest, TerminalOutputResponse, TextContent,
     WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
     WriteTextFileResponse,
 };
@@ -264,13 +264,15 @@ async fn serve(
     .await?;
     while let Some(command) = commands.recv().await {
         match command {
-            Command::NewSession { cwd, reply } => {
-                let made = cx
+            Command::NewSession { cwd, mode, reply } => {
+                let made = match cx
                     .send_request(NewSessionRequest::new(cwd))
                     .block_task()
                     .await
-                    .map(|r| r.session_id)
-                    .map_err(|e| e.to_string());
+                {
+                    Ok(made) => put_in_mode(&cx, made, mode).await,
+                    Err(e) => Err(e.to_string()),
+                };
                 // The task that asked was cancelled meanwhile.
                 reply.send(made).ok();
             }
@@ -305,4 +307,26 @@ async fn serve(
     // last `session/cancel` still reaches it).
     std::future::pending::<()>().await;
     Ok(())
+}
+
+/// Puts a new session in `mode` when the agent offers it and is in
+/// another; its id.
+async fn put_in_mode(
+    cx: &ConnectionTo<Agent>,
+    made: NewSessionResponse,
+    mode: Option<&'static str>,
+) -> Result<SessionId, String> {
+    let offered = made.modes.as_ref().filter(|m| {
+        mode.is_some_and(|want| {
+            m.current_mode_id.0.as_ref() != want
+                && m.available_modes.iter().any(|a| a.id.0.as_ref() == want)
+        })
+    });
+    if let (Some(_), Some(want)) = (offered, mode) {
+        cx.send_request(SetSessionModeRequest::new(made.session_id.clone(), want))
+            .block_task()
+            .await
+            .map_err(|e| format!("it refused session mode {want:?}: {e}"))?;
+    }
+    Ok(made.session_id)
 }

@@ -21,6 +21,11 @@ pub struct Known {
     /// text) when no seed brought them: Claude Code ends at its first
     /// session without `~/.claude.json`.
     pub made: &'static [(&'static str, &'static str)],
+    /// The session mode it is put in when it offers it: one where it asks
+    /// before it edits or runs, so the preset decides. Claude Code's
+    /// successor adapter starts in "auto", whose classifier blocks every
+    /// call when the provider is not Anthropic's own.
+    pub mode: Option<&'static str>,
 }
 
 const KNOWN: &[Known] = &[
@@ -40,6 +45,7 @@ const KNOWN: &[Known] = &[
             ".claude/settings.json",
         ],
         made: &[(".claude.json", "{}\n")],
+        mode: Some("default"),
     },
     Known {
         kind: "codex",
@@ -47,6 +53,7 @@ const KNOWN: &[Known] = &[
         keys: &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"],
         seeds: &[".codex/auth.json", ".codex/config.toml"],
         made: &[],
+        mode: None,
     },
     Known {
         kind: "gemini",
@@ -69,6 +76,7 @@ const KNOWN: &[Known] = &[
             ".gemini/installation_id",
         ],
         made: &[],
+        mode: None,
     },
     Known {
         kind: "opencode",
@@ -86,6 +94,7 @@ const KNOWN: &[Known] = &[
             ".config/opencode/config.json",
         ],
         made: &[],
+        mode: None,
     },
 ];
 

@@ -43,6 +43,8 @@ type Routes = Arc<Mutex<HashMap<String, Arc<Route>>>>;
 enum Command {
     NewSession {
         cwd: PathBuf,
+        /// The mode to put it in, when it offers that mode.
+        mode: Option<&'static str>,
         reply: oneshot::Sender<Result<SessionId, String>>,
     },
     Prompt {
@@ -491,12 +493,22 @@ impl Attempt<'_> {
         };
         let (reply, made) = oneshot::channel();
         let cwd = files.to_path_buf();
+        let mode = known::known(policy::kind_of(name, self.spec)).and_then(|k| k.mode);
         process
             .commands
-            .send(Command::NewSession { cwd, reply })
+            .send(Command::NewSession { cwd, reply, mode })
             .map_err(|_| stopped())?;
         made.await.map_err(|_| stopped())?.map_err(|e| {
-            let message = format!("{name} opened no session: {e}");
+            // What the agent printed says why; the error alone seldom does.
+            let said = self
+                .workdir
+                .lock()
+                .map(|w| w.stderr_tail())
+                .unwrap_or_default();
+            let message = match said.is_empty() {
+                true => format!("{name} opened no session: {e}"),
+                false => format!("{name} opened no session: {e}; it said: {said}"),
+            };
             (AgentError::External(message), false)
         })
     }

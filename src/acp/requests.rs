@@ -180,7 +180,8 @@ impl Route {
     }
 
     /// `session/request_permission`: allowed when the capabilities allow
-    /// that kind of action (its effects stay in the overlay either way);
+    /// that kind of action — a command by the programs its line runs
+    /// (its effects stay in the overlay either way);
     /// else asked of the human when `capabilities.ask` is on and an editor
     /// is there to ask, else refused.
     pub async fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
@@ -189,7 +190,13 @@ impl Route {
             Err(_) => super::calls::Calls::default().asked(&req.tool_call),
         };
         let said = format!("{}: {title}", kind_name(kind));
-        let mut allowed = self.allows(kind);
+        // A command is judged by what it runs, as a terminal's is.
+        let judged = match (kind, &line) {
+            (ToolKind::Execute, Some(line)) => self.caps.check_line(line).map_err(Refused::from),
+            _ if self.allows(kind) => Ok(()),
+            _ => Err(Refused::NotPermitted),
+        };
+        let mut allowed = judged.is_ok();
         let mut asked = "";
         let mut answer = None;
         if let (false, Some(ask)) = (allowed, &self.ask) {
@@ -227,7 +234,7 @@ impl Route {
         let verdict = if allowed {
             Ok(())
         } else if asked.is_empty() {
-            Err(Refused::NotPermitted)
+            judged
         } else {
             Err(Refused::NotAllowed)
         };

@@ -55,11 +55,16 @@ fn refused_in(line: &str) -> Option<String> {
         .rsplit_once(" '")
         .map_or(last, |(_, quoted)| quoted)
         .trim_end_matches('\'');
+    // dash's `cannot create /p/x`, `cannot open …`: the path after the verb.
+    let last = last.find(" /").map_or(last, |at| &last[at + 1..]);
     let path = unquote(last);
     if path.starts_with(['/', '.', '~']) || path.contains('/') {
         return Some(shorten(&path));
     }
-    Some(shorten(line))
+    // A system call the kernel refused (`ping: socket: Operation not
+    // permitted`); an agent's own "Permission denied: …" about its rules
+    // is no refusal of the kernel's.
+    (said == "Operation not permitted" && before.contains(": ")).then(|| shorten(line))
 }
 
 /// Which rule refused `what`, in words: the project, the user's home,
@@ -120,6 +125,7 @@ mod tests {
         let text = "cat: /proj/.env: Permission denied\n\
                     ls: cannot open directory '/root/.ssh': Permission denied\n\
                     bash: line 1: /proj/pwned: Permission denied\n\
+                    sh: 1: cannot create /proj/made: Permission denied\n\
                     PermissionError: [Errno 13] Permission denied: '/home/u/.aws/credentials'\n\
                     Error: EACCES: permission denied, open '/proj/app.py'\n\
                     cat: /proj/.env: Permission denied\n\
@@ -131,12 +137,15 @@ mod tests {
                 "/proj/.env",
                 "/root/.ssh",
                 "/proj/pwned",
+                "/proj/made",
                 "/home/u/.aws/credentials",
                 "/proj/app.py",
                 "ping: socket: Operation not permitted",
             ]
         );
         assert!(refusals("3 passed in 0.1s\n").is_empty());
+        // Claude Code's own rules saying no: not the kernel's.
+        assert!(refusals("Permission denied: Auto mode could not evaluate this action").is_empty());
         let (root, home) = (
             std::path::Path::new("/proj"),
             Some(std::path::Path::new("/home/u")),
