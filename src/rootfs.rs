@@ -200,6 +200,83 @@ pub fn write_scratch(
     rustix::fs::fchmod(&f, Mode::from_raw_mode(mode & 0o777)).map_err(|e| io_err(p, e))
 }
 
+/// [`write_scratch`] for many files: each folder on their way is opened
+/// once and kept, so a fill of thousands of files walks no path twice.
+/// For a scratch folder no program works in meanwhile (a folder it swapped
+/// for a link would still be written through the descriptor kept, which
+/// lies inside `root`).
+pub struct ScratchWriter<'a> {
+    root: &'a Path,
+    dirs: std::collections::HashMap<String, OwnedFd>,
+    /// The modification time every file written gets.
+    stamp: rustix::fs::Timestamps,
+}
+
+impl<'a> ScratchWriter<'a> {
+    /// A writer under `root` whose files are dated `stamp`: a time before
+    /// any program works in the folder, so that whatever a program writes
+    /// there later has another date, even within one tick of the clock,
+    /// and a file's date alone says it is still as written.
+    pub fn new(root: &'a Path, stamp: std::time::SystemTime) -> Self {
+        let since = stamp
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let at = rustix::fs::Timespec {
+            tv_sec: since.as_secs() as i64,
+            tv_nsec: since.subsec_nanos().into(),
+        };
+        ScratchWriter {
+            root,
+            dirs: std::collections::HashMap::new(),
+            stamp: rustix::fs::Timestamps {
+                last_access: at,
+                last_modification: at,
+            },
+        }
+    }
+
+    /// Writes `data` to `path` with `mode`; the file's state once written.
+    pub fn write(
+        &mut self,
+        path: &ProjectPath,
+        data: &[u8],
+        mode: u32,
+    ) -> Result<std::fs::Metadata, DiskError> {
+        let p = path.as_str();
+        let (dir, name) = p.rsplit_once('/').unwrap_or(("", p));
+        if !self.dirs.contains_key(dir) {
+            let (fd, _) =
+                open_parent(self.root, path, true)?.ok_or_else(|| io_err(p, Errno::NOENT))?;
+            self.dirs.insert(dir.to_owned(), fd);
+        }
+        let dir = self.dirs.get(dir).ok_or_else(|| io_err(p, Errno::NOENT))?;
+        let fd = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode & 0o777),
+        )
+        .map_err(|e| classify(dir, name, p, e))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_err(p, e))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(DiskError::NotAFile(p.to_owned()));
+        }
+        let mut f = std::fs::File::from(fd);
+        f.write_all(data).map_err(|e| io_err(p, e))?;
+        // A new file got `mode` less the umask: set only where that differs.
+        if st.st_mode & 0o7777 != mode & 0o777 {
+            rustix::fs::fchmod(&f, Mode::from_raw_mode(mode & 0o777)).map_err(|e| io_err(p, e))?;
+        }
+        rustix::fs::futimens(&f, &self.stamp).map_err(|e| io_err(p, e))?;
+        f.metadata().map_err(|e| io_err(p, e))
+    }
+
+    /// Forgets the folders kept (after the folder's layout changed).
+    pub fn forget(&mut self) {
+        self.dirs.clear();
+    }
+}
+
 /// Removes entry `name` (any name, `.git` too) of folder `dir` (a project
 /// path, "" for the root) under `root` — a file, a link (not what it
 /// points to) or a folder with all it holds — reaching it through no link.

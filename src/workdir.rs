@@ -393,47 +393,27 @@ impl Workdir {
             remove(&self.files, path)?;
             self.seen.remove(path);
         }
-        let mut written = 0;
         let mut seen = BTreeMap::new();
+        let mut todo = Vec::new();
         for (path, e) in wanted {
-            let kept = match (self.seen.get(&path), on_disk.get(&path)) {
+            match (self.seen.get(&path), on_disk.get(&path)) {
                 (Some(s), Some(now)) if s.hash == e.hash && self.holds(&path, s, *now) => {
-                    Some(Seen {
+                    let kept = Seen {
                         hash: s.hash.clone(),
                         stat: *now,
-                    })
-                }
-                _ => None,
-            };
-            let s = match kept {
-                Some(s) => s,
-                None => {
-                    let p = match ProjectPath::parse(&path) {
-                        Ok(p) => p,
-                        Err(_) => continue,
                     };
-                    let data = store.blob(&e.hash)?;
-                    if rootfs::write_scratch(&self.files, &p, &data, e.mode).is_err() {
-                        // A folder where a file goes (or the reverse):
-                        // cleared, then written.
-                        remove(&self.files, &path)?;
-                        rootfs::write_scratch(&self.files, &p, &data, e.mode)?;
-                    }
-                    written += 1;
-                    let meta = std::fs::symlink_metadata(self.files.join(&path))
-                        .map_err(io(&self.files))?;
-                    Seen {
-                        hash: e.hash,
-                        stat: Stat::of(&meta),
-                    }
+                    seen.insert(path, kept);
                 }
-            };
-            seen.insert(path, s);
+                _ => todo.push((path, e)),
+            }
         }
+        let written = writer::write_all(&self.files, store, todo)?;
+        let count = written.len();
+        seen.extend(written);
         self.seen = seen;
         self.refused.clear();
         self.looked = SystemTime::now();
-        Ok(written)
+        Ok(count)
     }
 
     /// What the folder holds now: what the walk keeps, and the files of
@@ -543,6 +523,8 @@ fn remove(root: &Path, path: &str) -> Result<(), WorkdirError> {
     let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
     Ok(rootfs::remove_entry(root, dir, name)?)
 }
+
+mod writer;
 
 #[cfg(test)]
 mod tests;

@@ -219,3 +219,37 @@ fn a_folder_with_too_many_entries_is_refused_and_started_afresh() {
         "x = 1\n"
     );
 }
+
+#[test]
+fn a_large_fill_is_written_by_several_threads_and_a_rewrite_in_the_same_tick_is_seen() {
+    let names: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("pkg{}/sub/m{i}.py", i % 7), format!("v = {i:04}\n")))
+        .collect();
+    let files: Vec<(&str, &str)> = names
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let (_t, store, mut w) = setup(&files);
+    store
+        .stable_put("tool.sh", b"#!/bin/sh\n", 0o755, 1, 1 << 20)
+        .unwrap();
+    assert_eq!(w.fill(&store, "a", &all).unwrap(), 301);
+    for (p, text) in &files {
+        assert_eq!(std::fs::read_to_string(w.files().join(p)).unwrap(), *text);
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(w.files().join("tool.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o755);
+    // At once, as a program would: the same length, another text.
+    std::fs::write(w.files().join("pkg3/sub/m3.py"), "v = 9999\n").unwrap();
+    let (changes, _) = w.read_back(1 << 20).unwrap();
+    assert_eq!(
+        said(&changes, &["v = 0003\n"]),
+        ["write pkg3/sub/m3.py \"v = 9999\\n\" from \"v = 0003\\n\""]
+    );
+    // Filling again writes only what differs from the view.
+    assert_eq!(w.fill(&store, "a", &all).unwrap(), 1);
+}
