@@ -315,6 +315,15 @@ impl Workdir {
     pub fn stderr_tail(&self) -> String {
         let text = std::fs::read(&self.stderr).unwrap_or_default();
         let text = String::from_utf8_lossy(&text[text.len().saturating_sub(600)..]).into_owned();
+        // Shown in a terminal and an editor: no escape sequence of its own.
+        let text: String = text
+            .chars()
+            .map(|c| match c {
+                '\n' => '\n',
+                c if c.is_control() => ' ',
+                c => c,
+            })
+            .collect();
         let lines: Vec<&str> = text
             .lines()
             .map(str::trim)

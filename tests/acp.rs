@@ -622,6 +622,26 @@ fn what_the_sandbox_refused_is_shown_in_the_effect_log_the_agents_log_and_the_su
 }
 
 #[test]
+fn an_agent_that_dies_mid_turn_is_said_in_its_own_last_words_never_its_escapes() {
+    let mut r = run_with(
+        json!([[{"say": "Looking."}, {"die": "Error: ANTHROPIC_API_KEY is not set"}]]),
+        "sandbox",
+    );
+    r.spawn("dies", "fix add");
+    let (agent, _) = r.reaches("dies", "failed");
+    let error = agent["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("the agent fake stopped; it said: ")
+            && error.ends_with("garbage / Error: ANTHROPIC_API_KEY is not set"),
+        "{agent}"
+    );
+    assert!(
+        !error.contains('\u{1b}') && !error.contains('\u{7}'),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_acceptable() {
     const THREE: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n";
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -26,6 +26,8 @@ new process of the same script goes on where the last one ended). Steps:
   {"wait_cancel": true}                 wait for session/cancel, end the turn "cancelled"
   {"sleep": seconds}
   {"exit_after_turn": true}             the process exits once the turn's answer is sent
+  {"die": "text"}                       prints text (and an escape sequence, and bytes
+                                        that are no UTF-8) to stderr and exits at once, 3
   {"write_timed": ["path", n]}          n writes of ~1 KB, each round trip's ms logged
 As a hostile agent would, on its own, not through the client (each result
 logged as {"disk": step, "path": ..., "ok": bool, "text"/"error": ...}):
@@ -240,6 +242,10 @@ def run_turn(rid, session, prompt):
             call = "t%d" % next_id[0]
             update(session, {"sessionUpdate": "tool_call", "toolCallId": call, "title": step["tool"], "kind": "edit", "status": "pending"})
             update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "failed" if step.get("fail") else "completed"})
+        elif "die" in step:
+            sys.stderr.buffer.write(b"\x1b[2J\x1b]0;owned\x07\xff\xfe garbage\n" + step["die"].encode() + b"\n")
+            sys.stderr.flush()
+            os._exit(3)
         elif "ran" in step:
             title, output = step["ran"]
             next_id[0] += 1

@@ -23,6 +23,27 @@ use super::requests::Refused;
 use super::terminals::Terminals;
 use super::{Command, Place, Route, Routes};
 
+/// Why a request to the agent got no answer.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NoAnswer {
+    /// Its output ended: the process exited or closed it.
+    #[error("it went away")]
+    Gone,
+    /// It answered with an error.
+    #[error("{0}")]
+    Error(String),
+}
+
+impl From<agent_client_protocol::Error> for NoAnswer {
+    fn from(e: agent_client_protocol::Error) -> Self {
+        if agent_client_protocol::is_incoming_transport_closed(&e) {
+            NoAnswer::Gone
+        } else {
+            NoAnswer::Error(e.to_string())
+        }
+    }
+}
+
 pub(super) fn route_of(routes: &Routes, session: &SessionId) -> Option<Arc<Route>> {
     routes.lock().ok()?.get(&*session.0).cloned()
 }
@@ -271,7 +292,7 @@ async fn serve(
                     .await
                 {
                     Ok(made) => put_in_mode(&cx, made, mode).await,
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(NoAnswer::from(e)),
                 };
                 // The task that asked was cancelled meanwhile.
                 reply.send(made).ok();
@@ -293,7 +314,7 @@ async fn serve(
                         .block_task()
                         .await
                         .map(|r| r.stop_reason)
-                        .map_err(|e| e.to_string());
+                        .map_err(NoAnswer::from);
                     reply.send(done).ok();
                 });
             }
@@ -315,7 +336,7 @@ async fn put_in_mode(
     cx: &ConnectionTo<Agent>,
     made: NewSessionResponse,
     mode: Option<&'static str>,
-) -> Result<SessionId, String> {
+) -> Result<SessionId, NoAnswer> {
     let offered = made.modes.as_ref().filter(|m| {
         mode.is_some_and(|want| {
             m.current_mode_id.0.as_ref() != want
@@ -326,7 +347,12 @@ async fn put_in_mode(
         cx.send_request(SetSessionModeRequest::new(made.session_id.clone(), want))
             .block_task()
             .await
-            .map_err(|e| format!("it refused session mode {want:?}: {e}"))?;
+            .map_err(|e| match NoAnswer::from(e) {
+                NoAnswer::Error(e) => {
+                    NoAnswer::Error(format!("it refused session mode {want:?}: {e}"))
+                }
+                gone => gone,
+            })?;
     }
     Ok(made.session_id)
 }

@@ -45,12 +45,12 @@ enum Command {
         cwd: PathBuf,
         /// The mode to put it in, when it offers that mode.
         mode: Option<&'static str>,
-        reply: oneshot::Sender<Result<SessionId, String>>,
+        reply: oneshot::Sender<Result<SessionId, connection::NoAnswer>>,
     },
     Prompt {
         session: SessionId,
         text: String,
-        reply: oneshot::Sender<Result<StopReason, String>>,
+        reply: oneshot::Sender<Result<StopReason, connection::NoAnswer>>,
     },
     Cancel {
         session: SessionId,
@@ -480,15 +480,7 @@ impl Attempt<'_> {
     ) -> Result<SessionId, (AgentError, bool)> {
         let name = self.name;
         let stopped = || {
-            let said = self
-                .workdir
-                .lock()
-                .map(|w| w.stderr_tail())
-                .unwrap_or_default();
-            let message = match said.is_empty() {
-                true => format!("the agent {name} stopped"),
-                false => format!("the agent {name} stopped; it said: {said}"),
-            };
+            let message = format!("the agent {name} stopped{}", it_said(self.workdir));
             (AgentError::External(message), !again)
         };
         let (reply, made) = oneshot::channel();
@@ -498,18 +490,12 @@ impl Attempt<'_> {
             .commands
             .send(Command::NewSession { cwd, reply, mode })
             .map_err(|_| stopped())?;
-        made.await.map_err(|_| stopped())?.map_err(|e| {
-            // What the agent printed says why; the error alone seldom does.
-            let said = self
-                .workdir
-                .lock()
-                .map(|w| w.stderr_tail())
-                .unwrap_or_default();
-            let message = match said.is_empty() {
-                true => format!("{name} opened no session: {e}"),
-                false => format!("{name} opened no session: {e}; it said: {said}"),
-            };
-            (AgentError::External(message), false)
+        made.await.map_err(|_| stopped())?.map_err(|e| match e {
+            connection::NoAnswer::Gone => stopped(),
+            connection::NoAnswer::Error(e) => {
+                let message = format!("{name} opened no session: {e}{}", it_said(self.workdir));
+                (AgentError::External(message), false)
+            }
         })
     }
 
@@ -586,9 +572,23 @@ struct Turns<'a> {
     transcript: &'a Mutex<transcript::Transcript>,
 }
 
+/// The last lines the agent printed, as "; it said: …" (nothing when it
+/// printed nothing): what an error from it seldom says, its stderr does.
+fn it_said(workdir: &Mutex<Workdir>) -> String {
+    let said = workdir.lock().map(|w| w.stderr_tail()).unwrap_or_default();
+    match said.is_empty() {
+        true => String::new(),
+        false => format!("; it said: {said}"),
+    }
+}
+
 impl Turns<'_> {
     fn stopped(&self) -> AgentError {
-        AgentError::External(format!("the agent {} stopped", self.name))
+        AgentError::External(format!(
+            "the agent {} stopped{}",
+            self.name,
+            it_said(self.workdir)
+        ))
     }
 
     /// The turn's lines into the agent's log (what `chimera agent` and
@@ -654,9 +654,12 @@ impl Turns<'_> {
             };
             self.keep_turn();
             self.take_back()?;
-            let stop = stop
-                .map_err(|_| self.stopped())?
-                .map_err(|e| AgentError::External(format!("{}: {e}", self.name)))?;
+            let stop = stop.map_err(|_| self.stopped())?.map_err(|e| match e {
+                connection::NoAnswer::Gone => self.stopped(),
+                connection::NoAnswer::Error(e) => {
+                    AgentError::External(format!("{}: {e}{}", self.name, it_said(self.workdir)))
+                }
+            })?;
             pending.armed = false;
             match stop {
                 StopReason::EndTurn => {}
