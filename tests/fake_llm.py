@@ -2,8 +2,11 @@
 """A scripted fake LLM server on 127.0.0.1 for the editor tests.
 
 Serves the OpenAI-compatible API (/v1/chat/completions, /v1/models),
-Ollama's (/api/chat, /api/tags) and Anthropic's Messages API (/v1/messages,
+Ollama's (/api/chat, /api/tags), Anthropic's Messages API (/v1/messages,
 streamed as its events; tool calls as `tool_use` blocks), as Claude Code
+speaks it, and Gemini's (…:generateContent, …:streamGenerateContent;
+tool calls as `functionCall` parts), as Gemini CLI speaks it, and
+OpenAI's Responses API (/v1/responses; `function_call` items), as Codex
 speaks it. Chat replies come from a JSON script, in
 order; each entry is one of:
   {"text": "..."}                 a normal (streamed if asked) reply
@@ -12,9 +15,11 @@ order; each entry is one of:
   {"text": "...", "chunk_delay": 0.05}  stream slowly (seconds between chunks)
   {"tool_calls": [{"name": "write", "arguments": {...}}]}
                                   native tool calls (OpenAI form), as a model
-                                  that makes them answers; for Anthropic's
-                                  API, "{cwd}" in them is the working folder
-                                  the request's system prompt names
+                                  that makes them answers; for Anthropic's,
+                                  Gemini's and the Responses API, "{cwd}" in
+                                  them is the working folder the request
+                                  names; {"name": ..., "input": "..."} is a
+                                  freeform call (Codex's apply_patch)
 When the script is exhausted the last entry repeats. With --only-with-tools,
 requests that offer no tools (an agent's title or summary requests) are
 answered "Fixing it" and leave the script where it is. Writes the chosen
@@ -89,13 +94,23 @@ class Handler(BaseHTTPRequestHandler):
         if args.log:
             with lock, open(args.log, "a") as f:
                 f.write(json.dumps(body) + "\n")
+        if self.path.split("?")[0].endswith(":countTokens"):
+            self.send(200, "application/json", json.dumps({"totalTokens": 100}))
+            return
         if self.path.split("?")[0].endswith("/messages/count_tokens"):
             self.send(200, "application/json", json.dumps({"input_tokens": 100}))
             return
         if args.only_with_tools and not body.get("tools"):
-            reply = {"text": "Fixing it"}
+            reply = {"text": side_answer(body)}
         else:
             reply = next_reply()
+        if self.path.split("?")[0].endswith("/responses") and ("text" in reply or "tool_calls" in reply):
+            self.openai_responses(body, reply)
+            return
+        gemini = re.search(r":(stream)?[gG]enerateContent", self.path)
+        if gemini and ("text" in reply or "tool_calls" in reply):
+            self.gemini(body, reply, bool(gemini.group(1)))
+            return
         if self.path.split("?")[0].endswith("/messages") and ("text" in reply or "tool_calls" in reply):
             self.anthropic(body, reply)
             return
@@ -168,17 +183,106 @@ def _tool_calls(self, body, calls):
     self.send(200, "text/event-stream", "".join(events))
 
 
+def side_answer(body):
+    """An agent's side request (a title, a classifier): "Fixing it", or when
+    it asks for JSON of a schema (Gemini CLI's do), the least JSON that
+    fits it — an answer that does not parse is retried with back-off."""
+    schema = (body.get("generationConfig") or {}).get("responseJsonSchema") or (body.get("generationConfig") or {}).get("responseSchema")
+    return json.dumps(fitting(schema)) if schema else "Fixing it"
+
+
+def fitting(schema):
+    """The least value of JSON schema `schema`."""
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: fitting(props[k]) for k in schema.get("required", props.keys()) if k in props}
+    if schema.get("enum"):
+        return schema["enum"][0]
+    return {"string": "ok", "integer": 1, "number": 1, "boolean": False, "array": []}.get(kind)
+
+
+def strings(value):
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+
+
+def with_cwd(body, reply):
+    """Agents' tools take absolute paths: `{cwd}` in an argument is the
+    working folder the request names, as a model reads it there: "Working
+    directory: X" (claude-code-acp), "Primary working directory: X"
+    (claude-agent-acp), "**Workspace Directories:**\n  - X" (Gemini CLI)."""
+    found = re.search(r"(?:[Ww]orking directory: |Workspace Directories:\*\*\n\s*- )(/\S+)", "\n".join(strings(body)))
+    cwd = found.group(1).rstrip(".") if found else ""
+    return json.loads(json.dumps(reply).replace("{cwd}", cwd))
+
+
+def _gemini(self, body, reply, stream):
+    """Answers as Gemini's generateContent: text and `functionCall` parts,
+    as one response or as its server-sent stream."""
+    reply = with_cwd(body, reply)
+    parts = []
+    if reply.get("text"):
+        parts.append({"text": reply["text"]})
+    for c in reply.get("tool_calls", []):
+        parts.append({"functionCall": {"name": c["name"], "args": c["arguments"]}})
+    out = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+           "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110}}
+    if stream:
+        self.send(200, "text/event-stream", "data: " + json.dumps(out) + "\r\n\r\n")
+    else:
+        self.send(200, "application/json", json.dumps(out))
+
+
+def _responses(self, body, reply):
+    """Answers as OpenAI's Responses API (Codex's): a message and
+    `function_call` items, streamed as its events."""
+    reply = with_cwd(body, reply)
+    items = []
+    if reply.get("text"):
+        items.append({"type": "message", "id": "msg_%d" % position, "role": "assistant", "status": "completed",
+                      "content": [{"type": "output_text", "text": reply["text"], "annotations": []}]})
+    for i, c in enumerate(reply.get("tool_calls", [])):
+        ids = {"id": "fc_%d_%d" % (position, i), "call_id": "call_%d_%d" % (position, i), "name": c["name"], "status": "completed"}
+        if "input" in c:
+            # A freeform tool (Codex's apply_patch): its input as written.
+            items.append(dict(ids, type="custom_tool_call", input=c["input"]))
+        else:
+            items.append(dict(ids, type="function_call", arguments=json.dumps(c["arguments"])))
+    response = {"id": "resp_%d" % position, "object": "response", "status": "completed", "model": body.get("model", "fake-model"),
+                "output": items, "usage": {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110,
+                                           "input_tokens_details": {"cached_tokens": 0},
+                                           "output_tokens_details": {"reasoning_tokens": 0}}}
+    if not body.get("stream"):
+        self.send(200, "application/json", json.dumps(response))
+        return
+
+    def event(kind, data):
+        return "event: %s\ndata: %s\n\n" % (kind, json.dumps(dict(data, type=kind)))
+
+    events = [event("response.created", {"response": dict(response, status="in_progress", output=[])})]
+    for i, item in enumerate(items):
+        events.append(event("response.output_item.added", {"output_index": i, "item": item}))
+        if item["type"] == "message":
+            events.append(event("response.output_text.delta", {"output_index": i, "item_id": item["id"], "content_index": 0,
+                                                               "delta": reply["text"]}))
+        events.append(event("response.output_item.done", {"output_index": i, "item": item}))
+    events.append(event("response.completed", {"response": response}))
+    self.send(200, "text/event-stream", "".join(events))
+
+
 def _anthropic(self, body, reply):
     """Answers as Anthropic's Messages API: text and `tool_use` blocks, as
     one message or as its stream of events."""
     blocks = []
-    # Claude Code's tools take absolute paths: `{cwd}` in an argument is the
-    # working directory its system prompt names, as a model reads it there.
-    # "Working directory: X" (claude-code-acp's system prompt), "Primary
-    # working directory: X" (claude-agent-acp's, in a message).
-    found = re.search(r"[Ww]orking directory: ([^\s\"\\]+)", json.dumps(body))
-    cwd = found.group(1) if found else ""
-    reply = json.loads(json.dumps(reply).replace("{cwd}", cwd))
+    reply = with_cwd(body, reply)
     if reply.get("text"):
         blocks.append({"type": "text", "text": reply["text"]})
     for i, c in enumerate(reply.get("tool_calls", [])):
@@ -211,6 +315,8 @@ def _anthropic(self, body, reply):
 
 Handler.tool_calls = _tool_calls
 Handler.anthropic = _anthropic
+Handler.gemini = _gemini
+Handler.openai_responses = _responses
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True

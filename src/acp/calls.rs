@@ -64,7 +64,14 @@ impl Calls {
             _ => return None,
         };
         let call = self.known.get(id.0.as_ref())?;
-        if call.kind != ToolKind::Execute {
+        // Codex calls `cat .env` a read: what ran a command says so in its
+        // input.
+        let ran = call.kind == ToolKind::Execute
+            || call
+                .raw_input
+                .as_ref()
+                .is_some_and(|i| i.get("command").is_some() || i.get("cmd").is_some());
+        if !ran {
             return None;
         }
         let mut text = String::new();
@@ -101,14 +108,30 @@ impl Calls {
         let line = fields
             .raw_input
             .as_ref()
-            .and_then(|input| input.get("command"))
-            .and_then(|c| c.as_str())
-            .map(str::to_owned);
+            .and_then(|input| input.get("command").or_else(|| input.get("cmd")))
+            .and_then(line_of);
         Asked {
             kind: fields.kind.unwrap_or(ToolKind::Other),
             title: fields.title.unwrap_or_default(),
             line,
         }
+    }
+}
+
+/// The shell line a call's `command` runs: the line itself, or a shell's
+/// `-c LINE` as an argument list (`["/bin/bash", "-lc", "cat a"]`).
+fn line_of(command: &serde_json::Value) -> Option<String> {
+    if let Some(line) = command.as_str() {
+        return Some(line.to_owned());
+    }
+    let argv: Vec<&str> = command
+        .as_array()?
+        .iter()
+        .map(|a| a.as_str())
+        .collect::<Option<_>>()?;
+    match argv.as_slice() {
+        [_, flag, line] if matches!(*flag, "-c" | "-lc" | "-ic") => Some((*line).to_owned()),
+        _ => shlex::try_join(argv.iter().copied()).ok(),
     }
 }
 
@@ -192,6 +215,23 @@ mod tests {
             calls.command_output(&done).unwrap(),
             "cat: /p/.env: Permission denied\nls: x\n"
         );
+        // Codex's `cat`, called a search, its command in its input.
+        let codex = update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read .env", "kind": "search",
+            "rawInput": {"command": ["/bin/bash", "-lc", "cat /p/.env"]}}),
+        );
+        calls.note(&codex);
+        let out = update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed",
+            "rawOutput": {"stdout": "cat: /p/.env: Permission denied\n"}}),
+        );
+        calls.note(&out);
+        assert!(calls
+            .command_output(&out)
+            .unwrap()
+            .contains("cat: /p/.env: Permission denied\n"));
+        let asked = calls.asked(&request(json!({"toolCallId": "c1"})));
+        assert_eq!(asked.line.as_deref(), Some("cat /p/.env"));
         let read = update(
             json!({"sessionUpdate": "tool_call", "toolCallId": "r1", "title": "read", "kind": "read",
             "content": [{"type": "content", "content": {"type": "text", "text": "Permission denied"}}]}),

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest,
-    CreateTerminalResponse, FileSystemCapabilities, InitializeRequest, KillTerminalRequest,
-    KillTerminalResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
-    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification,
-    SetSessionModeRequest, TerminalId, TerminalOutputRequest, TerminalOutputResponse, TextContent,
-    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
-    WriteTextFileResponse,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock,
+    CreateTerminalRequest, CreateTerminalResponse, ErrorCode, FileSystemCapabilities,
+    InitializeRequest, KillTerminalRequest, KillTerminalResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    ReleaseTerminalRequest, ReleaseTerminalResponse, RequestPermissionRequest,
+    RequestPermissionResponse, SessionId, SessionNotification, SetSessionModeRequest, TerminalId,
+    TerminalOutputRequest, TerminalOutputResponse, TextContent, WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Agent;
@@ -29,6 +29,9 @@ pub(super) enum NoAnswer {
     /// Its output ended: the process exited or closed it.
     #[error("it went away")]
     Gone,
+    /// It wants a login that no variable it was given provides.
+    #[error("it needs a login")]
+    NeedsLogin,
     /// It answered with an error.
     #[error("{0}")]
     Error(String),
@@ -285,14 +288,15 @@ async fn serve(
     .await?;
     while let Some(command) = commands.recv().await {
         match command {
-            Command::NewSession { cwd, mode, reply } => {
-                let made = match cx
-                    .send_request(NewSessionRequest::new(cwd))
-                    .block_task()
-                    .await
-                {
+            Command::NewSession {
+                cwd,
+                mode,
+                login,
+                reply,
+            } => {
+                let made = match new_session(&cx, cwd, login).await {
                     Ok(made) => put_in_mode(&cx, made, mode).await,
-                    Err(e) => Err(NoAnswer::from(e)),
+                    Err(e) => Err(e),
                 };
                 // The task that asked was cancelled meanwhile.
                 reply.send(made).ok();
@@ -328,6 +332,38 @@ async fn serve(
     // last `session/cancel` still reaches it).
     std::future::pending::<()>().await;
     Ok(())
+}
+
+/// A new session in `cwd`; when the agent asks to be logged in first,
+/// logged in by `login` (a method that reads a variable it was given),
+/// then asked again once.
+async fn new_session(
+    cx: &ConnectionTo<Agent>,
+    cwd: std::path::PathBuf,
+    login: Option<&'static str>,
+) -> Result<NewSessionResponse, NoAnswer> {
+    let ask = || {
+        cx.send_request(NewSessionRequest::new(cwd.clone()))
+            .block_task()
+    };
+    match ask().await {
+        Err(e) if e.code == ErrorCode::AuthRequired => {
+            let Some(method) = login else {
+                return Err(NoAnswer::NeedsLogin);
+            };
+            cx.send_request(AuthenticateRequest::new(method))
+                .block_task()
+                .await
+                .map_err(|e| match NoAnswer::from(e) {
+                    NoAnswer::Error(e) => {
+                        NoAnswer::Error(format!("its login {method:?} failed: {e}"))
+                    }
+                    other => other,
+                })?;
+            ask().await.map_err(NoAnswer::from)
+        }
+        other => other.map_err(NoAnswer::from),
+    }
 }
 
 /// Puts a new session in `mode` when the agent offers it and is in

@@ -21,11 +21,18 @@ pub struct Known {
     /// text) when no seed brought them: Claude Code ends at its first
     /// session without `~/.claude.json`.
     pub made: &'static [(&'static str, &'static str)],
-    /// The session mode it is put in when it offers it: one where it asks
-    /// before it edits or runs, so the preset decides. Claude Code's
+    /// The session mode it is put in when it offers it. Claude Code: one
+    /// where it asks before it edits or runs, so the preset decides (its
     /// successor adapter starts in "auto", whose classifier blocks every
-    /// call when the provider is not Anthropic's own.
+    /// call when the provider is not Anthropic's own). Codex: without a
+    /// sandbox of its own, which cannot start inside Chimera's (bubblewrap:
+    /// "setting up uid map: Permission denied"), so every edit and command
+    /// failed; Chimera's confinement bounds what it runs instead.
     pub mode: Option<&'static str>,
+    /// Its ACP login methods that read a variable, with that variable:
+    /// when it asks to be logged in, the first whose variable it was
+    /// given is used (Codex asks, even with `OPENAI_API_KEY` set).
+    pub logins: &'static [(&'static str, &'static str)],
 }
 
 const KNOWN: &[Known] = &[
@@ -46,6 +53,7 @@ const KNOWN: &[Known] = &[
         ],
         made: &[(".claude.json", "{}\n")],
         mode: Some("default"),
+        logins: &[],
     },
     Known {
         kind: "codex",
@@ -53,7 +61,11 @@ const KNOWN: &[Known] = &[
         keys: &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"],
         seeds: &[".codex/auth.json", ".codex/config.toml"],
         made: &[],
-        mode: None,
+        mode: Some("full-access"),
+        logins: &[
+            ("codex-api-key", "CODEX_API_KEY"),
+            ("openai-api-key", "OPENAI_API_KEY"),
+        ],
     },
     Known {
         kind: "gemini",
@@ -77,6 +89,7 @@ const KNOWN: &[Known] = &[
         ],
         made: &[],
         mode: None,
+        logins: &[],
     },
     Known {
         kind: "opencode",
@@ -95,6 +108,7 @@ const KNOWN: &[Known] = &[
         ],
         made: &[],
         mode: None,
+        logins: &[],
     },
 ];
 

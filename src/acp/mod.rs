@@ -45,6 +45,8 @@ enum Command {
         cwd: PathBuf,
         /// The mode to put it in, when it offers that mode.
         mode: Option<&'static str>,
+        /// The login method to use when it asks for one.
+        login: Option<&'static str>,
         reply: oneshot::Sender<Result<SessionId, connection::NoAnswer>>,
     },
     Prompt {
@@ -486,12 +488,21 @@ impl Attempt<'_> {
         let (reply, made) = oneshot::channel();
         let cwd = files.to_path_buf();
         let mode = known::known(policy::kind_of(name, self.spec)).and_then(|k| k.mode);
+        let login = policy::login_of(name, self.spec);
         process
             .commands
-            .send(Command::NewSession { cwd, reply, mode })
+            .send(Command::NewSession {
+                cwd,
+                reply,
+                mode,
+                login,
+            })
             .map_err(|_| stopped())?;
         made.await.map_err(|_| stopped())?.map_err(|e| match e {
             connection::NoAnswer::Gone => stopped(),
+            connection::NoAnswer::NeedsLogin => {
+                (AgentError::External(needs_login(name, self.spec)), false)
+            }
             connection::NoAnswer::Error(e) => {
                 let message = format!("{name} opened no session: {e}{}", it_said(self.workdir));
                 (AgentError::External(message), false)
@@ -570,6 +581,23 @@ struct Turns<'a> {
     repair_rounds: u32,
     show: &'a Arc<dyn Fn(transcript::Piece) + Send + Sync>,
     transcript: &'a Mutex<transcript::Transcript>,
+}
+
+/// What to do when agent `name` asks for a login none of its variables
+/// gives.
+fn needs_login(name: &str, spec: &ExternalAgent) -> String {
+    let vars: Vec<&str> = known::known(policy::kind_of(name, spec))
+        .map(|k| k.logins.iter().map(|(_, var)| *var).collect())
+        .unwrap_or_default();
+    match vars.is_empty() {
+        true => format!(
+            "{name} needs a login: log in with it in your shell (its login is copied into its own home)"
+        ),
+        false => format!(
+            "{name} needs a login: set {} (in your environment or agents.external.{name}.env), or log in with it in your shell",
+            vars.join(" or ")
+        ),
+    }
 }
 
 /// The last lines the agent printed, as "; it said: …" (nothing when it
@@ -656,6 +684,11 @@ impl Turns<'_> {
             self.take_back()?;
             let stop = stop.map_err(|_| self.stopped())?.map_err(|e| match e {
                 connection::NoAnswer::Gone => self.stopped(),
+                connection::NoAnswer::NeedsLogin => AgentError::External(format!(
+                    "{} asked for a login in its turn{}",
+                    self.name,
+                    it_said(self.workdir)
+                )),
                 connection::NoAnswer::Error(e) => {
                     AgentError::External(format!("{}: {e}{}", self.name, it_said(self.workdir)))
                 }

@@ -79,6 +79,20 @@ pub fn network_of(
     Ok(targets)
 }
 
+/// The login method agent `name` is to use when it asks for one: the
+/// first of its kind's whose variable it is given (its options' `env`,
+/// or yours, passed); `None` when it is given none.
+pub(super) fn login_of(name: &str, spec: &ExternalAgent) -> Option<&'static str> {
+    let given = |var: &str| {
+        spec.env.contains_key(var) || std::env::var_os(var).is_some_and(|v| !v.is_empty())
+    };
+    known::known(kind_of(name, spec))?
+        .logins
+        .iter()
+        .find(|(_, var)| given(var))
+        .map(|(method, _)| *method)
+}
+
 /// Which agent `name` is: its `kind`, else its name.
 pub(super) fn kind_of<'a>(name: &'a str, spec: &'a ExternalAgent) -> &'a str {
     spec.kind.as_deref().unwrap_or(name)

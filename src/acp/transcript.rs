@@ -56,6 +56,8 @@ pub struct Transcript {
     said: String,
     /// What the sandbox refused in the whole run, each once.
     refused: Vec<String>,
+    /// The id of the message being said, when the agent gives one.
+    message: Option<String>,
 }
 
 impl Transcript {
@@ -75,9 +77,15 @@ impl Transcript {
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
                 let text = text_of(&chunk.content)?;
-                // A message after a tool call is a new paragraph, as the
-                // agent wrote it, never glued to the last one's end.
-                if !matches!(self.entries.last(), Some(Entry::Message(_))) {
+                // A message after a tool call, or one the agent names as
+                // another, is a new paragraph, never glued to the last
+                // one's end.
+                let id = chunk.message_id.as_ref().map(|m| m.0.to_string());
+                let another = id.is_some() && self.message != id;
+                if id.is_some() {
+                    self.message = id;
+                }
+                if another || !matches!(self.entries.last(), Some(Entry::Message(_))) {
                     let gap = match &self.said {
                         s if s.is_empty() || s.ends_with("\n\n") => "",
                         s if s.ends_with('\n') => "\n",
@@ -87,7 +95,7 @@ impl Transcript {
                 }
                 keep_latest(&mut self.said, text);
                 match self.entries.last_mut() {
-                    Some(Entry::Message(m)) => keep_latest(m, text),
+                    Some(Entry::Message(m)) if !another => keep_latest(m, text),
                     _ => self.push(Entry::Message(text.to_owned())),
                 }
                 Some(Piece::Message {
@@ -349,6 +357,19 @@ mod tests {
             t.words(),
             "I will look at the code.\n\ndone: greet\n\nChecked.\n\nAll good."
         );
+        // Two messages in a row, told apart by their ids (Codex's warning,
+        // then its answer).
+        let mut t = Transcript::default();
+        t.begin("fix greet");
+        let said = |text: &str, id: &str| {
+            update(
+                json!({"sessionUpdate": "agent_message_chunk", "messageId": id, "content": {"type": "text", "text": text}}),
+            )
+        };
+        t.update(&said("Model metadata not found.", "m1"));
+        t.update(&said("Fixed ", "m2"));
+        t.update(&said("greet.", "m2"));
+        assert_eq!(t.words(), "Model metadata not found.\n\nFixed greet.");
     }
 
     #[test]
