@@ -22,11 +22,11 @@ test-core:
 	PYTHONPATH=$$(scripts/install-pytest.sh) cargo test --no-default-features
 	cargo clippy --all-targets -- -D warnings
 
-# The real opencode and Claude Code adapters (npm) for
-# tests/nvim/test_opencode.lua and test_claude.lua.
+# The real opencode, Claude Code, Gemini CLI and Codex (npm) for
+# tests/nvim/test_opencode.lua, test_claude.lua and test_agents.lua.
 test-lua: debug-lib
 	scripts/install-opencode.sh >/dev/null
-	scripts/install-claude.sh >/dev/null
+	scripts/install-agents.sh >/dev/null
 	@set -e; for t in tests/nvim/test_*.lua; do \
 	  echo "== $$t"; \
 	  CHIMERA_LIB=$(DEBUG_LIB) timeout 300 $(NVIM) --headless --clean -l $$t; \

@@ -1,5 +1,5 @@
 -- The real Claude Code as an ACP agent, through both of its adapters
--- (npm, installed by scripts/install-claude.sh): the one users have today,
+-- (npm, installed by scripts/install-agents.sh): the one users have today,
 -- which serves Claude Code's tools over ACP, and its successor, which runs
 -- Claude Code's own. A scripted model on 127.0.0.1 answers in Anthropic's
 -- Messages API with tool calls, so Claude Code's own loop runs. Under the
@@ -14,7 +14,7 @@ local ADAPTERS = {
   { name = "claude-agent-acp", bin = h.repo .. "/.deps/claude-agent-acp/node_modules/.bin/claude-agent-acp", tools = "" },
 }
 for _, a in ipairs(ADAPTERS) do
-  assert(vim.fn.executable(a.bin) == 1, a.name .. " is not installed: scripts/install-claude.sh (make test runs it)")
+  assert(vim.fn.executable(a.bin) == 1, a.name .. " is not installed: scripts/install-agents.sh (make test runs it)")
 end
 
 local APP = 'def greet(name):\n    return "Hello, " + name\n'
