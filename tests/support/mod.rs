@@ -35,6 +35,12 @@ impl Drop for Project {
 }
 
 pub fn project(replies: &[serde_json::Value]) -> Project {
+    project_with(replies, &[])
+}
+
+/// [`project`] whose fake LLM is given `args` too (`--only-with-tools`:
+/// an agent's side requests do not take the script's replies).
+pub fn project_with(replies: &[serde_json::Value], args: &[&str]) -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
     std::fs::create_dir_all(root.join(".git")).unwrap();
@@ -50,6 +56,7 @@ pub fn project(replies: &[serde_json::Value]) -> Project {
         .arg(&port_file)
         .arg("--log")
         .arg(dir.path().join("llm.log"))
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
