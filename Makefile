@@ -23,7 +23,7 @@ test-core:
 	cargo clippy --all-targets -- -D warnings
 
 # The real opencode, Claude Code, Gemini CLI and Codex (npm) for
-# tests/nvim/test_opencode.lua, test_claude.lua and test_agents.lua.
+# tests/nvim/test_opencode.lua and test_agents.lua.
 test-lua: debug-lib
 	scripts/install-opencode.sh >/dev/null
 	scripts/install-agents.sh >/dev/null

@@ -117,6 +117,21 @@ function M.fake_llm(script, opts)
   return "http://127.0.0.1:" .. M.read(port_path), log
 end
 
+--- The first agent to end (neither queued nor running), within
+--- `timeout_ms`: its record.
+function M.ended_agent(timeout_ms)
+  local id
+  M.wait_for("an agent to end", function()
+    for _, a in ipairs(require("chimera").agents()) do
+      if a.state ~= "queued" and a.state ~= "running" then
+        id = a.id
+        return true
+      end
+    end
+  end, timeout_ms)
+  return require("chimera").agent(id)
+end
+
 --- The data of every `User {pattern}` event from now on, oldest first.
 function M.user_events(pattern)
   local got = {}

@@ -1,11 +1,16 @@
--- The real Gemini CLI (`--acp`) and Codex (its ACP adapter), installed from
--- npm by scripts/install-agents.sh, each driven by a scripted model on
--- 127.0.0.1 that answers in its provider's wire format with tool calls
--- (Gemini's generateContent; OpenAI's Responses API, Codex's freeform
--- apply_patch included), so each agent's own tools run. Under the default
--- preset the edit is a proposal, nobody is asked, the disk waits for
--- <Leader>a and u undoes it; a shell reading the project's .env and the
--- home is refused by the kernel, shown, and no secret reaches the model.
+-- The agents users bring, real, installed from npm by
+-- scripts/install-agents.sh: Claude Code through both of its adapters (the
+-- one users have today, which serves Claude Code's tools over ACP, and its
+-- successor, which runs Claude Code's own), Gemini CLI (`--acp`) and Codex
+-- (its ACP adapter). Each is driven by a scripted model on 127.0.0.1 that
+-- answers in its provider's wire format with tool calls (Anthropic's
+-- Messages, Gemini's generateContent, OpenAI's Responses API with Codex's
+-- freeform apply_patch), so each agent's own loop and tools run. Under the
+-- default preset the edit is a proposal, nobody is asked, the disk waits
+-- for <Leader>a and u undoes it; a shell reading the project's .env and
+-- the home and writing the project is refused by the kernel, shown where
+-- the agent reports what its commands print, and no secret reaches the
+-- model.
 local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
 local chimera = require("chimera")
 
@@ -13,7 +18,41 @@ local APP = 'def greet(name):\n    return "Hello, " + name\n'
 local OLD, NEW = '"Hello, " + name', '"Hello, " + (name or "world")'
 local FIXED = APP:gsub(vim.pesc(OLD), NEW)
 
+--- Claude Code through `adapter` (its tools' prefix: `tools`).
+local function claude(adapter, tools)
+  return {
+    name = "claude",
+    adapter = adapter,
+    bin = h.repo .. "/.deps/" .. adapter .. "/node_modules/.bin/" .. adapter,
+    spec = function(bin, url)
+      return {
+        command = { bin },
+        env = {
+          ANTHROPIC_BASE_URL = url,
+          ANTHROPIC_API_KEY = "sk-ant-test",
+          -- Claude Code refuses to run as root outside a sandbox unless told.
+          IS_SANDBOX = "1",
+          DISABLE_TELEMETRY = "1",
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1",
+        },
+      }
+    end,
+    edit = {
+      { name = tools .. "Read", arguments = { file_path = "{cwd}/app.py" } },
+      { name = tools .. "Edit", arguments = { file_path = "{cwd}/app.py", old_string = OLD, new_string = NEW } },
+    },
+    shell = function(line)
+      return { name = tools .. "Bash", arguments = { command = line, description = "Look around", timeout = 60000 } }
+    end,
+    -- It asks before each edit: the preset answers, naming the kind.
+    asks_edit = true,
+    shows_output = true,
+  }
+end
+
 local AGENTS = {
+  claude("claude-code-acp", "mcp__acp__"),
+  claude("claude-agent-acp", ""),
   {
     name = "gemini",
     bin = h.repo .. "/.deps/gemini/node_modules/.bin/gemini",
@@ -23,7 +62,7 @@ local AGENTS = {
         env = { GOOGLE_GEMINI_BASE_URL = url, GEMINI_API_KEY = "test-key" },
       }
     end,
-    edit = { name = "write_file", arguments = { file_path = "{cwd}/app.py", content = FIXED } },
+    edit = { { name = "write_file", arguments = { file_path = "{cwd}/app.py", content = FIXED } } },
     -- Gemini CLI sends its shell's output to the model only (an empty
     -- `content` to the client): what the kernel refused it cannot be shown.
     shows_output = false,
@@ -58,11 +97,13 @@ wire_api = "responses"
       }
     end,
     edit = {
-      name = "apply_patch",
-      input = ("*** Begin Patch\n*** Update File: app.py\n@@\n def greet(name):\n-    return %s\n+    return %s\n*** End Patch\n"):format(
-        OLD,
-        NEW
-      ),
+      {
+        name = "apply_patch",
+        input = ("*** Begin Patch\n*** Update File: app.py\n@@\n def greet(name):\n-    return %s\n+    return %s\n*** End Patch\n"):format(
+          OLD,
+          NEW
+        ),
+      },
     },
     shell = function(line)
       return { name = "exec_command", arguments = { cmd = line } }
@@ -71,7 +112,8 @@ wire_api = "responses"
   },
 }
 for _, a in ipairs(AGENTS) do
-  assert(vim.fn.executable(a.bin) == 1, a.name .. " is not installed: scripts/install-agents.sh (make test runs it)")
+  a.adapter = a.adapter or a.name
+  assert(vim.fn.executable(a.bin) == 1, a.adapter .. " is not installed: scripts/install-agents.sh (make test runs it)")
 end
 
 --- Runs a task by `agent` on app.py, opened and typed into at once, its
@@ -99,23 +141,15 @@ local function run(agent, preset, calls)
   end
   vim.cmd.edit("app.py")
   vim.cmd("Chimera task --agent " .. agent.name .. " make greet say Hello, world when name is empty")
-  local id
-  h.wait_for(agent.name .. " to end", function()
-    for _, a in ipairs(chimera.agents()) do
-      if a.state ~= "queued" and a.state ~= "running" then
-        id = a.id
-        return true
-      end
-    end
-  end, 90000)
+  local done = h.ended_agent(90000)
   vim.ui.select = select
-  return chimera.agent(id), vim.api.nvim_get_current_buf(), root, requests, asked
+  return done, vim.api.nvim_get_current_buf(), root, requests, asked
 end
 
 for _, agent in ipairs(AGENTS) do
-  h.test(agent.name .. ": its edit is a proposal under the default preset, nobody asked; <Leader>a, then u", function()
+  h.test(agent.adapter .. ": its edit is a proposal under the default preset, nobody asked; <Leader>a, then u", function()
     local done, buf, root, _, asked = run(agent, { preset = "sandbox" }, function()
-      return { agent.edit }
+      return agent.edit
     end)
     h.eq(done.state, "completed", agent.name .. " proposed: " .. tostring(done.error))
     h.eq(#asked, 0, "nobody was asked: " .. vim.inspect(asked))
@@ -131,12 +165,21 @@ for _, agent in ipairs(AGENTS) do
     vim.api.nvim_feedkeys("u", "x", false)
     h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return " .. OLD, "u undoes it")
     h.eq(h.read(root .. "/app.py"), APP, "and the disk waits for :write")
+    if agent.asks_edit then
+      local asked_edit = vim.tbl_filter(function(e)
+        return e.input:find("session/request_permission edit:", 1, true) ~= nil
+      end, h.effects({ kind = "acp" }))
+      h.eq(#asked_edit, 1, "its permission named the kind it announced")
+      h.eq(asked_edit[1].output, "ok")
+    end
   end)
 
-  h.test(agent.name .. ": its shell reaches nothing of the user's, and what was refused is shown", function()
+  h.test(agent.adapter .. ": its shell reaches nothing of the user's, and what was refused is shown", function()
     local home = vim.uv.os_homedir()
     local done, _, root, requests = run(agent, { preset = "developer", commands = { "cat", "ls" } }, function(root)
-      return { agent.edit, agent.shell(("cat %s/.env; ls %s"):format(root, home)) }
+      local calls = vim.deepcopy(agent.edit)
+      table.insert(calls, agent.shell(("cat %s/.env; ls %s; echo owned > %s/app.py"):format(root, home, root)))
+      return calls
     end)
     h.eq(done.state, "completed", agent.name .. " proposed: " .. tostring(done.error))
     h.eq(h.read(root .. "/app.py"), APP, "the project's file is untouched")
@@ -155,8 +198,9 @@ for _, agent in ipairs(AGENTS) do
     end
     h.eq(refused[root .. "/.env"], "the project itself: it works on its own copy", vim.inspect(refused))
     h.eq(refused["~"], "your home: it has one of its own", vim.inspect(refused))
+    h.eq(refused[root .. "/app.py"], "the project itself: it works on its own copy", vim.inspect(refused))
     h.truthy(
-      (done.summary or ""):find("the sandbox refused 2 accesses outside its folder", 1, true),
+      (done.summary or ""):find("the sandbox refused 3 accesses outside its folder", 1, true),
       "the summary says so: " .. tostring(done.summary)
     )
   end)

@@ -58,16 +58,8 @@ local function run(script, permission, task)
   })
   vim.cmd.edit("app.py")
   vim.cmd("Chimera task --agent opencode " .. task)
-  local id
-  h.wait_for("opencode to end", function()
-    for _, a in ipairs(chimera.agents()) do
-      if a.state ~= "queued" and a.state ~= "running" then
-        id = a.id
-        return true
-      end
-    end
-  end, 90000)
-  return chimera.agent(id), vim.api.nvim_get_current_buf(), root, requests
+  local done = h.ended_agent(90000)
+  return done, vim.api.nvim_get_current_buf(), root, requests
 end
 
 local WRITE = { tool_calls = { { name = "write", arguments = { filePath = "app.py", content = FIXED } } } }
