@@ -110,120 +110,139 @@ fn is_name(s: &str) -> bool {
 
 /// Splits `line` as a shell reads it, far enough to find its commands.
 fn tokens(line: &str) -> Result<Vec<Token>, Unjudged> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quoted = false;
-    let mut in_word = false;
+    let mut lex = Lexer::default();
     let mut chars = line.chars().peekable();
-    let end_word =
-        |out: &mut Vec<Token>, word: &mut String, quoted: &mut bool, in_word: &mut bool| {
-            if *in_word {
-                out.push(Token::Word(std::mem::take(word), *quoted));
-            }
-            *quoted = false;
-            *in_word = false;
-        };
     while let Some(c) = chars.next() {
         match c {
-            '\'' => {
-                in_word = true;
-                quoted = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(Unjudged::Unclosed),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                quoted = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => {
-                            if let Some(c) = chars.next() {
-                                word.push(c);
-                            }
-                        }
-                        Some('`') => return Err(Unjudged::Substitution),
-                        Some('$') if chars.peek() == Some(&'(') => {
-                            return Err(Unjudged::Substitution)
-                        }
-                        Some(c) => word.push(c),
-                        None => return Err(Unjudged::Unclosed),
-                    }
-                }
-            }
+            '\'' => lex.single_quoted(&mut chars)?,
+            '"' => lex.double_quoted(&mut chars)?,
             '\\' => {
-                in_word = true;
-                quoted = true;
+                lex.quoted_word();
                 match chars.next() {
                     // A line continued on the next.
                     Some('\n') | None => {}
-                    Some(c) => word.push(c),
+                    Some(c) => lex.word.push(c),
                 }
             }
             '`' => return Err(Unjudged::Substitution),
             '$' if chars.peek() == Some(&'(') => return Err(Unjudged::Substitution),
             '(' | ')' => return Err(Unjudged::Subshell),
-            '#' if !in_word => {
+            '#' if !lex.in_word => {
                 // A comment, to the end of its line.
                 while chars.next_if(|c| *c != '\n').is_some() {}
             }
-            ' ' | '\t' => end_word(&mut out, &mut word, &mut quoted, &mut in_word),
-            ';' | '\n' => {
-                end_word(&mut out, &mut word, &mut quoted, &mut in_word);
-                out.push(Token::Separator);
-            }
+            ' ' | '\t' => lex.end_word(),
+            ';' | '\n' => lex.separate(),
             '|' => {
-                end_word(&mut out, &mut word, &mut quoted, &mut in_word);
                 chars.next_if_eq(&'|');
                 chars.next_if_eq(&'&');
-                out.push(Token::Separator);
+                lex.separate();
+            }
+            '&' if chars.next_if_eq(&'>').is_some() => {
+                chars.next_if_eq(&'>');
+                lex.end_word();
+                lex.out.push(Token::Redirect);
             }
             '&' => {
-                end_word(&mut out, &mut word, &mut quoted, &mut in_word);
-                if chars.next_if_eq(&'>').is_some() {
-                    chars.next_if_eq(&'>');
-                    out.push(Token::Redirect);
-                } else {
-                    chars.next_if_eq(&'&');
-                    out.push(Token::Separator);
-                }
+                chars.next_if_eq(&'&');
+                lex.separate();
             }
-            '<' | '>' => {
-                // `2>` and `2>&1`: the number belongs to the redirect.
-                if in_word && !quoted && word.chars().all(|c| c.is_ascii_digit()) {
-                    word.clear();
-                    in_word = false;
-                }
-                end_word(&mut out, &mut word, &mut quoted, &mut in_word);
-                if c == '<' && chars.next_if_eq(&'<').is_some() {
-                    if chars.next_if_eq(&'<').is_none() {
-                        return Err(Unjudged::HereDocument);
-                    }
-                } else if chars.peek() == Some(&'(') {
-                    return Err(Unjudged::Substitution);
-                } else {
-                    chars.next_if(|n| *n == '>' || *n == '|');
-                }
-                if chars.next_if_eq(&'&').is_some() {
-                    // `>&2`: a descriptor, not a file word to skip.
-                    while chars.next_if(|c| c.is_ascii_digit() || *c == '-').is_some() {}
-                    continue;
-                }
-                out.push(Token::Redirect);
-            }
+            '<' | '>' => lex.redirect(c, &mut chars)?,
             c => {
-                in_word = true;
-                word.push(c);
+                lex.in_word = true;
+                lex.word.push(c);
             }
         }
     }
-    end_word(&mut out, &mut word, &mut quoted, &mut in_word);
-    Ok(out)
+    lex.end_word();
+    Ok(lex.out)
+}
+
+type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
+
+/// The tokens read so far and the word being read.
+#[derive(Default)]
+struct Lexer {
+    out: Vec<Token>,
+    word: String,
+    quoted: bool,
+    in_word: bool,
+}
+
+impl Lexer {
+    fn end_word(&mut self) {
+        if self.in_word {
+            self.out
+                .push(Token::Word(std::mem::take(&mut self.word), self.quoted));
+        }
+        self.quoted = false;
+        self.in_word = false;
+    }
+
+    fn separate(&mut self) {
+        self.end_word();
+        self.out.push(Token::Separator);
+    }
+
+    fn quoted_word(&mut self) {
+        self.in_word = true;
+        self.quoted = true;
+    }
+
+    /// `'…'`: every character as it is.
+    fn single_quoted(&mut self, chars: &mut Chars<'_>) -> Result<(), Unjudged> {
+        self.quoted_word();
+        loop {
+            match chars.next() {
+                Some('\'') => return Ok(()),
+                Some(c) => self.word.push(c),
+                None => return Err(Unjudged::Unclosed),
+            }
+        }
+    }
+
+    /// `"…"`: escapes read, a command substitution never judged.
+    fn double_quoted(&mut self, chars: &mut Chars<'_>) -> Result<(), Unjudged> {
+        self.quoted_word();
+        loop {
+            match chars.next() {
+                Some('"') => return Ok(()),
+                Some('\\') => self.word.extend(chars.next()),
+                Some('`') => return Err(Unjudged::Substitution),
+                Some('$') if chars.peek() == Some(&'(') => return Err(Unjudged::Substitution),
+                Some(c) => self.word.push(c),
+                None => return Err(Unjudged::Unclosed),
+            }
+        }
+    }
+
+    /// `<`, `>`, `>>`, `2>`, `>&2`, `<<<`: the word after names a file
+    /// (or a descriptor); `<<` starts a here-document and `<(`/`>(` a
+    /// command, neither judged.
+    fn redirect(&mut self, c: char, chars: &mut Chars<'_>) -> Result<(), Unjudged> {
+        // `2>` and `2>&1`: the number belongs to the redirect.
+        if self.in_word && !self.quoted && self.word.chars().all(|c| c.is_ascii_digit()) {
+            self.word.clear();
+            self.in_word = false;
+        }
+        self.end_word();
+        if c == '<' && chars.next_if_eq(&'<').is_some() {
+            if chars.next_if_eq(&'<').is_none() {
+                return Err(Unjudged::HereDocument);
+            }
+        } else if chars.peek() == Some(&'(') {
+            return Err(Unjudged::Substitution);
+        } else {
+            chars.next_if(|n| *n == '>' || *n == '|');
+        }
+        if chars.next_if_eq(&'&').is_some() {
+            // `>&2`: a descriptor, not a file word to skip.
+            while chars.next_if(|c| c.is_ascii_digit() || *c == '-').is_some() {}
+            return Ok(());
+        }
+        self.out.push(Token::Redirect);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

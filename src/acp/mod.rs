@@ -321,35 +321,41 @@ pub async fn run(
     }
     let rounds = result.map_err(|(e, _)| e)?;
     let changed = agent::tools::changed_files(&store, &job.id)?;
-    let (words, refused) = transcript
+    let summary = transcript
         .lock()
-        .map(|t| {
-            let refused = crate::confine::refusals::sentence(t.refusals());
-            (t.words().trim().to_owned(), refused)
-        })
-        .unwrap_or_default();
-    let refused = refused.map_or(String::new(), |r| format!(" ({r})"));
-    if changed.is_empty() {
-        return Err(AgentError::External(if words.is_empty() {
-            format!("{name} changed no file{refused}")
-        } else {
-            format!(
-                "{name} changed no file{refused}; it said: {}",
-                first_line(&words)
-            )
-        }));
-    }
+        .map(|t| summary(name, &t, &changed))
+        .unwrap_or_else(|_| Err(AgentError::External(format!("{name}'s turn was lost"))))?;
     progress(format!("{name} is done"));
     Ok(Done {
-        summary: if words.is_empty() {
-            format!("{name} changed {}{refused}", changed.join(", "))
-        } else {
-            format!("{}{refused}", first_line(&words))
-        },
+        summary,
         changed_files: changed,
         rounds,
         form: "acp",
     })
+}
+
+/// What a run of agent `name` that changed `changed` comes to, in words:
+/// its reply (or what it changed), and what the sandbox refused it; an
+/// error when it changed nothing.
+fn summary(
+    name: &str,
+    t: &transcript::Transcript,
+    changed: &[String],
+) -> Result<String, AgentError> {
+    let words = t.words().trim();
+    let refused = crate::confine::refusals::sentence(t.refusals())
+        .map_or(String::new(), |r| format!(" ({r})"));
+    match (changed.is_empty(), words.is_empty()) {
+        (true, true) => Err(AgentError::External(format!(
+            "{name} changed no file{refused}"
+        ))),
+        (true, false) => Err(AgentError::External(format!(
+            "{name} changed no file{refused}; it said: {}",
+            first_line(words)
+        ))),
+        (false, true) => Ok(format!("{name} changed {}{refused}", changed.join(", "))),
+        (false, false) => Ok(format!("{}{refused}", first_line(words))),
+    }
 }
 
 /// Where an ACP agent's run reaches the human: the progress line, the
