@@ -802,7 +802,8 @@ fn the_agents_turn_streams_to_the_editor_and_stays_in_its_log() {
             "Done."
         ]
     );
-    assert_eq!(agent.summary.as_deref(), Some("Fixing add. Done."));
+    // Its last message is the summary: what it did, not what it was about to.
+    assert_eq!(agent.summary.as_deref(), Some("Done."));
 
     // Feedback starts the next run, said first.
     r.send(ToCore::Reject {

@@ -342,7 +342,14 @@ fn summary(
     t: &transcript::Transcript,
     changed: &[String],
 ) -> Result<String, AgentError> {
-    let words = t.words().trim();
+    // Its last message says what it did; earlier ones what it was about
+    // to do (or a warning of its own).
+    let words = t
+        .words()
+        .rsplit("\n\n")
+        .map(str::trim)
+        .find(|p| !p.is_empty())
+        .unwrap_or("");
     let refused = crate::confine::refusals::sentence(t.refusals())
         .map_or(String::new(), |r| format!(" ({r})"));
     match (changed.is_empty(), words.is_empty()) {

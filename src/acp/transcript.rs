@@ -81,7 +81,12 @@ impl Transcript {
                 // another, is a new paragraph, never glued to the last
                 // one's end.
                 let id = chunk.message_id.as_ref().map(|m| m.0.to_string());
-                let another = id.is_some() && self.message != id;
+                // Without ids (Codex sends each message whole, one after
+                // another), a sentence's end followed at once by a capital
+                // is a new message: a stream's next word starts with a space.
+                let glued = self.said.ends_with(['.', '!', '?'])
+                    && text.starts_with(|c: char| c.is_ascii_uppercase());
+                let another = (id.is_some() && self.message != id) || (id.is_none() && glued);
                 if id.is_some() {
                     self.message = id;
                 }
@@ -368,8 +373,18 @@ mod tests {
         };
         t.update(&said("Model metadata not found.", "m1"));
         t.update(&said("Fixed ", "m2"));
-        t.update(&said("greet.", "m2"));
+        t.update(&say("greet."));
         assert_eq!(t.words(), "Model metadata not found.\n\nFixed greet.");
+        // Nor ids: a sentence's end, then a capital at once.
+        let mut t = Transcript::default();
+        t.begin("fix greet");
+        t.update(&say("Model metadata not found."));
+        t.update(&say("Fixed greet."));
+        t.update(&say(" Also checked."));
+        assert_eq!(
+            t.words(),
+            "Model metadata not found.\n\nFixed greet. Also checked."
+        );
     }
 
     #[test]
