@@ -346,18 +346,19 @@ pub fn message(answer: &Value, json: bool) {
 
 pub fn effects(all: &Value, json: bool) {
     let header = format!(
-        "{:>6}  {:<8} {:<10} {:>8}  {:<12} INPUT",
+        "{:>6}  {:<8} {:<10} {:>8}  {:<12} INPUT -> OUTCOME",
         "SEQ", "KIND", "AGENT", "MS", "WHEN"
     );
     list(all, json, "no effects", header, |e| {
         format!(
-            "{:>6}  {:<8} {:<10} {:>8}  {:<12} {}",
+            "{:>6}  {:<8} {:<10} {:>8}  {:<12} {} -> {}",
             e["seq"].as_i64().unwrap_or(0),
             text(e, "kind"),
             text(e, "agent_id"),
             e["duration_ms"].as_i64().unwrap_or(0),
             ago(e["created_at"].as_i64().unwrap_or(0)),
-            line(text(e, "input"), 60)
+            line(text(e, "input"), 60),
+            line(text(e, "output"), 60)
         )
     });
 }
