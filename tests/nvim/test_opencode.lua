@@ -146,6 +146,11 @@ h.test("opencode told to write the project's real path or read its .env is refus
   local sent = h.read(requests) or ""
   h.truthy(not sent:find("hunter2", 1, true), "the secret never reached the model")
   h.truthy(sent:find("Permission denied", 1, true), "the kernel's refusal went back to the model")
+  local refused = {}
+  for _, e in ipairs(h.effects({ kind = "acp" })) do
+    refused[#refused + 1] = e.input:match("^refused by the sandbox: (.*)$")
+  end
+  h.eq(refused, { root .. "/app.py", root .. "/.env" }, "and is shown")
   h.eq(chimera.agent(id).changed_files, { "app.py" }, "its write by a relative path is the proposal")
 end)
 
