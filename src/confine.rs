@@ -54,7 +54,6 @@ const SYSTEM: &[&str] = &[
     "/lib32",
     "/lib64",
     "/libx32",
-    "/etc",
     "/opt",
     "/nix",
     "/snap",
@@ -65,9 +64,58 @@ const SYSTEM: &[&str] = &[
     // macOS
     "/System",
     "/Library",
-    "/private/etc",
     "/private/var/db/timezone",
 ];
+
+/// The system's settings, read entry by entry less [`SETTINGS_SECRETS`].
+const SETTINGS: &[&str] = &["/etc", "/private/etc"];
+
+/// What the system's settings keep secret (names in a settings folder, or
+/// `folder/name`): never readable by a confined program, even one run as
+/// root, as in a container or on CI, where `/etc/shadow` was.
+const SETTINGS_SECRETS: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "master.passwd",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "ssl/private",
+    "krb5.keytab",
+    "NetworkManager/system-connections",
+    "wpa_supplicant",
+    "security/opasswd",
+    "docker",
+    "credstore",
+    "credstore.encrypted",
+];
+
+/// The entries of `dir` less `secrets` (names in it, or `name/inner` for
+/// what is inside one of its folders, whose other entries are kept).
+fn entries_without(dir: &Path, secrets: &[&str]) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if secrets.contains(&name.as_ref()) {
+            continue;
+        }
+        let inner: Vec<&str> = secrets
+            .iter()
+            .filter_map(|s| s.strip_prefix(name.as_ref())?.strip_prefix('/'))
+            .collect();
+        match inner.is_empty() {
+            true => out.push(e.path()),
+            false => out.extend(entries_without(&e.path(), &inner)),
+        }
+    }
+    out
+}
 
 /// Toolchains installed in the home folder that programs run from (read
 /// only): compilers, interpreters and their package caches — not the
@@ -126,9 +174,13 @@ impl Rules {
             p.exists().then_some(p)
         });
         let python_path = python_path(std::env::var_os("PYTHONPATH").as_deref(), home.as_deref());
+        let settings = SETTINGS
+            .iter()
+            .flat_map(|dir| entries_without(Path::new(dir), SETTINGS_SECRETS));
         Rules {
             read: existing(SYSTEM)
                 .into_iter()
+                .chain(settings)
                 .chain(toolchains)
                 .chain(python_path)
                 .collect(),
@@ -147,6 +199,8 @@ impl Rules {
                 match touches(&p, &root) {
                     None => kept.push(p),
                     Some("holds") if SYSTEM.iter().any(|s| Path::new(s) == p) => {}
+                    // A project kept among the system's settings: not theirs to give.
+                    Some(_) if SETTINGS.iter().any(|s| p.parent() == Some(Path::new(s))) => {}
                     Some(how) => return Err(ConfineError::TouchesProject { path: p, root, how }),
                 }
             }

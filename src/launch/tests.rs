@@ -52,3 +52,30 @@ fn a_confined_program_writes_only_where_it_may_and_reads_nothing_of_the_project(
     assert!(!root.join("new").exists() && !root.join("late").exists());
     assert_eq!(std::fs::read_to_string(work.join("a")).unwrap(), "hi\n");
 }
+
+#[test]
+fn a_confined_program_reads_the_systems_settings_but_not_its_secrets() {
+    // Run as root (CI, containers), /etc/shadow is otherwise readable.
+    let rules = Rules::system();
+    assert!(
+        sh(&rules, "cat /etc/passwd /etc/hosts > /dev/null").0,
+        "settings programs need"
+    );
+    for secret in [
+        "/etc/shadow",
+        "/etc/gshadow",
+        "/etc/sudoers",
+        "/etc/ssl/private",
+    ] {
+        if std::path::Path::new(secret).exists() {
+            assert!(
+                !sh(&rules, &format!("cat {secret} || ls {secret}/*")).0,
+                "{secret} was readable"
+            );
+        }
+    }
+    assert!(
+        sh(&rules, "ls /etc/ssl/certs > /dev/null").0,
+        "certificates are not secret"
+    );
+}
