@@ -40,6 +40,10 @@ pub struct Rules {
     pub read: Vec<PathBuf>,
     /// Folders and files it may also create, change and delete.
     pub write: Vec<PathBuf>,
+    /// Secrets inside what it may read, kept from it all the same: covered
+    /// by an empty file or folder in its own mounts, or where it has none,
+    /// left out of the rules (their folder granted entry by entry).
+    pub hidden: Vec<PathBuf>,
 }
 
 /// The system's folders every program reads: its libraries and its
@@ -67,8 +71,11 @@ const SYSTEM: &[&str] = &[
     "/private/var/db/timezone",
 ];
 
-/// The system's settings, read entry by entry less [`SETTINGS_SECRETS`].
-const SETTINGS: &[&str] = &["/etc", "/private/etc"];
+/// The system's settings, readable less [`SETTINGS_SECRETS`]: Linux's
+/// as a whole with the secrets hidden, macOS's entry by entry (its
+/// profile has no mounts to hide them with).
+const SETTINGS: &str = "/etc";
+const MAC_SETTINGS: &str = "/private/etc";
 
 /// What the system's settings keep secret (names in a settings folder, or
 /// `folder/name`): never readable by a confined program, even one run as
@@ -92,29 +99,35 @@ const SETTINGS_SECRETS: &[&str] = &[
     "credstore.encrypted",
 ];
 
-/// The entries of `dir` less `secrets` (names in it, or `name/inner` for
-/// what is inside one of its folders, whose other entries are kept).
-fn entries_without(dir: &Path, secrets: &[&str]) -> Vec<PathBuf> {
+/// The entries of `dir` less the `hidden` paths, descending into the
+/// folders that hold one (their other entries kept).
+pub fn entries_without(dir: &Path, hidden: &[PathBuf]) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for e in entries.flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if secrets.contains(&name.as_ref()) {
+        let path = e.path();
+        if hidden.contains(&path) {
             continue;
         }
-        let inner: Vec<&str> = secrets
-            .iter()
-            .filter_map(|s| s.strip_prefix(name.as_ref())?.strip_prefix('/'))
-            .collect();
-        match inner.is_empty() {
-            true => out.push(e.path()),
-            false => out.extend(entries_without(&e.path(), &inner)),
+        let holds =
+            e.file_type().is_ok_and(|t| t.is_dir()) && hidden.iter().any(|h| h.starts_with(&path));
+        match holds {
+            true => out.extend(entries_without(&path, hidden)),
+            false => out.push(path),
         }
     }
     out
+}
+
+/// The secrets of settings folder `dir` that exist here.
+fn secrets_of(dir: &str) -> Vec<PathBuf> {
+    SETTINGS_SECRETS
+        .iter()
+        .map(|s| Path::new(dir).join(s))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .collect()
 }
 
 /// Toolchains installed in the home folder that programs run from (read
@@ -174,17 +187,17 @@ impl Rules {
             p.exists().then_some(p)
         });
         let python_path = python_path(std::env::var_os("PYTHONPATH").as_deref(), home.as_deref());
-        let settings = SETTINGS
-            .iter()
-            .flat_map(|dir| entries_without(Path::new(dir), SETTINGS_SECRETS));
+        let mac_settings = entries_without(Path::new(MAC_SETTINGS), &secrets_of(MAC_SETTINGS));
         Rules {
             read: existing(SYSTEM)
                 .into_iter()
-                .chain(settings)
+                .chain(existing(&[SETTINGS]))
+                .chain(mac_settings)
                 .chain(toolchains)
                 .chain(python_path)
                 .collect(),
             write: existing(DEVICES),
+            hidden: secrets_of(SETTINGS),
         }
     }
 
@@ -198,9 +211,10 @@ impl Rules {
             for p in rules.drain(..) {
                 match touches(&p, &root) {
                     None => kept.push(p),
-                    Some("holds") if SYSTEM.iter().any(|s| Path::new(s) == p) => {}
+                    Some("holds")
+                        if SYSTEM.iter().chain([&SETTINGS]).any(|s| Path::new(s) == p) => {}
                     // A project kept among the system's settings: not theirs to give.
-                    Some(_) if SETTINGS.iter().any(|s| p.parent() == Some(Path::new(s))) => {}
+                    Some(_) if p.parent() == Some(Path::new(MAC_SETTINGS)) => {}
                     Some(how) => return Err(ConfineError::TouchesProject { path: p, root, how }),
                 }
             }
@@ -441,15 +455,15 @@ mod tests {
         std::fs::create_dir_all(root.join("sub")).unwrap();
         let mut holds = Rules {
             read: vec![t.path().to_path_buf()],
-            write: vec![],
+            ..Rules::default()
         };
         assert!(matches!(
             holds.keep_out(&root),
             Err(ConfineError::TouchesProject { how: "holds", .. })
         ));
         let mut inside = Rules {
-            read: vec![],
             write: vec![root.join("sub")],
+            ..Rules::default()
         };
         assert!(matches!(
             inside.keep_out(&root),

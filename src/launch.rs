@@ -284,8 +284,17 @@ mod linux {
             if ports.is_some() && !rules.restricts_tcp() {
                 return Err(ConfineError::NoPortRules);
             }
+            let hidden = &policy.files.hidden;
             for p in &policy.files.read {
-                rules.grant(p, Grant::Read);
+                match private || !hidden.iter().any(|h| h.starts_with(p)) {
+                    // Its own mounts cover the secrets inside.
+                    true => rules.grant(p, Grant::Read),
+                    false => {
+                        for e in crate::confine::entries_without(p, hidden) {
+                            rules.grant(&e, Grant::Read);
+                        }
+                    }
+                }
             }
             for p in &policy.files.write {
                 rules.grant(p, Grant::Write);
@@ -308,7 +317,21 @@ mod linux {
             };
             let filter = seccomp::filter(sockets)
                 .map_err(|e| ConfineError::Setup(format!("the system-call filter: {e}")))?;
-            let mut namespaces = private.then(|| namespaces::Prepared::new(true));
+            let mut namespaces = private.then(|| {
+                let mut ns = namespaces::Prepared::new(true);
+                ns.hidden = hidden
+                    .iter()
+                    .filter_map(|h| {
+                        let folder = std::fs::metadata(h).ok()?.is_dir();
+                        let path = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
+                            h.as_os_str(),
+                        ))
+                        .ok()?;
+                        Some((path, folder))
+                    })
+                    .collect();
+                ns
+            });
             let mut doors = None;
             if let (Some(ns), false) = (namespaces.as_mut(), hosts.is_empty()) {
                 let plan = forward::Plan::new(hosts)?;

@@ -252,6 +252,7 @@ fn assert_held(r: &Value, d: &Doors) {
         "tty",
         "io_uring",
         "inherited",
+        "shadow",
     ] {
         assert!(!reached(r, door), "the hostile program reached {door}: {r}");
     }

@@ -81,6 +81,7 @@ mod tests {
         let rules = Rules {
             read: vec![PathBuf::from("/usr"), odd.clone()],
             write: vec![t.path().join("work")],
+            ..Rules::default()
         };
         let args = arguments(Path::new("opencode"), &rules);
         let text = args[1].to_string_lossy().into_owned();

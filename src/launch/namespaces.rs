@@ -36,6 +36,9 @@ pub struct Prepared {
     pub channel: Option<i32>,
     /// A file bound over `/etc/hosts`.
     pub hosts: Option<CString>,
+    /// Secrets covered in its mounts: a file by an empty one, a folder
+    /// (`true`) by an empty one.
+    pub hidden: Vec<(CString, bool)>,
 }
 
 impl Prepared {
@@ -49,6 +52,7 @@ impl Prepared {
             listeners: Vec::new(),
             channel: None,
             hosts: None,
+            hidden: Vec::new(),
         }
     }
 
@@ -87,7 +91,7 @@ impl Prepared {
     /// # Safety
     /// Between `fork` and `exec`.
     pub unsafe fn init(&self) -> std::io::Result<()> {
-        init(self.hosts.as_deref())
+        init(self.hosts.as_deref(), &self.hidden)
     }
 }
 
@@ -99,7 +103,7 @@ impl Prepared {
 ///
 /// # Safety
 /// Between `fork` and `exec`.
-unsafe fn init(hosts: Option<&CStr>) -> std::io::Result<()> {
+unsafe fn init(hosts: Option<&CStr>, hidden: &[(CString, bool)]) -> std::io::Result<()> {
     // Dies with the supervisor, whatever kills it.
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
     check(libc::unshare(libc::CLONE_NEWNS))?;
@@ -108,6 +112,19 @@ unsafe fn init(hosts: Option<&CStr>) -> std::io::Result<()> {
         mount(Some(hosts), c"/etc/hosts", None, libc::MS_BIND, None)?;
     }
     let quiet = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    // Read as empty: a few mounts instead of a rule per entry of `/etc`.
+    for (path, folder) in hidden {
+        match folder {
+            true => mount(
+                Some(c"tmpfs"),
+                path,
+                Some(c"tmpfs"),
+                quiet | libc::MS_RDONLY,
+                Some(c"size=4k,mode=0555"),
+            )?,
+            false => mount(Some(c"/dev/null"), path, None, libc::MS_BIND, None)?,
+        }
+    }
     mount(Some(c"proc"), c"/proc", Some(c"proc"), quiet, None)?;
     if exists(c"/dev/shm") {
         mount(
