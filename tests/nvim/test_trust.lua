@@ -334,9 +334,12 @@ h.test("a proposal of 480 files arrives counted: the shown file is drawn, the ot
     return worst
   end
   -- A debug build converting every hunk held the main thread ~300 ms;
-  -- counted, it takes a few (the release budget, 4 ms, is `make bench`'s).
+  -- counted, its slowest delivery measures 27–64 ms on a 2-core machine
+  -- (the same before and after a change that did not touch it: the
+  -- machine's noise), so the line is drawn between the two. The release
+  -- budget, 4 ms, is `make bench`'s.
   local worst = slowest()
-  h.truthy(worst < 60, ("the longest delivery held the main thread %.1f ms"):format(worst))
+  h.truthy(worst < 150, ("the longest delivery held the main thread %.1f ms"):format(worst))
   chimera.accept(id)
   h.wait_for("accepted", function()
     return chimera.agent(id).state == "accepted"
