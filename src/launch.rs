@@ -319,17 +319,7 @@ mod linux {
                 .map_err(|e| ConfineError::Setup(format!("the system-call filter: {e}")))?;
             let mut namespaces = private.then(|| {
                 let mut ns = namespaces::Prepared::new(true);
-                ns.hidden = hidden
-                    .iter()
-                    .filter_map(|h| {
-                        let folder = std::fs::metadata(h).ok()?.is_dir();
-                        let path = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
-                            h.as_os_str(),
-                        ))
-                        .ok()?;
-                        Some((path, folder))
-                    })
-                    .collect();
+                ns.hide(hidden);
                 ns
             });
             let mut doors = None;

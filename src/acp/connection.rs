@@ -37,6 +37,16 @@ pub(super) enum NoAnswer {
     Error(String),
 }
 
+impl NoAnswer {
+    /// An error answer said with what was asked (`what`: "its login …").
+    fn about(self, what: &str) -> NoAnswer {
+        match self {
+            NoAnswer::Error(e) => NoAnswer::Error(format!("{what} failed: {e}")),
+            other => other,
+        }
+    }
+}
+
 impl From<agent_client_protocol::Error> for NoAnswer {
     fn from(e: agent_client_protocol::Error) -> Self {
         if agent_client_protocol::is_incoming_transport_closed(&e) {
@@ -354,12 +364,7 @@ async fn new_session(
             cx.send_request(AuthenticateRequest::new(method))
                 .block_task()
                 .await
-                .map_err(|e| match NoAnswer::from(e) {
-                    NoAnswer::Error(e) => {
-                        NoAnswer::Error(format!("its login {method:?} failed: {e}"))
-                    }
-                    other => other,
-                })?;
+                .map_err(|e| NoAnswer::from(e).about(&format!("its login {method:?}")))?;
             ask().await.map_err(NoAnswer::from)
         }
         other => other.map_err(NoAnswer::from),
@@ -383,12 +388,7 @@ async fn put_in_mode(
         cx.send_request(SetSessionModeRequest::new(made.session_id.clone(), want))
             .block_task()
             .await
-            .map_err(|e| match NoAnswer::from(e) {
-                NoAnswer::Error(e) => {
-                    NoAnswer::Error(format!("it refused session mode {want:?}: {e}"))
-                }
-                gone => gone,
-            })?;
+            .map_err(|e| NoAnswer::from(e).about(&format!("session mode {want:?}")))?;
     }
     Ok(made.session_id)
 }

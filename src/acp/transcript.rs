@@ -77,32 +77,8 @@ impl Transcript {
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
                 let text = text_of(&chunk.content)?;
-                // A message after a tool call, or one the agent names as
-                // another, is a new paragraph, never glued to the last
-                // one's end.
                 let id = chunk.message_id.as_ref().map(|m| m.0.to_string());
-                // Without ids (Codex sends each message whole, one after
-                // another), a sentence's end followed at once by a capital
-                // is a new message: a stream's next word starts with a space.
-                let glued = self.said.ends_with(['.', '!', '?'])
-                    && text.starts_with(|c: char| c.is_ascii_uppercase());
-                let another = (id.is_some() && self.message != id) || (id.is_none() && glued);
-                if id.is_some() {
-                    self.message = id;
-                }
-                if another || !matches!(self.entries.last(), Some(Entry::Message(_))) {
-                    let gap = match &self.said {
-                        s if s.is_empty() || s.ends_with("\n\n") => "",
-                        s if s.ends_with('\n') => "\n",
-                        _ => "\n\n",
-                    };
-                    keep_latest(&mut self.said, gap);
-                }
-                keep_latest(&mut self.said, text);
-                match self.entries.last_mut() {
-                    Some(Entry::Message(m)) if !another => keep_latest(m, text),
-                    _ => self.push(Entry::Message(text.to_owned())),
-                }
+                self.take_reply(text, id);
                 Some(Piece::Message {
                     text: text.to_owned(),
                 })
@@ -153,6 +129,34 @@ impl Transcript {
                     .collect(),
             }),
             _ => None,
+        }
+    }
+
+    /// Takes in more of the agent's reply, `id` the message's when it
+    /// gives one. A message after a tool call, or one the agent names as
+    /// another, is a new paragraph, never glued to the last one's end.
+    fn take_reply(&mut self, text: &str, id: Option<String>) {
+        // Without ids (Codex sends each message whole, one after
+        // another), a sentence's end followed at once by a capital is a
+        // new message: a stream's next word starts with a space.
+        let glued = self.said.ends_with(['.', '!', '?'])
+            && text.starts_with(|c: char| c.is_ascii_uppercase());
+        let another = (id.is_some() && self.message != id) || (id.is_none() && glued);
+        if id.is_some() {
+            self.message = id;
+        }
+        if another || !matches!(self.entries.last(), Some(Entry::Message(_))) {
+            let gap = match &self.said {
+                s if s.is_empty() || s.ends_with("\n\n") => "",
+                s if s.ends_with('\n') => "\n",
+                _ => "\n\n",
+            };
+            keep_latest(&mut self.said, gap);
+        }
+        keep_latest(&mut self.said, text);
+        match self.entries.last_mut() {
+            Some(Entry::Message(m)) if !another => keep_latest(m, text),
+            _ => self.push(Entry::Message(text.to_owned())),
         }
     }
 

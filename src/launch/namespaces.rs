@@ -56,6 +56,18 @@ impl Prepared {
         }
     }
 
+    /// Covers `secrets` (those that exist) in the command's mounts.
+    pub fn hide(&mut self, secrets: &[std::path::PathBuf]) {
+        use std::os::unix::ffi::OsStrExt;
+        self.hidden = secrets
+            .iter()
+            .filter_map(|h| {
+                let folder = std::fs::metadata(h).ok()?.is_dir();
+                Some((CString::new(h.as_os_str().as_bytes()).ok()?, folder))
+            })
+            .collect();
+    }
+
     /// In the supervisor, before it forks the command: a user namespace
     /// (the user as itself) and a PID namespace for the children to come,
     /// and the private network with its loopback up.
