@@ -642,6 +642,38 @@ fn an_agent_that_dies_mid_turn_is_said_in_its_own_last_words_never_its_escapes()
 }
 
 #[test]
+fn an_agent_that_asks_for_a_login_is_logged_in_by_the_variable_it_is_given_and_said_otherwise() {
+    let turns = json!([[{"write": ["calc.py", "def add(a, b):\n    return a + b\n"]}]]);
+    // Known as Codex: its login methods read CODEX_API_KEY, then OPENAI_API_KEY.
+    let codex = |spec: &mut ExternalAgent, key: Option<&str>| {
+        spec.command
+            .extend(["--login".into(), "codex-api-key".into()]);
+        spec.kind = Some("codex".into());
+        spec.network = Some(vec![]);
+        if let Some(key) = key {
+            spec.env.insert("CODEX_API_KEY".into(), key.into());
+        }
+    };
+    for (key, ends) in [(Some("sk-test"), "completed"), (None, "failed")] {
+        let mut r = run_in(CALC, turns.clone(), |c, _| {
+            codex(c.agents.external.get_mut("fake").unwrap(), key)
+        });
+        r.spawn("login", "fix add");
+        let (agent, lines) = r.reaches("login", ends);
+        match key {
+            Some(_) => assert_eq!(lines, ["    return a + b"]),
+            None => assert!(
+                agent["error"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("fake needs a login: set CODEX_API_KEY or OPENAI_API_KEY"),
+                "{agent}"
+            ),
+        }
+    }
+}
+
+#[test]
 fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_acceptable() {
     const THREE: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n";
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -56,6 +56,7 @@ import time
 parser = argparse.ArgumentParser()
 parser.add_argument("--script", required=True)
 parser.add_argument("--log")
+parser.add_argument("--login", help="a login method it requires (ACP authenticate) before any session, as Codex does")
 args = parser.parse_args()
 
 with open(args.script) as f:
@@ -64,6 +65,7 @@ with open(args.script) as f:
 out_lock = threading.Lock()
 pending = {}  # request id -> Event, answer
 cancelled = threading.Event()
+logged_in = threading.Event()
 next_id = [1000]
 cwds = {}  # session id -> its cwd
 
@@ -323,6 +325,13 @@ def main():
                 "agentInfo": {"name": "fake-acp-agent", "version": "1.0.0"},
                 "authMethods": [],
             }})
+        elif method == "authenticate" and params.get("methodId") == args.login:
+            logged_in.set()
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "authenticate":
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "no such login method"}})
+        elif method == "session/new" and args.login and not logged_in.is_set():
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "Authentication required"}})
         elif method == "session/new":
             sid = "sess-%d" % (time.time_ns() % 1000000)
             cwds[sid] = params.get("cwd", "/")
