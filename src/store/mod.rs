@@ -223,18 +223,7 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // 32 MB of page cache: indexing a large project writes ~10⁵ rows.
         conn.pragma_update(None, "cache_size", -32_000)?;
-        conn.execute_batch(schema::SCHEMA)?;
-        for (table, column, kind) in schema::ADDED_COLUMNS {
-            let exists: bool = conn
-                .prepare(&format!(
-                    "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
-                ))?
-                .exists([column])?;
-            if !exists {
-                conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
-            }
-        }
-        conn.execute_batch(schema::LATE_INDEXES)?;
+        Self::make_schema(&mut conn)?;
         let read_key = |conn: &Connection| {
             conn.query_row(
                 "SELECT value FROM settings WHERE key = 'journal_key'",
@@ -265,6 +254,27 @@ impl Store {
             journal_key: *blake3::hash(key.as_bytes()).as_bytes(),
             unrecorded: Mutex::default(),
         })
+    }
+
+    /// Brings the schema up to date in one write transaction: processes that
+    /// open a new database at once (Neovim's core, a shell's `chimera task`)
+    /// each find the other's tables and columns rather than adding them twice.
+    fn make_schema(conn: &mut Connection) -> Result<()> {
+        let tx = conn.transaction()?;
+        tx.execute_batch(schema::SCHEMA)?;
+        for (table, column, kind) in schema::ADDED_COLUMNS {
+            let exists: bool = tx
+                .prepare(&format!(
+                    "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+                ))?
+                .exists([column])?;
+            if !exists {
+                tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+            }
+        }
+        tx.execute_batch(schema::LATE_INDEXES)?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// Copies what the WAL holds into the database file (a passive

@@ -70,12 +70,22 @@ pub(super) fn make_files(db: &Path) -> Result<()> {
         match std::fs::symlink_metadata(path) {
             Ok(meta) => make_private(path, &meta, false, 0o600)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && i == 0 => {
-                std::fs::OpenOptions::new()
+                let made = std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
                     .mode(0o600)
-                    .open(path)
-                    .map_err(|e| create_error(path, e))?;
+                    .open(path);
+                match made {
+                    Ok(_) => {}
+                    // Another process opening the project at the same moment
+                    // made it first: check theirs as any existing one.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let meta =
+                            std::fs::symlink_metadata(path).map_err(|e| create_error(path, e))?;
+                        make_private(path, &meta, false, 0o600)?;
+                    }
+                    Err(e) => return Err(create_error(path, e)),
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(create_error(path, e)),

@@ -28,6 +28,30 @@ fn opens_a_wal_database_with_a_gitignore() {
 }
 
 #[test]
+fn processes_opening_a_new_database_at_once_all_open_it() {
+    // Neovim's core and a shell's `chimera task` typed at once both make
+    // the schema; the second must find the first's columns, not add them
+    // again ("duplicate column name" in CI).
+    for _ in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let start = std::sync::Barrier::new(6);
+        std::thread::scope(|scope| {
+            let opens: Vec<_> = (0..6)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        Store::open(dir.path()).map(|_| ())
+                    })
+                })
+                .collect();
+            for open in opens {
+                open.join().unwrap().unwrap();
+            }
+        });
+    }
+}
+
+#[test]
 fn a_large_import_stays_in_the_wal_until_the_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
