@@ -39,6 +39,8 @@ test-scripts: debug-lib
 	scripts/install-a2a.sh
 	timeout 300 python3 tests/a2a/test_a2a.py
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 10
+	scripts/install-tmux.sh >/dev/null
+	CHIMERA_LIB=$(DEBUG_LIB) timeout 300 python3 tests/tui/test_terminal.py
 
 ## SIGKILL during accept, 500 times: the core's accept in a child process,
 ## then a real headless Neovim; an accept cut after every one of 120

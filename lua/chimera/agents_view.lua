@@ -84,7 +84,7 @@ end
 local function under_cursor()
   local id = view and view.ids[vim.api.nvim_win_get_cursor(0)[1]]
   if not id then
-    vim.notify("chimera: put the cursor on an agent's line", vim.log.levels.WARN, { title = "Chimera" })
+    require("chimera.say").notify("chimera: put the cursor on an agent's line", vim.log.levels.WARN)
   end
   return id
 end
@@ -95,7 +95,7 @@ local function act(fn)
     if id then
       local ok, err = pcall(fn, id)
       if not ok then
-        vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+        require("chimera.say").notify(tostring(err), vim.log.levels.ERROR)
       end
     end
   end

@@ -10,7 +10,7 @@ local function emit(pattern, data)
 end
 
 local function notify(msg, level)
-  vim.notify(msg, level or vim.log.levels.INFO, { title = "Chimera" })
+  require("chimera.say").notify(msg, level or vim.log.levels.INFO)
 end
 
 local levels = { info = vim.log.levels.INFO, warn = vim.log.levels.WARN, error = vim.log.levels.ERROR }
@@ -98,7 +98,14 @@ function handlers.agent(msg)
   end
   if proposed then
     if state.config and state.config.ui.progress then
-      notify(("Proposal %s ready: %s"):format(rec.id, rec.summary or "(no summary)"))
+      -- The keys first: a line cut to the echo area keeps them.
+      local keymaps = require("chimera.keymaps")
+      notify(("Proposal %s ready [%s, %s]: %s"):format(
+        rec.id,
+        keymaps.hint("accept"),
+        keymaps.hint("reject"),
+        rec.summary or "(no summary)"
+      ))
     end
     emit("ChimeraProposal", { id = rec.id, files = paths_of(state.proposals[rec.id], {}) })
   end
@@ -175,7 +182,7 @@ local function accepted_line(msg)
   for _, f in ipairs(msg.files or {}) do
     local buf = vim.fn.bufnr(f)
     if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
-      return ("chimera: accepted %s (u undoes it)"):format(what)
+      return ("chimera: accepted %s into the buffer, not yet written (u undoes it, :w writes it)"):format(what)
     end
   end
   return ("chimera: accepted %s, written to %d file(s) on disk (:Chimera rollback undoes it)"):format(what, #(msg.files or {}))
@@ -186,6 +193,15 @@ function handlers.resolved(msg)
   if msg.accepted then
     M.reload(msg.files)
     notify(accepted_line(msg))
+    return
+  end
+  local rec = state.agents[msg.id] or {}
+  if msg.hunk ~= nil and msg.hunk ~= vim.NIL then
+    notify(("chimera: rejected a hunk of %s"):format(msg.id))
+  elseif rec.state == "queued" or rec.state == "running" then
+    notify(("chimera: rejected %s; the agent tries again with your feedback"):format(msg.id))
+  else
+    notify(("chimera: rejected %s; nothing was changed"):format(msg.id))
   end
 end
 
@@ -198,7 +214,7 @@ function handlers.progress(msg)
   require("chimera.agents_view").refresh_soon()
   require("chimera.progress").report(msg.id, msg.message)
   if state.config and state.config.ui.progress then
-    vim.api.nvim_echo({ { ("chimera %s: %s"):format(msg.id, msg.message), "ChimeraHint" } }, false, {})
+    require("chimera.say").progress(("chimera %s: %s"):format(msg.id, msg.message))
   end
 end
 

@@ -164,7 +164,7 @@ function M.setup_autocmds(group)
       if not state.root and ev.event == "BufReadPost" then
         local ok, err = pcall(autostart, ev.buf)
         if not ok then
-          vim.notify("Chimera: " .. tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+          require("chimera.say").notify("Chimera: " .. tostring(err), vim.log.levels.ERROR)
         end
       end
       if state.root then

@@ -201,7 +201,7 @@ function M.send(node_id, message)
     local context, problems = require("chimera.references").context(message)
     opts.context = context
     if #problems > 0 then
-      vim.notify("chimera: " .. table.concat(problems, "; "), vim.log.levels.WARN, { title = "Chimera" })
+      require("chimera.say").notify("chimera: " .. table.concat(problems, "; "), vim.log.levels.WARN)
     end
     return chimera().chat(message, opts)
   end

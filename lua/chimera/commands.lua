@@ -114,7 +114,7 @@ M.subcommands = {
         context = table.concat(lines, "\n")
       end
       local id = chimera().spawn(task, { context = context, mode = mode, agent = agent })
-      vim.notify(("agent %s started: %s"):format(id, task), vim.log.levels.INFO, { title = "Chimera" })
+      require("chimera.say").notify(("agent %s started: %s"):format(id, task), vim.log.levels.INFO)
     end,
   },
   accept = {
@@ -134,8 +134,13 @@ M.subcommands = {
     flags = { "--hunk" },
     run = function(args)
       local hunk = take_hunk(args)
-      local feedback = #args > 1 and table.concat(args, " ", 2) or nil
-      require("chimera.pick").proposal(args[1], "reject", function(id)
+      -- The first word is an id only if it names an agent: "reject keep
+      -- it short" is feedback for the proposal under the cursor.
+      local first = args[1]
+      local is_id = first and (chimera().agent(first) or first:match("^%x%x%x%x%x%x%x%x$"))
+      local id = is_id and table.remove(args, 1) or nil
+      local feedback = #args > 0 and table.concat(args, " ") or nil
+      require("chimera.pick").proposal(id, "reject", function(id)
         chimera().reject(id, { feedback = feedback, hunk = hunk })
       end)
     end,
@@ -196,22 +201,26 @@ M.subcommands = {
         table.insert(counts, k .. "=" .. v)
       end
       table.sort(counts)
-      vim.api.nvim_echo({
-        { ("Chimera: %s, root %s, %s, agents: %s, proposals: %d"):format(
+      require("chimera.say").show(("Chimera: %s, root %s, %s, agents: %s, proposals: %d"):format(
           s.started and "started" or "not started",
           s.root or "-",
           (not s.started and "nothing imported yet") or (s.ready and "imported" or "importing"),
           #counts > 0 and table.concat(counts, " ") or "none",
           s.proposals
-        ) },
-      }, false, {})
+        ))
+    end,
+  },
+  log = {
+    desc = "every message Chimera said this session, whole (q closes)",
+    run = function()
+      require("chimera.say").open_log()
     end,
   },
   snapshot = {
     desc = "snapshot the project now: :Chimera snapshot [message]",
     run = function(args)
       local id = chimera().snapshot(table.concat(args, " "))
-      vim.notify("snapshot " .. id .. " taken", vim.log.levels.INFO, { title = "Chimera" })
+      require("chimera.say").notify("snapshot " .. id .. " taken", vim.log.levels.INFO)
     end,
   },
   history = {
@@ -286,7 +295,7 @@ M.subcommands = {
     desc = "open the project's web dashboard in the browser (needs api.enabled)",
     run = function()
       local url = chimera().dashboard()
-      vim.notify("dashboard: " .. url, vim.log.levels.INFO, { title = "Chimera" })
+      require("chimera.say").notify("dashboard: " .. url, vim.log.levels.INFO)
     end,
   },
   fork = {
@@ -295,7 +304,7 @@ M.subcommands = {
     run = function(args)
       local function fork(snap, task)
         local id = chimera().fork(snap, task)
-        vim.notify(("agent %s forked from %s"):format(id, snap), vim.log.levels.INFO, { title = "Chimera" })
+        require("chimera.say").notify(("agent %s forked from %s"):format(id, snap), vim.log.levels.INFO)
       end
       local function with_task(snap)
         if #args > 0 then
@@ -378,7 +387,7 @@ M.subcommands = {
       end
       chimera().llm_status(function(st)
         if not st.models or #st.models == 0 then
-          vim.notify("chimera: the LLM server lists no models: " .. (st.message or ""), vim.log.levels.ERROR, { title = "Chimera" })
+          require("chimera.say").notify("chimera: the LLM server lists no models: " .. (st.message or ""), vim.log.levels.ERROR)
           return
         end
         local now = require("chimera.state").config.llm.model
@@ -459,16 +468,14 @@ function M.run(cmd)
   if not sub then
     local names = vim.tbl_keys(M.subcommands)
     table.sort(names)
-    vim.notify(
+    require("chimera.say").notify(
       ("Chimera: unknown subcommand %q; use one of: %s"):format(name, table.concat(names, ", ")),
-      vim.log.levels.ERROR,
-      { title = "Chimera" }
-    )
+      vim.log.levels.ERROR)
     return
   end
   local ok, err = pcall(sub.run, args, cmd)
   if not ok then
-    vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+    require("chimera.say").notify(tostring(err), vim.log.levels.ERROR)
   end
 end
 

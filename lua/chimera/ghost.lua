@@ -34,9 +34,30 @@ local function keys_hint(conflicted)
   local keymaps = require("chimera.keymaps")
   if conflicted then
     -- An accept would be refused: the way forward is to look at both sides.
-    return (" [:Chimera diff: both sides, %s]"):format(keymaps.hint("reject"))
+    return (" CONFLICT with your edits [:Chimera diff, %s]"):format(keymaps.hint("reject"))
   end
   return (" [%s, %s]"):format(keymaps.hint("accept"), keymaps.hint("reject"))
+end
+
+--- A proposal's note, cut to the window: `head` (its id and keys) always
+--- whole, then as much of `summary` as fits, then `tail`. At the end of
+--- its line when the head fits there, else on a line of its own below the
+--- hunk (`below`), so the keys are never cut off at 80 columns.
+local function fitted_note(head, summary, tail, width, line_width)
+  local say = require("chimera.say")
+  local eol_room = width - line_width - 3 -- two spaces before, one spare
+  local min = vim.fn.strdisplaywidth(head) + 12
+  if eol_room >= min then
+    local room = eol_room - vim.fn.strdisplaywidth(head .. tail)
+    return "  " .. head .. say.fit(summary, room) .. tail, false
+  end
+  local room = width - 1 - vim.fn.strdisplaywidth(head .. tail)
+  if room >= 8 then
+    return head .. say.fit(summary, room) .. tail, true
+  end
+  -- Too narrow for the summary (the agents window has it): the keys and
+  -- the extent; narrower still, as much as fits.
+  return say.fit(head:gsub(": $", "") .. tail, width - 1), true
 end
 
 --- How much of proposal `id` there is beside what is in view: " · 3
@@ -114,8 +135,11 @@ function M.render(buf)
   -- The rows in view (0-based), in the window showing the buffer.
   local win = vim.fn.bufwinid(buf)
   local top, bottom = 0, math.huge
+  local width = vim.o.columns
   if win ~= -1 then
     top, bottom = vim.fn.line("w0", win) - 1, vim.fn.line("w$", win) - 1
+    local info = vim.fn.getwininfo(win)[1]
+    width = info.width - info.textoff
   end
   for _, entry in ipairs(M.for_path(path)) do
     local agent = state.agents[entry.id] or {}
@@ -151,14 +175,21 @@ function M.render(buf)
             hidden = hidden + 1
           end
         end
-        local note = ("  ◆ chimera %s: %s%s%s"):format(
-          entry.id,
-          conflicted and "CONFLICT with your edits" or (agent.summary or "proposal"),
+        local note, below = fitted_note(
+          ("◆ chimera %s%s: "):format(entry.id, keys_hint(conflicted)),
+          agent.summary or "proposal",
           extent(entry.id, path, #entry.file.hunks, hidden),
-          keys_hint(conflicted)
+          width,
+          vim.fn.strdisplaywidth((vim.api.nvim_buf_get_lines(buf, anchor, anchor + 1, false)[1] or ""))
         )
-        opts.virt_text = { { note, conflicted and "ChimeraConflict" or "ChimeraHint" } }
-        opts.virt_text_pos = "eol"
+        local chunk = { note, conflicted and "ChimeraConflict" or "ChimeraHint" }
+        if below then
+          table.insert(virt, { chunk })
+          opts.virt_lines = virt
+        else
+          opts.virt_text = { chunk }
+          opts.virt_text_pos = "eol"
+        end
       end
       local ok, mark = pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, anchor, 0, opts)
       if ok then

@@ -9,7 +9,7 @@ local function lib()
 end
 
 local function notify(msg, level)
-  vim.notify(msg, level or vim.log.levels.INFO, { title = "Chimera" })
+  require("chimera.say").notify(msg, level or vim.log.levels.INFO)
 end
 
 --- Snapshots the project; returns the snapshot's ID at once.
@@ -95,7 +95,7 @@ end
 
 function M.rollback_done(msg)
   if msg.dry_run then
-    vim.api.nvim_echo({ { msg.message } }, true, {})
+    require("chimera.say").show(msg.message)
   else
     -- The files it wrote on disk were reloaded (files_written).
     notify(msg.message, msg.ok and vim.log.levels.INFO or vim.log.levels.ERROR)

@@ -8,7 +8,7 @@ local M = {}
 local group
 
 local function notify_error(msg)
-  vim.notify(msg, vim.log.levels.ERROR, { title = "Chimera" })
+  require("chimera.say").notify(msg, vim.log.levels.ERROR)
 end
 
 --- Configures Chimera. Cheap: the native library is loaded and the project
@@ -45,6 +45,15 @@ function M.setup(opts)
     group = group,
     callback = function()
       require("chimera.ghost").scrolled()
+    end,
+  })
+  -- The notes are cut to their window's width: drawn again when it changes.
+  vim.api.nvim_create_autocmd({ "VimResized", "WinResized" }, {
+    group = group,
+    callback = function()
+      if next(state.proposals) then
+        require("chimera.ghost").render_paths(nil)
+      end
     end,
   })
   require("chimera.keymaps").apply(config.keymaps)
@@ -422,7 +431,7 @@ function M.conflict_markers_arrived(msg)
   local asked = resolving[key]
   resolving[key] = nil
   local function say(text, level)
-    vim.notify(text, level, { title = "Chimera" })
+    require("chimera.say").notify(text, level)
   end
   if not asked or not vim.api.nvim_buf_is_valid(asked.buf) then
     return
@@ -472,7 +481,7 @@ function M.jump(dir)
   if #rows == 0 then
     local first = M.proposals()[1]
     if not first then
-      vim.notify("chimera: no proposals", vim.log.levels.INFO, { title = "Chimera" })
+      require("chimera.say").notify("chimera: no proposals", vim.log.levels.INFO)
       return
     end
     vim.cmd.edit(vim.fn.fnameescape(first.files[1].path))

@@ -22,12 +22,12 @@ function M.show(name, header, lines, items, keys)
       vim.keymap.set("n", k[1], function()
         local item = v.items[vim.api.nvim_win_get_cursor(0)[1]]
         if not item then
-          vim.notify("chimera: put the cursor on an item's line", vim.log.levels.WARN, { title = "Chimera" })
+          require("chimera.say").notify("chimera: put the cursor on an item's line", vim.log.levels.WARN)
           return
         end
         local ok, err = pcall(k[2], item)
         if not ok then
-          vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+          require("chimera.say").notify(tostring(err), vim.log.levels.ERROR)
         end
       end, { buffer = buf, nowait = true, desc = "Chimera: " .. k[3] })
     end

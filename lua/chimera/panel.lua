@@ -181,7 +181,7 @@ end
 local function act(verb)
   local id = meant()
   if not id then
-    vim.notify("Chimera: no proposal changes this node", vim.log.levels.INFO, { title = "Chimera" })
+    require("chimera.say").notify("Chimera: no proposal changes this node", vim.log.levels.INFO)
     return
   end
   if verb == "accept" then
@@ -256,7 +256,7 @@ function M.toggle()
             vim.api.nvim_set_current_win(source_win)
             local ok, err = pcall(remora.new_node, kind, name)
             if not ok then
-              vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+              require("chimera.say").notify(tostring(err), vim.log.levels.ERROR)
             end
           end
         end)

@@ -15,7 +15,7 @@ local function then_call(fn)
     if choice then
       local ok, err = pcall(fn, choice.id)
       if not ok then
-        vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+        require("chimera.say").notify(tostring(err), vim.log.levels.ERROR)
       end
     end
   end
@@ -53,7 +53,7 @@ function M.snapshot(verb, fn)
   history.refresh(function()
     local snaps = history.history()
     if #snaps == 0 then
-      vim.notify("chimera: no snapshots yet (:Chimera snapshot takes one)", vim.log.levels.WARN, { title = "Chimera" })
+      require("chimera.say").notify("chimera: no snapshots yet (:Chimera snapshot takes one)", vim.log.levels.WARN)
       return
     end
     vim.ui.select(snaps, {
@@ -70,7 +70,7 @@ end
 function M.agent(verb, fn)
   local agents = chimera().agents()
   if #agents == 0 then
-    vim.notify("chimera: no agents yet (:Chimera task starts one)", vim.log.levels.WARN, { title = "Chimera" })
+    require("chimera.say").notify("chimera: no agents yet (:Chimera task starts one)", vim.log.levels.WARN)
     return
   end
   vim.ui.select(agents, {

@@ -11,7 +11,7 @@ local HINT = " Message · <C-s> (or <CR> in normal mode) sends · #buffer #selec
 local function send(chat, buf)
   local text = vim.trim(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))
   if text == "" then
-    vim.notify("chimera: write a message first", vim.log.levels.WARN, { title = "Chimera" })
+    require("chimera.say").notify("chimera: write a message first", vim.log.levels.WARN)
     return
   end
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
@@ -19,7 +19,7 @@ local function send(chat, buf)
   if not ok then
     -- Nothing is lost: the message comes back to be sent again.
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
-    vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+    require("chimera.say").notify(tostring(err), vim.log.levels.ERROR)
   end
 end
 

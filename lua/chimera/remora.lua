@@ -75,14 +75,12 @@ end
 function M.show()
   local n = M.node_at_cursor()
   if not n then
-    vim.notify(
+    require("chimera.say").notify(
       "Chimera: no Remora node here (is this a file under the project root in a language Chimera reads, and is it indexed yet?)",
-      vim.log.levels.WARN,
-      { title = "Chimera" }
-    )
+      vim.log.levels.WARN)
     return
   end
-  vim.api.nvim_echo({ { table.concat(M.describe(n), "\n") } }, false, {})
+  require("chimera.say").show(table.concat(M.describe(n), "\n"))
 end
 
 --- `:Chimera remora enable [--yes]`.
@@ -105,7 +103,7 @@ function M.confirm(msg)
   if vim.fn.confirm(question, "&Yes\n&No", 2) == 1 then
     lib().remora_enable(true)
   else
-    vim.notify("Chimera: Remora not enabled; no file was changed", vim.log.levels.INFO, { title = "Chimera" })
+    require("chimera.say").notify("Chimera: Remora not enabled; no file was changed", vim.log.levels.INFO)
   end
 end
 

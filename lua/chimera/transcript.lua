@@ -194,7 +194,7 @@ function M.open(id)
       vim.keymap.set("n", lhs, function()
         local ok, err = pcall(fn, id)
         if not ok then
-          vim.notify(tostring(err), vim.log.levels.ERROR, { title = "Chimera" })
+          require("chimera.say").notify(tostring(err), vim.log.levels.ERROR)
         end
       end, { buffer = buf, nowait = true, desc = "Chimera: " .. desc })
     end

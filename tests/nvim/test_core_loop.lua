@@ -25,7 +25,11 @@ local function ghost_lines(buf)
   local out = {}
   for _, m in ipairs(require("chimera.ghost").extmarks(buf)) do
     for _, vl in ipairs(m[4].virt_lines or {}) do
-      table.insert(out, vl[1][1])
+      -- The proposal's added lines, not its note (on a line of its own
+      -- where the end of the line has no room for it).
+      if vl[1][2] == "ChimeraAdded" then
+        table.insert(out, vl[1][1])
+      end
     end
   end
   return out
@@ -49,7 +53,7 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
 
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
   -- The accept is said, with what undoes it.
-  h.wait_for_notice("(u undoes it)", function()
+  h.wait_for_notice("into the buffer, not yet written (u undoes it, :w writes it)", function()
     vim.cmd("execute \"normal \\<Plug>(chimera-accept)\"")
   end)
   h.wait_for("accept", function()
@@ -100,7 +104,9 @@ h.test("reject discards the proposal and changes nothing", function()
   h.wait_for("ghost text", function()
     return #ghost_lines(buf) > 0
   end)
-  vim.cmd("Chimera reject " .. id)
+  h.wait_for_notice(("rejected %s; nothing was changed"):format(id), function()
+    vim.cmd("Chimera reject " .. id)
+  end)
   h.wait_for("reject", function()
     return chimera.agent(id).state == "rejected"
   end)

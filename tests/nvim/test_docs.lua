@@ -32,6 +32,19 @@ h.test("the help tags are valid", function()
   h.truthy(vim.uv.fs_stat(dir .. "/doc/tags"), "tags written")
 end)
 
+h.test(":help chimera lands on the introduction", function()
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. "/doc", "p")
+  vim.fn.writefile(vim.split(doc, "\n"), dir .. "/doc/chimera.txt")
+  vim.cmd("helptags " .. dir .. "/doc")
+  vim.opt.rtp:prepend(dir)
+  vim.cmd("help chimera")
+  local line = vim.api.nvim_get_current_line()
+  vim.cmd("helpclose")
+  vim.opt.rtp:remove(dir)
+  h.truthy(line:find("INTRODUCTION", 1, true), "the line :help chimera shows: " .. line)
+end)
+
 -- The core runs with its own defaults where no Neovim sent options (the
 -- `chimera` command, `chimera serve`): they must be the ones documented here.
 h.test("the core's defaults are the Lua defaults table", function()

@@ -58,13 +58,17 @@ h.test("the statusline counts working agents and proposals to review", function(
   h.setup(url)
   -- Before the core starts, :Chimera status says so, not "importing".
   h.eq(chimera.status().root, nil, "setup{} starts nothing")
-  local said = vim.api.nvim_exec2("Chimera status", { output = true }).output
+  vim.cmd("Chimera status")
+  local told = require("chimera.say").log()
+  local said = told[#told].text
   h.truthy(said:find("not started", 1, true) and not said:find("importing", 1, true), said)
   chimera.start()
   h.wait_for("import", function()
     return chimera.status().ready
   end)
-  h.truthy(vim.api.nvim_exec2("Chimera status", { output = true }).output:find("imported", 1, true))
+  vim.cmd("Chimera status")
+  told = require("chimera.say").log()
+  h.truthy(told[#told].text:find("imported", 1, true), told[#told].text)
   h.eq(chimera.statusline(), "", "nothing to say when idle")
   local hanging = chimera.spawn("hang forever")
   h.wait_for("the first agent's request, which hangs", function()

@@ -35,8 +35,15 @@ h.test("nodes, node_at_cursor, callers and callees follow the code", function()
   h.eq(callees[1].name, "helper", "callee")
   h.eq(chimera.callers(callees[1].id)[1].id, load.id, "callers")
   h.eq(chimera.node(load.parent_id).name, "Config", "parent")
-  -- :Chimera node prints the node at the cursor.
-  local out = vim.api.nvim_exec2("Chimera node", { output = true }).output
+  -- :Chimera node shows the node at the cursor, in a float by the cursor.
+  vim.cmd("Chimera node")
+  local out = ""
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= "" then
+      out = out .. table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false), "\n")
+      vim.api.nvim_win_close(win, true)
+    end
+  end
   h.truthy(out:find(load.id, 1, true) and out:find("callees: function helper", 1, true), out)
   -- Typing a new method: it becomes a node; the IDs of the others stay.
   vim.api.nvim_buf_set_lines(0, -1, -1, false, { "", "    def save(self):", "        return 1" })

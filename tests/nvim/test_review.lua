@@ -13,7 +13,11 @@ end
 --- The ghost-text note of proposal `id` in `buf`, if drawn.
 local function note_of(buf, id)
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require("chimera.ghost").ns, 0, -1, { details = true })) do
-    for _, chunk in ipairs(m[4].virt_text or {}) do
+    local chunks = vim.list_extend({}, m[4].virt_text or {})
+    for _, line in ipairs(m[4].virt_lines or {}) do
+      vim.list_extend(chunks, line)
+    end
+    for _, chunk in ipairs(chunks) do
       if chunk[1]:find("chimera " .. id, 1, true) then
         return chunk[1]
       end
@@ -78,14 +82,18 @@ h.test(":Chimera accept --hunk N takes hunk N in file order", function()
   h.eq(chimera.agent(id).state, "completed", "hunk 1 still proposed")
 end)
 
-h.test("reject with feedback runs the agent again with the feedback", function()
+h.test("reject with feedback (no id: the proposal here) runs the agent again with the feedback, and says so", function()
   h.project({ ["m.py"] = SRC })
   local url, log = h.fake_llm({ { text = PROGRAM }, { text = PROGRAM:gsub("return 10", "return 100") } })
   h.setup(url)
   vim.cmd.edit("m.py")
   local id = chimera.spawn("tens")
   proposal_ready(id)
-  chimera.reject(id, { feedback = "use a hundred for a" })
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  -- The first word is feedback, not an id.
+  h.wait_for_notice(("rejected %s; the agent tries again with your feedback"):format(id), function()
+    vim.cmd("Chimera reject use a hundred for a")
+  end)
   h.wait_for("the second attempt", function()
     local a = chimera.agent(id)
     return a.state == "completed" and #(a.feedback or {}) == 1
@@ -271,14 +279,25 @@ h.test("the ghost note counts the proposal's hunks here and elsewhere; a conflic
   local function note()
     return note_of(buf, id)
   end
-  h.truthy(note():find("tens · 2 hunks, +1 in n.py [", 1, true), note())
+  -- At 80 columns the note has a line of its own: the keys and the
+  -- extent whole; the summary is in the agents window.
+  h.truthy(note():find("[<Leader>a accept, <Leader>r reject] · 2 hunks, +1 in n.py", 1, true), note())
+  vim.o.columns = 140
+  vim.cmd("wincmd =")
+  vim.api.nvim_exec_autocmds("VimResized", {})
+  h.wait_for("the note drawn for the wider window", function()
+    return note():find(": tens · 2 hunks, +1 in n.py", 1, true)
+  end)
+  vim.o.columns = 80
+  vim.cmd("wincmd =")
+  vim.api.nvim_exec_autocmds("VimResized", {})
   -- The human edits a line the proposal changes: conflicted.
   vim.api.nvim_buf_set_lines(buf, 1, 2, false, { "    return 11" })
   h.wait_for("the conflict", function()
     return chimera.agent(id).conflicted and note() and note():find("CONFLICT", 1, true)
   end)
   h.truthy(not note():find("accept", 1, true), "a conflicted proposal advertises no accept: " .. note())
-  h.truthy(note():find(":Chimera diff: both sides", 1, true), note())
+  h.truthy(note():find("CONFLICT with your edits [:Chimera diff, <Leader>r reject]", 1, true), note())
   -- Its hunks clear of the human's edit can still be taken, one by one.
   vim.cmd("Chimera accept " .. id .. " --hunk 2")
   h.wait_for("the clear hunk in the buffer", function()
