@@ -11,7 +11,13 @@
 # 2. Otherwise (or if that fails), build it with `cargo build --release --locked`.
 # The Neovim minor version is the running Neovim's when Neovim runs the
 # build (lazy.nvim's `build = "make"`), else the first `nvim` on PATH.
+# Run by Neovim (a plugin manager's build step; lazy.nvim stops it after
+# `git.timeout`, two minutes by default) a source build goes on in the
+# background and the script returns at once: the build writes .build/pid
+# while it runs, .build/build.log, and .build/failed if it fails; the plugin
+# says how it goes and loads the library once it is there.
 # Environment: CHIMERA_BUILD_FROM_SOURCE=1 skips the download;
+# CHIMERA_BUILD_FOREGROUND=1 builds in the foreground even under Neovim;
 # CHIMERA_NO_SOURCE_BUILD=1 skips the fallback (used by tests);
 # CHIMERA_RELEASE_URL, CHIMERA_TAG, CHIMERA_NVIM_MINOR and CHIMERA_LIBC
 # (gnu|musl) override what is otherwise derived from git, Neovim and ldd.
@@ -35,6 +41,13 @@ dest="${CHIMERA_LIB_DEST:-$here/lua/chimera_native.$ext}"
 bin_dest="${CHIMERA_BIN_DEST:-$here/bin/chimera}"
 
 say() { echo "chimera build: $*" >&2; }
+
+state="$here/.build"
+# The background build marks what it is doing for the plugin to read.
+if [ -n "${CHIMERA_BUILD_STATE:-}" ]; then
+  echo $$ >"$CHIMERA_BUILD_STATE/pid"
+  trap 'rc=$?; rm -f "$CHIMERA_BUILD_STATE/pid"; [ "$rc" = 0 ] || echo "$rc" >"$CHIMERA_BUILD_STATE/failed"' EXIT
+fi
 
 sha256_of() {
   if command -v sha256sum >/dev/null; then sha256sum "$1" | cut -d' ' -f1; else shasum -a 256 "$1" | cut -d' ' -f1; fi
@@ -139,12 +152,30 @@ try_download() {
   fi
 }
 
+# Starts this script again, detached, to build from source; returns at once.
+build_in_background() {
+  mkdir -p "$state"
+  local pid; pid="$(cat "$state/pid" 2>/dev/null || true)"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    say "a source build is already running (pid $pid); log: $state/build.log"; return 0
+  fi
+  rm -f "$state/failed" "$state/pid"
+  local detach=(nohup)
+  command -v setsid >/dev/null && detach=(setsid nohup)
+  CHIMERA_BUILD_STATE="$state" CHIMERA_BUILD_FOREGROUND=1 CHIMERA_BUILD_FROM_SOURCE=1 \
+    "${detach[@]}" "$here/scripts/build.sh" >"$state/build.log" 2>&1 </dev/null &
+  say "building from source in the background (10 to 25 minutes on two cores): Neovim says when the library is ready and loads it; log: $state/build.log"
+}
+
 build_from_source() {
   if [ "${CHIMERA_NO_SOURCE_BUILD:-0}" = 1 ]; then
     say "source build disabled (CHIMERA_NO_SOURCE_BUILD=1)"; return 1
   fi
   if ! command -v cargo >/dev/null; then
     say "cargo not found: install Rust 1.95+ from https://rustup.rs, then run make again"; return 1
+  fi
+  if [ "${CHIMERA_BUILD_FOREGROUND:-0}" != 1 ] && [ ! -t 0 ] && running_nvim >/dev/null; then
+    build_in_background; return 0
   fi
   say "building from source (cargo build --release)"
   cargo build --release --locked

@@ -138,9 +138,14 @@ local looked = {}
 
 --- Starts the core when `buf`'s file belongs to a project that has a
 --- Chimera store, so its proposals and agents come back with no command.
-local function autostart(buf)
+--- `again`: also a project looked at before (the library was not built then).
+function M.autostart(buf, again)
   local config = state.config
   if state.root or not (config and config.ui.autostart) or vim.bo[buf].buftype ~= "" then
+    return
+  end
+  -- A build on its way starts it when done (init.wait_for_build).
+  if not package.loaded.chimera_native and require("chimera.loader").build_state() == "running" then
     return
   end
   local file = vim.api.nvim_buf_get_name(buf)
@@ -148,7 +153,7 @@ local function autostart(buf)
     return
   end
   local root = config.root and vim.fn.fnamemodify(config.root, ":p") or vim.fs.root(file, ".git")
-  if not root or looked[root] then
+  if not root or (looked[root] and not again) then
     return
   end
   looked[root] = true
@@ -162,7 +167,7 @@ function M.setup_autocmds(group)
     group = group,
     callback = function(ev)
       if not state.root and ev.event == "BufReadPost" then
-        local ok, err = pcall(autostart, ev.buf)
+        local ok, err = pcall(M.autostart, ev.buf)
         if not ok then
           require("chimera.say").notify("Chimera: " .. tostring(err), vim.log.levels.ERROR)
         end

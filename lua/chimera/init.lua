@@ -57,6 +57,7 @@ function M.setup(opts)
     end,
   })
   require("chimera.keymaps").apply(config.keymaps)
+  M.wait_for_build()
   if restart then
     M.stop()
     M.start()
@@ -67,6 +68,30 @@ end
 --- Starts the core (loads the library, opens the database, imports the
 --- project in the background). Called by every function that needs it.
 --- `dir`: where to look for the project (default: the working directory).
+local waiting_for_build = false
+
+--- While a background source build runs (a plugin manager's first
+--- install), says so once; when it ends, says how it went and starts the
+--- core for the buffer in view if its project has a store.
+function M.wait_for_build()
+  if waiting_for_build or package.loaded.chimera_native then
+    return
+  end
+  local loader = require("chimera.loader")
+  waiting_for_build = loader.when_built(function(lib, err)
+    waiting_for_build = false
+    if not lib then
+      return notify_error(err)
+    end
+    require("chimera.say").info("Chimera's native library is built and loaded: ready")
+    require("chimera.buffers").autostart(vim.api.nvim_get_current_buf(), true)
+  end)
+  if waiting_for_build then
+    local _, said = loader.build_state()
+    require("chimera.say").info(said)
+  end
+end
+
 function M.start(dir)
   if state.root then
     return true

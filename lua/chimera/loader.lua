@@ -21,6 +21,54 @@ end
 
 local cached
 
+local function read_file(path)
+  local f = io.open(path, "r")
+  if not f then
+    return nil
+  end
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+--- The source build scripts/build.sh left running in the background
+--- (started by a plugin manager's build step): "running" or "failed" and
+--- a sentence saying how it goes, else nil.
+function M.build_state()
+  local dir = M.plugin_root() .. "/.build"
+  local log = dir .. "/build.log"
+  local pid = tonumber(vim.trim(read_file(dir .. "/pid") or ""))
+  if pid and vim.uv.kill(pid, 0) == 0 then
+    local text = read_file(log) or ""
+    local _, done = text:gsub("\n%s*Compiling ", "")
+    local _, total = (read_file(M.plugin_root() .. "/Cargo.lock") or ""):gsub("%[%[package%]%]", "")
+    local started = vim.uv.fs_stat(dir .. "/pid")
+    local minutes = started and math.floor((os.time() - started.mtime.sec) / 60) or 0
+    return "running",
+      ("Chimera's native library is being built from source in the background (%d min so far, %d of about %d crates compiled); it loads by itself when done. Log: %s"):format(
+        minutes,
+        done,
+        total,
+        log
+      )
+  end
+  local failed = read_file(dir .. "/failed")
+  if failed then
+    local last = ""
+    for line in (read_file(log) or ""):gmatch("[^\n]+") do
+      if line:match("^error") or line:match("^chimera build:") then
+        last = line
+      end
+    end
+    return "failed",
+      ("Chimera's native library failed to build in the background (exit %s: %s); log: %s"):format(
+        vim.trim(failed),
+        last,
+        log
+      )
+  end
+end
+
 --- An error's message without the stack traceback Lua appends to an error
 --- raised in a native function: the person reading a notification wants
 --- what broke and what to do, not where in Lua it surfaced.
@@ -63,6 +111,39 @@ function M.load()
   if cached then
     return cached
   end
+  local lib, err = M.load_library()
+  if lib then
+    return lib
+  end
+  -- Missing or stale because a build is on its way (or failed): say that.
+  local build, said = M.build_state()
+  if build == "running" then
+    return nil, said
+  elseif build == "failed" then
+    return nil, said .. "; " .. fix_hint()
+  end
+  return nil, err
+end
+
+--- Calls `done(lib, err)` once a background build (build_state) ends,
+--- checking every 2 s; nothing when none runs. Returns whether one runs.
+function M.when_built(done)
+  if M.build_state() ~= "running" then
+    return false
+  end
+  local timer = assert(vim.uv.new_timer())
+  timer:start(2000, 2000, vim.schedule_wrap(function()
+    if M.build_state() == "running" or timer:is_closing() then
+      return
+    end
+    timer:stop()
+    timer:close()
+    done(M.load())
+  end))
+  return true
+end
+
+function M.load_library()
   if package.loaded.chimera_native then
     cached = plain_errors(package.loaded.chimera_native)
     return cached
