@@ -177,15 +177,22 @@ build_from_source() {
   if [ "${CHIMERA_BUILD_FOREGROUND:-0}" != 1 ] && [ ! -t 0 ] && running_nvim >/dev/null; then
     build_in_background; return 0
   fi
-  say "building from source (cargo build --release)"
-  cargo build --release --locked
+  # CHIMERA_CARGO_PROFILE=debug: the tests' quicker build.
+  local profile="${CHIMERA_CARGO_PROFILE:-release}" flags=(--locked)
+  [ "$profile" = release ] && flags+=(--release)
+  say "building from source (cargo build ${flags[*]})"
+  cargo build "${flags[@]}"
+  # Where cargo put it: the user's CARGO_TARGET_DIR or build.target-dir count.
+  local out; out="$(cargo metadata --format-version 1 --no-deps --locked 2>/dev/null \
+    | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+  out="${out:-target}/$profile"
   local tmp; tmp="$(mktemp "$(dirname "$dest")/.chimera_native.XXXXXX")"
-  cp "target/release/libchimera.$built_ext" "$tmp"
+  cp "$out/libchimera.$built_ext" "$tmp"
   mv -f "$tmp" "$dest"
   say "installed $dest"
   mkdir -p "$(dirname "$bin_dest")"
   local bin_tmp; bin_tmp="$(mktemp "$(dirname "$bin_dest")/.chimera.XXXXXX")"
-  cp target/release/chimera "$bin_tmp"
+  cp "$out/chimera" "$bin_tmp"
   chmod 755 "$bin_tmp"
   mv -f "$bin_tmp" "$bin_dest"
   say "installed the chimera command at $bin_dest (put $(dirname "$bin_dest") on your PATH)"

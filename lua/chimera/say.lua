@@ -216,7 +216,6 @@ function M.show(text)
   vim.lsp.util.open_floating_preview(lines, "", {
     border = "rounded",
     title = " Chimera ",
-    focus_id = "chimera-answer",
     max_width = math.max(20, vim.o.columns - 4),
     wrap = true,
   })
