@@ -34,6 +34,7 @@ test-lua: debug-lib
 
 test-scripts: debug-lib
 	python3 tests/test_build_script.py
+	timeout 1200 python3 tests/test_plugin_manager_build.py
 	scripts/install-browser.sh >/dev/null
 	timeout 300 python3 tests/web/test_dashboard.py
 	scripts/install-a2a.sh

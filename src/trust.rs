@@ -155,19 +155,30 @@ const GUARDED: &[&str] = &[
     "tools.web_search_url",
 ];
 
+/// Sections whose keys belong together: one guarded key holds back the
+/// whole section, so that a model and provider never go without the server
+/// they were chosen for (to the user's own, say).
+const WHOLE: &[&str] = &["llm"];
+
 /// The keys of a project's options (`project`, its JSON) that are ignored
 /// while the file is not trusted, as dotted names: the [`GUARDED`] ones it
 /// sets to something other than `base` (the options without the project's
-/// file), a `tests.command` of its own, and capabilities wider than
-/// `base`'s.
+/// file; a [`WHOLE`] section's name for any of its own), a `tests.command`
+/// of its own, and capabilities wider than `base`'s.
 pub fn guarded_keys(project: &Value, base: &Config) -> Vec<String> {
     let base = serde_json::to_value(base).unwrap_or(Value::Null);
     let at = |v: &Value, dotted: &str| dotted.split('.').try_fold(v, |v, k| v.get(k)).cloned();
-    let mut keys: Vec<String> = GUARDED
-        .iter()
-        .filter(|k| at(project, k).is_some_and(|v| Some(&v) != at(&base, k).as_ref()))
-        .map(|k| (*k).to_owned())
-        .collect();
+    let mut keys: Vec<String> = Vec::new();
+    for key in GUARDED {
+        if !at(project, key).is_some_and(|v| Some(&v) != at(&base, key).as_ref()) {
+            continue;
+        }
+        let section = key.split('.').next().unwrap_or(key);
+        let key = if WHOLE.contains(&section) { section } else { key };
+        if !keys.iter().any(|k| k == key) {
+            keys.push(key.to_owned());
+        }
+    }
     // A mode ("auto", "off") runs nothing of the repository's own choosing;
     // any other string is a command line.
     let is_mode = |v: &Value| v.as_str().is_some_and(|s| s == "auto" || s == "off");
@@ -185,6 +196,23 @@ pub fn guarded_keys(project: &Value, base: &Config) -> Vec<String> {
         }
     }
     keys
+}
+
+/// What a guarded key (one of [`guarded_keys`]) lets the project's file
+/// do, in the words `chimera trust` asks with.
+pub fn purpose(key: &str) -> &'static str {
+    match key {
+        "tests.command" | "mcp.servers" | "agents.external" | "capabilities.commands" => {
+            "runs a program"
+        }
+        "agents.run_unconfined" => "runs programs unconfined",
+        "llm" | "a2a.peers" | "tools.web_search_url" | "capabilities.hosts" => {
+            "reaches a host (and sends it what agents send)"
+        }
+        "capabilities.env" | "capabilities.secrets" => "reads your environment or secret files",
+        "root" => "chooses the folder Chimera works on",
+        _ => "widens what agents may do",
+    }
 }
 
 /// Whether capability `name` set to `value` gives agents more than `was`.
@@ -298,9 +326,7 @@ mod tests {
                 "capabilities.secrets",
                 "capabilities.snapshot",
                 "capabilities.write",
-                "llm.api_key_env",
-                "llm.headers",
-                "llm.url",
+                "llm",
                 "mcp.servers",
                 "root",
                 "tests.command",
@@ -310,8 +336,11 @@ mod tests {
         let kept = without(hostile, &keys);
         let config: Config = serde_json::from_value(kept).unwrap();
         assert_eq!(config.llm.url, base.llm.url);
-        assert_eq!(config.llm.model, "m", "harmless options apply");
-        assert_eq!(config.agents.max_concurrent, 1);
+        // A model and provider meant for the url they came with would go
+        // to the user's own server: the `llm` block waits whole.
+        assert_eq!(config.llm.model, base.llm.model, "the llm block waits whole");
+        assert_eq!(config.llm.timeout_ms, base.llm.timeout_ms);
+        assert_eq!(config.agents.max_concurrent, 1, "harmless options apply");
         assert_eq!(config.tests.command, base.tests.command);
         assert!(config.mcp.servers.is_empty() && config.agents.external.is_empty());
         assert_eq!(config.capabilities, base.capabilities);

@@ -86,7 +86,7 @@ fn a_tool_mode_agent_delegates_to_a_peer_and_its_change_lands_in_the_overlay() {
         "a2a": {"peers": {"other": {"url": format!("http://127.0.0.1:{}", served.port), "token": served.token}}},
         "capabilities": {"hosts": ["127.0.0.1"]},
     }));
-    me.ok(&["trust"]);
+    me.ok(&["trust", "--yes"]);
 
     let id = me
         .ok(&[

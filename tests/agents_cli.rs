@@ -46,7 +46,7 @@ fn claude_code_edits_through_the_cli_as_a_proposal_the_preset_deciding() {
         "command": [claude],
         "env": {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-test", "IS_SANDBOX": "1"},
     }}}}));
-    p.ok(&["trust"]);
+    p.ok(&["trust", "--yes"]);
     let out = p
         .command(&["task", "--agent", "claude", "--file", "calc.py", "fix add"])
         .output()

@@ -99,6 +99,9 @@ pub enum Command {
         /// Take the trust back instead.
         #[arg(long)]
         revoke: bool,
+        /// Trust without asking (for scripts; read the file first).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Start an agent on TEXT; prints its ID. Without a running core the
     /// agent runs in this process until its proposal is ready.

@@ -28,7 +28,7 @@ fn ago(ms: i64) -> String {
 }
 
 /// The first line of `s`, at most `n` characters.
-fn line(s: &str, n: usize) -> String {
+pub fn line(s: &str, n: usize) -> String {
     let first = s.lines().next().unwrap_or("");
     if first.chars().count() > n {
         format!(

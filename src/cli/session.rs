@@ -194,8 +194,8 @@ pub async fn run(cli: Cli) -> i32 {
         eprintln!("chimera: {e}");
         return exit::FAILED;
     }
-    if let Command::Trust { revoke } = cli.command {
-        return match trust(&root, revoke, &cli.global) {
+    if let Command::Trust { revoke, yes } = cli.command {
+        return match trust(&root, revoke, yes, &cli.global) {
             Ok(()) => exit::OK,
             Err(e) => {
                 eprintln!("chimera: {e}");
@@ -237,9 +237,10 @@ pub async fn run(cli: Cli) -> i32 {
     code
 }
 
-/// `chimera trust [--revoke]`: records (or takes back) the user's trust in
-/// the project's options file as it is now, saying what that lets it do.
-fn trust(root: &Path, revoke: bool, g: &super::Global) -> Result<(), String> {
+/// `chimera trust [--revoke] [--yes]`: shows what the project's options
+/// file would let run, reach or read, asks, and records (or takes back) the
+/// user's trust in it as it is now.
+fn trust(root: &Path, revoke: bool, yes: bool, g: &super::Global) -> Result<(), String> {
     let file = super::config::project_file(root);
     let db = crate::trust::TrustDb::user().map_err(|e| e.to_string())?;
     if revoke {
@@ -261,25 +262,60 @@ fn trust(root: &Path, revoke: bool, g: &super::Global) -> Result<(), String> {
     let loaded = super::load_config(root, g)?;
     let raw: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let guarded = loaded.project.map(|p| p.guarded).unwrap_or_default();
-    db.trust(&file, &bytes).map_err(|e| e.to_string())?;
     if guarded.is_empty() {
+        db.trust(&file, &bytes).map_err(|e| e.to_string())?;
         out!(
             "trusted {} (it sets nothing that needs trust)",
             file.display()
         );
-    } else {
-        out!("trusted {}; these now apply:", file.display());
-        for key in &guarded {
-            let value = key
-                .split('.')
-                .try_fold(&raw, |v, k| v.get(k))
-                .cloned()
-                .unwrap_or(Value::Null);
-            out!("  {key} = {value}");
-        }
+        return Ok(());
+    }
+    let value_of = |key: &str| {
+        let value = key
+            .split('.')
+            .try_fold(&raw, |v, k| v.get(k))
+            .cloned()
+            .unwrap_or(Value::Null)
+            .to_string();
+        super::output::line(&value, 300)
+    };
+    out!("{} asks to:", file.display());
+    for key in &guarded {
+        out!(
+            "  {}: {key} = {}",
+            crate::trust::purpose(key),
+            value_of(key)
+        );
+    }
+    if !yes && !ask("Trust it as it is now? [y/N] ")? {
+        return Err(format!(
+            "not trusted; nothing of the above applies. Read {} first; `chimera trust --yes` trusts it without asking",
+            file.display()
+        ));
+    }
+    db.trust(&file, &bytes).map_err(|e| e.to_string())?;
+    out!("trusted {}; these now apply:", file.display());
+    for key in &guarded {
+        out!("  {key} = {}", value_of(key));
     }
     out!("A change to the file is ignored until you trust it again.");
     Ok(())
+}
+
+/// Asks `question` on the terminal; false where there is none to ask in.
+fn ask(question: &str) -> Result<bool, String> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| format!("cannot read the answer: {e}"))?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
 }
 
 enum Failure {
@@ -511,10 +547,14 @@ async fn task(s: &mut Session, spec: crate::task::TaskSpec) -> Result<(), Failur
         eprintln!("chimera: no core was running; agent {id} runs here until its proposal is ready");
         let (state, agent) = wait_for(&client, &id, None).await?;
         if ended_badly(&state) {
-            return Err(Failure::Failed(format!(
-                "agent {id} {state}{}",
+            // The core running here said why already, on stderr (its notice
+            // of the failure): said once, not twice.
+            let why = if state == "failed" {
+                String::new()
+            } else {
                 output::why(&agent)
-            )));
+            };
+            return Err(Failure::Failed(format!("agent {id} {state}{why}")));
         }
         eprintln!("chimera: agent {id} is {state}");
     }

@@ -96,7 +96,7 @@ h.test("a task the shell started before Neovim opened the project shows in Neovi
   f:write(vim.json.encode({ llm = { provider = "openai", url = url .. "/v1", model = "fake-model", max_retries = 0 } }))
   f:close()
   -- Its llm.url waits for the user's trust.
-  cli(root, { "trust" })
+  cli(root, { "trust", "--yes" })
   local shell = vim.system({ BIN, "task", "--file", "calc.py", "fix add" }, { cwd = root, env = ENV })
   h.wait_for("the shell's core to hold the project", function()
     return vim.uv.fs_stat(root .. "/.chimera/core.sock") ~= nil
@@ -199,7 +199,7 @@ h.test("checkhealth says what the chimera command ignores of a project's untrust
   end
   local before = health()
   h.truthy(before:find("config.json is not trusted, so the chimera command ignores tests.command", 1, true), before)
-  cli(root, { "trust" })
+  cli(root, { "trust", "--yes" })
   local after = health()
   h.truthy(after:find("config.json is trusted (chimera trust)", 1, true), after)
   h.eq(vim.uv.fs_stat(root .. "/pwned"), nil, "nothing of the file ran")
