@@ -39,6 +39,9 @@ end
 
 local soon = false
 
+--- How often an open window redraws (its ages count on).
+M.tick_ms = 10000
+
 --- Redraws the window at the next tick, once however many progress
 --- lines arrive before it.
 function M.refresh_soon()
@@ -116,6 +119,21 @@ function M.open()
   vim.bo[buf].filetype = "chimera-agents"
   pcall(vim.api.nvim_buf_set_name, buf, "chimera://agents")
   view = { buf = buf, win = vim.api.nvim_get_current_win(), ids = {} }
+  -- The ages count on while the window is open.
+  local ticker = assert(vim.uv.new_timer())
+  ticker:start(M.tick_ms, M.tick_ms, vim.schedule_wrap(function()
+    if view and view.buf == buf and #vim.fn.win_findbuf(buf) > 0 then
+      M.refresh()
+    end
+  end))
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      ticker:stop()
+      ticker:close()
+    end,
+  })
   -- A list, not text to edit: no gutter.
   for option, value in pairs({ number = false, relativenumber = false, signcolumn = "no", foldcolumn = "0", wrap = false, cursorline = true }) do
     vim.wo[view.win][0][option] = value

@@ -88,9 +88,13 @@ function M.refresh(callback)
   lib().history()
 end
 
+local HISTORY_HEADER = "Chimera snapshots, newest first — r roll back  d dry run  f fork an agent  q close"
+
 function M.snapshots_arrived(msg)
   state.snapshots = msg.snapshots
   answer("snapshots", msg.snapshots)
+  -- An open history window shows a new snapshot as it is taken.
+  require("chimera.listview").redraw("history", HISTORY_HEADER, M.history_lines(), M.history())
 end
 
 function M.rollback_done(msg)
@@ -149,7 +153,7 @@ function M.open()
     local snaps = M.history()
     require("chimera.listview").show(
       "history",
-      "Chimera snapshots, newest first — r roll back  d dry run  f fork an agent  q close",
+      HISTORY_HEADER,
       M.history_lines(),
       snaps,
       {

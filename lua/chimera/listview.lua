@@ -6,6 +6,31 @@ local M = {}
 
 local views = {} -- name -> { buf, items = { line -> item } }
 
+--- Writes the header, `lines` and their `items` into view `v`'s buffer.
+local function fill(v, header, lines, items)
+  local all = { header, "" }
+  v.items = {}
+  for i, line in ipairs(lines) do
+    table.insert(all, line)
+    v.items[#all] = items[i]
+  end
+  vim.bo[v.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(v.buf, 0, -1, false, all)
+  vim.bo[v.buf].modifiable = false
+  return all
+end
+
+--- Redraws list `name` in place if a window shows it (no focus taken, the
+--- cursor kept); returns whether it did.
+function M.redraw(name, header, lines, items)
+  local v = views[name]
+  if not (v and vim.api.nvim_buf_is_valid(v.buf)) or #vim.fn.win_findbuf(v.buf) == 0 then
+    return false
+  end
+  fill(v, header, lines, items)
+  return true
+end
+
 --- Shows `lines` (each with the item at the same index of `items`, nil for
 --- none) in the buffer `chimera://{name}` under `header`. `keys` is a list
 --- of { lhs, fn(item), desc }, mapped once.
@@ -33,15 +58,7 @@ function M.show(name, header, lines, items, keys)
     end
     vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = buf, nowait = true, desc = "Chimera: close" })
   end
-  local all = { header, "" }
-  v.items = {}
-  for i, line in ipairs(lines) do
-    table.insert(all, line)
-    v.items[#all] = items[i]
-  end
-  vim.bo[v.buf].modifiable = true
-  vim.api.nvim_buf_set_lines(v.buf, 0, -1, false, all)
-  vim.bo[v.buf].modifiable = false
+  local all = fill(v, header, lines, items)
   local win = vim.fn.win_findbuf(v.buf)[1]
   if win then
     vim.api.nvim_set_current_win(win)

@@ -137,6 +137,7 @@ h.test("the diff float and the agents window show the proposal", function()
   end)
   h.eq(vim.wo.diff, false, "the split's diff mode ended with it")
   vim.cmd("only")
+  require("chimera.agents_view").tick_ms = 300
   vim.cmd("Chimera agents")
   local abuf = vim.api.nvim_get_current_buf()
   local all = table.concat(vim.api.nvim_buf_get_lines(abuf, 0, -1, false), "\n")
@@ -155,6 +156,12 @@ h.test("the diff float and the agents window show the proposal", function()
   h.wait_for("the window updated", function()
     return table.concat(vim.api.nvim_buf_get_lines(abuf, 0, -1, false), "\n"):find("rejected", 1, true) ~= nil
   end)
+  -- With nothing else happening, the ages count on.
+  local before = vim.api.nvim_buf_get_lines(abuf, 2, 3, false)[1]
+  h.wait_for("the age to count on", function()
+    return vim.api.nvim_buf_get_lines(abuf, 2, 3, false)[1] ~= before
+  end, 3000)
+  require("chimera.agents_view").tick_ms = 10000
 end)
 
 h.test("default keys never replace the user's own; the ghost note and checkhealth say which keys work", function()

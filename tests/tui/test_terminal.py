@@ -134,6 +134,9 @@ require("chimera").setup({{
         term.wait_for("the accept in the buffer", r"return a \+ b")
         term.type(":Chimera history")
         term.wait_for("the history window", snap)
+        # A snapshot taken while the window is open shows there at once.
+        term.type(":Chimera snapshot taken while looking")
+        term.wait_for("the new snapshot in the open history window", r"\w+ .*taken while looking")
         term.keys("q")
         term.type(f":Chimera rollback --dry-run {snap}")
         term.wait_for("the dry run", r"(?i)dry run|would")
@@ -149,6 +152,10 @@ require("chimera").setup({{
         time.sleep(1.5)
         term.type(":Chimera log")
         term.wait_for("the log", r"chimera://log|Proposal")
+        term.keys("q")
+        # The dashboard with the HTTP API off says so on the screen.
+        term.type(":Chimera dashboard")
+        term.wait_for("why there is no dashboard", r"HTTP API is off", timeout=10)
         time.sleep(0.5)
     finally:
         term.close()
