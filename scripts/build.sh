@@ -188,6 +188,7 @@ build_from_source() {
   out="${out:-target}/$profile"
   local tmp; tmp="$(mktemp "$(dirname "$dest")/.chimera_native.XXXXXX")"
   cp "$out/libchimera.$built_ext" "$tmp"
+  chmod 755 "$tmp"
   mv -f "$tmp" "$dest"
   say "installed $dest"
   mkdir -p "$(dirname "$bin_dest")"
