@@ -645,6 +645,19 @@ impl Core {
     }
 }
 
+impl Core {
+    /// Once the Remora index holds what was asked of it so far (at once
+    /// when Remora is off).
+    async fn index_done(self: &Arc<Self>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.after_index(move |_| {
+            let _ = tx.send(());
+        }) {
+            let _ = rx.await;
+        }
+    }
+}
+
 async fn check_llm(core: &Core) {
     let health = match &core.llm {
         Err(e) => crate::llm::health::Health {

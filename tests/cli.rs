@@ -307,6 +307,20 @@ fn a_socket_directory_another_account_made_first_is_never_used() {
 }
 
 #[test]
+fn remora_enable_with_no_core_running_indexes_the_project_before_it_returns() {
+    let p = project(&[]);
+    p.write(
+        "use.py",
+        "from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n",
+    );
+    let said = p.ok(&["remora", "enable"]);
+    // At once, with no core: the nodes are in the store.
+    let table = p.ok(&["nodes", "use.py"]);
+    assert!(table.contains("twice"), "{table}");
+    assert!(said.contains("the project is indexed"), "{said}");
+}
+
+#[test]
 fn remora_nodes_a_chat_and_a_fork_from_the_shell() {
     let mut p = project(&[fix_add(), serde_json::json!({"hang": true})]);
     p.write(

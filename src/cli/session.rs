@@ -493,10 +493,21 @@ async fn remora(s: &mut Session, command: Command) -> Result<(), Failure> {
         }
         Command::Remora {
             action: RemoraAction::Enable,
-        } => match s.post("/remora/enable", None).await? {
-            answer if json => out!("{answer}"),
-            _ => out!("Remora enabled: the project is being indexed"),
-        },
+        } => {
+            if !json {
+                eprintln!("chimera: indexing {} …", s.root.display());
+            }
+            let started = Instant::now();
+            // Answered once the index holds the project (in the core that
+            // runs, or in this process when none does).
+            match s.post("/remora/enable", None).await? {
+                answer if json => out!("{answer}"),
+                _ => out!(
+                    "Remora enabled: the project is indexed ({:.1} s); `chimera nodes FILE` lists a file's nodes",
+                    started.elapsed().as_secs_f64()
+                ),
+            }
+        }
         _ => {}
     }
     Ok(())

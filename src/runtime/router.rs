@@ -138,10 +138,17 @@ pub(super) async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
             rx.await.unwrap_or_default()
         }
         Err(msg) => {
+            // A client enabling Remora (the `chimera` command, which may be
+            // the core itself and end right after) is answered once the
+            // project is indexed, not while the index is being built.
+            let indexes = matches!(*msg, ToCore::RemoraEnable { .. });
             route_rest(core, *msg);
             // Steps run in order: once this one has, so has what `msg`
             // queued (a spawn's record is in the store).
             core.on_lifecycle_done(|_| {}).await;
+            if indexes {
+                core.index_done().await;
+            }
             lifecycle::Told::default()
         }
     }
