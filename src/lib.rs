@@ -105,6 +105,7 @@ pub mod reaper;
 pub mod remora;
 pub mod rollback;
 pub mod rootfs;
+pub mod rules;
 pub mod runtime;
 pub mod sandbox;
 pub mod shell_line;

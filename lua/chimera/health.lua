@@ -263,6 +263,39 @@ function M.check_clients(h, state)
   end
 end
 
+--- The project's rules files Chimera's agents read (AGENTS.md, CLAUDE.md,
+--- .github/copilot-instructions.md), for the file in view.
+function M.check_rules(h, config, root)
+  local lib = require("chimera.loader").load()
+  root = root or vim.fs.root(0, ".git") or vim.fn.getcwd()
+  if not (lib and lib.project_rules) then
+    return
+  end
+  -- The file last in view (the health report is in a buffer of its own).
+  local last
+  for _, b in ipairs(vim.fn.getbufinfo({ buflisted = 1 })) do
+    if b.name ~= "" and vim.bo[b.bufnr].buftype == "" and (not last or b.lastused > last.lastused) then
+      last = b
+    end
+  end
+  local file = last and last.name or ""
+  local near = vim.startswith(file, root .. "/") and file:sub(#root + 2) or nil
+  local ok, found = pcall(lib.project_rules, root, require("chimera.config").to_json(config), near)
+  if not ok then
+    return h.warn("the project's rules files could not be read: " .. tostring(found))
+  end
+  if #found == 0 then
+    return h.info("no project rules for agents (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md)")
+  end
+  for _, f in ipairs(found) do
+    h.ok(("agents read the project's rules in %s (%d characters%s)"):format(
+      f.path,
+      f.chars,
+      f.cut > 0 and (", %d more cut: rules are capped"):format(f.cut) or ""
+    ))
+  end
+end
+
 --- Tools beyond the project: capabilities, web search, MCP servers.
 function M.check_tools(h, config, root)
   h.start("Chimera: tools and capabilities")
@@ -305,6 +338,7 @@ function M.check_tools(h, config, root)
     end
   end
   h.ok(("agents run as %q (%s mode, tool calls %s)"):format(caps.preset, config.agents.mode, config.agents.tool_calls))
+  M.check_rules(h, config, root)
   local function preset_allows(key)
     if caps[key] == nil then
       return caps.preset == "developer"

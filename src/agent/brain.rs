@@ -96,6 +96,25 @@ impl<'a> Run<'a> {
         })
     }
 
+    /// The project's rules for an agent working on project path `near`
+    /// ([`crate::rules`]), read from the human's text, as a section of the
+    /// system prompt ("" when there are none). A file the agent may not
+    /// read is never among them.
+    pub fn rules(&self, near: Option<&str>) -> String {
+        let read = |path: &str| {
+            if self.store.is_secret(path) || !self.caps.may_see(path) {
+                return None;
+            }
+            let entry = self.store.stable_entry(path).ok()??;
+            if entry.too_large {
+                return None;
+            }
+            let data = self.store.blob(&entry.hash).ok()?;
+            Some(String::from_utf8_lossy(&data).into_owned())
+        };
+        crate::rules::section(&crate::rules::find(near, read))
+    }
+
     /// Says `message` on the run's progress line.
     pub fn say(&self, message: impl Into<String>) {
         let message = message.into();

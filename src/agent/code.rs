@@ -140,10 +140,12 @@ impl Talk {
         let json = config.llm.json_output && form == EditForm::Definitions;
         let language = scene.language();
         let window = run.llm.context_window().await as usize;
-        // Characters the file may take: the window minus the reply and the
-        // instructions, at about 3 characters per token.
+        let rules = run.rules(scene.target.as_ref().map(|(p, _)| p.as_str()));
+        // Characters the file may take: the window minus the reply, the
+        // instructions and the project's rules, at about 3 characters per
+        // token.
         let budget = window
-            .saturating_sub(config.llm.max_tokens as usize + 700)
+            .saturating_sub(config.llm.max_tokens as usize + 700 + rules.len() / 3)
             .max(500)
             * 3;
         let mut view = scene.view(job, budget, form);
@@ -154,10 +156,11 @@ impl Talk {
         {
             v.failing_tests = failing_now(run, v.path.clone()).await;
         }
-        let more = match (form, &job.node) {
+        let mut more = match (form, &job.node) {
             (EditForm::Program, None) => prompt::more_functions(&run.services.mcp, &run.caps),
             _ => String::new(),
         };
+        more.push_str(&rules);
         let (system, messages) = opening(job, scene, view.as_ref(), form, json, language, &more);
         // A task to fix what the tests show failing is tried afresh each
         // round, the tests judging every try, rather than repaired in

@@ -152,6 +152,7 @@ const EXPORTS: &[(&str, Export)] = &[
     ("confinement", health::confinement),
     ("tests_environment", health::tests_environment),
     ("tests_now", health::tests_now),
+    ("project_rules", health::project_rules),
     ("agent_network", health::agent_network),
     ("default_config", default_config),
     ("project_options", project_options),

@@ -397,6 +397,24 @@ h.test("an agent tries a change, checkpoints, breaks it and rolls its own overla
   h.truthy(health:find("agents may checkpoint their own changes and roll them back", 1, true), health)
 end)
 
+h.test("checkhealth lists the project's rules files agents read for the file in view, never a secret one", function()
+  h.project({
+    ["AGENTS.md"] = "root rules",
+    ["pkg/AGENTS.md"] = "package rules",
+    ["pkg/x.py"] = "x = 1\n",
+    ["CLAUDE.md"] = "kept from agents",
+    [".github/copilot-instructions.md"] = string.rep("y", 2500),
+  })
+  h.setup((h.fake_llm({ { text = "unused" } })), { capabilities = { secrets = { "CLAUDE.md", ".env*" } } })
+  vim.cmd.edit("pkg/x.py")
+  vim.cmd("checkhealth chimera")
+  local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  vim.cmd("bwipeout")
+  h.truthy(health:find("agents read the project's rules in pkg/AGENTS.md (13 characters)", 1, true), health)
+  h.truthy(health:find("rules in .github/copilot-instructions.md (1987 characters, 513 more cut: rules are capped)", 1, true), health)
+  h.truthy(not health:find("CLAUDE.md", 1, true), "a secret rules file is not listed")
+end)
+
 h.test("a code-mode program calls an MCP tool with mcp_call(); the call is in the effect log", function()
   local root = h.project({ ["app.py"] = APP })
   local marker = root .. "/../mcp-code-marker-" .. vim.fn.getpid()

@@ -299,7 +299,8 @@ impl<'r, 'a> Steps<'r, 'a> {
         task: String,
     ) -> Self {
         let job = run.job;
-        let system = system_prompt(&tools, native, job.chat.is_some());
+        let mut system = system_prompt(&tools, native, job.chat.is_some());
+        system.push_str(&run.rules(located.as_ref().map(|(p, _)| p.as_str())));
         let opts = ChatOptions {
             tools: native.then(|| native_tools(&tools)),
             ..Default::default()
