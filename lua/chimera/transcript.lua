@@ -15,6 +15,28 @@ local live = {}
 local views = {} -- agent id -> bufnr
 local dirty = {} -- agent id -> true: redraw at the next tick
 
+--- agent id -> its model's replies (Chimera's own agents, which keep no
+--- transcript): { {label, text, ms} }, from the effect log; `state` is the
+--- agent's state when they were read, so that they are read again once
+--- it has ended.
+local replies = {}
+
+--- Reads agent `id`'s model replies from the effect log, then redraws.
+local function fetch_replies(id, refresh)
+  local a = state.agents[id] or {}
+  replies[id] = { state = a.state, items = (replies[id] or {}).items or {} }
+  require("chimera.history").effects({ kind = "llm" }, function(effects)
+    local items = {}
+    for _, e in ipairs(effects or {}) do
+      if e.agent_id == id then
+        table.insert(items, { label = e.input, text = e.output, ms = e.duration_ms })
+      end
+    end
+    replies[id].items = items
+    refresh(id)
+  end)
+end
+
 local HELP = "# a accept  r reject  R reject with feedback (its next turn)  c cancel  d diff  q close"
 
 local function header(id)
@@ -61,16 +83,22 @@ local function lines_of(id)
     end
   end
   if #lines == 3 then
-    -- Chimera's own agents keep no transcript: what it was asked, what it
-    -- is doing, and where the rest of its work is.
+    -- Chimera's own agents keep no transcript: what it was asked, its
+    -- model's replies (from the effect log), what it is doing, and where
+    -- the rest of its work is.
     add("» " .. (a.task or ""), "ChimeraHint")
+    local got = replies[id]
+    if (not got or got.state ~= a.state) and views[id] then
+      fetch_replies(id, M.refresh)
+    end
+    for _, r in ipairs(got and got.items or {}) do
+      add(("▸ the model, %s (%.1f s):"):format(r.label, (r.ms or 0) / 1000), "ChimeraHint")
+      add(vim.trim(r.text or ""))
+    end
     if a.state == "running" or a.state == "queued" then
       add(state.progress[id] or "(waiting for its first words)", "Comment")
     else
-      add(
-        (":Chimera calls %s lists what it read and wrote; :Chimera effects --kind llm, its model's replies"):format(id),
-        "Comment"
-      )
+      add((":Chimera calls %s lists what it read and wrote"):format(id), "Comment")
     end
   end
   local last = a.error and ("-- failed: " .. a.error)
@@ -112,6 +140,8 @@ local function refresh(id)
     end)
   end
 end
+
+M.refresh = refresh
 
 --- A streamed piece of agent `msg.id`'s turn.
 function M.arrived(msg)

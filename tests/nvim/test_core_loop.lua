@@ -118,12 +118,18 @@ h.test("reject discards the proposal and changes nothing", function()
   end)
   h.eq(vim.bo[buf].modified, false, "buffer unmodified")
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched")
-  -- Its conversation says what it was asked and where its work is, not
-  -- "(nothing said)": Chimera's own agents keep no transcript.
+  -- Its conversation says what it was asked, what its model replied
+  -- (from the effect log: Chimera's own agents keep no transcript) and
+  -- where the rest of its work is.
   vim.cmd("Chimera chat --agent " .. id)
-  local view = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
-  h.truthy(view:find("» add a docstring to parse_config", 1, true), view)
-  h.truthy(view:find(":Chimera calls " .. id, 1, true) and not view:find("nothing said", 1, true), view)
+  local function view()
+    return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  end
+  h.truthy(view():find("» add a docstring to parse_config", 1, true), view())
+  h.wait_for("its model's reply in the view", function()
+    return view():find("▸ the model, ", 1, true) and view():find("submit_result(", 1, true)
+  end, 5000)
+  h.truthy(view():find(":Chimera calls " .. id, 1, true) and not view():find("nothing said", 1, true), view())
   vim.cmd("bwipeout")
 end)
 
