@@ -186,6 +186,9 @@ pub struct LlmConfig {
     /// names (`*0.5b*`), matched without regard to case; an exact name
     /// wins over globs, and globs are tried in name order.
     pub edit_forms: std::collections::BTreeMap<String, EditFormSetting>,
+    /// What a model's tokens cost, by model name or glob (as
+    /// `edit_forms`): agents' and sessions' token totals come with a price.
+    pub prices: std::collections::BTreeMap<String, Price>,
     /// Context window in tokens, used when the server does not report it;
     /// with Ollama, the window asked for (`num_ctx`), at most the model's.
     pub context_tokens: u32,
@@ -211,6 +214,32 @@ pub struct LlmConfig {
     pub json_output: bool,
 }
 
+/// US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+}
+
+/// The entry of `map` that names `model`: its exact name first (case
+/// aside), else the first glob over names that matches it.
+fn by_model<'m, T>(
+    map: &'m std::collections::BTreeMap<String, T>,
+    model: &str,
+) -> Option<(&'m String, &'m T)> {
+    let model = model.to_lowercase();
+    let exact = map.iter().find(|(name, _)| name.to_lowercase() == model);
+    let glob = || {
+        map.iter().find(|(pattern, _)| {
+            globset::GlobBuilder::new(&pattern.to_lowercase())
+                .build()
+                .is_ok_and(|glob| glob.compile_matcher().is_match(&model))
+        })
+    };
+    exact.or_else(glob)
+}
+
 /// The reply form the prompt asks for.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -234,19 +263,15 @@ impl LlmConfig {
 
     /// The `edit_forms` entry that names this model, if any.
     fn edit_form_entry(&self) -> Option<(&String, &EditFormSetting)> {
-        let model = self.model.to_lowercase();
-        let exact = self
-            .edit_forms
-            .iter()
-            .find(|(name, _)| name.to_lowercase() == model);
-        let glob = || {
-            self.edit_forms.iter().find(|(pattern, _)| {
-                globset::GlobBuilder::new(&pattern.to_lowercase())
-                    .build()
-                    .is_ok_and(|glob| glob.compile_matcher().is_match(&model))
-            })
-        };
-        exact.or_else(glob)
+        by_model(&self.edit_forms, &self.model)
+    }
+
+    /// What `input` and `output` tokens of this model cost, in US dollars
+    /// (0 when `prices` names no price for it).
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        by_model(&self.prices, &self.model).map_or(0.0, |(_, p)| {
+            (input as f64 * p.input + output as f64 * p.output) / 1_000_000.0
+        })
     }
 
     /// What the prompt asks this model for and which option decided it, for
@@ -345,6 +370,7 @@ impl Default for LlmConfig {
             max_tokens: 2048,
             edit_form: EditFormSetting::Auto,
             edit_forms: Default::default(),
+            prices: Default::default(),
             context_tokens: 8192,
             keep_alive: Some(serde_json::json!("30m")),
             options: Default::default(),

@@ -98,7 +98,7 @@ pub enum Level {
 /// An agent as its clients see it: what it was asked, where it is, what it
 /// said. The store's row also holds its owner and the full text of earlier
 /// attempts; those stay in the core.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AgentView {
     pub id: String,
     pub state: AgentState,
@@ -119,6 +119,9 @@ pub struct AgentView {
     pub feedback: Vec<String>,
     /// What its programs said with `log()` (the last lines).
     pub log: Vec<String>,
+    /// The tokens its model calls used, and their price (boxed: most
+    /// events carry no agent).
+    pub usage: Box<crate::store::TokenUse>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -137,6 +140,7 @@ impl From<&AgentRecord> for AgentView {
             recoveries: r.recoveries,
             feedback: r.feedback.iter().map(|f| f.feedback.clone()).collect(),
             log: r.log.clone(),
+            usage: Box::new(r.usage),
             created_at: r.created_at,
             updated_at: r.updated_at,
         }

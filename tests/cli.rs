@@ -945,3 +945,35 @@ fn a_dry_run_says_would_and_errors_speak_to_the_shell() {
     assert!(err.contains("chimera history"), "{err}");
     assert!(!err.contains("chimera: Chimera:"), "{err}");
 }
+
+/// An agent's tokens and their price show in `chimera agent` and
+/// `chimera agents` (the fake server counts none: estimated).
+#[test]
+fn an_agents_tokens_and_cost_are_shown() {
+    let p = project(&[fix_add()]);
+    std::fs::write(
+        p.config_home.join("chimera/config.json"),
+        std::fs::read_to_string(p.config_home.join("chimera/config.json"))
+            .unwrap()
+            .replace(
+                r#""model":"fake""#,
+                r#""model":"fake","prices":{"fake":{"input":1000000,"output":1000000}}"#,
+            ),
+    )
+    .unwrap();
+    let out = p.run(&["task", "--file", "calc.py", "fix", "add"]);
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let agent = p.json(&["agent", &id]);
+    let usage = &agent["agent"]["usage"];
+    let (input, output) = (usage["input"].as_u64().unwrap(), usage["output"].as_u64().unwrap());
+    assert!(input > 0 && output > 0, "{agent}");
+    assert_eq!(usage["cost"].as_f64().unwrap(), (input + output) as f64);
+    let shown = p.ok(&["agent", &id]);
+    assert!(
+        shown.contains(&format!("tokens    {input} in, {output} out, estimated")),
+        "{shown}"
+    );
+    let listed = p.ok(&["agents"]);
+    assert!(listed.contains("TOKENS") && listed.contains("≈"), "{listed}");
+}

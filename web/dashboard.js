@@ -264,9 +264,29 @@ async function loadAll() {
 
 // ---- agents ---------------------------------------------------------------
 
+// An agent's tokens in a few characters: "12.3k tok $0.004", "≈850 tok"
+// (estimated: the server did not count them), "" for none.
+function tokens(u) {
+  const n = u ? (u.input || 0) + (u.output || 0) : 0;
+  if (n === 0) return "";
+  const count = n >= 1000 ? (n / 1000).toFixed(1) + "k" : String(n);
+  const cost = u.cost > 0 ? " $" + u.cost.toFixed(3) : "";
+  return (u.estimated ? "≈" : "") + count + " tok" + cost;
+}
+
 function renderAgents() {
   const list = $("agents");
   const agents = [...state.agents.values()].sort((a, b) => b.created_at - a.created_at);
+  const total = agents.reduce(
+    (t, a) => ({
+      input: t.input + (a.usage?.input || 0),
+      output: t.output + (a.usage?.output || 0),
+      cost: t.cost + (a.usage?.cost || 0),
+      estimated: t.estimated || Boolean(a.usage?.estimated),
+    }),
+    { input: 0, output: 0, cost: 0, estimated: false },
+  );
+  $("agents-total").textContent = tokens(total) && "All agents: " + tokens(total);
   fill(list,
     ...agents.map((a) =>
       h(
@@ -280,6 +300,8 @@ function renderAgents() {
         h("code", {}, a.id),
         " ",
         h("span", { class: "muted" }, ago(a.updated_at)),
+        tokens(a.usage) ? " · " : "",
+        h("span", { class: "muted tokens" }, tokens(a.usage)),
         h("span", { class: "task" }, withCode(a.task)),
       ),
     ),
@@ -341,6 +363,9 @@ function renderDetail() {
       field("Summary", a.summary && withCode(a.summary)),
       field("Error", a.error),
       field("Rounds", a.rounds),
+      field("Tokens", a.usage && tokens(a.usage) &&
+        `${a.usage.input} in, ${a.usage.output} out${a.usage.estimated ? " (estimated)" : ""}` +
+        (a.usage.cost > 0 ? `, $${a.usage.cost.toFixed(4)}` : "")),
       field("Feedback", a.feedback.join(" / ")),
     ),
     actions,

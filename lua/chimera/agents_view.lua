@@ -22,15 +22,43 @@ local STATE_HL = {
   failed = "DiagnosticError",
 }
 
+--- Tokens and cost in a few characters: "12.3k tok $0.004", "≈850 tok"
+--- (estimated: the server did not count them), "" for none.
+function M.tokens(u)
+  if not u or ((u.input or 0) + (u.output or 0)) == 0 then
+    return ""
+  end
+  local n = u.input + u.output
+  local count = n >= 1000 and ("%.1fk"):format(n / 1000) or tostring(n)
+  local cost = (u.cost or 0) > 0 and ((" $%.3f"):format(u.cost)) or ""
+  return ("%s%s tok%s"):format(u.estimated and "≈" or "", count, cost)
+end
+
+--- This session's agents' tokens summed (those started since the core
+--- started in this Neovim).
+function M.session_usage()
+  local total = { input = 0, output = 0, cost = 0, estimated = false }
+  for _, a in pairs(state.agents) do
+    if a.usage and (a.created_at or 0) >= (state.session_started or 0) then
+      total.input = total.input + (a.usage.input or 0)
+      total.output = total.output + (a.usage.output or 0)
+      total.cost = total.cost + (a.usage.cost or 0)
+      total.estimated = total.estimated or a.usage.estimated
+    end
+  end
+  return total
+end
+
 local function line_for(a)
   local files = table.concat(a.changed_files or {}, ", ")
   local log = a.log or {}
   local working = a.state == "running" and state.progress[a.id]
   local detail = (a.error or a.summary or working or (log[#log] and ("log: " .. log[#log])) or ""):gsub("\n.*", "")
-  return ("%s  %-10s %4s  %s%s%s"):format(
+  return ("%s  %-10s %4s %16s  %s%s%s"):format(
     a.id,
     a.state .. (a.conflicted and "!" or ""),
     require("chimera.commands").age(a.created_at),
+    M.tokens(a.usage),
     a.task,
     files ~= "" and ("  [" .. files .. "]") or "",
     detail ~= "" and ("  — " .. detail) or ""
@@ -59,7 +87,13 @@ function M.refresh()
   if not (view and vim.api.nvim_buf_is_valid(view.buf)) then
     return
   end
-  local lines, ids = { "Chimera agents — <CR> conversation  a accept  r reject  R reject with feedback  c cancel  d diff  t tool calls  q close", "" }, {}
+  local session = M.tokens(M.session_usage())
+  local lines, ids = {
+    ("Chimera agents%s — <CR> conversation  a accept  r reject  R reject with feedback  c cancel  d diff  t tool calls  q close"):format(
+      session ~= "" and (" (this session: " .. session .. ")") or ""
+    ),
+    "",
+  }, {}
   for _, a in ipairs(require("chimera").agents()) do
     table.insert(lines, line_for(a))
     ids[#lines] = a.id

@@ -40,6 +40,8 @@ M.defaults = {
     -- Per-model overrides of edit_form: a model name, or a glob over names,
     -- to a form, e.g. { ["qwen2.5-coder:7b"] = "definitions", ["*0.5b*"] = "program" }.
     edit_forms = {},
+    -- Model name or glob -> { input = $, output = $ } per million tokens.
+    prices = {},
     -- Context window in tokens when the server does not report it
     -- (llama.cpp /props is asked first). Ollama runs a model with the
     -- window a request asks for: this one (sent as num_ctx), or the
@@ -438,6 +440,25 @@ local function check_edit_forms(forms)
   end
 end
 
+-- `llm.prices`: model name or glob -> { input = n, output = n } (US
+-- dollars per million tokens).
+local function check_prices(prices)
+  if type(prices) ~= "table" then
+    return "chimera: option `llm.prices` must be a table of model name (or glob) -> { input = n, output = n }"
+  end
+  for model, price in pairs(prices) do
+    if type(model) ~= "string" then
+      return "chimera: option `llm.prices` must be keyed by model names, e.g. [\"gpt-4.1\"]"
+    end
+    if type(price) ~= "table" or type(price.input) ~= "number" or type(price.output) ~= "number" then
+      return ("chimera: option `llm.prices[%q]` must be { input = n, output = n } (US dollars per million tokens), got %s"):format(
+        model,
+        vim.inspect(price)
+      )
+    end
+  end
+end
+
 -- `tests.command`: "auto", "off", or a command: a list of strings, or a
 -- line (split as a shell splits it, run without a shell).
 local function check_test_command(command)
@@ -540,6 +561,7 @@ local maps = {
   ["agents.external"] = check_external,
   ["a2a.peers"] = check_peers,
   ["llm.edit_forms"] = check_edit_forms,
+  ["llm.prices"] = check_prices,
 }
 
 local function check(path, value, default)
@@ -673,6 +695,7 @@ function M.to_json(config)
     root = config.root and vim.fn.expand(config.root) or nil,
     llm = vim.tbl_extend("force", config.llm, {
       edit_forms = map_json(config.llm.edit_forms),
+      prices = map_json(config.llm.prices),
       options = map_json(config.llm.options),
       extra_body = map_json(config.llm.extra_body),
       headers = map_json(config.llm.headers),

@@ -115,6 +115,8 @@ function M.start(dir)
   end
   local lib = require("chimera.loader").require()
   -- The core resolves the root (`root` option, else the nearest `.git`).
+  -- Agents started from now on are this session's (their token totals).
+  state.session_started = state.session_started or os.time() * 1000
   state.root = lib.start(require("chimera.config").to_json(state.config), dir)
   require("chimera.buffers").attach_all()
   return true

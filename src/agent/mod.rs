@@ -230,6 +230,7 @@ pub(crate) async fn logged_reply(
             Ok(crate::llm::Reply {
                 text: watch.heard().to_owned(),
                 tool_call: None,
+                usage: Default::default(),
             })
         }
         reply => reply,
@@ -253,7 +254,33 @@ pub(crate) async fn logged_reply(
         &output,
         started.elapsed().as_millis() as i64,
     );
+    if reply.is_ok() {
+        let used = tokens_used(llm, messages, &output, reply.as_ref().map(|r| r.usage));
+        store.agent_usage_add(agent, used);
+    }
     reply
+}
+
+/// What one call used: the tokens the server counted, else about four
+/// characters a token of what was sent (`messages`) and heard (`output`),
+/// marked as estimated; and their price (`llm.prices`).
+fn tokens_used(
+    llm: &LlmClient,
+    messages: &[ChatMessage],
+    output: &str,
+    counted: Result<crate::llm::Usage, &LlmError>,
+) -> crate::store::TokenUse {
+    let counted = counted.unwrap_or_default();
+    let estimate = |chars: usize| (chars as u64).div_ceil(4);
+    let sent: usize = messages.iter().map(|m| m.content.len()).sum();
+    let input = counted.input.unwrap_or_else(|| estimate(sent));
+    let output = counted.output.unwrap_or_else(|| estimate(output.len()));
+    crate::store::TokenUse {
+        input,
+        output,
+        cost: llm.config().cost(input, output),
+        estimated: counted.input.is_none() || counted.output.is_none(),
+    }
 }
 
 impl Run<'_> {

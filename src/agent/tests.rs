@@ -2025,3 +2025,4 @@ async fn an_echoed_import_alone_is_no_change_and_never_lands() {
 mod fixing;
 mod test_files;
 mod rules;
+mod usage;

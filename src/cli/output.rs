@@ -202,10 +202,38 @@ fn list(all: &Value, json: bool, none: &str, header: String, row: impl Fn(&Value
     }
 }
 
+/// An agent's tokens in a few characters: "12.3k $0.004", "≈850" (the
+/// server did not count them), "" for none.
+fn tokens(usage: &Value) -> String {
+    let n = usage["input"].as_u64().unwrap_or(0) + usage["output"].as_u64().unwrap_or(0);
+    if n == 0 {
+        return String::new();
+    }
+    let count = if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    };
+    let cost = usage["cost"].as_f64().unwrap_or(0.0);
+    format!(
+        "{}{count}{}",
+        if usage["estimated"].as_bool() == Some(true) {
+            "≈"
+        } else {
+            ""
+        },
+        if cost > 0.0 {
+            format!(" ${cost:.3}")
+        } else {
+            String::new()
+        }
+    )
+}
+
 pub fn agents(all: &Value, json: bool) {
     let header = format!(
-        "{:<10} {:<10} {:<12} {:<28} TASK",
-        "ID", "STATE", "UPDATED", "FILES"
+        "{:<10} {:<10} {:<12} {:<14} {:<28} TASK",
+        "ID", "STATE", "UPDATED", "TOKENS", "FILES"
     );
     list(all, json, "no agents", header, |a| {
         let files: Vec<&str> = a["changed_files"]
@@ -213,10 +241,11 @@ pub fn agents(all: &Value, json: bool) {
             .map(|f| f.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         format!(
-            "{:<10} {:<10} {:<12} {:<28} {}",
+            "{:<10} {:<10} {:<12} {:<14} {:<28} {}",
             text(a, "id"),
             text(a, "state"),
             ago(a["updated_at"].as_i64().unwrap_or(0)),
+            tokens(&a["usage"]),
             line(&files.join(","), 28),
             line(text(a, "task"), 60)
         )
@@ -245,6 +274,23 @@ pub fn agent(one: &Value, json: bool) {
         out!("changes   {}", names.join(", "));
     }
     out!("rounds    {}", a["rounds"]);
+    let u = &a["usage"];
+    if u["input"].as_u64().unwrap_or(0) + u["output"].as_u64().unwrap_or(0) > 0 {
+        out!(
+            "tokens    {} in, {} out{} ({})",
+            u["input"],
+            u["output"],
+            if u["estimated"].as_bool() == Some(true) {
+                ", estimated: the server did not count them"
+            } else {
+                ""
+            },
+            match u["cost"].as_f64().unwrap_or(0.0) {
+                0.0 => "no price set: llm.prices".to_owned(),
+                cost => format!("${cost:.4}"),
+            }
+        );
+    }
     if let Some(log) = a["log"].as_array().filter(|l| !l.is_empty()) {
         out!("log:");
         for l in log.iter().filter_map(Value::as_str) {

@@ -58,6 +58,7 @@ fn whole_reply(v: &Value) -> Result<Reply, LlmError> {
         .as_array()
         .ok_or_else(|| LlmError::BadReply(format!("no content in {}", cap(&v.to_string()))))?;
     let mut reply = Reply::default();
+    reply.usage.heard(v);
     for b in blocks {
         match b["type"].as_str() {
             Some("text") => reply.text.push_str(b["text"].as_str().unwrap_or("")),
@@ -88,6 +89,7 @@ async fn streamed(
         let Some(v) = super::sse_json(line)? else {
             return Ok(false);
         };
+        reply.usage.heard(&v);
         match v["type"].as_str() {
             Some("error") => return Err(LlmError::BadReply(v["error"].to_string())),
             Some("content_block_start")

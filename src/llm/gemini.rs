@@ -84,6 +84,7 @@ impl Partial {
         if let Some(err) = v.get("error") {
             return Err(LlmError::BadReply(err.to_string()));
         }
+        self.reply.usage.heard(v);
         let candidate = &v["candidates"][0];
         for part in candidate["content"]["parts"]
             .as_array()

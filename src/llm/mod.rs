@@ -96,6 +96,42 @@ impl ToolCall {
 pub struct Reply {
     pub text: String,
     pub tool_call: Option<ToolCall>,
+    /// The tokens the call used, as far as the server said.
+    pub usage: Usage,
+}
+
+/// Tokens one call used, as the server counted them (`None`: it did not
+/// say; an OpenAI-compatible server streaming says only when asked with
+/// `stream_options`, which `llm.extra_body` can add).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+}
+
+impl Usage {
+    /// Takes what `v` — a whole reply or a streamed piece of one — says of
+    /// its tokens, in any provider's words: OpenAI's `usage`, Anthropic's
+    /// (`message.usage` first, `usage` at the end), Gemini's
+    /// `usageMetadata`, Ollama's counts on its last line.
+    pub fn heard(&mut self, v: &serde_json::Value) {
+        let n = |v: &serde_json::Value| v.as_u64();
+        let found = [
+            (&v["usage"]["prompt_tokens"], &v["usage"]["completion_tokens"]),
+            (&v["message"]["usage"]["input_tokens"], &v["message"]["usage"]["output_tokens"]),
+            (&v["usage"]["input_tokens"], &v["usage"]["output_tokens"]),
+            (&v["usageMetadata"]["promptTokenCount"], &v["usageMetadata"]["candidatesTokenCount"]),
+            (&v["prompt_eval_count"], &v["eval_count"]),
+        ];
+        for (input, output) in found {
+            if let Some(i) = n(input) {
+                self.input = Some(i);
+            }
+            if let Some(o) = n(output) {
+                self.output = Some(o);
+            }
+        }
+    }
 }
 
 impl Reply {

@@ -40,6 +40,7 @@ pub(super) async fn chat(
     let resp = super::post(client, "api/chat", &body).await?;
     let mut out = String::new();
     let mut tool_call = None;
+    let mut usage = super::Usage::default();
     let done = for_each_line(resp, client, |line| {
         if line.is_empty() {
             return Ok(false);
@@ -49,6 +50,7 @@ pub(super) async fn chat(
         if let Some(err) = v.get("error") {
             return Err(LlmError::BadReply(err.to_string()));
         }
+        usage.heard(&v);
         if let Some(delta) = v["message"]["content"].as_str() {
             on_delta(delta);
             out.push_str(delta);
@@ -74,6 +76,7 @@ pub(super) async fn chat(
     Ok(Reply {
         text: out,
         tool_call,
+        usage,
     })
 }
 

@@ -39,6 +39,12 @@ pub(super) async fn chat(
     streamed(client, resp, on_delta).await
 }
 
+fn usage_of(v: &Value) -> super::Usage {
+    let mut usage = super::Usage::default();
+    usage.heard(v);
+    usage
+}
+
 /// A reply that came whole: its message's content and first tool call.
 fn whole_reply(v: &Value) -> Result<Reply, LlmError> {
     let message = &v["choices"][0]["message"];
@@ -54,10 +60,12 @@ fn whole_reply(v: &Value) -> Result<Reply, LlmError> {
         (text, Some(call)) => Ok(Reply {
             text: text.unwrap_or("").to_owned(),
             tool_call: Some(call),
+            usage: usage_of(v),
         }),
         (Some(text), None) => Ok(Reply {
             text: text.to_owned(),
             tool_call: None,
+            usage: usage_of(v),
         }),
         (None, None) => Err(LlmError::BadReply(format!(
             "no choices[0].message.content in {}",
@@ -76,6 +84,7 @@ async fn streamed(
     let mut out = String::new();
     let mut call = PartialCall::default();
     let mut finished = false;
+    let mut usage = super::Usage::default();
     let done = for_each_line(resp, client, |line| {
         if super::is_done(line) {
             return Ok(true);
@@ -83,6 +92,7 @@ async fn streamed(
         let Some(v) = super::sse_json(line)? else {
             return Ok(false);
         };
+        usage.heard(&v);
         if let Some(err) = v.get("error") {
             return Err(LlmError::BadReply(err.to_string()));
         }
@@ -108,6 +118,7 @@ async fn streamed(
     Ok(Reply {
         text: out,
         tool_call: call.finish(),
+        usage,
     })
 }
 

@@ -530,3 +530,40 @@ async fn ollama_says_when_it_loads_the_model_first() {
     let c = client(Provider::Ollama, &other.url, true);
     assert_eq!(c.wait_ahead().await, None, "no /api/ps: nothing said");
 }
+
+#[test]
+fn every_providers_token_counts_are_heard() {
+    use serde_json::json;
+    let heard = |pieces: &[serde_json::Value]| {
+        let mut u = super::Usage::default();
+        for p in pieces {
+            u.heard(p);
+        }
+        (u.input, u.output)
+    };
+    // OpenAI, whole or in the last streamed piece.
+    assert_eq!(
+        heard(&[json!({"usage": {"prompt_tokens": 12, "completion_tokens": 3}})]),
+        (Some(12), Some(3))
+    );
+    // Anthropic: the input when the message starts, the output at its end.
+    assert_eq!(
+        heard(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 40, "output_tokens": 1}}}),
+            json!({"type": "message_delta", "usage": {"output_tokens": 25}}),
+        ]),
+        (Some(40), Some(25))
+    );
+    // Gemini.
+    assert_eq!(
+        heard(&[json!({"usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 9}})]),
+        (Some(7), Some(9))
+    );
+    // Ollama's last line.
+    assert_eq!(
+        heard(&[json!({"done": true, "prompt_eval_count": 30, "eval_count": 8})]),
+        (Some(30), Some(8))
+    );
+    // A server that says nothing.
+    assert_eq!(heard(&[json!({"choices": []})]), (None, None));
+}

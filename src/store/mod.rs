@@ -23,7 +23,7 @@ pub use calls::ToolCall;
 pub use chat::ChatEntry;
 pub use checkpoints::Checkpoint;
 pub use history::{Branch, Effect, ManifestEntry, Snapshot};
-pub use records::{AgentRecord, AgentState, Feedback, ProposalFile};
+pub use records::{AgentRecord, AgentState, Feedback, ProposalFile, TokenUse};
 pub use rows::*;
 use rows::{agent_from_row, AGENT_SELECT};
 
@@ -640,6 +640,33 @@ impl Store {
         conn.prepare_cached("UPDATE agents SET log = ?2 WHERE id = ?1")?
             .execute(params![id, serde_json::to_string(&log)?])?;
         Ok(())
+    }
+
+    /// Adds one model call's tokens to agent `id`'s totals (kept apart
+    /// from its state, which only the lifecycle writes); nothing for an id
+    /// that is no agent. A failure is counted among the unrecorded, as an
+    /// effect's is.
+    pub fn agent_usage_add(&self, id: &str, used: TokenUse) -> Option<()> {
+        let r = (|| -> Result<()> {
+            let conn = self.conn();
+            let tx = conn.unchecked_transaction()?;
+            // A node's chat is no agent of the lifecycle: nothing to add to.
+            let Some(old) = tx
+                .prepare_cached("SELECT usage FROM agents WHERE id = ?1")?
+                .query_row([id], |r| r.get::<_, Option<String>>(0))
+                .optional()?
+            else {
+                return Ok(());
+            };
+            let was: TokenUse = old
+                .and_then(|u| serde_json::from_str(&u).ok())
+                .unwrap_or_default();
+            tx.prepare_cached("UPDATE agents SET usage = ?2 WHERE id = ?1")?
+                .execute(params![id, serde_json::to_string(&was.plus(used))?])?;
+            tx.commit()?;
+            Ok(())
+        })();
+        self.noted(r)
     }
 
     pub fn agent(&self, id: &str) -> Result<AgentRecord> {

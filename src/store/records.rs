@@ -114,9 +114,36 @@ pub struct AgentRecord {
     /// [`AGENT_LOG_LINES`] lines).
     #[serde(default)]
     pub log: Vec<String>,
+    /// The tokens its model calls used, and their price.
+    #[serde(default)]
+    pub usage: TokenUse,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// Tokens model calls used, summed, and what they cost at the price the
+/// user set for the model (`llm.prices`; 0 without one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenUse {
+    pub input: u64,
+    pub output: u64,
+    /// In US dollars.
+    pub cost: f64,
+    /// Some calls' tokens were estimated (the server did not count them).
+    pub estimated: bool,
+}
+
+impl TokenUse {
+    /// `self` and `other` summed.
+    pub fn plus(self, other: TokenUse) -> TokenUse {
+        TokenUse {
+            input: self.input + other.input,
+            output: self.output + other.output,
+            cost: self.cost + other.cost,
+            estimated: self.estimated || other.estimated,
+        }
+    }
 }
 
 impl AgentRecord {
@@ -132,6 +159,7 @@ impl AgentRecord {
             error: None,
             changed_files: vec![],
             conflicted: false,
+            usage: TokenUse::default(),
             rounds: 0,
             owner: String::new(),
             recoveries: 0,

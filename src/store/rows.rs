@@ -165,7 +165,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 pub(super) const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line, feedback, mode, capabilities, log, external, spec FROM agents";
+                                   cursor_line, feedback, mode, capabilities, log, external, spec, usage FROM agents";
 
 pub(super) fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -189,6 +189,10 @@ pub(super) fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRec
         recoveries: r.get(13)?,
         feedback: serde_json::from_str(&r.get::<_, String>(16)?).unwrap_or_default(),
         log: serde_json::from_str(&r.get::<_, String>(19)?).unwrap_or_default(),
+        usage: r
+            .get::<_, Option<String>>(22)?
+            .and_then(|u| serde_json::from_str(&u).ok())
+            .unwrap_or_default(),
     })
 }
 

@@ -222,6 +222,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     // The task whole, as JSON (`crate::task::TaskSpec`); rows written
     // before it have their task spread over `task` … `external`.
     ("agents", "spec", "TEXT"),
+    // The tokens its model calls used, summed (`TokenUse`, as JSON).
+    ("agents", "usage", "TEXT"),
     // The machine an instance runs on: its pid means something only there.
     ("instances", "host", "TEXT NOT NULL DEFAULT ''"),
     // The instance whose loaded buffer the stable text is (NULL: the

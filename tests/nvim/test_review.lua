@@ -109,7 +109,8 @@ end)
 
 h.test("the diff float and the agents window show the proposal", function()
   h.project({ ["m.py"] = SRC })
-  h.setup((h.fake_llm({ { text = PROGRAM } })))
+  -- A dollar a token, so that the cost shows with three decimals.
+  h.setup((h.fake_llm({ { text = PROGRAM } })), { llm = { prices = { ["fake-*"] = { input = 1e6, output = 1e6 } } } })
   vim.cmd.edit("m.py")
   local id = chimera.spawn("tens")
   proposal_ready(id)
@@ -142,6 +143,13 @@ h.test("the diff float and the agents window show the proposal", function()
   local abuf = vim.api.nvim_get_current_buf()
   local all = table.concat(vim.api.nvim_buf_get_lines(abuf, 0, -1, false), "\n")
   h.truthy(all:find(id, 1, true) and all:find("completed", 1, true) and all:find("tens", 1, true), all)
+  -- Its tokens (the fake server counts none: estimated) and their cost,
+  -- and the session's.
+  local u = chimera.agent(id).usage
+  h.truthy(u.estimated and u.input > 0 and u.output > 0 and u.cost == u.input + u.output, vim.inspect(u))
+  local line = vim.api.nvim_buf_get_lines(abuf, 2, 3, false)[1]
+  h.truthy(line:find(("≈%s tok $%.3f"):format(require("chimera.agents_view").tokens(u):match("≈(%S+)"), u.cost), 1, true), line)
+  h.truthy(all:find("(this session: ≈", 1, true), all)
   h.eq(vim.wo.number, false, "a list, no gutter")
   local groups = {}
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(abuf, -1, { 2, 0 }, { 2, -1 }, { details = true })) do

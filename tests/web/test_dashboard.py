@@ -67,7 +67,12 @@ def run(p, browser):
     item = agent_item(page, agent_id)
     expect(item).to_be_visible()
     expect(item.locator(".badge")).to_have_text("completed", timeout=30_000)
+    # Its tokens (estimated: the fake model counts none), in the list and
+    # in the detail, and the total over the agents.
+    expect(item.locator(".tokens")).to_contain_text("≈")
+    expect(page.locator("#agents-total")).to_contain_text("All agents: ≈")
     item.click()
+    expect(page.locator("#agent dd").filter(has_text="(estimated)")).to_contain_text(" in, ")
     expect(page.locator(".diff .add")).to_have_text("+    return a + b")
     expect(page.locator(".diff .del")).to_have_text("-    return a - b")
     # The line above the hunk is shown with it, and the summary's
