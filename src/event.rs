@@ -27,6 +27,9 @@ pub enum Event {
         id: String,
         accepted: bool,
         files: Vec<String>,
+        /// Those of `files` changed in an editor's open buffer, not yet
+        /// written on disk.
+        unsaved: Vec<String>,
         hunk: Option<HunkRef>,
     },
     /// The core wrote these files on disk, not through a buffer.

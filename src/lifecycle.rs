@@ -48,6 +48,9 @@ pub enum Verdict {
     Accepted {
         /// Project paths written.
         files: Vec<String>,
+        /// Those of them changed in an editor's open buffer, not yet
+        /// written on disk (the human saves them).
+        unsaved: Vec<String>,
         hunk: Option<HunkRef>,
         /// Nothing of the proposal remains.
         done: bool,
@@ -467,6 +470,7 @@ impl Lifecycle {
             self.proposal(id).unwrap_or(Shown::Unchanged)
         };
         let mut out = self.change(id, shown);
+        let unsaved = done.buffer_edits.iter().map(|e| e.path.clone()).collect();
         out.buffer_edits = done
             .buffer_edits
             .into_iter()
@@ -480,6 +484,7 @@ impl Lifecycle {
             id,
             Verdict::Accepted {
                 files: done.files,
+                unsaved,
                 hunk,
                 done: done.done,
             },
@@ -694,8 +699,11 @@ impl Lifecycle {
             .before
             .map(|s| format!("\n(A rollback to {} undoes it.)", s.id))
             .unwrap_or_default();
-        out.replies
-            .push(reply(true, format!("{}{undo}", plan.describe(false))));
+        let in_buffers: Vec<String> = applied.buffers.iter().map(|(p, _)| p.clone()).collect();
+        out.replies.push(reply(
+            true,
+            format!("{}{undo}", plan.describe_with(false, &in_buffers)),
+        ));
         out
     }
 

@@ -418,6 +418,7 @@ impl ToEditor {
                 accepted,
                 files,
                 hunk,
+                ..
             } => ToEditor::Resolved {
                 id,
                 accepted,

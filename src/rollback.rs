@@ -33,6 +33,13 @@ impl Plan {
     /// The plan in plain words, for the human: what a rollback did, or
     /// with `dry_run` what it would do.
     pub fn describe(&self, dry_run: bool) -> String {
+        self.describe_with(dry_run, &[])
+    }
+
+    /// [`Plan::describe`] of a rollback done, whose files `in_buffers` were
+    /// restored in open buffers: those wait for a write, and it says so.
+    pub fn describe_with(&self, dry_run: bool, in_buffers: &[String]) -> String {
+        let unsaved = |p: &String| in_buffers.contains(p);
         let mut out = String::new();
         let id = self.snapshot.as_ref().map_or("?", |s| s.id.as_str());
         if self.is_empty() {
@@ -47,18 +54,36 @@ impl Plan {
             ));
             for p in &self.restore {
                 out.push_str(&format!("\n  restore {p}"));
+                if unsaved(p) {
+                    out.push_str(" (in its open buffer, not yet written)");
+                }
             }
             for p in &self.delete {
                 out.push_str(&format!("\n  delete  {p}"));
+                if unsaved(p) {
+                    out.push_str(" (emptied in its open buffer, not yet deleted)");
+                }
             }
         }
         for (p, why) in &self.skipped {
             out.push_str(&format!("\n  cannot restore {p}: {why}"));
         }
+        let waiting = self
+            .restore
+            .iter()
+            .chain(&self.delete)
+            .filter(|p| unsaved(p))
+            .count();
+        if waiting > 0 {
+            out.push_str(&format!(
+                "\n{waiting} file(s) were restored in their open buffers: on disk they change when you write them (:w); u in a buffer undoes its part."
+            ));
+        }
         if self.effects.is_empty() {
-            out.push_str(match dry_run {
-                true => "\nNo outside effect happened since; everything would be undone.",
-                false => "\nNo outside effect happened since; everything is undone.",
+            out.push_str(match (dry_run, waiting) {
+                (true, _) => "\nNo outside effect happened since; everything would be undone.",
+                (false, 0) => "\nNo outside effect happened since; everything is undone.",
+                (false, _) => "\nNo outside effect happened since; everything is undone once those buffers are written.",
             });
         } else {
             let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();

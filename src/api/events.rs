@@ -169,10 +169,11 @@ impl EventBus {
                 id,
                 accepted,
                 files,
+                unsaved,
                 hunk,
             } => (
                 vec![id.clone()],
-                json!({ "id": id, "accepted": accepted, "files": files, "hunk": hunk }),
+                json!({ "id": id, "accepted": accepted, "files": files, "unsaved": unsaved, "hunk": hunk }),
             ),
             Happened::FilesWritten { paths } => (vec![], json!({ "paths": paths })),
             // What the editor says in passing is not part of the feed.
@@ -245,6 +246,7 @@ mod tests {
             id: "a1".into(),
             accepted: true,
             files: vec!["x.py".into()],
+            unsaved: vec![],
             hunk: None,
         });
         let all = b.after(0);

@@ -229,16 +229,19 @@ async fn approve(
             id: of,
             accepted: true,
             files,
+            unsaved,
             ..
-        } if *of == id => Some(files.clone()),
+        } if *of == id => Some((files.clone(), unsaved.clone())),
         _ => None,
     });
     match files {
-        Some(files) => {
+        Some((files, unsaved)) => {
             let rec = find(&b, &id)?;
-            Ok(Json(
-                json!({ "agent": AgentView::from(&rec), "files": files }),
-            ))
+            Ok(Json(json!({
+                "agent": AgentView::from(&rec),
+                "files": files,
+                "unsaved": unsaved,
+            })))
         }
         None => Err(told.refused.map(ApiError::from).unwrap_or_else(|| {
             ApiError::conflict(format!("agent {id}'s proposal was not accepted"))

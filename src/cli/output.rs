@@ -340,17 +340,35 @@ pub fn accepted(answer: &Value, json: bool) {
         print_json(answer);
         return;
     }
-    let files: Vec<&str> = answer["files"]
-        .as_array()
-        .map(|f| f.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let list = |key: &str| -> Vec<String> {
+        answer[key]
+            .as_array()
+            .map(|f| f.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let (files, unsaved) = (list("files"), list("unsaved"));
+    let on_disk: Vec<&str> = files
+        .iter()
+        .filter(|f| !unsaved.contains(f))
+        .map(String::as_str)
+        .collect();
+    let mut said = Vec::new();
+    if !on_disk.is_empty() {
+        said.push(format!("written to {}", on_disk.join(", ")));
+    }
+    if !unsaved.is_empty() {
+        said.push(format!(
+            "applied to {} in the Neovim that has it open, not yet written: save it there (:w), or u there undoes it",
+            unsaved.join(", ")
+        ));
+    }
     out!(
         "accepted {}: {}",
         text(&answer["agent"], "id"),
-        if files.is_empty() {
+        if said.is_empty() {
             "nothing left to write".to_owned()
         } else {
-            files.join(", ")
+            said.join("; ")
         }
     );
 }

@@ -52,14 +52,20 @@ pub fn announce(out: &Outcome, root: &Path) -> Announced {
         });
     }
     for (id, v) in &out.verdicts {
-        let (accepted, files, hunk) = match v {
-            Verdict::Accepted { files, hunk, .. } => (true, files.clone(), hunk.clone()),
-            Verdict::Rejected { hunk, .. } => (false, vec![], hunk.clone()),
+        let (accepted, files, unsaved, hunk) = match v {
+            Verdict::Accepted {
+                files,
+                unsaved,
+                hunk,
+                ..
+            } => (true, files.clone(), unsaved.clone(), hunk.clone()),
+            Verdict::Rejected { hunk, .. } => (false, vec![], vec![], hunk.clone()),
         };
         events.push(Event::Resolved {
             id: id.clone(),
             accepted,
             files,
+            unsaved,
             hunk,
         });
     }

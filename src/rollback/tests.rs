@@ -142,3 +142,20 @@ fn effects_since_the_snapshot_are_named_as_irreversible() {
         .unwrap();
     assert!(store.effects(0, Some("network")).unwrap()[0].output.len() < 4200);
 }
+
+#[test]
+fn a_rollback_into_open_buffers_says_those_wait_for_a_write() {
+    let (dir, store) = project();
+    let snap = store.snapshot_create("start").unwrap();
+    change(dir.path(), &store, "a.py", Some("a = 2\n"));
+    let plan = plan(&store, &snap.id).unwrap();
+    let said = plan.describe_with(false, &["a.py".to_owned()]);
+    assert!(
+        said.contains("restore a.py (in its open buffer, not yet written)")
+            && said.contains("1 file(s) were restored in their open buffers")
+            && said.contains("everything is undone once those buffers are written"),
+        "{said}"
+    );
+    assert!(!said.contains("everything is undone."), "{said}");
+    assert!(plan.describe(false).contains("everything is undone."));
+}

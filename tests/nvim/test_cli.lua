@@ -54,7 +54,10 @@ h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", functi
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return a - b", "the buffer is untouched before the accept")
   local listed = vim.json.decode(cli(root, { "agents", "--json" }))
   h.eq(listed[1].state, "completed", "the shell sees the proposal")
-  cli(root, { "accept", id })
+  -- The shell is told where the accept went: into Neovim's open buffer,
+  -- not yet on disk.
+  local said = cli(root, { "accept", id })
+  h.truthy(said:find("applied to calc.py in the Neovim that has it open, not yet written", 1, true), said)
   h.wait_for("the CLI accept in the buffer", function()
     return vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] == "    return a + b"
   end)
