@@ -42,8 +42,9 @@ end
 --- A proposal's note, cut to the window: `head` (its id and keys) always
 --- whole, then as much of `summary` as fits, then `tail`. At the end of
 --- its line when the head fits there, else on a line of its own below the
---- hunk (`below`), so the keys are never cut off at 80 columns.
-local function fitted_note(head, summary, tail, width, line_width)
+--- hunk (`below`), so the keys are never cut off at 80 columns; in a window
+--- narrower than the head, `compact` (the id and the bare keys).
+local function fitted_note(head, compact, summary, tail, width, line_width)
   local say = require("chimera.say")
   local eol_room = width - line_width - 3 -- two spaces before, one spare
   local min = vim.fn.strdisplaywidth(head) + 12
@@ -56,8 +57,24 @@ local function fitted_note(head, summary, tail, width, line_width)
     return head .. say.fit(summary, room) .. tail, true
   end
   -- Too narrow for the summary (the agents window has it): the keys and
-  -- the extent; narrower still, as much as fits.
-  return say.fit(head:gsub(": $", "") .. tail, width - 1), true
+  -- the extent; narrower still, the keys alone, as short as they go.
+  local keys_and_extent = head:gsub(": $", "") .. tail
+  if vim.fn.strdisplaywidth(keys_and_extent) <= width - 1 then
+    return keys_and_extent, true
+  end
+  return say.fit(compact, width - 1), true
+end
+
+--- The note in the fewest columns: "◆ 3f2a91c0 <Leader>a/<Leader>r"
+--- (a conflicted one: "◆ 3f2a91c0 CONFLICT <Leader>r").
+local function compact_keys(id, conflicted)
+  local keymaps = require("chimera.keymaps")
+  local accept = keymaps.key("accept") or ":Chimera accept"
+  local reject = keymaps.key("reject") or ":Chimera reject"
+  if conflicted then
+    return ("◆ %s CONFLICT %s"):format(id, reject)
+  end
+  return ("◆ %s %s/%s"):format(id, accept, reject)
 end
 
 --- How much of proposal `id` there is beside what is in view: " · 3
@@ -177,6 +194,7 @@ function M.render(buf)
         end
         local note, below = fitted_note(
           ("◆ chimera %s%s: "):format(entry.id, keys_hint(conflicted)),
+          compact_keys(entry.id, conflicted),
           agent.summary or "proposal",
           extent(entry.id, path, #entry.file.hunks, hidden),
           width,
