@@ -58,23 +58,23 @@ local function fitted_note(head, compact, summary, tail, width, line_width)
   end
   -- Too narrow for the summary (the agents window has it): the keys and
   -- the extent; narrower still, the keys alone, as short as they go.
-  local keys_and_extent = head:gsub(": $", "") .. tail
-  if vim.fn.strdisplaywidth(keys_and_extent) <= width - 1 then
-    return keys_and_extent, true
+  local keys = head:gsub(": $", "")
+  if vim.fn.strdisplaywidth(keys) <= width - 1 then
+    return say.fit(keys .. tail, width - 1), true
   end
   return say.fit(compact, width - 1), true
 end
 
---- The note in the fewest columns: "◆ 3f2a91c0 <Leader>a/<Leader>r"
---- (a conflicted one: "◆ 3f2a91c0 CONFLICT <Leader>r").
+--- The note in the fewest columns: "◆ chimera 3f2a91c0 <Leader>a/<Leader>r"
+--- (a conflicted one: "◆ chimera 3f2a91c0 CONFLICT <Leader>r").
 local function compact_keys(id, conflicted)
   local keymaps = require("chimera.keymaps")
   local accept = keymaps.key("accept") or ":Chimera accept"
   local reject = keymaps.key("reject") or ":Chimera reject"
   if conflicted then
-    return ("◆ %s CONFLICT %s"):format(id, reject)
+    return ("◆ chimera %s CONFLICT %s"):format(id, reject)
   end
-  return ("◆ %s %s/%s"):format(id, accept, reject)
+  return ("◆ chimera %s %s/%s"):format(id, accept, reject)
 end
 
 --- How much of proposal `id` there is beside what is in view: " · 3
