@@ -74,6 +74,8 @@ pub struct BufferEdit {
     pub lines: Vec<String>,
     /// The buffer's text the edit was computed for.
     pub base: String,
+    /// The editor writes the buffer after the edit (`chimera accept --write`).
+    pub write: bool,
 }
 
 impl BufferEdit {
@@ -87,6 +89,7 @@ impl BufferEdit {
             end,
             lines,
             base: base.to_owned(),
+            write: false,
         }
     }
 }

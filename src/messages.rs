@@ -25,6 +25,9 @@ pub enum ToCore {
         id: String,
         buffers: Vec<BufferText>,
         hunk: Option<HunkRef>,
+        /// What lands in an open buffer is written there too (a client
+        /// other than that editor asked for it).
+        write: bool,
     },
     /// Drop one hunk from a proposal.
     RejectHunk { id: String, hunk: HunkRef },
@@ -188,6 +191,9 @@ pub enum ToEditor {
         end: usize,
         lines: Vec<String>,
         expect: String,
+        /// Write the buffer after the edit, unless it held other unsaved
+        /// changes before it.
+        write: bool,
     },
     /// The outcome of an accept or reject, for `User ChimeraAccepted`/`ChimeraRejected`.
     Resolved {

@@ -730,6 +730,7 @@ fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_accep
             id: id.into(),
             buffers: vec![],
             hunk: None,
+            write: false,
         });
         r.wait(&format!("{id} accepted"), |m| match m {
             ToEditor::Resolved {

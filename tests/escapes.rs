@@ -233,6 +233,7 @@ fn an_accept_never_writes_through_a_link_made_after_the_proposal() {
         id: "a1".into(),
         buffers: vec![],
         hunk: None,
+        write: false,
     });
     let message = run.wait(|m| match m {
         ToEditor::Notify { message, .. } if message.contains("a1") => Some(message.clone()),
@@ -250,6 +251,7 @@ fn accept(run: &Run, id: &str) {
         id: id.into(),
         buffers: vec![],
         hunk: None,
+        write: false,
     });
 }
 

@@ -150,9 +150,27 @@ function handlers.edit_buffer(msg)
     require("chimera.loader").require().buffer_moved(msg.id, msg.path, msg.expect, wanted, now)
     return
   end
+  local had_changes = vim.bo[buf].modified
   -- Close the current undo block so `u` undoes exactly this accept.
   vim.bo[buf].undolevels = vim.bo[buf].undolevels
   vim.api.nvim_buf_set_lines(buf, msg.start, msg["end"], false, msg.lines)
+  if msg.write then
+    -- Asked from outside (`chimera accept --write`): written, unless the
+    -- buffer held other unsaved changes, which are the human's to save.
+    if had_changes then
+      notify(
+        ("chimera: accepted %s into %s, not written: the buffer has other unsaved changes (:w writes them with it)"):format(
+          msg.id,
+          vim.fn.fnamemodify(msg.path, ":~:.")
+        ),
+        vim.log.levels.WARN
+      )
+    else
+      vim.api.nvim_buf_call(buf, function()
+        vim.cmd("silent write")
+      end)
+    end
+  end
 end
 
 --- Reloads the loaded, unmodified buffers of `paths` (files the core wrote

@@ -193,6 +193,9 @@ struct Verdict {
     /// One hunk (from 1, in file order across the proposal).
     hunk: Option<usize>,
     feedback: Option<String>,
+    /// An accept into an editor's open buffer is written there too.
+    #[serde(default)]
+    write: bool,
 }
 
 fn hunk_ref(n: Option<usize>) -> Result<Option<HunkRef>, ApiError> {
@@ -222,6 +225,7 @@ async fn approve(
             id: id.clone(),
             buffers: Vec::new(),
             hunk,
+            write: v.write,
         })
         .await;
     let files = told.events.iter().find_map(|m| match m {

@@ -141,6 +141,10 @@ pub enum Command {
         /// Only hunk N (from 1, in file order).
         #[arg(long, value_name = "N")]
         hunk: Option<usize>,
+        /// A file open in Neovim is written there too (when it has no other
+        /// unsaved change), not left for :w.
+        #[arg(long)]
+        write: bool,
     },
     /// Reject agent ID's proposal; with --feedback the agent tries again.
     Reject {

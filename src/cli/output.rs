@@ -335,7 +335,9 @@ pub fn diff(one: &Value, json: bool) -> bool {
     true
 }
 
-pub fn accepted(answer: &Value, json: bool) {
+/// What an accept did; `write`: the Neovim holding a file was asked to
+/// write it too.
+pub fn accepted(answer: &Value, write: bool, json: bool) {
     if json {
         print_json(answer);
         return;
@@ -356,9 +358,14 @@ pub fn accepted(answer: &Value, json: bool) {
     if !on_disk.is_empty() {
         said.push(format!("written to {}", on_disk.join(", ")));
     }
-    if !unsaved.is_empty() {
+    if !unsaved.is_empty() && write {
         said.push(format!(
-            "applied to {} in the Neovim that has it open, not yet written: save it there (:w), or u there undoes it",
+            "applied to {} in the Neovim that has it open, which writes it unless it holds other unsaved changes there (it says so); u there undoes it",
+            unsaved.join(", ")
+        ));
+    } else if !unsaved.is_empty() {
+        said.push(format!(
+            "applied to {} in the Neovim that has it open, not yet written: save it there (:w) or accept with --write; u there undoes it",
             unsaved.join(", ")
         ));
     }

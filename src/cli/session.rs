@@ -384,10 +384,12 @@ async fn command(s: &mut Session, command: Command) -> Result<i32, Failure> {
                 return Ok(exit::FAILED);
             }
         }
-        Command::Accept { id, hunk } => {
+        Command::Accept { id, hunk, write } => {
             let path = format!("/proposal/{}/approve", url_part(&id));
-            let answer = s.post(&path, Some(json!({ "hunk": hunk }))).await?;
-            output::accepted(&answer, json);
+            let answer = s
+                .post(&path, Some(json!({ "hunk": hunk, "write": write })))
+                .await?;
+            output::accepted(&answer, write, json);
         }
         Command::Reject { id, feedback, hunk } => {
             let path = format!("/proposal/{}/reject", url_part(&id));

@@ -31,6 +31,7 @@ pub fn announce(out: &Outcome, root: &Path) -> Announced {
             end: e.end,
             lines: e.lines.clone(),
             expect: e.base.clone(),
+            write: e.write,
         })
         .collect();
     let mut events = Vec::new();

@@ -416,6 +416,7 @@ fn accept(lua: &Lua) -> mlua::Result<mlua::Function> {
                 id,
                 buffers: buffer_texts(buffers)?,
                 hunk: hunk_ref(hunk)?,
+                write: false,
             })
         },
     )

@@ -64,9 +64,20 @@ pub(super) type Transition = Box<dyn FnOnce(&Arc<Core>) -> Outcome + Send>;
 /// The transition `msg` asks for, or `msg` back when it is not one.
 pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Box<ToCore>> {
     Ok(match msg {
-        ToCore::Accept { id, buffers, hunk } => {
+        ToCore::Accept {
+            id,
+            buffers,
+            hunk,
+            write,
+        } => {
             let buffers = buffer_map(core, buffers);
-            Box::new(move |c| c.lifecycle.accept(&id, buffers, hunk))
+            Box::new(move |c| {
+                let mut out = c.lifecycle.accept(&id, buffers, hunk);
+                for edit in &mut out.buffer_edits {
+                    edit.write = write;
+                }
+                out
+            })
         }
         ToCore::RejectHunk { id, hunk } => Box::new(move |c| c.lifecycle.reject_hunk(&id, hunk)),
         ToCore::Reject { id, feedback } => {

@@ -106,6 +106,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
         id: "a1".into(),
         buffers: vec![],
         hunk: None,
+        write: false,
     })
     .unwrap();
     wait_for(&mut rx, &rt, |m| {
@@ -1067,6 +1068,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
         id: "ag1".into(),
         buffers: vec![],
         hunk: None,
+        write: false,
     })
     .unwrap();
     let snapshots = wait_for(&mut rx, &rt, |m| match m {
@@ -1477,6 +1479,7 @@ fn the_watcher_rebases_a_proposal_onto_a_change_made_outside_neovim() {
         id: "a1".into(),
         buffers: vec![],
         hunk: None,
+        write: false,
     })
     .unwrap();
     wait_for(&mut rx, &rt, |m| {

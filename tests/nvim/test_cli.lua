@@ -41,6 +41,7 @@ h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", functi
   h.setup((h.fake_llm({
     { text = "```python\ndef add(a, b):\n    return a + b\n```" },
     { text = "```python\ndef add(a, b):\n    return b + a\n```" },
+    { text = "```python\ndef add(a, b):\n    return (b + a)\n```" },
   })))
   vim.cmd.edit("calc.py")
   local buf = vim.api.nvim_get_current_buf()
@@ -76,6 +77,17 @@ h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", functi
   end)
   local agent = vim.json.decode(cli(root, { "agent", second, "--json" }))
   h.eq(agent.agent.state, "accepted", "the shell sees the Neovim accept")
+  -- `chimera accept --write`: the buffer (no other unsaved change) is
+  -- written by the Neovim that has it open.
+  vim.cmd("silent write")
+  local third = chimera.spawn("fix add once more", { file = root .. "/calc.py" })
+  h.eq(chimera.wait(third, 20000), "completed", "third agent")
+  local said = cli(root, { "accept", third, "--write" })
+  h.truthy(said:find("which writes it unless it holds other unsaved changes", 1, true), said)
+  h.wait_for("the accept written on disk", function()
+    return h.read(root .. "/calc.py") == table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n"
+      and not vim.bo[buf].modified
+  end)
 end)
 
 h.test("Neovim's core holds the project the moment it starts: a shell task typed at once runs there", function()
