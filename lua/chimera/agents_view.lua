@@ -56,7 +56,8 @@ local function line_for(a)
   local detail = (a.error or a.summary or working or (log[#log] and ("log: " .. log[#log])) or ""):gsub("\n.*", "")
   return ("%s  %-10s %4s %16s  %s%s%s"):format(
     a.id,
-    a.state .. (a.conflicted and "!" or ""),
+    -- An accept the human undid with `u` (see bridge.watch_undo).
+    (state.undone[a.id] and a.state == "accepted" and "undone" or a.state) .. (a.conflicted and "!" or ""),
     require("chimera.commands").age(a.created_at),
     M.tokens(a.usage),
     a.task,

@@ -154,6 +154,9 @@ function handlers.edit_buffer(msg)
   -- Close the current undo block so `u` undoes exactly this accept.
   vim.bo[buf].undolevels = vim.bo[buf].undolevels
   vim.api.nvim_buf_set_lines(buf, msg.start, msg["end"], false, msg.lines)
+  if not vim.startswith(msg.id, "rollback-") then
+    M.watch_undo(buf, msg.id, msg.path, vim.api.nvim_buf_call(buf, vim.fn.changenr))
+  end
   if msg.write then
     -- Asked from outside (`chimera accept --write`): written, unless the
     -- buffer held other unsaved changes, which are the human's to save.
@@ -171,6 +174,52 @@ function handlers.edit_buffer(msg)
       end)
     end
   end
+end
+
+local applied = {} -- bufnr -> { {id, path, change} }: accepts in its undo tree
+
+--- Follows `u` and redo in `buf` for the accept of agent `id`, its undo
+--- change number `change`: undone (the buffer's state just below it), the
+--- agent shows "undone" and it is said; redone, "accepted" again.
+function M.watch_undo(buf, id, path, change)
+  if not applied[buf] then
+    applied[buf] = {}
+    local function check()
+      if not vim.api.nvim_buf_is_valid(buf) then
+        return
+      end
+      -- changenr() is undotree()'s seq_cur without building the whole
+      -- tree (2 ms at 5,000 changes): this runs after every change. After
+      -- `u` it is one less than the change undone.
+      local seq = vim.api.nvim_buf_call(buf, vim.fn.changenr)
+      for _, a in ipairs(applied[buf] or {}) do
+        local name = vim.fn.fnamemodify(a.path, ":~:.")
+        if seq == a.change - 1 and not state.undone[a.id] then
+          state.undone[a.id] = a.path
+          notify(("chimera: the accept of %s is undone in %s (<C-r> redoes it)"):format(a.id, name))
+          require("chimera.agents_view").refresh_soon()
+        elseif seq == a.change and state.undone[a.id] then
+          state.undone[a.id] = nil
+          notify(("chimera: the accept of %s is back in %s"):format(a.id, name))
+          require("chimera.agents_view").refresh_soon()
+        end
+      end
+    end
+    -- Every change, undo and redo included, whatever the mode (the
+    -- TextChanged events wait for Normal mode's loop).
+    vim.api.nvim_buf_attach(buf, false, {
+      on_lines = function()
+        if not applied[buf] then
+          return true
+        end
+        vim.schedule(check)
+      end,
+      on_detach = function()
+        applied[buf] = nil
+      end,
+    })
+  end
+  table.insert(applied[buf], { id = id, path = path, change = change })
 end
 
 --- Reloads the loaded, unmodified buffers of `paths` (files the core wrote

@@ -17,6 +17,9 @@ return {
   proposals = {},
   --- Last progress line per running agent.
   progress = {},
+  --- id -> path: an accept into that buffer the human undid with `u`
+  --- (shown "undone" until redone; the core still counts it accepted).
+  undone = {},
   --- Last answer of check_llm().
   llm_status = nil,
 }

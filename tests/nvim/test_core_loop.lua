@@ -70,8 +70,28 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
     return #require("chimera.ghost").extmarks(buf) == 0
   end)
   h.eq(h.read(root .. "/app.py"), SRC, "disk untouched: the buffer is the ground truth")
-  vim.cmd("silent undo")
+  -- `u` as a person presses it: the buffer is restored and the agent is
+  -- shown undone; redo shows it accepted again.
+  h.wait_for_notice(("the accept of %s is undone in"):format(id), function()
+    vim.api.nvim_feedkeys("u", "x", false)
+  end)
   h.eq(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n", SRC, "u restores the buffer")
+  vim.cmd("Chimera agents")
+  local function listed()
+    return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  end
+  h.wait_for("undone in the agents window", function()
+    return listed():find(id .. "  undone", 1, true)
+  end)
+  vim.cmd("close")
+  h.wait_for_notice(("the accept of %s is back in"):format(id), function()
+    vim.api.nvim_feedkeys(vim.keycode("<C-r>"), "x", false)
+  end)
+  vim.cmd("Chimera agents")
+  h.wait_for("accepted again in the agents window", function()
+    return listed():find(id .. "  accepted", 1, true)
+  end)
+  vim.cmd("close")
 end)
 
 h.test("a key pressed before the core is up waits for it, then acts", function()
