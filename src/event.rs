@@ -125,6 +125,8 @@ pub struct AgentView {
     /// The tokens its model calls used, and their price (boxed: most
     /// events carry no agent).
     pub usage: Box<crate::store::TokenUse>,
+    /// Accepted, then undone by the human in the buffer it went into.
+    pub undone: bool,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -144,6 +146,7 @@ impl From<&AgentRecord> for AgentView {
             feedback: r.feedback.iter().map(|f| f.feedback.clone()).collect(),
             log: r.log.clone(),
             usage: Box::new(r.usage),
+            undone: r.undone,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }

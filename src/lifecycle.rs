@@ -494,6 +494,20 @@ impl Lifecycle {
         )
     }
 
+    /// The human undid (or redid) accepted agent `id`'s change in the
+    /// buffer it went into: it stays accepted, marked `undone`, so that
+    /// every client shows what the human's text holds. Nothing for an
+    /// agent in another state.
+    pub fn accept_undone(&self, id: &str, undone: bool) -> Outcome {
+        match self.store.agent(id) {
+            Ok(rec) if rec.state == AgentState::Accepted && rec.undone != undone => self
+                .state_change(id, AgentState::Accepted, Shown::Unchanged, |r| {
+                    r.undone = undone
+                }),
+            _ => Outcome::default(),
+        }
+    }
+
     /// Someone changed `path` after the watcher last looked: their text is
     /// the ground truth, the proposal is rebased onto it, nothing written.
     fn changed_under_accept(&self, id: &str, path: &str) -> Outcome {

@@ -29,6 +29,9 @@ pub enum ToCore {
         /// other than that editor asked for it).
         write: bool,
     },
+    /// The human undid (`undone`) or redid an accepted change in the
+    /// buffer it went into: the agent stays accepted, marked so.
+    AcceptUndone { id: String, undone: bool },
     /// Drop one hunk from a proposal.
     RejectHunk { id: String, hunk: HunkRef },
     /// Reject a proposal (or cancel a running agent).

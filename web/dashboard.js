@@ -357,7 +357,8 @@ function renderDetail() {
       "dl",
       {},
       field("Agent", a.id),
-      field("State", a.state + (a.conflicted ? " (conflicts with your edits)" : "")),
+      field("State", a.state + (a.conflicted ? " (conflicts with your edits)" : "") +
+        (a.undone ? " (undone in the editor: u took it back)" : "")),
       field("File", a.file),
       field("Done by", a.external ? `${a.external} (ACP)` : null),
       field("Summary", a.summary && withCode(a.summary)),

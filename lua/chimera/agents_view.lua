@@ -57,7 +57,7 @@ local function line_for(a)
   return ("%s  %-10s %4s %16s  %s%s%s"):format(
     a.id,
     -- An accept the human undid with `u` (see bridge.watch_undo).
-    (state.undone[a.id] and a.state == "accepted" and "undone" or a.state) .. (a.conflicted and "!" or ""),
+    ((state.undone[a.id] or a.undone) and a.state == "accepted" and "undone" or a.state) .. (a.conflicted and "!" or ""),
     require("chimera.commands").age(a.created_at),
     M.tokens(a.usage),
     a.task,

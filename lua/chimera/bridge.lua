@@ -197,10 +197,12 @@ function M.watch_undo(buf, id, path, change)
         if seq == a.change - 1 and not state.undone[a.id] then
           state.undone[a.id] = a.path
           notify(("chimera: the accept of %s is undone in %s (<C-r> redoes it)"):format(a.id, name))
+          require("chimera.loader").require().accept_undone(a.id, true)
           require("chimera.agents_view").refresh_soon()
         elseif seq == a.change and state.undone[a.id] then
           state.undone[a.id] = nil
           notify(("chimera: the accept of %s is back in %s"):format(a.id, name))
+          require("chimera.loader").require().accept_undone(a.id, false)
           require("chimera.agents_view").refresh_soon()
         end
       end

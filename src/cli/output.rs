@@ -172,7 +172,7 @@ pub fn agent_state(agent: &Value, json: bool) {
         print_json(agent);
         return;
     }
-    let mut out = format!("{} {}", text(agent, "id"), text(agent, "state"));
+    let mut out = format!("{} {}", text(agent, "id"), state_of(agent));
     if agent["conflicted"].as_bool() == Some(true) {
         out.push_str(" (conflict)");
     }
@@ -199,6 +199,15 @@ fn list(all: &Value, json: bool, none: &str, header: String, row: impl Fn(&Value
     out!("{header}");
     for item in items {
         out!("{}", row(item));
+    }
+}
+
+/// An agent's state as the human's text has it: "accepted (undone)" for
+/// an accept undone in the buffer it went into.
+fn state_of(agent: &Value) -> String {
+    match agent["undone"].as_bool() {
+        Some(true) => format!("{} (undone)", text(agent, "state")),
+        _ => text(agent, "state").to_owned(),
     }
 }
 
@@ -243,7 +252,7 @@ pub fn agents(all: &Value, json: bool) {
         format!(
             "{:<10} {:<10} {:<12} {:<14} {:<28} {}",
             text(a, "id"),
-            text(a, "state"),
+            state_of(a),
             ago(a["updated_at"].as_i64().unwrap_or(0)),
             tokens(&a["usage"]),
             line(&files.join(","), 28),
@@ -259,7 +268,7 @@ pub fn agent(one: &Value, json: bool) {
     }
     let a = &one["agent"];
     out!("agent     {}", text(a, "id"));
-    out!("state     {}", text(a, "state"));
+    out!("state     {}", state_of(a));
     out!("task      {}", text(a, "task"));
     if !text(a, "file").is_empty() {
         out!("file      {}", text(a, "file"));

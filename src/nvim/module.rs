@@ -164,6 +164,7 @@ const EXPORTS: &[(&str, Export)] = &[
     ("spawn", spawn),
     ("accept", accept),
     ("reject", reject),
+    ("accept_undone", accept_undone),
     ("buffer_text", buffer_text),
     ("buffer_moved", buffer_moved),
     ("reject_hunk", reject_hunk),
@@ -426,6 +427,13 @@ fn accept(lua: &Lua) -> mlua::Result<mlua::Function> {
 fn reject(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_function(|_, (id, feedback): (String, Option<String>)| {
         send(ToCore::Reject { id, feedback })
+    })
+}
+
+/// accept_undone(id, undone): the human undid (or redid) accepted agent `id`'s change in its buffer.
+fn accept_undone(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|_, (id, undone): (String, bool)| {
+        send(ToCore::AcceptUndone { id, undone })
     })
 }
 

@@ -80,6 +80,9 @@ pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Bo
             })
         }
         ToCore::RejectHunk { id, hunk } => Box::new(move |c| c.lifecycle.reject_hunk(&id, hunk)),
+        ToCore::AcceptUndone { id, undone } => {
+            Box::new(move |c| c.lifecycle.accept_undone(&id, undone))
+        }
         ToCore::Reject { id, feedback } => {
             let working = core.store.agent(&id).is_ok_and(|r| r.state.is_active());
             if working {

@@ -117,6 +117,10 @@ pub struct AgentRecord {
     /// The tokens its model calls used, and their price.
     #[serde(default)]
     pub usage: TokenUse,
+    /// Accepted, then undone by the human in the buffer it went into (`u`);
+    /// false again once redone.
+    #[serde(default)]
+    pub undone: bool,
     pub owner_pid: u32,
     pub created_at: i64,
     pub updated_at: i64,
@@ -160,6 +164,7 @@ impl AgentRecord {
             changed_files: vec![],
             conflicted: false,
             usage: TokenUse::default(),
+            undone: false,
             rounds: 0,
             owner: String::new(),
             recoveries: 0,

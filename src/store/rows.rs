@@ -165,7 +165,7 @@ pub fn overlay_entry(conn: &Connection, agent: &str, path: &str) -> Result<Optio
 
 pub(super) const AGENT_SELECT: &str = "SELECT id, state, task, context, summary, error, changed_files, conflicted,
                                    owner_pid, created_at, updated_at, rounds, owner, recoveries, file,
-                                   cursor_line, feedback, mode, capabilities, log, external, spec, usage FROM agents";
+                                   cursor_line, feedback, mode, capabilities, log, external, spec, usage, undone FROM agents";
 
 pub(super) fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(1)?;
@@ -193,6 +193,7 @@ pub(super) fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRec
             .get::<_, Option<String>>(22)?
             .and_then(|u| serde_json::from_str(&u).ok())
             .unwrap_or_default(),
+        undone: r.get(23)?,
     })
 }
 
@@ -235,7 +236,8 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
     }
     conn.prepare_cached(
         "UPDATE agents SET state = ?2, summary = ?3, error = ?4, changed_files = ?5, conflicted = ?6,
-                           updated_at = ?7, rounds = ?8, owner = ?9, recoveries = ?10, feedback = ?11 WHERE id = ?1",
+                           updated_at = ?7, rounds = ?8, owner = ?9, recoveries = ?10, feedback = ?11,
+                           undone = ?12 WHERE id = ?1",
     )?
     .execute(params![
         rec.id,
@@ -248,7 +250,8 @@ pub fn agent_update(conn: &Connection, rec: &AgentRecord) -> Result<()> {
         rec.rounds,
         rec.owner,
         rec.recoveries,
-        serde_json::to_string(&rec.feedback)?
+        serde_json::to_string(&rec.feedback)?,
+        rec.undone
     ])?;
     if old_state != rec.state.as_str() {
         append_event(

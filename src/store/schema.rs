@@ -224,6 +224,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("agents", "spec", "TEXT"),
     // The tokens its model calls used, summed (`TokenUse`, as JSON).
     ("agents", "usage", "TEXT"),
+    // Accepted, then undone in the buffer it went into.
+    ("agents", "undone", "INTEGER NOT NULL DEFAULT 0"),
     // The machine an instance runs on: its pid means something only there.
     ("instances", "host", "TEXT NOT NULL DEFAULT ''"),
     // The instance whose loaded buffer the stable text is (NULL: the

@@ -67,6 +67,12 @@ h.test("a CLI task shows in Neovim, a CLI accept is one undoable change", functi
   h.eq(h.read(root .. "/calc.py"), CALC, "the file waits for :write")
   vim.cmd("silent undo")
   h.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1], "    return a - b", "one undo step takes it back")
+  -- The shell sees the accept undone, as the human's text has it.
+  h.wait_for("the undo in the core", function()
+    return chimera.agent(id).undone == true
+  end)
+  local shown = cli(root, { "agent", id })
+  h.truthy(shown:find("state     accepted (undone)", 1, true), shown)
   vim.cmd("silent redo")
   -- Accepted in Neovim, the shell sees it accepted.
   local second = chimera.spawn("fix add again", { file = root .. "/calc.py" })

@@ -84,6 +84,10 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
     return listed():find(id .. "  undone", 1, true)
   end)
   vim.cmd("close")
+  -- The core keeps it too, for every client (CLI, API, dashboard).
+  h.wait_for("the core's record undone", function()
+    return chimera.agent(id).undone == true and chimera.agent(id).state == "accepted"
+  end)
   h.wait_for_notice(("the accept of %s is back in"):format(id), function()
     vim.api.nvim_feedkeys(vim.keycode("<C-r>"), "x", false)
   end)
@@ -92,6 +96,9 @@ h.test("spawn shows ghost text; accept edits the buffer as one undoable change",
     return listed():find(id .. "  accepted", 1, true)
   end)
   vim.cmd("close")
+  h.wait_for("the core's record redone", function()
+    return chimera.agent(id).undone == false
+  end)
 end)
 
 h.test("a key pressed before the core is up waits for it, then acts", function()
