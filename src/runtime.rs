@@ -649,11 +649,10 @@ impl Core {
     /// Once the Remora index holds what was asked of it so far (at once
     /// when Remora is off).
     async fn index_done(self: &Arc<Self>) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.after_index(move |_| {
-            let _ = tx.send(());
-        }) {
-            let _ = rx.await;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        // The worker drops the sender if it stops first: done either way.
+        if self.after_index(move |_| drop(tx)) {
+            rx.await.ok();
         }
     }
 }

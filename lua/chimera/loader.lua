@@ -185,15 +185,7 @@ end
 --- The commit HEAD names in the checkout at `root`, read from `.git`
 --- without running git (nil where that is not plain: a worktree, say).
 local function head_commit(root)
-  local function read(path)
-    local f = io.open(path, "r")
-    if not f then
-      return nil
-    end
-    local text = f:read("*a")
-    f:close()
-    return text
-  end
+  local read = read_file
   local head = read(root .. "/.git/HEAD")
   local ref = head and head:match("^ref: (%S+)")
   if not ref then

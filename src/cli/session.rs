@@ -309,7 +309,8 @@ fn ask(question: &str) -> Result<bool, String> {
         return Ok(false);
     }
     eprint!("{question}");
-    let _ = std::io::stderr().flush();
+    // Unflushed, the question shows after the answer: not worth failing on.
+    std::io::stderr().flush().ok();
     let mut answer = String::new();
     std::io::stdin()
         .lock()
