@@ -92,14 +92,22 @@ pub fn keep_to_task(
     } else {
         keys = put_back.into_iter().rev().map(|p| p.3).collect();
     }
+    // Top-level definitions, and methods of a class the answer kept.
+    let kept_class = |class: &str| {
+        new_defs
+            .iter()
+            .any(|n| n.parent.is_none() && n.kind == DefKind::Class && n.name == class)
+    };
     let dropped: Vec<&Definition> = old_defs
         .iter()
         .filter(|d| {
-            d.parent.is_none()
+            let top = d.parent.is_none();
+            let method = d.kind == DefKind::Method && d.parent.as_deref().is_some_and(kept_class);
+            (top || method)
                 && !covers(d)
                 && !new_defs
                     .iter()
-                    .any(|n| n.parent.is_none() && n.name == d.name)
+                    .any(|n| n.parent == d.parent && n.name == d.name)
         })
         .collect();
     put_back_dropped(language, old, &dropped, &mut out, &mut keys);
@@ -108,7 +116,8 @@ pub fn keep_to_task(
 
 /// What the answer left out and the task does not name (`dropped`, of
 /// `old`) spliced back into `out`, each named in `keys`: a whole file from
-/// a small model often drops a function, and the rest of it can stand.
+/// a small model often drops a function or a method, and the rest of it
+/// can stand. A method goes back into its class.
 fn put_back_dropped(
     language: &Language,
     old: &str,
@@ -117,7 +126,15 @@ fn put_back_dropped(
     keys: &mut Vec<String>,
 ) {
     for d in dropped {
-        let with = lang::splice::splice_definitions(language, out, &old[d.start..d.end], None);
+        // The class's first line in `out`: where a lone method belongs.
+        let class_line = d.parent.as_deref().and_then(|class| {
+            lang::definitions(language, out)
+                .into_iter()
+                .find(|c| c.parent.is_none() && c.kind == DefKind::Class && c.name == class)
+                .map(|c| c.start_line + 1)
+        });
+        let with =
+            lang::splice::splice_definitions(language, out, &old[d.start..d.end], class_line);
         if let Some(with) = with
             .ok()
             .filter(|w| lang::syntax_problem(language, w).is_none())
@@ -343,6 +360,44 @@ mod tests {
         // Asked to remove it, it stays removed.
         let (kept, back) = keep_to_task(&lang::PYTHON, old, new, &["word_count", "unique_words"]);
         assert!(back.is_empty() && !kept.contains("unique_words"), "{kept}");
+    }
+
+    /// "make Inventory.remove raise KeyError …": the accepted change also
+    /// removed `Inventory.total_value`, the next method of the class (eval,
+    /// 1.5B). A method goes back in as a function does, in its class.
+    #[test]
+    fn a_method_the_answer_dropped_and_the_task_did_not_name_is_put_back() {
+        let old = "class Inventory:\n    def __init__(self):\n        self.items = {}\n\n    def remove(self, name):\n        del self.items[name]\n\n    def total_value(self):\n        return sum(self.items.values())\n\n\ndef helper():\n    return 1\n";
+        let new = "class Inventory:\n    def __init__(self):\n        self.items = {}\n\n    def remove(self, name):\n        if name not in self.items:\n            raise KeyError(name)\n        del self.items[name]\n\n\ndef helper():\n    return 1\n";
+        let (kept, back) = keep_to_task(&lang::PYTHON, old, new, &["Inventory.remove"]);
+        assert_eq!(back, ["Inventory.total_value"]);
+        assert!(kept.contains("raise KeyError(name)"), "{kept}");
+        let defs = lang::definitions(&lang::PYTHON, &kept);
+        let method = defs
+            .iter()
+            .find(|d| d.qualified_name() == "Inventory.total_value")
+            .unwrap_or_else(|| panic!("not back in its class: {kept}"));
+        assert_eq!(method.kind, DefKind::Method, "{kept}");
+        assert!(
+            lang::syntax_problem(&lang::PYTHON, &kept).is_none(),
+            "{kept}"
+        );
+        // Asked to remove it, it stays removed; a whole named class too.
+        let (_, back) = keep_to_task(
+            &lang::PYTHON,
+            old,
+            new,
+            &["Inventory.remove", "Inventory.total_value"],
+        );
+        assert!(back.is_empty(), "{back:?}");
+        assert!(keep_to_task(&lang::PYTHON, old, new, &["Inventory"]).1.is_empty());
+        // In a JavaScript class the same.
+        let old = "class Inventory {\n  remove(name) {\n    delete this.items[name];\n  }\n\n  totalValue() {\n    return 0;\n  }\n}\n";
+        let new = "class Inventory {\n  remove(name) {\n    if (!(name in this.items)) throw new Error(name);\n    delete this.items[name];\n  }\n}\n";
+        let (kept, back) = keep_to_task(&lang::JAVASCRIPT, old, new, &["Inventory.remove"]);
+        assert_eq!(back, ["Inventory.totalValue"], "{kept}");
+        assert!(kept.contains("throw new Error(name)") && kept.contains("totalValue() {"), "{kept}");
+        assert!(lang::syntax_problem(&lang::JAVASCRIPT, &kept).is_none(), "{kept}");
     }
 
     #[test]

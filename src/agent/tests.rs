@@ -2026,3 +2026,4 @@ mod fixing;
 mod test_files;
 mod rules;
 mod usage;
+mod methods;
