@@ -479,12 +479,31 @@ async fn tool_mode_errors_go_back_to_the_model() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_that_never_stops_fails_at_the_limit_with_nothing_written() {
+async fn a_model_that_never_stops_proposes_what_it_wrote_at_the_limit() {
+    // It writes the change, then keeps looking instead of submitting (6
+    // of 20 tool-mode tasks, 1.5B): the change is checked as any
+    // proposal's and proposed, said to be cut.
     let mut script = vec![call(
         "write_file",
         serde_json::json!({"path": "app.py", "content": DOCSTRING}),
     )];
-    script.extend((0..5).map(|_| call("get_file_tree", serde_json::json!({}))));
+    script.extend((0..5).map(|_| call("read_file", serde_json::json!({"path": "app.py"}))));
+    let (r, s, _server) = run_tools(script, 4).await;
+    let done = r.unwrap();
+    assert_eq!(done.changed_files, ["app.py"]);
+    assert!(
+        done.summary.contains("did not finish within 4 tool calls"),
+        "{}",
+        done.summary
+    );
+    assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_never_stops_and_wrote_nothing_fails_at_the_limit() {
+    let script = (0..6)
+        .map(|_| call("get_file_tree", serde_json::json!({})))
+        .collect();
     let (r, s, _server) = run_tools(script, 4).await;
     match r {
         Err(e @ AgentError::TooManySteps(4)) => {
@@ -494,7 +513,7 @@ async fn a_model_that_never_stops_fails_at_the_limit_with_nothing_written() {
     }
     assert!(
         s.store.overlay_entries("ag").unwrap().is_empty(),
-        "no partial write"
+        "nothing written"
     );
 }
 

@@ -208,7 +208,11 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
             return Ok(done);
         }
     }
-    // Nothing half-done is proposed.
+    // What the model wrote before it ran out of calls, if the gate passes
+    // it; nothing that does not pass is proposed.
+    if let Some(done) = steps.cut_short(limit).await? {
+        return Ok(done);
+    }
     run.store.overlay_clear(&job.id)?;
     Err(AgentError::TooManySteps(limit))
 }
@@ -575,6 +579,38 @@ impl<'r, 'a> Steps<'r, 'a> {
             summary,
             changed_files: changed,
             rounds: step as u32,
+            form: "tools",
+        }))
+    }
+
+    /// At the call limit: what the overlay holds, through the same gate as
+    /// a submitted change (kept to the task, parses, removes nothing
+    /// unnamed, passes the tests), proposed and said to be cut. Small
+    /// models write the change and then keep reading instead of
+    /// submitting (6 of 20 tool-mode tasks, Qwen2.5-Coder 1.5B). `None`
+    /// when nothing was written or the gate refuses it.
+    async fn cut_short(&mut self, limit: usize) -> Result<Option<Done>, AgentError> {
+        let run = self.run;
+        let changed = changed_files(&run.store, &run.job.id)?;
+        if changed.is_empty() {
+            return Ok(None);
+        }
+        let notes = match super::gate::finish(run, true).await {
+            Ok(super::gate::Gated::Pass(notes) | super::gate::Gated::Fallback { notes, .. }) => notes,
+            Err(_) => return Ok(None),
+        };
+        let summary = super::scope::summary(&run.store, &run.job.id, None, &run.job.spec.task)?;
+        let summary = notes.iter().fold(
+            format!(
+                "{summary} [the model did not finish within {limit} tool calls (agents.max_iterations): this is what it had written, checked as any proposal]"
+            ),
+            |s, note| format!("{s} [{note}]"),
+        );
+        self.show(ChatEvent::Reply(summary.clone()));
+        Ok(Some(Done {
+            summary,
+            changed_files: changed,
+            rounds: limit as u32,
             form: "tools",
         }))
     }
