@@ -6,6 +6,7 @@
 
 mod assertion;
 mod attempt;
+mod budget;
 pub mod baseline;
 pub mod brain;
 pub mod checks;
@@ -296,8 +297,41 @@ impl Run<'_> {
     }
 
     /// [`Run::ask`], keeping a native tool call apart; `on_delta` sees
-    /// the reply as it streams.
+    /// the reply as it streams. Every request fits the model's context
+    /// with room for the answer ([`budget`]); one the server still finds
+    /// too long is cut to the size it names and sent once more.
     pub(crate) async fn reply(
+        &self,
+        what: &str,
+        messages: &[ChatMessage],
+        opts: &ChatOptions,
+        on_delta: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<crate::llm::Reply, AgentError> {
+        let answer = opts.reply_tokens(self.config.llm.max_tokens) as usize;
+        let window = self.llm.context_window().await as usize;
+        let fitted = budget::fit(
+            messages,
+            window.saturating_sub(answer) * budget::CHARS_PER_TOKEN,
+        );
+        let first = self.reply_once(what, &fitted, opts, on_delta).await;
+        let Err(AgentError::Llm(e)) = &first else {
+            return first;
+        };
+        let Some((context, request)) = budget::overflow(e) else {
+            return first;
+        };
+        let sent: usize = fitted.iter().map(|m| m.content.len()).sum();
+        let smaller = budget::after_overflow(context, request, sent, answer as u64)
+            .min(sent.saturating_sub(1));
+        self.say(format!(
+            "the model's context is {context} tokens: asking again with less of the conversation"
+        ));
+        self.reply_once(what, &budget::fit(messages, smaller), opts, on_delta)
+            .await
+    }
+
+    /// One model call, logged, with the progress line kept alive.
+    async fn reply_once(
         &self,
         what: &str,
         messages: &[ChatMessage],

@@ -2046,3 +2046,4 @@ mod test_files;
 mod rules;
 mod usage;
 mod methods;
+mod context;

@@ -218,7 +218,7 @@ pub struct ChatOptions {
 
 impl ChatOptions {
     /// The reply's token limit under the configured `limit`.
-    fn reply_tokens(&self, limit: u32) -> u32 {
+    pub fn reply_tokens(&self, limit: u32) -> u32 {
         self.max_tokens.map_or(limit, |m| m.min(limit))
     }
 }
