@@ -92,13 +92,25 @@ pub fn keep_to_task(
     } else {
         keys = put_back.into_iter().rev().map(|p| p.3).collect();
     }
-    // Top-level definitions, and methods of a class the answer kept.
+    let dropped = dropped_unnamed(&old_defs, &new_defs, covers);
+    put_back_dropped(language, old, &dropped, &mut out, &mut keys);
+    (out, keys)
+}
+
+/// The definitions of `old_defs` the answer (`new_defs`) left out that
+/// the task does not name (`covers`): top-level ones, and methods of a
+/// class the answer kept.
+fn dropped_unnamed<'d>(
+    old_defs: &'d [Definition],
+    new_defs: &[Definition],
+    covers: impl Fn(&Definition) -> bool,
+) -> Vec<&'d Definition> {
     let kept_class = |class: &str| {
         new_defs
             .iter()
             .any(|n| n.parent.is_none() && n.kind == DefKind::Class && n.name == class)
     };
-    let dropped: Vec<&Definition> = old_defs
+    old_defs
         .iter()
         .filter(|d| {
             let top = d.parent.is_none();
@@ -109,9 +121,7 @@ pub fn keep_to_task(
                     .iter()
                     .any(|n| n.parent == d.parent && n.name == d.name)
         })
-        .collect();
-    put_back_dropped(language, old, &dropped, &mut out, &mut keys);
-    (out, keys)
+        .collect()
 }
 
 /// What the answer left out and the task does not name (`dropped`, of
