@@ -86,6 +86,15 @@ pub(super) async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     talk.rounds(&turn).await
 }
 
+/// One request in code mode's form, its answer through the gate: what a
+/// tool-mode run that ran out of calls without writing anything asks last.
+pub(super) async fn last_try(run: &Run<'_>) -> Result<Done, AgentError> {
+    let scene = scene_of(run).await?;
+    let mut talk = Talk::start(run, &scene).await;
+    talk.once = true;
+    talk.rounds(&Turn { run, scene: &scene }).await
+}
+
 /// Where `run`'s task is about; when nothing in the project fits new code
 /// the task names, the model is asked where it goes rather than guessed.
 async fn scene_of(run: &Run<'_>) -> Result<Scene, AgentError> {
@@ -123,6 +132,8 @@ struct Talk {
     opts: ChatOptions,
     /// Fresh answers drawn at once, not yet tried.
     drawn: std::collections::VecDeque<Result<Answer, AgentError>>,
+    /// One try only (a tool-mode run's last request).
+    once: bool,
 }
 
 impl Talk {
@@ -190,6 +201,7 @@ impl Talk {
             fresh_tries,
             opts,
             drawn: Default::default(),
+            once: false,
         }
     }
 
@@ -267,6 +279,9 @@ impl Talk {
 
     /// How many answers the model gives at most.
     fn tries(&self, run: &Run) -> u32 {
+        if self.once {
+            return 1;
+        }
         match self.fresh_tries {
             true => run.config.agents.candidates.max(1),
             false => run.config.agents.repair_rounds + 1,

@@ -500,6 +500,23 @@ async fn a_model_that_never_stops_proposes_what_it_wrote_at_the_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_only_read_is_asked_once_for_the_code_itself_at_the_limit() {
+    let mut script: Vec<Reply> = (0..4)
+        .map(|_| call("read_file", serde_json::json!({"path": "app.py"})))
+        .collect();
+    script.push(Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")));
+    let (r, s, server) = run_tools(script, 4).await;
+    let done = r.unwrap();
+    assert!(
+        done.summary.contains("one request for the code itself"),
+        "{}",
+        done.summary
+    );
+    assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
+    assert_eq!(server.requests.lock().unwrap().len(), 5, "four calls and one last request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_never_stops_and_wrote_nothing_fails_at_the_limit() {
     let script = (0..6)
         .map(|_| call("get_file_tree", serde_json::json!({})))

@@ -210,10 +210,29 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     }
     // What the model wrote before it ran out of calls, if the gate passes
     // it; nothing that does not pass is proposed.
+    let wrote = !changed_files(&run.store, &job.id)?.is_empty();
     if let Some(done) = steps.cut_short(limit).await? {
         return Ok(done);
     }
     run.store.overlay_clear(&job.id)?;
+    // Nothing written at all: the change asked for once more, in code
+    // mode's form (a small model that keeps reading in tool mode often
+    // writes it when asked for the code alone).
+    if job.chat.is_none() && !wrote {
+        run.say(format!(
+            "no change after {limit} tool calls: asking once for the code itself"
+        ));
+        if let Ok(done) = super::code::last_try(run).await {
+            return Ok(Done {
+                summary: format!(
+                    "{} [tool mode ran out of calls (agents.max_iterations) with nothing written; this came from one request for the code itself]",
+                    done.summary
+                ),
+                ..done
+            });
+        }
+        run.store.overlay_clear(&job.id)?;
+    }
     Err(AgentError::TooManySteps(limit))
 }
 
