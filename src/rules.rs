@@ -111,7 +111,11 @@ mod tests {
         let paths: Vec<&str> = found.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(
             paths,
-            ["pkg/AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"]
+            [
+                "pkg/AGENTS.md",
+                "CLAUDE.md",
+                ".github/copilot-instructions.md"
+            ]
         );
         let found = find(Some("other/mod.py"), &read);
         assert_eq!(found[0].path, "AGENTS.md");

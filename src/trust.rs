@@ -174,7 +174,11 @@ pub fn guarded_keys(project: &Value, base: &Config) -> Vec<String> {
             continue;
         }
         let section = key.split('.').next().unwrap_or(key);
-        let key = if WHOLE.contains(&section) { section } else { key };
+        let key = if WHOLE.contains(&section) {
+            section
+        } else {
+            key
+        };
         if !keys.iter().any(|k| k == key) {
             keys.push(key.to_owned());
         }
@@ -338,7 +342,10 @@ mod tests {
         assert_eq!(config.llm.url, base.llm.url);
         // A model and provider meant for the url they came with would go
         // to the user's own server: the `llm` block waits whole.
-        assert_eq!(config.llm.model, base.llm.model, "the llm block waits whole");
+        assert_eq!(
+            config.llm.model, base.llm.model,
+            "the llm block waits whole"
+        );
         assert_eq!(config.llm.timeout_ms, base.llm.timeout_ms);
         assert_eq!(config.agents.max_concurrent, 1, "harmless options apply");
         assert_eq!(config.tests.command, base.tests.command);

@@ -490,11 +490,7 @@ fn a_cloned_repositorys_options_run_nothing_reach_no_host_and_read_no_secret_unt
         err.contains("not trusted") && err.contains("tests.command") && err.contains("llm"),
         "the user is told what is ignored: {err}"
     );
-    assert_eq!(
-        err.matches("not trusted").count(),
-        1,
-        "said once: {err}"
-    );
+    assert_eq!(err.matches("not trusted").count(), 1, "said once: {err}");
     // None of the repository's `llm` block applies: not its model without
     // its url, sent to the user's own server.
     assert!(
@@ -966,7 +962,10 @@ fn an_agents_tokens_and_cost_are_shown() {
     let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     let agent = p.json(&["agent", &id]);
     let usage = &agent["agent"]["usage"];
-    let (input, output) = (usage["input"].as_u64().unwrap(), usage["output"].as_u64().unwrap());
+    let (input, output) = (
+        usage["input"].as_u64().unwrap(),
+        usage["output"].as_u64().unwrap(),
+    );
     assert!(input > 0 && output > 0, "{agent}");
     assert_eq!(usage["cost"].as_f64().unwrap(), (input + output) as f64);
     let shown = p.ok(&["agent", &id]);
@@ -975,5 +974,8 @@ fn an_agents_tokens_and_cost_are_shown() {
         "{shown}"
     );
     let listed = p.ok(&["agents"]);
-    assert!(listed.contains("TOKENS") && listed.contains("≈"), "{listed}");
+    assert!(
+        listed.contains("TOKENS") && listed.contains("≈"),
+        "{listed}"
+    );
 }

@@ -78,7 +78,10 @@ fn cut_middle(text: &str, keep: usize) -> String {
 /// exceeds the available context size (4096 tokens)"); OpenAI "maximum
 /// context length is 8192 tokens … resulted in 9000 tokens".
 pub fn overflow(e: &LlmError) -> Option<(u64, Option<u64>)> {
-    let LlmError::Status { status: 400, body, .. } = e else {
+    let LlmError::Status {
+        status: 400, body, ..
+    } = e
+    else {
         return None;
     };
     let lower = body.to_lowercase();
@@ -99,7 +102,9 @@ pub fn overflow(e: &LlmError) -> Option<(u64, Option<u64>)> {
     }
     // Every "N tokens" said: the smallest is the context, the largest the
     // request.
-    let words: Vec<&str> = body.split(|c: char| c.is_whitespace() || c == '(' || c == ')').collect();
+    let words: Vec<&str> = body
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .collect();
     let counts: Vec<u64> = words
         .windows(2)
         .filter(|w| w[1].trim_matches(|c: char| !c.is_alphanumeric()) == "tokens")
@@ -149,8 +154,13 @@ mod tests {
         let fitted = fit(&all, 3000);
         assert!(size(&fitted) <= 3000, "{}", size(&fitted));
         assert!(fitted[1].content.starts_with("task "));
-        assert!(fitted[1].content.contains("characters left out to fit the model's context"));
-        assert_eq!(fitted[0].content, all[0].content, "the system prompt is whole");
+        assert!(fitted[1]
+            .content
+            .contains("characters left out to fit the model's context"));
+        assert_eq!(
+            fitted[0].content, all[0].content,
+            "the system prompt is whole"
+        );
     }
 
     #[test]
@@ -172,9 +182,12 @@ mod tests {
             body: body.into(),
             retry_after: None,
         };
-        let llama = status(r#"{"error":{"code":400,"message":"request (4249 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4249,"n_ctx":4096}}"#);
+        let llama = status(
+            r#"{"error":{"code":400,"message":"request (4249 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4249,"n_ctx":4096}}"#,
+        );
         assert_eq!(overflow(&llama), Some((4096, Some(4249))));
-        let words = status("request (4249 tokens) exceeds the available context size (4096 tokens)");
+        let words =
+            status("request (4249 tokens) exceeds the available context size (4096 tokens)");
         assert_eq!(overflow(&words), Some((4096, Some(4249))));
         let openai = status("This model's maximum context length is 8192 tokens. However, your messages resulted in 9,000 tokens.");
         assert_eq!(overflow(&openai), Some((8192, Some(9000))));

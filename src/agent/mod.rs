@@ -6,9 +6,9 @@
 
 mod assertion;
 mod attempt;
-mod budget;
 pub mod baseline;
 pub mod brain;
+mod budget;
 pub mod checks;
 mod code;
 mod context;

@@ -400,14 +400,22 @@ mod tests {
             &["Inventory.remove", "Inventory.total_value"],
         );
         assert!(back.is_empty(), "{back:?}");
-        assert!(keep_to_task(&lang::PYTHON, old, new, &["Inventory"]).1.is_empty());
+        assert!(keep_to_task(&lang::PYTHON, old, new, &["Inventory"])
+            .1
+            .is_empty());
         // In a JavaScript class the same.
         let old = "class Inventory {\n  remove(name) {\n    delete this.items[name];\n  }\n\n  totalValue() {\n    return 0;\n  }\n}\n";
         let new = "class Inventory {\n  remove(name) {\n    if (!(name in this.items)) throw new Error(name);\n    delete this.items[name];\n  }\n}\n";
         let (kept, back) = keep_to_task(&lang::JAVASCRIPT, old, new, &["Inventory.remove"]);
         assert_eq!(back, ["Inventory.totalValue"], "{kept}");
-        assert!(kept.contains("throw new Error(name)") && kept.contains("totalValue() {"), "{kept}");
-        assert!(lang::syntax_problem(&lang::JAVASCRIPT, &kept).is_none(), "{kept}");
+        assert!(
+            kept.contains("throw new Error(name)") && kept.contains("totalValue() {"),
+            "{kept}"
+        );
+        assert!(
+            lang::syntax_problem(&lang::JAVASCRIPT, &kept).is_none(),
+            "{kept}"
+        );
     }
 
     #[test]

@@ -513,7 +513,11 @@ async fn a_model_that_only_read_is_asked_once_for_the_code_itself_at_the_limit()
         done.summary
     );
     assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
-    assert_eq!(server.requests.lock().unwrap().len(), 5, "four calls and one last request");
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        5,
+        "four calls and one last request"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2058,9 +2062,9 @@ async fn an_echoed_import_alone_is_no_change_and_never_lands() {
     );
 }
 
-mod fixing;
-mod test_files;
-mod rules;
-mod usage;
-mod methods;
 mod context;
+mod fixing;
+mod methods;
+mod rules;
+mod test_files;
+mod usage;

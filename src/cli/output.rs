@@ -354,7 +354,12 @@ pub fn accepted(answer: &Value, write: bool, json: bool) {
     let list = |key: &str| -> Vec<String> {
         answer[key]
             .as_array()
-            .map(|f| f.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|f| {
+                f.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let (files, unsaved) = (list("files"), list("unsaved"));

@@ -117,10 +117,19 @@ impl Usage {
     pub fn heard(&mut self, v: &serde_json::Value) {
         let n = |v: &serde_json::Value| v.as_u64();
         let found = [
-            (&v["usage"]["prompt_tokens"], &v["usage"]["completion_tokens"]),
-            (&v["message"]["usage"]["input_tokens"], &v["message"]["usage"]["output_tokens"]),
+            (
+                &v["usage"]["prompt_tokens"],
+                &v["usage"]["completion_tokens"],
+            ),
+            (
+                &v["message"]["usage"]["input_tokens"],
+                &v["message"]["usage"]["output_tokens"],
+            ),
             (&v["usage"]["input_tokens"], &v["usage"]["output_tokens"]),
-            (&v["usageMetadata"]["promptTokenCount"], &v["usageMetadata"]["candidatesTokenCount"]),
+            (
+                &v["usageMetadata"]["promptTokenCount"],
+                &v["usageMetadata"]["candidatesTokenCount"],
+            ),
             (&v["prompt_eval_count"], &v["eval_count"]),
         ];
         for (input, output) in found {

@@ -55,32 +55,38 @@ pub(super) fn tests_environment(lua: &Lua) -> mlua::Result<mlua::Function> {
 /// agents read for project path `near` (nil: the root's): a list of
 /// { path, chars, cut } (:checkhealth). A secret file is never listed.
 pub(super) fn project_rules(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|lua, (root, json, near): (String, String, Option<String>)| {
-        let config = crate::config::Config::from_json(&json)
-            .map_err(|e| mlua::Error::external(format!("Chimera: invalid configuration: {e}")))?;
-        let secrets = crate::capabilities::Secrets::new(&config.capabilities.secrets)
-            .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
-        let read = |path: &str| {
-            if secrets.is_match(path) {
-                return None;
+    lua.create_function(
+        |lua, (root, json, near): (String, String, Option<String>)| {
+            let config = crate::config::Config::from_json(&json).map_err(|e| {
+                mlua::Error::external(format!("Chimera: invalid configuration: {e}"))
+            })?;
+            let secrets = crate::capabilities::Secrets::new(&config.capabilities.secrets)
+                .map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
+            let read = |path: &str| {
+                if secrets.is_match(path) {
+                    return None;
+                }
+                let file = Path::new(&root).join(path);
+                // The project's own files only: not a link leading elsewhere.
+                let meta = std::fs::symlink_metadata(&file).ok()?;
+                (meta.is_file() && meta.len() < 1 << 20)
+                    .then(|| std::fs::read_to_string(&file).ok())
+                    .flatten()
+            };
+            let out = lua.create_table()?;
+            for (i, f) in crate::rules::find(near.as_deref(), read)
+                .into_iter()
+                .enumerate()
+            {
+                let t = lua.create_table()?;
+                t.set("path", f.path)?;
+                t.set("chars", f.shown.chars().count())?;
+                t.set("cut", f.cut)?;
+                out.set(i + 1, t)?;
             }
-            let file = Path::new(&root).join(path);
-            // The project's own files only: not a link leading elsewhere.
-            let meta = std::fs::symlink_metadata(&file).ok()?;
-            (meta.is_file() && meta.len() < 1 << 20)
-                .then(|| std::fs::read_to_string(&file).ok())
-                .flatten()
-        };
-        let out = lua.create_table()?;
-        for (i, f) in crate::rules::find(near.as_deref(), read).into_iter().enumerate() {
-            let t = lua.create_table()?;
-            t.set("path", f.path)?;
-            t.set("chars", f.shown.chars().count())?;
-            t.set("cut", f.cut)?;
-            out.set(i + 1, t)?;
-        }
-        Ok(out)
-    })
+            Ok(out)
+        },
+    )
 }
 
 /// How long `:checkhealth` runs the project's tests at most.

@@ -432,9 +432,7 @@ fn reject(lua: &Lua) -> mlua::Result<mlua::Function> {
 
 /// accept_undone(id, undone): the human undid (or redid) accepted agent `id`'s change in its buffer.
 fn accept_undone(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|_, (id, undone): (String, bool)| {
-        send(ToCore::AcceptUndone { id, undone })
-    })
+    lua.create_function(|_, (id, undone): (String, bool)| send(ToCore::AcceptUndone { id, undone }))
 }
 
 /// buffer_text(path, text): a loaded buffer's text, now the ground truth of its file.

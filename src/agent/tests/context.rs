@@ -31,8 +31,13 @@ fn long_conversation() -> Vec<ChatMessage> {
         ChatMessage::user(format!("File `app.py`:\n```python\n{file}```\nTask: fix f")),
     ];
     for round in 1..=3 {
-        m.push(ChatMessage::assistant(format!("answer {round} {}", "y".repeat(1500))));
-        m.push(ChatMessage::user(format!("repair {round}: the tests failed")));
+        m.push(ChatMessage::assistant(format!(
+            "answer {round} {}",
+            "y".repeat(1500)
+        )));
+        m.push(ChatMessage::user(format!(
+            "repair {round}: the tests failed"
+        )));
     }
     m
 }
@@ -40,12 +45,17 @@ fn long_conversation() -> Vec<ChatMessage> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_is_cut_to_the_servers_window_before_it_goes() {
     // llama.cpp with `-c 2048`: 2,048 tokens, 1,024 of them for the reply.
-    let server = FakeServer::start_with_window(vec![Reply::OpenaiStream("ok".into())], Some(2048)).await;
+    let server =
+        FakeServer::start_with_window(vec![Reply::OpenaiStream("ok".into())], Some(2048)).await;
     let mut s = setup(&server.url);
     s.config.llm.max_tokens = 1024;
     assert_eq!(ask(&s, &long_conversation()).await.unwrap(), "ok");
     let sent = server.requests.lock().unwrap()[0].clone();
-    assert!(sent.len() < (2048 - 1024) * 3 + 1500, "{} bytes sent", sent.len());
+    assert!(
+        sent.len() < (2048 - 1024) * 3 + 1500,
+        "{} bytes sent",
+        sent.len()
+    );
     assert!(sent.contains("repair 3"), "the last round stays");
     assert!(!sent.contains("repair 1"), "the oldest round went");
     assert!(sent.contains("left out to fit the model's context"));

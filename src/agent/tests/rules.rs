@@ -41,15 +41,22 @@ async fn the_projects_rules_reach_the_model_in_both_modes_but_never_a_secret_one
         (None, vec![Reply::OpenaiStream(GOOD.into())]),
         (
             Some("tools"),
-            vec![call("submit_result", serde_json::json!({"summary": "none", "files": []}))],
+            vec![call(
+                "submit_result",
+                serde_json::json!({"summary": "none", "files": []}),
+            )],
         ),
     ] {
         let asked = first_request(mode, script).await;
         assert!(
-            asked.contains("From `AGENTS.md`") && asked.contains("Write every docstring in French."),
+            asked.contains("From `AGENTS.md`")
+                && asked.contains("Write every docstring in French."),
             "{mode:?}: {asked}"
         );
         assert!(asked.contains("Prefer pathlib."), "{mode:?}: {asked}");
-        assert!(!asked.contains("SECRET-RULES-42"), "{mode:?}: a secret file reached the model");
+        assert!(
+            !asked.contains("SECRET-RULES-42"),
+            "{mode:?}: a secret file reached the model"
+        );
     }
 }

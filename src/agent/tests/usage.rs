@@ -20,7 +20,10 @@ async fn an_agents_tokens_are_summed_and_priced() {
     // The fake server counts nothing: about four characters a token.
     let sent = server.requests.lock().unwrap()[0].len() as u64;
     assert!(used.estimated, "{used:?}");
-    assert!(used.input > 100 && used.input <= sent / 4 + 1, "{used:?} of {sent} bytes sent");
+    assert!(
+        used.input > 100 && used.input <= sent / 4 + 1,
+        "{used:?} of {sent} bytes sent"
+    );
     assert_eq!(used.output, (GOOD.len() as u64).div_ceil(4), "{used:?}");
     let cost = (used.input as f64 * 2.0 + used.output as f64 * 8.0) / 1e6;
     assert!((used.cost - cost).abs() < 1e-12, "{used:?}");

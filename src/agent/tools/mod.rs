@@ -615,7 +615,9 @@ impl<'r, 'a> Steps<'r, 'a> {
             return Ok(None);
         }
         let notes = match super::gate::finish(run, true).await {
-            Ok(super::gate::Gated::Pass(notes) | super::gate::Gated::Fallback { notes, .. }) => notes,
+            Ok(super::gate::Gated::Pass(notes) | super::gate::Gated::Fallback { notes, .. }) => {
+                notes
+            }
             Err(_) => return Ok(None),
         };
         let summary = super::scope::summary(&run.store, &run.job.id, None, &run.job.spec.task)?;
