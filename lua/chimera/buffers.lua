@@ -145,7 +145,7 @@ function M.autostart(buf, again)
     return
   end
   -- A build on its way starts it when done (init.wait_for_build).
-  if not package.loaded.chimera_native and require("chimera.loader").build_state() == "running" then
+  if not package.loaded.chimera_native and require("chimera.loader").building() then
     return
   end
   local file = vim.api.nvim_buf_get_name(buf)

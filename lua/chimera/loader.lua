@@ -31,14 +31,21 @@ local function read_file(path)
   return text
 end
 
+--- Whether the background source build (build_state) runs: its pid file
+--- alone, read when polled or a file opens (the log is read only to say
+--- how far it is).
+function M.building()
+  local pid = tonumber(vim.trim(read_file(M.plugin_root() .. "/.build/pid") or ""))
+  return pid ~= nil and vim.uv.kill(pid, 0) == 0
+end
+
 --- The source build scripts/build.sh left running in the background
 --- (started by a plugin manager's build step): "running" or "failed" and
 --- a sentence saying how it goes, else nil.
 function M.build_state()
   local dir = M.plugin_root() .. "/.build"
   local log = dir .. "/build.log"
-  local pid = tonumber(vim.trim(read_file(dir .. "/pid") or ""))
-  if pid and vim.uv.kill(pid, 0) == 0 then
+  if M.building() then
     local text = read_file(log) or ""
     local _, done = text:gsub("\n%s*Compiling ", "")
     local _, total = (read_file(M.plugin_root() .. "/Cargo.lock") or ""):gsub("%[%[package%]%]", "")
@@ -128,12 +135,12 @@ end
 --- Calls `done(lib, err)` once a background build (build_state) ends,
 --- checking every 2 s; nothing when none runs. Returns whether one runs.
 function M.when_built(done)
-  if M.build_state() ~= "running" then
+  if not M.building() then
     return false
   end
   local timer = assert(vim.uv.new_timer())
   timer:start(2000, 2000, vim.schedule_wrap(function()
-    if M.build_state() == "running" or timer:is_closing() then
+    if M.building() or timer:is_closing() then
       return
     end
     timer:stop()
