@@ -206,6 +206,30 @@ function M.progress(text)
   later()
 end
 
+--- Closes float `win` once the cursor leaves the place it was at now.
+local function close_when_cursor_moves(win)
+  local from_win, from = vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0)
+  local group = vim.api.nvim_create_augroup("chimera.answer." .. win, { clear = true })
+  vim.api.nvim_create_autocmd({ "CursorMoved", "CursorMovedI", "WinClosed" }, {
+    group = group,
+    callback = function(ev)
+      if not vim.api.nvim_win_is_valid(win) or (ev.event == "WinClosed" and tonumber(ev.match) == win) then
+        pcall(vim.api.nvim_del_augroup_by_id, group)
+        return
+      end
+      local here = vim.api.nvim_get_current_win()
+      if here == win or ev.event == "WinClosed" then
+        return
+      end
+      if here == from_win and vim.deep_equal(vim.api.nvim_win_get_cursor(0), from) then
+        return
+      end
+      pcall(vim.api.nvim_del_augroup_by_id, group)
+      pcall(vim.api.nvim_win_close, win, true)
+    end,
+  })
+end
+
 --- Shows `text`, an answer the user asked for (several lines), whole in
 --- a floating window by the cursor that closes when the cursor moves; also
 --- kept for `:Chimera log`.
@@ -213,12 +237,17 @@ function M.show(text)
   text = tostring(text)
   table.insert(said, { time = os.time(), level = levels.INFO, text = text })
   local lines = vim.split(text, "\n")
-  vim.lsp.util.open_floating_preview(lines, "", {
+  local _, win = vim.lsp.util.open_floating_preview(lines, "", {
     border = "rounded",
     title = " Chimera ",
     max_width = math.max(20, vim.o.columns - 4),
     wrap = true,
+    -- Neovim fires CursorMoved when it next looks at a cursor that changed
+    -- window (a window closed just before the answer came) though nothing
+    -- moved; closing on that event alone hid the answer before anyone saw it.
+    close_events = { "InsertCharPre" },
   })
+  close_when_cursor_moves(win)
 end
 
 --- The messages said so far, oldest first: { time, level, text }.

@@ -98,23 +98,31 @@ pub fn keep_to_task(
 }
 
 /// The definitions of `old_defs` the answer (`new_defs`) left out that
-/// the task does not name (`covers`): top-level ones, and methods of a
-/// class the answer kept.
+/// the task does not name (`covers`): top-level ones, and methods whose
+/// home the answer kept — their class, or, for methods of a type the file
+/// does not define (a Go receiver, a Rust `impl` of a type declared
+/// elsewhere), a method of the same type.
 fn dropped_unnamed<'d>(
     old_defs: &'d [Definition],
     new_defs: &[Definition],
     covers: impl Fn(&Definition) -> bool,
 ) -> Vec<&'d Definition> {
-    let kept_class = |class: &str| {
-        new_defs
-            .iter()
+    let class_in = |defs: &[Definition], class: &str| {
+        defs.iter()
             .any(|n| n.parent.is_none() && n.kind == DefKind::Class && n.name == class)
+    };
+    let home_kept = |class: &str| {
+        class_in(new_defs, class)
+            || (!class_in(old_defs, class)
+                && new_defs
+                    .iter()
+                    .any(|n| n.kind == DefKind::Method && n.parent.as_deref() == Some(class)))
     };
     old_defs
         .iter()
         .filter(|d| {
             let top = d.parent.is_none();
-            let method = d.kind == DefKind::Method && d.parent.as_deref().is_some_and(kept_class);
+            let method = d.kind == DefKind::Method && d.parent.as_deref().is_some_and(home_kept);
             (top || method)
                 && !covers(d)
                 && !new_defs
@@ -416,6 +424,54 @@ mod tests {
             lang::syntax_problem(&lang::JAVASCRIPT, &kept).is_none(),
             "{kept}"
         );
+    }
+
+    /// Methods outside a class body: a Rust `impl` block apart from its
+    /// struct, a Go method beside (or far from) its type. A dropped one goes
+    /// back where its kin are, never into the struct's fields.
+    #[test]
+    fn a_dropped_method_of_a_rust_impl_or_a_go_type_goes_back_beside_its_kin() {
+        let old = "pub struct Inventory {\n    items: Vec<u32>,\n}\n\nimpl Inventory {\n    pub fn remove(&mut self, i: usize) {\n        self.items.remove(i);\n    }\n\n    pub fn total(&self) -> u32 {\n        self.items.iter().sum()\n    }\n}\n";
+        let new = "pub struct Inventory {\n    items: Vec<u32>,\n}\n\nimpl Inventory {\n    pub fn remove(&mut self, i: usize) -> Option<u32> {\n        (i < self.items.len()).then(|| self.items.remove(i))\n    }\n}\n";
+        let (kept, back) = keep_to_task(&lang::RUST, old, new, &["Inventory.remove"]);
+        assert_eq!(back, ["Inventory.total"], "{kept}");
+        assert!(kept.contains("then(|| self.items.remove(i))"), "{kept}");
+        assert!(
+            kept.contains("pub struct Inventory {\n    items: Vec<u32>,\n}"),
+            "the struct's fields untouched: {kept}"
+        );
+        let impl_at = kept.find("impl Inventory").unwrap_or(usize::MAX);
+        assert!(
+            kept.find("pub fn total").is_some_and(|t| t > impl_at),
+            "back in the impl block: {kept}"
+        );
+        assert!(lang::syntax_problem(&lang::RUST, &kept).is_none(), "{kept}");
+        // An impl of a type declared in another module.
+        let struct_decl = "pub struct Inventory {\n    items: Vec<u32>,\n}\n\n";
+        let (old, new) = (old.replace(struct_decl, ""), new.replace(struct_decl, ""));
+        let (kept, back) = keep_to_task(&lang::RUST, &old, &new, &["Inventory.remove"]);
+        assert_eq!(back, ["Inventory.total"], "{kept}");
+        assert!(
+            kept.starts_with("impl Inventory {") && kept.trim_end().ends_with("}\n}"),
+            "inside the impl block: {kept}"
+        );
+
+        let old = "package inv\n\ntype Inventory struct {\n\tItems []int\n}\n\nfunc (v *Inventory) Remove(i int) {\n\tv.Items = append(v.Items[:i], v.Items[i+1:]...)\n}\n\nfunc (v *Inventory) Total() int {\n\tt := 0\n\tfor _, x := range v.Items {\n\t\tt += x\n\t}\n\treturn t\n}\n";
+        let new = "package inv\n\ntype Inventory struct {\n\tItems []int\n}\n\nfunc (v *Inventory) Remove(i int) {\n\tif i >= len(v.Items) {\n\t\treturn\n\t}\n\tv.Items = append(v.Items[:i], v.Items[i+1:]...)\n}\n";
+        let (kept, back) = keep_to_task(&lang::GO, old, new, &["Inventory.Remove"]);
+        assert_eq!(back, ["Inventory.Total"], "{kept}");
+        assert!(
+            kept.contains("type Inventory struct {\n\tItems []int\n}"),
+            "the struct's fields untouched: {kept}"
+        );
+        assert!(kept.contains("func (v *Inventory) Total() int {"), "{kept}");
+        assert!(lang::syntax_problem(&lang::GO, &kept).is_none(), "{kept}");
+        // A Go method whose type lives in another file of the package.
+        let old = old.replace("type Inventory struct {\n\tItems []int\n}\n\n", "");
+        let new = new.replace("type Inventory struct {\n\tItems []int\n}\n\n", "");
+        let (kept, back) = keep_to_task(&lang::GO, &old, &new, &["Inventory.Remove"]);
+        assert_eq!(back, ["Inventory.Total"], "{kept}");
+        assert!(kept.contains("func (v *Inventory) Total() int {"), "{kept}");
     }
 
     #[test]
