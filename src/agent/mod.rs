@@ -226,12 +226,15 @@ pub(crate) async fn logged_reply(
     };
     let reply = llm.chat_reply(messages, opts, &stop, &watched).await;
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Cut where the loop showed, also when the whole reply had come before
+    // the stop was heard.
     let reply = match reply {
-        Err(LlmError::Cancelled) if watch.looped().is_some() && !cancel.is_cancelled() => {
+        Err(LlmError::Cancelled) | Ok(_) if watch.looped().is_some() && !cancel.is_cancelled() => {
             Ok(crate::llm::Reply {
                 text: watch.heard().to_owned(),
                 tool_call: None,
                 usage: Default::default(),
+                looped: watch.looped().map(str::to_owned),
             })
         }
         reply => reply,

@@ -1,7 +1,8 @@
-//! A reply that has fallen into a loop, told from the lines streaming in:
-//! a small model sometimes writes one line over and over with a number
-//! counting on (`self.assertEqual(clamp(15, 15, -27), -27)`, then -28, …)
-//! until the token limit.
+//! A reply that has fallen into a loop, told as it streams in: a small
+//! model sometimes writes one line over and over with a number counting on
+//! (`self.assertEqual(clamp(15, 15, -27), -27)`, then -28, …), or a whole
+//! block again and again (a file inside a JSON string), until the token
+//! limit.
 
 /// Lines of one shape in a row that make a reply a loop. Qwen2.5-Coder
 /// 1.5B, asked for "unittest tests for clamp", wrote 2,048 tokens of such
@@ -10,6 +11,16 @@
 /// way. Twenty alike lines is more than any answer of the eval sets wrote
 /// on purpose.
 pub const RUNAWAY_LINES: usize = 20;
+
+/// Copies of one block in a row that make a reply a loop.
+const CYCLE_COPIES: usize = 3;
+
+/// The shortest block counted as a cycle: shorter repeats (a row of `0, `
+/// in a table) are the line rule's or nobody's business.
+const CYCLE_MIN: usize = 64;
+
+/// The end of the reply looked for earlier in it, to find a cycle.
+const CYCLE_KEY: usize = 32;
 
 /// Watches a reply as it streams, and keeps what it heard.
 #[derive(Debug, Default)]
@@ -20,13 +31,22 @@ pub struct Runaway {
     shape: String,
     line: String,
     run: usize,
+    /// The first line of a block repeated [`CYCLE_COPIES`] times in a row.
+    cycle: Option<String>,
 }
 
 impl Runaway {
     /// Takes the next piece of the reply: true once [`RUNAWAY_LINES`]
-    /// lines of one shape came in a row.
+    /// lines of one shape came in a row, or one block
+    /// [`CYCLE_COPIES`] times.
     pub fn feed(&mut self, piece: &str) -> bool {
+        if self.cycle.is_some() {
+            return true;
+        }
         self.heard.push_str(piece);
+        if self.cycled() {
+            return true;
+        }
         while let Some(end) = self.heard[self.read..].find('\n') {
             let line = self.heard[self.read..self.read + end].trim();
             self.read += end + 1;
@@ -50,8 +70,62 @@ impl Runaway {
         false
     }
 
+    /// Whether the reply now ends in [`CYCLE_COPIES`] copies of one block
+    /// of at least [`CYCLE_MIN`] characters; if so, cuts it after the first
+    /// copy and keeps that copy's first line.
+    fn cycled(&mut self) -> bool {
+        let heard = self.heard.as_bytes();
+        let len = heard.len();
+        if len < CYCLE_MIN * CYCLE_COPIES {
+            return false;
+        }
+        let key = &heard[len - CYCLE_KEY..];
+        // Each earlier place the end of the reply was also written is a
+        // period to try, nearest first.
+        let mut before = len - CYCLE_KEY;
+        while let Some(at) = heard[..before].windows(CYCLE_KEY).rposition(|w| w == key) {
+            before = at + CYCLE_KEY - 1;
+            let period = len - CYCLE_KEY - at;
+            if period * CYCLE_COPIES > len {
+                return false;
+            }
+            if !periodic(&heard[len - period * CYCLE_COPIES..], period) {
+                continue;
+            }
+            // A short line again and again is the line rule's to judge
+            // (its multiples would pass for long blocks here).
+            if period < CYCLE_MIN {
+                return false;
+            }
+            // Back to where the repeating began: one copy from there stays.
+            let mut start = len - period * CYCLE_COPIES;
+            while start > 0 && heard[start - 1] == heard[start - 1 + period] {
+                start -= 1;
+            }
+            let mut cut = start + period;
+            while !self.heard.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let block = &self.heard[start..cut];
+            let first = block
+                .split("\\n")
+                .flat_map(|l| l.split('\n'))
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("");
+            self.cycle = Some(first.chars().take(80).collect());
+            self.heard.truncate(cut);
+            self.read = self.read.min(cut);
+            return true;
+        }
+        false
+    }
+
     /// The first of the repeated lines, once it is a loop.
     pub fn looped(&self) -> Option<&str> {
+        if let Some(line) = &self.cycle {
+            return Some(line);
+        }
         (self.run >= RUNAWAY_LINES).then_some(self.line.as_str())
     }
 
@@ -59,6 +133,11 @@ impl Runaway {
     pub fn heard(&self) -> &str {
         &self.heard
     }
+}
+
+/// Whether `text` repeats itself every `period` bytes.
+fn periodic(text: &[u8], period: usize) -> bool {
+    text.iter().zip(&text[period..]).all(|(a, b)| a == b)
 }
 
 /// A line with each number masked: the lines of a loop differ only in
@@ -96,6 +175,52 @@ mod tests {
         assert_eq!(r.looped(), Some("self.assertEqual(clamp(15, 15, -0), -0)"));
         let kept: String = (0..RUNAWAY_LINES - 1).map(line).collect();
         assert_eq!(r.heard(), format!("{head}{kept}{}", line(99)));
+    }
+
+    /// Qwen2.5-Coder 1.5B in tool mode, asked to "make slugify also
+    /// replace underscores with hyphens", wrote the file into a JSON string
+    /// over and over (`\\n` escapes, no line ends) until 2,048 tokens: 234 s
+    /// for nothing, twice (eval, slugify-underscore, seed 1).
+    #[test]
+    fn a_block_written_three_times_in_a_row_is_a_loop_even_on_one_line() {
+        let file = "def slugify(text):\\n    return text.strip().lower().replace(\\\" \\\", \\\"-\\\")\\n\\n\\ndef truncate(text, n):\\n    if len(text) <= n:\\n        return text\\n    return text[:n]\\n\\n\\n";
+        let head = "{\"tool\": \"write_definitions\", \"args\": {\"path\": \"inventory/text.py\", \"code\": \"";
+        let mut r = Runaway::default();
+        assert!(!r.feed(head));
+        let mut fed = head.to_owned();
+        let mut fired = None;
+        for copy in 0..6 {
+            // In pieces, as tokens come.
+            for piece in file.as_bytes().chunks(7) {
+                let piece = std::str::from_utf8(piece).unwrap();
+                fed.push_str(piece);
+                if r.feed(piece) {
+                    fired = Some(copy);
+                    break;
+                }
+            }
+            if fired.is_some() {
+                break;
+            }
+        }
+        assert_eq!(fired, Some(2), "cut during the third copy");
+        assert_eq!(r.heard(), format!("{head}{file}"), "one copy kept");
+        assert_eq!(r.looped(), Some("def slugify(text):"));
+    }
+
+    #[test]
+    fn a_long_reply_with_no_block_repeated_three_times_is_not_a_loop() {
+        let mut r = Runaway::default();
+        // Twice the same block is a copy, not a loop; then other text.
+        let block = "x".repeat(50) + &"def f():\\n    return 1\\n".repeat(10);
+        assert!(!r.feed(&block) && !r.feed(&block));
+        for i in 0..200 {
+            assert!(
+                !r.feed(&format!("value_{i} = compute({i}, {})\\n", i * 7)),
+                "fired at {i}"
+            );
+        }
+        assert_eq!(r.looped(), None);
     }
 
     #[test]

@@ -500,6 +500,47 @@ async fn a_model_that_never_stops_proposes_what_it_wrote_at_the_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_for_going_round_in_a_loop_is_asked_again_as_a_code_block() {
+    // 1.5B under the JSON grammar wrote the file into `code` over and over
+    // until the token limit (eval, slugify-underscore: 234 s, twice). The
+    // loop is cut as it streams; the next reply is asked as a code block,
+    // which small models write right.
+    let block =
+        "def parse_config(path):\n    return {}\n\n\ndef unrelated_helper(x):\n    return x\n\n\n";
+    let looping = serde_json::json!({"tool": "write_definitions", "args": {"path": "app.py", "code": block.repeat(8)}});
+    let (r, s, server) = run_tools(
+        vec![
+            Reply::OpenaiStream(looping.to_string()),
+            Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]}),
+            ),
+        ],
+        10,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[1].contains("went round in a loop") && requests[1].contains("```python block"),
+        "told why and asked for a block: {}",
+        requests[1]
+    );
+    assert!(
+        !requests[1].contains("response_format"),
+        "a block, not JSON: {}",
+        requests[1]
+    );
+    assert!(
+        requests[1].matches("unrelated_helper").count() <= 1,
+        "the loop is not sent back: {}",
+        requests[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_only_read_is_asked_once_for_the_code_itself_at_the_limit() {
     let mut script: Vec<Reply> = (0..4)
         .map(|_| call("read_file", serde_json::json!({"path": "app.py"})))

@@ -98,6 +98,9 @@ pub struct Reply {
     pub tool_call: Option<ToolCall>,
     /// The tokens the call used, as far as the server said.
     pub usage: Usage,
+    /// Set when the reply was cut as it streamed for going round in a loop:
+    /// the first line of what it repeated.
+    pub looped: Option<String>,
 }
 
 /// Tokens one call used, as the server counted them (`None`: it did not

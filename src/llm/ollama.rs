@@ -77,6 +77,7 @@ pub(super) async fn chat(
         text: out,
         tool_call,
         usage,
+        looped: None,
     })
 }
 

@@ -61,11 +61,13 @@ fn whole_reply(v: &Value) -> Result<Reply, LlmError> {
             text: text.unwrap_or("").to_owned(),
             tool_call: Some(call),
             usage: usage_of(v),
+            looped: None,
         }),
         (Some(text), None) => Ok(Reply {
             text: text.to_owned(),
             tool_call: None,
             usage: usage_of(v),
+            looped: None,
         }),
         (None, None) => Err(LlmError::BadReply(format!(
             "no choices[0].message.content in {}",
@@ -119,6 +121,7 @@ async fn streamed(
         text: out,
         tool_call: call.finish(),
         usage,
+        looped: None,
     })
 }
 

@@ -28,7 +28,7 @@ use crate::llm::{ChatMessage, ChatOptions, LlmClient};
 use crate::sandbox::{self, Host, HostError, Value};
 use crate::store::Store;
 use chat::CHAT_RULES;
-use registry::{args_object, native_tools, reply_spec, signature, wire_name};
+use registry::{args_object, cut_write_path, native_tools, reply_spec, signature, wire_name};
 
 /// The tools that change files: after a write that changed nothing or a
 /// refused submit_result, the next step may only call one of them.
@@ -457,10 +457,45 @@ impl<'r, 'a> Steps<'r, 'a> {
                     }
                     None => parse_call(&reply.text),
                 };
+                if let Some(looped) = &reply.looped {
+                    return Ok((self.looped(&reply.text, looped, call), None));
+                }
                 self.messages.push(ChatMessage::assistant(reply.text));
                 (call, None)
             }
         })
+    }
+
+    /// A reply cut for going round in a loop (`looped`: the first line it
+    /// repeated): kept short in the conversation, told as an error, and,
+    /// when it was a write (small models under the grammar copy the file
+    /// into it again and again), the next reply asked as a code block.
+    fn looped(&mut self, text: &str, looped: &str, call: Call) -> Call {
+        const KEPT: usize = 200;
+        let mut end = text.len().min(KEPT);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.messages
+            .push(ChatMessage::assistant(format!("{} …", &text[..end])));
+        let mut told = format!(
+            "Your reply went round in a loop, writing `{looped}` and what follows again and again, \
+             and was cut. Write each thing once."
+        );
+        let write = match call {
+            Ok((tool, args)) if WRITE_TOOLS.contains(&tool.as_str()) => args.get("path").cloned(),
+            Ok(call) => return Ok(call),
+            Err(_) => cut_write_path(text).map(Json::String),
+        };
+        if let Some(path) = write
+            .as_ref()
+            .and_then(Json::as_str)
+            .filter(|_| !self.native)
+        {
+            told.push_str(&ask_for_block(path, &self.run.job.spec.task));
+            self.block_for = Some(path.to_owned());
+        }
+        Err(told)
     }
 
     /// A chat turn's `reply` call, which no host runs: the turn's answer
@@ -689,6 +724,18 @@ impl<'r, 'a> Steps<'r, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_path_of_a_write_cut_short_is_read_from_its_start() {
+        let cut = r#"{"tool": "write_definitions", "args": {"path": "inventory/te\"xt.py", "code": "def f():\n    return 1\n\ndef f():\n  "#;
+        assert_eq!(cut_write_path(cut).as_deref(), Some("inventory/te\"xt.py"));
+        let read = r#"{"tool": "read_file", "args": {"path": "a.py"#;
+        assert_eq!(cut_write_path(read), None);
+        assert_eq!(
+            cut_write_path(r#"{"tool": "write_file", "args": {"pa"#),
+            None
+        );
+    }
 
     #[test]
     fn calls_are_read_with_or_without_fences_and_errors_say_what_to_do() {

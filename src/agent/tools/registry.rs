@@ -326,6 +326,31 @@ pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>)
     Ok((tool, args_object(args)?))
 }
 
+/// The path of a write call whose JSON was cut before its end (the reply
+/// ran into a loop or out of tokens inside the code): read from the
+/// reply's start, `{"tool": "write_file", "args": {"path": "a.py", …`.
+pub(super) fn cut_write_path(reply: &str) -> Option<String> {
+    let string_after = |key: &str| -> Option<String> {
+        let at = reply.find(&format!("\"{key}\""))? + key.len() + 2;
+        let rest = reply[at..].trim_start().strip_prefix(':')?.trim_start();
+        let body = rest.strip_prefix('"')?;
+        let end = body
+            .char_indices()
+            .scan(false, |escaped, (i, c)| {
+                let end = c == '"' && !*escaped;
+                *escaped = c == '\\' && !*escaped;
+                Some((i, end))
+            })
+            .find(|&(_, end)| end)?
+            .0;
+        serde_json::from_str(&format!("\"{}\"", &body[..end])).ok()
+    };
+    let tool = string_after("tool")?;
+    ["write_definitions", "write_file"]
+        .contains(&tool.as_str())
+        .then(|| string_after("path"))?
+}
+
 /// A call's arguments as an object: given as one, as JSON text, or absent.
 pub(super) fn args_object(args: Option<&Json>) -> Result<serde_json::Map<String, Json>, String> {
     let wrong = || "\"args\" must be a JSON object of argument names to values.".to_owned();
