@@ -31,9 +31,18 @@ pub struct Runaway {
     shape: String,
     line: String,
     run: usize,
-    /// The first line of a block repeated [`CYCLE_COPIES`] times in a row.
+    /// The first line of a block repeated [`CYCLE_COPIES`] times in a row,
+    /// or [`BLANK`] for a run of blank space.
     cycle: Option<String>,
 }
+
+/// Blank characters in a row that make a reply a loop: under a JSON
+/// grammar, 1.5B wrote 7,000 characters of spaces and tabs before the
+/// closing brace (eval, item-repr: 231 s). No answer needs 200.
+const BLANK_RUN: usize = 200;
+
+/// What a run of blank space is called where a loop's line is shown.
+pub const BLANK: &str = "(blank space)";
 
 impl Runaway {
     /// Takes the next piece of the reply: true once [`RUNAWAY_LINES`]
@@ -44,7 +53,7 @@ impl Runaway {
             return true;
         }
         self.heard.push_str(piece);
-        if self.cycled() {
+        if self.cycled() || self.blank() {
             return true;
         }
         while let Some(end) = self.heard[self.read..].find('\n') {
@@ -68,6 +77,19 @@ impl Runaway {
             }
         }
         false
+    }
+
+    /// Whether the reply now ends in [`BLANK_RUN`] blank characters; if
+    /// so, cuts them off.
+    fn blank(&mut self) -> bool {
+        let kept = self.heard.trim_end().len();
+        if self.heard.len() - kept < BLANK_RUN {
+            return false;
+        }
+        self.heard.truncate(kept);
+        self.read = self.read.min(kept);
+        self.cycle = Some(BLANK.to_owned());
+        true
     }
 
     /// Whether the reply now ends in [`CYCLE_COPIES`] copies of one block
@@ -221,6 +243,30 @@ mod tests {
             );
         }
         assert_eq!(r.looped(), None);
+    }
+
+    #[test]
+    fn a_long_run_of_blank_space_is_a_loop_and_is_cut_off() {
+        let mut r = Runaway::default();
+        let head =
+            "{\"tool\": \"write_file\", \"args\": {\"path\": \"a.py\", \"content\": \"x = 1\"} ";
+        assert!(!r.feed(head));
+        // Blank lines of eleven characters after a space, as tokens come.
+        let mut fired = 0;
+        for i in 1..100 {
+            if r.feed("  \t\t\t\t\t\t  \n") {
+                fired = i;
+                break;
+            }
+        }
+        assert_eq!(fired, 19, "cut at 200 blank characters");
+        assert_eq!(r.heard(), head.trim_end());
+        assert_eq!(r.looped(), Some(BLANK));
+        // Code with blank lines and indentation is no loop.
+        let mut r = Runaway::default();
+        for _ in 0..50 {
+            assert!(!r.feed("def f():\n\n\n        return 1\n\n    \n"));
+        }
     }
 
     #[test]

@@ -457,7 +457,10 @@ impl<'r, 'a> Steps<'r, 'a> {
                     }
                     None => parse_call(&reply.text),
                 };
-                if let Some(looped) = &reply.looped {
+                // Blank space after a whole call cost time, not the call.
+                let blank_after_call =
+                    call.is_ok() && reply.looped.as_deref() == Some(super::runaway::BLANK);
+                if let Some(looped) = reply.looped.as_ref().filter(|_| !blank_after_call) {
                     return Ok((self.looped(&reply.text, looped, call), None));
                 }
                 self.messages.push(ChatMessage::assistant(reply.text));
@@ -478,10 +481,16 @@ impl<'r, 'a> Steps<'r, 'a> {
         }
         self.messages
             .push(ChatMessage::assistant(format!("{} …", &text[..end])));
-        let mut told = format!(
-            "Your reply went round in a loop, writing `{looped}` and what follows again and again, \
-             and was cut. Write each thing once."
-        );
+        let mut told = if looped == super::runaway::BLANK {
+            "Your reply ran on into blank space and was cut. End the JSON object right after its \
+             last value."
+                .to_owned()
+        } else {
+            format!(
+                "Your reply went round in a loop, writing `{looped}` and what follows again and \
+                 again, and was cut. Write each thing once."
+            )
+        };
         let write = match call {
             Ok((tool, args)) if WRITE_TOOLS.contains(&tool.as_str()) => args.get("path").cloned(),
             Ok(call) => return Ok(call),
@@ -734,6 +743,28 @@ mod tests {
         assert_eq!(
             cut_write_path(r#"{"tool": "write_file", "args": {"pa"#),
             None
+        );
+    }
+
+    #[test]
+    fn a_call_cut_just_before_its_closing_braces_is_whole_with_them() {
+        let (t, a) = parse_call(
+            "{\"tool\": \"write_file\", \"args\": {\"path\": \"a.py\", \"content\": \"x = {}\"} ",
+        )
+        .unwrap();
+        assert_eq!(
+            (t.as_str(), a["content"].as_str()),
+            ("write_file", Some("x = {}"))
+        );
+        let (t, a) = parse_call("{\"tool\": \"read_file\", \"args\": {\"path\": \"a.py\"").unwrap();
+        assert_eq!(
+            (t.as_str(), a["path"].as_str()),
+            ("read_file", Some("a.py"))
+        );
+        assert!(
+            parse_call("{\"tool\": \"read_file\", \"args\": {\"path\": \"a.p")
+                .unwrap_err()
+                .contains("not closed")
         );
     }
 

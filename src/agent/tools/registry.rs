@@ -316,9 +316,17 @@ pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>)
         None => t,
     };
     let start = t.find('{').ok_or("Your reply has no JSON object. Answer with exactly one: {\"tool\": name, \"args\": {...}}.")?;
-    let end = t.rfind('}').ok_or("Your JSON object is not closed.")?;
-    let v: Json = serde_json::from_str(&t[start..=end])
-        .map_err(|e| format!("Your reply is not valid JSON ({e}). Answer with exactly one object: {{\"tool\": name, \"args\": {{...}}}}."))?;
+    // A call cut off just before its closing braces (run into blank space
+    // under the grammar, or out of tokens) is whole once they are added.
+    let closed = |braces: &str| serde_json::from_str::<Json>(&format!("{}{braces}", &t[start..]));
+    let closed = || closed("}").or_else(|_| closed("}}")).ok();
+    let v: Json = match t.rfind('}') {
+        None => closed().ok_or("Your JSON object is not closed.")?,
+        Some(end) => match serde_json::from_str(&t[start..=end]) {
+            Ok(v) => v,
+            Err(e) => closed().ok_or_else(|| format!("Your reply is not valid JSON ({e}). Answer with exactly one object: {{\"tool\": name, \"args\": {{...}}}}."))?,
+        },
+    };
     let (tool, args) = call_parts(&v);
     let tool = tool
         .ok_or("Your JSON object has no \"tool\" naming the tool to call.")?
