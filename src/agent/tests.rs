@@ -500,6 +500,58 @@ async fn a_model_that_never_stops_proposes_what_it_wrote_at_the_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_refused_for_changing_nothing_asks_for_the_change_as_a_code_block() {
+    // 1.5B wrote parse_config back unchanged and reformatted a function the
+    // task does not name, which the gate put back; told at submit that
+    // nothing changed, it did both again until the call limit (eval,
+    // doc-parse-config: 10 calls). Asked for a block, it writes the change.
+    const APP: &str =
+        "def parse_config(path):\n    return {}\n\n\ndef greet(name):\n    return 'hi ' + name\n";
+    let submit = || {
+        call(
+            "submit_result",
+            serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]}),
+        )
+    };
+    let server = FakeServer::start_with_window(
+        vec![
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": APP.replace("'hi ' + name", "f'hi {name}'")}),
+            ),
+            submit(),
+            Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")),
+            submit(),
+        ],
+        Some(8192),
+    )
+    .await;
+    let s = setup(&server.url);
+    s.store
+        .stable_put("app.py", APP.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    let job = Job {
+        spec: TaskSpec {
+            mode: Some("tools".into()),
+            ..job().spec
+        },
+        ..job()
+    };
+    assert_eq!(run_on(&s, &job).await.unwrap().summary, "docstring");
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[2].contains("exactly as it was") && requests[2].contains("```python block"),
+        "told and asked for a block: {}",
+        requests[2]
+    );
+    assert!(!requests[2].contains("response_format"), "{}", requests[2]);
+    assert_eq!(
+        overlay_text(&s).as_deref(),
+        Some(format!("{DOCSTRING}\n\ndef greet(name):\n    return 'hi ' + name\n").as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_cut_for_going_round_in_a_loop_is_asked_again_as_a_code_block() {
     // 1.5B under the JSON grammar wrote the file into `code` over and over
     // until the token limit (eval, slugify-underscore: 234 s, twice). The

@@ -21,6 +21,7 @@ pub(crate) use registry::spec;
 pub use registry::{call_parts, parse_call, registry, reply_schema, ToolSpec};
 
 use super::brain::Run;
+use super::problem::Problem;
 use super::scene::Scene;
 use super::{AgentError, AgentHost, Done, Job};
 use crate::config::{Config, Provider, ToolCalls};
@@ -469,6 +470,15 @@ impl<'r, 'a> Steps<'r, 'a> {
         })
     }
 
+    /// Asks (in `said`) for the next reply as a code block written to the
+    /// file the task is about, when there is one and calls are text.
+    fn ask_block_for_located(&mut self, said: &mut String) {
+        if let Some((path, _)) = self.located.as_ref().filter(|_| !self.native) {
+            said.push_str(&ask_for_block(path, &self.run.job.spec.task));
+            self.block_for = Some(path.clone());
+        }
+    }
+
     /// A reply cut for going round in a loop (`looped`: the first line it
     /// repeated): kept short in the conversation, told as an error, and,
     /// when it was a write (small models under the grammar copy the file
@@ -611,10 +621,7 @@ impl<'r, 'a> Steps<'r, 'a> {
                 "submit_result: no file is changed yet; write the changed file with write_file first (its whole new content)".into(),
             ));
             self.must_write = true;
-            if let Some((path, _)) = self.located.as_ref().filter(|_| !self.native) {
-                said.push_str(&ask_for_block(path, &run.job.spec.task));
-                self.block_for = Some(path.clone());
-            }
+            self.ask_block_for_located(&mut said);
             self.messages.push(answer.with(said));
             return Ok(None);
         }
@@ -624,10 +631,16 @@ impl<'r, 'a> Steps<'r, 'a> {
             Ok(super::gate::Gated::Pass(notes)) => notes,
             Ok(super::gate::Gated::Fallback { notes, .. }) if last => notes,
             Ok(super::gate::Gated::Fallback { problem, .. }) | Err(problem) => {
-                self.messages
-                    .push(answer.with(result_message(Err(HostError::Failed(format!(
-                        "submit_result: {problem}"
-                    ))))));
+                let mut said =
+                    result_message(Err(HostError::Failed(format!("submit_result: {problem}"))));
+                // Nothing left of the change (written back as it was, or
+                // only outside the task): under the grammar small models
+                // write and submit the same again; asked for a block, they
+                // make the change.
+                if problem == Problem::Unchanged {
+                    self.ask_block_for_located(&mut said);
+                }
+                self.messages.push(answer.with(said));
                 self.must_write = true;
                 return Ok(None);
             }
