@@ -74,7 +74,13 @@ class Terminal:
             if found:
                 return found
             time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}; the screen:\n{self.screen()}")
+        screen = self.screen()
+        # What Chimera said, whole, for whoever reads a failure from CI.
+        self.keys("Escape")
+        self.type(":Chimera log")
+        time.sleep(1)
+        raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}\n"
+                             f"and :Chimera log then:\n{self.screen()}")
 
     def close(self):
         self.stop.set()
