@@ -51,9 +51,19 @@ pub struct AgentHost {
     pub mcp_tools: Vec<String>,
     /// Which of the human's text each file was when last read.
     pub read: crate::workspace::ReadFrom,
-    /// The last call was a write refused because it changed nothing
-    /// (tool mode then asks for the block in another form).
-    pub refused_unchanged: bool,
+    /// Why the last call, a write, was refused, when its code was the
+    /// trouble (tool mode then asks for the code in another form).
+    pub write_refused: Option<WriteRefused>,
+}
+
+/// Why a write's code was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteRefused {
+    /// It left the file as it was.
+    Unchanged,
+    /// It does not parse (code in a JSON string from a small model often
+    /// lost its line ends).
+    Unparsable,
 }
 
 /// `search_files`: the files `overlay` shows whose path matches `pattern`
@@ -147,7 +157,7 @@ impl AgentHost {
             services: run.services.clone(),
             mcp_tools: Vec::new(),
             read: Default::default(),
-            refused_unchanged: false,
+            write_refused: None,
         }
     }
 
@@ -647,7 +657,7 @@ impl Host for AgentHost {
     ) -> Result<Value, HostError> {
         let args = shown_args(&a, &kw);
         let started = std::time::Instant::now();
-        self.refused_unchanged = false;
+        self.write_refused = None;
         let result = self.dispatch(name, a, kw);
         self.log_denial(name, &result);
         let logged = result.as_ref().map(shown).map_err(HostError::to_string);

@@ -552,6 +552,38 @@ async fn a_submit_refused_for_changing_nothing_asks_for_the_change_as_a_code_blo
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_code_does_not_parse_is_asked_again_as_a_code_block() {
+    // Under the JSON grammar 1.5B put its code on one line ("def mean(xs):
+    // return … def median(xs): …") and sent that same call ten times
+    // (eval, mean-empty). In a block it writes lines.
+    let one_line = "def parse_config(path): \"\"\"Parse.\"\"\" return {}";
+    let (r, s, server) = run_tools(
+        vec![
+            call(
+                "write_definitions",
+                serde_json::json!({"path": "app.py", "code": one_line}),
+            ),
+            Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]}),
+            ),
+        ],
+        10,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[1].contains("not valid Python") && requests[1].contains("```python block"),
+        "told and asked for a block: {}",
+        requests[1]
+    );
+    assert!(!requests[1].contains("response_format"), "{}", requests[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_cut_for_going_round_in_a_loop_is_asked_again_as_a_code_block() {
     // 1.5B under the JSON grammar wrote the file into `code` over and over
     // until the token limit (eval, slugify-underscore: 234 s, twice). The

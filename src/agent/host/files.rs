@@ -2,7 +2,7 @@
 //! list, search, replace definitions — each through the agent's
 //! [`Workspace`].
 
-use super::{args, search, AgentHost, HostError, Value, Workspace, STAYS_AS_IT_WAS};
+use super::{args, search, AgentHost, HostError, Value, Workspace, WriteRefused, STAYS_AS_IT_WAS};
 use crate::paths::parse_dir;
 
 impl AgentHost {
@@ -105,39 +105,54 @@ impl AgentHost {
             }
             "write_definitions" => {
                 let raw = args::string(name, a, kw, 0, "path")?;
-                let ws = self.workspace();
-                let p = ws
-                    .path(&raw)
-                    .and_then(|p| ws.may_write(&p).map(|()| p))
-                    .map_err(|e| self.refused(name, e))?;
                 let code = args::string(name, a, kw, 1, "code")?;
-                let old = ws
-                    .read_text(&p)
-                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
-                let language = crate::lang::of_file(p.as_str());
-                let new = crate::lang::splice::splice_definitions(language, &old, &code, None)
-                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
-                // Said now, not at submit_result: small models otherwise
-                // write the file back as it was and submit it again and again.
-                if new == old {
-                    self.refused_unchanged = true;
-                    return Err(format!(
-                        "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
-                    ).into());
-                }
-                if let Some(problem) = crate::lang::syntax_problem(language, &new) {
-                    return Err(format!(
-                        "write_definitions(): the result does not parse.\n{problem}"
-                    )
-                    .into());
-                }
-                ws.write(&p, new.as_bytes())
-                    .map_err(|e| HostError::Failed(format!("write_definitions(): {e}")))?;
-                self.written.push(p.to_string());
-                Ok(Value::Bool(true))
+                self.write_definitions(&raw, &code).map_err(|(e, why)| {
+                    self.write_refused = why;
+                    e
+                })
             }
             other => Err(format!("`{other}` is not a file function").into()),
         }
+    }
+
+    /// `write_definitions(path, code)`; refused for its code, it says why
+    /// as well.
+    fn write_definitions(
+        &mut self,
+        raw: &str,
+        code: &str,
+    ) -> Result<Value, (HostError, Option<WriteRefused>)> {
+        let failed =
+            |e: &dyn std::fmt::Display| HostError::Failed(format!("write_definitions(): {e}"));
+        let ws = self.workspace();
+        let p = ws
+            .path(raw)
+            .and_then(|p| ws.may_write(&p).map(|()| p))
+            .map_err(|e| (self.refused("write_definitions", e), None))?;
+        let old = ws.read_text(&p).map_err(|e| (failed(&e), None))?;
+        let language = crate::lang::of_file(p.as_str());
+        let new =
+            crate::lang::splice::splice_definitions(language, &old, code, None).map_err(|e| {
+                let why = matches!(e, crate::lang::splice::SpliceError::Syntax(_))
+                    .then_some(WriteRefused::Unparsable);
+                (failed(&e), why)
+            })?;
+        // Said now, not at submit_result: small models otherwise write the
+        // file back as it was and submit it again and again.
+        if new == old {
+            let e = format!(
+                "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
+            );
+            return Err((e.into(), Some(WriteRefused::Unchanged)));
+        }
+        if let Some(problem) = crate::lang::syntax_problem(language, &new) {
+            let e = format!("write_definitions(): the result does not parse.\n{problem}");
+            return Err((e.into(), Some(WriteRefused::Unparsable)));
+        }
+        ws.write(&p, new.as_bytes())
+            .map_err(|e| (failed(&e), None))?;
+        self.written.push(p.to_string());
+        Ok(Value::Bool(true))
     }
 }
 

@@ -21,6 +21,7 @@ pub(crate) use registry::spec;
 pub use registry::{call_parts, parse_call, registry, reply_schema, ToolSpec};
 
 use super::brain::Run;
+use super::host::WriteRefused;
 use super::problem::Problem;
 use super::scene::Scene;
 use super::{AgentError, AgentHost, Done, Job};
@@ -311,6 +312,8 @@ struct Steps<'r, 'a> {
     /// that failed, the next reply is asked as a block and written to this
     /// path with write_definitions.
     block_for: Option<String>,
+    /// The last call came from such a block.
+    from_block: bool,
 }
 
 impl<'r, 'a> Steps<'r, 'a> {
@@ -348,6 +351,7 @@ impl<'r, 'a> Steps<'r, 'a> {
             worn: Vec::new(),
             must_write: false,
             block_for: None,
+            from_block: false,
         }
     }
 
@@ -447,7 +451,9 @@ impl<'r, 'a> Steps<'r, 'a> {
                 (call, Some(native_call.id))
             }
             None => {
-                let call = match self.block_for.take().filter(|_| !self.native) {
+                let block_for = self.block_for.take().filter(|_| !self.native);
+                self.from_block = block_for.is_some();
+                let call = match block_for {
                     Some(path) => {
                         let language = crate::lang::of_file(&path);
                         let code = super::prompt::extract_code_as(&reply.text, language);
@@ -559,7 +565,7 @@ impl<'r, 'a> Steps<'r, 'a> {
         let Some(mut host) = self.host.take() else {
             return Err(AgentError::Internal("the agent's host was lost".into()));
         };
-        host.refused_unchanged = false;
+        host.write_refused = None;
         let (tool, args) = match call {
             Err(problem) => {
                 self.host = Some(host);
@@ -708,11 +714,17 @@ impl<'r, 'a> Steps<'r, 'a> {
             // Only a write that changed something lets the model move on.
             self.must_write = result.is_err();
         }
-        // Only a write refused for changing nothing: other errors (a bad
-        // path, a wrong argument) are the call's, answered as such.
-        let refused_unchanged = self.host.as_ref().is_some_and(|h| h.refused_unchanged);
-        let unchanged = result.is_err() && refused_unchanged;
-        let block_path = write_path.filter(|_| unchanged && !self.native);
+        // Only a write refused for its code (it changed nothing, or does
+        // not parse: a small model's code in a JSON string often lost its
+        // line ends, and it sends the same again and again): other errors
+        // (a bad path, a wrong argument) are the call's, answered as such.
+        // Code that did not parse in a block is asked for in JSON again.
+        let code_refused = match self.host.as_ref().and_then(|h| h.write_refused) {
+            Some(WriteRefused::Unchanged) => true,
+            Some(WriteRefused::Unparsable) => !self.from_block,
+            None => false,
+        };
+        let block_path = write_path.filter(|_| result.is_err() && code_refused && !self.native);
         let mut text = result_message(result);
         if let Some(path) = block_path {
             text.push_str(&ask_for_block(&path, &self.run.job.spec.task));
