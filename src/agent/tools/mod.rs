@@ -105,6 +105,42 @@ fn ask_for_block(path: &str, task: &str) -> String {
     )
 }
 
+/// What a model is told when it asked to write the whole file `path` and
+/// is to send it as a code block.
+fn ask_for_file_block(path: &str, task: &str) -> String {
+    format!(
+        "\nThe task: {task}\nNow reply with the whole new content of `{path}` in one ```{} \
+         block and nothing else (not JSON).",
+        crate::lang::of_file(path).fence
+    )
+}
+
+/// The size (billions of parameters) from which a model writes code inside
+/// a JSON call as well as in a block; smaller ones give a write only its
+/// path and send the code next, as a block.
+const JSON_CODE_FROM_B: f64 = 7.0;
+
+/// The write tools as a model that sends code in blocks sees them: only a
+/// path.
+fn path_only_writes(tools: Vec<ToolSpec>) -> Vec<ToolSpec> {
+    tools
+        .into_iter()
+        .map(|t| match t.name.as_str() {
+            "write_file" => registry::spec(
+                "write_file",
+                "Write a whole file: give its path; your next reply is its whole new content in one fenced code block.",
+                &[("path", "string", "project path")],
+            ),
+            "write_definitions" => registry::spec(
+                "write_definitions",
+                "Change functions/classes in a file: give its path; your next reply is the new version of each one you change, in one fenced code block.",
+                &[("path", "string", "project path")],
+            ),
+            _ => t,
+        })
+        .collect()
+}
+
 /// The result of a tool as the model sees it (capped).
 fn result_message(result: Result<Value, HostError>) -> String {
     const CAP: usize = 6000;
@@ -312,8 +348,14 @@ struct Steps<'r, 'a> {
     /// that failed, the next reply is asked as a block and written to this
     /// path with write_definitions.
     block_for: Option<String>,
+    /// The block asked for is the whole file (write_file), not definitions.
+    block_whole: bool,
     /// The last call came from such a block.
     from_block: bool,
+    /// Writes take only a path and their code comes next as a block: a
+    /// small model's code inside a JSON string loses line ends, quotes and
+    /// the change itself far more often than in a block.
+    code_in_blocks: bool,
 }
 
 impl<'r, 'a> Steps<'r, 'a> {
@@ -326,6 +368,17 @@ impl<'r, 'a> Steps<'r, 'a> {
         task: String,
     ) -> Self {
         let job = run.job;
+        let code_in_blocks = !native
+            && run
+                .config
+                .llm
+                .model_size_b()
+                .is_none_or(|b| b < JSON_CODE_FROM_B);
+        let tools = if code_in_blocks {
+            path_only_writes(tools)
+        } else {
+            tools
+        };
         let mut system = system_prompt(&tools, native, job.chat.is_some());
         system.push_str(&run.rules(located.as_ref().map(|(p, _)| p.as_str())));
         let opts = ChatOptions {
@@ -351,7 +404,9 @@ impl<'r, 'a> Steps<'r, 'a> {
             worn: Vec::new(),
             must_write: false,
             block_for: None,
+            block_whole: false,
             from_block: false,
+            code_in_blocks,
         }
     }
 
@@ -387,6 +442,14 @@ impl<'r, 'a> Steps<'r, 'a> {
             .ok()
             .filter(|(tool, _)| WRITE_TOOLS.contains(&tool.as_str()))
             .and_then(|(_, args)| args.get("path")?.as_str().map(str::to_owned));
+        if let (Some(path), Ok((tool, args))) = (&write_path, &call) {
+            if self.code_in_blocks && !args.contains_key("code") && !args.contains_key("content") {
+                let whole = tool == "write_file";
+                let text = self.ask_block(path, whole);
+                self.messages.push(answer.with(text));
+                return Ok(None);
+            }
+        }
         let called = call.as_ref().ok().map(|(tool, args)| {
             (
                 tool.clone(),
@@ -452,15 +515,20 @@ impl<'r, 'a> Steps<'r, 'a> {
             }
             None => {
                 let block_for = self.block_for.take().filter(|_| !self.native);
+                let whole = std::mem::take(&mut self.block_whole);
                 self.from_block = block_for.is_some();
                 let call = match block_for {
                     Some(path) => {
                         let language = crate::lang::of_file(&path);
                         let code = super::prompt::extract_code_as(&reply.text, language);
+                        let (tool, key) = match whole {
+                            true => ("write_file", "content"),
+                            false => ("write_definitions", "code"),
+                        };
                         let mut args = serde_json::Map::new();
                         args.insert("path".into(), Json::String(path));
-                        args.insert("code".into(), Json::String(code));
-                        Ok(("write_definitions".to_owned(), args))
+                        args.insert(key.into(), Json::String(code));
+                        Ok((tool.to_owned(), args))
                     }
                     None => parse_call(&reply.text),
                 };
@@ -474,6 +542,20 @@ impl<'r, 'a> Steps<'r, 'a> {
                 (call, None)
             }
         })
+    }
+
+    /// Says that the next reply is to be the code for `path` (the whole
+    /// file when `whole`) as a block, and makes it so.
+    fn ask_block(&mut self, path: &str, whole: bool) -> String {
+        let task = &self.run.job.spec.task;
+        let mut text = json!({"ok": true, "result": "send the code"}).to_string();
+        text.push_str(&match whole {
+            true => ask_for_file_block(path, task),
+            false => ask_for_block(path, task),
+        });
+        self.block_for = Some(path.to_owned());
+        self.block_whole = whole;
+        text
     }
 
     /// Asks (in `said`) for the next reply as a code block written to the
