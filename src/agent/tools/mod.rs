@@ -854,6 +854,24 @@ mod tests {
     }
 
     #[test]
+    fn a_fence_inside_a_calls_string_is_not_taken_for_one_around_it() {
+        // 1.5B, asked for a path-only write (eval, doc-load-defaults).
+        let reply = r#"{"tool": "write_definitions", "args": {"path": "inventory/config.py"}, "result": "```python\nconfig = {}\n```"}"#;
+        let (t, a) = parse_call(reply).unwrap();
+        assert_eq!(
+            (t.as_str(), a["path"].as_str()),
+            ("write_definitions", Some("inventory/config.py"))
+        );
+        let schema = registry::reply_schema(&registry::registry());
+        assert!(
+            schema["anyOf"]
+                .as_array()
+                .is_some_and(|calls| calls.iter().all(|c| c["additionalProperties"] == false)),
+            "nothing beside tool and args: {schema}"
+        );
+    }
+
+    #[test]
     fn a_call_cut_just_before_its_closing_braces_is_whole_with_them() {
         let (t, a) = parse_call(
             "{\"tool\": \"write_file\", \"args\": {\"path\": \"a.py\", \"content\": \"x = {}\"} ",

@@ -247,13 +247,16 @@ pub fn reply_schema(tools: &[ToolSpec]) -> Json {
         .map(|t| {
             let mut args = t.parameters.clone();
             args["additionalProperties"] = json!(false);
+            // Nothing beside them: 1.5B otherwise adds a "result" with
+            // the code it was to send apart.
             json!({
                 "type": "object",
                 "properties": {
                     "tool": {"type": "string", "const": t.name},
                     "args": args
                 },
-                "required": ["tool", "args"]
+                "required": ["tool", "args"],
+                "additionalProperties": false
             })
         })
         .collect();
@@ -307,7 +310,9 @@ pub fn call_parts(v: &Json) -> (Option<&str>, Option<&Json>) {
 /// The tool call a reply makes, or what is wrong with it, for the model.
 pub fn parse_call(reply: &str) -> Result<(String, serde_json::Map<String, Json>), String> {
     let t = reply.trim();
-    let t = match t.find("```") {
+    // A fence inside the object (code in one of its strings) is not one
+    // around it.
+    let t = match t.find("```").filter(|_| !t.starts_with('{')) {
         Some(start) => {
             let body = &t[start + 3..];
             let body = body.strip_prefix("json").unwrap_or(body);
