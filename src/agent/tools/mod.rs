@@ -10,6 +10,7 @@
 //! the tools go out as the provider's `tools` and its `tool_calls` come
 //! back; a reply without one is still read as the text protocol.
 
+mod blocks;
 mod chat;
 mod registry;
 
@@ -29,6 +30,7 @@ use crate::config::{Config, Provider, ToolCalls};
 use crate::llm::{ChatMessage, ChatOptions, LlmClient};
 use crate::sandbox::{self, Host, HostError, Value};
 use crate::store::Store;
+use blocks::{ask_for_block, ask_for_file_block, path_only_writes, JSON_CODE_FROM_B};
 use chat::CHAT_RULES;
 use registry::{args_object, cut_write_path, native_tools, reply_spec, signature, wire_name};
 
@@ -91,54 +93,6 @@ fn next_step(tool: &str, repeated: bool, chat: bool) -> Option<&'static str> {
         ("write_file" | "write_definitions", _) => "Next: if the task is done, call submit_result(summary, changed_files).",
         _ => return None,
     })
-}
-
-/// What a model is told when its next reply is asked as a code block:
-/// the task again, last, where a small model reads it (several steps in,
-/// it otherwise changes something else).
-fn ask_for_block(path: &str, task: &str) -> String {
-    format!(
-        "\nThe task: {task}\nNow reply with the new version of each function you change, with \
-         the change made, in one ```{} block and nothing else (not JSON): it is written to \
-         `{path}` with write_definitions.",
-        crate::lang::of_file(path).fence
-    )
-}
-
-/// What a model is told when it asked to write the whole file `path` and
-/// is to send it as a code block.
-fn ask_for_file_block(path: &str, task: &str) -> String {
-    format!(
-        "\nThe task: {task}\nNow reply with the whole new content of `{path}` in one ```{} \
-         block and nothing else (not JSON).",
-        crate::lang::of_file(path).fence
-    )
-}
-
-/// The size (billions of parameters) from which a model writes code inside
-/// a JSON call as well as in a block; smaller ones give a write only its
-/// path and send the code next, as a block.
-const JSON_CODE_FROM_B: f64 = 7.0;
-
-/// The write tools as a model that sends code in blocks sees them: only a
-/// path.
-fn path_only_writes(tools: Vec<ToolSpec>) -> Vec<ToolSpec> {
-    tools
-        .into_iter()
-        .map(|t| match t.name.as_str() {
-            "write_file" => registry::spec(
-                "write_file",
-                "Write a whole file: give its path; your next reply is its whole new content in one fenced code block.",
-                &[("path", "string", "project path")],
-            ),
-            "write_definitions" => registry::spec(
-                "write_definitions",
-                "Change functions/classes in a file: give its path; your next reply is the new version of each one you change, in one fenced code block.",
-                &[("path", "string", "project path")],
-            ),
-            _ => t,
-        })
-        .collect()
 }
 
 /// The result of a tool as the model sees it (capped).
@@ -518,18 +472,7 @@ impl<'r, 'a> Steps<'r, 'a> {
                 let whole = std::mem::take(&mut self.block_whole);
                 self.from_block = block_for.is_some();
                 let call = match block_for {
-                    Some(path) => {
-                        let language = crate::lang::of_file(&path);
-                        let code = super::prompt::extract_code_as(&reply.text, language);
-                        let (tool, key) = match whole {
-                            true => ("write_file", "content"),
-                            false => ("write_definitions", "code"),
-                        };
-                        let mut args = serde_json::Map::new();
-                        args.insert("path".into(), Json::String(path));
-                        args.insert(key.into(), Json::String(code));
-                        Ok((tool.to_owned(), args))
-                    }
+                    Some(path) => Ok(blocks::write_call(path, whole, &reply.text)),
                     None => parse_call(&reply.text),
                 };
                 // Blank space after a whole call cost time, not the call.

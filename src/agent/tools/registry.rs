@@ -359,7 +359,7 @@ pub(super) fn cut_write_path(reply: &str) -> Option<String> {
         serde_json::from_str(&format!("\"{}\"", &body[..end])).ok()
     };
     let tool = string_after("tool")?;
-    ["write_definitions", "write_file"]
+    super::WRITE_TOOLS
         .contains(&tool.as_str())
         .then(|| string_after("path"))?
 }
