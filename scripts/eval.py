@@ -42,6 +42,7 @@ the time the project's tests ran (from the agent's effect log).
 replies are in its `effects` table (kind 'llm').
 """
 import argparse
+import difflib
 import ast
 import json
 import os
@@ -63,7 +64,8 @@ def sh(cmd, **kw):
 
 def check(project, code):
     r = sh([sys.executable, "-c", code], cwd=project, timeout=60)
-    return r.returncode == 0, (r.stderr or r.stdout).strip().splitlines()[-1:] if r.returncode else []
+    # The last line says what failed; --show-failures prints the rest.
+    return r.returncode == 0, (r.stderr or r.stdout).strip().splitlines()[-12:][::-1] if r.returncode else []
 
 
 def start_server(size, port, seed, parallel=1, ctx=8192):
@@ -298,6 +300,20 @@ def effects_of(project):
     return calls, ms / 1000
 
 
+def show_failure(before, after, why, out):
+    """What a failed task left behind: the check's output and the diff of every file changed."""
+    for line in reversed(why):
+        print(f"      | {line}")
+    if out.get("error"):
+        print(f"      | error: {out['error']}")
+    for path in sorted(set(before) | set(after)):
+        if before.get(path) != after.get(path):
+            old = before.get(path, b"").decode(errors="replace").splitlines()
+            new = after.get(path, b"").decode(errors="replace").splitlines()
+            for line in difflib.unified_diff(old, new, path, path, lineterm=""):
+                print(f"      {line}")
+
+
 def run_tasks(args, task_set, url, model_name, label):
     nvim = sh([os.path.join(REPO, "scripts/install-nvim.sh")], check=True).stdout.strip()
     results = []
@@ -329,7 +345,7 @@ def run_tasks(args, task_set, url, model_name, label):
             # A definition the task names may go (a rename, a removal).
             named = set(re.findall(r"\w+", t["task"]))
             gone = sorted(n for n in t["before_names"] - now
-                          if n != t.get("function") and n.split(".")[-1] not in named)
+                          if n != t.get("function") and not named & set(n.split(".")))
             out["deleted"] = gone
             if gone:
                 why = [f"deleted {', '.join(gone)}"] + list(why)
@@ -341,6 +357,8 @@ def run_tasks(args, task_set, url, model_name, label):
         if wrong:
             why = [f"changed {', '.join(wrong)}"] + list(why)
         results.append(out)
+        if args.show_failures and not passed:
+            show_failure(before, after, why, out)
         detail = out.get("summary") if passed else (why[0] if why else (out.get("error") or "")[:120].replace("\n", " "))
         print(f"  {t['id']:<26} {'PASS' if passed else 'fail'}  {out.get('state'):<9} "
               f"{out.get('ms', 0) / 1000:5.1f} s  rounds {out.get('rounds') or '-'}  "
@@ -400,6 +418,8 @@ def main():
                     help="the model server's sampling seed (a run repeats exactly), or 'random'")
     ap.add_argument("--parallel", type=int, default=1, help="the model server's slots")
     ap.add_argument("--candidates", type=int, default=0, help="agents.candidates (0: the default)")
+    ap.add_argument("--show-failures", action="store_true",
+                    help="print each failed task's check output and diff")
     ap.add_argument("--keep", default="", help="copy each task's .chimera/chimera.db here")
     ap.add_argument("--python-env", default="venv", choices=["venv", "pythonpath"],
                     help="the real set's pytest: an activated venv (as users have it) or PYTHONPATH")

@@ -362,6 +362,11 @@ pub fn accept_some(
             )?);
         }
         rootfs::write_all(root, &disk)?;
+        for edit in &out.buffer_edits {
+            if let Ok(path) = crate::paths::ProjectPath::parse(&edit.path) {
+                rootfs::make_parent_dirs(root, &path)?;
+            }
+        }
         let remaining = chosen.remaining(&all_files);
         out.done = remaining.is_empty();
         let mut rec = rec.clone();

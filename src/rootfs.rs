@@ -157,6 +157,13 @@ pub fn read(root: &Path, path: &ProjectPath, limit: u64) -> Result<Option<Vec<u8
     }
 }
 
+/// Makes the folders `path` lies in under `root` that do not exist yet,
+/// never through a link: a buffer of a new file in a new folder can then
+/// be written by the editor (Neovim's `:w` does not make folders).
+pub fn make_parent_dirs(root: &Path, path: &ProjectPath) -> Result<(), DiskError> {
+    open_parent(root, path, true).map(drop)
+}
+
 /// Refuses a path that an existing symbolic link (a folder on the way, or
 /// the file itself) would lead through: such a path is not part of the
 /// project as Chimera sees it, so nothing may be written there.

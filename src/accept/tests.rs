@@ -125,6 +125,27 @@ fn loaded_buffers_get_one_minimal_edit_instead_of_a_disk_write() {
 }
 
 #[test]
+fn a_new_file_accepted_into_its_buffer_gets_its_folder_so_the_buffer_can_be_saved() {
+    // The human opened `tests/test_x.py` before it existed and asked for it:
+    // Neovim's `:w` cannot make the missing folder (E212), so the accept does.
+    let f = fixture(&[("a.py", "a\n")]);
+    // An empty buffer of a file that is not on disk is pushed as empty.
+    let path = "tests/unit/test_x.py";
+    f.store.stable_put(path, b"", 0o644, 0, 1 << 20).unwrap();
+    agent(&f, "ag", &[(path, Some("def test_x():\n    pass\n"))]);
+    complete(&f, "ag");
+    let buffers = HashMap::from([("tests/unit/test_x.py".to_owned(), String::new())]);
+    let out = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap();
+    assert_eq!(out.buffer_edits.len(), 1, "{out:?}");
+    assert!(f.dir.path().join("tests/unit").is_dir());
+    assert_eq!(
+        disk(&f, "tests/unit/test_x.py"),
+        None,
+        "the buffer is written by the editor"
+    );
+}
+
+#[test]
 fn human_edits_elsewhere_are_merged_and_overlaps_conflict() {
     let f = fixture(&[("a.py", "1\n2\n3\n4\n5\n")]);
     agent(&f, "ag", &[("a.py", Some("1\n2\n3\n4\nFIVE\n"))]);

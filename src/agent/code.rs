@@ -73,17 +73,29 @@ pub(super) async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     let scene = scene_of(run).await?;
     let talk = Talk::start(run, &scene).await;
     let turn = Turn { run, scene: &scene };
-    if let Some(intent) = scene.intent.as_ref().filter(|i| i.alone) {
-        run.say(format!("{} on the syntax tree", intent.verb()));
-        if let Ok(made) = turn.refactor_alone(intent)? {
-            match gate::finish(run, false).await {
-                Ok(gate::Gated::Pass(notes)) => return turn.done(made, notes, 0),
-                // Not done alone (the tests say so): the model tries.
-                _ => run.store.overlay_clear(&run.job.id)?,
-            }
-        }
+    if let Some(done) = refactor_alone(&turn).await? {
+        return Ok(done);
     }
     talk.rounds(&turn).await
+}
+
+/// A task that only renames or moves ("rename mean to average
+/// everywhere"), done on the syntax tree without the model, if the gate
+/// passes it; `None` (and the overlay empty) when the model must try.
+pub(super) async fn refactor_alone(turn: &Turn<'_>) -> Result<Option<Done>, AgentError> {
+    let run = turn.run;
+    let Some(intent) = turn.scene.intent.as_ref().filter(|i| i.alone) else {
+        return Ok(None);
+    };
+    run.say(format!("{} on the syntax tree", intent.verb()));
+    if let Ok(made) = turn.refactor_alone(intent)? {
+        match gate::finish(run, false).await {
+            Ok(gate::Gated::Pass(notes)) => return turn.done(made, notes, 0).map(Some),
+            // Not done alone (the tests say so): the model tries.
+            _ => run.store.overlay_clear(&run.job.id)?,
+        }
+    }
+    Ok(None)
 }
 
 /// One request in code mode's form, its answer through the gate: what a

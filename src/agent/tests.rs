@@ -595,6 +595,42 @@ async fn a_small_model_gives_a_write_its_path_and_sends_the_code_as_a_block() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_sent_where_a_code_block_was_asked_is_asked_for_again_not_written() {
+    // Asked for a new test file's code as a block, 1.5B answered with the
+    // JSON it was just shown as the call's result (`{"ok": true, …}`): it
+    // was written as the file (eval, new-mathutil-tests), whose tests then
+    // failed on `true`. JSON is no Python file's content: asked again.
+    let (r, s, server) = run_tools_with(
+        vec![
+            call("write_file", serde_json::json!({"path": "app.py"})),
+            Reply::OpenaiStream("{\n  \"ok\": true,\n  \"result\": \"send the code\"\n}".into()),
+            Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]}),
+            ),
+        ],
+        Some(8192),
+        |c| c.llm.model = "qwen2.5-coder:1.5b".into(),
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        !requests[1].contains("\\\"ok\\\":true"),
+        "the path-only write's answer is no JSON to copy: {}",
+        requests[1]
+    );
+    assert!(
+        requests[2].contains("not the code") && requests[2].contains("whole new content"),
+        "told, and the whole file asked for again: {}",
+        requests[2]
+    );
+    assert!(!requests[2].contains("response_format"), "{}", requests[2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_whose_code_does_not_parse_is_asked_again_as_a_code_block() {
     // Under the JSON grammar 1.5B put its code on one line ("def mean(xs):
     // return … def median(xs): …") and sent that same call ten times
@@ -1876,6 +1912,16 @@ async fn on_three_files(
     task: &str,
     file: Option<&str>,
 ) -> (Done, Setup, FakeServer) {
+    on_three_files_in(None, replies, task, file).await
+}
+
+/// [`on_three_files`] in agents mode `mode` (code mode when `None`).
+async fn on_three_files_in(
+    mode: Option<&str>,
+    replies: &[&str],
+    task: &str,
+    file: Option<&str>,
+) -> (Done, Setup, FakeServer) {
     let script = replies
         .iter()
         .map(|r| Reply::OpenaiStream((*r).into()))
@@ -1887,6 +1933,7 @@ async fn on_three_files(
         spec: TaskSpec {
             task: task.into(),
             file: file.map(str::to_owned),
+            mode: mode.map(str::to_owned),
             ..job().spec
         },
         ..job()
@@ -1954,6 +2001,23 @@ async fn a_rename_alone_is_done_without_the_model_in_every_file_that_uses_the_na
         ["mathx.py", "report.py", "tests/test_mathx.py"],
         "a file without the name is untouched"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_alone_in_tool_mode_is_done_without_the_model_too() {
+    // Asked in tool mode, 1.5B wrote `average` beside `mean` and left
+    // report.py as it was (eval, rename-mean): the rename is the tree's.
+    let task = "rename mean to average everywhere";
+    let (done, s, server) = on_three_files_in(Some("tools"), &[], task, Some("report.py")).await;
+    assert_eq!(
+        overlay_file(&s, "mathx.py").unwrap(),
+        SPREAD.replace("mean", "average")
+    );
+    assert!(overlay_file(&s, "report.py")
+        .unwrap()
+        .contains("import average"));
+    assert_eq!((done.rounds, done.form), (0, "rename"));
+    assert!(server.requests.lock().unwrap().is_empty(), "no model asked");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

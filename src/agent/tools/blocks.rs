@@ -54,6 +54,15 @@ pub(super) fn path_only_writes(tools: Vec<ToolSpec>) -> Vec<ToolSpec> {
         .collect()
 }
 
+/// Whether a reply asked for as the code of `path` is JSON instead (small
+/// models copy the answer of the call before); a JSON file's content may
+/// well be JSON.
+pub(super) fn is_json_not_code(path: &str, reply: &str) -> bool {
+    !reply.contains("```")
+        && !path.ends_with(".json")
+        && serde_json::from_str::<Json>(reply.trim()).is_ok_and(|v| v.is_object())
+}
+
 /// The write call a block (`reply`) for `path` becomes: the whole file
 /// when `whole`, else the definitions it changes.
 pub(super) fn write_call(path: String, whole: bool, reply: &str) -> (String, Map<String, Json>) {

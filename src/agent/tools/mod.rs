@@ -21,6 +21,7 @@ pub use chat::{chat_path, ChatEvent, ChatPath, ChatTurn};
 pub(crate) use registry::spec;
 pub use registry::{call_parts, parse_call, registry, reply_schema, ToolSpec};
 
+use super::attempt::Turn;
 use super::brain::Run;
 use super::host::WriteRefused;
 use super::problem::Problem;
@@ -160,13 +161,12 @@ async fn use_native(config: &Config, llm: &LlmClient) -> bool {
 
 /// The file `job`'s task is about (see [`super::locate`]) and its text,
 /// cut to a third of the model's window, if the agent may read it.
-fn the_file(run: &Run) -> Option<(String, String)> {
-    let (tree, place) = Scene::find(run).ok()?;
+fn the_file(run: &Run, scene: &Scene) -> Option<(String, String)> {
     // A file it may not read, or one still to create: nothing to show.
-    let scene = Scene::at(run, tree, place).ok()?;
     let (path, text) = scene
         .target
-        .filter(|_| !scene.place.is_some_and(|p| p.new))?;
+        .as_ref()
+        .filter(|_| !scene.place.as_ref().is_some_and(|p| p.new))?;
     let limit = (run.config.llm.context_tokens as usize).max(2048);
     Some((path.to_string(), text.chars().take(limit).collect()))
 }
@@ -180,9 +180,17 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
         tools.push(reply_spec());
     }
     let native = use_native(config, run.llm).await;
+    let scene = Scene::find(run).and_then(|(tree, place)| Scene::at(run, tree, place));
+    if let (Ok(scene), None) = (&scene, &job.chat) {
+        // A rename or a move alone is exact on the syntax tree; a small
+        // model asked to do it renames the definition and forgets its uses.
+        if let Some(done) = super::code::refactor_alone(&Turn { run, scene }).await? {
+            return Ok(done);
+        }
+    }
     // The file the task is about, found as for code mode, is given with
     // the task: small models otherwise read a path from the example.
-    let located = the_file(run);
+    let located = scene.ok().and_then(|scene| the_file(run, &scene));
     let mut task = task_text(job, located.as_ref());
     if let Some(chat) = &job.chat {
         task = chat::chat_message(run, chat, task);
@@ -398,8 +406,10 @@ impl<'r, 'a> Steps<'r, 'a> {
             .and_then(|(_, args)| args.get("path")?.as_str().map(str::to_owned));
         if let (Some(path), Ok((tool, args))) = (&write_path, &call) {
             if self.code_in_blocks && !args.contains_key("code") && !args.contains_key("content") {
+                // Plain words, not the `{"ok": …}` of other answers: small
+                // models copy that JSON where the code should be.
                 let whole = tool == "write_file";
-                let text = self.ask_block(path, whole);
+                let text = format!("{tool}(`{path}`): ready.{}", self.ask_block(path, whole));
                 self.messages.push(answer.with(text));
                 return Ok(None);
             }
@@ -472,6 +482,15 @@ impl<'r, 'a> Steps<'r, 'a> {
                 let whole = std::mem::take(&mut self.block_whole);
                 self.from_block = block_for.is_some();
                 let call = match block_for {
+                    // Small models copy the last call's answer instead.
+                    Some(path) if blocks::is_json_not_code(&path, &reply.text) => {
+                        self.messages.push(ChatMessage::assistant(reply.text));
+                        let told = format!(
+                            "That reply was JSON, not the code.{}",
+                            self.ask_block(&path, whole)
+                        );
+                        return Ok((Err(told), None));
+                    }
                     Some(path) => Ok(blocks::write_call(path, whole, &reply.text)),
                     None => parse_call(&reply.text),
                 };
@@ -491,14 +510,12 @@ impl<'r, 'a> Steps<'r, 'a> {
     /// file when `whole`) as a block, and makes it so.
     fn ask_block(&mut self, path: &str, whole: bool) -> String {
         let task = &self.run.job.spec.task;
-        let mut text = json!({"ok": true, "result": "send the code"}).to_string();
-        text.push_str(&match whole {
-            true => ask_for_file_block(path, task),
-            false => ask_for_block(path, task),
-        });
         self.block_for = Some(path.to_owned());
         self.block_whole = whole;
-        text
+        match whole {
+            true => ask_for_file_block(path, task),
+            false => ask_for_block(path, task),
+        }
     }
 
     /// Asks (in `said`) for the next reply as a code block written to the
@@ -532,18 +549,17 @@ impl<'r, 'a> Steps<'r, 'a> {
                  again, and was cut. Write each thing once."
             )
         };
+        // (A whole file cut so is asked for whole again.)
         let write = match call {
-            Ok((tool, args)) if WRITE_TOOLS.contains(&tool.as_str()) => args.get("path").cloned(),
+            Ok((tool, args)) if WRITE_TOOLS.contains(&tool.as_str()) => args
+                .get("path")
+                .and_then(Json::as_str)
+                .map(|p| (p.to_owned(), tool == "write_file")),
             Ok(call) => return Ok(call),
-            Err(_) => cut_write_path(text).map(Json::String),
+            Err(_) => cut_write_path(text).map(|p| (p, false)),
         };
-        if let Some(path) = write
-            .as_ref()
-            .and_then(Json::as_str)
-            .filter(|_| !self.native)
-        {
-            told.push_str(&ask_for_block(path, &self.run.job.spec.task));
-            self.block_for = Some(path.to_owned());
+        if let Some((path, whole)) = write.filter(|_| !self.native) {
+            told.push_str(&self.ask_block(&path, whole));
         }
         Err(told)
     }
