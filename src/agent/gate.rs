@@ -247,6 +247,13 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Probl
                 detail: detail.to_string(),
             });
         }
+        let names = lang::undefined_calls(language, old.as_deref(), &new);
+        if !names.is_empty() {
+            return Err(Problem::UndefinedCalls {
+                path: path.clone(),
+                names,
+            });
+        }
         let missing = super::packages::missing(
             language,
             store.root(),

@@ -10,6 +10,12 @@ pub enum Problem {
     /// A changed file no longer parses.
     #[error("`{path}` does not parse after your change.\n{detail}")]
     Unparsable { path: String, detail: String },
+    /// A changed file calls names that nothing defines or imports.
+    #[error(
+        "`{path}` calls {}{}, which nothing in it defines or imports: it would fail with a NameError. Import each from where it is defined, define it, or use a function that exists.",
+        shown(names), more(names)
+    )]
+    UndefinedCalls { path: String, names: Vec<String> },
     /// Definitions the task does not name are gone.
     #[error(
         "The change removes {}{} from `{path}`, which the task does not ask to remove. Answer with only the definitions you change, each complete; everything you leave out stays as it is.",

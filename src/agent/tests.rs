@@ -222,6 +222,28 @@ async fn a_reply_that_does_not_parse_is_never_proposed_and_goes_back_with_the_li
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_function_nothing_defines_goes_back_before_any_test_runs_it() {
+    // 1.5B made parse_config check `file_exists(path)`, defined nowhere
+    // (eval, config-missing): it parses, and no test of the project runs
+    // that line, so it was proposed and would fail in the human's hands.
+    // (Here another name: `file_exists` is a host function of the program
+    // form this model is asked for, which the reply would be read as.)
+    let invented = "```python\ndef parse_config(path):\n    if not config_file_exists(path):\n        return {}\n    return {}\n```";
+    let good = "```python\nimport os\n\n\ndef parse_config(path):\n    if not os.path.exists(path):\n        return {}\n    return {}\n```";
+    let (r, _s, server) = run_with(vec![
+        Reply::OpenaiStream(invented.into()),
+        Reply::OpenaiStream(good.into()),
+    ])
+    .await;
+    assert_eq!(r.unwrap().rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("calls `config_file_exists`, which nothing in it defines or imports"),
+        "{second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_that_changes_nothing_is_sent_back() {
     let same = "```python\ndef parse_config(path):\n    return {}\n```";
     let (r, _s, server) = run_with(vec![Reply::OpenaiStream(same.into()); 3]).await;

@@ -41,6 +41,11 @@ pub struct Language {
     /// `Math`): an import of only these from a module that is not there
     /// is dropped rather than sent back.
     pub globals: &'static [&'static str],
+    /// Every name a file may call without defining, importing or binding
+    /// it, when the list is complete: a change that calls any other name
+    /// nothing in the file mentions is refused (see
+    /// [`super::undefined_calls`]). `None`: not checked.
+    pub builtins: Option<&'static [&'static str]>,
     /// What the language splices its own way, if anything (Python).
     pub own_splice: Option<OwnSplice>,
     /// Where a project's tests in this language run: its own

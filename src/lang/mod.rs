@@ -14,6 +14,7 @@ mod modules;
 pub mod reply;
 pub mod splice;
 pub mod syntax;
+mod undefined;
 
 use std::sync::OnceLock;
 
@@ -31,6 +32,7 @@ pub use docs::docs_moved_out_of_bodies;
 pub use forms::SyntaxProblem;
 pub use modules::{ecma_paths, python_relative_paths, ModuleStyle};
 pub use syntax::syntax_problem;
+pub use undefined::undefined_calls;
 
 /// JavaScript's built-in objects and the functions every runtime has.
 #[rustfmt::skip]
@@ -67,6 +69,7 @@ pub static PYTHON: Language = Language {
     test_environment: Some(crate::python::environment::find),
     modules: ModuleStyle::Python,
     globals: &[],
+    builtins: Some(crate::python::BUILTINS),
     grammar: tree_sitter_python::LANGUAGE,
     sources: sources!("python"),
     compiled: OnceLock::new(),
@@ -87,6 +90,7 @@ pub static JAVASCRIPT: Language = Language {
     test_environment: Some(crate::suites::node::find),
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
+    builtins: None,
     grammar: tree_sitter_javascript::LANGUAGE,
     sources: sources!("javascript"),
     compiled: OnceLock::new(),
@@ -107,6 +111,7 @@ pub static TYPESCRIPT: Language = Language {
     test_environment: Some(crate::suites::node::find),
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
+    builtins: None,
     grammar: tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
     sources: sources!("typescript"),
     compiled: OnceLock::new(),
@@ -127,6 +132,7 @@ pub static TSX: Language = Language {
     test_environment: Some(crate::suites::node::find),
     modules: ModuleStyle::Ecma,
     globals: ECMA_GLOBALS,
+    builtins: None,
     grammar: tree_sitter_typescript::LANGUAGE_TSX,
     sources: sources!("typescript"),
     compiled: OnceLock::new(),
@@ -147,6 +153,7 @@ pub static GO: Language = Language {
     test_environment: Some(crate::suites::go::find),
     modules: ModuleStyle::Go,
     globals: &[],
+    builtins: None,
     grammar: tree_sitter_go::LANGUAGE,
     sources: sources!("go"),
     compiled: OnceLock::new(),
@@ -167,6 +174,7 @@ pub static RUST: Language = Language {
     test_environment: Some(crate::suites::cargo::find),
     modules: ModuleStyle::Rust,
     globals: &[],
+    builtins: None,
     grammar: tree_sitter_rust::LANGUAGE,
     sources: sources!("rust"),
     compiled: OnceLock::new(),
@@ -187,6 +195,7 @@ pub static LUA: Language = Language {
     test_environment: Some(crate::suites::busted::find),
     modules: ModuleStyle::Lua,
     globals: &[],
+    builtins: None,
     grammar: tree_sitter_lua::LANGUAGE,
     sources: sources!("lua"),
     compiled: OnceLock::new(),
