@@ -726,6 +726,49 @@ async fn a_write_cut_for_going_round_in_a_loop_is_asked_again_as_a_code_block() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_block_cut_for_a_loop_neither_the_cut_code_nor_the_error_is_taken_as_the_file() {
+    // eval, new-text-tests (1.5B): its test file went round in a loop and
+    // was cut; it then answered with the error it was told, as JSON (with
+    // "```python" inside the string), which was written as the file; later
+    // it copied the cut start kept in the conversation, which ends in "…".
+    let looping = format!(
+        "```python\ndef parse_config(path):\n{}",
+        "    assert slugify('a and more and more and more and more') == 'a-and-more'\n".repeat(12)
+    );
+    let echo = serde_json::json!({"ok": false, "error": "Your reply went round in a loop. Now reply in one ```python block"});
+    let submit = call(
+        "submit_result",
+        serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]}),
+    );
+    let (r, s, server) = run_tools_with(
+        vec![
+            call("write_file", serde_json::json!({"path": "app.py"})),
+            Reply::OpenaiStream(looping),
+            Reply::OpenaiStream(echo.to_string()),
+            Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")),
+            submit,
+        ],
+        Some(8192),
+        |c| c.llm.model = "qwen2.5-coder:1.5b".into(),
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[2].contains("went round in a loop") && requests[2].contains("whole new content"),
+        "{}",
+        requests[2]
+    );
+    assert!(
+        !requests[3].contains("(path):\\n    assert"),
+        "no cut code left to copy: {}",
+        requests[3]
+    );
+    assert!(requests[3].contains("not the code"), "{}", requests[3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_only_read_is_asked_once_for_the_code_itself_at_the_limit() {
     let mut script: Vec<Reply> = (0..4)
         .map(|_| call("read_file", serde_json::json!({"path": "app.py"})))

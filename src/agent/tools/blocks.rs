@@ -55,11 +55,11 @@ pub(super) fn path_only_writes(tools: Vec<ToolSpec>) -> Vec<ToolSpec> {
 }
 
 /// Whether a reply asked for as the code of `path` is JSON instead (small
-/// models copy the answer of the call before); a JSON file's content may
+/// models copy the answer or the error of the call before); a JSON file's content may
 /// well be JSON.
 pub(super) fn is_json_not_code(path: &str, reply: &str) -> bool {
-    !reply.contains("```")
-        && !path.ends_with(".json")
+    // (A fence inside the JSON's strings does not make it code.)
+    !path.ends_with(".json")
         && serde_json::from_str::<Json>(reply.trim()).is_ok_and(|v| v.is_object())
 }
 

@@ -532,13 +532,15 @@ impl<'r, 'a> Steps<'r, 'a> {
     /// when it was a write (small models under the grammar copy the file
     /// into it again and again), the next reply asked as a code block.
     fn looped(&mut self, text: &str, looped: &str, call: Call) -> Call {
-        const KEPT: usize = 200;
-        let mut end = text.len().min(KEPT);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.messages
-            .push(ChatMessage::assistant(format!("{} …", &text[..end])));
+        // Not even the start of the cut reply stays: small models copy it,
+        // cut as it is, into their next reply.
+        let what = match text.trim_start().starts_with('{') {
+            true => "a tool call",
+            false => "code",
+        };
+        self.messages.push(ChatMessage::assistant(format!(
+            "({what} that went round in a loop, cut)"
+        )));
         let mut told = if looped == super::runaway::BLANK {
             "Your reply ran on into blank space and was cut. End the JSON object right after its \
              last value."
