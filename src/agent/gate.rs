@@ -54,6 +54,13 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
             return Err(Problem::NamedUntouched { names });
         }
     }
+    let undocumented =
+        scope::undocumented_in_untouched(store, &job.id, &job.spec.task).map_err(failed)?;
+    if !undocumented.is_empty() {
+        return Err(Problem::DocsMissing {
+            names: undocumented,
+        });
+    }
     let mut notes = Vec::new();
     if !left_out.is_empty() {
         notes.push(format!(

@@ -10,6 +10,13 @@ pub enum Problem {
     /// A changed file no longer parses.
     #[error("`{path}` does not parse after your change.\n{detail}")]
     Unparsable { path: String, detail: String },
+    /// Asked for docstrings, the change leaves a file the task names
+    /// as it was, with a named definition undocumented there.
+    #[error(
+        "The task asks for documentation of {}, which {} no docstring yet: the change leaves that file as it was. Write each one's docstring too.",
+        names.join(", "), if names.len() == 1 { "has" } else { "have" }
+    )]
+    DocsMissing { names: Vec<String> },
     /// A changed file calls names that nothing defines or imports.
     #[error(
         "`{path}` calls {}{}, which nothing in it defines or imports: it would fail with a NameError. Import each from where it is defined, define it, or use a function that exists.",

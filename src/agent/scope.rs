@@ -244,6 +244,61 @@ pub fn untouched_named(store: &Store, agent: &str, task: &str) -> Result<Vec<Str
     Ok(untouched)
 }
 
+/// Whether `task` asks for documentation ("add docstrings to …",
+/// "document find_item").
+pub fn asks_for_docs(task: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "docstring",
+        "docstrings",
+        "document",
+        "documentation",
+        "doc",
+        "docs",
+    ];
+    task.split(|c: char| !c.is_alphanumeric())
+        .any(|w| WORDS.iter().any(|k| k.eq_ignore_ascii_case(w)))
+}
+
+/// For a task that asks for docstrings: the Python definitions it names,
+/// as "`name` (path)", in the files it names that `agent`'s change leaves
+/// as they were and where they have none. A file the task names and the
+/// change never touched is half of the task left undone ("add docstrings
+/// to mean in mathutil.py and to average_price in report.py").
+pub fn undocumented_in_untouched(
+    store: &Store,
+    agent: &str,
+    task: &str,
+) -> Result<Vec<String>, StoreError> {
+    if !asks_for_docs(task) {
+        return Ok(vec![]);
+    }
+    let m = locate::mentions(task);
+    let names: Vec<&str> = m.names().collect();
+    let touched: Vec<String> = store
+        .overlay_entries(agent)?
+        .into_iter()
+        .filter(|(_, e)| e.hash != e.base_hash)
+        .map(|(p, _)| p)
+        .collect();
+    let mut missing = Vec::new();
+    for path in m
+        .files
+        .iter()
+        .filter(|f| f.ends_with(".py") && !touched.contains(f))
+    {
+        let Some(entry) = store.stable_entry(path)? else {
+            continue;
+        };
+        let text = store.blob_text(&entry.hash)?;
+        for d in lang::definitions(&lang::PYTHON, &text) {
+            if names.iter().any(|n| d.is_named(n)) && !crate::python::has_docstring(&text, &d) {
+                missing.push(format!("`{}` ({path})", d.qualified_name()));
+            }
+        }
+    }
+    Ok(missing)
+}
+
 /// What a change did to one source file, by definition: "changed
 /// `parse_config`, added `helper`".
 pub fn describe(language: &Language, old: &str, new: &str) -> String {

@@ -2086,6 +2086,23 @@ async fn a_rename_alone_in_tool_mode_is_done_without_the_model_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docstring_the_task_asks_for_and_the_change_leaves_out_goes_back() {
+    // 1.5B documented mean and never touched report.py (eval,
+    // two-docstrings): half the task was proposed as the whole.
+    let half = "```python\n# file: mathx.py\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n```";
+    let both = "```python\n# file: mathx.py\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n\n# file: report.py\ndef average_price(prices):\n    \"\"\"The average price.\"\"\"\n    return mean(prices)\n```";
+    let task = "add docstrings to mean in mathx.py and to average_price in report.py";
+    let (done, s, server) = on_three_files(&[half, both], task, None).await;
+    assert_eq!(done.rounds, 2);
+    let second = server.requests.lock().unwrap()[1].clone();
+    assert!(
+        second.contains("`average_price` (report.py)") && second.contains("no docstring"),
+        "{second}"
+    );
+    assert_eq!(changed(&s), ["mathx.py", "report.py"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_naming_two_files_changes_both_and_a_block_for_a_third_goes_back() {
     let wrong = "```python\n# file: stats.py\ndef total(xs):\n    \"\"\"Sum.\"\"\"\n    return sum(xs)\n```";
     let good = "File `mathx.py`:\n```python\ndef mean(xs):\n    \"\"\"The mean.\"\"\"\n    return sum(xs) / len(xs)\n```\n\n```python\n# file: report.py\ndef average_price(prices):\n    \"\"\"The average price.\"\"\"\n    return mean(prices)\n```";

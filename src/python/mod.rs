@@ -27,6 +27,26 @@ pub fn syntax_problem(text: &str) -> Option<SyntaxProblem> {
     lang::syntax_problem(&lang::PYTHON, text)
 }
 
+/// Whether the definition `def` of `text` starts its body with a
+/// docstring.
+pub fn has_docstring(text: &str, def: &Definition) -> bool {
+    let Some(tree) = parse(text) else {
+        return false;
+    };
+    let Some(name) = tree
+        .root_node()
+        .descendant_for_byte_range(def.name_start, def.name_end)
+    else {
+        return false;
+    };
+    name.parent()
+        .and_then(|d| d.child_by_field_name("body"))
+        .and_then(|body| body.named_child(0))
+        .filter(|first| first.kind() == "expression_statement")
+        .and_then(|first| first.named_child(0))
+        .is_some_and(|e| e.kind() == "string")
+}
+
 /// Splices the definitions of `reply` into the Python file `target`
 /// (see [`splice::splice_definitions`]).
 pub fn splice_definitions(

@@ -97,3 +97,21 @@ fn a_body_of_only_a_comment_is_a_syntax_error_as_in_python() {
         assert!(syntax_problem(fine).is_none(), "{fine:?}");
     }
 }
+
+#[test]
+fn a_docstring_is_the_first_statement_of_a_body_and_nothing_else() {
+    let text = "def a():\n    \"\"\"Doc.\"\"\"\n    return 1\n\n\ndef b():\n    # A comment.\n    return 'not a doc'\n\n\nclass C:\n    '''Doc.'''\n\n    def m(self):\n        x = 1\n        \"\"\"Too late.\"\"\"\n";
+    let documented: Vec<(String, bool)> = definitions(text)
+        .iter()
+        .map(|d| (d.qualified_name(), has_docstring(text, d)))
+        .collect();
+    assert_eq!(
+        documented,
+        [
+            ("a".into(), true),
+            ("b".into(), false),
+            ("C".into(), true),
+            ("C.m".into(), false)
+        ]
+    );
+}
