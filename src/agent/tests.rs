@@ -730,7 +730,8 @@ async fn after_a_block_cut_for_a_loop_neither_the_cut_code_nor_the_error_is_take
     // eval, new-text-tests (1.5B): its test file went round in a loop and
     // was cut; it then answered with the error it was told, as JSON (with
     // "```python" inside the string), which was written as the file; later
-    // it copied the cut start kept in the conversation, which ends in "…".
+    // it copied the cut start kept in the conversation, which ends in "…",
+    // and, when a note took its place, the note.
     let looping = format!(
         "```python\ndef parse_config(path):\n{}",
         "    assert slugify('a and more and more and more and more') == 'a-and-more'\n".repeat(12)
@@ -745,6 +746,8 @@ async fn after_a_block_cut_for_a_loop_neither_the_cut_code_nor_the_error_is_take
             call("write_file", serde_json::json!({"path": "app.py"})),
             Reply::OpenaiStream(looping),
             Reply::OpenaiStream(echo.to_string()),
+            // (then the note the cut reply left, copied)
+            Reply::OpenaiStream("(code that went round in a loop, cut)".into()),
             Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")),
             submit,
         ],
@@ -766,6 +769,11 @@ async fn after_a_block_cut_for_a_loop_neither_the_cut_code_nor_the_error_is_take
         requests[3]
     );
     assert!(requests[3].contains("not the code"), "{}", requests[3]);
+    assert!(
+        requests[4].contains("no fenced code block"),
+        "{}",
+        requests[4]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

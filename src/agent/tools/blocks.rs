@@ -54,13 +54,20 @@ pub(super) fn path_only_writes(tools: Vec<ToolSpec>) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// Whether a reply asked for as the code of `path` is JSON instead (small
-/// models copy the answer or the error of the call before); a JSON file's content may
-/// well be JSON.
-pub(super) fn is_json_not_code(path: &str, reply: &str) -> bool {
-    // (A fence inside the JSON's strings does not make it code.)
-    !path.ends_with(".json")
+/// Why a reply asked for as the code of `path` is no code, if it is
+/// not: JSON (small models copy the answer or the error of the call
+/// before, a fence inside its strings or not; a JSON file's content may
+/// well be JSON), or words without a fence that do not parse as the
+/// file's language (they copy the note a cut reply left too).
+pub(super) fn why_not_code(path: &str, reply: &str) -> Option<&'static str> {
+    if !path.ends_with(".json")
         && serde_json::from_str::<Json>(reply.trim()).is_ok_and(|v| v.is_object())
+    {
+        return Some("That reply was JSON, not the code.");
+    }
+    let language = crate::lang::for_path(path)?;
+    (!reply.contains("```") && crate::lang::syntax_problem(language, reply).is_some())
+        .then_some("That reply held no fenced code block.")
 }
 
 /// The write call a block (`reply`) for `path` becomes: the whole file

@@ -482,16 +482,19 @@ impl<'r, 'a> Steps<'r, 'a> {
                 let whole = std::mem::take(&mut self.block_whole);
                 self.from_block = block_for.is_some();
                 let call = match block_for {
-                    // Small models copy the last call's answer instead.
-                    Some(path) if blocks::is_json_not_code(&path, &reply.text) => {
-                        self.messages.push(ChatMessage::assistant(reply.text));
-                        let told = format!(
-                            "That reply was JSON, not the code.{}",
-                            self.ask_block(&path, whole)
-                        );
-                        return Ok((Err(told), None));
-                    }
-                    Some(path) => Ok(blocks::write_call(path, whole, &reply.text)),
+                    // (A reply cut for a loop is told as such below.)
+                    Some(path) => match blocks::why_not_code(&path, &reply.text)
+                        .filter(|_| reply.looped.is_none())
+                    {
+                        // Small models copy the last call's answer, or a
+                        // note, instead.
+                        Some(why) => {
+                            self.messages.push(ChatMessage::assistant(reply.text));
+                            let told = format!("{why}{}", self.ask_block(&path, whole));
+                            return Ok((Err(told), None));
+                        }
+                        None => Ok(blocks::write_call(path, whole, &reply.text)),
+                    },
                     None => parse_call(&reply.text),
                 };
                 // Blank space after a whole call cost time, not the call.
