@@ -281,8 +281,9 @@ pub fn undocumented_in_untouched(
         .map(|(p, _)| p)
         .collect();
     let mut missing = Vec::new();
-    for path in m
-        .files
+    // (A task names files by their bare names too: "report.py".)
+    let named = locate::named_files(&m, &store.stable_paths()?);
+    for path in named
         .iter()
         .filter(|f| f.ends_with(".py") && !touched.contains(f))
     {
@@ -395,6 +396,44 @@ fn echoes(said: &str, task: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_named_by_its_bare_name_in_a_folder_is_found_for_its_docstrings() {
+        // eval, two-docstrings: "… in report.py" is inventory/report.py.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for (path, text) in [
+            ("inventory/mathutil.py", "def mean(xs):\n    return 1\n"),
+            (
+                "inventory/report.py",
+                "def average_price(p):\n    return 1\n",
+            ),
+        ] {
+            store
+                .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
+                .unwrap();
+        }
+        store
+            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+            .unwrap();
+        let ov = crate::overlay::Overlay::new(&store, "ag", 1 << 20);
+        let path = crate::paths::ProjectPath::parse("inventory/mathutil.py").unwrap();
+        ov.write(
+            &path,
+            b"def mean(xs):\n    \"\"\"Doc.\"\"\"\n    return 1\n",
+        )
+        .unwrap();
+        let task = "add docstrings to mean in mathutil.py and to average_price in report.py";
+        assert_eq!(
+            undocumented_in_untouched(&store, "ag", task).unwrap(),
+            ["`average_price` (inventory/report.py)"]
+        );
+        assert!(
+            undocumented_in_untouched(&store, "ag", "make mean faster in report.py")
+                .unwrap()
+                .is_empty()
+        );
+    }
 
     #[test]
     fn a_summary_that_only_repeats_the_task_says_nothing() {
