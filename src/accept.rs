@@ -300,6 +300,17 @@ fn find_hunk(
     })
 }
 
+/// Makes the missing folders of the files `edits` change in buffers:
+/// Neovim's `:w` of a new file's buffer cannot (E212).
+fn make_buffer_folders(root: &Path, edits: &[BufferChange]) -> Result<(), DiskError> {
+    for edit in edits {
+        if let Ok(path) = crate::paths::ProjectPath::parse(&edit.path) {
+            rootfs::make_parent_dirs(root, &path)?;
+        }
+    }
+    Ok(())
+}
+
 /// Accepts `agent`'s whole proposal, or only hunk `hunk` (by number, from 1
 /// in file order). What remains of a partly accepted proposal stays
 /// reviewable; the agent is `accepted` once nothing remains.
@@ -362,11 +373,7 @@ pub fn accept_some(
             )?);
         }
         rootfs::write_all(root, &disk)?;
-        for edit in &out.buffer_edits {
-            if let Ok(path) = crate::paths::ProjectPath::parse(&edit.path) {
-                rootfs::make_parent_dirs(root, &path)?;
-            }
-        }
+        make_buffer_folders(root, &out.buffer_edits)?;
         let remaining = chosen.remaining(&all_files);
         out.done = remaining.is_empty();
         let mut rec = rec.clone();

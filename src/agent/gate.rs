@@ -48,19 +48,7 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
         .map_err(failed)?;
     check(store, &job.id, Some(&job.spec.task))?;
     let fixing = checks::asks_to_fix(&job.spec.task);
-    if fixing {
-        let names = scope::untouched_named(store, &job.id, &job.spec.task).map_err(failed)?;
-        if !names.is_empty() {
-            return Err(Problem::NamedUntouched { names });
-        }
-    }
-    let undocumented =
-        scope::undocumented_in_untouched(store, &job.id, &job.spec.task).map_err(failed)?;
-    if !undocumented.is_empty() {
-        return Err(Problem::DocsMissing {
-            names: undocumented,
-        });
-    }
+    left_undone(store, &job.id, &job.spec.task, fixing).map_err(failed)??;
     let mut notes = Vec::new();
     if !left_out.is_empty() {
         notes.push(format!(
@@ -119,6 +107,28 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
             Ok(Gated::Pass(notes))
         }
     }
+}
+
+/// What the task names and the change leaves undone: a fix that touches
+/// none of the definitions it names, docstrings asked for in a file left
+/// as it was.
+fn left_undone(
+    store: &Store,
+    agent: &str,
+    task: &str,
+    fixing: bool,
+) -> Result<Result<(), Problem>, crate::store::StoreError> {
+    if fixing {
+        let names = scope::untouched_named(store, agent, task)?;
+        if !names.is_empty() {
+            return Ok(Err(Problem::NamedUntouched { names }));
+        }
+    }
+    let names = scope::undocumented_in_untouched(store, agent, task)?;
+    if !names.is_empty() {
+        return Ok(Err(Problem::DocsMissing { names }));
+    }
+    Ok(Ok(()))
 }
 
 /// The tests' verdict on the run's overlay.
@@ -254,13 +264,7 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Probl
                 detail: detail.to_string(),
             });
         }
-        let names = lang::undefined_calls(language, old.as_deref(), &new);
-        if !names.is_empty() {
-            return Err(Problem::UndefinedCalls {
-                path: path.clone(),
-                names,
-            });
-        }
+        undefined(language, path, old.as_deref(), &new)?;
         let missing = super::packages::missing(
             language,
             store.root(),
@@ -294,6 +298,18 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Probl
         }
     }
     Ok(())
+}
+
+/// Refuses a change of `path` that calls names nothing defines.
+fn undefined(language: &Language, path: &str, old: Option<&str>, new: &str) -> Result<(), Problem> {
+    let names = lang::undefined_calls(language, old, new);
+    match names.is_empty() {
+        true => Ok(()),
+        false => Err(Problem::UndefinedCalls {
+            path: path.to_owned(),
+            names,
+        }),
+    }
 }
 
 /// `task` without the file names it mentions.

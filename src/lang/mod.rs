@@ -69,7 +69,7 @@ pub static PYTHON: Language = Language {
     test_environment: Some(crate::python::environment::find),
     modules: ModuleStyle::Python,
     globals: &[],
-    builtins: Some(crate::python::BUILTINS),
+    builtins: Some(crate::python::builtins::BUILTINS),
     grammar: tree_sitter_python::LANGUAGE,
     sources: sources!("python"),
     compiled: OnceLock::new(),

@@ -406,8 +406,7 @@ impl<'r, 'a> Steps<'r, 'a> {
             .and_then(|(_, args)| args.get("path")?.as_str().map(str::to_owned));
         if let (Some(path), Ok((tool, args))) = (&write_path, &call) {
             if self.code_in_blocks && !args.contains_key("code") && !args.contains_key("content") {
-                // Plain words, not the `{"ok": …}` of other answers: small
-                // models copy that JSON where the code should be.
+                // Words, not the `{"ok": …}` small models copy as the code.
                 let whole = tool == "write_file";
                 let text = format!("{tool}(`{path}`): ready.{}", self.ask_block(path, whole));
                 self.messages.push(answer.with(text));
@@ -486,8 +485,7 @@ impl<'r, 'a> Steps<'r, 'a> {
                     Some(path) => match blocks::why_not_code(&path, &reply.text)
                         .filter(|_| reply.looped.is_none())
                     {
-                        // Small models copy the last call's answer, or a
-                        // note, instead.
+                        // Small models copy an answer or a note instead.
                         Some(why) => {
                             self.messages.push(ChatMessage::assistant(reply.text));
                             let told = format!("{why}{}", self.ask_block(&path, whole));
@@ -535,8 +533,7 @@ impl<'r, 'a> Steps<'r, 'a> {
     /// when it was a write (small models under the grammar copy the file
     /// into it again and again), the next reply asked as a code block.
     fn looped(&mut self, text: &str, looped: &str, call: Call) -> Call {
-        // Not even the start of the cut reply stays: small models copy it,
-        // cut as it is, into their next reply.
+        // No start of the cut reply stays: small models copy it as it is.
         let what = match text.trim_start().starts_with('{') {
             true => "a tool call",
             false => "code",
