@@ -372,8 +372,10 @@ pub fn accept_some(
                 disk.iter().map(store::journal::Entry::of).collect(),
             )?);
         }
-        rootfs::write_all(root, &disk)?;
+        // Before any file is written: a folder that cannot be made (a
+        // link on the way) refuses the accept with nothing changed.
         make_buffer_folders(root, &out.buffer_edits)?;
+        rootfs::write_all(root, &disk)?;
         let remaining = chosen.remaining(&all_files);
         out.done = remaining.is_empty();
         let mut rec = rec.clone();

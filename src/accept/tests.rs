@@ -145,6 +145,29 @@ fn a_new_file_accepted_into_its_buffer_gets_its_folder_so_the_buffer_can_be_save
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn a_buffer_folder_through_a_link_refuses_the_accept_before_any_file_is_written() {
+    // A cloned repository links `tests` out of the project; the new file's
+    // buffer under it must not get a folder made outside, nor leave the
+    // proposal's other file half accepted.
+    let f = fixture(&[("a.py", "a\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), f.dir.path().join("tests")).unwrap();
+    let path = "tests/unit/test_x.py";
+    f.store.stable_put(path, b"", 0o644, 0, 1 << 20).unwrap();
+    agent(&f, "ag", &[(path, Some("x = 1\n")), ("a.py", Some("A\n"))]);
+    complete(&f, "ag");
+    let buffers = HashMap::from([(path.to_owned(), String::new())]);
+    let err = accept(&f.store, f.dir.path(), "ag", &buffers).unwrap_err();
+    assert!(
+        matches!(err, AcceptError::Disk(DiskError::Symlink(_))),
+        "{err:?}"
+    );
+    assert!(!outside.path().join("unit").exists());
+    assert_eq!(disk(&f, "a.py").unwrap(), "a\n", "nothing written");
+}
+
 #[test]
 fn human_edits_elsewhere_are_merged_and_overlaps_conflict() {
     let f = fixture(&[("a.py", "1\n2\n3\n4\n5\n")]);
