@@ -97,8 +97,7 @@ pub fn asks_to_fix(task: &str) -> bool {
         "fix", "fixes", "bug", "bugs", "buggy", "broken", "fail", "fails", "failing", "failure",
         "crash", "crashes", "wrong", "repair", "mend",
     ];
-    task.split(|c: char| !c.is_alphanumeric())
-        .any(|w| WORDS.iter().any(|k| k.eq_ignore_ascii_case(w)))
+    super::locate::has_word(task, WORDS)
 }
 
 /// The tests a task to fix `file` starts from: their failing output.

@@ -48,7 +48,7 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
         .map_err(failed)?;
     check(store, &job.id, Some(&job.spec.task))?;
     let fixing = checks::asks_to_fix(&job.spec.task);
-    left_undone(store, &job.id, &job.spec.task, fixing).map_err(failed)??;
+    left_undone(store, &job.id, &job.spec.task, fixing)?;
     let mut notes = Vec::new();
     if !left_out.is_empty() {
         notes.push(format!(
@@ -112,23 +112,19 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
 /// What the task names and the change leaves undone: a fix that touches
 /// none of the definitions it names, docstrings asked for in a file left
 /// as it was.
-fn left_undone(
-    store: &Store,
-    agent: &str,
-    task: &str,
-    fixing: bool,
-) -> Result<Result<(), Problem>, crate::store::StoreError> {
+fn left_undone(store: &Store, agent: &str, task: &str, fixing: bool) -> Result<(), Problem> {
+    let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
     if fixing {
-        let names = scope::untouched_named(store, agent, task)?;
+        let names = scope::untouched_named(store, agent, task).map_err(failed)?;
         if !names.is_empty() {
-            return Ok(Err(Problem::NamedUntouched { names }));
+            return Err(Problem::NamedUntouched { names });
         }
     }
-    let names = scope::undocumented_in_untouched(store, agent, task)?;
-    if !names.is_empty() {
-        return Ok(Err(Problem::DocsMissing { names }));
+    let names = scope::undocumented_in_untouched(store, agent, task).map_err(failed)?;
+    match names.is_empty() {
+        true => Ok(()),
+        false => Err(Problem::DocsMissing { names }),
     }
-    Ok(Ok(()))
 }
 
 /// The tests' verdict on the run's overlay.

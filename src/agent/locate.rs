@@ -57,6 +57,12 @@ impl Mentions {
     }
 }
 
+/// Whether `task` has one of `words` as a whole word, in any case.
+pub fn has_word(task: &str, words: &[&str]) -> bool {
+    task.split(|c: char| !c.is_alphanumeric())
+        .any(|w| words.iter().any(|k| k.eq_ignore_ascii_case(w)))
+}
+
 /// Whether a word of a task is written as code is (`parse_config`,
 /// `Store.add`, `getItem`, `MAX_SIZE`) rather than as English.
 pub(crate) fn looks_like_code(word: &str) -> bool {

@@ -255,8 +255,7 @@ pub fn asks_for_docs(task: &str) -> bool {
         "doc",
         "docs",
     ];
-    task.split(|c: char| !c.is_alphanumeric())
-        .any(|w| WORDS.iter().any(|k| k.eq_ignore_ascii_case(w)))
+    locate::has_word(task, WORDS)
 }
 
 /// For a task that asks for docstrings: the Python definitions it names,
@@ -269,10 +268,11 @@ pub fn undocumented_in_untouched(
     agent: &str,
     task: &str,
 ) -> Result<Vec<String>, StoreError> {
-    if !asks_for_docs(task) {
+    let m = locate::mentions(task);
+    // (The project's paths are read only for a docs task naming a file.)
+    if !asks_for_docs(task) || m.files.is_empty() {
         return Ok(vec![]);
     }
-    let m = locate::mentions(task);
     let names: Vec<&str> = m.names().collect();
     let touched: Vec<String> = store
         .overlay_entries(agent)?

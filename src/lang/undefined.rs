@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use tree_sitter::{Node, QueryCursor, StreamingIterator};
+use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
 
 use super::Language;
 
@@ -50,42 +50,38 @@ pub fn undefined_calls(language: &Language, old: Option<&str>, new: &str) -> Vec
                 .map(|c| c.node.start_byte()),
         );
     }
-    let mut called = BTreeSet::new();
-    let mut elsewhere = BTreeSet::new();
-    each_identifier(tree.root_node(), &mut |node| {
-        let text = &new[node.byte_range()];
-        match bare.contains(&node.start_byte()) {
-            true => called.insert(text),
-            false => elsewhere.insert(text),
-        };
-    });
-    let before: BTreeSet<&str> = old
-        .and_then(|old| Some((old, language.parse(old)?)))
-        .map(|(old, tree)| {
-            let mut seen = BTreeSet::new();
-            each_identifier(tree.root_node(), &mut |n| {
-                seen.insert(&old[n.byte_range()]);
-            });
-            seen
-        })
+    let (called, elsewhere): (Vec<Node>, Vec<Node>) = identifiers(&tree)
+        .into_iter()
+        .partition(|n| bare.contains(&n.start_byte()));
+    let text_of = |text: &'_ str, nodes: Vec<Node>| -> BTreeSet<String> {
+        nodes
+            .iter()
+            .map(|n| text[n.byte_range()].to_owned())
+            .collect()
+    };
+    let (called, elsewhere) = (text_of(new, called), text_of(new, elsewhere));
+    let before = old
+        .and_then(|old| Some(text_of(old, identifiers(&language.parse(old)?))))
         .unwrap_or_default();
     called
         .into_iter()
-        .filter(|n| !elsewhere.contains(n) && !before.contains(n) && !builtins.contains(n))
-        .map(str::to_owned)
+        .filter(|n| {
+            !elsewhere.contains(n) && !before.contains(n) && !builtins.contains(&n.as_str())
+        })
         .collect()
 }
 
-/// Calls `f` on every identifier under `node`.
-fn each_identifier<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
-    let mut cursor = node.walk();
-    let mut stack = vec![node];
+/// Every identifier of `tree`.
+fn identifiers(tree: &Tree) -> Vec<Node<'_>> {
+    let mut cursor = tree.walk();
+    let (mut stack, mut out) = (vec![tree.root_node()], vec![]);
     while let Some(n) = stack.pop() {
         if n.kind() == "identifier" {
-            f(n);
+            out.push(n);
         }
         stack.extend(n.children(&mut cursor));
     }
+    out
 }
 
 #[cfg(test)]
