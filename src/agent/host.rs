@@ -54,6 +54,12 @@ pub struct AgentHost {
     /// Why the last call, a write, was refused, when its code was the
     /// trouble (tool mode then asks for the code in another form).
     pub write_refused: Option<WriteRefused>,
+    /// Which file a path the model gave was taken for, said once with the
+    /// next call's answer (see [`super::meant`]).
+    pub path_notes: Vec<String>,
+    /// Paths refused once for ending in another file's path; written
+    /// again, they are taken as new files.
+    asked_paths: std::collections::HashSet<String>,
 }
 
 /// Why a write's code was refused.
@@ -158,6 +164,8 @@ impl AgentHost {
             mcp_tools: Vec::new(),
             read: Default::default(),
             write_refused: None,
+            path_notes: Vec::new(),
+            asked_paths: Default::default(),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod gate;
 pub(crate) mod host;
 mod kept;
 pub mod locate;
+pub mod meant;
 pub mod node;
 mod packages;
 mod problem;

@@ -2386,6 +2386,7 @@ async fn an_echoed_import_alone_is_no_change_and_never_lands() {
 
 mod context;
 mod fixing;
+mod meant_paths;
 mod methods;
 mod rules;
 mod test_files;

@@ -3,7 +3,8 @@
 //! [`Workspace`].
 
 use super::{args, search, AgentHost, HostError, Value, Workspace, WriteRefused, STAYS_AS_IT_WAS};
-use crate::paths::parse_dir;
+use crate::agent::meant::{meant, of_absolute, Meant};
+use crate::paths::{parse_dir, ProjectPath};
 
 impl AgentHost {
     /// Runs file function `name`; `None` when `name` is not one.
@@ -32,11 +33,10 @@ impl AgentHost {
         match name {
             "read_file" => {
                 let raw = args::string(name, a, kw, 0, "path")?;
+                let p = self.meant_path(name, &raw)?;
                 // The fields apart: the workspace borrows, `read` is noted.
                 let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
-                let text = ws
-                    .path(&raw)
-                    .and_then(|p| ws.read_noted(&p, &mut self.read));
+                let text = ws.read_noted(&p, &mut self.read);
                 text.map(Value::String).map_err(|e| self.refused(name, e))
             }
             "list_dir" => {
@@ -82,13 +82,9 @@ impl AgentHost {
             "write_file" => {
                 let raw = args::string(name, a, kw, 0, "path")?;
                 let content = args::string(name, a, kw, 1, "content")?;
-                let ws = self.workspace();
-                let p = ws
-                    .path(&raw)
-                    .and_then(|p| {
-                        ws.write_read(&p, content.as_bytes(), &self.read)
-                            .map(|()| p)
-                    })
+                let p = self.meant_path(name, &raw)?;
+                self.workspace()
+                    .write_read(&p, content.as_bytes(), &self.read)
                     .map_err(|e| self.refused(name, e))?;
                 self.written.push(p.to_string());
                 Ok(Value::Bool(true))
@@ -115,6 +111,65 @@ impl AgentHost {
         }
     }
 
+    /// The project path the model meant by `raw` in a call of `fname`
+    /// ([`meant`]): a placeholder before a file's path is that file, said
+    /// in `path_notes`; another folder before one is refused once with
+    /// the file's name. Reached through no link, as every path.
+    pub(crate) fn meant_path(&mut self, fname: &str, raw: &str) -> Result<ProjectPath, HostError> {
+        let reading = fname == "read_file";
+        let taken = {
+            let ws = self.workspace();
+            let visible = |p: &ProjectPath| {
+                self.caps.may_see(p.as_str()) && ws.overlay().exists(p).unwrap_or(false)
+            };
+            let root = ws.overlay().root();
+            match ProjectPath::parse(raw) {
+                Ok(given) => {
+                    let root_name = root.file_name().and_then(|n| n.to_str());
+                    meant(&given, root_name, &self.task, visible)
+                }
+                Err(_) => match of_absolute(raw, root, &self.task, visible) {
+                    Some(file) => Meant::File(file),
+                    None => return ws.path(raw).map_err(|e| self.refused(fname, e)),
+                },
+            }
+        };
+        let file = match taken {
+            Meant::AsWritten => {
+                return self
+                    .workspace()
+                    .path(raw)
+                    .map_err(|e| self.refused(fname, e))
+            }
+            Meant::File(file) => file,
+            Meant::Ask(file) if reading => {
+                return Err(HostError::Failed(format!(
+                    "{fname}(): `{raw}` is not in the project; `{file}` is."
+                )))
+            }
+            Meant::Ask(file) if self.asked_paths.insert(raw.trim().to_owned()) => {
+                return Err(HostError::Failed(format!(
+                    "{fname}(): `{raw}` is not in the project; `{file}` is. To change that file, \
+                     give the path `{file}`; to make a new file `{raw}`, make the same call again."
+                )))
+            }
+            Meant::Ask(_) => {
+                return self
+                    .workspace()
+                    .path(raw)
+                    .map_err(|e| self.refused(fname, e))
+            }
+        };
+        let verb = if reading { "reads" } else { "writes" };
+        self.path_notes.push(format!(
+            "(`{raw}` is not a path of the project: {fname}() {verb} `{file}`, the file it ends \
+             with. Give that path from now on.)"
+        ));
+        self.workspace()
+            .path(file.as_str())
+            .map_err(|e| self.refused(fname, e))
+    }
+
     /// `write_definitions(path, code)`; refused for its code, it says why
     /// as well.
     fn write_definitions(
@@ -124,10 +179,11 @@ impl AgentHost {
     ) -> Result<Value, (HostError, Option<WriteRefused>)> {
         let failed =
             |e: &dyn std::fmt::Display| HostError::Failed(format!("write_definitions(): {e}"));
+        let p = self
+            .meant_path("write_definitions", raw)
+            .map_err(|e| (e, None))?;
         let ws = self.workspace();
-        let p = ws
-            .path(raw)
-            .and_then(|p| ws.may_write(&p).map(|()| p))
+        ws.may_write(&p)
             .map_err(|e| (self.refused("write_definitions", e), None))?;
         let old = ws.read_text(&p).map_err(|e| (failed(&e), None))?;
         let language = crate::lang::of_file(p.as_str());

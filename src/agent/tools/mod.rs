@@ -408,7 +408,15 @@ impl<'r, 'a> Steps<'r, 'a> {
             if self.code_in_blocks && !args.contains_key("code") && !args.contains_key("content") {
                 // Words, not the `{"ok": …}` small models copy as the code.
                 let whole = tool == "write_file";
-                let text = format!("{tool}(`{path}`): ready.{}", self.ask_block(path, whole));
+                let text = match self.meant_path(tool, path) {
+                    Ok((path, notes)) => {
+                        format!(
+                            "{tool}(`{path}`): ready.{notes}{}",
+                            self.ask_block(&path, whole)
+                        )
+                    }
+                    Err(e) => result_message(Err(e)),
+                };
                 self.messages.push(answer.with(text));
                 return Ok(None);
             }
@@ -517,6 +525,17 @@ impl<'r, 'a> Steps<'r, 'a> {
             true => ask_for_file_block(path, task),
             false => ask_for_block(path, task),
         }
+    }
+
+    /// The file a path-only write of `path` goes to ([`AgentHost::meant_path`]),
+    /// with what the model is to be told of it.
+    fn meant_path(&mut self, tool: &str, path: &str) -> Result<(String, String), HostError> {
+        let Some(host) = self.host.as_mut() else {
+            return Ok((path.to_owned(), String::new()));
+        };
+        let meant = host.meant_path(tool, path)?;
+        let notes: String = host.path_notes.drain(..).map(|n| format!(" {n}")).collect();
+        Ok((meant.to_string(), notes))
     }
 
     /// Asks (in `said`) for the next reply as a code block written to the
@@ -769,6 +788,12 @@ impl<'r, 'a> Steps<'r, 'a> {
         };
         let block_path = write_path.filter(|_| result.is_err() && code_refused && !self.native);
         let mut text = result_message(result);
+        if let Some(host) = self.host.as_mut() {
+            for note in host.path_notes.drain(..) {
+                text.push('\n');
+                text.push_str(&note);
+            }
+        }
         if let Some(path) = block_path {
             text.push_str(&ask_for_block(&path, &self.run.job.spec.task));
             self.block_for = Some(path);
