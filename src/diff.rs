@@ -5,6 +5,19 @@
 use serde::{Deserialize, Serialize};
 use similar::{DiffOp, TextDiff};
 
+/// Whether `old` and `new` differ only in blank space at line ends and
+/// in blank lines: a change nobody reading the code would see.
+pub fn only_blank_space_differs(old: &str, new: &str) -> bool {
+    let lines = |text: &'_ str| -> Vec<String> {
+        text.lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    lines(old) == lines(new)
+}
+
 /// One contiguous change: `old_lines` starting at `old_start` (0-based) are
 /// replaced by `new_lines`. Lines carry no line ending.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

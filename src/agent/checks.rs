@@ -100,6 +100,14 @@ pub fn asks_to_fix(task: &str) -> bool {
     super::locate::has_word(task, WORDS)
 }
 
+/// Whether `task` asks to change how something named works ("make clamp
+/// raise ValueError …"), so that a change leaving it as it was does
+/// nothing asked.
+pub fn asks_to_change(task: &str) -> bool {
+    const WORDS: &[&str] = &["make", "change", "update", "modify", "adjust"];
+    super::locate::has_word(task, WORDS)
+}
+
 /// The tests a task to fix `file` starts from: their failing output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failing {

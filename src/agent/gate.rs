@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use super::brain::Run;
 use super::{checks, scope, Problem};
 use crate::lang::{self, Language};
-use crate::store::Store;
+use crate::store::{OverlayEntry, Store};
 
 /// What the gate makes of an attempt that may be proposed.
 #[derive(Debug)]
@@ -109,21 +109,26 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
     }
 }
 
-/// What the task names and the change leaves undone: a fix that touches
-/// none of the definitions it names, docstrings asked for in a file left
-/// as it was.
+/// What the task names and the change leaves undone: a fix or a change
+/// that touches none of the definitions it names, docstrings asked for in a file left
+/// as it was or given to none of the named definitions.
 fn left_undone(store: &Store, agent: &str, task: &str, fixing: bool) -> Result<(), Problem> {
     let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
-    if fixing {
-        let names = scope::untouched_named(store, agent, task).map_err(failed)?;
+    // (A fix is strict; "make X …" lets a new named helper be the change.)
+    if fixing || checks::asks_to_change(task) {
+        let names = scope::untouched_named(store, agent, task, fixing).map_err(failed)?;
         if !names.is_empty() {
             return Err(Problem::NamedUntouched { names });
         }
     }
     let names = scope::undocumented_in_untouched(store, agent, task).map_err(failed)?;
+    if !names.is_empty() {
+        return Err(Problem::DocsMissing { names });
+    }
+    let names = scope::documents_nothing_named(store, agent, task).map_err(failed)?;
     match names.is_empty() {
         true => Ok(()),
-        false => Err(Problem::DocsMissing { names }),
+        false => Err(Problem::NothingDocumented { names }),
     }
 }
 
@@ -213,13 +218,46 @@ fn judge_change(
     }
 }
 
+/// Words of a task whose change may be blank space alone.
+const SPACE_WORDS: &[&str] = &[
+    "whitespace",
+    "space",
+    "spaces",
+    "blank",
+    "newline",
+    "newlines",
+    "trailing",
+    "indent",
+    "indentation",
+    "tabs",
+    "format",
+    "formatting",
+    "reformat",
+];
+
+/// An overlay entry that changes only blank space at line ends or blank
+/// lines (small models send a file back so, as their change).
+fn blank_space_only(store: &Store, e: &OverlayEntry) -> bool {
+    let (Some(old), Some(new)) = (&e.base_hash, &e.hash) else {
+        return false;
+    };
+    match (store.blob_text(old), store.blob_text(new)) {
+        (Ok(old), Ok(new)) => crate::diff::only_blank_space_differs(&old, &new),
+        _ => false,
+    }
+}
+
 /// Checks `agent`'s overlay. `task`: the words that may name what is
 /// removed (`None`: removals are not checked, as for a node agent, which
 /// can only rewrite itself).
 pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Problem> {
     let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
     let entries = store.overlay_entries(agent).map_err(failed)?;
-    if !entries.is_empty() && entries.iter().all(|(_, e)| e.hash == e.base_hash) {
+    // (Blank space is the change only when the task is about it.)
+    let about_space = task.is_some_and(|t| super::locate::has_word(t, SPACE_WORDS));
+    let unchanged =
+        |e: &OverlayEntry| e.hash == e.base_hash || (!about_space && blank_space_only(store, e));
+    if !entries.is_empty() && entries.iter().all(|(_, e)| unchanged(e)) {
         return Err(Problem::Unchanged);
     }
     let text = |hash: &Option<String>| -> Result<Option<String>, Problem> {
@@ -419,6 +457,31 @@ mod tests {
         ov.delete(&crate::paths::ProjectPath::parse(path).unwrap())
             .unwrap();
         (dir, store)
+    }
+
+    #[test]
+    fn a_file_written_back_with_only_blank_space_changed_is_unchanged() {
+        // eval, slugify-underscore with 0.5B: the whole file sent back as
+        // it was, one blank line more at its end, was proposed (and in
+        // truncate-negative, with the blank lines between functions gone).
+        let (_dir, store) = crate::store::fixture::with_file("m.py", OLD);
+        let written = |agent: &str, new: String| {
+            crate::store::fixture::agent_writes(&store, agent, "m.py", &new)
+        };
+        written("blank", format!("{OLD}\n\n"));
+        written("spaces", OLD.replace("pass\n", "pass   \n"));
+        written("lines", OLD.replace("\n\n\n", "\n"));
+        written("real", OLD.replace("return 1", "return 2"));
+        let task = Some("make mean skip None");
+        assert_eq!(check(&store, "blank", task), Err(Problem::Unchanged));
+        assert_eq!(check(&store, "spaces", task), Err(Problem::Unchanged));
+        assert_eq!(check(&store, "lines", task), Err(Problem::Unchanged));
+        assert_ne!(check(&store, "real", task), Err(Problem::Unchanged));
+        assert_eq!(
+            check(&store, "spaces", Some("strip trailing whitespace in m.py")),
+            Ok(()),
+            "blank space is the change a task about it asks for"
+        );
     }
 
     #[test]

@@ -17,6 +17,13 @@ pub enum Problem {
         names.join(", "), if names.len() == 1 { "has" } else { "have" }
     )]
     DocsMissing { names: Vec<String> },
+    /// Asked for docstrings, the change gives none of the named
+    /// definitions in the files it touches one.
+    #[error(
+        "The task asks for a docstring, and the change adds none to {}. Write the docstring as the first line of its body, a string in triple quotes, and change nothing else.",
+        names.join(", ")
+    )]
+    NothingDocumented { names: Vec<String> },
     /// A changed file calls names that nothing defines or imports.
     #[error(
         "`{path}` calls {}{}, which nothing in it defines or imports: it would fail with a NameError. Import each from where it is defined, define it, or use a function that exists.",
@@ -49,7 +56,8 @@ pub enum Problem {
         said: String,
         output: String,
     },
-    /// Asked to fix definitions, and every one of them is as it was.
+    /// Asked to fix or change definitions, and every one of them is as
+    /// it was.
     #[error(
         "The change leaves {} as it was, and the task is about {}. Change {} as the task asks.",
         shown(names),

@@ -62,11 +62,12 @@ pub fn keep_to_task(
         else {
             // New: added for the task, unless it is a copy of another
             // definition under its name the task does not name (asked for
-            // `Item.__eq__`, 1.5B also put `total_value` into the class).
+            // `Item.__eq__`, 1.5B also put `total_value` into the class;
+            // a named class covers what it had, not such copies).
             let copy = old_defs
                 .iter()
                 .any(|d| d.name == nd.name && unit_key(d).is_some());
-            if copy && !covers(nd) {
+            if copy && !names.iter().any(|n| nd.is_named(n)) {
                 let cut = python::refactor::removal_span(new, nd);
                 put_back.push((cut.start, cut.end, "", key));
             }
@@ -208,8 +209,15 @@ pub fn trim_overlay(
 /// The definitions `task` names that `agent`'s change leaves exactly as
 /// they were, when it touches none of them: a fix of `mean` that only
 /// adds an import or a helper fixes nothing. Empty when a named
-/// definition changed, or no changed file holds one.
-pub fn untouched_named(store: &Store, agent: &str, task: &str) -> Result<Vec<String>, StoreError> {
+/// definition changed, or no changed file holds one, or — unless
+/// `strict` — the change adds a definition the task names ("make a
+/// helper scaled that calls clamp").
+pub fn untouched_named(
+    store: &Store,
+    agent: &str,
+    task: &str,
+    strict: bool,
+) -> Result<Vec<String>, StoreError> {
     let m = locate::mentions(task);
     let names: Vec<&str> = m.names().collect();
     let mut untouched = Vec::new();
@@ -224,7 +232,17 @@ pub fn untouched_named(store: &Store, agent: &str, task: &str) -> Result<Vec<Str
         }
         let (old, new) = (store.blob_text(base)?, store.blob_text(now)?);
         let new_defs = lang::definitions(language, &new);
-        for d in lang::definitions(language, &old) {
+        let old_defs = lang::definitions(language, &old);
+        let adds_named = new_defs.iter().any(|n| {
+            names.iter().any(|w| n.is_named(w))
+                && !old_defs
+                    .iter()
+                    .any(|o| o.qualified_name() == n.qualified_name())
+        });
+        if adds_named && !strict {
+            return Ok(vec![]);
+        }
+        for d in old_defs {
             if !names.iter().any(|n| d.is_named(n)) {
                 continue;
             }
@@ -298,6 +316,60 @@ pub fn undocumented_in_untouched(
         }
     }
     Ok(missing)
+}
+
+/// For a task that asks for docstrings: the Python definitions it names
+/// in the files `agent`'s change touches, as "`name` (path)", when the
+/// change gives none of them a docstring it did not have as it was. Asked
+/// to document `parse_config`, 0.5B added an import and a new function
+/// and no docstring. One named definition documented is enough: a task
+/// may name more than it asks to document ("… like mean's").
+pub fn documents_nothing_named(
+    store: &Store,
+    agent: &str,
+    task: &str,
+) -> Result<Vec<String>, StoreError> {
+    if !asks_for_docs(task) {
+        return Ok(vec![]);
+    }
+    let m = locate::mentions(task);
+    let names: Vec<&str> = m.names().collect();
+    let mut undocumented = Vec::new();
+    for (path, entry) in store.overlay_entries(agent)? {
+        let Some(now) = entry
+            .hash
+            .as_ref()
+            .filter(|h| entry.base_hash.as_ref() != Some(*h))
+        else {
+            continue;
+        };
+        if !path.ends_with(".py") {
+            continue;
+        }
+        let old = match &entry.base_hash {
+            Some(base) => store.blob_text(base)?,
+            None => String::new(),
+        };
+        let new = store.blob_text(now)?;
+        let old_defs = lang::definitions(&lang::PYTHON, &old);
+        for d in lang::definitions(&lang::PYTHON, &new) {
+            if !names.iter().any(|n| d.is_named(n)) {
+                continue;
+            }
+            let as_it_was = old_defs.iter().any(|o| {
+                o.qualified_name() == d.qualified_name()
+                    && old[o.start..o.end] == new[d.start..d.end]
+            });
+            if python::has_docstring(&new, &d) {
+                if !as_it_was {
+                    return Ok(vec![]);
+                }
+            } else {
+                undocumented.push(format!("`{}` ({path})", d.qualified_name()));
+            }
+        }
+    }
+    Ok(undocumented)
 }
 
 /// What a change did to one source file, by definition: "changed
@@ -396,6 +468,7 @@ fn echoes(said: &str, task: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixture;
 
     #[test]
     fn a_file_named_by_its_bare_name_in_a_folder_is_found_for_its_docstrings() {
@@ -436,6 +509,52 @@ mod tests {
     }
 
     #[test]
+    fn a_change_asked_of_a_named_function_that_leaves_it_as_it_was_is_caught() {
+        // eval, clamp-raise with 0.5B: mean and median changed (then put
+        // back), clamp as it was, an import left: proposed as the change.
+        let old = "def mean(xs):\n    return 1\n\n\ndef clamp(x, lo, hi):\n    return x\n";
+        let (_dir, store) = fixture::with_file("m.py", old);
+        let untouched = |agent: &str, new: &str, task: &str| {
+            fixture::agent_writes(&store, agent, "m.py", new);
+            untouched_named(&store, agent, task, false).unwrap()
+        };
+        let import = format!("from typing import *\n{old}");
+        let task = "make clamp raise ValueError when lo is greater than hi";
+        assert_eq!(untouched("a", &import, task), ["clamp"]);
+        let raised = old.replace(
+            "    return x",
+            "    if lo > hi:\n        raise ValueError\n    return x",
+        );
+        assert!(untouched("b", &raised, task).is_empty());
+        let helper = format!("{old}\n\ndef scaled(x):\n    return clamp(x, 0, 1)\n");
+        assert!(
+            untouched("c", &helper, "make a function scaled that calls clamp").is_empty(),
+            "the named new function is the change"
+        );
+    }
+
+    #[test]
+    fn a_docs_task_whose_change_documents_nothing_named_says_which() {
+        // eval, doc-parse-config with 0.5B: an import and a new function,
+        // no docstring.
+        let old = "class Store:\n    def add(self, x):\n        pass\n\n    def count(self):\n        return 0\n";
+        let (_dir, store) = fixture::with_file("store.py", old);
+        let undocumented = |agent: &str, new: &str, task: &str| {
+            fixture::agent_writes(&store, agent, "store.py", new);
+            documents_nothing_named(&store, agent, task).unwrap()
+        };
+        let helper = format!("import json\n{old}\n\ndef write_definitions(p):\n    pass\n");
+        assert_eq!(
+            undocumented("a", &helper, "add a docstring to Store.count"),
+            ["`Store.count` (store.py)"],
+            "`add` is a word of the task here, not a name"
+        );
+        let documented = old.replace("return 0", "\"\"\"How many.\"\"\"\n        return 0");
+        assert!(undocumented("b", &documented, "add a docstring to Store.count").is_empty());
+        assert!(undocumented("c", &helper, "make Store.count faster").is_empty());
+    }
+
+    #[test]
     fn a_summary_that_only_repeats_the_task_says_nothing() {
         assert!(echoes(
             "Add a docstring to parse_config.",
@@ -472,6 +591,26 @@ mod tests {
         // Asked to remove it, it stays removed.
         let (kept, back) = keep_to_task(&lang::PYTHON, old, new, &["word_count", "unique_words"]);
         assert!(back.is_empty() && !kept.contains("unique_words"), "{kept}");
+    }
+
+    /// "add a docstring to the Item class": 0.5B also copied the file's
+    /// functions `total_value` and `find_item` into the class (eval,
+    /// doc-item-class). Naming a class covers what it had, not copies.
+    #[test]
+    fn a_copy_of_a_function_put_into_the_class_the_task_names_is_left_out() {
+        let old = "class Item:\n    def __init__(self, qty):\n        self.qty = qty\n\n\ndef total_value(items):\n    return 0\n";
+        let new = "class Item:\n    \"\"\"An item.\"\"\"\n\n    def __init__(self, qty):\n        self.qty = qty\n\n    def total_value(self):\n        return self.qty\n\n\ndef total_value(items):\n    return 0\n";
+        let (kept, back) = keep_to_task(&lang::PYTHON, old, new, &["Item"]);
+        assert_eq!(back, ["Item.total_value"]);
+        assert!(kept.contains("\"\"\"An item.\"\"\""), "{kept}");
+        assert_eq!(kept.matches("def total_value").count(), 1, "{kept}");
+        assert!(
+            lang::syntax_problem(&lang::PYTHON, &kept).is_none(),
+            "{kept}"
+        );
+        // Named itself, the method is the task.
+        let (_, back) = keep_to_task(&lang::PYTHON, old, new, &["Item.total_value"]);
+        assert!(back.is_empty(), "{back:?}");
     }
 
     /// "make Inventory.remove raise KeyError …": the accepted change also

@@ -229,7 +229,7 @@ async fn a_call_to_a_function_nothing_defines_goes_back_before_any_test_runs_it(
     // (Here another name: `file_exists` is a host function of the program
     // form this model is asked for, which the reply would be read as.)
     let invented = "```python\ndef parse_config(path):\n    if not config_file_exists(path):\n        return {}\n    return {}\n```";
-    let good = "```python\nimport os\n\n\ndef parse_config(path):\n    if not os.path.exists(path):\n        return {}\n    return {}\n```";
+    let good = "```python\nimport os\n\n\ndef parse_config(path):\n    \"\"\"Parse the config.\"\"\"\n    if not os.path.exists(path):\n        return {}\n    return {}\n```";
     let (r, _s, server) = run_with(vec![
         Reply::OpenaiStream(invented.into()),
         Reply::OpenaiStream(good.into()),
@@ -798,6 +798,70 @@ async fn a_model_that_only_read_is_asked_once_for_the_code_itself_at_the_limit()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_whose_writes_never_pass_is_asked_once_for_the_code_itself_at_the_limit() {
+    // 0.5B wrote text.py back as it was and submitted, three times over,
+    // until the limit (eval, title-case-first): asked for the code alone,
+    // it may still write the change.
+    const APP: &str = "def parse_config(path):\n    return {}\n";
+    let mut script = Vec::new();
+    for _ in 0..2 {
+        script.push(call(
+            "write_file",
+            serde_json::json!({"path": "app.py", "content": format!("{APP}\n")}),
+        ));
+        script.push(call(
+            "submit_result",
+            serde_json::json!({"summary": "done", "changed_files": ["app.py"]}),
+        ));
+    }
+    script.push(Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")));
+    let (r, s, server) = run_tools(script, 4).await;
+    let done = r.unwrap();
+    assert!(
+        done.summary.contains("one request for the code itself"),
+        "{}",
+        done.summary
+    );
+    assert_eq!(overlay_text(&s).as_deref(), Some(DOCSTRING));
+    assert_eq!(server.requests.lock().unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_that_documents_nothing_asked_asks_for_the_change_as_a_code_block() {
+    // 0.5B, asked to document parse_config, added an import and a
+    // function and submitted (eval, doc-parse-config).
+    let import = "import json\n\n\ndef parse_config(path):\n    return {}\n";
+    let (r, s, server) = run_tools(
+        vec![
+            call(
+                "write_file",
+                serde_json::json!({"path": "app.py", "content": import}),
+            ),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "done", "changed_files": ["app.py"]}),
+            ),
+            Reply::OpenaiStream(format!("```python\n{DOCSTRING}```")),
+            call(
+                "submit_result",
+                serde_json::json!({"summary": "docstring", "changed_files": ["app.py"]}),
+            ),
+        ],
+        10,
+    )
+    .await;
+    assert_eq!(r.unwrap().summary, "docstring");
+    assert!(overlay_text(&s).is_some_and(|t| t.contains("Parse the config")));
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests[2].contains("adds none to `parse_config` (app.py)")
+            && requests[2].contains("```python block"),
+        "{}",
+        requests[2]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_never_stops_and_wrote_nothing_fails_at_the_limit() {
     let script = (0..6)
         .map(|_| call("get_file_tree", serde_json::json!({})))
@@ -1237,7 +1301,7 @@ submit_result("called mcp", ["notes.txt"])
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_rolls_its_own_overlay_back_to_a_checkpoint() {
     let program = r#"```python
-write_file("app.py", "def parse_config(path):\n    return {'ok': True}\n")
+write_file("app.py", "def parse_config(path):\n    \"\"\"Parse.\"\"\"\n    return {'ok': True}\n")
 name = snapshot("works")
 write_file("app.py", "def parse_config(path:\n")
 write_file("junk.py", "junk\n")
@@ -1272,7 +1336,7 @@ submit_result("tried, then went back", ["app.py"])
     assert!(server.requests.lock().unwrap()[0].contains("- rollback(name) -> str"));
     assert_eq!(
         overlay_text(&s).unwrap(),
-        "def parse_config(path):\n    return {'ok': True}\n"
+        "def parse_config(path):\n    \"\"\"Parse.\"\"\"\n    return {'ok': True}\n"
     );
     assert!(
         overlay_file(&s, "junk.py").is_none(),

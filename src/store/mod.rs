@@ -7,6 +7,8 @@ mod audit;
 mod calls;
 mod chat;
 mod checkpoints;
+#[cfg(test)]
+pub mod fixture;
 mod forget;
 mod history;
 mod instances;

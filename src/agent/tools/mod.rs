@@ -215,17 +215,22 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
         return Ok(done);
     }
     run.store.overlay_clear(&job.id)?;
-    // Nothing written at all: the change asked for once more, in code
-    // mode's form (a small model that keeps reading in tool mode often
-    // writes it when asked for the code alone).
-    if job.chat.is_none() && !wrote {
+    // Nothing written, or nothing that passes: the change asked for once
+    // more, in code mode's form (a small model that keeps reading, or
+    // writes its file back as it was, in tool mode often writes the
+    // change when asked for the code alone).
+    if job.chat.is_none() {
         run.say(format!(
             "no change after {limit} tool calls: asking once for the code itself"
         ));
+        let what = match wrote {
+            true => "and what it wrote did not pass the checks",
+            false => "with nothing written",
+        };
         if let Ok(done) = super::code::last_try(run).await {
             return Ok(Done {
                 summary: format!(
-                    "{} [tool mode ran out of calls (agents.max_iterations) with nothing written; this came from one request for the code itself]",
+                    "{} [tool mode ran out of calls (agents.max_iterations) {what}; this came from one request for the code itself]",
                     done.summary
                 ),
                 ..done
@@ -702,10 +707,15 @@ impl<'r, 'a> Steps<'r, 'a> {
                 let mut said =
                     result_message(Err(HostError::Failed(format!("submit_result: {problem}"))));
                 // Nothing left of the change (written back as it was, or
-                // only outside the task): under the grammar small models
-                // write and submit the same again; asked for a block, they
-                // make the change.
-                if problem == Problem::Unchanged {
+                // only outside the task, or nothing done to what the task
+                // names): under the grammar small models write and submit
+                // the same again; asked for a block, they make the change.
+                if matches!(
+                    problem,
+                    Problem::Unchanged
+                        | Problem::NamedUntouched { .. }
+                        | Problem::NothingDocumented { .. }
+                ) {
                     self.ask_block_for_located(&mut said);
                 }
                 self.messages.push(answer.with(said));
