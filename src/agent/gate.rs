@@ -235,6 +235,15 @@ const SPACE_WORDS: &[&str] = &[
     "reformat",
 ];
 
+/// Whether every file of `entries` is as it was, or changes only blank
+/// space (the change only when the task is about it).
+fn changes_nothing(store: &Store, entries: &[(String, OverlayEntry)], task: Option<&str>) -> bool {
+    let about_space = task.is_some_and(|t| super::locate::has_word(t, SPACE_WORDS));
+    let unchanged =
+        |e: &OverlayEntry| e.hash == e.base_hash || (!about_space && blank_space_only(store, e));
+    !entries.is_empty() && entries.iter().all(|(_, e)| unchanged(e))
+}
+
 /// An overlay entry that changes only blank space at line ends or blank
 /// lines (small models send a file back so, as their change).
 fn blank_space_only(store: &Store, e: &OverlayEntry) -> bool {
@@ -253,11 +262,7 @@ fn blank_space_only(store: &Store, e: &OverlayEntry) -> bool {
 pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Problem> {
     let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
     let entries = store.overlay_entries(agent).map_err(failed)?;
-    // (Blank space is the change only when the task is about it.)
-    let about_space = task.is_some_and(|t| super::locate::has_word(t, SPACE_WORDS));
-    let unchanged =
-        |e: &OverlayEntry| e.hash == e.base_hash || (!about_space && blank_space_only(store, e));
-    if !entries.is_empty() && entries.iter().all(|(_, e)| unchanged(e)) {
+    if changes_nothing(store, &entries, task) {
         return Err(Problem::Unchanged);
     }
     let text = |hash: &Option<String>| -> Result<Option<String>, Problem> {

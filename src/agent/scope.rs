@@ -64,10 +64,24 @@ pub fn keep_to_task(
             // definition under its name the task does not name (asked for
             // `Item.__eq__`, 1.5B also put `total_value` into the class;
             // a named class covers what it had, not such copies).
-            let copy = old_defs
-                .iter()
-                .any(|d| d.name == nd.name && unit_key(d).is_some());
-            if copy && !names.iter().any(|n| nd.is_named(n)) {
+            let copy_of = |top_level: bool| {
+                old_defs.iter().any(|d| {
+                    d.name == nd.name && unit_key(d).is_some() && (!top_level || d.parent.is_none())
+                })
+            };
+            // A function of the file copied into one of its classes; a
+            // renamed class's methods have no class of that name to have
+            // been copied into, and `__repr__` of a class is no copy of
+            // another's.
+            let into_a_class_of_old = nd.parent.as_deref().is_some_and(|c| {
+                old_defs
+                    .iter()
+                    .any(|d| d.parent.is_none() && d.kind == DefKind::Class && d.name == c)
+            });
+            let named = names.iter().any(|n| nd.is_named(n));
+            let left_out =
+                (copy_of(false) && !covers(nd)) || (into_a_class_of_old && copy_of(true));
+            if left_out && !named {
                 let cut = python::refactor::removal_span(new, nd);
                 put_back.push((cut.start, cut.end, "", key));
             }
@@ -81,11 +95,18 @@ pub fn keep_to_task(
             put_back.push((nd.start, nd.end, was, key));
         }
     }
-    // From the end, so the spans before stay where they are.
+    // From the end, so the spans before stay where they are; a span
+    // reaching into one already replaced (the blank lines a removal
+    // takes) stops where that one starts.
     put_back.sort_by_key(|p| std::cmp::Reverse(p.0));
     let mut out = new.to_owned();
+    let mut limit = out.len();
     for (start, end, was, _) in &put_back {
-        out.replace_range(*start..*end, was);
+        let end = (*end).min(limit);
+        if *start <= end {
+            out.replace_range(*start..end, was);
+            limit = *start;
+        }
     }
     let mut keys: Vec<String> = Vec::new();
     if lang::syntax_problem(language, &out).is_some() {
@@ -611,6 +632,37 @@ mod tests {
         // Named itself, the method is the task.
         let (_, back) = keep_to_task(&lang::PYTHON, old, new, &["Item.total_value"]);
         assert!(back.is_empty(), "{back:?}");
+        // Two copies, the last at the file's end: their spans meet.
+        let old = "def total_value(items):\n    return 0\n\n\ndef find_item(items):\n    return None\n\n\nclass Item:\n    pass\n";
+        let new = format!("{}\n    def total_value(self):\n        return 1\n\n    def find_item(self):\n        return 2\n", old.trim_end());
+        let (kept, back) = keep_to_task(&lang::PYTHON, old, &new, &["Item"]);
+        assert_eq!(back, ["Item.total_value", "Item.find_item"], "{kept}");
+        assert_eq!(kept.trim_end(), old.trim_end());
+    }
+
+    /// "rename the class Store to Shop" (eval, 1.5B): the renamed class's
+    /// methods are not copies of the old one's. (The first version of the
+    /// rule above took them for copies, and the agent crashed.)
+    #[test]
+    fn the_methods_of_a_renamed_class_are_no_copies() {
+        let old = "class Store:\n    def add(self, x):\n        pass\n\n    def count(self):\n        return 0\n";
+        let new = old.replace("Store", "Shop");
+        let (kept, back) = keep_to_task(&lang::PYTHON, old, &new, &["Store", "Shop"]);
+        assert!(back.is_empty(), "{back:?}");
+        assert_eq!(kept, new);
+        // The eval's own file, through what the gate runs: it crashed.
+        let store_py = "from inventory.items import Item\n\n\nclass Store:\n    def __init__(self):\n        self.items = {}\n\n    def add(self, name, price, qty=1):\n        self.items[name] = Item(name, price, qty)\n\n    def remove(self, name):\n        if name in self.items:\n            del self.items[name]\n\n    def count(self):\n        return len(self.items)\n";
+        let (_dir, store) = fixture::with_file("inventory/store.py", store_py);
+        let renamed = store_py.replace("Store", "Shop");
+        fixture::agent_writes(&store, "ag", "inventory/store.py", &renamed);
+        let said = trim_overlay(&store, "ag", "rename the class Store to Shop", 1 << 20).unwrap();
+        assert!(said.is_empty(), "{said:?}");
+        // Nor is a method another class of the file has too.
+        let old = "class Store:\n    def __repr__(self):\n        return 'S'\n\n\nclass Item:\n    pass\n";
+        let new = "class Store:\n    def __repr__(self):\n        return 'S'\n\n\nclass Item:\n    def __repr__(self):\n        return 'I'\n";
+        let (kept, back) = keep_to_task(&lang::PYTHON, old, new, &["Item"]);
+        assert!(back.is_empty(), "{back:?}");
+        assert_eq!(kept, new);
     }
 
     /// "make Inventory.remove raise KeyError …": the accepted change also

@@ -13,6 +13,7 @@
 mod blocks;
 mod chat;
 mod registry;
+mod told;
 
 use serde_json::{json, Value as Json};
 
@@ -34,6 +35,7 @@ use crate::store::Store;
 use blocks::{ask_for_block, ask_for_file_block, path_only_writes, JSON_CODE_FROM_B};
 use chat::CHAT_RULES;
 use registry::{args_object, cut_write_path, native_tools, reply_spec, signature, wire_name};
+use told::{next_step, result_message};
 
 /// The tools that change files: after a write that changed nothing or a
 /// refused submit_result, the next step may only call one of them.
@@ -81,52 +83,6 @@ fn system_prompt(tools: &[ToolSpec], native: bool, chat: bool) -> String {
     });
     s.push_str("Argument values are plain strings (or a list of strings), never objects.\n");
     s
-}
-
-/// What to do next after a call of `tool`, for small models that
-/// otherwise repeat a call or stop short.
-/// In a chat, a read may be all a question needs.
-fn next_step(tool: &str, repeated: bool, chat: bool) -> Option<&'static str> {
-    Some(match (tool, repeated) {
-        (_, true) => "You made this same call before; its result is above. Do the next step instead.",
-        ("read_file" | "search_files" | "list_dir" | "get_file_tree", _) if chat => "Next: if the human asked a question, answer it now with reply(text). Only if they asked for a change: call write_definitions with the path and the new version of each function you change.",
-        ("read_file", _) => "Next: call write_definitions with the path and the new version of each function you change (or write_file with the whole new content).",
-        ("write_file" | "write_definitions", _) => "Next: if the task is done, call submit_result(summary, changed_files).",
-        _ => return None,
-    })
-}
-
-/// The result of a tool as the model sees it (capped).
-fn result_message(result: Result<Value, HostError>) -> String {
-    const CAP: usize = 6000;
-    let json = match result {
-        Ok(v) => json!({"ok": true, "result": to_json(&v)}),
-        Err(e) => json!({"ok": false, "error": e.to_string()}),
-    };
-    let mut s = json.to_string();
-    if s.len() > CAP {
-        let mut end = CAP;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-        s.push_str("… (cut)");
-    }
-    s
-}
-
-fn to_json(v: &Value) -> Json {
-    match v {
-        Value::None => Json::Null,
-        Value::Bool(b) => json!(b),
-        Value::Int(i) => json!(i),
-        Value::Float(f) => json!(f),
-        Value::String(s) => json!(s),
-        Value::List(items) | Value::Tuple(items) => {
-            Json::Array(items.iter().map(to_json).collect())
-        }
-        other => json!(other.to_string()),
-    }
 }
 
 /// Keeps the system prompt, the task and the newest exchanges within
