@@ -64,24 +64,7 @@ pub fn keep_to_task(
             // definition under its name the task does not name (asked for
             // `Item.__eq__`, 1.5B also put `total_value` into the class;
             // a named class covers what it had, not such copies).
-            let copy_of = |top_level: bool| {
-                old_defs.iter().any(|d| {
-                    d.name == nd.name && unit_key(d).is_some() && (!top_level || d.parent.is_none())
-                })
-            };
-            // A function of the file copied into one of its classes; a
-            // renamed class's methods have no class of that name to have
-            // been copied into, and `__repr__` of a class is no copy of
-            // another's.
-            let into_a_class_of_old = nd.parent.as_deref().is_some_and(|c| {
-                old_defs
-                    .iter()
-                    .any(|d| d.parent.is_none() && d.kind == DefKind::Class && d.name == c)
-            });
-            let named = names.iter().any(|n| nd.is_named(n));
-            let left_out =
-                (copy_of(false) && !covers(nd)) || (into_a_class_of_old && copy_of(true));
-            if left_out && !named {
+            if unasked_copy(nd, &old_defs, names, &covers) {
                 let cut = python::refactor::removal_span(new, nd);
                 put_back.push((cut.start, cut.end, "", key));
             }
@@ -117,6 +100,32 @@ pub fn keep_to_task(
     let dropped = dropped_unnamed(&old_defs, &new_defs, covers);
     put_back_dropped(language, old, &dropped, &mut out, &mut keys);
     (out, keys)
+}
+
+/// Whether `nd`, new in the answer, copies a definition of `old_defs`
+/// under its name that the task (`names`, `covers`) does not ask for.
+fn unasked_copy(
+    nd: &Definition,
+    old_defs: &[Definition],
+    names: &[&str],
+    covers: impl Fn(&Definition) -> bool,
+) -> bool {
+    let copy_of = |top_level: bool| {
+        old_defs.iter().any(|d| {
+            d.name == nd.name && unit_key(d).is_some() && (!top_level || d.parent.is_none())
+        })
+    };
+    // A function of the file copied into one of its classes; a renamed
+    // class's methods have no class of that name to have been copied
+    // into, and `__repr__` of a class is no copy of another's.
+    let into_a_class_of_old = nd.parent.as_deref().is_some_and(|c| {
+        old_defs
+            .iter()
+            .any(|d| d.parent.is_none() && d.kind == DefKind::Class && d.name == c)
+    });
+    let named = names.iter().any(|n| nd.is_named(n));
+    let copy = (copy_of(false) && !covers(nd)) || (into_a_class_of_old && copy_of(true));
+    copy && !named
 }
 
 /// The definitions of `old_defs` the answer (`new_defs`) left out that
