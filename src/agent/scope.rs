@@ -64,7 +64,7 @@ pub fn keep_to_task(
             // definition under its name the task does not name (asked for
             // `Item.__eq__`, 1.5B also put `total_value` into the class;
             // a named class covers what it had, not such copies).
-            if unasked_copy(nd, &old_defs, names, &covers) {
+            if unasked_copy(nd, &old_defs, names, covers) {
                 let cut = python::refactor::removal_span(new, nd);
                 put_back.push((cut.start, cut.end, "", key));
             }
