@@ -135,25 +135,21 @@ impl AgentHost {
             }
         };
         let file = match taken {
-            Meant::AsWritten => {
-                return self
-                    .workspace()
-                    .path(raw)
-                    .map_err(|e| self.refused(fname, e))
-            }
             Meant::File(file) => file,
-            Meant::Ask(file) if reading => {
+            // Said once to a write: a new file of that path may be meant.
+            Meant::Ask(file) if reading || self.asked_paths.insert(raw.trim().to_owned()) => {
+                let again = match reading {
+                    true => String::new(),
+                    false => format!(
+                        " To change that file, give the path `{file}`; to make a new file \
+                         `{raw}`, make the same call again."
+                    ),
+                };
                 return Err(HostError::Failed(format!(
-                    "{fname}(): `{raw}` is not in the project; `{file}` is."
-                )))
+                    "{fname}(): `{raw}` is not in the project; `{file}` is.{again}"
+                )));
             }
-            Meant::Ask(file) if self.asked_paths.insert(raw.trim().to_owned()) => {
-                return Err(HostError::Failed(format!(
-                    "{fname}(): `{raw}` is not in the project; `{file}` is. To change that file, \
-                     give the path `{file}`; to make a new file `{raw}`, make the same call again."
-                )))
-            }
-            Meant::Ask(_) => {
+            Meant::AsWritten | Meant::Ask(_) => {
                 return self
                     .workspace()
                     .path(raw)

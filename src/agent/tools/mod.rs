@@ -177,7 +177,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     // change when asked for the code alone).
     if job.chat.is_none() {
         run.say(format!(
-            "no change after {limit} tool calls: asking once for the code itself"
+            "nothing to propose after {limit} tool calls: asking once for the code itself"
         ));
         let what = match wrote {
             true => "and what it wrote did not pass the checks",
