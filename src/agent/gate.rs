@@ -450,16 +450,12 @@ mod tests {
 
     /// A store where agent `ag` deleted `path`, which held `text`.
     fn deleted(path: &str, text: &str) -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        store
-            .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
-            .unwrap();
+        let (dir, store) = crate::store::fixture::with_file(path, text);
         store
             .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
             .unwrap();
-        let ov = crate::overlay::Overlay::new(&store, "ag", 1 << 20);
-        ov.delete(&crate::paths::ProjectPath::parse(path).unwrap())
+        crate::overlay::Overlay::new(&store, "ag", 1 << 20)
+            .delete(&crate::paths::ProjectPath::parse(path).unwrap())
             .unwrap();
         (dir, store)
     }

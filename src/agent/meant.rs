@@ -31,6 +31,9 @@ const PLACEHOLDERS: &[&str] = &[
     "root",
 ];
 
+/// The deepest path whose ends are looked for.
+const MAX_DEPTH: usize = 32;
+
 /// What `given` means, in a project whose folder is named `root_name`,
 /// for a task `task`; `exists` says whether a project path is a file.
 /// The longest project file that ends `given` is the one meant.
@@ -44,6 +47,11 @@ pub fn meant(
         return Meant::AsWritten;
     }
     let parts: Vec<&str> = given.as_str().split('/').collect();
+    // Each cut is a lookup: a path deeper than any project's is taken as
+    // written (a hostile agent's 10,000 folders cost no more than one).
+    if parts.len() > MAX_DEPTH {
+        return Meant::AsWritten;
+    }
     for cut in 1..parts.len() {
         let Ok(file) = ProjectPath::parse(&parts[cut..].join("/")) else {
             continue;
@@ -123,6 +131,18 @@ mod tests {
         assert_eq!(m("inventory/text.py", "fix it"), Meant::AsWritten);
         assert_eq!(m("path/to/new.py", "fix it"), Meant::AsWritten);
         assert_eq!(m("tests/test_text.py", "fix it"), Meant::AsWritten);
+    }
+
+    #[test]
+    fn a_path_deeper_than_any_project_is_looked_up_once() {
+        let looked = std::cell::Cell::new(0);
+        let exists = |q: &ProjectPath| {
+            looked.set(looked.get() + 1);
+            q.as_str() == "app.py"
+        };
+        let deep = format!("{}app.py", "path/".repeat(10_000));
+        assert_eq!(meant(&p(&deep), None, "t", exists), Meant::AsWritten);
+        assert_eq!(looked.get(), 1);
     }
 
     #[test]

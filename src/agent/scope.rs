@@ -503,29 +503,23 @@ mod tests {
     #[test]
     fn a_file_named_by_its_bare_name_in_a_folder_is_found_for_its_docstrings() {
         // eval, two-docstrings: "… in report.py" is inventory/report.py.
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        for (path, text) in [
-            ("inventory/mathutil.py", "def mean(xs):\n    return 1\n"),
-            (
-                "inventory/report.py",
-                "def average_price(p):\n    return 1\n",
-            ),
-        ] {
-            store
-                .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
-                .unwrap();
-        }
+        let (_dir, store) =
+            fixture::with_file("inventory/mathutil.py", "def mean(xs):\n    return 1\n");
         store
-            .agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+            .stable_put(
+                "inventory/report.py",
+                b"def average_price(p):\n    return 1\n",
+                0o644,
+                0,
+                1 << 20,
+            )
             .unwrap();
-        let ov = crate::overlay::Overlay::new(&store, "ag", 1 << 20);
-        let path = crate::paths::ProjectPath::parse("inventory/mathutil.py").unwrap();
-        ov.write(
-            &path,
-            b"def mean(xs):\n    \"\"\"Doc.\"\"\"\n    return 1\n",
-        )
-        .unwrap();
+        fixture::agent_writes(
+            &store,
+            "ag",
+            "inventory/mathutil.py",
+            "def mean(xs):\n    \"\"\"Doc.\"\"\"\n    return 1\n",
+        );
         let task = "add docstrings to mean in mathutil.py and to average_price in report.py";
         assert_eq!(
             undocumented_in_untouched(&store, "ag", task).unwrap(),
