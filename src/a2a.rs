@@ -60,7 +60,7 @@ async fn get_json(req: reqwest::RequestBuilder, url: &str) -> Result<Value, A2aE
         detail: e.to_string(),
     })?;
     let status = resp.status().as_u16();
-    if let Some(to) = crate::llm::redirect_target(&resp) {
+    if let Some(to) = crate::http::redirect_target(&resp) {
         return Err(A2aError::Redirect {
             url: url.to_owned(),
             status,

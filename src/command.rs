@@ -143,9 +143,13 @@ pub fn end_tree(child: &mut std::process::Child, stop: crate::reaper::Stop) {
         std::thread::sleep(Duration::from_millis(5));
     }
     if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+        // It may have ended on its own since the wait; what ends it next
+        // is `child.kill`.
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
+    // Already dead: the group kill above, or its own end.
     let _ = child.kill();
+    // Reaps it; an error means it was reaped already.
     let _ = child.wait();
 }
 

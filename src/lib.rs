@@ -86,6 +86,7 @@ pub mod diff;
 pub mod event;
 pub mod failpoint;
 pub mod hash;
+pub mod http;
 pub mod lang;
 pub mod launch;
 pub mod lifecycle;

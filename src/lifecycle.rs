@@ -302,6 +302,9 @@ impl Lifecycle {
     /// An agent's run ended with an error (or its time ran out): its
     /// overlay is dropped and the reason kept.
     pub fn fail(&self, id: &str, reason: &str) -> Outcome {
+        // Recording the failure matters more than dropping the overlay:
+        // a failed agent's overlay is no proposal, and nothing is accepted
+        // from it.
         let _ = self.store.overlay_clear(id);
         let mut out = self.state_change(id, AgentState::Failed, Shown::Cleared, |r| {
             r.error = Some(reason.to_owned())

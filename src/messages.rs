@@ -472,6 +472,7 @@ impl EditorSink for tokio::sync::mpsc::UnboundedSender<ToEditor> {
         true
     }
     fn send(&self, msg: ToEditor) {
+        // The editor closed its side: nobody is left to show the message to.
         let _ = tokio::sync::mpsc::UnboundedSender::send(self, msg);
     }
 }

@@ -31,6 +31,15 @@ pub enum DiskError {
         path: String,
         source: std::io::Error,
     },
+    /// A batch failed midway and some of the files it had already replaced
+    /// could not be put back. Every batch of more than one file has an
+    /// intent journal (`store::journal`), which puts them back.
+    #[error("cannot write `{path}`: {source}; {} could not be put back right away: Chimera's intent journal puts {} back when the write is abandoned, or at the next start", left.join(", "), if left.len() == 1 { "it" } else { "them" })]
+    NotUndone {
+        path: String,
+        source: std::io::Error,
+        left: Vec<String>,
+    },
 }
 
 /// What a file must hold right before it is replaced.
@@ -380,6 +389,8 @@ fn stage(
     match written {
         Ok(()) => Ok(temp),
         Err(e) => {
+            // The write's own error is the one worth telling; a temporary
+            // file that cannot be removed is named as Chimera's (`temp_name`).
             let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
             Err(io_err(path, e))
         }
@@ -424,18 +435,22 @@ fn matches(expect: &Expect, current: Option<&[u8]>) -> bool {
     }
 }
 
-/// Puts back what `t` held before it was replaced (best effort: the undo
-/// of a batch that failed midway).
-fn restore(t: &Target<'_>) {
+/// Puts back what `t` held before it was replaced: the undo of a batch
+/// that failed midway.
+fn restore(t: &Target<'_>) -> Result<(), DiskError> {
+    if crate::failpoint::hit("undo") {
+        return Err(io_err(&t.write.path, Errno::IO));
+    }
     match &t.old {
         Some(old) => {
-            if let Ok(temp) = stage(&t.dir, &t.name, &t.write.path, old, t.write.mode, "-undo") {
-                let _ = rustix::fs::renameat(&t.dir, temp.as_str(), &t.dir, t.name.as_str());
-            }
+            let temp = stage(&t.dir, &t.name, &t.write.path, old, t.write.mode, "-undo")?;
+            rustix::fs::renameat(&t.dir, temp.as_str(), &t.dir, t.name.as_str())
+                .map_err(|e| io_err(&t.write.path, e))
         }
-        None => {
-            let _ = rustix::fs::unlinkat(&t.dir, t.name.as_str(), AtFlags::empty());
-        }
+        None => match rustix::fs::unlinkat(&t.dir, t.name.as_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(io_err(&t.write.path, e)),
+        },
     }
 }
 
@@ -551,10 +566,19 @@ fn replace(targets: &[Target<'_>]) -> Result<(), DiskError> {
             },
         };
         if let Err(e) = done {
-            for &j in &order[..k] {
-                restore(&targets[j]);
-            }
+            let left: Vec<String> = order[..k]
+                .iter()
+                .filter(|&&j| restore(&targets[j]).is_err())
+                .map(|&j| targets[j].write.path.clone())
+                .collect();
             discard(targets);
+            if !left.is_empty() {
+                return Err(DiskError::NotUndone {
+                    path: t.write.path.clone(),
+                    source: e.into(),
+                    left,
+                });
+            }
             return Err(match classify(&t.dir, &t.name, &t.write.path, e) {
                 DiskError::Io { .. } => io_err(&t.write.path, e),
                 other => other,

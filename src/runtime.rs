@@ -64,6 +64,7 @@ impl CoreHandle {
     /// Stops the core: agents are cancelled, and the thread is given
     /// `grace` to finish before it is left to die with the process.
     pub fn shutdown(mut self, grace: Duration) {
+        // A core that stopped already has nothing to be told.
         let _ = self.tx.send(ToCore::Shutdown);
         if let Some(thread) = self.thread.take() {
             let deadline = std::time::Instant::now() + grace;
@@ -71,6 +72,7 @@ impl CoreHandle {
                 std::thread::sleep(Duration::from_millis(5));
             }
             if thread.is_finished() {
+                // The thread's panic, if any, was reported where it happened.
                 let _ = thread.join();
             }
         }
@@ -214,8 +216,11 @@ impl Core {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.on_lifecycle(move |core| {
             step(core);
+            // The waiter gave up (its caller was cancelled): nobody to tell.
             let _ = tx.send(());
         });
+        // Dropped unsent only when the lifecycle thread stopped; the caller
+        // goes on as after the step.
         let _ = rx.await;
     }
 
@@ -538,6 +543,8 @@ fn start_background(core: &Arc<Core>) {
             tokio::select! {
                 _ = c.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(HEARTBEAT) => {
+                    // A missed beat is retried at the next one; only a run of them marks
+                    // this instance stale.
                     let _ = c.store.instance_heartbeat(&c.owner);
                     beats = beats.wrapping_add(1);
                     // Another Neovim on this project may stop (or crash)

@@ -227,9 +227,11 @@ impl Ignores {
         self.by_dir.entry(dir.to_path_buf()).or_insert_with(|| {
             let mut b = GitignoreBuilder::new(dir);
             if dir.join(".gitignore").is_file() {
+                // A line git cannot parse is skipped, as git itself skips it.
                 let _ = b.add(dir.join(".gitignore"));
             }
             if dir == root {
+                // As above: git skips what it cannot parse.
                 let _ = b.add(root.join(".git/info/exclude"));
             }
             b.build().unwrap_or_else(|_| Gitignore::empty())

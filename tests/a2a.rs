@@ -142,7 +142,7 @@ fn a2a_refuses_a_file_through_a_link_a_huge_message_and_a_wrong_token() {
     let served = peer.serve_http();
     let url = format!("http://127.0.0.1:{}/a2a", served.port);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let http = chimera::llm::http_client();
+    let http = chimera::http::http_client();
     let post = |token: &str, body: serde_json::Value| {
         rt.block_on(async {
             let resp = http

@@ -525,6 +525,31 @@ fn a_rename_that_fails_midway_undoes_the_ones_before_it() {
     }
 }
 
+#[test]
+fn an_undo_that_fails_too_is_said_and_the_journal_puts_the_files_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    setup_many(root);
+    // The 60th rename fails; putting back the first of the 59 before it
+    // fails too.
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash_child_tolerant",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CHIMERA_CRASH_CHILD", root)
+        .env("CHIMERA_FAILPOINTS", "rename=60:error,undo=1:error")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("accept failed"), "{said}");
+    assert!(said.contains("could not be put back right away"), "{said}");
+    let store = Store::open(root).unwrap();
+    wholly_before(&store, root, "an undo failed");
+}
+
 /// The child of the failing-rename harness: accepts, says how it went.
 #[test]
 fn crash_child_tolerant() {

@@ -353,7 +353,7 @@ async fn the_http_api_serves_mcp_on_slash_mcp_behind_its_token() {
     let mut p = project(&[]);
     let served = p.serve_http();
     let url = format!("http://127.0.0.1:{}/mcp", served.port);
-    let http = chimera::llm::http_client();
+    let http = chimera::http::http_client();
     let initialize = json!({
         "protocolVersion": "2025-06-18",
         "capabilities": {},

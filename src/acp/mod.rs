@@ -687,6 +687,7 @@ impl Turns<'_> {
                     // Told, and given a moment to end its turn before its
                     // process ends with the run.
                     pending.fire();
+                    // A turn that does not end within the grace ends with its process.
                     let _ = tokio::time::timeout(CANCEL_GRACE, done).await;
                     self.keep_turn();
                     self.take_back()?;
@@ -751,6 +752,7 @@ impl CancelOnDrop<'_> {
             self.process
                 .linger
                 .store(true, std::sync::atomic::Ordering::Relaxed);
+            // The connection is gone: the process it would tell is ending.
             let _ = self.process.commands.send(Command::Cancel {
                 session: self.session.clone(),
             });

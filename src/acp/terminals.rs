@@ -96,6 +96,7 @@ impl Terminals {
                 &output,
                 ms,
             );
+            // Nobody waits for this terminal's output any more.
             let _ = tx.send(Some(Arc::new(ran)));
         });
         if let Ok(mut open) = self.open.lock() {

@@ -104,7 +104,7 @@ pub struct Services {
 impl Services {
     /// The services of `config` for the project at `root`.
     pub fn new(config: &Config, root: std::path::PathBuf) -> Self {
-        let http = crate::llm::http_client();
+        let http = crate::http::http_client();
         Self {
             mcp: Arc::new(crate::mcp::Hub::new(config.mcp.clone(), root.clone())),
             root,

@@ -204,7 +204,7 @@ pub async fn search(
             .send()
             .await
             .map_err(|e| SearchError::Unreachable(base.to_string(), e.to_string()))?;
-        if let Some(to) = crate::llm::redirect_target(&resp) {
+        if let Some(to) = crate::http::redirect_target(&resp) {
             return Err(SearchError::Redirect(to));
         }
         if !resp.status().is_success() {

@@ -26,6 +26,7 @@ const RECHECK: Duration = Duration::from_secs(2);
 
 /// Until the core announces something (or [`RECHECK`] passed).
 async fn next_change(feed: &mut tokio::sync::watch::Receiver<u64>) {
+    // A timeout is a normal wake: the caller rechecks the task either way.
     let _ = tokio::time::timeout(RECHECK, feed.changed()).await;
 }
 
@@ -296,6 +297,7 @@ fn stream(b: Shared, id: Value, agent: String) -> impl IntoResponse {
                     )
                 {
                     let artifact = task(&b, &rec)["artifacts"][0].clone();
+                    // The client closed the stream: nobody is left to read the artifact.
                     let _ = tx
                         .send(answer(&id, json!({ "kind": "artifact-update", "taskId": rec.id, "contextId": rec.id, "artifact": artifact, "lastChunk": true })))
                         .await;

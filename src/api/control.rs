@@ -191,6 +191,7 @@ pub fn spawn(
         let listener = match tokio::net::UnixListener::from_std(held.listener) {
             Ok(l) => l,
             Err(e) => {
+                // Best effort: a socket file left behind is replaced at the next start.
                 let _ = std::fs::remove_file(&held.path);
                 trouble(format!("cannot serve the control socket: {e}"));
                 return;
@@ -211,6 +212,7 @@ pub fn spawn(
             stop.clone(),
         )
         .await;
+        // As above: a stale socket file is replaced at the next start.
         let _ = std::fs::remove_file(&held.path);
     });
 }

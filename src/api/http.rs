@@ -88,6 +88,7 @@ fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!("{name}.{}.tmp", std::process::id()));
+    // A temporary file of an earlier run of this pid; usually absent.
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -102,6 +103,8 @@ fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
 /// Removes `.chimera/api.json` if it still announces this process.
 pub fn withdraw(root: &Path) {
     if read_info(root).is_some_and(|i| i.pid == std::process::id()) {
+        // Best effort: a stale `api.json` names a port nobody serves, and
+        // the next start writes its own.
         let _ = std::fs::remove_file(info_path(root));
     }
 }

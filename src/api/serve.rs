@@ -211,6 +211,7 @@ where
         return;
     }
     served.as_mut().graceful_shutdown();
+    // A connection still busy after 2 s is dropped with the server.
     let _ = tokio::time::timeout(Duration::from_secs(2), served).await;
 }
 

@@ -307,6 +307,7 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
             } else {
                 exit::OK
             };
+            // Writing the usage failed (a closed stdout): the exit code says it.
             let _ = e.print();
             return code;
         }

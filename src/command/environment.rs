@@ -62,8 +62,10 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         // The project's files do not stay in the cache between runs.
         if let Scratch::Slot { path, .. } = self {
-            let _ = std::fs::remove_dir_all(path.join("files"));
-            let _ = std::fs::remove_dir_all(path.join("tmp"));
+            for part in ["files", "tmp"] {
+                // A slot left with files is emptied when it is next taken.
+                let _ = std::fs::remove_dir_all(path.join(part));
+            }
         }
     }
 }
@@ -136,6 +138,8 @@ fn seed(theirs: &Path, ours: &Path) {
     if copied {
         let part = part.keep();
         if std::fs::rename(&part, &target).is_err() {
+            // Lost the race to another run that filled the cache: its copy
+            // serves, ours is dropped (a leftover is only disk space).
             let _ = std::fs::remove_dir_all(&part);
         }
     }

@@ -145,6 +145,7 @@ impl FakeServer {
                     if body.starts_with("get ") || body.starts_with("post /api/show") {
                         let working = busy.load(std::sync::atomic::Ordering::SeqCst);
                         let reply = server.metadata(&body, working);
+                        // The client hung up first: a test that cares says so itself.
                         let _ = write_reply(&mut sock, reply).await;
                         return;
                     }
@@ -160,6 +161,7 @@ impl FakeServer {
                     let reply = reply.unwrap_or(Reply::Status(500, "script exhausted".into()));
                     let at_once = now.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                     most.fetch_max(at_once, std::sync::atomic::Ordering::SeqCst);
+                    // As above: a client that hung up is the test's to judge.
                     let _ = write_reply(&mut sock, reply).await;
                     now.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 });

@@ -120,6 +120,7 @@ struct Opened {
 impl Opened {
     async fn close(&self) {
         if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            // The core may be gone already; its sessions end with it.
             let _ = self
                 .core
                 .call("DELETE", &format!("/sessions/{}", self.id), None)
@@ -136,6 +137,7 @@ impl Drop for Opened {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let (core, id) = (self.core.clone(), self.id.clone());
             rt.spawn(async move {
+                // As in `close`: a core that is gone has no session to end.
                 let _ = core.call("DELETE", &format!("/sessions/{id}"), None).await;
             });
         }

@@ -173,7 +173,7 @@ impl Connection {
             }
             ([], Some(url)) => {
                 // The SDK's HTTP client is rustls without a default provider.
-                crate::llm::install_crypto_provider();
+                crate::http::install_crypto_provider();
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
                 let service = info.serve(transport).await.map_err(|e| McpError::Start {
                     server: name.clone(),

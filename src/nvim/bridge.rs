@@ -43,6 +43,7 @@ impl EditorSink for NvimSink {
             .map(|tx| tx.send(msg).is_ok())
             .unwrap_or(false);
         if sent {
+            // Neovim is closing: the message stays in the channel with it.
             let _ = self.handle.send();
         }
     }
@@ -269,6 +270,7 @@ fn report(lua: &mlua::Lua, text: &str) {
         .get::<mlua::Table>("vim")
         .and_then(|vim| vim.get::<mlua::Function>("notify"));
     if let Ok(notify) = notify {
+        // `vim.notify` itself failed: there is no other place to say it.
         let _ = notify.call::<()>((text.to_owned(), 4));
     }
 }

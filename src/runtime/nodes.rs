@@ -194,9 +194,7 @@ pub(super) fn spawn_node_agent(
     let id = crate::remora::ids::fresh()[crate::remora::ids::PREFIX.len()..].to_owned();
     core.store
         .set_agent_node(&id, node_id, correlation.as_deref())?;
-    for p in Pattern::for_node(node_id) {
-        let _ = core.store.subscribe(node_id, &p);
-    }
+    listen(core, node_id)?;
     let file = job_node.view.node.as_ref().map(|n| core.abs(&n.file_path));
     let line = job_node.view.node.as_ref().map(|n| n.start_line.max(1));
     core.emit(
@@ -367,6 +365,22 @@ fn line_indent(core: &Core, path: &str, line: usize) -> String {
         .unwrap_or_default()
 }
 
+/// Subscribes node `node_id` to what wakes it (messages and chats to it).
+/// A subscription that fails leaves the node deaf, so the caller is told.
+fn listen(core: &Core, node_id: &str) -> Result<(), crate::store::StoreError> {
+    for p in Pattern::for_node(node_id) {
+        core.store.subscribe(node_id, &p)?;
+    }
+    Ok(())
+}
+
+/// Records one activation of a chain in the store, for inspection.
+fn record_activation(core: &Core, correlation: &str, agent: &str, depth: usize) {
+    // The cycle and depth checks run on the chains in memory: a record that
+    // fails costs the inspection of this one step, nothing else.
+    let _ = core.store.chain_record(correlation, agent, depth, now_ms());
+}
+
 /// The human chats with node `node_id`: a new activation chain starts there.
 pub(super) fn chat(core: &Arc<Core>, node_id: &str, message: String) {
     let correlation = core
@@ -374,9 +388,15 @@ pub(super) fn chat(core: &Arc<Core>, node_id: &str, message: String) {
         .lock()
         .map(|mut c| c.start(node_id, now_ms()))
         .unwrap_or_default();
-    let _ = core.store.chain_record(&correlation, node_id, 0, now_ms());
-    for p in Pattern::for_node(node_id) {
-        let _ = core.store.subscribe(node_id, &p);
+    record_activation(core, &correlation, node_id, 0);
+    if let Err(e) = listen(core, node_id) {
+        core.emit(
+            Event::AgentError {
+                agent_id: node_id.to_owned(),
+                error: format!("cannot hear this chat's answers: {e}"),
+            },
+            Some(&correlation),
+        );
     }
     core.emit(
         Event::HumanChat {
@@ -418,6 +438,7 @@ fn wake(core: &Arc<Core>, t: &Trigger, event: &Event, event_id: String) {
             let (core, to, question, c) =
                 (core.clone(), t.agent_id.clone(), message.clone(), c.clone());
             tokio::spawn(async move {
+                // A failed answer is in the log already, as `AgentError`.
                 let _ = answer(&core, &to, HUMAN, &to, &question, &c).await;
             });
             return;
@@ -434,7 +455,7 @@ fn wake(core: &Arc<Core>, t: &Trigger, event: &Event, event_id: String) {
                 .and_then(|mut ch| ch.activate(c, &t.agent_id, now).map_err(|r| r.to_string()));
             match activated {
                 Ok(depth) => {
-                    let _ = core.store.chain_record(c, &t.agent_id, depth, now);
+                    record_activation(core, c, &t.agent_id, depth);
                     Some(c.clone())
                 }
                 Err(reason) => {
@@ -615,9 +636,7 @@ impl NodeBus for Bus {
             .lock()
             .map_err(|_| BusError::Chains)?
             .check(&correlation, to, now_ms())?;
-        for p in Pattern::for_node(to) {
-            let _ = core.store.subscribe(to, &p);
-        }
+        listen(&core, to)?;
         core.emit(
             Event::AgentMessage {
                 from_agent: from.to_owned(),
@@ -648,7 +667,7 @@ impl NodeBus for Bus {
             to,
             now_ms(),
         )?;
-        let _ = core.store.chain_record(&correlation, to, depth, now_ms());
+        record_activation(&core, &correlation, to, depth);
         tokio::runtime::Handle::current().block_on(answer(
             &core,
             asker,

@@ -62,6 +62,7 @@ impl Worker {
     }
 
     pub fn send(&self, job: Job) {
+        // The indexing thread stopped with the core: no job is left to do.
         let _ = self.tx.send(job);
     }
 }
@@ -178,6 +179,7 @@ fn topology_event(ctx: &Context, change: &crate::remora::topology::FileChange) {
     if change.added.is_empty() && change.orphaned.is_empty() {
         return;
     }
+    // No listener (Remora's bus is off): the event has no one to tell.
     let _ = ctx
         .events
         .send(crate::remora::events::Event::TopologyChanged {

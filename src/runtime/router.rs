@@ -147,6 +147,7 @@ pub(super) async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
                 let out = step(c);
                 let refused = out.refused.clone();
                 let events = c.publish_told(out);
+                // The caller gave up waiting (cancelled): the step is done anyway.
                 let _ = tx.send(lifecycle::Told { events, refused });
             });
             rx.await.unwrap_or_default()

@@ -66,6 +66,8 @@ pub struct Pending {
 impl Pending {
     /// The store has committed: the intent is fulfilled.
     pub fn done(self) {
+        // Left behind, it is dropped at the next start, which finds the
+        // store committed and puts nothing back.
         let _ = std::fs::remove_file(&self.path);
     }
 
@@ -75,6 +77,7 @@ impl Pending {
     pub fn abandon(self, store: &Store, root: &Path) {
         let undone = read_signed(store, &self.path).map(|intent| undo(store, root, intent));
         if matches!(undone, Some(Ok(_))) {
+            // Left behind, the next start's undo finds nothing to put back.
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -157,6 +160,8 @@ impl Store {
             .map_err(|e| io(&tmp, e.into()))?;
         std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
         if let Ok(d) = std::fs::File::open(&dir) {
+            // The rename is durable once the directory is synced; a file system
+            // that cannot sync a directory has no better way to be asked.
             let _ = d.sync_all();
         }
         Ok(Pending { path, _lock: f })
@@ -187,6 +192,7 @@ pub fn recover(store: &Store, root: &Path) -> Result<Vec<Recovered>> {
                 if rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive)
                     .is_ok()
                 {
+                    // Best effort: a leftover temporary file is removed at the next start.
                     let _ = std::fs::remove_file(&path);
                 }
             }
@@ -202,10 +208,14 @@ pub fn recover(store: &Store, root: &Path) -> Result<Vec<Recovered>> {
         // Written whole (temp file and rename) or not at all; signed by
         // this store, or not ours.
         let Some(intent) = read_signed(store, &path) else {
+            // Best effort: one this store did not sign is dropped unread at
+            // every start, never acted on.
             let _ = std::fs::remove_file(&path);
             continue;
         };
         let done = undo(store, root, intent)?;
+        // The files are back: a journal left behind would only undo nothing
+        // at the next start.
         let _ = std::fs::remove_file(&path);
         // A write that failed and undid itself leaves nothing to say.
         if !done.committed && (!done.restored.is_empty() || !done.changed.is_empty()) {

@@ -63,10 +63,9 @@ impl From<EditError> for crate::sandbox::HostError {
     }
 }
 
-/// The node of `text` that is `node` now: same type and qualified name,
+/// The node of a file's `nodes` that is `node` now: same type and qualified name,
 /// the one nearest its recorded line when there are several.
-pub fn locate<'a>(text: &str, node: &Node, nodes: &'a [RawNode]) -> Option<&'a RawNode> {
-    let _ = text;
+pub fn locate<'a>(node: &Node, nodes: &'a [RawNode]) -> Option<&'a RawNode> {
     if node.node_type == NodeType::File {
         return nodes.first();
     }
@@ -80,7 +79,7 @@ pub fn locate<'a>(text: &str, node: &Node, nodes: &'a [RawNode]) -> Option<&'a R
 /// The text of `node` in `text` (the file), as its agent sees it.
 pub fn node_source(text: &str, node: &Node) -> Option<String> {
     let ex = extract(&node.file_path, text);
-    let raw = locate(text, node, &ex.nodes)?;
+    let raw = locate(node, &ex.nodes)?;
     let start = line_start(text, raw.start_byte);
     Some(text[start..raw.end_byte].to_owned())
 }
@@ -201,7 +200,7 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
         }
         return Ok(new);
     }
-    let raw = locate(text, node, &ex.nodes).ok_or_else(|| EditError::Gone {
+    let raw = locate(node, &ex.nodes).ok_or_else(|| EditError::Gone {
         tool: "rewrite_self",
         name: node.name.clone(),
         file: node.file_path.clone(),
@@ -236,7 +235,7 @@ pub fn rewrite_self(text: &str, node: &Node, new_source: &str) -> Result<String,
     if let Some(c) = &raw.id_comment {
         if !src.contains(&c.id) {
             let nex = extract(&node.file_path, &new);
-            if let Some(at) = locate(&new, node, &nex.nodes).and_then(|r| r.id_insert_at) {
+            if let Some(at) = locate(node, &nex.nodes).and_then(|r| r.id_insert_at) {
                 new.insert_str(at, &format!("    {} {}", ex.comment, c.id));
             }
         }
@@ -288,8 +287,8 @@ pub fn propose_new_node(
     };
     let insert_at = match after {
         Some(a) => {
-            let r = locate(text, a, &ex.nodes)
-                .ok_or_else(|| EditError::NoSibling { id: a.id.clone() })?;
+            let r =
+                locate(a, &ex.nodes).ok_or_else(|| EditError::NoSibling { id: a.id.clone() })?;
             line_end(text, r.end_byte.saturating_sub(1).max(r.start_byte))
         }
         None => match at {
@@ -326,7 +325,7 @@ fn body_of(
     nodes: &[RawNode],
     python: bool,
 ) -> Result<(usize, String), EditError> {
-    let p = locate(text, parent, nodes).ok_or_else(|| EditError::Gone {
+    let p = locate(parent, nodes).ok_or_else(|| EditError::Gone {
         tool: "propose_new_node",
         name: parent.name.clone(),
         file: parent.file_path.clone(),

@@ -7,7 +7,7 @@ use super::*;
 /// reached from the shell.
 pub(super) async fn a2a(s: &mut Session, action: A2aAction) -> Result<i32, Failure> {
     use crate::a2a;
-    let http = crate::llm::http_client();
+    let http = crate::http::http_client();
     let token = |given: Option<String>| given.or_else(|| std::env::var("A2A_TOKEN").ok());
     let failed = |e: a2a::A2aError| Failure::Failed(e.to_string());
     let endpoint = |card: &Value| card["url"].as_str().unwrap_or_default().to_owned();
@@ -150,6 +150,7 @@ async fn stopped() {
             }
         }
         Err(_) => {
+            // No signal handler here: the server runs until the process is killed.
             let _ = tokio::signal::ctrl_c().await;
         }
     }
