@@ -93,12 +93,7 @@ where
         .on_receive_notification(
             {
                 let p = p();
-                async move |n: SessionNotification, _cx| {
-                    if let Some(route) = route_of(&p.routes, &n.session_id) {
-                        route.update(&n.update);
-                    }
-                    Ok(())
-                }
+                async move |n: SessionNotification, _cx| p.update(n)
             },
             on_receive_notification!(),
         )
@@ -155,20 +150,14 @@ where
         .on_receive_request(
             {
                 let p = p();
-                async move |req: KillTerminalRequest, responder, _cx| {
-                    let killed = p.terminals.kill(&req.session_id.0, &req.terminal_id.0);
-                    answer(responder, killed.map(|()| KillTerminalResponse::new()))
-                }
+                async move |req: KillTerminalRequest, responder, _cx| p.kill(req, responder)
             },
             on_receive_request!(),
         )
         .on_receive_request(
             {
                 let p = p();
-                async move |req: ReleaseTerminalRequest, responder, _cx| {
-                    let released = p.terminals.release(&req.session_id.0, &req.terminal_id.0);
-                    answer(responder, released.map(|()| ReleaseTerminalResponse::new()))
-                }
+                async move |req: ReleaseTerminalRequest, responder, _cx| p.release(req, responder)
             },
             on_receive_request!(),
         )
@@ -199,6 +188,34 @@ fn answer<T: agent_client_protocol::JsonRpcResponse>(
 }
 
 impl Peer {
+    /// What the agent did in a session, for that session's run.
+    fn update(&self, n: SessionNotification) -> Result<(), agent_client_protocol::Error> {
+        if let Some(route) = route_of(&self.routes, &n.session_id) {
+            route.update(&n.update);
+        }
+        Ok(())
+    }
+
+    fn kill(
+        &self,
+        req: KillTerminalRequest,
+        responder: Responder<KillTerminalResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let killed = self.terminals.kill(&req.session_id.0, &req.terminal_id.0);
+        answer(responder, killed.map(|()| KillTerminalResponse::new()))
+    }
+
+    fn release(
+        &self,
+        req: ReleaseTerminalRequest,
+        responder: Responder<ReleaseTerminalResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let released = self
+            .terminals
+            .release(&req.session_id.0, &req.terminal_id.0);
+        answer(responder, released.map(|()| ReleaseTerminalResponse::new()))
+    }
+
     fn read(
         &self,
         req: ReadTextFileRequest,

@@ -88,21 +88,49 @@ pub fn project_file(root: &Path) -> PathBuf {
     root.join(".chimera").join("config.json")
 }
 
-fn read_json(f: &Path) -> Result<(Vec<u8>, Value), String> {
-    let bytes = std::fs::read(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-    let value = serde_json::from_slice::<Value>(&bytes)
-        .map_err(|e| format!("{} is not valid JSON: {e}", f.display()))?;
+/// Why the options could not be read; each says which file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {}: {source}", file.display())]
+    Unreadable {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not valid JSON: {source}", file.display())]
+    NotJson {
+        file: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{} must hold a JSON object", .0.display())]
+    NotObject(PathBuf),
+    #[error("bad option in {from}: {source} (the keys are those of setup{{}}; see :help chimera-config)")]
+    BadOption {
+        from: String,
+        source: serde_json::Error,
+    },
+    #[error("{} is a symbolic link: a project's options must be a file of its own (a link would give it another file's options, and that file's trust); replace it with a copy", .0.display())]
+    Link(PathBuf),
+}
+
+fn read_json(f: &Path) -> Result<(Vec<u8>, Value), ConfigError> {
+    let bytes = std::fs::read(f).map_err(|source| ConfigError::Unreadable {
+        file: f.to_owned(),
+        source,
+    })?;
+    let value = serde_json::from_slice::<Value>(&bytes).map_err(|source| ConfigError::NotJson {
+        file: f.to_owned(),
+        source,
+    })?;
     if !value.is_object() {
-        return Err(format!("{} must hold a JSON object", f.display()));
+        return Err(ConfigError::NotObject(f.to_owned()));
     }
     Ok((bytes, value))
 }
 
-fn parse(value: Value, from: &str) -> Result<Config, String> {
-    serde_json::from_value(value).map_err(|e| {
-        format!(
-            "bad option in {from}: {e} (the keys are those of setup{{}}; see :help chimera-config)"
-        )
+fn parse(value: Value, from: &str) -> Result<Config, ConfigError> {
+    serde_json::from_value(value).map_err(|source| ConfigError::BadOption {
+        from: from.to_owned(),
+        source,
     })
 }
 
@@ -120,20 +148,17 @@ fn merge(base: &mut Value, over: Value) {
 
 /// A project's options file (or its `.chimera` folder) that is a link is
 /// refused: what it says would be another file's, trusted or not.
-fn refuse_links(root: &Path, file: &Path) -> Result<(), String> {
+fn refuse_links(root: &Path, file: &Path) -> Result<(), ConfigError> {
     for p in [root.join(".chimera"), file.to_path_buf()] {
         if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(format!(
-                "{} is a symbolic link: a project's options must be a file of its own (a link would give it another file's options, and that file's trust); replace it with a copy",
-                p.display()
-            ));
+            return Err(ConfigError::Link(p));
         }
     }
     Ok(())
 }
 
 /// Reads the options for the project at `root`.
-pub fn load(root: &Path, g: &Global) -> Result<Loaded, String> {
+pub fn load(root: &Path, g: &Global) -> Result<Loaded, ConfigError> {
     let user_file = user_file().filter(|p| p.is_file());
     let user_raw = match &user_file {
         Some(f) => read_json(f)?.1,

@@ -87,11 +87,11 @@ struct Session {
 
 impl Session {
     /// A client for reads: the running core, else the store read here.
-    async fn reader(&self) -> Result<Client, String> {
+    async fn reader(&self) -> Result<Client, SessionError> {
         if self.remote.alive().await {
             return Ok(self.remote.clone());
         }
-        let store = Store::open(&self.root).map_err(|e| e.to_string())?;
+        let store = Store::open(&self.root)?;
         Ok(Client::local(crate::api::router(Arc::new(StoreOnly {
             store,
             events: Arc::new(EventBus::new()),
@@ -101,7 +101,7 @@ impl Session {
     }
 
     /// A client for changes: the running core, else one started here.
-    async fn writer(&mut self) -> Result<Client, String> {
+    async fn writer(&mut self) -> Result<Client, SessionError> {
         if self.remote.alive().await {
             return Ok(self.remote.clone());
         }
@@ -113,8 +113,7 @@ impl Session {
                 self.loaded.config.clone(),
                 self.root.clone(),
                 Arc::new(Stderr),
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             self.own = Some(core);
         }
         let deadline = Instant::now() + START_LIMIT;
@@ -124,11 +123,10 @@ impl Session {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Err(format!(
-            "the core started for {} did not answer within {} s",
-            self.root.display(),
-            START_LIMIT.as_secs()
-        ))
+        Err(SessionError::Silent {
+            root: self.root.clone(),
+            secs: START_LIMIT.as_secs(),
+        })
     }
 
     /// `GET path` from the running core, else from the store.
@@ -160,25 +158,22 @@ impl Session {
 }
 
 /// The project root: `--root`, else the nearest folder above holding `.git`.
-fn project_root(given: Option<&Path>) -> Result<PathBuf, String> {
+fn project_root(given: Option<&Path>) -> Result<PathBuf, SessionError> {
     let root = match given {
         Some(r) => r.to_path_buf(),
         None => {
-            let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
+            let cwd = std::env::current_dir().map_err(SessionError::NoCwd)?;
             let root = crate::paths::find_root(&cwd);
             if !root.join(".git").exists() {
-                return Err(format!(
-                    "{} is not inside a git checkout; pass --root DIR",
-                    cwd.display()
-                ));
+                return Err(SessionError::NotInGit(cwd));
             }
             root
         }
     };
     let root = root
         .canonicalize()
-        .map_err(|e| format!("the project root {} cannot be used: {e}", root.display()))?;
-    crate::paths::check_root(&root).map_err(|e| e.to_string())?;
+        .map_err(|source| SessionError::BadRoot { root, source })?;
+    crate::paths::check_root(&root)?;
     Ok(root)
 }
 
@@ -240,11 +235,11 @@ pub async fn run(cli: Cli) -> i32 {
 /// `chimera trust [--revoke] [--yes]`: shows what the project's options
 /// file would let run, reach or read, asks, and records (or takes back) the
 /// user's trust in it as it is now.
-fn trust(root: &Path, revoke: bool, yes: bool, g: &super::Global) -> Result<(), String> {
+fn trust(root: &Path, revoke: bool, yes: bool, g: &super::Global) -> Result<(), SessionError> {
     let file = super::config::project_file(root);
-    let db = crate::trust::TrustDb::user().map_err(|e| e.to_string())?;
+    let db = crate::trust::TrustDb::user()?;
     if revoke {
-        let was = db.revoke(&file).map_err(|e| e.to_string())?;
+        let was = db.revoke(&file)?;
         out!(
             "{} {}",
             file.display(),
@@ -256,14 +251,16 @@ fn trust(root: &Path, revoke: bool, yes: bool, g: &super::Global) -> Result<(), 
         );
         return Ok(());
     }
-    let bytes = std::fs::read(&file)
-        .map_err(|e| format!("cannot read {}: {e} (nothing to trust)", file.display()))?;
+    let bytes = std::fs::read(&file).map_err(|source| SessionError::NothingToTrust {
+        file: file.clone(),
+        source,
+    })?;
     // Refused while invalid: it would apply nothing anyway.
     let loaded = super::load_config(root, g)?;
     let raw: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let guarded = loaded.project.map(|p| p.guarded).unwrap_or_default();
     if guarded.is_empty() {
-        db.trust(&file, &bytes).map_err(|e| e.to_string())?;
+        db.trust(&file, &bytes)?;
         out!(
             "trusted {} (it sets nothing that needs trust)",
             file.display()
@@ -288,12 +285,9 @@ fn trust(root: &Path, revoke: bool, yes: bool, g: &super::Global) -> Result<(), 
         );
     }
     if !yes && !ask("Trust it as it is now? [y/N] ")? {
-        return Err(format!(
-            "not trusted; nothing of the above applies. Read {} first; `chimera trust --yes` trusts it without asking",
-            file.display()
-        ));
+        return Err(SessionError::NotTrusted(file));
     }
-    db.trust(&file, &bytes).map_err(|e| e.to_string())?;
+    db.trust(&file, &bytes)?;
     out!("trusted {}; these now apply:", file.display());
     for key in &guarded {
         out!("  {key} = {}", value_of(key));
@@ -303,7 +297,7 @@ fn trust(root: &Path, revoke: bool, yes: bool, g: &super::Global) -> Result<(), 
 }
 
 /// Asks `question` on the terminal; false where there is none to ask in.
-fn ask(question: &str) -> Result<bool, String> {
+fn ask(question: &str) -> Result<bool, SessionError> {
     use std::io::{BufRead, IsTerminal, Write};
     if !std::io::stdin().is_terminal() {
         return Ok(false);
@@ -315,7 +309,7 @@ fn ask(question: &str) -> Result<bool, String> {
     std::io::stdin()
         .lock()
         .read_line(&mut answer)
-        .map_err(|e| format!("cannot read the answer: {e}"))?;
+        .map_err(SessionError::NoAnswer)?;
     Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
 }
 
@@ -327,6 +321,47 @@ enum Failure {
 impl From<String> for Failure {
     fn from(e: String) -> Self {
         Failure::Failed(e)
+    }
+}
+
+/// What stops a command before or beside the core's own answer.
+#[derive(Debug, thiserror::Error)]
+enum SessionError {
+    #[error("no current directory: {0}")]
+    NoCwd(std::io::Error),
+    #[error("{} is not inside a git checkout; pass --root DIR", .0.display())]
+    NotInGit(PathBuf),
+    #[error("the project root {} cannot be used: {source}", root.display())]
+    BadRoot {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Root(#[from] crate::paths::RootError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Start(#[from] crate::runtime::RuntimeError),
+    #[error("the core started for {} did not answer within {secs} s", root.display())]
+    Silent { root: PathBuf, secs: u64 },
+    #[error(transparent)]
+    Options(#[from] super::config::ConfigError),
+    #[error(transparent)]
+    Trust(#[from] crate::trust::TrustError),
+    #[error("cannot read {}: {source} (nothing to trust)", file.display())]
+    NothingToTrust {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("not trusted; nothing of the above applies. Read {} first; `chimera trust --yes` trusts it without asking", .0.display())]
+    NotTrusted(PathBuf),
+    #[error("cannot read the answer: {0}")]
+    NoAnswer(std::io::Error),
+}
+
+impl From<SessionError> for Failure {
+    fn from(e: SessionError) -> Self {
+        Failure::Failed(e.to_string())
     }
 }
 

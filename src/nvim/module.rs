@@ -314,7 +314,7 @@ fn project_options(lua: &Lua) -> mlua::Result<mlua::Function> {
                         .to_string_lossy()
                         .into_owned(),
                 )?;
-                t.set("error", e)?;
+                t.set("error", e.to_string())?;
                 return Ok(Some(t));
             }
         };

@@ -109,13 +109,31 @@ impl Extensions {
     }
 }
 
+/// Why an extension file gives no extensions; said with the file's name.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtensionError {
+    #[error("cannot parse it as Python")]
+    Unparsed,
+    #[error("{0}")]
+    Syntax(String),
+    #[error("match_type must be \"file\", \"class\", \"function\" or \"method\", not {0:?}")]
+    MatchType(String),
+    #[error("match_pattern {pattern:?}: {source}")]
+    MatchPattern {
+        pattern: String,
+        source: globset::Error,
+    },
+}
+
 /// The extensions defined in one file.
-pub fn parse(origin: &str, text: &str) -> Result<Vec<Extension>, String> {
-    let tree = crate::python::parse(text).ok_or("cannot parse")?;
+pub fn parse(origin: &str, text: &str) -> Result<Vec<Extension>, ExtensionError> {
+    let tree = crate::python::parse(text).ok_or(ExtensionError::Unparsed)?;
     let root = tree.root_node();
     if root.has_error() {
         let p = crate::python::syntax_problem(text);
-        return Err(p.map_or("syntax error".into(), |p| p.to_string()));
+        return Err(ExtensionError::Syntax(
+            p.map_or("syntax error".into(), |p| p.to_string()),
+        ));
     }
     let mut out = Vec::new();
     let module = Settings::read(root, text, false);
@@ -228,19 +246,18 @@ impl Settings {
         s
     }
 
-    fn into_extension(self, origin: String) -> Result<Extension, String> {
+    fn into_extension(self, origin: String) -> Result<Extension, ExtensionError> {
         let match_type = match self.match_type.as_deref() {
             None | Some("") | Some("any") => None,
-            Some(t) => Some(NodeType::parse(t).ok_or_else(|| {
-                format!(
-                    "match_type must be \"file\", \"class\", \"function\" or \"method\", not {t:?}"
-                )
-            })?),
+            Some(t) => {
+                Some(NodeType::parse(t).ok_or_else(|| ExtensionError::MatchType(t.to_owned()))?)
+            }
         };
         let pattern = self.match_pattern.unwrap_or_else(|| "*".into());
-        let matcher = Glob::new(&pattern)
-            .map_err(|e| format!("match_pattern {pattern:?}: {e}"))?
-            .compile_matcher();
+        let matcher = match Glob::new(&pattern) {
+            Ok(glob) => glob.compile_matcher(),
+            Err(source) => return Err(ExtensionError::MatchPattern { pattern, source }),
+        };
         Ok(Extension {
             origin,
             match_type,
