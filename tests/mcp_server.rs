@@ -257,6 +257,21 @@ async fn a_host_reads_writes_into_its_overlay_and_proposes_what_the_shell_accept
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_a_host_is_offered_reaches_a_handler_of_the_core() {
+    let p = project(&[]);
+    let h = host(&p, "claude-code", &[]).await;
+    let tools = h.list_all_tools().await.unwrap();
+    assert!(tools.len() >= 13, "{} tools", tools.len());
+    for t in tools {
+        // Called without its arguments: refused for what it lacks, never
+        // as a tool nobody serves.
+        let (said, _) = call(&h, &t.name, json!({})).await;
+        assert!(!said.contains("no tool `"), "{}: {said}", t.name);
+    }
+    h.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_readonly_host_reads_and_is_refused_every_change() {
     let p = project(&[]);
     let h = host(&p, "reader", &["--preset", "readonly"]).await;

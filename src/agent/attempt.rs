@@ -264,7 +264,7 @@ impl Turn<'_> {
             if !j.has_tool(&tool) {
                 return Ok(Err(format!(
                     "There is no tool `{tool}`; the tools are: {}.",
-                    node::TOOLS.join(", ")
+                    node::tool_names().collect::<Vec<_>>().join(", ")
                 )
                 .into()));
             }

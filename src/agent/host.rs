@@ -105,33 +105,9 @@ pub(crate) fn search(
         .collect())
 }
 
-const FUNCTIONS: &[&str] = &[
-    "get_task",
-    "read_file",
-    "write_file",
-    "delete_file",
-    "list_dir",
-    "file_exists",
-    "search_files",
-    "get_file_tree",
-    "ask_llm",
-    "submit_result",
-    "log",
-    "write_definitions",
-    "run_command",
-    "system_stats",
-    "web_search",
-    "delegate",
-    "mcp_call",
-    "snapshot",
-    "rollback",
-    "env",
-];
-
-/// Whether `name` is one of the registry's host functions.
-#[cfg(test)]
+/// Whether `name` is one of the host functions (the tool table's).
 pub(crate) fn is_function(name: &str) -> bool {
-    FUNCTIONS.contains(&name)
+    super::tools::table::function(name).is_some()
 }
 
 impl AgentHost {
@@ -390,8 +366,8 @@ impl AgentHost {
             fn has_function(&self, name: &str) -> bool {
                 matches!(name, "__chimera_args__" | "__chimera_kwargs__" | "__chimera_return__")
                     // No extension tool inside another: no recursion.
-                    || (FUNCTIONS.contains(&name) && name != "submit_result")
-                    || crate::agent::node::TOOLS.contains(&name)
+                    || (is_function(name) && name != "submit_result")
+                    || crate::agent::node::is_tool(name)
             }
             fn cancelled(&self) -> bool {
                 self.agent.cancelled()
@@ -649,7 +625,7 @@ impl AgentHost {
 
 impl Host for AgentHost {
     fn has_function(&self, name: &str) -> bool {
-        FUNCTIONS.contains(&name) || self.node.as_ref().is_some_and(|n| n.has_tool(name))
+        is_function(name) || self.node.as_ref().is_some_and(|n| n.has_tool(name))
     }
 
     fn cancelled(&self) -> bool {

@@ -2454,4 +2454,5 @@ mod meant_paths;
 mod methods;
 mod rules;
 mod test_files;
+mod tool_table;
 mod usage;

@@ -15,87 +15,8 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
+use crate::agent::tools::table;
 use crate::api::client::{Client, ClientError};
-
-/// One tool: name, what it does (for the host's model), its arguments.
-struct ToolDef {
-    name: &'static str,
-    description: &'static str,
-    /// `(name, JSON type, description)`; a type ending in `?` is optional.
-    params: &'static [(&'static str, &'static str, &'static str)],
-}
-
-const PATH: (&str, &str, &str) = ("path", "string", "project path, relative to the root");
-const NODE: (&str, &str, &str) = ("id", "string", "a Remora node ID (from `nodes`)");
-
-/// Every tool, in the order hosts list them.
-const TOOLS: &[ToolDef] = &[
-    ToolDef {
-        name: "read_file",
-        description: "Read a project file as the human sees it (unsaved editor buffers included), with what you wrote in this session over it.",
-        params: &[PATH],
-    },
-    ToolDef {
-        name: "list_dir",
-        description: "List a directory of the project (\"\" or no path: the root); directories end in /.",
-        params: &[("path", "string?", "directory")],
-    },
-    ToolDef {
-        name: "search_files",
-        description: "Project files whose path matches a glob (with * ? or [), else files containing the text.",
-        params: &[("pattern", "string", "glob or text")],
-    },
-    ToolDef {
-        name: "write_file",
-        description: "Write a whole file into this session's overlay. The human's files do not change: call `propose` when done, and the human reviews the change in the editor.",
-        params: &[PATH, ("content", "string", "the complete new content")],
-    },
-    ToolDef {
-        name: "delete_file",
-        description: "Delete a file in this session's overlay (proposed like a write).",
-        params: &[PATH],
-    },
-    ToolDef {
-        name: "propose",
-        description: "Turn what this session wrote into a proposal for the human to review (accept or reject, per hunk). Returns its ID and diff; the next write starts a new proposal.",
-        params: &[("summary", "string?", "one line: what the change does")],
-    },
-    ToolDef {
-        name: "proposal_status",
-        description: "A proposal's state (completed = waiting for the human, accepted, rejected with feedback, failed) and its diff.",
-        params: &[("id", "string", "the proposal's ID (from `propose`)")],
-    },
-    ToolDef {
-        name: "nodes",
-        description: "The functions, classes and methods of a file (Remora nodes), with their IDs and lines.",
-        params: &[PATH],
-    },
-    ToolDef {
-        name: "node",
-        description: "One Remora node with its source.",
-        params: &[NODE],
-    },
-    ToolDef {
-        name: "callers",
-        description: "The nodes that call a node.",
-        params: &[NODE],
-    },
-    ToolDef {
-        name: "callees",
-        description: "The nodes a node calls.",
-        params: &[NODE],
-    },
-    ToolDef {
-        name: "snapshot",
-        description: "Record a snapshot of the project the human can roll back to.",
-        params: &[("message", "string?", "what it marks")],
-    },
-    ToolDef {
-        name: "history",
-        description: "The project's snapshots, newest last.",
-        params: &[],
-    },
-];
 
 /// One MCP host's connection: its tools go to the core `core` reaches,
 /// under `preset`. Its clones share the session, which ends when the last
@@ -262,12 +183,11 @@ impl ServerHandler for Bridge {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // The JSON schemas are made as tool mode makes its own.
-        let tools = TOOLS
-            .iter()
-            .map(|t| {
-                let spec = crate::agent::tools::spec(t.name, t.description, t.params);
+        let tools = table::for_mcp()
+            .map(|(t, doc)| {
+                let spec = crate::agent::tools::spec(t.name, doc, t.params);
                 let schema = spec.parameters.as_object().cloned().unwrap_or_default();
-                Tool::new(t.name, t.description, Arc::new(schema))
+                Tool::new(t.name, doc, Arc::new(schema))
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
@@ -278,7 +198,7 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !TOOLS.iter().any(|t| t.name == request.name) {
+        if !table::for_mcp().any(|(t, _)| t.name == request.name) {
             return Err(ErrorData::invalid_params(
                 format!("no tool `{}`; tools/list names them", request.name),
                 None,

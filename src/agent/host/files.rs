@@ -4,6 +4,7 @@
 
 use super::{args, search, AgentHost, HostError, Value, Workspace, WriteRefused, STAYS_AS_IT_WAS};
 use crate::agent::meant::{meant, of_absolute, Meant};
+use crate::agent::tools::table::{touches, Touches};
 use crate::paths::{parse_dir, ProjectPath};
 
 impl AgentHost {
@@ -14,9 +15,9 @@ impl AgentHost {
         a: &[Value],
         kw: &[(Value, Value)],
     ) -> Option<Result<Value, HostError>> {
-        if WRITES.contains(&name) {
+        if touches(name, Touches::Writes) {
             Some(self.write_function(name, a, kw))
-        } else if READS.contains(&name) {
+        } else if touches(name, Touches::Files) {
             Some(self.read_function(name, a, kw))
         } else {
             None
@@ -207,15 +208,3 @@ impl AgentHost {
         Ok(Value::Bool(true))
     }
 }
-
-/// The file functions that change files.
-const WRITES: &[&str] = &["write_file", "delete_file", "write_definitions"];
-
-/// The file functions that only look.
-const READS: &[&str] = &[
-    "read_file",
-    "list_dir",
-    "file_exists",
-    "search_files",
-    "get_file_tree",
-];

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{NodeBus, NodeJob, TOOLS};
+use super::{NodeBus, NodeJob};
 use crate::lang::{self, Language};
 use crate::remora::extract::{extract, RawNode};
 use crate::remora::{Node, NodeStatus, NodeType};
@@ -482,7 +482,7 @@ pub fn own_definition(code: &str, node: &Node) -> Option<String> {
         .lines()
         .filter(|l| {
             let t = l.trim_start();
-            !TOOLS.iter().any(|tool| t.starts_with(&format!("{tool}(")))
+            !super::tool_names().any(|tool| t.starts_with(&format!("{tool}(")))
         })
         .collect();
     Some(kept.join("\n"))

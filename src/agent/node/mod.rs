@@ -300,16 +300,15 @@ pub fn parse_tool_call(reply: &str) -> Option<(String, Vec<(Value, Value)>)> {
 /// How the answer to a message that was sent begins.
 pub const SENT: &str = "sent to ";
 
+/// Whether `name` is one of the seed's node tools.
+pub fn is_tool(name: &str) -> bool {
+    tool_names().any(|t| t == name)
+}
+
 /// The seed's node tools, by name.
-pub const TOOLS: &[&str] = &[
-    "rewrite_self",
-    "message_node",
-    "ask_parent",
-    "propose_new_node",
-    "read_node",
-    "get_my_callers",
-    "get_my_callees",
-];
+pub fn tool_names() -> impl Iterator<Item = &'static str> {
+    crate::agent::tools::table::offered(crate::agent::tools::table::Offer::Node).map(|t| t.name)
+}
 
 fn node_value(n: &Node) -> Value {
     Value::dict(vec![
@@ -443,7 +442,7 @@ impl NodeJob {
         a: &[Value],
         kw: &[(Value, Value)],
     ) -> Option<Result<Value, HostError>> {
-        if !TOOLS.contains(&name) {
+        if !is_tool(name) {
             return None;
         }
         Some(self.call_tool(ws, name, a, kw))
@@ -456,7 +455,7 @@ impl NodeJob {
 
     /// Whether `name` is one of this agent's tools (seed tools or extension ones).
     pub fn has_tool(&self, name: &str) -> bool {
-        TOOLS.contains(&name) || self.view.tools.iter().any(|t| t.name == name)
+        is_tool(name) || self.view.tools.iter().any(|t| t.name == name)
     }
 
     /// `propose_new_node(node_type, name, source, insert_after?)`: a

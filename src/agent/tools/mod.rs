@@ -13,6 +13,7 @@
 mod blocks;
 mod chat;
 mod registry;
+pub mod table;
 mod told;
 
 use serde_json::{json, Value as Json};

@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value as Json};
 
+use super::table::{self, Needs, Offer};
 use crate::agent::brain::Run;
 
 /// One tool: its name, what it does, and its arguments as a JSON schema.
@@ -42,104 +43,26 @@ pub(crate) fn spec(name: &str, description: &str, params: &[(&str, &str, &str)])
     }
 }
 
-/// The tools of the registry, with their schemas.
+/// A tool of the table with its schema.
+fn spec_of(t: &table::Tool) -> ToolSpec {
+    spec(t.name, t.doc, t.params)
+}
+
+/// The tools every agent is offered in tool mode, with their schemas.
 pub fn registry() -> Vec<ToolSpec> {
-    vec![
-        spec(
-            "read_file",
-            "Read a project file (path relative to the root).",
-            &[("path", "string", "project path")],
-        ),
-        spec(
-            "write_file",
-            "Write a whole file (into your overlay; the human reviews it).",
-            &[
-                ("path", "string", "project path"),
-                ("content", "string", "the complete new content"),
-            ],
-        ),
-        spec(
-            "run_command",
-            "Run a program (no shell) in a scratch copy of the project with your changes, e.g. the tests. Only allowed programs run.",
-            &[("argv", "array", "the program and its arguments")],
-        ),
-        spec(
-            "write_definitions",
-            "Replace functions/classes in a Python file by their new versions (same names), or add new ones.",
-            &[
-                ("path", "string", "project path"),
-                ("code", "string", "the new definitions, complete"),
-            ],
-        ),
-        spec(
-            "delete_file",
-            "Delete a file.",
-            &[("path", "string", "project path")],
-        ),
-        spec(
-            "list_dir",
-            "List a directory (\"\" for the root).",
-            &[("path", "string?", "directory")],
-        ),
-        spec(
-            "file_exists",
-            "Whether a file exists.",
-            &[("path", "string", "project path")],
-        ),
-        spec(
-            "search_files",
-            "Files whose path matches a glob (with * or ?), else files containing the text.",
-            &[("pattern", "string", "glob or text")],
-        ),
-        spec(
-            "get_file_tree",
-            "Every file of the project, one per line.",
-            &[],
-        ),
-        spec("get_task", "The task, again.", &[]),
-        spec(
-            "system_stats",
-            "The machine's CPUs, load averages, memory, uptime, the project's disk, and the processes using the most CPU and memory.",
-            &[],
-        ),
-        spec(
-            "submit_result",
-            "Finish: say what you changed. Call it once, last.",
-            &[
-                ("summary", "string", "one line"),
-                ("changed_files", "array", "paths you wrote"),
-            ],
-        ),
-    ]
+    table::offered(Offer::Agent).map(spec_of).collect()
 }
 
+/// The chat's way to answer.
 pub(super) fn reply_spec() -> ToolSpec {
-    spec(
-        "reply",
-        "Answer the human in the chat and end your turn (no file change needed).",
-        &[("text", "string", "your answer")],
-    )
+    let mut chat = table::offered(Offer::Chat).map(spec_of);
+    chat.next()
+        .unwrap_or_else(|| spec("reply", "Answer the human.", &[]))
 }
 
-fn web_search_spec() -> ToolSpec {
-    spec(
-        "web_search",
-        "Search the web; the top results with title, URL and snippet.",
-        &[("query", "string", "what to search for")],
-    )
-}
-
-fn delegate_spec(peers: &[&str]) -> ToolSpec {
-    let mut s = spec(
-        "delegate",
-        "Hand a task to another agent (A2A) and wait for its answer; a change it proposes is applied to your files (your overlay).",
-        &[
-            ("peer", "string", "the agent's name"),
-            ("task", "string", "what it should do, in words"),
-        ],
-    );
-    s.description = format!("{} Agents: {}.", s.description, peers.join(", "));
-    s
+/// The tool offered when `needs` is allowed.
+fn spec_if(needs: Needs) -> Option<ToolSpec> {
+    table::offered(Offer::AgentIf(needs)).next().map(spec_of)
 }
 
 /// The tools `job` is offered: the registry, `web_search` when an
@@ -149,51 +72,36 @@ fn delegate_spec(peers: &[&str]) -> ToolSpec {
 pub(super) async fn offered(run: &Run<'_>) -> (Vec<ToolSpec>, Vec<String>) {
     let (services, caps, cancel, progress) = (run.services, &run.caps, run.cancel, run.progress);
     let mut tools = registry();
-    if caps.may_read_env() {
-        tools.push(spec(
-            "env",
-            "An environment variable you may read (no name: all of them).",
-            &[
-                ("name", "string?", "the variable's name"),
-                ("default", "string?", "what an unset one gives"),
-            ],
-        ));
-    }
-    if caps.check_snapshot().is_ok() {
-        tools.push(spec(
-            "snapshot",
-            "Checkpoint your changes so far; returns the checkpoint's name.",
-            &[("name", "string?", "a name for it")],
-        ));
-    }
-    if caps.check_rollback().is_ok() {
-        tools.push(spec(
-            "rollback",
-            "Undo your changes made since a checkpoint (e.g. when the tests fail after them).",
-            &[("name", "string", "the checkpoint's name")],
-        ));
-    }
-    if let Some(url) = services
+    let web_search = services
         .web_search_url
         .as_deref()
         .and_then(|u| reqwest::Url::parse(u).ok())
-    {
-        if caps
-            .check_endpoint(url.host_str().unwrap_or(""), url.port())
-            .is_ok()
-        {
-            tools.push(web_search_spec());
-        }
-    }
-    let reachable = services.a2a_peers.values().any(|p| {
+        .is_some_and(|url| {
+            caps.check_endpoint(url.host_str().unwrap_or(""), url.port())
+                .is_ok()
+        });
+    let peer = services.a2a_peers.values().any(|p| {
         reqwest::Url::parse(&p.url).is_ok_and(|u| {
             caps.check_endpoint(u.host_str().unwrap_or(""), u.port())
                 .is_ok()
         })
     });
-    if reachable {
-        let names: Vec<&str> = services.a2a_peers.keys().map(String::as_str).collect();
-        tools.push(delegate_spec(&names));
+    let allowed = [
+        (Needs::Env, caps.may_read_env()),
+        (Needs::Snapshot, caps.check_snapshot().is_ok()),
+        (Needs::Rollback, caps.check_rollback().is_ok()),
+        (Needs::WebSearch, web_search),
+        (Needs::Peer, peer),
+    ];
+    for (needs, allowed) in allowed {
+        let Some(mut s) = spec_if(needs).filter(|_| allowed) else {
+            continue;
+        };
+        if needs == Needs::Peer {
+            let names: Vec<&str> = services.a2a_peers.keys().map(String::as_str).collect();
+            s.description = format!("{} Agents: {}.", s.description, names.join(", "));
+        }
+        tools.push(s);
     }
     let (mcp, errors) = services
         .mcp
