@@ -496,6 +496,23 @@ fn an_accept_killed_after_any_rename_is_put_back_whole_and_the_store_agrees() {
     }
 }
 
+/// What the tolerant child said of its accept in `root` with
+/// `failpoints` armed.
+fn accept_failing(root: &Path, failpoints: &str) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash_child_tolerant",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CHIMERA_CRASH_CHILD", root)
+        .env("CHIMERA_FAILPOINTS", failpoints)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn a_rename_that_fails_midway_undoes_the_ones_before_it() {
     for k in cut_points() {
@@ -503,18 +520,7 @@ fn a_rename_that_fails_midway_undoes_the_ones_before_it() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         setup_many(root);
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "crash_child_tolerant",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("CHIMERA_CRASH_CHILD", root)
-            .env("CHIMERA_FAILPOINTS", format!("rename={k}:error"))
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stdout);
+        let said = accept_failing(root, &format!("rename={k}:error"));
         assert!(said.contains("accept failed"), "{cycle}: {said}");
         let store = Store::open(root).unwrap();
         // No restart needed: the failed accept put everything back itself.
@@ -532,18 +538,7 @@ fn an_undo_that_fails_too_is_said_and_the_journal_puts_the_files_back() {
     setup_many(root);
     // The 60th rename fails; putting back the first of the 59 before it
     // fails too.
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "crash_child_tolerant",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("CHIMERA_CRASH_CHILD", root)
-        .env("CHIMERA_FAILPOINTS", "rename=60:error,undo=1:error")
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = accept_failing(root, "rename=60:error,undo=1:error");
     assert!(said.contains("accept failed"), "{said}");
     assert!(said.contains("could not be put back right away"), "{said}");
     let store = Store::open(root).unwrap();
