@@ -55,9 +55,7 @@ pub fn registry() -> Vec<ToolSpec> {
 
 /// The chat's way to answer.
 pub(super) fn reply_spec() -> ToolSpec {
-    let mut chat = table::offered(Offer::Chat).map(spec_of);
-    chat.next()
-        .unwrap_or_else(|| spec("reply", "Answer the human.", &[]))
+    spec_of(&table::REPLY)
 }
 
 /// The tool offered when `needs` is allowed.

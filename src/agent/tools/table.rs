@@ -113,6 +113,14 @@ const fn shared(tool: Tool, mcp_doc: &'static str) -> Tool {
     }
 }
 
+/// The chat's way to answer, the one tool offered `Offer::Chat`.
+pub const REPLY: Tool = only(
+    Offer::Chat,
+    "reply",
+    &[("text", "string", "your answer")],
+    "Answer the human in the chat and end your turn (no file change needed).",
+);
+
 /// Every tool. The agents' come in the order tool mode lists them (small
 /// models read the first ones more closely): the file tools first.
 pub const TOOLS: &[Tool] = &[
@@ -226,12 +234,7 @@ pub const TOOLS: &[Tool] = &[
         &[("server", "string", "the MCP server's name"), ("tool", "string", "its tool"), ("args", "object", "the tool's arguments")],
         "Call a tool of an MCP server the capabilities allow.",
     ),
-    only(
-        Offer::Chat,
-        "reply",
-        &[("text", "string", "your answer")],
-        "Answer the human in the chat and end your turn (no file change needed).",
-    ),
+    REPLY,
     only(Offer::Node, "rewrite_self", &[("new_source", "string", "this node's new source")], "Replace exactly this node (its ID kept)."),
     only(
         Offer::Node,
