@@ -149,7 +149,7 @@ struct Core {
     steps: std::sync::mpsc::Sender<Step>,
     /// The agents' tasks and the slots they run in.
     slots: Slots,
-    llm: Result<LlmClient, String>,
+    llm: Result<LlmClient, crate::llm::LlmError>,
     /// The model new agents ask when their role names none (`:Chimera
     /// model`); `None`: `llm.model`.
     model: std::sync::RwLock<Option<String>>,
@@ -484,7 +484,7 @@ fn build_core(
             config.remora.cooldown_ms,
         )),
         slots: Slots::new(config.agents.max_concurrent),
-        llm: LlmClient::new(&config.llm).map_err(|e| e.to_string()),
+        llm: LlmClient::new(&config.llm),
         model: Default::default(),
         services: agent::Services::new(&config, root.clone()),
         lifecycle: Lifecycle {
@@ -669,7 +669,7 @@ async fn check_llm(core: &Core) {
         Err(e) => crate::llm::health::Health {
             ok: false,
             warning: false,
-            message: e.clone(),
+            message: e.to_string(),
             models: vec![],
         },
         Ok(llm) => {

@@ -116,7 +116,7 @@ pub(super) async fn run_agent(
             let llm = core
                 .llm
                 .as_ref()
-                .map_err(|e| agent::AgentError::Internal(e.clone()))?;
+                .map_err(|e| agent::AgentError::Internal(e.to_string()))?;
             // The model of its role, else the one chosen now; the agent
             // keeps it to the end whatever is chosen meanwhile.
             let mut config = core.config.clone();

@@ -553,7 +553,7 @@ async fn answer_turn(
     let messages = node::answer_messages(&view, &who, question);
     let llm = core.llm.as_ref().map_err(|e| BusError::CouldNot {
         to: to.to_owned(),
-        why: e.clone(),
+        why: e.to_string(),
     })?;
     let model = core
         .config
