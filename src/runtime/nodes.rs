@@ -393,7 +393,7 @@ pub(super) fn chat(core: &Arc<Core>, node_id: &str, message: String) {
         core.emit(
             Event::AgentError {
                 agent_id: node_id.to_owned(),
-                error: format!("cannot hear this chat's answers: {e}"),
+                error: format!("this chat cannot wake the node (its subscription failed): {e}"),
             },
             Some(&correlation),
         );
