@@ -378,9 +378,13 @@ async fn run_program(run: &Run<'_>, code: String) -> Result<Attempt, AgentError>
     let (result, host) = host
         .off_runtime(move |h| sandbox::run(&code, h, limits))
         .await?;
-    // What the program said stays with the agent, whatever became of it.
-    if !host.logs.is_empty() {
-        store.agent_log_append(&job.id, &host.logs)?;
+    // What the program said stays with the agent, whatever became of it,
+    // and so does which file a path it gave was taken for: code mode has
+    // no next call to tell it with.
+    let notes = host.path_notes.iter().map(|n| n.for_log());
+    let kept: Vec<String> = host.logs.iter().cloned().chain(notes).collect();
+    if !kept.is_empty() {
+        store.agent_log_append(&job.id, &kept)?;
     }
     match result {
         Err(SandboxError::Cancelled) => return Err(AgentError::Cancelled),

@@ -157,11 +157,11 @@ impl AgentHost {
                     .map_err(|e| self.refused(fname, e))
             }
         };
-        let verb = if reading { "reads" } else { "writes" };
-        self.path_notes.push(format!(
-            "(`{raw}` is not a path of the project: {fname}() {verb} `{file}`, the file it ends \
-             with. Give that path from now on.)"
-        ));
+        self.path_notes.push(super::PathNote {
+            given: raw.to_owned(),
+            file: file.to_string(),
+            function: fname.to_owned(),
+        });
         self.workspace()
             .path(file.as_str())
             .map_err(|e| self.refused(fname, e))

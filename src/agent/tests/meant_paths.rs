@@ -168,3 +168,19 @@ async fn a_placeholder_path_read_reads_the_file() {
         requests[1]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_programs_placeholder_path_is_said_in_the_agents_log() {
+    // Code mode has no next call to tell: the human reads it in the log
+    // (`chimera agent`, the agents window), beside what `log()` said.
+    let program = GOOD.replace("write_file('app.py'", "write_file('path/to/app.py'");
+    let (r, s, _server) = run_with(vec![Reply::OpenaiStream(program)]).await;
+    r.unwrap();
+    assert!(overlay_text(&s).is_some_and(|t| t.contains("Parse the config")));
+    let log = s.store.agent("ag").unwrap().log;
+    assert!(
+        log.iter()
+            .any(|l| l.contains("path/to/app.py") && l.contains("`app.py`")),
+        "{log:?}"
+    );
+}

@@ -496,7 +496,11 @@ impl<'r, 'a> Steps<'r, 'a> {
             return Ok((path.to_owned(), String::new()));
         };
         let meant = host.meant_path(tool, path)?;
-        let notes: String = host.path_notes.drain(..).map(|n| format!(" {n}")).collect();
+        let notes: String = host
+            .path_notes
+            .drain(..)
+            .map(|n| format!(" {}", n.to_model()))
+            .collect();
         Ok((meant.to_string(), notes))
     }
 
@@ -758,7 +762,7 @@ impl<'r, 'a> Steps<'r, 'a> {
         if let Some(host) = self.host.as_mut() {
             for note in host.path_notes.drain(..) {
                 text.push('\n');
-                text.push_str(&note);
+                text.push_str(&note.to_model());
             }
         }
         if let Some(path) = block_path {
