@@ -56,7 +56,7 @@ pub struct AgentHost {
     pub write_refused: Option<WriteRefused>,
     /// Which file a path the model gave was taken for, said once with the
     /// next call's answer (see [`super::meant`]).
-    pub path_notes: Vec<PathNote>,
+    pub path_notes: Vec<super::meant::PathNote>,
     /// Paths refused once for ending in another file's path; written
     /// again, they are taken as new files.
     asked_paths: std::collections::HashSet<String>,
@@ -108,42 +108,6 @@ pub(crate) fn search(
 /// Whether `name` is one of the host functions (the tool table's).
 pub(crate) fn is_function(name: &str) -> bool {
     super::tools::table::function(name).is_some()
-}
-
-/// A path a model gave that is not the project's, taken for the project
-/// file it ends with ([`super::meant`]).
-#[derive(Debug, Clone)]
-pub struct PathNote {
-    /// The path as the model gave it.
-    pub given: String,
-    /// The project file it was taken for.
-    pub file: String,
-    /// The function called with it.
-    pub function: String,
-}
-
-impl PathNote {
-    /// What the model is told with its call's answer.
-    pub fn to_model(&self) -> String {
-        let verb = if self.function == "read_file" {
-            "reads"
-        } else {
-            "writes"
-        };
-        format!(
-            "(`{}` is not a path of the project: {}() {verb} `{}`, the file it ends with. \
-             Give that path from now on.)",
-            self.given, self.function, self.file
-        )
-    }
-
-    /// What the agent's log says, for the human.
-    pub fn for_log(&self) -> String {
-        format!(
-            "{}(`{}`) was taken for `{}`: the path is not the project's, the file is",
-            self.function, self.given, self.file
-        )
-    }
 }
 
 impl AgentHost {

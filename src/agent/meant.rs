@@ -5,6 +5,42 @@
 
 use crate::paths::ProjectPath;
 
+/// A path a model gave that is not the project's, taken for the project
+/// file it ends with ([`meant`]).
+#[derive(Debug, Clone)]
+pub struct PathNote {
+    /// The path as the model gave it.
+    pub given: String,
+    /// The project file it was taken for.
+    pub file: String,
+    /// The function called with it.
+    pub function: String,
+}
+
+impl PathNote {
+    /// What the model is told with its call's answer.
+    pub fn to_model(&self) -> String {
+        let verb = if self.function == "read_file" {
+            "reads"
+        } else {
+            "writes"
+        };
+        format!(
+            "(`{}` is not a path of the project: {}() {verb} `{}`, the file it ends with. \
+             Give that path from now on.)",
+            self.given, self.function, self.file
+        )
+    }
+
+    /// What the agent's log says, for the human.
+    pub fn for_log(&self) -> String {
+        format!(
+            "{}(`{}`) was taken for `{}`: the path is not the project's, the file is",
+            self.function, self.given, self.file
+        )
+    }
+}
+
 /// What a path that a model gave is taken for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Meant {

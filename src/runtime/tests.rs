@@ -1554,3 +1554,48 @@ fn each_role_asks_its_model_and_a_switch_reaches_new_agents_only() {
     assert_eq!(models, ["base-7b", "small-0.5b", "other-7b"]);
     core.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn a_chat_whose_node_cannot_be_subscribed_says_it_will_not_wake() {
+    use crate::remora::events::Event;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(vec![]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join("app.py"), "def helper():\n    return 1\n").unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: None }).then_some(())
+    });
+    let helper = core
+        .remora
+        .read()
+        .topology()
+        .node_at("app.py", 1)
+        .unwrap()
+        .clone();
+    // A store that refuses the subscription's write (a full disk, a
+    // locked file), through a connection of its own.
+    let db = rusqlite::Connection::open(root.join(".chimera/chimera.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON subscriptions BEGIN SELECT RAISE(FAIL, 'refused'); END;",
+    )
+    .unwrap();
+    core.send(ToCore::NodeChat {
+        node_id: helper.id.clone(),
+        message: "return 2".into(),
+    })
+    .unwrap();
+    let mut seen = Vec::new();
+    let error = remora_event(&mut rx, &rt, &mut seen, "AgentErrorEvent");
+    let Event::AgentError { agent_id, error } = &error.event else {
+        unreachable!()
+    };
+    assert_eq!(agent_id, &helper.id);
+    assert!(
+        error.contains("cannot wake the node") && error.contains("refused"),
+        "{error}"
+    );
+    core.shutdown(Duration::from_secs(2));
+}

@@ -3,7 +3,7 @@
 //! [`Workspace`].
 
 use super::{args, search, AgentHost, HostError, Value, Workspace, WriteRefused, STAYS_AS_IT_WAS};
-use crate::agent::meant::{meant, of_absolute, Meant};
+use crate::agent::meant::{meant, of_absolute, Meant, PathNote};
 use crate::agent::tools::table::{touches, Touches};
 use crate::paths::{parse_dir, ProjectPath};
 
@@ -157,7 +157,7 @@ impl AgentHost {
                     .map_err(|e| self.refused(fname, e))
             }
         };
-        self.path_notes.push(super::PathNote {
+        self.path_notes.push(PathNote {
             given: raw.to_owned(),
             file: file.to_string(),
             function: fname.to_owned(),

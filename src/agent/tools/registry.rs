@@ -91,8 +91,8 @@ pub(super) async fn offered(run: &Run<'_>) -> (Vec<ToolSpec>, Vec<String>) {
         (Needs::WebSearch, web_search),
         (Needs::Peer, peer),
     ];
-    for (needs, allowed) in allowed {
-        let Some(mut s) = spec_if(needs).filter(|_| allowed) else {
+    for (needs, _) in allowed.into_iter().filter(|(_, allowed)| *allowed) {
+        let Some(mut s) = spec_if(needs) else {
             continue;
         };
         if needs == Needs::Peer {
