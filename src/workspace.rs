@@ -10,7 +10,10 @@ use crate::capabilities::Capabilities;
 use crate::overlay::{Overlay, OverlayError};
 use crate::paths::ProjectPath;
 use crate::store::{Store, StoreError};
-use crate::workdir::{Change, Workdir, WorkdirError};
+use crate::workdir::{Change as FolderChange, Workdir, WorkdirError};
+
+mod change;
+pub use change::{Change, FileChange};
 
 /// The human's text of each file as an agent last read it (by hash; `None`:
 /// not there), so that a whole file it writes later is taken as a change of
@@ -158,6 +161,48 @@ impl<'a> Workspace<'a> {
         Ok(self.overlay.delete(p)?)
     }
 
+    /// The project's files the agent may see.
+    pub fn files(&self) -> Result<Vec<String>, WorkspaceError> {
+        let mut files = self.overlay.files()?;
+        files.retain(|f| self.caps.may_see(f));
+        Ok(files)
+    }
+
+    /// Whether `p` is there for the agent and one it may see.
+    pub fn exists(&self, p: &ProjectPath) -> Result<bool, WorkspaceError> {
+        Ok(self.caps.may_see(p.as_str()) && self.overlay.exists(p)?)
+    }
+
+    /// The agent's change as a value, read once ([`Change`]).
+    pub fn change(&self) -> Result<Change, StoreError> {
+        Change::read(self.overlay.store(), self.overlay.agent())
+    }
+
+    /// Writes the files of `change` corrected since it was read. No rule
+    /// is asked again: a correction only rewrites a file the agent wrote.
+    pub fn put(&self, change: &mut Change) -> Result<(), WorkspaceError> {
+        for (path, text) in change.take_edited() {
+            let p =
+                ProjectPath::parse(&path).map_err(|e| WorkspaceError::Invalid(e.to_string()))?;
+            self.overlay.write(&p, text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Empties the agent's overlay: its change is gone.
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.overlay.store().overlay_clear(self.overlay.agent())
+    }
+
+    /// Whether the agent's overlay touches no file.
+    pub fn untouched(&self) -> Result<bool, StoreError> {
+        Ok(self
+            .overlay
+            .store()
+            .overlay_entries(self.overlay.agent())?
+            .is_empty())
+    }
+
     /// Refuses a write the capabilities forbid.
     pub fn may_write(&self, p: &ProjectPath) -> Result<(), WorkspaceError> {
         self.caps
@@ -175,13 +220,13 @@ impl<'a> Workspace<'a> {
         // since is merged with it, never written over.
         for change in changes {
             said.push(match &change {
-                Change::Write { path, data, was } => Taken {
+                FolderChange::Write { path, data, was } => Taken {
                     what: format!("changed {path} ({} bytes)", data.len()),
                     result: self
                         .write_from(path, data, was.as_deref())
                         .map_err(|e| e.to_string()),
                 },
-                Change::Delete { path, was } => Taken {
+                FolderChange::Delete { path, was } => Taken {
                     what: format!("deleted {path}"),
                     result: self
                         .may_write(path)

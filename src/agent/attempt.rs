@@ -7,14 +7,12 @@ use std::time::Duration;
 
 use super::brain::Run;
 use super::scene::Scene;
-use super::{
-    locate, node, packages, prompt, refactor, scope, AgentError, AgentHost, Done, Problem,
-};
+use super::{locate, node, prompt, refactor, scope, AgentError, AgentHost, Done, Problem};
 use crate::lang;
 use crate::lang::splice::{self, ReplyForm};
-use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::sandbox::{self, Limits, SandboxError};
+use crate::workspace::Change;
 
 /// One reply turned into a change in the overlay: a node agent's (its own
 /// source, a tool call, a message to a neighbour) or a code-mode agent's
@@ -29,17 +27,9 @@ impl Turn<'_> {
         self.scene.target.as_ref().map(|(_, t)| t.as_str())
     }
 
+    /// Writes `new`, the model's text of `path` that was `old` (the gate
+    /// corrects it with every other brain's, [`super::corrections`]).
     fn write(&self, path: &ProjectPath, old: &str, new: &str, form: &'static str) -> Attempt {
-        let language = lang::of_file(path.as_str());
-        let new = &lang::docs_moved_out_of_bodies(language, old, new);
-        let new = &packages::without_needless_imports(
-            language,
-            self.run.store.root(),
-            path.as_str(),
-            Some(old),
-            new,
-            &self.run.job.spec.task,
-        );
         write_checked(self.run, path, old, new, form)
     }
 
@@ -85,12 +75,12 @@ impl Turn<'_> {
         })
     }
 
-    /// The proposal of `made`, which passed the gate: its summary (what
-    /// the model said, else what the diff does) with its notes and the
-    /// gate's `checked`.
-    pub fn done(&self, made: Made, checked: Vec<String>, rounds: u32) -> Result<Done, AgentError> {
-        let (store, job, scene) = (&self.run.store, self.run.job, self.scene);
-        let summary = scope::summary(store, &job.id, made.summary, &job.spec.task)?;
+    /// The proposal of `made`, which passed the gate as `change`: its
+    /// summary (what the model said, else what the diff does) with its
+    /// notes and the gate's `checked`.
+    pub fn done(&self, made: Made, change: &Change, checked: Vec<String>, rounds: u32) -> Done {
+        let (job, scene) = (self.run.job, self.scene);
+        let summary = scope::summary(change, made.summary, &job.spec.task);
         let mut notes = made.notes;
         notes.extend(checked);
         // Where the task could have meant another file too, say which was chosen.
@@ -121,16 +111,12 @@ impl Turn<'_> {
                 p.file
             ));
         }
-        Ok(Done {
+        Done {
             summary: notes.iter().fold(summary, |s, n| format!("{s} [{n}]")),
-            changed_files: store
-                .overlay_entries(&job.id)?
-                .into_iter()
-                .map(|(p, _)| p)
-                .collect(),
+            changed_files: change.paths(),
             rounds,
             form: made.form,
-        })
+        }
     }
 
     /// A reply that may change several files: each block goes to the file
@@ -243,7 +229,7 @@ impl Turn<'_> {
     }
 
     pub async fn node_attempt(&self, reply: &str, code: String) -> Result<Attempt, AgentError> {
-        let (job, store) = (self.run.job, &self.run.store);
+        let job = self.run.job;
         let Some(j) = job.node.as_ref() else {
             return self.code_attempt(code).await;
         };
@@ -276,7 +262,7 @@ impl Turn<'_> {
                 .await?;
             return Ok(match called {
                 Ok((_, sandbox::Value::String(s))) if s.starts_with(node::SENT) => Ok(Made::new(Some(s), "message")),
-                Ok(_) if !store.overlay_entries(&job.id)?.is_empty() => Ok(Made::new(None, "tool call")),
+                Ok(_) if !self.run.workspace().untouched()? => Ok(Made::new(None, "tool call")),
                 Ok((tool, v)) => Err(format!("{tool} returned {v}; now change yourself (rewrite_self) or ask another node (message_node).").into()),
                 Err(e) => Err(e.to_string().into()),
             });
@@ -345,12 +331,12 @@ pub(super) fn write_checked(
     if new == old {
         return Err(Problem::Unchanged);
     }
-    let ov = Overlay::new(&run.store, &run.job.id, run.max_bytes());
+    let ws = run.workspace();
     // The file moved on while the model answered (the human typed, Remora
     // wrote its IDs into the buffer): the change goes onto what is there
     // now, or the proposal would undo what happened meanwhile.
     let merged =
-        match ov.read_text(path) {
+        match ws.read_text(path) {
             Ok(now) if now != old => Some(crate::diff::merge3(old, &now, new).ok_or_else(
                 || Problem::Moved {
                     path: path.to_string(),
@@ -359,7 +345,7 @@ pub(super) fn write_checked(
             _ => None,
         };
     let new = merged.as_deref().unwrap_or(new);
-    ov.write(path, new.as_bytes())
+    ws.write(path, new.as_bytes())
         .map_err(|e| Problem::Other(e.to_string()))?;
     Ok(Made::new(None, form))
 }
@@ -391,16 +377,16 @@ async fn run_program(run: &Run<'_>, code: String) -> Result<Attempt, AgentError>
         Err(e) => return Ok(Err(e.to_string().into())),
         Ok(_) => {}
     }
-    let entries = store.overlay_entries(&job.id)?;
+    let untouched = run.workspace().untouched()?;
     // A node agent's program may only have asked other nodes for changes.
     if host.node.is_some() && host.submitted.is_none() {
-        if entries.is_empty() && !host.messages_sent.is_empty() {
+        if untouched && !host.messages_sent.is_empty() {
             return Ok(Ok(Made::new(
                 Some(host.messages_sent.join("; ")),
                 "message",
             )));
         }
-        if entries.is_empty() {
+        if untouched {
             let name = host
                 .node
                 .as_ref()
@@ -421,7 +407,7 @@ async fn run_program(run: &Run<'_>, code: String) -> Result<Attempt, AgentError>
             ))
         }
     };
-    if entries.is_empty() {
+    if untouched {
         return Ok(Err(
             "The program called submit_result but changed no file: write the changed file with write_file(path, content)."
                 .into(),

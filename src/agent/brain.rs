@@ -10,6 +10,7 @@ use crate::capabilities::Capabilities;
 use crate::config::{AgentMode, Config};
 use crate::llm::LlmClient;
 use crate::store::Store;
+use crate::workspace::Workspace;
 
 /// What answers a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +150,12 @@ impl<'a> Run<'a> {
     /// The largest file the run reads or writes (`sync.max_file_bytes`).
     pub fn max_bytes(&self) -> u64 {
         self.config.sync.max_file_bytes
+    }
+
+    /// The agent's files behind its capabilities: the one way a step of
+    /// the run reads or writes them.
+    pub fn workspace(&self) -> Workspace<'_> {
+        Workspace::new(&self.store, &self.job.id, &self.caps, self.max_bytes())
     }
 
     /// The project's tests as this run's agent runs them.

@@ -16,6 +16,7 @@ use crate::config::{Config, EditFormSetting};
 use crate::lang::splice;
 use crate::lang::{self, Language};
 use crate::llm::{ChatMessage, ChatOptions};
+use crate::workspace::Change;
 
 /// The form the prompt asks for.
 pub fn choose_form(config: &Config, has_target: bool) -> EditForm {
@@ -90,9 +91,11 @@ pub(super) async fn refactor_alone(turn: &Turn<'_>) -> Result<Option<Done>, Agen
     run.say(format!("{} on the syntax tree", intent.verb()));
     if let Ok(made) = turn.refactor_alone(intent)? {
         match gate::finish(run, false).await {
-            Ok(gate::Gated::Pass(notes)) => return turn.done(made, notes, 0).map(Some),
+            Ok(gate::Gated::Pass { notes, change }) => {
+                return Ok(Some(turn.done(made, &change, notes, 0)))
+            }
             // Not done alone (the tests say so): the model tries.
-            _ => run.store.overlay_clear(&run.job.id)?,
+            _ => run.workspace().clear()?,
         }
     }
     Ok(None)
@@ -243,23 +246,27 @@ impl Talk {
                 asked_anew = true;
             }
             let (reply, code, said) = self.next(run, round, max_rounds).await?;
-            run.store.overlay_clear(&run.job.id)?;
+            run.workspace().clear()?;
             let gated = attempt(turn, &reply, code, round == max_rounds).await?;
             match settle(run, gated, round, &mut fallback)? {
-                Ok((made, mut notes)) => {
+                Ok(Passed {
+                    made,
+                    change,
+                    mut notes,
+                }) => {
                     if asked_anew {
                         notes.push(
                             "written anew without the old code: review what it dropped".into(),
                         );
                     }
                     let summary = said.or(made.summary);
-                    return turn.done(Made { summary, ..made }, notes, round);
+                    return Ok(turn.done(Made { summary, ..made }, &change, notes, round));
                 }
                 Err(problem) => {
                     if run.cancel.is_cancelled() {
                         return Err(AgentError::Cancelled);
                     }
-                    run.store.overlay_clear(&run.job.id)?;
+                    run.workspace().clear()?;
                     only_unchanged &= problem == Problem::Unchanged;
                     if !self.fresh_tries {
                         self.messages.push(prompt::repair_message(
@@ -274,9 +281,9 @@ impl Talk {
         }
         if let Some(f) = fallback {
             f.kept.restore(&run.store, &run.job.id)?;
-            return turn.done(f.made, f.notes, f.round);
+            return Ok(turn.done(f.made, &f.change, f.notes, f.round));
         }
-        run.store.overlay_clear(&run.job.id)?;
+        run.workspace().clear()?;
         Err(match self.fresh_tries {
             true => AgentError::NoFix {
                 tries: max_rounds,
@@ -400,17 +407,21 @@ fn temperature(run: &Run, round: u32) -> Option<f64> {
     (round > 1).then(|| (run.config.llm.temperature + 0.3 * (round - 1) as f64).min(1.0))
 }
 
-/// What a gated attempt of `round` comes to: a proposal with its notes,
-/// or the problem to tell — a fix that breaks tests set aside in
-/// `fallback` when it is the best so far.
+/// What a gated attempt of `round` comes to: a proposal with its change
+/// and notes, or the problem to tell — a fix that breaks tests set aside
+/// in `fallback` when it is the best so far.
 fn settle(
     run: &Run,
     gated: Result<(Made, gate::Gated), Problem>,
     round: u32,
     fallback: &mut Option<Fallback>,
-) -> Result<Result<(Made, Vec<String>), Problem>, AgentError> {
+) -> Result<Result<Passed, Problem>, AgentError> {
     Ok(match gated {
-        Ok((made, gate::Gated::Pass(notes))) => Ok((made, notes)),
+        Ok((made, gate::Gated::Pass { notes, change })) => Ok(Passed {
+            made,
+            change,
+            notes,
+        }),
         Ok((
             made,
             gate::Gated::Fallback {
@@ -418,12 +429,14 @@ fn settle(
                 problem,
                 fixed,
                 broke,
+                change,
             },
         )) => {
             let score = (fixed, std::cmp::Reverse(broke));
             if fallback.as_ref().is_none_or(|f| score > f.score) {
                 *fallback = Some(Fallback {
                     kept: Kept::take(&run.store, &run.job.id)?,
+                    change,
                     made,
                     notes,
                     round,
@@ -445,11 +458,20 @@ async fn failing_now(run: &Run<'_>, file: String) -> Option<checks::Failing> {
         .flatten()
 }
 
+/// A try the gate passed: what made it, the change as the gate left it,
+/// the notes for its summary.
+struct Passed {
+    made: Made,
+    change: Change,
+    notes: Vec<String>,
+}
+
 /// A try set aside (see [`gate::Gated::Fallback`]): its overlay, what
 /// made it, its notes, its round and how good it is (tests fixed, then
 /// fewest broken).
 struct Fallback {
     kept: Kept,
+    change: Change,
     made: Made,
     notes: Vec<String>,
     round: u32,

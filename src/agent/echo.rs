@@ -5,11 +5,8 @@
 //! dropped before the gate, and the summary says so.
 
 use crate::lang;
-use crate::overlay::Overlay;
-use crate::paths::ProjectPath;
 use crate::python::imports::{imports, Import};
 use crate::python::refactor::module_of;
-use crate::store::{Store, StoreError};
 
 /// Test frameworks a library module has no business importing unless it
 /// did before.
@@ -93,36 +90,6 @@ pub fn drop_echoed_imports(path: &str, old: &str, new: &str, task: &str) -> (Str
         return (new.to_owned(), vec![]);
     }
     (out, cut.drain(..).map(|(_, s)| s).collect())
-}
-
-/// Drops, in `agent`'s overlay, the imports its Python files gained that
-/// only echo the prompt. Returns what was dropped, as `path: statements`.
-pub fn drop_from_overlay(
-    store: &Store,
-    agent: &str,
-    task: &str,
-    max_bytes: u64,
-) -> Result<Vec<String>, StoreError> {
-    let ov = Overlay::new(store, agent, max_bytes);
-    let mut said = Vec::new();
-    for (path, entry) in store.overlay_entries(agent)? {
-        if entry.hash.is_none() || lang::for_path(&path) != Some(&lang::PYTHON) {
-            continue;
-        }
-        let Ok(p) = ProjectPath::parse(&path) else {
-            continue;
-        };
-        let old = match &entry.base_hash {
-            Some(h) => store.blob_text(h)?,
-            None => String::new(),
-        };
-        let Ok(new) = ov.read_text(&p) else { continue };
-        let (kept, dropped) = drop_echoed_imports(&path, &old, &new, task);
-        if !dropped.is_empty() && ov.write(&p, kept.as_bytes()).is_ok() {
-            said.push(format!("{path}: `{}`", dropped.join("`, `")));
-        }
-    }
-    Ok(said)
 }
 
 #[cfg(test)]

@@ -9,16 +9,20 @@
 
 use std::collections::BTreeSet;
 
-use super::brain::Run;
-use super::{checks, scope, Problem};
-use crate::lang::{self, Language};
-use crate::store::{OverlayEntry, Store};
+use std::path::Path;
 
-/// What the gate makes of an attempt that may be proposed.
+use super::brain::Run;
+use super::{checks, corrections, scope, Problem};
+use crate::lang::{self, Language};
+use crate::store::Store;
+use crate::workspace::{Change, FileChange};
+
+/// What the gate makes of an attempt that may be proposed; `change` is
+/// the overlay as corrected and written.
 #[derive(Debug)]
 pub enum Gated {
     /// Proposed, with notes for its summary.
-    Pass(Vec<String>),
+    Pass { notes: Vec<String>, change: Change },
     /// A fix that mends failing tests and breaks others: proposed, marked,
     /// only when no try does better. `fixed` and `broke` count tests.
     Fallback {
@@ -26,51 +30,49 @@ pub enum Gated {
         problem: Problem,
         fixed: usize,
         broke: usize,
+        change: Change,
     },
 }
 
 /// Brings the run's overlay to what may be proposed, or says what is wrong
-/// (the repair message). On the `last` round a change that breaks tests is
-/// still proposed, marked — unless the task is a fix the tests can judge:
-/// then a change after which the same tests fail is never proposed, and
-/// one that breaks tests only as a [`Gated::Fallback`].
+/// (the repair message): the change is read once, corrected
+/// ([`corrections`]), written once, then checked and tested. On the `last`
+/// round a change that breaks tests is still proposed, marked — unless the
+/// task is a fix the tests can judge: then a change after which the same
+/// tests fail is never proposed, and one that breaks tests only as a
+/// [`Gated::Fallback`].
 pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
-    let (store, job) = (&run.store, run.job);
+    let (job, task, root) = (run.job, run.job.spec.task.as_str(), run.store.root());
+    let ws = run.workspace();
+    let mut change = ws.change().map_err(failed)?;
+    let asked = corrections::Asked {
+        task,
+        root,
+        node: job.node.is_some(),
+    };
+    let mut notes = corrections::apply(&mut change, &asked);
+    ws.put(&mut change).map_err(failed)?;
     // A node agent can only rewrite itself (checked when it does).
     if job.node.is_some() {
-        return check(store, &job.id, None).map(|()| Gated::Pass(vec![]));
+        check_change(&change, root, None)?;
+        return Ok(Gated::Pass { notes, change });
     }
-    let max_bytes = run.max_bytes();
-    let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
-    let left_out =
-        scope::trim_overlay(store, &job.id, &job.spec.task, max_bytes).map_err(failed)?;
-    let echoed = super::echo::drop_from_overlay(store, &job.id, &job.spec.task, max_bytes)
-        .map_err(failed)?;
-    check(store, &job.id, Some(&job.spec.task))?;
-    let fixing = checks::asks_to_fix(&job.spec.task);
-    left_undone(store, &job.id, &job.spec.task, fixing)?;
-    let mut notes = Vec::new();
-    if !left_out.is_empty() {
-        notes.push(format!(
-            "left out changes the task did not ask for: {}",
-            left_out.join("; ")
-        ));
-    }
-    if !echoed.is_empty() {
-        notes.push(format!(
-            "dropped imports copied from what the model was shown: {}",
-            echoed.join("; ")
-        ));
-    }
+    check_change(&change, root, Some(task))?;
+    let fixing = checks::asks_to_fix(task);
+    left_undone(&run.store, &change, task, fixing)?;
     let mut tested = run_tests(run).await;
-    let written_tests = only_test_files(store, &job.id).map_err(failed)?;
+    let written_tests = only_test_files(&change);
     if let (Some(path), false, checks::Verdict::Broke { broke, .. }) =
         (&written_tests, fixing, &tested)
     {
-        let task = &job.spec.task;
-        let left = super::unasked::leave_out(store, &job.id, path, task, broke, max_bytes)
-            .map_err(failed)?;
-        if !left.is_empty() {
+        let read = |p: &str| ws.path(p).ok().and_then(|p| ws.read_text(&p).ok());
+        let left = change.get_mut(path).and_then(|file| {
+            let (kept, left) = super::unasked::leave_out(file.now()?, task, broke, &read)?;
+            file.set(kept);
+            Some(left)
+        });
+        if let Some(left) = left {
+            ws.put(&mut change).map_err(failed)?;
             notes.push(format!(
                 "left out tests the task did not ask for, which fail on the code as it is: {}",
                 left.join(", ")
@@ -79,8 +81,8 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
         }
     }
     notes.extend(tested.note());
-    let gated = judge(tested, fixing, last, written_tests, notes)?;
-    let Gated::Pass(mut notes) = gated else {
+    let gated = judge(tested, fixing, last, written_tests, notes, change)?;
+    let Gated::Pass { mut notes, change } = gated else {
         return Ok(gated);
     };
     // The tests it adds must also load as a person runs them, and test
@@ -91,7 +93,7 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
         .await
         .flatten();
     match fault {
-        None => Ok(Gated::Pass(notes)),
+        None => Ok(Gated::Pass { notes, change }),
         Some(problem) if !last => Err(problem),
         // The last round: proposed, and the human told.
         Some(problem) => {
@@ -104,28 +106,32 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
                 }
                 other => other.to_string(),
             });
-            Ok(Gated::Pass(notes))
+            Ok(Gated::Pass { notes, change })
         }
     }
+}
+
+/// What the store or the overlay failing is told as.
+fn failed(e: impl std::fmt::Display) -> Problem {
+    Problem::Other(e.to_string())
 }
 
 /// What the task names and the change leaves undone: a fix or a change
 /// that touches none of the definitions it names, docstrings asked for in a file left
 /// as it was or given to none of the named definitions.
-fn left_undone(store: &Store, agent: &str, task: &str, fixing: bool) -> Result<(), Problem> {
-    let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
+fn left_undone(store: &Store, change: &Change, task: &str, fixing: bool) -> Result<(), Problem> {
     // (A fix is strict; "make X …" lets a new named helper be the change.)
     if fixing || checks::asks_to_change(task) {
-        let names = scope::untouched_named(store, agent, task, fixing).map_err(failed)?;
+        let names = scope::untouched_named(change, task, fixing);
         if !names.is_empty() {
             return Err(Problem::NamedUntouched { names });
         }
     }
-    let names = scope::undocumented_in_untouched(store, agent, task).map_err(failed)?;
+    let names = scope::undocumented_in_untouched(store, change, task).map_err(failed)?;
     if !names.is_empty() {
         return Err(Problem::DocsMissing { names });
     }
-    let names = scope::documents_nothing_named(store, agent, task).map_err(failed)?;
+    let names = scope::documents_nothing_named(change, task);
     match names.is_empty() {
         true => Ok(()),
         false => Err(Problem::NothingDocumented { names }),
@@ -144,17 +150,11 @@ async fn run_tests(run: &Run<'_>) -> checks::Verdict {
 }
 
 /// The first test file the change writes, when it changes nothing else.
-fn only_test_files(store: &Store, agent: &str) -> Result<Option<String>, crate::store::StoreError> {
-    let changed: Vec<String> = store
-        .overlay_entries(agent)?
-        .into_iter()
-        .filter(|(_, e)| e.hash.is_some() && e.hash != e.base_hash)
-        .map(|(p, _)| p)
-        .collect();
-    Ok(match changed.iter().all(|p| checks::is_test_file(p)) {
-        true => changed.into_iter().next(),
-        false => None,
-    })
+fn only_test_files(change: &Change) -> Option<String> {
+    let mut written = change.changed().filter(|f| f.written()).map(|f| &f.path);
+    let first = written.next()?;
+    let only_tests = checks::is_test_file(first) && written.all(|p| checks::is_test_file(p));
+    only_tests.then(|| first.clone())
 }
 
 /// What the tests' verdict makes of an attempt with `notes`: `fixing`,
@@ -167,6 +167,7 @@ fn judge(
     last: bool,
     written_tests: Option<String>,
     notes: Vec<String>,
+    change: Change,
 ) -> Result<Gated, Problem> {
     let asked_for_tests = written_tests.filter(|_| !fixing && !last);
     match (tested, asked_for_tests) {
@@ -177,7 +178,7 @@ fn judge(
             | checks::Verdict::AlreadyFailing { said, output },
             Some(path),
         ) => Err(Problem::WrittenTestsFail { path, said, output }),
-        (tested, _) => judge_change(tested, fixing, last, notes),
+        (tested, _) => judge_change(tested, fixing, last, notes, change),
     }
 }
 
@@ -187,6 +188,7 @@ fn judge_change(
     fixing: bool,
     last: bool,
     notes: Vec<String>,
+    change: Change,
 ) -> Result<Gated, Problem> {
     match tested {
         checks::Verdict::Broke {
@@ -205,6 +207,7 @@ fn judge_change(
                 problem,
                 fixed: fixed.len(),
                 broke: broke.len(),
+                change,
             })
         }
         checks::Verdict::Broke { said, output, .. } if !last => {
@@ -214,7 +217,7 @@ fn judge_change(
         checks::Verdict::AlreadyFailing { said, output } if fixing => {
             Err(Problem::TestsStillFail { said, output })
         }
-        _ => Ok(Gated::Pass(notes)),
+        _ => Ok(Gated::Pass { notes, change }),
     }
 }
 
@@ -235,53 +238,42 @@ const SPACE_WORDS: &[&str] = &[
     "reformat",
 ];
 
-/// Whether every file of `entries` is as it was, or changes only blank
-/// space (the change only when the task is about it).
-fn changes_nothing(store: &Store, entries: &[(String, OverlayEntry)], task: Option<&str>) -> bool {
+/// Whether every file of `change` is as it was, or changes only blank
+/// space (the change only when the task is about it). Small models send
+/// a file back so, as their change.
+fn changes_nothing(change: &Change, task: Option<&str>) -> bool {
     let about_space = task.is_some_and(|t| super::locate::has_word(t, SPACE_WORDS));
-    let unchanged =
-        |e: &OverlayEntry| e.hash == e.base_hash || (!about_space && blank_space_only(store, e));
-    !entries.is_empty() && entries.iter().all(|(_, e)| unchanged(e))
-}
-
-/// An overlay entry that changes only blank space at line ends or blank
-/// lines (small models send a file back so, as their change).
-fn blank_space_only(store: &Store, e: &OverlayEntry) -> bool {
-    let (Some(old), Some(new)) = (&e.base_hash, &e.hash) else {
-        return false;
+    let blank_only = |f: &FileChange| {
+        f.rewritten()
+            .is_some_and(|(was, now)| crate::diff::only_blank_space_differs(was, now))
     };
-    match (store.blob_text(old), store.blob_text(new)) {
-        (Ok(old), Ok(new)) => crate::diff::only_blank_space_differs(&old, &new),
-        _ => false,
-    }
+    let unchanged = |f: &FileChange| !f.changed() || (!about_space && blank_only(f));
+    !change.is_empty() && change.files().iter().all(unchanged)
 }
 
-/// Checks `agent`'s overlay. `task`: the words that may name what is
-/// removed (`None`: removals are not checked, as for a node agent, which
-/// can only rewrite itself).
+/// Checks `agent`'s overlay as [`check_change`] does.
 pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Problem> {
-    let failed = |e: crate::store::StoreError| Problem::Other(e.to_string());
-    let entries = store.overlay_entries(agent).map_err(failed)?;
-    if changes_nothing(store, &entries, task) {
+    let change = Change::read(store, agent).map_err(failed)?;
+    check_change(&change, store.root(), task)
+}
+
+/// Checks `change` to the project at `root`. `task`: the words that may
+/// name what is removed (`None`: removals are not checked, as for a node
+/// agent, which can only rewrite itself).
+fn check_change(change: &Change, root: &Path, task: Option<&str>) -> Result<(), Problem> {
+    if changes_nothing(change, task) {
         return Err(Problem::Unchanged);
     }
-    let text = |hash: &Option<String>| -> Result<Option<String>, Problem> {
-        hash.as_deref()
-            .map(|h| store.blob_text(h).map_err(failed))
-            .transpose()
-    };
-    let written: BTreeSet<String> = entries
+    let written: BTreeSet<String> = change
+        .files()
         .iter()
-        .filter(|(_, e)| e.hash.is_some())
-        .map(|(p, _)| p.clone())
+        .filter(|f| f.written())
+        .map(|f| f.path.clone())
         .collect();
-    for (path, entry) in &entries {
-        if entry.hash == entry.base_hash {
-            continue;
-        }
-        let (old, new) = (text(&entry.base_hash)?, text(&entry.hash)?);
-        let language = lang::for_path(path);
-        if let (Some(task), Some(old), None) = (task, &old, &new) {
+    for file in change.changed() {
+        let (path, old, new) = (&file.path, file.was.as_deref(), file.now());
+        let language = file.language();
+        if let (Some(task), Some(old), None) = (task, old, new) {
             // A file goes only when the task names it, and names nothing
             // in it: "delete legacy_helper from mathx.py" is about a
             // function, not the file. A file's own name names no
@@ -297,37 +289,23 @@ pub fn check(store: &Store, agent: &str, task: Option<&str>) -> Result<(), Probl
         let (Some(language), Some(new)) = (language, new) else {
             continue;
         };
-        if let Some(detail) = lang::syntax_problem(language, &new) {
+        if let Some(detail) = lang::syntax_problem(language, new) {
             return Err(Problem::Unparsable {
                 path: path.clone(),
                 detail: detail.to_string(),
             });
         }
-        undefined(language, path, old.as_deref(), &new)?;
-        let missing = super::packages::missing(
-            language,
-            store.root(),
-            path,
-            old.as_deref(),
-            &new,
-            task.unwrap_or(""),
-        );
+        undefined(language, path, old, new)?;
+        let missing = super::packages::missing(language, root, path, old, new, task.unwrap_or(""));
         if !missing.is_empty() {
             return Err(super::packages::message(path, &missing).into());
         }
-        let missing = super::packages::missing_files(
-            language,
-            store.root(),
-            path,
-            old.as_deref(),
-            &new,
-            &written,
-        );
+        let missing = super::packages::missing_files(language, root, path, old, new, &written);
         if !missing.is_empty() {
             return Err(super::packages::files_message(path, &missing).into());
         }
         if let (Some(task), Some(old)) = (task, old) {
-            let names = removed_definitions(language, &old, &new, task);
+            let names = removed_definitions(language, old, new, task);
             if !names.is_empty() {
                 return Err(Problem::OutOfScope {
                     path: path.clone(),

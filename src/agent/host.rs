@@ -8,7 +8,6 @@ use globset::GlobBuilder;
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::{ChatMessage, LlmClient};
-use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::sandbox::HostError;
 use crate::sandbox::{args, Host, Value};
@@ -75,17 +74,8 @@ pub enum WriteRefused {
 /// `search_files`: the files `overlay` shows whose path matches `pattern`
 /// when it is a glob (with `*`, `?` or `[`), else those containing it.
 /// Files `caps` may not read are not found either.
-pub(crate) fn search(
-    overlay: &Overlay<'_>,
-    caps: &crate::capabilities::Capabilities,
-    pattern: &str,
-) -> Result<Vec<String>, String> {
-    let files: Vec<String> = overlay
-        .files()
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|f| caps.may_see(f))
-        .collect();
+pub(crate) fn search(ws: &Workspace<'_>, pattern: &str) -> Result<Vec<String>, String> {
+    let files = ws.files().map_err(|e| e.to_string())?;
     if pattern.contains(['*', '?', '[']) {
         let glob = GlobBuilder::new(pattern)
             .literal_separator(false)
@@ -99,7 +89,7 @@ pub(crate) fn search(
         .filter(|f| {
             ProjectPath::parse(f)
                 .ok()
-                .and_then(|p| overlay.read_text(&p).ok())
+                .and_then(|p| ws.read_text(&p).ok())
                 .is_some_and(|t| t.contains(pattern))
         })
         .collect())
@@ -158,10 +148,6 @@ impl AgentHost {
         })
         .await
         .map_err(|e| super::AgentError::Internal(format!("host task: {e}")))
-    }
-
-    fn overlay(&self) -> Overlay<'_> {
-        Overlay::new(&self.store, &self.agent_id, self.max_bytes)
     }
 
     fn path(fname: &str, a: &[Value], kw: &[(Value, Value)]) -> Result<ProjectPath, HostError> {
@@ -666,7 +652,7 @@ impl AgentHost {
             ..crate::agent::checks::Auto::of(self.store.root(), None).env
         };
         let ran = crate::command::run_in_checkout(
-            &self.overlay(),
+            self.workspace().overlay(),
             |f| self.caps.may_see(f),
             &argv,
             &crate::command::How {

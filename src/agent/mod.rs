@@ -12,6 +12,7 @@ mod budget;
 pub mod checks;
 mod code;
 mod context;
+mod corrections;
 mod echo;
 pub mod gate;
 pub(crate) mod host;

@@ -6,7 +6,6 @@ use super::brain::Run;
 use super::{context, locate, prompt, refactor, AgentError, EditForm, Job};
 use crate::lang::{self, Language};
 use crate::llm::{ChatMessage, ChatOptions};
-use crate::overlay::Overlay;
 use crate::paths::ProjectPath;
 use crate::python;
 
@@ -29,13 +28,12 @@ impl Scene {
     /// The project's files the agent may see, and the place its task is
     /// about by the task's words (see [`locate`]).
     pub fn find(run: &Run) -> Result<(Vec<String>, Option<locate::Place>), AgentError> {
-        let (job, caps) = (run.job, &run.caps);
-        let ov = Overlay::new(&run.store, &job.id, run.max_bytes());
-        let mut tree = ov
+        let job = run.job;
+        let ws = run.workspace();
+        // Names of files the agent may not read are not shown either.
+        let tree = ws
             .files()
             .map_err(|e| AgentError::Internal(e.to_string()))?;
-        // Names of files the agent may not read are not shown either.
-        tree.retain(|f| caps.may_see(f));
         let node_file = job
             .node
             .as_ref()
@@ -61,7 +59,7 @@ impl Scene {
             None => locate::locate(&job.spec.task, &tree, job.spec.file.as_deref(), |f| {
                 ProjectPath::parse(f)
                     .ok()
-                    .and_then(|p| ov.read_text(&p).ok())
+                    .and_then(|p| ws.read_text(&p).ok())
             }),
         };
         Ok((tree, place))
@@ -74,7 +72,7 @@ impl Scene {
         place: Option<locate::Place>,
     ) -> Result<Scene, AgentError> {
         let (job, caps) = (run.job, &run.caps);
-        let ov = Overlay::new(&run.store, &job.id, run.max_bytes());
+        let ws = run.workspace();
         // A file the agent may not read never reaches the model.
         if let Some(p) = &place {
             if let Err(denied) = caps.check_read(&p.file) {
@@ -83,7 +81,7 @@ impl Scene {
         }
         let target = place.as_ref().and_then(|p| {
             let pp = ProjectPath::parse(&p.file).ok()?;
-            match ov.read_text(&pp) {
+            match ws.read_text(&pp) {
                 Ok(t) => Some((pp, t)),
                 // A file the task creates starts empty.
                 Err(_) if p.new => Some((pp, String::new())),
@@ -102,11 +100,11 @@ impl Scene {
             place.as_ref(),
             intent.as_ref(),
             |f| caps.check_read(f).is_ok() && caps.check_write(f).is_ok(),
-            |f| ov.read_text(&ProjectPath::parse(f).ok()?).ok(),
+            |f| ws.read_text(&ProjectPath::parse(f).ok()?).ok(),
         );
         let read = |f: &String| {
             let p = ProjectPath::parse(f).ok()?;
-            let text = match ov.read_text(&p) {
+            let text = match ws.read_text(&p) {
                 Ok(t) => t,
                 // A move's destination may be a file the task creates.
                 Err(_) if !tree.contains(f) => String::new(),
@@ -218,7 +216,7 @@ pub(super) async fn ask_for_file(
     tree: &[String],
 ) -> Result<Option<locate::Place>, AgentError> {
     let job = run.job;
-    let ov = Overlay::new(&run.store, &job.id, run.max_bytes());
+    let ws = run.workspace();
     let listing: Vec<String> = tree
         .iter()
         .filter(|f| lang::is_source(f))
@@ -226,7 +224,7 @@ pub(super) async fn ask_for_file(
         .map(|f| {
             let text = ProjectPath::parse(f)
                 .ok()
-                .and_then(|p| ov.read_text(&p).ok())
+                .and_then(|p| ws.read_text(&p).ok())
                 .unwrap_or_default();
             let names: Vec<String> = lang::definitions(lang::of_file(f), &text)
                 .into_iter()

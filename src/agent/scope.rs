@@ -5,10 +5,9 @@
 //! to document `parse_config`, small models also "improve" `greet`.)
 
 use crate::lang::{self, DefKind, Definition, Language};
-use crate::overlay::Overlay;
-use crate::paths::ProjectPath;
 use crate::python;
 use crate::store::{Store, StoreError};
+use crate::workspace::Change;
 
 use super::locate;
 
@@ -194,75 +193,22 @@ fn put_back_dropped(
     }
 }
 
-/// Puts back, in `agent`'s overlay, the changes outside what `task` names
-/// (see [`keep_to_task`]). Returns what was put back, as `path: names`.
-pub fn trim_overlay(
-    store: &Store,
-    agent: &str,
-    task: &str,
-    max_bytes: u64,
-) -> Result<Vec<String>, StoreError> {
-    let m = locate::mentions(task);
-    let names: Vec<&str> = m.names().collect();
-    if names.is_empty() {
-        return Ok(vec![]);
-    }
-    let ov = Overlay::new(store, agent, max_bytes);
-    let mut said = Vec::new();
-    for (path, entry) in store.overlay_entries(agent)? {
-        let (Some(base), Some(_)) = (&entry.base_hash, &entry.hash) else {
-            continue;
-        };
-        let Ok(p) = ProjectPath::parse(&path) else {
-            continue;
-        };
-        let Some(language) = lang::for_path(&path) else {
-            continue;
-        };
-        let old = store.blob_text(base)?;
-        let Ok(new) = ov.read_text(&p) else { continue };
-        let (kept, put_back) = keep_to_task(language, &old, &new, &names);
-        if !put_back.is_empty() {
-            if ov.write(&p, kept.as_bytes()).is_err() {
-                continue;
-            }
-            let named = match put_back.len() {
-                0..=5 => put_back.join(", "),
-                n => format!("{} and {} more", put_back[..3].join(", "), n - 3),
-            };
-            said.push(format!("{path}: {named}"));
-        }
-    }
-    Ok(said)
-}
-
-/// The definitions `task` names that `agent`'s change leaves exactly as
-/// they were, when it touches none of them: a fix of `mean` that only
-/// adds an import or a helper fixes nothing. Empty when a named
-/// definition changed, or no changed file holds one, or — unless
-/// `strict` — the change adds a definition the task names ("make a
-/// helper scaled that calls clamp").
-pub fn untouched_named(
-    store: &Store,
-    agent: &str,
-    task: &str,
-    strict: bool,
-) -> Result<Vec<String>, StoreError> {
+/// The definitions `task` names that `change` leaves exactly as they
+/// were, when it touches none of them: a fix of `mean` that only adds an
+/// import or a helper fixes nothing. Empty when a named definition
+/// changed, or no changed file holds one, or — unless `strict` — the
+/// change adds a definition the task names ("make a helper scaled that
+/// calls clamp").
+pub fn untouched_named(change: &Change, task: &str, strict: bool) -> Vec<String> {
     let m = locate::mentions(task);
     let names: Vec<&str> = m.names().collect();
     let mut untouched = Vec::new();
-    for (path, entry) in store.overlay_entries(agent)? {
-        let (Some(base), Some(now), Some(language)) =
-            (&entry.base_hash, &entry.hash, lang::for_path(&path))
-        else {
+    for file in change.changed() {
+        let (Some((old, new)), Some(language)) = (file.rewritten(), file.language()) else {
             continue;
         };
-        if base == now {
-            continue;
-        }
-        let (old, new) = (store.blob_text(base)?, store.blob_text(now)?);
-        let new_defs = lang::definitions(language, &new);
-        let old_defs = lang::definitions(language, &old);
+        let new_defs = lang::definitions(language, new);
+        let old_defs = lang::definitions(language, old);
         let adds_named = new_defs.iter().any(|n| {
             names.iter().any(|w| n.is_named(w))
                 && !old_defs
@@ -270,7 +216,7 @@ pub fn untouched_named(
                     .any(|o| o.qualified_name() == n.qualified_name())
         });
         if adds_named && !strict {
-            return Ok(vec![]);
+            return vec![];
         }
         for d in old_defs {
             if !names.iter().any(|n| d.is_named(n)) {
@@ -282,14 +228,14 @@ pub fn untouched_named(
                 .find(|n| n.qualified_name() == key)
                 .is_some_and(|n| new[n.start..n.end] == old[d.start..d.end]);
             if !same {
-                return Ok(vec![]);
+                return vec![];
             }
             if !untouched.contains(&key) {
                 untouched.push(key);
             }
         }
     }
-    Ok(untouched)
+    untouched
 }
 
 /// Whether `task` asks for documentation ("add docstrings to …",
@@ -307,13 +253,14 @@ pub fn asks_for_docs(task: &str) -> bool {
 }
 
 /// For a task that asks for docstrings: the Python definitions it names,
-/// as "`name` (path)", in the files it names that `agent`'s change leaves
-/// as they were and where they have none. A file the task names and the
-/// change never touched is half of the task left undone ("add docstrings
-/// to mean in mathutil.py and to average_price in report.py").
+/// as "`name` (path)", in the files it names that `change` leaves as they
+/// were and where they have none (`store` holds the human's files). A
+/// file the task names and the change never touched is half of the task
+/// left undone ("add docstrings to mean in mathutil.py and to
+/// average_price in report.py").
 pub fn undocumented_in_untouched(
     store: &Store,
-    agent: &str,
+    change: &Change,
     task: &str,
 ) -> Result<Vec<String>, StoreError> {
     let m = locate::mentions(task);
@@ -322,12 +269,7 @@ pub fn undocumented_in_untouched(
         return Ok(vec![]);
     }
     let names: Vec<&str> = m.names().collect();
-    let touched: Vec<String> = store
-        .overlay_entries(agent)?
-        .into_iter()
-        .filter(|(_, e)| e.hash != e.base_hash)
-        .map(|(p, _)| p)
-        .collect();
+    let touched = change.changed_paths();
     let mut missing = Vec::new();
     // (A task names files by their bare names too: "report.py".)
     let named = locate::named_files(&m, &store.stable_paths()?);
@@ -349,40 +291,23 @@ pub fn undocumented_in_untouched(
 }
 
 /// For a task that asks for docstrings: the Python definitions it names
-/// in the files `agent`'s change touches, as "`name` (path)", when the
-/// change gives none of them a docstring it did not have as it was. Asked
-/// to document `parse_config`, 0.5B added an import and a new function
-/// and no docstring. One named definition documented is enough: a task
-/// may name more than it asks to document ("… like mean's").
-pub fn documents_nothing_named(
-    store: &Store,
-    agent: &str,
-    task: &str,
-) -> Result<Vec<String>, StoreError> {
+/// in the files `change` touches, as "`name` (path)", when the change
+/// gives none of them a docstring it did not have as it was. Asked to
+/// document `parse_config`, 0.5B added an import and a new function and
+/// no docstring. One named definition documented is enough: a task may
+/// name more than it asks to document ("… like mean's").
+pub fn documents_nothing_named(change: &Change, task: &str) -> Vec<String> {
     if !asks_for_docs(task) {
-        return Ok(vec![]);
+        return vec![];
     }
     let m = locate::mentions(task);
     let names: Vec<&str> = m.names().collect();
     let mut undocumented = Vec::new();
-    for (path, entry) in store.overlay_entries(agent)? {
-        let Some(now) = entry
-            .hash
-            .as_ref()
-            .filter(|h| entry.base_hash.as_ref() != Some(*h))
-        else {
-            continue;
-        };
-        if !path.ends_with(".py") {
-            continue;
-        }
-        let old = match &entry.base_hash {
-            Some(base) => store.blob_text(base)?,
-            None => String::new(),
-        };
-        let new = store.blob_text(now)?;
-        let old_defs = lang::definitions(&lang::PYTHON, &old);
-        for d in lang::definitions(&lang::PYTHON, &new) {
+    for file in change.changed().filter(|f| f.path.ends_with(".py")) {
+        let Some(new) = file.now() else { continue };
+        let old = file.was.as_deref().unwrap_or("");
+        let old_defs = lang::definitions(&lang::PYTHON, old);
+        for d in lang::definitions(&lang::PYTHON, new) {
             if !names.iter().any(|n| d.is_named(n)) {
                 continue;
             }
@@ -390,16 +315,16 @@ pub fn documents_nothing_named(
                 o.qualified_name() == d.qualified_name()
                     && old[o.start..o.end] == new[d.start..d.end]
             });
-            if python::has_docstring(&new, &d) {
+            if python::has_docstring(new, &d) {
                 if !as_it_was {
-                    return Ok(vec![]);
+                    return vec![];
                 }
             } else {
-                undocumented.push(format!("`{}` ({path})", d.qualified_name()));
+                undocumented.push(format!("`{}` ({})", d.qualified_name(), file.path));
             }
         }
     }
-    Ok(undocumented)
+    undocumented
 }
 
 /// What a change did to one source file, by definition: "changed
@@ -446,39 +371,33 @@ pub fn describe(language: &Language, old: &str, new: &str) -> String {
     }
 }
 
-/// What `agent`'s overlay changes, file by file, in words.
-pub fn summarize(store: &Store, agent: &str) -> Result<String, StoreError> {
-    let text = |h: &Option<String>| -> Result<String, StoreError> {
-        h.as_deref()
-            .map_or(Ok(String::new()), |h| store.blob_text(h))
-    };
+/// What `change` does, file by file, in words: "m.py: changed `mean`;
+/// new.py: new file".
+pub fn summarize(change: &Change) -> String {
     let mut parts = Vec::new();
-    for (path, e) in store.overlay_entries(agent)? {
-        let what = match (&e.base_hash, &e.hash) {
+    for f in change.files() {
+        let what = match (&f.was, f.now()) {
             (None, Some(_)) => "new file".to_owned(),
             (Some(_), None) => "deleted".to_owned(),
-            _ => match lang::for_path(&path) {
-                Some(language) => describe(language, &text(&e.base_hash)?, &text(&e.hash)?),
+            (was, now) => match f.language() {
+                Some(language) => {
+                    describe(language, was.as_deref().unwrap_or(""), now.unwrap_or(""))
+                }
                 None => "changed".to_owned(),
             },
         };
-        parts.push(format!("{path}: {what}"));
+        parts.push(format!("{}: {what}", f.path));
     }
-    Ok(parts.join("; "))
+    parts.join("; ")
 }
 
 /// The proposal's summary: what the model `said` it did, unless it said
-/// nothing or only repeated the task (small models do), then what the
-/// diff does.
-pub fn summary(
-    store: &Store,
-    agent: &str,
-    said: Option<String>,
-    task: &str,
-) -> Result<String, StoreError> {
+/// nothing or only repeated the task (small models do), then what
+/// `change` does.
+pub fn summary(change: &Change, said: Option<String>, task: &str) -> String {
     match said.filter(|s| !echoes(s, task)) {
-        Some(s) => Ok(s),
-        None => summarize(store, agent),
+        Some(s) => s,
+        None => summarize(change),
     }
 }
 
@@ -499,6 +418,11 @@ fn echoes(said: &str, task: &str) -> bool {
 mod tests {
     use super::*;
     use crate::store::fixture;
+
+    /// Agent `ag`'s change.
+    fn read(store: &Store) -> Change {
+        Change::read(store, "ag").unwrap()
+    }
 
     #[test]
     fn a_file_named_by_its_bare_name_in_a_folder_is_found_for_its_docstrings() {
@@ -522,11 +446,11 @@ mod tests {
         );
         let task = "add docstrings to mean in mathutil.py and to average_price in report.py";
         assert_eq!(
-            undocumented_in_untouched(&store, "ag", task).unwrap(),
+            undocumented_in_untouched(&store, &read(&store), task).unwrap(),
             ["`average_price` (inventory/report.py)"]
         );
         assert!(
-            undocumented_in_untouched(&store, "ag", "make mean faster in report.py")
+            undocumented_in_untouched(&store, &read(&store), "make mean faster in report.py")
                 .unwrap()
                 .is_empty()
         );
@@ -540,7 +464,7 @@ mod tests {
         let (_dir, store) = fixture::with_file("m.py", old);
         let untouched = |agent: &str, new: &str, task: &str| {
             fixture::agent_writes(&store, agent, "m.py", new);
-            untouched_named(&store, agent, task, false).unwrap()
+            untouched_named(&Change::read(&store, agent).unwrap(), task, false)
         };
         let import = format!("from typing import *\n{old}");
         let task = "make clamp raise ValueError when lo is greater than hi";
@@ -565,7 +489,7 @@ mod tests {
         let (_dir, store) = fixture::with_file("store.py", old);
         let undocumented = |agent: &str, new: &str, task: &str| {
             fixture::agent_writes(&store, agent, "store.py", new);
-            documents_nothing_named(&store, agent, task).unwrap()
+            documents_nothing_named(&Change::read(&store, agent).unwrap(), task)
         };
         let helper = format!("import json\n{old}\n\ndef write_definitions(p):\n    pass\n");
         assert_eq!(
@@ -658,7 +582,13 @@ mod tests {
         let (_dir, store) = fixture::with_file("inventory/store.py", store_py);
         let renamed = store_py.replace("Store", "Shop");
         fixture::agent_writes(&store, "ag", "inventory/store.py", &renamed);
-        let said = trim_overlay(&store, "ag", "rename the class Store to Shop", 1 << 20).unwrap();
+        let mut change = read(&store);
+        let asked = super::super::corrections::Asked {
+            task: "rename the class Store to Shop",
+            root: store.root(),
+            node: false,
+        };
+        let said = super::super::corrections::apply(&mut change, &asked);
         assert!(said.is_empty(), "{said:?}");
         // Nor is a method another class of the file has too.
         let old = "class Store:\n    def __repr__(self):\n        return 'S'\n\n\nclass Item:\n    pass\n";

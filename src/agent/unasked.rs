@@ -5,43 +5,26 @@
 //! new-text-tests); those tests are left out and the rest stands.
 
 use crate::lang::{self, DefKind};
-use crate::overlay::Overlay;
-use crate::paths::ProjectPath;
 use crate::python::imports::imports;
-use crate::store::{Store, StoreError};
 
 use super::locate;
 
-/// Removes from the test file `path` of `agent`'s overlay the tests of
-/// `failing` that are about no definition `task` names, and says which.
-/// Nothing is removed when the task names no file that defines what it
+/// The test file `text` without the tests of `failing` that are about no
+/// definition `task` names, and which those were; `read` gives a project
+/// file's text. `None` when the task names no file that defines what it
 /// names, when every failing test is about it, or when no test would be
 /// left.
 pub fn leave_out(
-    store: &Store,
-    agent: &str,
-    path: &str,
+    text: &str,
     task: &str,
     failing: &[String],
-    max_bytes: u64,
-) -> Result<Vec<String>, StoreError> {
-    let ov = Overlay::new(store, agent, max_bytes);
-    let read = |p: &str| {
-        ProjectPath::parse(p)
-            .ok()
-            .and_then(|p| ov.read_text(&p).ok())
-    };
-    let Ok(file) = ProjectPath::parse(path) else {
-        return Ok(vec![]);
-    };
-    let Ok(text) = ov.read_text(&file) else {
-        return Ok(vec![]);
-    };
-    let asked = asked_names(task, &text, &read);
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Option<(String, Vec<String>)> {
+    let asked = asked_names(task, text, read);
     if asked.is_empty() {
-        return Ok(vec![]);
+        return None;
     }
-    let tests: Vec<_> = lang::definitions(&lang::PYTHON, &text)
+    let tests: Vec<_> = lang::definitions(&lang::PYTHON, text)
         .into_iter()
         .filter(|d| matches!(d.kind, DefKind::Function | DefKind::Method))
         .filter(|d| d.name.starts_with("test"))
@@ -53,16 +36,13 @@ pub fn leave_out(
         .filter(|d| failing.contains(&d.name.as_str()) && unasked(&d.name))
         .collect();
     if gone.is_empty() || gone.len() == tests.len() {
-        return Ok(vec![]);
+        return None;
     }
-    let mut kept = text.clone();
+    let mut kept = text.to_owned();
     for d in gone.iter().rev() {
-        kept.replace_range(crate::python::refactor::removal_span(&text, d), "");
+        kept.replace_range(crate::python::refactor::removal_span(text, d), "");
     }
-    if ov.write(&file, kept.as_bytes()).is_err() {
-        return Ok(vec![]);
-    }
-    Ok(gone.iter().map(|d| d.qualified_name()).collect())
+    Some((kept, gone.iter().map(|d| d.qualified_name()).collect()))
 }
 
 /// The names `task` mentions that the files it names, or the modules the

@@ -322,11 +322,9 @@ impl Call<'_> {
 
     fn search_files(&self) -> Result<Value, ApiError> {
         let pattern = self.string("pattern")?;
-        self.with_workspace(None, |ws| {
-            crate::agent::host::search(ws.overlay(), &self.session.caps, &pattern)
-        })
-        .map(|found| json!(found))
-        .map_err(ApiError::bad)
+        self.with_workspace(None, |ws| crate::agent::host::search(ws, &pattern))
+            .map(|found| json!(found))
+            .map_err(ApiError::bad)
     }
 
     /// The agent this session writes into, recorded `running` at its

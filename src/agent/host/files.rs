@@ -51,21 +51,20 @@ impl AgentHost {
             }
             "file_exists" => {
                 let p = Self::path(name, a, kw)?;
-                let exists = self.overlay().exists(&p).map_err(HostError::failed)?;
-                Ok(Value::Bool(exists && self.caps.may_see(p.as_str())))
+                let exists = self.workspace().exists(&p).map_err(HostError::failed)?;
+                Ok(Value::Bool(exists))
             }
             "search_files" => {
                 let pattern = args::string(name, a, kw, 0, "pattern")?;
                 Ok(Value::List(
-                    search(&self.overlay(), &self.caps, &pattern)?
+                    search(&self.workspace(), &pattern)?
                         .into_iter()
                         .map(Value::String)
                         .collect(),
                 ))
             }
             "get_file_tree" => {
-                let mut files = self.overlay().files().map_err(HostError::failed)?;
-                files.retain(|f| self.caps.may_see(f));
+                let files = self.workspace().files().map_err(HostError::failed)?;
                 Ok(Value::String(files.join("\n")))
             }
             other => Err(format!("`{other}` is not a file function").into()),

@@ -96,14 +96,12 @@ const CHAT_FILE_BYTES: usize = 8000;
 /// needs no tool call), the last turns as a transcript, then what the human
 /// says now.
 pub(super) fn chat_message(run: &Run, chat: &ChatTurn, said: String) -> String {
-    let (job, caps) = (run.job, &run.caps);
+    let job = run.job;
     let mut out = String::new();
     let file = job.spec.file.as_ref().and_then(|f| {
         let p = crate::paths::ProjectPath::parse(f).ok()?;
-        let text = crate::overlay::Overlay::new(&run.store, &job.id, run.max_bytes())
-            .read_text(&p)
-            .ok()?;
-        (text.len() <= CHAT_FILE_BYTES && caps.check_read(f).is_ok()).then_some((f, text))
+        let text = run.workspace().read_text(&p).ok()?;
+        (text.len() <= CHAT_FILE_BYTES).then_some((f, text))
     });
     if let Some((path, text)) = file {
         out.push_str(&format!("The human is in {path}:\n```\n{text}```\n\n"));

@@ -25,6 +25,7 @@ pub use registry::{call_parts, parse_call, registry, reply_schema, ToolSpec};
 
 use super::attempt::Turn;
 use super::brain::Run;
+use super::gate::Gated;
 use super::host::WriteRefused;
 use super::problem::Problem;
 use super::scene::Scene;
@@ -661,10 +662,10 @@ impl<'r, 'a> Steps<'r, 'a> {
         }
         // The step every form ends in (kept to the task, parses, removes
         // nothing unnamed, passes the tests).
-        let notes = match super::gate::finish(run, last).await {
-            Ok(super::gate::Gated::Pass(notes)) => notes,
-            Ok(super::gate::Gated::Fallback { notes, .. }) if last => notes,
-            Ok(super::gate::Gated::Fallback { problem, .. }) | Err(problem) => {
+        let (notes, change) = match super::gate::finish(run, last).await {
+            Ok(Gated::Pass { notes, change }) => (notes, change),
+            Ok(Gated::Fallback { notes, change, .. }) if last => (notes, change),
+            Ok(Gated::Fallback { problem, .. }) | Err(problem) => {
                 let mut said =
                     result_message(Err(HostError::Failed(format!("submit_result: {problem}"))));
                 // Nothing left of the change (written back as it was, or
@@ -684,15 +685,14 @@ impl<'r, 'a> Steps<'r, 'a> {
                 return Ok(None);
             }
         };
-        let summary =
-            super::scope::summary(&run.store, &run.job.id, Some(summary), &run.job.spec.task)?;
+        let summary = super::scope::summary(&change, Some(summary), &run.job.spec.task);
         let summary = notes
             .iter()
             .fold(summary, |s, note| format!("{s} [{note}]"));
         self.show(ChatEvent::Reply(summary.clone()));
         Ok(Some(Done {
             summary,
-            changed_files: changed,
+            changed_files: change.changed_paths(),
             rounds: step as u32,
             form: "tools",
         }))
@@ -710,13 +710,13 @@ impl<'r, 'a> Steps<'r, 'a> {
         if changed.is_empty() {
             return Ok(None);
         }
-        let notes = match super::gate::finish(run, true).await {
-            Ok(super::gate::Gated::Pass(notes) | super::gate::Gated::Fallback { notes, .. }) => {
-                notes
+        let (notes, change) = match super::gate::finish(run, true).await {
+            Ok(Gated::Pass { notes, change } | Gated::Fallback { notes, change, .. }) => {
+                (notes, change)
             }
             Err(_) => return Ok(None),
         };
-        let summary = super::scope::summary(&run.store, &run.job.id, None, &run.job.spec.task)?;
+        let summary = super::scope::summary(&change, None, &run.job.spec.task);
         let summary = notes.iter().fold(
             format!(
                 "{summary} [the model did not finish within {limit} tool calls (agents.max_iterations): this is what it had written, checked as any proposal]"
@@ -726,7 +726,7 @@ impl<'r, 'a> Steps<'r, 'a> {
         self.show(ChatEvent::Reply(summary.clone()));
         Ok(Some(Done {
             summary,
-            changed_files: changed,
+            changed_files: change.changed_paths(),
             rounds: limit as u32,
             form: "tools",
         }))
