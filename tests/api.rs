@@ -464,6 +464,51 @@ async fn bad_requests_get_clear_json_errors() {
     assert_eq!(api.get("/agents").await, json!([]));
 }
 
+/// A spawn and a fork are transitions as an accept is: when the core
+/// cannot make the agent, the client that asked is told why, rather than
+/// handed the ID of an agent that never existed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_or_fork_the_core_cannot_record_is_refused_with_the_reason() {
+    let mut p = proj();
+    let h = p.serve_http();
+    let api = Api::new(&h);
+    api.post("/snapshots", json!({"message": "one"})).await;
+    let snap = api.get("/snapshots").await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A store that refuses every new agent (a full disk, a locked file),
+    // through a connection of its own.
+    let db = rusqlite::Connection::open(p.root.join(".chimera/chimera.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON agents BEGIN SELECT RAISE(FAIL, 'disk full'); END;",
+    )
+    .unwrap();
+    let (status, v) = api
+        .send("POST", "/tasks", Some(json!({"task": "fix add"})))
+        .await;
+    let said = v["error"].as_str().unwrap_or_default();
+    assert_eq!(status, 500, "{v}");
+    assert!(
+        said.contains("cannot create agent") && said.contains("disk full"),
+        "{v}"
+    );
+    let (status, v) = api
+        .send(
+            "POST",
+            &format!("/snapshots/{snap}/fork"),
+            Some(json!({"task": "x"})),
+        )
+        .await;
+    let said = v["error"].as_str().unwrap_or_default();
+    assert_eq!(status, 500, "{v}");
+    assert!(
+        said.contains("cannot fork snapshot") && said.contains("disk full"),
+        "{v}"
+    );
+    assert_eq!(api.get("/agents").await, json!([]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_without_the_token_nor_on_any_address_but_loopback() {
     use std::os::unix::fs::PermissionsExt;

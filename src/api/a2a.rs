@@ -150,14 +150,18 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
         .map(|f| super::backend::task_file(b, f))
         .transpose()?;
     let id = new_id(8);
-    b.call(ToCore::Spawn {
-        id: id.clone(),
-        spec: crate::task::TaskSpec {
-            file,
-            ..crate::task::TaskSpec::new(text)
-        },
-    })
-    .await;
+    let told = b
+        .call(ToCore::Spawn {
+            id: id.clone(),
+            spec: crate::task::TaskSpec {
+                file,
+                ..crate::task::TaskSpec::new(text)
+            },
+        })
+        .await;
+    if let Some(refused) = told.refused {
+        return Err(refused.message);
+    }
     b.store().effect_record(
         "a2a",
         Some(&id),

@@ -130,11 +130,15 @@ async fn task(State(b): State<Shared>, Json(mut spec): Json<TaskSpec>) -> Answer
         spec.file = Some(task_file(&b, &f).map_err(|e| ApiError::bad(format!("--file {f}: {e}")))?);
     }
     let id = new_id(8);
-    b.call(ToCore::Spawn {
-        id: id.clone(),
-        spec,
-    })
-    .await;
+    let told = b
+        .call(ToCore::Spawn {
+            id: id.clone(),
+            spec,
+        })
+        .await;
+    if let Some(refused) = told.refused {
+        return Err(refused.into());
+    }
     Ok(Json(json!({ "id": id })))
 }
 
@@ -426,19 +430,16 @@ async fn fork(
         ))
     })?;
     let id = new_id(8);
-    b.call(ToCore::Fork {
-        id: id.clone(),
-        snapshot: snapshot.clone(),
-        task: req.task,
-    })
-    .await;
-    // The fork's steps ran: its agent exists unless the snapshot could
-    // not be restored (the core told the editor why).
-    b.store().agent(&id).map_err(|_| {
-        ApiError::conflict(format!(
-            "snapshot {snapshot} could not be forked; see the notices"
-        ))
-    })?;
+    let told = b
+        .call(ToCore::Fork {
+            id: id.clone(),
+            snapshot,
+            task: req.task,
+        })
+        .await;
+    if let Some(refused) = told.refused {
+        return Err(refused.into());
+    }
     Ok(Json(json!({ "id": id })))
 }
 

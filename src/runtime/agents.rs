@@ -4,7 +4,14 @@
 
 use super::*;
 /// Records a new agent (`queued`), then starts it.
-pub(super) fn spawn_agent(core: &Arc<Core>, mut job: Job) {
+pub(super) fn spawn_agent(core: &Arc<Core>, job: Job) {
+    let step = spawning(core, job);
+    core.on_lifecycle(move |c| c.publish(step(c)));
+}
+
+/// The transition that records `job`'s agent (`queued`) and starts it; a
+/// record the store refuses is the client's refusal, and nothing starts.
+pub(super) fn spawning(core: &Arc<Core>, mut job: Job) -> router::Transition {
     job.spec.file = job
         .spec
         .file
@@ -23,13 +30,13 @@ pub(super) fn spawn_agent(core: &Arc<Core>, mut job: Job) {
         feedback: job.feedback.clone(),
         ..AgentRecord::new(job.id.clone(), job.spec.clone())
     };
-    core.on_lifecycle(move |c| {
+    Box::new(move |c| {
         let (out, created) = c.lifecycle.spawn(rec);
-        c.publish(out);
         if created {
             start_agent(c, job);
         }
-    });
+        out
+    })
 }
 
 /// Runs a queued agent when a slot is free (at most `agents.max_concurrent`

@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use super::{start_agent, Core};
 use crate::agent::Job;
+use crate::lifecycle::Outcome;
 use crate::store::AgentRecord;
 use crate::task::TaskSpec;
 
-/// `:Chimera fork {snapshot} {task}`: runs on the lifecycle thread.
-pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
+/// `:Chimera fork {snapshot} {task}`, a transition: runs on the lifecycle
+/// thread; a snapshot that cannot be forked is the client's refusal.
+pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) -> Outcome {
     let spec = TaskSpec::new(task);
     // The record says where it came from; the model is not told.
     let rec = AgentRecord {
@@ -23,9 +25,7 @@ pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
         )
     };
     let out = core.lifecycle.fork(rec, snapshot);
-    let created = !out.changes.is_empty();
-    core.publish(out);
-    if created {
+    if !out.changes.is_empty() {
         start_agent(
             core,
             Job {
@@ -35,4 +35,5 @@ pub(super) fn fork(core: &Arc<Core>, id: String, snapshot: &str, task: String) {
             },
         );
     }
+    out
 }

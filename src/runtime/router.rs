@@ -58,7 +58,9 @@ pub(super) fn route(core: &Arc<Core>, msg: ToCore) {
     }
 }
 
-/// A lifecycle transition, run on the lifecycle thread.
+/// A lifecycle transition, run on the lifecycle thread: every step of an
+/// agent's life a client asks for (spawn and fork included), so that each
+/// can be refused to that client with the reason.
 pub(super) type Transition = Box<dyn FnOnce(&Arc<Core>) -> Outcome + Send>;
 
 /// The transition `msg` asks for, or `msg` back when it is not one.
@@ -123,6 +125,10 @@ pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Bo
         ToCore::Snapshot { id, message } => {
             Box::new(move |c| c.lifecycle.snapshot(Some(&id), &message))
         }
+        ToCore::Spawn { id, spec } => agents::spawning(core, Job::new(id, spec)),
+        ToCore::Fork { id, snapshot, task } => {
+            Box::new(move |c| history::fork(c, id, &snapshot, task))
+        }
         ToCore::Rollback {
             id,
             dry_run,
@@ -173,13 +179,9 @@ pub(super) async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
 pub(super) fn route_rest(core: &Arc<Core>, msg: ToCore) {
     match msg {
         ToCore::Shutdown => {}
-        ToCore::Spawn { id, spec } => spawn_agent(core, Job::new(id, spec)),
         msg
         @ (ToCore::BufferText(_) | ToCore::BufferClosed { .. } | ToCore::BufferMoved { .. }) => {
             route_buffer(core, msg)
-        }
-        ToCore::Fork { id, snapshot, task } => {
-            core.on_lifecycle(move |c| history::fork(c, id, &snapshot, task))
         }
         other => route_other(core, other),
     }
