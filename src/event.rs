@@ -55,6 +55,25 @@ pub enum Event {
     Remora {
         record: crate::remora::events::EventRecord,
     },
+    /// What agent `agent` is doing now, in a line ("asking the model (3 s,
+    /// 40 tokens)"); each replaces the last.
+    Progress { agent: String, message: String },
+    /// A piece of a chat turn's reply as it streams (the whole reply
+    /// follows as a [`Event::Chat`] entry).
+    ChatDelta { agent: String, text: String },
+    /// A streamed piece of an ACP agent's turn (its words, thoughts, plan,
+    /// tool calls).
+    AgentSaid {
+        agent: String,
+        piece: crate::acp::transcript::Piece,
+    },
+    /// Agent `agent` asks the human's permission (`capabilities.ask`);
+    /// any client may answer question `id`, the first answer counts.
+    Permission {
+        id: u64,
+        agent: String,
+        question: String,
+    },
 }
 
 impl Event {
@@ -70,6 +89,11 @@ impl Event {
 /// Hears every event of a core (the API's feed), before the editor does.
 pub trait Listener: Send + Sync + 'static {
     fn heard(&self, event: &Event);
+    /// Whether a person follows it now and can answer a question
+    /// ([`Event::Permission`]).
+    fn answers(&self) -> bool {
+        false
+    }
 }
 
 impl Event {
@@ -86,7 +110,21 @@ impl Event {
             Event::Topology { .. } => "topology",
             Event::Chat { .. } => "chat",
             Event::Remora { .. } => "remora",
+            Event::Progress { .. } => "progress",
+            Event::ChatDelta { .. } => "chat_delta",
+            Event::AgentSaid { .. } => "agent_said",
+            Event::Permission { .. } => "permission",
         }
+    }
+
+    /// Whether it only matters while it is fresh: a line of progress, a
+    /// piece of a stream. A client that reconnects is not owed it (what it
+    /// adds up to arrives as an event of its own).
+    pub fn passing(&self) -> bool {
+        matches!(
+            self,
+            Event::Progress { .. } | Event::ChatDelta { .. } | Event::AgentSaid { .. }
+        )
     }
 }
 

@@ -453,6 +453,21 @@ impl ToEditor {
             Event::Topology { path } => ToEditor::Topology { path },
             Event::Chat { entry } => ToEditor::ChatEntry { entry },
             Event::Remora { record } => ToEditor::RemoraEvent { record },
+            Event::Progress { agent, message } => ToEditor::Progress { id: agent, message },
+            Event::ChatDelta { agent, text } => ToEditor::ChatDelta {
+                agent_id: agent,
+                text,
+            },
+            Event::AgentSaid { agent, piece } => ToEditor::AgentSaid { id: agent, piece },
+            Event::Permission {
+                id,
+                agent,
+                question,
+            } => ToEditor::Permission {
+                id,
+                agent,
+                question,
+            },
         }
     }
 }

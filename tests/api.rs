@@ -244,12 +244,17 @@ async fn the_core_loop_over_http_with_a_live_stream_that_resumes() {
         .await;
     let first = stale.next(Duration::from_secs(5)).await.unwrap();
     assert_eq!(first.event, "reset");
-    // One agent's stream carries only that agent.
+    // One agent's stream carries only that agent: its records, and its
+    // progress lines.
     let mine = stale.until(|e| e.id == done.id).await;
     assert!(
-        mine.iter().all(|e| e.data["agent"]["id"] == id.as_str()),
+        mine.iter().all(|e| match e.event.as_str() {
+            "progress" => e.data["agent"] == id.as_str(),
+            _ => e.data["agent"]["id"] == id.as_str(),
+        }),
         "{mine:#?}"
     );
+    assert!(mine.iter().any(|e| e.event == "progress"), "{mine:#?}");
 
     // Accept: the file changes on disk and every stream hears it.
     let accepted = api
@@ -462,6 +467,91 @@ async fn bad_requests_get_clear_json_errors() {
         String::from_utf8_lossy(&answer)
     );
     assert_eq!(api.get("/agents").await, json!([]));
+}
+
+/// What only Neovim heard before — an agent's progress, what an ACP agent
+/// says as it works, its permission questions — every client of the feed
+/// hears now, and the dashboard (or a script) answers a question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_permission_questions_reach_every_client_which_may_answer() {
+    let mut p = proj();
+    let state = p.root.parent().unwrap().join("fake-state");
+    std::fs::create_dir_all(&state).unwrap();
+    let (script, log) = (state.join("fake.json"), state.join("fake.log"));
+    std::fs::write(
+        &script,
+        json!([[{"say": "looking at calc.py"}, {"permission": "Edit calc.py"}, {"say": "Done."}]])
+            .to_string(),
+    )
+    .unwrap();
+    let config_file = p.config_home.join("chimera/config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_file).unwrap()).unwrap();
+    let agent = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_acp_agent.py");
+    config["agents"] = json!({"external": {"fake": {
+        "command": ["python3", agent, "--script", script, "--log", log],
+        "writable": [state],
+    }}});
+    // The preset refuses the edit; `ask` puts it to the human instead.
+    config["capabilities"] = json!({"preset": "readonly", "ask": true});
+    std::fs::write(&config_file, config.to_string()).unwrap();
+    let h = p.serve_http();
+    let api = Api::new(&h);
+    let mut feed = api.stream("/events/stream", None).await;
+    let id = api
+        .post(
+            "/tasks",
+            json!({"task": "fix add", "file": "calc.py", "agent": "fake"}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let seen = feed.until(|e| e.event == "permission").await;
+    assert!(
+        seen.iter().any(|e| e.event == "agent_said"
+            && e.data["agent"] == id.as_str()
+            && e.data["piece"]["text"] == "looking at calc.py"),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|e| e.event == "progress" && e.data["agent"] == id.as_str()),
+        "{seen:#?}"
+    );
+    let question = &seen.last().unwrap().data;
+    assert_eq!(question["agent"], id.as_str());
+    assert!(
+        question["question"]
+            .as_str()
+            .unwrap()
+            .contains("Edit calc.py"),
+        "{question}"
+    );
+    let asked = question["id"].as_u64().unwrap();
+    api.post(&format!("/questions/{asked}"), json!({"allow": true}))
+        .await;
+    feed.until(|e| {
+        e.event == "agent"
+            && e.data["agent"]["id"] == id.as_str()
+            && !matches!(
+                e.data["agent"]["state"].as_str(),
+                Some("queued" | "running")
+            )
+    })
+    .await;
+    let answered: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["answer_to"] == "session/request_permission")
+        .map(|e| e["answer"].clone())
+        .collect();
+    assert_eq!(
+        answered[0]["result"]["outcome"],
+        json!({"outcome": "selected", "optionId": "allow"}),
+        "{answered:?}"
+    );
 }
 
 /// A spawn and a fork are transitions as an accept is: when the core

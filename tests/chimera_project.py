@@ -29,9 +29,10 @@ def wait_for(what, check, limit=20.0):
 
 class Project:
     """`files` (path -> text) in a fresh git project, the fake LLM answering
-    with `script` in order, and `chimera serve --port 0` on it."""
+    with `script` in order, and `chimera serve --port 0` on it; `config`
+    adds to the user's options."""
 
-    def __init__(self, files, script, prefix="chimera-"):
+    def __init__(self, files, script, prefix="chimera-", config=None):
         self.tmp = Path(tempfile.mkdtemp(prefix=prefix))
         self.root = self.tmp / "proj"
         (self.root / ".git").mkdir(parents=True)
@@ -54,6 +55,7 @@ class Project:
                 {
                     "llm": {"provider": "openai", "url": f"http://127.0.0.1:{port}/v1", "model": "fake", "max_retries": 0},
                     "tests": {"command": "off"},
+                    **(config or {}),
                 }
             )
         )

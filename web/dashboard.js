@@ -18,7 +18,12 @@ const state = {
   dryRun: null,
   file: null,
   node: null,
+  // What each working agent is doing now (its last progress line).
+  progress: new Map(),
 };
+
+// How long the core waits for the answer to a permission question.
+const QUESTION_MS = 120_000;
 
 // ---- small helpers --------------------------------------------------------
 
@@ -211,6 +216,7 @@ function dispatch(kind, data) {
     case "agent": {
       const a = data.agent;
       logLine("agent", `${a.id} ${a.state}: ${a.task}`);
+      if (!working(a)) state.progress.delete(a.id);
       state.agents.set(a.id, a);
       renderAgents();
       if (state.selected === a.id) loadDetail(a.id);
@@ -239,6 +245,19 @@ function dispatch(kind, data) {
       break;
     case "notice":
       logLine(data.level, data.message);
+      break;
+    case "progress":
+      state.progress.set(data.agent, data.message);
+      showProgress(data.agent);
+      break;
+    // The pieces of a streamed reply: what they add up to arrives as its
+    // own event (the chat entry, the agent's record).
+    case "chat_delta":
+    case "agent_said":
+      break;
+    case "permission":
+      logLine("permission", `${data.agent} asks: ${data.question}`);
+      ask(data);
       break;
     case "reset":
       logLine("reset", "events were missed: reading everything again");
@@ -274,6 +293,54 @@ function tokens(u) {
   return (u.estimated ? "≈" : "") + count + " tok" + cost;
 }
 
+function working(a) {
+  return a.state === "queued" || a.state === "running";
+}
+
+// The line under a working agent that says what it does now.
+function progressLine(a) {
+  const said = working(a) ? state.progress.get(a.id) : undefined;
+  return said ? h("span", { class: "muted progress" }, said) : "";
+}
+
+// Shows agent `id`'s latest progress in the list without redrawing it.
+function showProgress(id) {
+  const a = state.agents.get(id);
+  const item = document.querySelector(`#agents li[data-agent="${CSS.escape(id)}"]`);
+  if (!a || !item) return;
+  item.querySelector(".progress")?.remove();
+  const line = progressLine(a);
+  if (line) item.append(line);
+}
+
+// A permission question an agent asks (`capabilities.ask`): the first
+// answer of any client counts; unanswered, the core refuses it after
+// QUESTION_MS.
+function ask(q) {
+  const list = $("questions");
+  const done = () => {
+    item.remove();
+    list.hidden = list.children.length === 0;
+  };
+  const answer = (allow) =>
+    act(async () => {
+      done();
+      await api("POST", "/questions/" + q.id, { allow });
+      logLine("permission", `${allow ? "allowed" : "refused"}: ${q.question}`);
+    });
+  const item = h(
+    "li",
+    { "data-question": String(q.id) },
+    h("code", {}, q.agent),
+    h("span", { class: "question" }, "asks: " + q.question),
+    h("button", { class: "primary", onclick: () => answer(true) }, "Allow"),
+    h("button", { class: "danger", onclick: () => answer(false) }, "Refuse"),
+  );
+  list.append(item);
+  list.hidden = false;
+  setTimeout(done, QUESTION_MS);
+}
+
 function renderAgents() {
   const list = $("agents");
   const agents = [...state.agents.values()].sort((a, b) => b.created_at - a.created_at);
@@ -303,6 +370,7 @@ function renderAgents() {
         tokens(a.usage) ? " · " : "",
         h("span", { class: "muted tokens" }, tokens(a.usage)),
         h("span", { class: "task" }, withCode(a.task)),
+        progressLine(a),
       ),
     ),
   );

@@ -1,8 +1,11 @@
 //! The core's live feed for API clients. Every [`crate::event::Event`] a
 //! client may show — agent states, proposals, accepts, rejects, snapshots,
-//! rollbacks, chat and Remora events — is numbered as the core announces
-//! it, kept in a ring so a client that reconnects with `Last-Event-ID`
-//! gets what it missed, and announced to the streams waiting for it.
+//! rollbacks, chat and Remora events, progress, streamed replies and
+//! permission questions — is numbered as the core announces it, kept in a
+//! ring so a client that reconnects with `Last-Event-ID` gets what it
+//! missed, and announced to the streams waiting for it. Passing events (a
+//! line of progress, a piece of a stream) share the numbering but are kept
+//! fewer, and a client that missed some of them is not told to start over.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -16,6 +19,10 @@ use crate::messages::{Level, ProposedFile};
 /// Events kept for clients that reconnect.
 const KEPT: usize = 4096;
 
+/// Passing events kept among them: eight agents' progress lines take a
+/// second each, a chat streams a few pieces a second.
+const PASSING_KEPT: usize = 256;
+
 /// One event of the feed.
 #[derive(Debug)]
 pub struct Event {
@@ -27,6 +34,8 @@ pub struct Event {
     pub subjects: Vec<String>,
     /// The event as JSON.
     pub data: String,
+    /// Only matters while it is fresh ([`Happened::passing`]).
+    pub passing: bool,
 }
 
 /// Where a client resumes the feed.
@@ -42,6 +51,30 @@ pub enum Resume {
 struct Ring {
     next: u64,
     events: VecDeque<Arc<Event>>,
+    /// How many of `events` are passing.
+    passing: usize,
+    /// The newest lasting event dropped from the ring (0: none): a client
+    /// that had not seen it missed something that counts.
+    gone: u64,
+}
+
+impl Ring {
+    /// Drops the oldest passing event.
+    fn drop_passing(&mut self) {
+        if let Some(at) = self.events.iter().position(|e| e.passing) {
+            self.events.remove(at);
+            self.passing -= 1;
+        }
+    }
+
+    /// Drops the oldest event.
+    fn drop_oldest(&mut self) {
+        match self.events.pop_front() {
+            Some(e) if e.passing => self.passing -= 1,
+            Some(e) => self.gone = e.seq,
+            None => {}
+        }
+    }
 }
 
 /// The feed: hears the core's events, keeps and announces the ones
@@ -54,6 +87,19 @@ pub struct EventBus {
     newest: watch::Sender<u64>,
     /// Ends every stream: the core is stopping.
     closed: tokio_util::sync::CancellationToken,
+    /// Streams open now: someone who can answer a question.
+    followers: std::sync::atomic::AtomicUsize,
+}
+
+/// One open stream of the feed, counted while it lives.
+pub struct Follower(Arc<EventBus>);
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.0
+            .followers
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl EventBus {
@@ -63,10 +109,20 @@ impl EventBus {
             ring: Mutex::new(Ring {
                 next: 1,
                 events: VecDeque::new(),
+                passing: 0,
+                gone: 0,
             }),
             newest: watch::Sender::new(0),
             closed: tokio_util::sync::CancellationToken::new(),
+            followers: Default::default(),
         }
+    }
+
+    /// Counts a stream opened on the feed until the [`Follower`] drops.
+    pub fn follower(self: &Arc<Self>) -> Follower {
+        self.followers
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Follower(self.clone())
     }
 
     /// Ends the streams following the feed (a server waits for its
@@ -98,23 +154,25 @@ impl EventBus {
         let Some(last) = last_event_id else {
             return Resume::After(newest);
         };
-        let oldest = ring.events.front().map_or(ring.next, |e| e.seq);
         let seq = last
             .split_once('-')
             .filter(|(epoch, _)| *epoch == self.epoch)
             .and_then(|(_, seq)| seq.parse::<u64>().ok());
         match seq {
-            // Everything after it is still kept.
-            Some(seq) if seq <= newest && seq + 1 >= oldest => Resume::After(seq),
-            _ => Resume::Lost(oldest.saturating_sub(1)),
+            // Every lasting event after it is still kept.
+            Some(seq) if seq <= newest && seq >= ring.gone => Resume::After(seq),
+            _ => Resume::Lost(ring.gone),
         }
     }
 
-    /// The kept events after `seq`, oldest first.
-    pub fn after(&self, seq: u64) -> Vec<Arc<Event>> {
+    /// The kept events after `seq`, oldest first, and whether a lasting
+    /// event after `seq` is no longer kept (the client must read the state
+    /// again).
+    pub fn after(&self, seq: u64) -> (Vec<Arc<Event>>, bool) {
         let ring = self.ring();
         let skip = ring.events.partition_point(|e| e.seq <= seq);
-        ring.events.iter().skip(skip).cloned().collect()
+        let events = ring.events.iter().skip(skip).cloned().collect();
+        (events, ring.gone > seq)
     }
 
     /// Wakes when an event is added.
@@ -122,7 +180,7 @@ impl EventBus {
         self.newest.subscribe()
     }
 
-    fn keep(&self, kind: &'static str, subjects: Vec<String>, mut data: Value) {
+    fn keep(&self, kind: &'static str, subjects: Vec<String>, mut data: Value, passing: bool) {
         // When it happened, in ms since the epoch (fractional): clients
         // order and age events by it, and `make bench` times delivery.
         if let Some(obj) = data.as_object_mut() {
@@ -139,9 +197,16 @@ impl EventBus {
             kind,
             subjects,
             data: data.to_string(),
+            passing,
         }));
+        if passing {
+            ring.passing += 1;
+            if ring.passing > PASSING_KEPT {
+                ring.drop_passing();
+            }
+        }
         if ring.events.len() > KEPT {
-            ring.events.pop_front();
+            ring.drop_oldest();
         }
         drop(ring);
         self.newest.send_replace(seq);
@@ -193,6 +258,25 @@ impl EventBus {
                 json!({ "id": id, "dry_run": dry_run, "ok": ok, "message": report }),
             ),
             Happened::Chat { entry } => (vec![], json!(entry)),
+            Happened::Progress { agent, message } => (
+                vec![agent.clone()],
+                json!({ "agent": agent, "message": message }),
+            ),
+            Happened::ChatDelta { agent, text } => {
+                (vec![agent.clone()], json!({ "agent": agent, "text": text }))
+            }
+            Happened::AgentSaid { agent, piece } => (
+                vec![agent.clone()],
+                json!({ "agent": agent, "piece": piece }),
+            ),
+            Happened::Permission {
+                id,
+                agent,
+                question,
+            } => (
+                vec![agent.clone()],
+                json!({ "id": id, "agent": agent, "question": question }),
+            ),
             Happened::Remora { record } => {
                 let subjects = [record.event.from_agent(), record.event.to_agent()]
                     .into_iter()
@@ -214,8 +298,14 @@ impl Default for EventBus {
 impl Listener for EventBus {
     fn heard(&self, event: &Happened) {
         if let Some((subjects, data)) = Self::feed(event) {
-            self.keep(event.kind(), subjects, data);
+            self.keep(event.kind(), subjects, data, event.passing());
         }
+    }
+
+    /// A client following the feed (the dashboard, a script) is there to
+    /// answer a permission question (`POST /questions/{id}`).
+    fn answers(&self) -> bool {
+        self.followers.load(std::sync::atomic::Ordering::SeqCst) > 0
     }
 }
 
@@ -249,14 +339,14 @@ mod tests {
             unsaved: vec![],
             hunk: None,
         });
-        let all = b.after(0);
+        let (all, _) = b.after(0);
         assert_eq!(
             all.iter().map(|e| (e.seq, e.kind)).collect::<Vec<_>>(),
             [(1, "agent"), (2, "resolved")]
         );
         assert_eq!(all[1].subjects, ["a1"]);
         assert!(all[1].data.contains("\"x.py\""), "{}", all[1].data);
-        assert_eq!(b.after(1).len(), 1);
+        assert_eq!(b.after(1).0.len(), 1);
     }
 
     #[test]
@@ -273,14 +363,40 @@ mod tests {
         assert_eq!(b.resume(Some(&b.event_id(99))), Resume::Lost(0));
     }
 
+    /// Eight agents' progress for an hour must not push an accept out of
+    /// the ring, nor tell a client that missed a progress line to read
+    /// everything again.
+    #[test]
+    fn passing_events_are_kept_fewer_and_never_force_a_reset() {
+        let b = bus();
+        agent(&b, "a1");
+        for i in 0..KEPT * 2 {
+            b.heard(&Happened::Progress {
+                agent: format!("a{}", i % 8),
+                message: format!("asking the model ({i} s)"),
+            });
+        }
+        let (kept, missed) = b.after(0);
+        assert!(!missed, "only passing events were dropped");
+        assert_eq!(kept.len(), 1 + PASSING_KEPT);
+        assert_eq!((kept[0].seq, kept[0].kind), (1, "agent"));
+        assert!(kept[1..].iter().all(|e| e.passing && e.kind == "progress"));
+        assert!(kept[PASSING_KEPT]
+            .data
+            .contains(&format!("({} s)", KEPT * 2 - 1)));
+        assert_eq!(b.resume(Some(&b.event_id(2))), Resume::After(2));
+        assert_eq!(kept[1].subjects.len(), 1);
+    }
+
     #[test]
     fn the_ring_forgets_the_oldest() {
         let b = bus();
         for i in 0..KEPT + 10 {
             agent(&b, &format!("a{i}"));
         }
-        assert_eq!(b.after(0).len(), KEPT);
-        assert_eq!(b.after(0)[0].seq, 11);
+        let (kept, missed) = b.after(0);
+        assert_eq!((kept.len(), kept[0].seq, missed), (KEPT, 11, true));
+        assert!(!b.after(10).1, "nothing lasting after 10 was dropped");
         assert_eq!(b.resume(Some(&b.event_id(5))), Resume::Lost(10));
         assert_eq!(b.resume(Some(&b.event_id(10))), Resume::After(10));
     }

@@ -29,6 +29,7 @@ pub fn router(backend: Shared) -> Router {
         .route("/agents/{id}", get(agent))
         .route("/agents/{id}/cancel", post(cancel))
         .route("/agents/{id}/calls", get(calls))
+        .route("/questions/{id}", post(question))
         .route("/proposal/{id}/approve", post(approve))
         .route("/proposal/{id}/reject", post(reject))
         .route("/snapshots", get(snapshots).post(snapshot))
@@ -184,6 +185,28 @@ fn after(b: &Shared, id: &str, told: &Told) -> Answer {
     }
     let rec = find(b, id)?;
     Ok(Json(json!({ "agent": AgentView::from(&rec) })))
+}
+
+#[derive(Debug, Deserialize)]
+struct QuestionAnswer {
+    allow: bool,
+}
+
+/// `POST /questions/{id}` `{"allow": true|false}`: answers the permission
+/// question of a `permission` event; the first answer of any client
+/// counts, a later one (or one after the question's two minutes) changes
+/// nothing.
+async fn question(
+    State(b): State<Shared>,
+    UrlPath(id): UrlPath<u64>,
+    Json(req): Json<QuestionAnswer>,
+) -> Answer {
+    b.call(ToCore::PermissionAnswer {
+        id,
+        allow: req.allow,
+    })
+    .await;
+    Ok(Json(json!({ "id": id, "allow": req.allow })))
 }
 
 async fn cancel(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {

@@ -23,6 +23,8 @@ struct Follow {
     ready: VecDeque<SseEvent>,
     /// Only events about this agent or node.
     subject: Option<String>,
+    /// Counts the stream as someone who can answer a question.
+    _follower: super::events::Follower,
 }
 
 impl Follow {
@@ -46,18 +48,20 @@ impl Follow {
             if let Some(e) = self.ready.pop_front() {
                 return Some((Ok(e), self));
             }
-            let fresh = self.bus.after(self.seq);
-            let Some(first) = fresh.first() else {
+            let (fresh, missed) = self.bus.after(self.seq);
+            if missed {
+                // A client too slow for the ring.
+                let gone = fresh.first().map_or(self.seq, |e| e.seq - 1);
+                self.ready.push_back(self.lost(gone));
+                self.seq = gone;
+            }
+            if fresh.is_empty() {
                 // The stream ends with its core.
                 tokio::select! {
                     woke = self.wake.changed() => woke.ok()?,
                     _ = self.bus.closed() => return None,
                 }
                 continue;
-            };
-            if first.seq > self.seq + 1 {
-                // A client too slow for the ring.
-                self.ready.push_back(self.lost(first.seq - 1));
             }
             for e in &fresh {
                 if self
@@ -86,6 +90,7 @@ fn follow(
         .filter(|v| !v.is_empty());
     let wake = bus.watch();
     let mut f = Follow {
+        _follower: bus.follower(),
         bus,
         wake,
         seq: 0,

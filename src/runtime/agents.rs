@@ -99,8 +99,8 @@ pub(super) async fn run_agent(
     let heard = pulse.clone();
     let progress: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |message: String| {
         heard.beat();
-        out.tell(ToEditor::Progress {
-            id: pid.clone(),
+        out.event(Event::Progress {
+            agent: pid.clone(),
             message,
         })
     });
@@ -220,8 +220,8 @@ async fn run_external(
     let human = crate::acp::Human {
         progress,
         show: Arc::new(move |piece| {
-            out.tell(ToEditor::AgentSaid {
-                id: id.clone(),
+            out.event(Event::AgentSaid {
+                agent: id.clone(),
                 piece,
             })
         }),

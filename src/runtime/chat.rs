@@ -85,8 +85,8 @@ async fn show_turn(c: Arc<Core>, id: String, mut rx: mpsc::UnboundedReceiver<Cha
     let mut answered = false;
     while let Some(event) = rx.recv().await {
         match event {
-            ChatEvent::Delta(text) => c.out.tell(ToEditor::ChatDelta {
-                agent_id: id.clone(),
+            ChatEvent::Delta(text) => c.out.event(Event::ChatDelta {
+                agent: id.clone(),
                 text,
             }),
             ChatEvent::Step { call, result } => {

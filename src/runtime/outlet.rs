@@ -1,7 +1,7 @@
 //! Where everything the core says goes. An [`Event`] is heard by every
 //! listener (the API's feed) and then by the editor, as its message with
 //! absolute paths; what only the editor is told (answers to its requests,
-//! buffer edits, streamed progress) goes to the editor alone.
+//! buffer edits) goes to the editor alone.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -43,14 +43,15 @@ impl Outlet {
         self.event(Event::notice(level, message));
     }
 
-    /// Tells the editor alone: an answer to its request, a buffer edit,
-    /// streamed progress — never what other clients must hear too.
+    /// Tells the editor alone: an answer to its request, a buffer edit —
+    /// never what other clients must hear too.
     pub fn tell(&self, msg: ToEditor) {
         self.editor.send(msg);
     }
 
-    /// Whether a person reads the editor and can answer a question.
+    /// Whether a person reads the editor, or follows a listener (the
+    /// dashboard), and can answer a question.
     pub fn asks_the_human(&self) -> bool {
-        self.editor.asks_the_human()
+        self.editor.asks_the_human() || self.listeners.iter().any(|l| l.answers())
     }
 }

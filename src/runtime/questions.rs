@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::Core;
-use crate::messages::ToEditor;
+use crate::event::Event;
 
 /// How long a question to the human waits before it counts as refused.
 const ASK_LIMIT: Duration = Duration::from_secs(120);
@@ -64,7 +64,7 @@ pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::request
         Box::pin(async move {
             let core = weak.upgrade()?;
             let (id, rx) = core.questions.open();
-            core.out.tell(ToEditor::Permission {
+            core.out.event(Event::Permission {
                 id,
                 agent,
                 question,

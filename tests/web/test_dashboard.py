@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import sys
+import tempfile
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[2]
@@ -35,6 +37,9 @@ SCRIPT = [
     {"text": "```python\ndef one():\n    return 10\n\n\ndef two():\n    return 20\n```"},
 ]
 TWO = "def one():\n    return 1\n\n\ndef two():\n    return 2\n"
+# The scripted ACP agent's script and log, outside the project.
+ACP_STATE = Path(tempfile.mkdtemp(prefix="chimera-web-acp-"))
+ACP_SCRIPT, ACP_LOG = ACP_STATE / "fake.json", ACP_STATE / "fake.log"
 
 
 def agent_item(page, agent_id):
@@ -181,16 +186,58 @@ def run(p, browser):
     expect(fresh.locator("#link")).to_have_text("live")
     expect(agent_item(fresh, agent_id)).to_be_visible()
 
+    asked(p, page)
     assert not errors, f"the page threw: {errors}"
+
+
+def post(p, path, body):
+    """POST `body` to the API of `p`, as a script does."""
+    req = urllib.request.Request(
+        p.base + path,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": "Bearer " + p.token, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=20) as res:
+        return json.loads(res.read())
+
+
+def asked(p, page):
+    """An ACP agent asks to edit where its preset says no: the question
+    reaches the page (no editor is open), with what the agent is doing
+    now; Allow answers it, and the agent hears the answer."""
+    page.click('.tab[data-tab="agents"]')
+    agent_id = post(p, "/tasks", {"task": "fix add", "file": "calc.py", "agent": "fake", "capabilities": "readonly"})["id"]
+    question = page.locator("#questions li")
+    expect(question).to_contain_text("Edit calc.py", timeout=30_000)
+    expect(question.locator("code")).to_have_text(agent_id)
+    expect(agent_item(page, agent_id).locator(".progress")).to_contain_text("looking at calc.py")
+    page.screenshot(path=str(SHOTS / "dashboard-question.png"), full_page=True)
+    question.locator("button", has_text="Allow").click()
+    expect(page.locator("#questions")).to_be_hidden()
+    expect(agent_item(page, agent_id).locator(".badge")).not_to_have_text("running", timeout=30_000)
+    expect(agent_item(page, agent_id).locator(".progress")).to_have_count(0)
+    answers = [json.loads(line) for line in ACP_LOG.read_text().splitlines() if line.strip()]
+    allowed = [a["answer"]["result"]["outcome"] for a in answers if a.get("answer_to") == "session/request_permission"]
+    assert allowed == [{"outcome": "selected", "optionId": "allow"}], allowed
 
 
 def main():
     assert BIN.exists(), f"{BIN} is missing: run `cargo build` first"
     assert CHROMIUM, "chromium is missing: run scripts/install-browser.sh"
+    ACP_STATE.mkdir(parents=True, exist_ok=True)
+    ACP_SCRIPT.write_text(json.dumps([[{"say": "looking at calc.py"}, {"permission": "Edit calc.py"}, {"say": "Done."}]]))
     p = Project(
         {"calc.py": ORIGINAL, "two.py": TWO, "use.py": "from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n"},
         SCRIPT,
         prefix="chimera-web-",
+        config={
+            "agents": {"external": {"fake": {
+                "command": [sys.executable, str(HERE / "tests" / "fake_acp_agent.py"), "--script", str(ACP_SCRIPT), "--log", str(ACP_LOG)],
+                "writable": [str(ACP_STATE)],
+            }}},
+            # What a preset refuses an ACP agent is asked of the human.
+            "capabilities": {"ask": True},
+        },
     )
     try:
         with sync_playwright() as pw:
@@ -201,6 +248,7 @@ def main():
                 browser.close()
     finally:
         p.close()
+        shutil.rmtree(ACP_STATE, ignore_errors=True)
     print(f"dashboard: ok (screenshots in {SHOTS})")
 
 
