@@ -13,7 +13,9 @@ use crate::store::{Store, StoreError};
 use crate::workdir::{Change as FolderChange, Workdir, WorkdirError};
 
 mod change;
+mod kept;
 pub use change::{Change, FileChange};
+pub use kept::Kept;
 
 /// The human's text of each file as an agent last read it (by hash; `None`:
 /// not there), so that a whole file it writes later is taken as a change of
@@ -187,6 +189,38 @@ impl<'a> Workspace<'a> {
             self.overlay.write(&p, text.as_bytes())?;
         }
         Ok(())
+    }
+
+    /// A copy of the agent's change, to put back with [`Workspace::restore`]
+    /// after later tries.
+    pub fn keep(&self) -> Result<Kept, StoreError> {
+        Kept::take(self.overlay.store(), self.overlay.agent())
+    }
+
+    /// Makes the agent's overlay what it was when `kept` was taken.
+    pub fn restore(&self, kept: &Kept) -> Result<(), StoreError> {
+        kept.restore(self.overlay.store(), self.overlay.agent())
+    }
+
+    /// Writes `new`, the agent's text of `p` made from `old`, if it may.
+    /// When the file moved on meanwhile (the human typed, Remora wrote its
+    /// IDs into the buffer) the change goes onto what is there now, or it
+    /// would undo what happened; `Ok(false)` when the two cannot be merged.
+    pub fn write_merged(
+        &self,
+        p: &ProjectPath,
+        old: &str,
+        new: &str,
+    ) -> Result<bool, WorkspaceError> {
+        let merged = match self.read_text(p) {
+            Ok(now) if now != old => match crate::diff::merge3(old, &now, new) {
+                Some(merged) => Some(merged),
+                None => return Ok(false),
+            },
+            _ => None,
+        };
+        self.write(p, merged.as_deref().unwrap_or(new).as_bytes())?;
+        Ok(true)
     }
 
     /// Empties the agent's overlay: its change is gone.

@@ -331,22 +331,15 @@ pub(super) fn write_checked(
     if new == old {
         return Err(Problem::Unchanged);
     }
-    let ws = run.workspace();
-    // The file moved on while the model answered (the human typed, Remora
-    // wrote its IDs into the buffer): the change goes onto what is there
-    // now, or the proposal would undo what happened meanwhile.
-    let merged =
-        match ws.read_text(path) {
-            Ok(now) if now != old => Some(crate::diff::merge3(old, &now, new).ok_or_else(
-                || Problem::Moved {
-                    path: path.to_string(),
-                },
-            )?),
-            _ => None,
-        };
-    let new = merged.as_deref().unwrap_or(new);
-    ws.write(path, new.as_bytes())
-        .map_err(|e| Problem::Other(e.to_string()))?;
+    match run.workspace().write_merged(path, old, new) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(Problem::Moved {
+                path: path.to_string(),
+            })
+        }
+        Err(e) => return Err(Problem::Other(e.to_string())),
+    }
     Ok(Made::new(None, form))
 }
 

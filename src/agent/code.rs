@@ -9,14 +9,13 @@
 
 use super::attempt::{Made, Turn};
 use super::brain::Run;
-use super::kept::Kept;
 use super::scene::{self, Scene};
 use super::{checks, gate, locate, node, prompt, AgentError, Done, EditForm, Job, Problem};
 use crate::config::{Config, EditFormSetting};
 use crate::lang::splice;
 use crate::lang::{self, Language};
 use crate::llm::{ChatMessage, ChatOptions};
-use crate::workspace::Change;
+use crate::workspace::{Change, Kept};
 
 /// The form the prompt asks for.
 pub fn choose_form(config: &Config, has_target: bool) -> EditForm {
@@ -280,7 +279,7 @@ impl Talk {
             }
         }
         if let Some(f) = fallback {
-            f.kept.restore(&run.store, &run.job.id)?;
+            run.workspace().restore(&f.kept)?;
             return Ok(turn.done(f.made, &f.change, f.notes, f.round));
         }
         run.workspace().clear()?;
@@ -435,7 +434,7 @@ fn settle(
             let score = (fixed, std::cmp::Reverse(broke));
             if fallback.as_ref().is_none_or(|f| score > f.score) {
                 *fallback = Some(Fallback {
-                    kept: Kept::take(&run.store, &run.job.id)?,
+                    kept: run.workspace().keep()?,
                     change,
                     made,
                     notes,

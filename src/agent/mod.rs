@@ -16,7 +16,6 @@ mod corrections;
 mod echo;
 pub mod gate;
 pub(crate) mod host;
-mod kept;
 pub mod locate;
 pub mod meant;
 pub mod node;

@@ -1,6 +1,7 @@
 //! An attempt set aside while the agent tries again: the overlay's files,
 //! bytes included (a cleared overlay no longer holds its blobs), to put
-//! back if no later try does better.
+//! back if no later try does better ([`super::Workspace::keep`],
+//! [`super::Workspace::restore`]).
 
 use crate::store::{OverlayEntry, Store, StoreError};
 
@@ -17,7 +18,7 @@ pub struct Kept(Vec<File>);
 
 impl Kept {
     /// A copy of `agent`'s overlay.
-    pub fn take(store: &Store, agent: &str) -> Result<Kept, StoreError> {
+    pub(super) fn take(store: &Store, agent: &str) -> Result<Kept, StoreError> {
         let bytes = |h: &Option<String>| h.as_deref().map(|h| store.blob(h)).transpose();
         let mut files = Vec::new();
         for (path, entry) in store.overlay_entries(agent)? {
@@ -32,7 +33,7 @@ impl Kept {
     }
 
     /// Makes `agent`'s overlay what it was when taken.
-    pub fn restore(&self, store: &Store, agent: &str) -> Result<(), StoreError> {
+    pub(super) fn restore(&self, store: &Store, agent: &str) -> Result<(), StoreError> {
         store.overlay_clear(agent)?;
         for f in &self.0 {
             for data in [&f.data, &f.base].into_iter().flatten() {
