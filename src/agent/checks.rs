@@ -453,22 +453,20 @@ impl Tests {
         Some((path.clone(), digest(&ran, 1500)))
     }
 
-    /// Why a test file the change adds tests nothing: it does not load as
-    /// `pytest` loads it ([`Tests::unloadable_new_test`]), or the
-    /// project's runner finds no test in it. `None` for a project's own
-    /// test command, which this cannot run one file at a time.
-    pub fn new_test_problem(&self, cancelled: &dyn Fn() -> bool) -> Option<Problem> {
+    /// Why a test file the change adds (`added`, the files it creates)
+    /// tests nothing: it does not load as `pytest` loads it
+    /// ([`Tests::unloadable_new_test`]), or the project's runner finds no
+    /// test in it. `None` for a project's own test command, which this
+    /// cannot run one file at a time.
+    pub fn new_test_problem(
+        &self,
+        added: &[String],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<Problem> {
         if self.config.command != TestCommand::Named(TestsMode::Auto) {
             return None;
         }
-        let new: Vec<String> = self
-            .store
-            .overlay_entries(&self.agent)
-            .ok()?
-            .into_iter()
-            .filter(|(p, e)| e.base_hash.is_none() && e.hash.is_some() && is_test_file(p))
-            .map(|(p, _)| p)
-            .collect();
+        let new: Vec<String> = added.iter().filter(|p| is_test_file(p)).cloned().collect();
         if new.is_empty() {
             return None;
         }
@@ -487,16 +485,9 @@ impl Tests {
         })
     }
 
-    /// Tests the agent's change (see the module's comment).
-    pub fn check(&self, cancelled: &dyn Fn() -> bool) -> Verdict {
-        let Ok(entries) = self.store.overlay_entries(&self.agent) else {
-            return Verdict::NotRun;
-        };
-        let changed: Vec<String> = entries
-            .into_iter()
-            .filter(|(_, e)| e.hash != e.base_hash)
-            .map(|(p, _)| p)
-            .collect();
+    /// Tests the agent's change, which changes the files `changed` (see
+    /// the module's comment).
+    pub fn check(&self, changed: &[String], cancelled: &dyn Fn() -> bool) -> Verdict {
         let first_source = changed.iter().find(|p| crate::lang::is_source(p));
         let auto = self.auto(first_source.map(String::as_str));
         if let (Way::Nothing(language), Some(_), TestCommand::Named(TestsMode::Auto)) =
@@ -507,7 +498,7 @@ impl Tests {
             };
         }
         let after = self.view(true);
-        let Some(argv) = argv_for(&self.config, &after, &changed, &auto) else {
+        let Some(argv) = argv_for(&self.config, &after, changed, &auto) else {
             return Verdict::NotRun;
         };
         let with = match self.run_in_copy(&after, "with the change", (&argv, &auto), cancelled) {

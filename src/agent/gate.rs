@@ -60,7 +60,7 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
     check_change(&change, root, Some(task))?;
     let fixing = checks::asks_to_fix(task);
     left_undone(&run.store, &change, task, fixing)?;
-    let mut tested = run_tests(run).await;
+    let mut tested = run_tests(run, &change).await;
     let written_tests = only_test_files(&change);
     if let (Some(path), false, checks::Verdict::Broke { broke, .. }) =
         (&written_tests, fixing, &tested)
@@ -77,7 +77,7 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
                 "left out tests the task did not ask for, which fail on the code as it is: {}",
                 left.join(", ")
             ));
-            tested = run_tests(run).await;
+            tested = run_tests(run, &change).await;
         }
     }
     notes.extend(tested.note());
@@ -87,9 +87,15 @@ pub async fn finish(run: &Run<'_>, last: bool) -> Result<Gated, Problem> {
     };
     // The tests it adds must also load as a person runs them, and test
     // something.
+    let added: Vec<String> = change
+        .files()
+        .iter()
+        .filter(|f| f.was.is_none() && f.written())
+        .map(|f| f.path.clone())
+        .collect();
     let fault = run
         .tests()
-        .off_runtime(run.cancel, |t, stop| t.new_test_problem(stop))
+        .off_runtime(run.cancel, move |t, stop| t.new_test_problem(&added, stop))
         .await
         .flatten();
     match fault {
@@ -138,11 +144,12 @@ fn left_undone(store: &Store, change: &Change, task: &str, fixing: bool) -> Resu
     }
 }
 
-/// The tests' verdict on the run's overlay.
-async fn run_tests(run: &Run<'_>) -> checks::Verdict {
+/// The tests' verdict on `change`, written in the run's overlay.
+async fn run_tests(run: &Run<'_>, change: &Change) -> checks::Verdict {
     run.say("running the project's tests");
+    let changed = change.changed_paths();
     run.tests()
-        .off_runtime(run.cancel, |t, stop| t.check(stop))
+        .off_runtime(run.cancel, move |t, stop| t.check(&changed, stop))
         .await
         .unwrap_or(checks::Verdict::Unavailable {
             said: "the test run stopped unexpectedly".into(),

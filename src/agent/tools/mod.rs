@@ -159,7 +159,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     let mut host = AgentHost::new(run);
     host.mcp_tools = mcp_tools;
     let mut steps = Steps::new(run, host, tools, native, located, task).await;
-    run.store.overlay_clear(&job.id)?;
+    run.workspace().clear()?;
     let limit = config.agents.max_iterations.max(1);
     for step in 1..=limit {
         if let Some(done) = steps.step(step, step >= limit).await? {
@@ -172,7 +172,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     if let Some(done) = steps.cut_short(limit).await? {
         return Ok(done);
     }
-    run.store.overlay_clear(&job.id)?;
+    run.workspace().clear()?;
     // Nothing written, or nothing that passes: the change asked for once
     // more, in code mode's form (a small model that keeps reading, or
     // writes its file back as it was, in tool mode often writes the
@@ -194,7 +194,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
                 ..done
             });
         }
-        run.store.overlay_clear(&job.id)?;
+        run.workspace().clear()?;
     }
     Err(AgentError::TooManySteps(limit))
 }
