@@ -74,6 +74,9 @@ pub enum Event {
         agent: String,
         question: String,
     },
+    /// Question `id` is closed: allowed or refused by someone, or, `None`,
+    /// unanswered in its time (refused). A client still showing it stops.
+    Answered { id: u64, allow: Option<bool> },
 }
 
 impl Event {
@@ -114,6 +117,7 @@ impl Event {
             Event::ChatDelta { .. } => "chat_delta",
             Event::AgentSaid { .. } => "agent_said",
             Event::Permission { .. } => "permission",
+            Event::Answered { .. } => "answered",
         }
     }
 

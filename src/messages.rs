@@ -217,6 +217,9 @@ pub enum ToEditor {
         agent: String,
         question: String,
     },
+    /// Question [`ToEditor::Permission`] `id` is closed (answered by any
+    /// client, or out of time: `None`).
+    Answered { id: u64, allow: Option<bool> },
     /// Answer to [`ToCore::CheckLlm`].
     LlmStatus(crate::llm::health::Health),
     /// Something the user should know.
@@ -468,6 +471,7 @@ impl ToEditor {
                 agent,
                 question,
             },
+            Event::Answered { id, allow } => ToEditor::Answered { id, allow },
         }
     }
 }

@@ -531,6 +531,15 @@ async fn progress_and_permission_questions_reach_every_client_which_may_answer()
     let asked = question["id"].as_u64().unwrap();
     api.post(&format!("/questions/{asked}"), json!({"allow": true}))
         .await;
+    // Every client still showing it hears that it is closed.
+    let closed = feed.until(|e| e.event == "answered").await;
+    assert_eq!(
+        closed.last().unwrap().data["allow"],
+        true,
+        "{:?}",
+        closed.last()
+    );
+    assert_eq!(closed.last().unwrap().data["id"], asked);
     feed.until(|e| {
         e.event == "agent"
             && e.data["agent"]["id"] == id.as_str()

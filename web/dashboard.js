@@ -259,6 +259,10 @@ function dispatch(kind, data) {
       logLine("permission", `${data.agent} asks: ${data.question}`);
       ask(data);
       break;
+    // Answered here, in Neovim or by another client, or out of time.
+    case "answered":
+      document.querySelector(`#questions li[data-question="${CSS.escape(String(data.id))}"]`)?.dispatchEvent(new Event("closed"));
+      break;
     case "reset":
       logLine("reset", "events were missed: reading everything again");
       loadAll();
@@ -314,8 +318,8 @@ function showProgress(id) {
 }
 
 // A permission question an agent asks (`capabilities.ask`): the first
-// answer of any client counts; unanswered, the core refuses it after
-// QUESTION_MS.
+// answer of any client counts, and an `answered` event closes it
+// everywhere; unanswered, the core refuses it after QUESTION_MS.
 function ask(q) {
   const list = $("questions");
   const done = () => {
@@ -330,7 +334,7 @@ function ask(q) {
     });
   const item = h(
     "li",
-    { "data-question": String(q.id) },
+    { "data-question": String(q.id), onclosed: done },
     h("code", {}, q.agent),
     h("span", { class: "question" }, "asks: " + q.question),
     h("button", { class: "primary", onclick: () => answer(true) }, "Allow"),
@@ -338,7 +342,7 @@ function ask(q) {
   );
   list.append(item);
   list.hidden = false;
-  setTimeout(done, QUESTION_MS);
+  setTimeout(done, QUESTION_MS + 5000);
 }
 
 function renderAgents() {

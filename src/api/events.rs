@@ -277,6 +277,7 @@ impl EventBus {
                 vec![agent.clone()],
                 json!({ "id": id, "agent": agent, "question": question }),
             ),
+            Happened::Answered { id, allow } => (vec![], json!({ "id": id, "allow": allow })),
             Happened::Remora { record } => {
                 let subjects = [record.event.from_agent(), record.event.to_agent()]
                     .into_iter()

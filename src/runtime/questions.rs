@@ -74,10 +74,12 @@ pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::request
                 Ok(Ok(allow)) => Some(allow),
                 _ => None,
             };
-            if answer.is_none() {
-                if let Some(core) = weak.upgrade() {
+            if let Some(core) = weak.upgrade() {
+                if answer.is_none() {
                     core.questions.forget(id);
                 }
+                // Every client showing the question stops: one answered it.
+                core.out.event(Event::Answered { id, allow: answer });
             }
             answer
         })

@@ -204,7 +204,8 @@ def post(p, path, body):
 def asked(p, page):
     """An ACP agent asks to edit where its preset says no: the question
     reaches the page (no editor is open), with what the agent is doing
-    now; Allow answers it, and the agent hears the answer."""
+    now; Allow answers it, and the agent hears the answer. A question
+    answered by another client leaves the page too."""
     page.click('.tab[data-tab="agents"]')
     agent_id = post(p, "/tasks", {"task": "fix add", "file": "calc.py", "agent": "fake", "capabilities": "readonly"})["id"]
     question = page.locator("#questions li")
@@ -213,19 +214,26 @@ def asked(p, page):
     expect(agent_item(page, agent_id).locator(".progress")).to_contain_text("looking at calc.py")
     page.screenshot(path=str(SHOTS / "dashboard-question.png"), full_page=True)
     question.locator("button", has_text="Allow").click()
+    # The second question is answered elsewhere (Neovim, a script): it
+    # leaves the page all the same.
+    second = page.locator("#questions li", has_text="Edit use.py")
+    expect(second).to_be_visible(timeout=30_000)
+    post(p, "/questions/" + second.get_attribute("data-question"), {"allow": False})
     expect(page.locator("#questions")).to_be_hidden()
     expect(agent_item(page, agent_id).locator(".badge")).not_to_have_text("running", timeout=30_000)
     expect(agent_item(page, agent_id).locator(".progress")).to_have_count(0)
     answers = [json.loads(line) for line in ACP_LOG.read_text().splitlines() if line.strip()]
-    allowed = [a["answer"]["result"]["outcome"] for a in answers if a.get("answer_to") == "session/request_permission"]
-    assert allowed == [{"outcome": "selected", "optionId": "allow"}], allowed
+    said = [a["answer"]["result"]["outcome"]["optionId"] for a in answers if a.get("answer_to") == "session/request_permission"]
+    assert said == ["allow", "reject"], said
 
 
 def main():
     assert BIN.exists(), f"{BIN} is missing: run `cargo build` first"
     assert CHROMIUM, "chromium is missing: run scripts/install-browser.sh"
     ACP_STATE.mkdir(parents=True, exist_ok=True)
-    ACP_SCRIPT.write_text(json.dumps([[{"say": "looking at calc.py"}, {"permission": "Edit calc.py"}, {"say": "Done."}]]))
+    ACP_SCRIPT.write_text(
+        json.dumps([[{"say": "looking at calc.py"}, {"permission": "Edit calc.py"}, {"permission": "Edit use.py"}, {"say": "Done."}]])
+    )
     p = Project(
         {"calc.py": ORIGINAL, "two.py": TWO, "use.py": "from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n"},
         SCRIPT,
