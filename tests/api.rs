@@ -422,6 +422,15 @@ async fn bad_requests_get_clear_json_errors() {
             404,
             "no snapshot",
         ),
+        ("POST", "/questions/first", json!({"allow": true}), 400, ""),
+        (
+            "POST",
+            "/questions/1",
+            json!({"allow": "yes"}),
+            422,
+            "allow",
+        ),
+        ("POST", "/questions/1", json!({}), 422, "allow"),
         ("GET", "/no/such/route", Value::Null, 404, ""),
     ] {
         let body = (!body.is_null()).then_some(body);
@@ -637,6 +646,7 @@ async fn nothing_without_the_token_nor_on_any_address_but_loopback() {
             ("POST", "/branches"),
             ("GET", "/branches"),
             ("GET", "/agents/x/calls"),
+            ("POST", "/questions/1"),
         ] {
             let mut req = http
                 .request(method.parse().unwrap(), format!("{base}{path}"))

@@ -73,10 +73,17 @@ impl Change {
         let text = |h: &Option<String>| h.as_deref().map(|h| store.blob_text(h)).transpose();
         let mut files = Vec::new();
         for (path, entry) in store.overlay_entries(agent)? {
+            let same = entry.hash == entry.base_hash;
+            let was = text(&entry.base_hash)?;
+            // A file written back as it was is read once.
+            let now = match same {
+                true => was.clone(),
+                false => text(&entry.hash)?,
+            };
             files.push(FileChange {
-                was: text(&entry.base_hash)?,
-                now: text(&entry.hash)?,
-                same: entry.hash == entry.base_hash,
+                was,
+                now,
+                same,
                 edited: false,
                 path,
             });
@@ -84,8 +91,8 @@ impl Change {
         Ok(Change { files })
     }
 
-    /// A change of `files`, each `(path, was, now)` — for tests and for a
-    /// change built in memory.
+    /// A change of `files`, each `(path, was, now)`, built in memory for
+    /// tests.
     #[cfg(test)]
     pub fn of(files: &[(&str, Option<&str>, Option<&str>)]) -> Change {
         Change {
@@ -129,11 +136,6 @@ impl Change {
     /// Whether the overlay touches no file.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
-    }
-
-    /// The file at `path`, if the change touches it.
-    pub fn get(&self, path: &str) -> Option<&FileChange> {
-        self.files.iter().find(|f| f.path == path)
     }
 
     pub fn get_mut(&mut self, path: &str) -> Option<&mut FileChange> {
