@@ -54,13 +54,19 @@
 //!   brain chosen once ([`agent::Brain`]: code mode, tool mode, a Remora
 //!   node), one [`agent::Run`] context, and what goes back to the model typed
 //!   ([`agent::Problem`]).
+//! - [`port`]: what any client asks the core, in the core's own words:
+//!   [`port::Command`]s (answered with what they caused, or a typed
+//!   refusal) and [`port::Query`]s (answered from the store), files named
+//!   by project path. The clients outside the editor (`api`, `cli`, `mcp`,
+//!   `a2a`) reach the core through it alone (a test holds them to it).
 //! - [`runtime`]: the tokio runtime thread and the message loop between the
 //!   halves; a front end in the same process reaches it through its typed
 //!   [`runtime::Port`].
 //! - [`event`]: what happened in the core, typed, with project paths, as
 //!   every client hears it (the editor's messages and the API's feed are
 //!   both made of it).
-//! - [`messages`]: the typed messages crossing between the editor and the core.
+//! - [`messages`]: the typed messages crossing between the editor and the
+//!   core, and their translation into the port's words where they enter it.
 //! - [`api`]: the HTTP API clients outside Neovim use, on the project's
 //!   control socket (its shared types in `api::backend`, below the routes);
 //!   `api::core::start` starts a core with it, as Neovim and the CLI do;
@@ -96,6 +102,7 @@ pub mod memory;
 pub mod messages;
 pub mod overlay;
 pub mod paths;
+pub mod port;
 pub mod pulse;
 pub mod python;
 #[cfg(target_os = "linux")]

@@ -9,6 +9,9 @@ use crate::event::Event;
 pub use crate::event::{AgentView, Level};
 use std::path::Path;
 
+mod translate;
+pub use translate::Entering;
+
 /// From the editor to the core.
 #[derive(Debug, Clone)]
 pub enum ToCore {
@@ -41,23 +44,8 @@ pub enum ToCore {
     },
     /// Stop a queued or running agent at once (LLM request and sandbox included).
     Cancel { id: String },
-    /// An MCP host's session wrote for the first time: agent `id` is
-    /// recorded `running`, its overlay the session's (see
-    /// [`crate::api::sessions`]).
-    SessionStart {
-        id: String,
-        task: String,
-        /// The MCP host's name, as it introduced itself.
-        client: String,
-        /// The preset the session was opened with.
-        capabilities: String,
-    },
     /// The human's answer to [`ToEditor::Permission`] `id`.
     PermissionAnswer { id: u64, allow: bool },
-    /// The session proposes what agent `id` wrote.
-    SessionPropose { id: String, summary: String },
-    /// The session ended (or the host went away) before it proposed.
-    SessionEnd { id: String, reason: String },
     /// A buffer's text changed (or was loaded, or written); it is now the
     /// ground truth for its file.
     BufferText(BufferText),
@@ -148,14 +136,7 @@ pub enum ToCore {
     Shutdown,
 }
 
-/// Where a list of effects starts (seed 004: `effects --since <snapshot>`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EffectsSince {
-    /// After this sequence number (0: all).
-    Seq(i64),
-    /// After this snapshot was taken.
-    Snapshot(String),
-}
+pub use crate::port::EffectsSince;
 
 /// The full text of a loaded buffer.
 #[derive(Debug, Clone)]

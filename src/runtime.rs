@@ -15,8 +15,9 @@ use crate::agent::{self, Job};
 use crate::config::Config;
 use crate::lifecycle::{self, Lifecycle, Outcome, Verdict};
 use crate::llm::LlmClient;
-use crate::messages::{AgentView, BufferText, EffectsSince, Level, ToCore, ToEditor};
+use crate::messages::{AgentView, Entering, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
+use crate::port::Command;
 use crate::store::{now_ms, AgentRecord, Store};
 use crate::sync::{self, OpenBuffers};
 
@@ -334,10 +335,13 @@ async fn main_loop(
         front.open(Port(core.clone()));
     }
     while let Some(msg) = rx.recv().await {
-        if matches!(msg, ToCore::Shutdown) {
-            break;
+        match msg.into_port(|abs| core.rel(abs)) {
+            Ok(Entering::Command(command)) => route(&core, command),
+            Ok(Entering::Query(query)) => router::answer_editor(&core, query),
+            Ok(Entering::Outside) => {}
+            Ok(Entering::Shutdown) => break,
+            Err(said) => core.notify(Level::Error, said),
         }
-        route(&core, msg);
     }
     core.shutdown.cancel();
     // Not left to the server's tasks, which the runtime may drop first.
@@ -364,9 +368,9 @@ impl Port {
         &self.0.root
     }
 
-    /// Runs `msg` as if the editor had sent it; resolves to what the core
-    /// said about it (empty for messages that are not transitions).
-    pub fn call(&self, msg: ToCore) -> futures_util::future::BoxFuture<'static, lifecycle::Told> {
+    /// Runs `msg`; resolves to what the core said about it (empty for
+    /// commands that are not transitions).
+    pub fn call(&self, msg: Command) -> futures_util::future::BoxFuture<'static, lifecycle::Told> {
         let core = self.0.clone();
         Box::pin(async move { answer(&core, msg).await })
     }

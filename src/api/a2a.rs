@@ -15,7 +15,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::backend::{new_id, Shared};
-use crate::messages::ToCore;
+use crate::port::Command;
 use crate::store::{AgentRecord, AgentState};
 
 /// The protocol version this server speaks.
@@ -138,7 +138,7 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
                 rec.state.as_str()
             ));
         }
-        b.call(ToCore::Reject {
+        b.call(Command::Reject {
             id: task_id.to_owned(),
             feedback: Some(text),
         })
@@ -151,7 +151,7 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
         .transpose()?;
     let id = new_id(8);
     let told = b
-        .call(ToCore::Spawn {
+        .call(Command::Spawn {
             id: id.clone(),
             spec: crate::task::TaskSpec {
                 file,
@@ -265,7 +265,7 @@ async fn cancel(b: &Shared, id: &Value, params: &Value) -> Value {
             ),
         );
     }
-    b.call(ToCore::Cancel { id: rec.id.clone() }).await;
+    b.call(Command::Cancel { id: rec.id.clone() }).await;
     b.store()
         .effect_record("a2a", Some(&rec.id), "tasks/cancel", "ok", 0);
     match b.store().agent(&rec.id) {

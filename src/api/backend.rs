@@ -12,18 +12,20 @@ use axum::Json;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use crate::lifecycle::{Refusal, RefusalKind, Told};
-use crate::messages::ToCore;
+use crate::port::{Command, Query, Refusal, RefusalKind, Reply, Told};
 use crate::store::Store;
 
 /// The core as the API sees it.
 pub trait Backend: Send + Sync + 'static {
     fn store(&self) -> &Store;
     fn root(&self) -> &Path;
-    /// Runs `msg` as if the editor had sent it; resolves to what the core
-    /// told the editor about it (empty for messages that are not
-    /// transitions).
-    fn call(&self, msg: ToCore) -> BoxFuture<'static, Told>;
+    /// Runs `msg`; resolves to what the core said about it (empty for
+    /// commands that are not transitions).
+    fn call(&self, msg: Command) -> BoxFuture<'static, Told>;
+    /// Answers `query` (from the store: the same with or without a core).
+    fn ask(&self, query: Query) -> Result<Reply, Refusal> {
+        crate::port::ask(self.store(), query)
+    }
     /// The live feed of what the core tells the editor.
     fn events(&self) -> Arc<super::events::EventBus>;
     /// The Remora topology (`None` when `remora.index` is off).
@@ -85,13 +87,13 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     }
 }
 
-/// The absolute path of project file `f` a task names. The core would drop
-/// a file reached through a link (it may lead outside): that is said
-/// rather than the task run without it.
+/// Project file `f` a task names, normalised. The core would drop a file
+/// reached through a link (it may lead outside): that is said rather than
+/// the task run without it.
 pub(crate) fn task_file(b: &Shared, f: &str) -> Result<String, String> {
     let p = crate::paths::ProjectPath::parse(f).map_err(|e| e.to_string())?;
     crate::rootfs::check_no_links(b.root(), &p).map_err(|e| e.to_string())?;
-    Ok(b.root().join(p.as_str()).to_string_lossy().into_owned())
+    Ok(p.to_string())
 }
 
 /// A new ID of `len` hex digits, as the editor makes them (agents 8,
@@ -117,7 +119,7 @@ impl From<Refusal> for ApiError {
 pub(crate) async fn take_snapshot(b: &Shared, message: String) -> Result<String, ApiError> {
     let id = new_id(12);
     let told = b
-        .call(ToCore::Snapshot {
+        .call(Command::Snapshot {
             id: id.clone(),
             message,
         })

@@ -11,10 +11,14 @@ use futures_util::future::BoxFuture;
 use super::control::{self, Held};
 use super::events::EventBus;
 use crate::config::Config;
-use crate::lifecycle::Told;
-use crate::messages::{EditorSink, ToCore};
+use crate::messages::EditorSink;
+use crate::port::Command;
+use crate::port::Told;
 use crate::remora::shared::SharedIndex;
-use crate::runtime::{self, CoreHandle, FrontEnd, Port, RuntimeError};
+use crate::runtime::{self, FrontEnd, Port};
+/// The started core, and why it could not start: what a client that
+/// starts one holds.
+pub use crate::runtime::{CoreHandle, RuntimeError};
 use crate::store::Store;
 
 /// Starts the core for the project at `root` and serves its API.
@@ -87,7 +91,7 @@ impl super::Backend for Served {
     fn root(&self) -> &Path {
         self.port.root()
     }
-    fn call(&self, msg: ToCore) -> BoxFuture<'static, Told> {
+    fn call(&self, msg: Command) -> BoxFuture<'static, Told> {
         self.port.call(msg)
     }
     fn events(&self) -> Arc<EventBus> {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::backend::{Answer, ApiError, Shared};
-use crate::messages::ToCore;
+use crate::port::Command;
 use crate::remora::shared::SharedIndex;
 use crate::remora::Node;
 
@@ -121,10 +121,10 @@ pub(super) async fn events(
     UrlPath(id): UrlPath<String>,
     Query(q): Query<EventsQuery>,
 ) -> Answer {
-    let events = b
-        .store()
-        .remora_events_since(q.since.unwrap_or(0), Some(&id), EVENT_LIMIT)
-        .map_err(ApiError::internal)?;
+    let events = b.ask(crate::port::Query::NodeHistory {
+        node: id,
+        since: q.since.unwrap_or(0),
+    })?;
     Ok(Json(json!(events)))
 }
 
@@ -148,8 +148,8 @@ pub(super) async fn chat(
         return Err(no_node(&id));
     }
     let before = b.store().last_event_seq().map_err(ApiError::internal)?;
-    b.call(ToCore::NodeChat {
-        node_id: id.clone(),
+    b.call(Command::NodeChat {
+        node: id.clone(),
         message: req.message,
     })
     .await;

@@ -15,8 +15,9 @@ use serde_json::json;
 use super::backend::{new_id, take_snapshot, task_file, Answer, ApiError, OptionalBody, Shared};
 use crate::diff::HunkRef;
 use crate::event::Event;
-use crate::lifecycle::Told;
-use crate::messages::{AgentView, EffectsSince, FileView, ToCore};
+use crate::messages::{AgentView, FileView};
+use crate::port::Told;
+use crate::port::{self, Command, EffectsSince};
 use crate::store::AgentState;
 use crate::task::TaskSpec;
 
@@ -132,7 +133,7 @@ async fn task(State(b): State<Shared>, Json(mut spec): Json<TaskSpec>) -> Answer
     }
     let id = new_id(8);
     let told = b
-        .call(ToCore::Spawn {
+        .call(Command::Spawn {
             id: id.clone(),
             spec,
         })
@@ -144,9 +145,7 @@ async fn task(State(b): State<Shared>, Json(mut spec): Json<TaskSpec>) -> Answer
 }
 
 async fn agents(State(b): State<Shared>) -> Answer {
-    let all = b.store().agents().map_err(ApiError::internal)?;
-    let views: Vec<AgentView> = all.iter().map(AgentView::from).collect();
-    Ok(Json(json!(views)))
+    Ok(Json(json!(b.ask(port::Query::Agents)?)))
 }
 
 fn find(b: &Shared, id: &str) -> Result<crate::store::AgentRecord, ApiError> {
@@ -201,8 +200,8 @@ async fn question(
     UrlPath(id): UrlPath<u64>,
     Json(req): Json<QuestionAnswer>,
 ) -> Answer {
-    b.call(ToCore::PermissionAnswer {
-        id,
+    b.call(Command::Answer {
+        question: id,
         allow: req.allow,
     })
     .await;
@@ -211,7 +210,7 @@ async fn question(
 
 async fn cancel(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
     find(&b, &id)?;
-    let told = b.call(ToCore::Cancel { id: id.clone() }).await;
+    let told = b.call(Command::Cancel { id: id.clone() }).await;
     after(&b, &id, &told)
 }
 
@@ -248,7 +247,7 @@ async fn approve(
     }
     let hunk = hunk_ref(v.hunk)?;
     let told = b
-        .call(ToCore::Accept {
+        .call(Command::Accept {
             id: id.clone(),
             buffers: Vec::new(),
             hunk,
@@ -288,11 +287,11 @@ async fn reject(
     let v = body.unwrap_or_default();
     find(&b, &id)?;
     let msg = match hunk_ref(v.hunk)? {
-        Some(hunk) => ToCore::RejectHunk {
+        Some(hunk) => Command::RejectHunk {
             id: id.clone(),
             hunk,
         },
-        None => ToCore::Reject {
+        None => Command::Reject {
             id: id.clone(),
             feedback: v.feedback.filter(|f| !f.trim().is_empty()),
         },
@@ -302,13 +301,11 @@ async fn reject(
 }
 
 async fn snapshots(State(b): State<Shared>) -> Answer {
-    let all = b.store().snapshots().map_err(ApiError::internal)?;
-    Ok(Json(json!(all)))
+    Ok(Json(json!(b.ask(port::Query::Snapshots)?)))
 }
 
 async fn branches(State(b): State<Shared>) -> Answer {
-    let all = b.store().branches().map_err(ApiError::internal)?;
-    Ok(Json(json!(all)))
+    Ok(Json(json!(b.ask(port::Query::Branches)?)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -361,7 +358,7 @@ async fn rollback(
         .dry_run
         .is_some_and(|v| matches!(v.as_str(), "1" | "true" | ""));
     let told = b
-        .call(ToCore::Rollback {
+        .call(Command::Rollback {
             id: id.clone(),
             dry_run,
             buffers: Vec::new(),
@@ -401,12 +398,11 @@ async fn calls(
     UrlPath(id): UrlPath<String>,
     Query(q): Query<CallsQuery>,
 ) -> Answer {
-    find(&b, &id)?;
-    let all = b
-        .store()
-        .tool_calls(&id, q.since.unwrap_or(0))
-        .map_err(ApiError::internal)?;
-    Ok(Json(json!(all)))
+    let calls = b.ask(port::Query::Calls {
+        agent: id,
+        since: q.since.unwrap_or(0),
+    })?;
+    Ok(Json(json!(calls)))
 }
 
 async fn effects(State(b): State<Shared>, Query(q): Query<EffectsQuery>) -> Answer {
@@ -417,17 +413,11 @@ async fn effects(State(b): State<Shared>, Query(q): Query<EffectsQuery>) -> Answ
             Err(_) => EffectsSince::Snapshot(s.to_owned()),
         },
     };
-    let seq = match since {
-        EffectsSince::Seq(seq) => seq,
-        EffectsSince::Snapshot(id) => b.store().snapshot_effect_seq(&id).map_err(|_| {
-            ApiError::not_found(format!("no snapshot {id}; `chimera history` lists them"))
-        })?,
-    };
-    let all = b
-        .store()
-        .effects(seq, q.kind.as_deref())
-        .map_err(ApiError::internal)?;
-    Ok(Json(json!(all)))
+    let effects = b.ask(port::Query::Effects {
+        since,
+        kind: q.kind,
+    })?;
+    Ok(Json(json!(effects)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -454,7 +444,7 @@ async fn fork(
     })?;
     let id = new_id(8);
     let told = b
-        .call(ToCore::Fork {
+        .call(Command::Fork {
             id: id.clone(),
             snapshot,
             task: req.task,
@@ -474,6 +464,6 @@ async fn remora_enable(State(b): State<Shared>) -> Answer {
             "Remora needs `remora.index = true` in the options (setup{} or .chimera/config.json)",
         ));
     }
-    b.call(ToCore::RemoraEnable { confirmed: true }).await;
+    b.call(Command::RemoraEnable { confirmed: true }).await;
     Ok(Json(json!({ "enabled": true })))
 }

@@ -17,8 +17,9 @@ use serde_json::{json, Map, Value};
 
 use super::backend::{new_id, Answer, ApiError, Shared};
 use crate::capabilities::{Capabilities, Denied};
-use crate::messages::{AgentView, ToCore};
+use crate::messages::AgentView;
 use crate::paths::parse_dir;
+use crate::port::Command;
 use crate::store::AgentState;
 use crate::workspace::{ReadFrom, Workspace, WorkspaceError};
 
@@ -205,7 +206,7 @@ pub(super) async fn close(
             .agent(agent)
             .is_ok_and(|r| r.state == AgentState::Running)
         {
-            b.call(ToCore::SessionEnd {
+            b.call(Command::SessionEnd {
                 id: agent.clone(),
                 reason: format!(
                     "the MCP session of {} ended before it proposed; what it wrote was dropped",
@@ -347,7 +348,7 @@ impl Call<'_> {
         let agent = new_id(8);
         let told = self
             .b
-            .call(ToCore::SessionStart {
+            .call(Command::SessionStart {
                 id: agent.clone(),
                 task: format!("{} over MCP", self.session.client),
                 client: self.session.client.clone(),
@@ -418,7 +419,7 @@ impl Call<'_> {
             .map_err(|problem| ApiError(StatusCode::UNPROCESSABLE_ENTITY, problem.to_string()))?;
         let told = self
             .b
-            .call(ToCore::SessionPropose {
+            .call(Command::SessionPropose {
                 id: agent.clone(),
                 summary,
             })

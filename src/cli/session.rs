@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 
 use super::{exit, output, A2aAction, Cli, Command, McpAction, RemoraAction};
 use crate::api::client::{Client, ClientError};
+use crate::api::core::CoreHandle;
 use crate::api::events::EventBus;
 use crate::messages::EditorSink;
-use crate::messages::{Level, ToCore, ToEditor};
+use crate::messages::{Level, ToEditor};
 use crate::remora::shared::SharedIndex;
-use crate::runtime::CoreHandle;
 use crate::store::Store;
 
 mod servers;
@@ -55,8 +55,8 @@ impl crate::api::Backend for StoreOnly {
     fn root(&self) -> &Path {
         &self.root
     }
-    fn call(&self, _msg: ToCore) -> BoxFuture<'static, crate::lifecycle::Told> {
-        Box::pin(async { crate::lifecycle::Told::default() })
+    fn call(&self, _msg: crate::port::Command) -> BoxFuture<'static, crate::port::Told> {
+        Box::pin(async { crate::port::Told::default() })
     }
     fn events(&self) -> Arc<EventBus> {
         self.events.clone()
@@ -341,7 +341,7 @@ enum SessionError {
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
-    Start(#[from] crate::runtime::RuntimeError),
+    Start(#[from] crate::api::core::RuntimeError),
     #[error("the core started for {} did not answer within {secs} s", root.display())]
     Silent { root: PathBuf, secs: u64 },
     #[error(transparent)]

@@ -12,10 +12,13 @@ pub(super) fn spawn_agent(core: &Arc<Core>, job: Job) {
 /// The transition that records `job`'s agent (`queued`) and starts it; a
 /// record the store refuses is the client's refusal, and nothing starts.
 pub(super) fn spawning(core: &Arc<Core>, mut job: Job) -> router::Transition {
+    // A file reached through a link is no file of the project (it may
+    // lead outside): the task runs without it.
     job.spec.file = job
         .spec
         .file
-        .and_then(|f| core.rel(&f))
+        .and_then(|f| crate::paths::ProjectPath::parse(&f).ok())
+        .filter(|p| crate::rootfs::check_no_links(&core.root, p).is_ok())
         .map(|p| p.to_string());
     // A switch made after the task was given is not its model.
     job.model = Some(

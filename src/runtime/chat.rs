@@ -14,12 +14,12 @@ use crate::agent::Job;
 use crate::config::AgentMode;
 use crate::event::Event;
 use crate::llm::ChatMessage;
-use crate::messages::{Level, ToEditor};
+use crate::messages::Level;
 use crate::store::AgentState;
 use crate::task::TaskSpec;
 
 /// The project's one free conversation.
-pub(super) const CONVERSATION: &str = "free";
+pub(super) const CONVERSATION: &str = crate::port::CHAT;
 
 /// Records and shows one entry of the conversation.
 fn append(core: &Core, role: &str, content: &str, agent: Option<&str>) {
@@ -35,7 +35,7 @@ pub(super) fn send(
     core: &Arc<Core>,
     id: String,
     message: String,
-    file: Option<String>,
+    file: Option<crate::paths::ProjectPath>,
     cursor_line: Option<usize>,
     context: Option<String>,
 ) {
@@ -62,7 +62,7 @@ pub(super) fn send(
         id: id.clone(),
         spec: TaskSpec {
             task: message,
-            file,
+            file: file.map(|f| f.to_string()),
             line: cursor_line.map(|l| l + 1),
             context,
             mode: Some(mode.as_str().to_owned()),
@@ -125,18 +125,11 @@ async fn show_turn(c: Arc<Core>, id: String, mut rx: mpsc::UnboundedReceiver<Cha
     append(&c, "status", &status, Some(&id));
 }
 
-/// Sends the whole conversation ([`ToEditor::ChatHistory`]).
-pub(super) fn history(core: &Arc<Core>) {
-    match core.store.chat_entries(CONVERSATION) {
-        Ok(entries) => core.out.tell(ToEditor::ChatHistory { entries }),
-        Err(e) => core.notify(Level::Warn, format!("Chimera: cannot read the chat: {e}")),
-    }
-}
-
 /// Forgets the conversation.
 pub(super) fn clear(core: &Arc<Core>) {
     if let Err(e) = core.store.chat_clear(CONVERSATION) {
         core.notify(Level::Warn, format!("Chimera: cannot clear the chat: {e}"));
     }
-    history(core);
+    // The editor shows what is left.
+    super::router::answer_editor(core, crate::port::Query::ChatHistory);
 }

@@ -225,7 +225,7 @@ pub(super) fn spawn_node_agent(
 /// proposal. Shown as a placeholder until the agent ends.
 pub(super) fn ghost(
     core: &Arc<Core>,
-    file: &str,
+    file: &crate::paths::ProjectPath,
     line: usize,
     kind: &str,
     name: &str,
@@ -302,16 +302,12 @@ pub(super) fn ghost(
 /// `None` with the human told why it cannot go there.
 fn place_ghost(
     core: &Core,
-    file: &str,
+    file: &crate::paths::ProjectPath,
     line: usize,
     kind: &str,
     name: &str,
 ) -> Option<(crate::paths::ProjectPath, crate::remora::ghost::Placement)> {
-    let Some(rel) = core.rel(file) else {
-        let said = format!("Chimera: {file} is not a file of the project");
-        core.notify(Level::Error, said);
-        return None;
-    };
+    let rel = file.clone();
     let placed = {
         let ix = core.remora_index.read();
         crate::remora::ghost::place(ix.topology(), rel.as_str(), line, kind, name)

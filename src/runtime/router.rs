@@ -1,8 +1,10 @@
-//! Where each message of the editor goes: transitions to the lifecycle
-//! thread (answered with the lifecycle's typed [`lifecycle::Told`] when a
-//! front end asks), the rest to the module that owns it.
+//! Where each command of a client goes, in the port's words: transitions
+//! to the lifecycle thread (answered with the lifecycle's typed
+//! [`lifecycle::Told`] when a client waits), the rest to the module that
+//! owns it; and the editor's queries, answered from the store.
 
 use super::*;
+use crate::port::{Buffer, BufferChange, Command, Query};
 /// `:Chimera branch [name] [snapshot]`: sets a branch, or lists them.
 pub(super) fn branch(core: &Core, name: Option<String>, snapshot: Option<String>) {
     let Some(name) = name else {
@@ -35,11 +37,11 @@ pub(super) fn branch(core: &Core, name: Option<String>, snapshot: Option<String>
     }
 }
 
-/// The editor's buffers as project paths and texts (links left out).
-pub(super) fn buffer_map(core: &Core, buffers: Vec<BufferText>) -> HashMap<String, String> {
+/// A client's buffers, by project path.
+pub(super) fn buffer_map(buffers: Vec<Buffer>) -> HashMap<String, String> {
     buffers
         .into_iter()
-        .filter_map(|b| core.rel(&b.path).map(|p| (p.to_string(), b.text)))
+        .map(|b| (b.path.to_string(), b.text))
         .collect()
 }
 
@@ -49,9 +51,9 @@ pub(super) fn stop_task(core: &Core, id: &str) {
     core.slots.stop(id);
 }
 
-/// Sends one message of the editor where it is handled: transitions to
-/// the lifecycle thread, the rest to their module.
-pub(super) fn route(core: &Arc<Core>, msg: ToCore) {
+/// Sends one command where it is handled: transitions to the lifecycle
+/// thread, the rest to their module.
+pub(super) fn route(core: &Arc<Core>, msg: Command) {
     match transition(core, msg) {
         Ok(step) => core.on_lifecycle(move |c| c.publish(step(c))),
         Err(msg) => route_rest(core, *msg),
@@ -64,15 +66,15 @@ pub(super) fn route(core: &Arc<Core>, msg: ToCore) {
 pub(super) type Transition = Box<dyn FnOnce(&Arc<Core>) -> Outcome + Send>;
 
 /// The transition `msg` asks for, or `msg` back when it is not one.
-pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Box<ToCore>> {
+pub(super) fn transition(core: &Arc<Core>, msg: Command) -> Result<Transition, Box<Command>> {
     Ok(match msg {
-        ToCore::Accept {
+        Command::Accept {
             id,
             buffers,
             hunk,
             write,
         } => {
-            let buffers = buffer_map(core, buffers);
+            let buffers = buffer_map(buffers);
             Box::new(move |c| {
                 let mut out = c.lifecycle.accept(&id, buffers, hunk);
                 for edit in &mut out.buffer_edits {
@@ -81,22 +83,22 @@ pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Bo
                 out
             })
         }
-        ToCore::RejectHunk { id, hunk } => Box::new(move |c| c.lifecycle.reject_hunk(&id, hunk)),
-        ToCore::AcceptUndone { id, undone } => {
+        Command::RejectHunk { id, hunk } => Box::new(move |c| c.lifecycle.reject_hunk(&id, hunk)),
+        Command::AcceptUndone { id, undone } => {
             Box::new(move |c| c.lifecycle.accept_undone(&id, undone))
         }
-        ToCore::Reject { id, feedback } => {
+        Command::Reject { id, feedback } => {
             let working = core.store.agent(&id).is_ok_and(|r| r.state.is_active());
             if working {
                 stop_task(core, &id);
             }
             Box::new(move |c| c.lifecycle.reject(&id, feedback.as_deref()))
         }
-        ToCore::Cancel { id } => {
+        Command::Cancel { id } => {
             stop_task(core, &id);
             Box::new(move |c| c.lifecycle.cancel(&id))
         }
-        ToCore::SessionStart {
+        Command::SessionStart {
             id,
             task,
             client,
@@ -118,23 +120,23 @@ pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Bo
                 (out, false) => out,
             })
         }
-        ToCore::SessionPropose { id, summary } => {
+        Command::SessionPropose { id, summary } => {
             Box::new(move |c| c.lifecycle.complete(&id, &summary, 1))
         }
-        ToCore::SessionEnd { id, reason } => Box::new(move |c| c.lifecycle.fail(&id, &reason)),
-        ToCore::Snapshot { id, message } => {
+        Command::SessionEnd { id, reason } => Box::new(move |c| c.lifecycle.fail(&id, &reason)),
+        Command::Snapshot { id, message } => {
             Box::new(move |c| c.lifecycle.snapshot(Some(&id), &message))
         }
-        ToCore::Spawn { id, spec } => agents::spawning(core, Job::new(id, spec)),
-        ToCore::Fork { id, snapshot, task } => {
+        Command::Spawn { id, spec } => agents::spawning(core, Job::new(id, spec)),
+        Command::Fork { id, snapshot, task } => {
             Box::new(move |c| history::fork(c, id, &snapshot, task))
         }
-        ToCore::Rollback {
+        Command::Rollback {
             id,
             dry_run,
             buffers,
         } => {
-            let buffers = buffer_map(core, buffers);
+            let buffers = buffer_map(buffers);
             Box::new(move |c| c.lifecycle.rollback(&id, dry_run, &buffers))
         }
         other => return Err(Box::new(other)),
@@ -145,7 +147,7 @@ pub(super) fn transition(core: &Arc<Core>, msg: ToCore) -> Result<Transition, Bo
 /// all the same) and returns what the editor was told: a transition's
 /// announcement, once it ran; nothing for other messages, once the
 /// lifecycle steps they queued ran.
-pub(super) async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
+pub(super) async fn answer(core: &Arc<Core>, msg: Command) -> lifecycle::Told {
     match transition(core, msg) {
         Ok(step) => {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -162,7 +164,7 @@ pub(super) async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
             // A client enabling Remora (the `chimera` command, which may be
             // the core itself and end right after) is answered once the
             // project is indexed, not while the index is being built.
-            let indexes = matches!(*msg, ToCore::RemoraEnable { .. });
+            let indexes = matches!(*msg, Command::RemoraEnable { .. });
             route_rest(core, *msg);
             // Steps run in order: once this one has, so has what `msg`
             // queued (a spawn's record is in the store).
@@ -175,57 +177,43 @@ pub(super) async fn answer(core: &Arc<Core>, msg: ToCore) -> lifecycle::Told {
     }
 }
 
-/// The messages that are not transitions.
-pub(super) fn route_rest(core: &Arc<Core>, msg: ToCore) {
+/// The commands that are not transitions.
+pub(super) fn route_rest(core: &Arc<Core>, msg: Command) {
     match msg {
-        ToCore::Shutdown => {}
-        msg
-        @ (ToCore::BufferText(_) | ToCore::BufferClosed { .. } | ToCore::BufferMoved { .. }) => {
-            route_buffer(core, msg)
-        }
+        Command::Buffer(change) => route_buffer(core, change),
         other => route_other(core, other),
     }
 }
 
 /// What the human did to a buffer: typed (or loaded, or wrote), closed it,
 /// or typed under an accept being applied.
-pub(super) fn route_buffer(core: &Arc<Core>, msg: ToCore) {
-    match msg {
-        ToCore::BufferText(BufferText { path, text }) => {
-            if let Some(p) = core.rel(&path) {
-                core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_text(&p, &text)));
-            }
+pub(super) fn route_buffer(core: &Arc<Core>, change: BufferChange) {
+    match change {
+        BufferChange::Text(Buffer { path, text }) => {
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_text(&path, &text)));
         }
-        ToCore::BufferClosed { path } => {
-            if let Some(p) = core.rel(&path) {
-                core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_closed(&p)));
-            }
+        BufferChange::Closed(path) => {
+            core.on_lifecycle(move |c| c.publish(c.lifecycle.buffer_closed(&path)));
         }
-        ToCore::BufferMoved {
+        BufferChange::Moved {
             id,
             path,
             base,
             wanted,
             now,
-        } => {
-            if let Some(p) = core.rel(&path) {
-                core.on_lifecycle(move |c| {
-                    c.publish(c.lifecycle.buffer_moved(&id, &p, &base, &wanted, &now))
-                });
-            }
-        }
-        _ => {}
+        } => core.on_lifecycle(move |c| {
+            c.publish(c.lifecycle.buffer_moved(&id, &path, &base, &wanted, &now))
+        }),
     }
 }
 
-/// Messages that are not transitions: history, effects, chats, Remora, the LLM check.
-pub(super) fn route_other(core: &Arc<Core>, msg: ToCore) {
+/// Commands that are not transitions: branches, chats, Remora, the model, the LLM check.
+pub(super) fn route_other(core: &Arc<Core>, msg: Command) {
     match msg {
-        ToCore::History => send_snapshots(core),
         // Behind the snapshots already asked for: `:Chimera snapshot` then
         // `:Chimera branch` typed at once names the new one.
-        ToCore::Branch { name, snapshot } => core.on_lifecycle(move |c| branch(c, name, snapshot)),
-        ToCore::RemoraEnable { confirmed } => match &core.remora {
+        Command::Branch { name, snapshot } => core.on_lifecycle(move |c| branch(c, name, snapshot)),
+        Command::RemoraEnable { confirmed } => match &core.remora {
             // Through the lifecycle thread: behind the initial import, so
             // an enable typed right after start sees the whole project.
             Some(_) => core.on_lifecycle(move |c| {
@@ -238,9 +226,8 @@ pub(super) fn route_other(core: &Arc<Core>, msg: ToCore) {
                 "Chimera: Remora needs `remora.index = true` in setup{}",
             ),
         },
-        ToCore::Effects { since, kind } => send_effects(core, since, kind),
-        ToCore::NodeChat { node_id, message } => nodes::chat(core, &node_id, message),
-        ToCore::NodeNew {
+        Command::NodeChat { node, message } => nodes::chat(core, &node, message),
+        Command::NodeNew {
             file,
             line,
             kind,
@@ -257,98 +244,44 @@ pub(super) fn route_other(core: &Arc<Core>, msg: ToCore) {
                 );
             }
         }
-        ToCore::Chat {
+        Command::Chat {
             id,
             message,
             file,
             cursor_line,
             context,
         } => chat::send(core, id, message, file, cursor_line, context),
-        ToCore::ChatHistory => chat::history(core),
-        ToCore::ChatClear => chat::clear(core),
-        ToCore::Calls { agent_id } => send_calls(core, agent_id),
-        ToCore::ConflictMarkers { id, path, text } => send_conflict_markers(core, id, path, text),
-        ToCore::NodeHistory { node_id } => send_node_history(core, node_id),
-        ToCore::PermissionAnswer { id, allow } => answer_permission(core, id, allow),
-        ToCore::CheckLlm => {
+        Command::ChatClear => chat::clear(core),
+        Command::Answer { question, allow } => core.questions.answer(question, allow),
+        Command::CheckLlm => {
             let c = core.clone();
             tokio::spawn(async move { check_llm(&c).await });
         }
-        ToCore::SetModel { model } => set_model(core, model),
+        Command::SetModel { model } => set_model(core, model),
         _ => {}
     }
 }
 
-/// The effect log since a sequence or a snapshot, to the editor.
-pub(super) fn send_effects(core: &Arc<Core>, since: EffectsSince, kind: Option<String>) {
-    let effects = match since {
-        EffectsSince::Seq(seq) => core.store.effects(seq, kind.as_deref()),
-        EffectsSince::Snapshot(id) => core
-            .store
-            .snapshot_effect_seq(&id)
-            .and_then(|seq| core.store.effects(seq, kind.as_deref())),
-    };
-    match effects {
-        Ok(effects) => core.out.tell(ToEditor::Effects { effects }),
-        Err(e) => core.notify(
-            Level::Warn,
-            format!("Chimera: cannot read the effect log: {e}"),
-        ),
-    }
-}
-
-/// An agent's audit log, read off the message loop, to the editor.
-pub(super) fn send_calls(core: &Arc<Core>, agent_id: String) {
+/// Answers the editor's `query` from the store, off the message loop and
+/// after the steps asked before it ran (`:Chimera snapshot` then
+/// `:Chimera history` typed at once lists the new snapshot).
+pub(super) fn answer_editor(core: &Arc<Core>, query: Query) {
     let c = core.clone();
-    tokio::task::spawn_blocking(move || match c.store.tool_calls(&agent_id, 0) {
-        Ok(calls) => c.out.tell(ToEditor::Calls { agent_id, calls }),
-        Err(e) => c.notify(
-            Level::Warn,
-            format!("Chimera: cannot read the tool calls of {agent_id}: {e}"),
-        ),
-    });
-}
-
-/// Proposal `id` merged into the buffer's `text` with its clashes marked,
-/// worked out off the message loop (and off the editor's main thread).
-pub(super) fn send_conflict_markers(core: &Arc<Core>, id: String, path: String, text: String) {
-    let c = core.clone();
-    tokio::task::spawn_blocking(move || {
-        let merged = match c.rel(&path) {
-            None => Err(format!("{path} is not a file of the project")),
-            Some(rel) => crate::accept::with_conflict_markers(&c.store, &id, rel.as_str(), &text)
-                .map_err(|e| e.to_string()),
-        };
-        let (marked, error) = match merged {
-            Ok(marked) => (marked, None),
-            Err(e) => (None, Some(format!("Chimera: {e}"))),
-        };
-        c.out.tell(ToEditor::ConflictMarkers {
-            id,
-            path,
-            marked,
-            error,
+    tokio::spawn(async move {
+        c.on_lifecycle_done(|_| {}).await;
+        let store = c.store.clone();
+        let asked = query.clone();
+        let answer = tokio::task::spawn_blocking(move || crate::port::ask(&store, asked)).await;
+        let answer = answer.unwrap_or_else(|e| {
+            Err(crate::port::Refusal::new(
+                crate::port::RefusalKind::Failed,
+                format!("the store read stopped: {e}"),
+            ))
         });
-    });
-}
-
-/// A node's events, read off the message loop, to the editor.
-pub(super) fn send_node_history(core: &Arc<Core>, node_id: String) {
-    let c = core.clone();
-    tokio::task::spawn_blocking(move || {
-        match c.store.remora_events_since(0, Some(&node_id), 10_000) {
-            Ok(events) => c.out.tell(ToEditor::NodeHistory { node_id, events }),
-            Err(e) => c.notify(
-                Level::Warn,
-                format!("Chimera: cannot read the history of {node_id}: {e}"),
-            ),
+        if let Some(said) = ToEditor::answer(query, answer, &c.root) {
+            c.out.tell(said);
         }
     });
-}
-
-/// The human's answer to an agent waiting for permission.
-pub(super) fn answer_permission(core: &Arc<Core>, id: u64, allow: bool) {
-    core.questions.answer(id, allow);
 }
 
 /// `:Chimera model`: the model new agents ask; said with what the working ones keep.

@@ -120,7 +120,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
 
 /// A front end (the API of `chimera task` run with no core) that sends a
 /// task the moment it is opened, as a script does.
-struct TaskAtOnce(Option<ToCore>);
+struct TaskAtOnce(Option<crate::port::Command>);
 
 impl FrontEnd for TaskAtOnce {
     fn open(&mut self, port: Port) {
@@ -151,11 +151,12 @@ fn a_task_sent_the_moment_the_front_end_opens_sees_the_project() {
     let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(GOOD.into())]));
     let dir = project();
     let root = dir.path().canonicalize().unwrap();
+    // The port's words: a project path.
     let spec = crate::task::TaskSpec {
-        file: Some(root.join("app.py").to_string_lossy().into_owned()),
+        file: Some("app.py".into()),
         ..crate::task::TaskSpec::new("add a docstring")
     };
-    let front = TaskAtOnce(Some(ToCore::Spawn {
+    let front = TaskAtOnce(Some(crate::port::Command::Spawn {
         id: "a1".into(),
         spec,
     }));
