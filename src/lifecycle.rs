@@ -425,6 +425,29 @@ impl Lifecycle {
         }
     }
 
+    /// Points branch `name` at `snapshot` (default: the newest), creating
+    /// it or moving it there.
+    pub fn branch(&self, name: &str, snapshot: Option<&str>) -> Outcome {
+        match self
+            .store
+            .branch_set(name, snapshot)
+            .and_then(|b| Ok((b, self.store.snapshots()?)))
+        {
+            Ok((b, snapshots)) => Outcome {
+                snapshots: Some(snapshots),
+                notices: vec![(
+                    Level::Info,
+                    format!(
+                        "Chimera: branch {} -> snapshot {} (fork and rollback take its name)",
+                        b.name, b.snapshot_id
+                    ),
+                )],
+                ..Outcome::default()
+            },
+            Err(e) => Outcome::refuse(&e, e.to_string()),
+        }
+    }
+
     /// Accepts `id`'s proposal, or hunk `hunk` of it, after a snapshot (so
     /// every accept can be rolled back). `buffers`: the text of the loaded
     /// buffers among its files, as the human sees them now.

@@ -318,15 +318,19 @@ struct BranchRequest {
 /// `POST /branches`: names a snapshot line — creates branch `name` at
 /// `snapshot`, or moves it there.
 async fn branch(State(b): State<Shared>, Json(req): Json<BranchRequest>) -> Answer {
-    let set =
-        b.store()
-            .branch_set(&req.name, req.snapshot.as_deref())
-            .map_err(|e| match e {
-                crate::store::StoreError::NoSnapshot(_)
-                | crate::store::StoreError::NoSnapshotYet => ApiError::not_found(e.to_string()),
-                crate::store::StoreError::BadBranch(_) => ApiError::bad(e.to_string()),
-                e => ApiError::internal(e),
-            })?;
+    let told = b
+        .call(Command::Branch {
+            name: Some(req.name.clone()),
+            snapshot: req.snapshot,
+        })
+        .await;
+    if let Some(refused) = told.refused {
+        return Err(refused.into());
+    }
+    let port::Reply::Branches(all) = b.ask(port::Query::Branches)? else {
+        return Err(ApiError::internal("the branches came back as something else"));
+    };
+    let set = all.into_iter().find(|set| set.name == req.name);
     Ok(Json(json!(set)))
 }
 

@@ -5,36 +5,20 @@
 
 use super::*;
 use crate::port::{Buffer, BufferChange, Command, Query};
-/// `:Chimera branch [name] [snapshot]`: sets a branch, or lists them.
-pub(super) fn branch(core: &Core, name: Option<String>, snapshot: Option<String>) {
-    let Some(name) = name else {
-        let said = match core.store.branches() {
-            Ok(b) if b.is_empty() => {
-                "Chimera: no branches; :Chimera branch {name} [snapshot] names one".to_owned()
-            }
-            Ok(b) => b
-                .iter()
-                .map(|b| format!("{} -> {}", b.name, b.snapshot_id))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            Err(e) => format!("Chimera: cannot list the branches: {e}"),
-        };
-        core.notify(Level::Info, said);
-        return;
-    };
-    match core.store.branch_set(&name, snapshot.as_deref()) {
-        Ok(b) => {
-            core.notify(
-                Level::Info,
-                format!(
-                    "Chimera: branch {} -> snapshot {} (fork and rollback take its name)",
-                    b.name, b.snapshot_id
-                ),
-            );
-            send_snapshots(core);
+/// `:Chimera branch`: says which branches there are.
+pub(super) fn list_branches(core: &Core) {
+    let said = match core.store.branches() {
+        Ok(b) if b.is_empty() => {
+            "Chimera: no branches; :Chimera branch {name} [snapshot] names one".to_owned()
         }
-        Err(e) => core.notify(Level::Error, format!("Chimera: {e}")),
-    }
+        Ok(b) => b
+            .iter()
+            .map(|b| format!("{} -> {}", b.name, b.snapshot_id))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(e) => format!("Chimera: cannot list the branches: {e}"),
+    };
+    core.notify(Level::Info, said);
 }
 
 /// A client's buffers, by project path.
@@ -124,6 +108,12 @@ pub(super) fn transition(core: &Arc<Core>, msg: Command) -> Result<Transition, B
             Box::new(move |c| c.lifecycle.complete(&id, &summary, 1))
         }
         Command::SessionEnd { id, reason } => Box::new(move |c| c.lifecycle.fail(&id, &reason)),
+        // Behind the snapshots already asked for: `:Chimera snapshot` then
+        // `:Chimera branch` typed at once names the new one.
+        Command::Branch {
+            name: Some(name),
+            snapshot,
+        } => Box::new(move |c| c.lifecycle.branch(&name, snapshot.as_deref())),
         Command::Snapshot { id, message } => {
             Box::new(move |c| c.lifecycle.snapshot(Some(&id), &message))
         }
@@ -210,9 +200,7 @@ pub(super) fn route_buffer(core: &Arc<Core>, change: BufferChange) {
 /// Commands that are not transitions: branches, chats, Remora, the model, the LLM check.
 pub(super) fn route_other(core: &Arc<Core>, msg: Command) {
     match msg {
-        // Behind the snapshots already asked for: `:Chimera snapshot` then
-        // `:Chimera branch` typed at once names the new one.
-        Command::Branch { name, snapshot } => core.on_lifecycle(move |c| branch(c, name, snapshot)),
+        Command::Branch { name: None, .. } => core.on_lifecycle(|c| list_branches(c)),
         Command::RemoraEnable { confirmed } => match &core.remora {
             // Through the lifecycle thread: behind the initial import, so
             // an enable typed right after start sees the whole project.
