@@ -81,6 +81,10 @@ pub const AGENT_LOG_LINE_BYTES: usize = 1_000;
 /// this many pages.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
 
+/// How long an open waits for another connection's lock (several Neovim
+/// instances and `chimera` commands may share the file).
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
 /// This machine's name, to tell whether an instance's pid is one of ours.
 pub fn this_host() -> String {
     static HOST: once_cell::sync::Lazy<String> = once_cell::sync::Lazy::new(|| {
@@ -214,12 +218,12 @@ impl Store {
     ) -> Result<Self> {
         // Several Neovim instances may share the file: wait for a lock rather
         // than fail at once.
-        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.busy_timeout(BUSY_WAIT)?;
         // A transaction takes the write lock when it begins: one that read
         // first and wrote later would fail at once (SQLITE_BUSY_SNAPSHOT,
         // no waiting) if another process had written in between.
         conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -756,3 +760,22 @@ impl Store {
 
 #[cfg(test)]
 mod tests;
+
+/// Puts the database in WAL mode. The switch of a new database needs it
+/// alone, and SQLite answers "database is locked" at once, without
+/// waiting, to a connection that would otherwise deadlock with another
+/// making the same switch (a core and a `chimera` command opening a new
+/// project together): it is tried again until the lock's usual wait.
+fn wal(conn: &Connection) -> Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && started.elapsed() < BUSY_WAIT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done => return Ok(done?),
+        }
+    }
+}
