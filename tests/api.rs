@@ -478,21 +478,14 @@ async fn bad_requests_get_clear_json_errors() {
     assert_eq!(api.get("/agents").await, json!([]));
 }
 
-/// What only Neovim heard before — an agent's progress, what an ACP agent
-/// says as it works, its permission questions — every client of the feed
-/// hears now, and the dashboard (or a script) answers a question.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn progress_and_permission_questions_reach_every_client_which_may_answer() {
-    let mut p = proj();
+/// The scripted ACP agent `fake` of the project, asking what `steps`
+/// say, under a preset that refuses edits and `capabilities.ask` on; the
+/// file its answers are logged in.
+fn asking_agent(p: &mut Project, steps: Value) -> std::path::PathBuf {
     let state = p.root.parent().unwrap().join("fake-state");
     std::fs::create_dir_all(&state).unwrap();
     let (script, log) = (state.join("fake.json"), state.join("fake.log"));
-    std::fs::write(
-        &script,
-        json!([[{"say": "looking at calc.py"}, {"permission": "Edit calc.py"}, {"say": "Done."}]])
-            .to_string(),
-    )
-    .unwrap();
+    std::fs::write(&script, json!([steps]).to_string()).unwrap();
     let config_file = p.config_home.join("chimera/config.json");
     let mut config: Value =
         serde_json::from_str(&std::fs::read_to_string(&config_file).unwrap()).unwrap();
@@ -504,6 +497,30 @@ async fn progress_and_permission_questions_reach_every_client_which_may_answer()
     // The preset refuses the edit; `ask` puts it to the human instead.
     config["capabilities"] = json!({"preset": "readonly", "ask": true});
     std::fs::write(&config_file, config.to_string()).unwrap();
+    log
+}
+
+/// What the agent heard in answer to its permission questions, in order.
+fn permission_answers(log: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["answer_to"] == "session/request_permission")
+        .map(|e| e["answer"]["result"]["outcome"].clone())
+        .collect()
+}
+
+/// What only Neovim heard before — an agent's progress, what an ACP agent
+/// says as it works, its permission questions — every client of the feed
+/// hears now, and the dashboard (or a script) answers a question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_permission_questions_reach_every_client_which_may_answer() {
+    let mut p = proj();
+    let log = asking_agent(
+        &mut p,
+        json!([{"say": "looking at calc.py"}, {"permission": "Edit calc.py"}, {"say": "Done."}]),
+    );
     let h = p.serve_http();
     let api = Api::new(&h);
     let mut feed = api.stream("/events/stream", None).await;
@@ -558,16 +575,54 @@ async fn progress_and_permission_questions_reach_every_client_which_may_answer()
             )
     })
     .await;
-    let answered: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["answer_to"] == "session/request_permission")
-        .map(|e| e["answer"].clone())
-        .collect();
+    let answered = permission_answers(&log);
     assert_eq!(
-        answered[0]["result"]["outcome"],
-        json!({"outcome": "selected", "optionId": "allow"}),
+        answered,
+        [json!({"outcome": "selected", "optionId": "allow"})],
+        "{answered:?}"
+    );
+}
+
+/// A question goes to whoever is there when it comes, not when the agent
+/// started: a dashboard opened while the agent works is asked, and its
+/// refusal is what the agent hears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_follows_after_the_agent_started_is_asked() {
+    let mut p = proj();
+    let log = asking_agent(
+        &mut p,
+        json!([{"say": "reading"}, {"sleep": 3}, {"permission": "Edit calc.py"}, {"say": "Done."}]),
+    );
+    let h = p.serve_http();
+    let api = Api::new(&h);
+    let id = api
+        .post(
+            "/tasks",
+            json!({"task": "fix add", "file": "calc.py", "agent": "fake"}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Opened once the agent is at work, as a person opens the dashboard.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while api.get(&format!("/agents/{id}")).await["agent"]["state"] != "running" {
+        assert!(Instant::now() < deadline, "the agent never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut feed = api.stream("/events/stream", None).await;
+    let seen = feed.until(|e| e.event == "permission").await;
+    let asked = seen.last().unwrap().data["id"].as_u64().unwrap();
+    api.post(&format!("/questions/{asked}"), json!({"allow": false}))
+        .await;
+    feed.until(|e| {
+        agent_state(e, &id).is_some_and(|s| !matches!(s.as_str(), "queued" | "running"))
+    })
+    .await;
+    let answered = permission_answers(&log);
+    assert_eq!(
+        answered,
+        [json!({"outcome": "selected", "optionId": "reject"})],
         "{answered:?}"
     );
 }

@@ -40,15 +40,26 @@ pub struct Route {
     pub allowed_lines: Mutex<Vec<String>>,
     /// Time limit of one terminal command (`agents.command_timeout_ms`).
     pub command_timeout: std::time::Duration,
-    /// Asks the human (`capabilities.ask`, with an editor); `None`: the
-    /// preset decides alone.
+    /// Asks the human (`capabilities.ask`); `None`: the preset decides
+    /// alone.
     pub ask: Option<Ask>,
 }
 
-/// Puts a question to the human: `Some(allowed)`, or `None` when no
-/// answer came.
+/// Puts a question to the human, when one is there to ask.
 pub type Ask =
-    Arc<dyn Fn(String) -> futures_util::future::BoxFuture<'static, Option<bool>> + Send + Sync>;
+    Arc<dyn Fn(String) -> futures_util::future::BoxFuture<'static, Answer> + Send + Sync>;
+
+/// What came of a question to the human.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Nobody was there to ask when it came (no editor, no client
+    /// following the feed): the preset decides alone, as without `ask`.
+    NobodyAsked,
+    /// No answer came in time.
+    Silent,
+    /// The human allowed it (`true`) or refused it.
+    Said(bool),
+}
 
 /// Why an agent's request was refused; said to the agent.
 #[derive(Debug, thiserror::Error)]
@@ -182,8 +193,9 @@ impl Route {
     /// `session/request_permission`: allowed when the capabilities allow
     /// that kind of action — a command by the programs its line runs
     /// (its effects stay in the overlay either way);
-    /// else asked of the human when `capabilities.ask` is on and an editor
-    /// is there to ask, else refused.
+    /// else asked of the human when `capabilities.ask` is on and someone
+    /// is there to ask (an editor, a client following the feed), else
+    /// refused.
     pub async fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
         let super::calls::Asked { kind, title, line } = match self.calls.lock() {
             Ok(calls) => calls.asked(&req.tool_call),
@@ -200,13 +212,14 @@ impl Route {
         let mut asked = "";
         let mut answer = None;
         if let (false, Some(ask)) = (allowed, &self.ask) {
-            answer = ask(said.clone()).await;
-            allowed = answer == Some(true);
-            asked = match answer {
-                Some(true) => " (the human allowed it)",
-                Some(false) => " (the human refused it)",
-                None => " (the human did not answer)",
+            let said = ask(said.clone()).await;
+            (answer, asked) = match said {
+                Answer::NobodyAsked => (None, ""),
+                Answer::Said(true) => (Some(true), " (the human allowed it)"),
+                Answer::Said(false) => (Some(false), " (the human refused it)"),
+                Answer::Silent => (None, " (the human did not answer)"),
             };
+            allowed = answer == Some(true);
         }
         if let (Some(true), Some(line)) = (answer, line) {
             if let Ok(mut lines) = self.allowed_lines.lock() {

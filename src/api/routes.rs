@@ -328,7 +328,9 @@ async fn branch(State(b): State<Shared>, Json(req): Json<BranchRequest>) -> Answ
         return Err(refused.into());
     }
     let port::Reply::Branches(all) = b.ask(port::Query::Branches)? else {
-        return Err(ApiError::internal("the branches came back as something else"));
+        return Err(ApiError::internal(
+            "the branches came back as something else",
+        ));
     };
     let set = all.into_iter().find(|set| set.name == req.name);
     Ok(Json(json!(set)))

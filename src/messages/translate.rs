@@ -268,7 +268,10 @@ mod tests {
             description: String::new(),
         };
         let said = node.into_port(project).unwrap_err();
-        assert!(said.contains("/elsewhere/b.py is not a file of the project"), "{said}");
+        assert!(
+            said.contains("/elsewhere/b.py is not a file of the project"),
+            "{said}"
+        );
         // Queries come back in the editor's words.
         let marked = ToEditor::answer(
             Query::ConflictMarkers {
@@ -276,7 +279,10 @@ mod tests {
                 path: ProjectPath::parse("a.py").unwrap(),
                 text: String::new(),
             },
-            Err(Refusal::new(crate::port::RefusalKind::NotFound, "no agent a")),
+            Err(Refusal::new(
+                crate::port::RefusalKind::NotFound,
+                "no agent a",
+            )),
             Path::new("/p"),
         );
         match marked {

@@ -49,10 +49,12 @@ impl Questions {
     }
 }
 
-/// How an ACP agent of `core` asks the human for permission: through the
-/// editor, when `capabilities.ask` is on and an editor is there.
+/// How an ACP agent of `core` asks the human for permission when
+/// `capabilities.ask` is on: through whoever is there to ask when the
+/// question comes (the editor, a dashboard opened since the agent started).
 pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::requests::Ask> {
-    if !core.config.capabilities.ask || !core.out.asks_the_human() {
+    use crate::acp::requests::Answer;
+    if !core.config.capabilities.ask {
         return None;
     }
     // Weak: the question lives in the agent's route, which the core owns.
@@ -62,7 +64,12 @@ pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::request
         let weak = weak.clone();
         let agent = agent.clone();
         Box::pin(async move {
-            let core = weak.upgrade()?;
+            let Some(core) = weak.upgrade() else {
+                return Answer::NobodyAsked;
+            };
+            if !core.out.asks_the_human() {
+                return Answer::NobodyAsked;
+            }
             let (id, rx) = core.questions.open();
             core.out.event(Event::Permission {
                 id,
@@ -81,7 +88,7 @@ pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::request
                 // Every client showing the question stops: one answered it.
                 core.out.event(Event::Answered { id, allow: answer });
             }
-            answer
+            answer.map_or(Answer::Silent, Answer::Said)
         })
     }))
 }
