@@ -42,6 +42,7 @@ test-scripts: debug-lib
 	CHIMERA_LIB=$(DEBUG_LIB) python3 tests/crash/nvim_crash.py 10
 	scripts/install-tmux.sh >/dev/null
 	CHIMERA_LIB=$(DEBUG_LIB) timeout 300 python3 tests/tui/test_terminal.py
+	timeout 300 python3 tests/tui/test_cli_question.py
 
 ## SIGKILL during accept, 500 times: the core's accept in a child process,
 ## then a real headless Neovim; an accept cut after every one of 120

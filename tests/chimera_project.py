@@ -29,10 +29,11 @@ def wait_for(what, check, limit=20.0):
 
 class Project:
     """`files` (path -> text) in a fresh git project, the fake LLM answering
-    with `script` in order, and `chimera serve --port 0` on it; `config`
-    adds to the user's options."""
+    with `script` in order, and `chimera serve --port 0` on it (unless not
+    `serve`: then a `chimera` command runs the core itself); `config` adds
+    to the user's options."""
 
-    def __init__(self, files, script, prefix="chimera-", config=None):
+    def __init__(self, files, script, prefix="chimera-", config=None, serve=True):
         self.tmp = Path(tempfile.mkdtemp(prefix=prefix))
         self.root = self.tmp / "proj"
         (self.root / ".git").mkdir(parents=True)
@@ -60,6 +61,9 @@ class Project:
             )
         )
         self.env = dict(os.environ, XDG_CONFIG_HOME=str(self.tmp / "cfg"), XDG_DATA_HOME=str(self.tmp / "data"), NO_COLOR="1")
+        self.serve = None
+        if not serve:
+            return
         self.serve = subprocess.Popen(
             [str(BIN), "serve", "--port", "0", "--json"],
             cwd=self.root,
@@ -82,10 +86,11 @@ class Project:
         return (self.root / path).read_text()
 
     def close(self):
-        self.serve.send_signal(signal.SIGINT)
-        try:
-            self.serve.wait(10)
-        except subprocess.TimeoutExpired:
-            self.serve.kill()
+        if self.serve:
+            self.serve.send_signal(signal.SIGINT)
+            try:
+                self.serve.wait(10)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
         self.llm.kill()
         shutil.rmtree(self.tmp, ignore_errors=True)

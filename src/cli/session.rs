@@ -25,17 +25,75 @@ const POLL: Duration = Duration::from_millis(150);
 /// How long a core started here may take to serve its socket.
 const START_LIMIT: Duration = Duration::from_secs(15);
 
-/// The core's notices, on stderr (this process has no editor).
-struct Stderr;
+/// The terminal of a `chimera` command whose core runs in it: the core's
+/// notices on stderr and, when a person is at the terminal, its questions
+/// (`capabilities.ask`), answered on stdin.
+struct Terminal {
+    root: PathBuf,
+    /// stdin and stderr are a terminal and `capabilities.ask` is on.
+    asks: bool,
+}
 
-impl EditorSink for Stderr {
-    fn send(&self, msg: ToEditor) {
-        if let ToEditor::Notify { level, message } = msg {
-            if level != Level::Info {
-                eprintln!("{message}");
-            }
+impl Terminal {
+    fn new(root: PathBuf, config: &crate::config::Config) -> Self {
+        use std::io::IsTerminal;
+        let person = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        Self {
+            root,
+            asks: config.capabilities.ask && person,
         }
     }
+}
+
+impl EditorSink for Terminal {
+    fn asks_the_human(&self) -> bool {
+        self.asks
+    }
+
+    fn send(&self, msg: ToEditor) {
+        match msg {
+            ToEditor::Notify { level, message } if level != Level::Info => eprintln!("{message}"),
+            ToEditor::Permission {
+                id,
+                agent,
+                question,
+            } if self.asks => ask_on_terminal(self.root.clone(), id, agent, question),
+            ToEditor::Answered { allow: None, .. } if self.asks => {
+                eprintln!("chimera: a question went unanswered for 2 minutes: refused")
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One question at a time on the terminal.
+static ASKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Asks question `id` of agent `agent` on the terminal and answers it
+/// through the API (the first answer of any client counts), off the
+/// core's thread: a person takes their time.
+fn ask_on_terminal(root: PathBuf, id: u64, agent: String, question: String) {
+    std::thread::spawn(move || {
+        let allow = {
+            let _one = ASKING.lock().unwrap_or_else(|p| p.into_inner());
+            eprint!("chimera: agent {agent} asks permission: {question}\n  Allow it? [y/N] ");
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).is_ok()
+                && matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
+        };
+        let said = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                let (client, route) = (Client::for_root(&root), format!("/questions/{id}"));
+                let asked = client.call("POST", &route, Some(json!({ "allow": allow })));
+                rt.block_on(asked).map_err(|e| e.to_string())
+            });
+        if let Err(e) = said {
+            eprintln!("chimera: cannot answer the question: {e}");
+        }
+    });
 }
 
 /// The routes over the store alone, for reads when no core runs.
@@ -109,10 +167,11 @@ impl Session {
         // just started) is waited for, never raced: the agent runs there,
         // with that editor's options and buffers.
         if self.own.is_none() && crate::api::control::holder(&self.root).is_none() {
+            let terminal = Terminal::new(self.root.clone(), &self.loaded.config);
             let core = crate::api::core::start(
                 self.loaded.config.clone(),
                 self.root.clone(),
-                Arc::new(Stderr),
+                Arc::new(terminal),
             )?;
             self.own = Some(core);
         }
