@@ -30,7 +30,8 @@ pub struct CapabilitiesConfig {
     /// Files no agent may read or write, matched on the name and the path.
     pub secrets: Vec<String>,
     /// An ACP agent's permission request the preset would refuse is asked
-    /// of the human instead (in Neovim; with no editor, still refused).
+    /// of the human instead (whoever is there: Neovim, a client of the
+    /// feed, a `chimera task`'s terminal; with nobody, still refused).
     pub ask: bool,
     /// Whether an agent may checkpoint its own overlay (`snapshot()`);
     /// `None`: the preset says (only `developer`).
@@ -174,6 +175,9 @@ pub struct Capabilities {
     rollback: bool,
     /// The project root, when writes are checked against the disk too.
     root: Option<std::path::PathBuf>,
+    /// Files the human allowed this agent to write when asked
+    /// (`capabilities.ask`), whatever the preset says.
+    asked_writes: Vec<String>,
 }
 
 fn globs(patterns: &[String]) -> Result<GlobSet, CapabilitiesError> {
@@ -217,6 +221,7 @@ impl Capabilities {
             rollback: config.rollback.unwrap_or(preset == "developer"),
             preset,
             root: None,
+            asked_writes: Vec::new(),
         })
     }
 
@@ -321,23 +326,40 @@ impl Capabilities {
     }
 
     pub fn check_write(&self, path: &str) -> Result<(), Denied> {
+        if self.asked_writes.iter().any(|w| w == path) {
+            return self.check_any_write(path);
+        }
         let Some(write) = &self.write else {
             return Err(self.deny(format!("this agent may not write files (`{path}`)")));
         };
+        if !self.is_secret(path) && !write.is_match(path) {
+            return Err(self.deny(format!(
+                "`{path}` is outside the writable files (capabilities.write)"
+            )));
+        }
+        self.check_any_write(path)
+    }
+
+    /// What holds for every write, one the human allowed too: no secret
+    /// is written, no link followed.
+    fn check_any_write(&self, path: &str) -> Result<(), Denied> {
         if self.is_secret(path) {
             return Err(self.deny(format!(
                 "`{path}` matches a secret pattern (capabilities.secrets) and cannot be written"
-            )));
-        }
-        if !write.is_match(path) {
-            return Err(self.deny(format!(
-                "`{path}` is outside the writable files (capabilities.write)"
             )));
         }
         if let (Some(root), Ok(p)) = (&self.root, crate::paths::ProjectPath::parse(path)) {
             crate::rootfs::check_no_links(root, &p).map_err(|e| self.deny(e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// These rules, with `path` writable too: the human allowed it when
+    /// asked. A secret stays unwritable.
+    pub fn allow_write(&mut self, path: &str) {
+        if !self.asked_writes.iter().any(|w| w == path) {
+            self.asked_writes.push(path.to_owned());
+        }
     }
 
     /// Whether some file may be written (not under `readonly`).

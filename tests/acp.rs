@@ -520,6 +520,59 @@ fn a_permission_naming_only_its_call_is_judged_by_the_kind_it_was_announced_with
     );
 }
 
+/// Under a preset that writes nothing, `capabilities.ask` puts an edit to
+/// the human; allowed, the edit is made (into the overlay: a proposal),
+/// refused, it is not — the answer decides the write, not only the reply
+/// to the agent.
+#[test]
+fn an_edit_the_human_allows_when_asked_is_written_and_one_refused_is_not() {
+    let mut r = run_configured(
+        json!([
+            [{"asked_edit": ["calc.py", "a - b", "a + b"]}, {"say": "Fixed."}],
+            [{"asked_edit": ["calc.py", "a - b", "b + a"]}, {"say": "Fixed."}]
+        ]),
+        |c| {
+            c.capabilities.preset = "readonly".into();
+            c.capabilities.ask = true;
+        },
+    );
+    for (id, allow) in [("yes", true), ("no", false)] {
+        r.spawn(id, "fix add");
+        let question = r.wait("the question", |m| match m {
+            ToEditor::Permission {
+                id: q, question, ..
+            } => Some((*q, question.clone())),
+            _ => None,
+        });
+        assert!(question.1.contains("calc.py"), "{question:?}");
+        r.send(ToCore::PermissionAnswer {
+            id: question.0,
+            allow,
+        });
+        if allow {
+            let (_, lines) = r.reaches(id, "completed");
+            assert_eq!(lines, ["    return a + b"]);
+        } else {
+            let failed = r.wait("the refused agent's end", |m| match m {
+                ToEditor::Agent { agent, .. }
+                    if agent.id == id && !matches!(agent.state.as_str(), "queued" | "running") =>
+                {
+                    Some(agent.clone())
+                }
+                _ => None,
+            });
+            assert_eq!(failed.state.as_str(), "failed", "{failed:?}");
+        }
+    }
+    assert_eq!(r.disk(), CALC, "the project's file is untouched");
+    let outcomes: Vec<Value> = r
+        .answers("session/request_permission")
+        .iter()
+        .map(|a| a["result"]["outcome"]["optionId"].clone())
+        .collect();
+    assert_eq!(outcomes, [json!("default"), json!("plan")]);
+}
+
 #[test]
 fn a_shell_line_is_judged_by_the_programs_it_runs_and_runs_confined() {
     let mut r = run_configured(

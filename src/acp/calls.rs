@@ -21,6 +21,9 @@ pub struct Asked {
     pub title: String,
     /// The shell line it would run, when its input names one (`command`).
     pub line: Option<String>,
+    /// The files it names (its locations, its input's `file_path` or
+    /// `path`), as the agent wrote them.
+    pub files: Vec<String>,
 }
 
 /// The calls announced so far (see the module's comment).
@@ -110,10 +113,28 @@ impl Calls {
             .as_ref()
             .and_then(|input| input.get("command").or_else(|| input.get("cmd")))
             .and_then(line_of);
+        let mut files: Vec<String> = fields
+            .locations
+            .iter()
+            .flatten()
+            .map(|l| l.path.to_string_lossy().into_owned())
+            .collect();
+        let named = ["file_path", "path", "notebook_path"]
+            .into_iter()
+            .filter_map(|key| {
+                let input = fields.raw_input.as_ref()?;
+                input.get(key)?.as_str().map(str::to_owned)
+            });
+        for f in named {
+            if !files.contains(&f) {
+                files.push(f);
+            }
+        }
         Asked {
             kind: fields.kind.unwrap_or(ToolKind::Other),
             title: fields.title.unwrap_or_default(),
             line,
+            files,
         }
     }
 }

@@ -536,6 +536,7 @@ impl Attempt<'_> {
             transcript: self.transcript.clone(),
             calls: Mutex::default(),
             allowed_lines: Mutex::default(),
+            allowed_files: Mutex::default(),
             command_timeout: std::time::Duration::from_millis(
                 self.config.agents.command_timeout_ms,
             ),

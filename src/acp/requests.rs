@@ -38,6 +38,9 @@ pub struct Route {
     pub calls: Mutex<Calls>,
     /// Shell lines the human allowed when asked, each for one terminal.
     pub allowed_lines: Mutex<Vec<String>>,
+    /// Files the human allowed the agent to change when asked, for the
+    /// rest of its run (into its overlay, as every write).
+    pub allowed_files: Mutex<Vec<ProjectPath>>,
     /// Time limit of one terminal command (`agents.command_timeout_ms`).
     pub command_timeout: std::time::Duration,
     /// Asks the human (`capabilities.ask`); `None`: the preset decides
@@ -156,7 +159,7 @@ impl Route {
         );
         let result = (|| {
             let p = self.path(&req.path)?;
-            self.caps.check_write(p.as_str())?;
+            self.caps_now().check_write(p.as_str())?;
             if req.content.len() as u64 > self.max_bytes {
                 return Err(Refused::TooLarge {
                     path: p,
@@ -181,13 +184,28 @@ impl Route {
     /// the Chimera agent's overlay, each change checked as a write is;
     /// what is refused stays out, and the log says why.
     pub fn take_back(&self, work: &mut Workdir) -> Result<(), crate::workdir::WorkdirError> {
-        let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
+        let caps = self.caps_now();
+        let ws = Workspace::new(&self.store, &self.agent_id, &caps, self.max_bytes);
         for taken in ws.take_back(work)? {
             // Only the log: what was refused stays out of the overlay.
             let result = taken.result.map_err(Refused::Folder);
             self.logged(format!("folder {}", taken.what), result).ok();
         }
         Ok(())
+    }
+
+    /// The agent's capabilities with the files the human allowed it to
+    /// change when asked.
+    fn caps_now(&self) -> std::borrow::Cow<'_, Capabilities> {
+        let allowed = match self.allowed_files.lock() {
+            Ok(files) if !files.is_empty() => files.clone(),
+            _ => return std::borrow::Cow::Borrowed(&self.caps),
+        };
+        let mut caps = self.caps.clone();
+        for f in &allowed {
+            caps.allow_write(f.as_str());
+        }
+        std::borrow::Cow::Owned(caps)
     }
 
     /// `session/request_permission`: allowed when the capabilities allow
@@ -197,11 +215,31 @@ impl Route {
     /// is there to ask (an editor, a client following the feed), else
     /// refused.
     pub async fn permission(&self, req: &RequestPermissionRequest) -> RequestPermissionOutcome {
-        let super::calls::Asked { kind, title, line } = match self.calls.lock() {
+        let super::calls::Asked {
+            kind,
+            title,
+            line,
+            files,
+        } = match self.calls.lock() {
             Ok(calls) => calls.asked(&req.tool_call),
             Err(_) => super::calls::Calls::default().asked(&req.tool_call),
         };
-        let said = format!("{}: {title}", kind_name(kind));
+        // What an allowed change may write: the files its call names.
+        let changes = matches!(kind, ToolKind::Edit | ToolKind::Delete | ToolKind::Move);
+        let files: Vec<ProjectPath> = match changes {
+            true => files
+                .iter()
+                .filter_map(|f| self.path(Path::new(f)).ok())
+                .collect(),
+            false => Vec::new(),
+        };
+        let mut said = format!("{}: {title}", kind_name(kind));
+        // The title is the agent's words: the files an allow opens are said
+        // whenever it does not name them all.
+        if files.iter().any(|f| !title.contains(f.as_str())) {
+            let named: Vec<&str> = files.iter().map(ProjectPath::as_str).collect();
+            said.push_str(&format!(" (changes {})", named.join(", ")));
+        }
         // A command is judged by what it runs, as a terminal's is.
         let judged = match (kind, &line) {
             (ToolKind::Execute, Some(line)) => self.caps.check_line(line).map_err(Refused::from),
@@ -224,6 +262,11 @@ impl Route {
         if let (Some(true), Some(line)) = (answer, line) {
             if let Ok(mut lines) = self.allowed_lines.lock() {
                 lines.push(line);
+            }
+        }
+        if answer == Some(true) {
+            if let Ok(mut allowed) = self.allowed_files.lock() {
+                allowed.extend(files);
             }
         }
         let wanted: &[PermissionOptionKind] = if allowed {

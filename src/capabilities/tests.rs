@@ -194,3 +194,19 @@ fn checkpoints_are_for_developers_unless_the_configuration_says_otherwise() {
     let denied = developer.check_rollback().unwrap_err().to_string();
     assert!(denied.contains("capabilities.rollback"), "{denied}");
 }
+
+#[test]
+fn a_file_the_human_allowed_is_writable_under_readonly_but_never_a_secret() {
+    let config = CapabilitiesConfig::default();
+    let mut caps = Capabilities::new(&config, Some("readonly")).unwrap();
+    assert!(caps.check_write("calc.py").is_err());
+    caps.allow_write("calc.py");
+    caps.allow_write(".env");
+    assert!(caps.check_write("calc.py").is_ok());
+    assert!(
+        caps.check_write("other.py").is_err(),
+        "only what was allowed"
+    );
+    let secret = caps.check_write(".env").unwrap_err().to_string();
+    assert!(secret.contains("secret"), "{secret}");
+}
