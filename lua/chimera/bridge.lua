@@ -287,14 +287,40 @@ function handlers.progress(msg)
   end
 end
 
+-- Questions shown here and not yet closed, by ID: { agent = id }.
+local open_questions = {}
+
 -- An agent asks permission the preset would refuse (capabilities.ask).
 function handlers.permission(msg)
   local allow, refuse = "Allow", "Refuse"
+  open_questions[msg.id] = { agent = msg.agent }
   vim.ui.select({ allow, refuse }, {
     prompt = ("Chimera agent %s asks permission: %s"):format(msg.agent, msg.question),
   }, function(choice)
+    if not open_questions[msg.id] then
+      -- Closed meanwhile (on the dashboard, by a script, out of time):
+      -- already said; the first answer counted.
+      return
+    end
+    open_questions[msg.id] = nil
     require("chimera.loader").require().answer_permission(msg.id, choice == allow)
   end)
+end
+
+-- A question is closed: by this Neovim (nothing to say), or elsewhere
+-- while its prompt may still show here (said, so a late choice is not
+-- taken for the answer).
+function handlers.answered(msg)
+  local question = open_questions[msg.id]
+  if not question then
+    return
+  end
+  open_questions[msg.id] = nil
+  local how = "went unanswered for 2 minutes: refused"
+  if msg.allow ~= nil and msg.allow ~= vim.NIL then
+    how = msg.allow and "was allowed elsewhere" or "was refused elsewhere"
+  end
+  notify(("Chimera: agent %s's question %s"):format(question.agent, how))
 end
 
 function handlers.llm_status(msg)

@@ -80,6 +80,72 @@ h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is
   end, 5000)
 end)
 
+h.test("a question answered on the dashboard while Neovim's prompt shows is said, and a late choice is not taken", function()
+  local root = h.project({ ["calc.py"] = CALC })
+  local agent, log = fake_agent({ { { permission = "Edit calc.py" }, { say = "Asked." } } })
+  h.setup((h.fake_llm({ { text = "unused" } })), {
+    agents = { external = { fake = agent } },
+    capabilities = { preset = "readonly", ask = true },
+    api = { enabled = true },
+  })
+  local shown
+  local select = vim.ui.select
+  vim.ui.select = function(_, opts, on_choice)
+    -- The prompt stays open: the person is away from the editor.
+    shown = { prompt = opts.prompt, choose = on_choice }
+  end
+  local ok, err = pcall(function()
+    vim.cmd.edit("calc.py")
+    chimera.start()
+    local port = chimera.dashboard({ open = false }):match(":(%d+)/$")
+    local token = vim.json.decode(h.read(root .. "/.chimera/api.json")).token
+    -- The dashboard follows the feed.
+    local feed = {}
+    local stream = vim.system({ "curl", "-s", "-N", "-m", "30", "-H", "Authorization: Bearer " .. token,
+      "http://127.0.0.1:" .. port .. "/events/stream" }, {
+      stdout = function(_, data)
+        table.insert(feed, data or "")
+      end,
+    })
+    vim.wait(300)
+    local id = chimera.spawn("edit it", { agent = "fake", file = root .. "/calc.py" })
+    h.wait_for("the question in Neovim", function()
+      return shown ~= nil
+    end, 15000)
+    h.truthy(shown.prompt:find("Edit calc.py", 1, true), shown.prompt)
+    local asked
+    h.wait_for("the question on the dashboard's feed", function()
+      local data = table.concat(feed):match("event: permission\ndata: ([^\n]+)")
+      asked = data and vim.json.decode(data)
+      return asked ~= nil
+    end, 15000)
+    h.eq(asked.agent, id)
+    -- Answered on the dashboard: Neovim says so.
+    h.wait_for_notice("question was allowed elsewhere", function()
+      local posted = vim.system({ "curl", "-s", "-H", "Authorization: Bearer " .. token, "-H", "Content-Type: application/json",
+        "-d", '{"allow": true}', "http://127.0.0.1:" .. port .. "/questions/" .. asked.id }):wait()
+      h.eq(posted.code, 0, posted.stderr)
+    end)
+    stream:kill(15)
+    -- The person comes back and refuses: too late, the first answer counted.
+    shown.choose("Refuse")
+    h.wait_for("the agent's end", function()
+      local a = chimera.agent(id)
+      return a ~= nil and not vim.tbl_contains({ "queued", "running" }, a.state)
+    end, 15000)
+    local outcomes = {}
+    for line in (h.read(log) or ""):gmatch("[^\n]+") do
+      local e = vim.json.decode(line)
+      if e.answer_to == "session/request_permission" then
+        table.insert(outcomes, e.answer.result.outcome.optionId)
+      end
+    end
+    h.eq(outcomes, { "allow" }, "the dashboard's answer")
+  end)
+  vim.ui.select = select
+  assert(ok, err)
+end)
+
 h.test("with capabilities.ask, a permission the preset refuses is asked of the human", function()
   local root = h.project({ ["calc.py"] = CALC })
   local agent, log = fake_agent({
