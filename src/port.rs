@@ -151,6 +151,11 @@ pub enum BufferChange {
 pub enum Query {
     /// Every agent's record.
     Agents,
+    /// Agent `id`'s record.
+    Agent { id: String },
+    /// Agent `id`'s proposal: each file's hunks and the text they were
+    /// made against (while it waits for review), and its unified diff.
+    Proposal { id: String },
     /// The snapshots, newest first.
     Snapshots,
     /// The named snapshot lines.
@@ -190,6 +195,13 @@ pub enum EffectsSince {
 #[serde(untagged)]
 pub enum Reply {
     Agents(Vec<crate::event::AgentView>),
+    Agent(Box<crate::store::AgentRecord>),
+    Proposal {
+        files: Vec<crate::diff::FileDiff>,
+        /// The text each file's hunks were made against, in order.
+        bases: Vec<String>,
+        diff: String,
+    },
     Snapshots(Vec<Snapshot>),
     Branches(Vec<Branch>),
     Effects(Vec<Effect>),
@@ -221,6 +233,25 @@ pub fn ask(store: &Store, query: Query) -> Result<Reply, Refusal> {
                 .map(crate::event::AgentView::from)
                 .collect(),
         ),
+        Query::Agent { id } => Reply::Agent(Box::new(agent(store, &id)?)),
+        Query::Proposal { id } => {
+            let waits = agent(store, &id)?.state == crate::store::AgentState::Completed;
+            let refused = |e: crate::accept::AcceptError| {
+                Refusal::new(
+                    RefusalKind::from(&e),
+                    format!("cannot read the proposal of {id}: {e}"),
+                )
+            };
+            let (files, bases) = match waits {
+                true => crate::accept::proposal_diffs_and_bases(store, &id)
+                    .map_err(refused)?
+                    .into_iter()
+                    .unzip(),
+                false => (Vec::new(), Vec::new()),
+            };
+            let diff = crate::accept::proposal_unified(store, &id).map_err(refused)?;
+            Reply::Proposal { files, bases, diff }
+        }
         Query::Snapshots => {
             Reply::Snapshots(store.snapshots().map_err(|e| failed("the snapshots", e))?)
         }
@@ -243,8 +274,9 @@ pub fn ask(store: &Store, query: Query) -> Result<Reply, Refusal> {
                     .map_err(|e| failed("the effect log", e))?,
             )
         }
-        Query::Calls { agent, since } => {
-            store.agent(&agent).map_err(|_| no_agent(&agent))?;
+        Query::Calls { agent: id, since } => {
+            agent(store, &id)?;
+            let agent = id;
             let calls = store.tool_calls(&agent, since);
             Reply::Calls(calls.map_err(|e| failed(&format!("the tool calls of {agent}"), e))?)
         }
@@ -265,12 +297,15 @@ pub fn ask(store: &Store, query: Query) -> Result<Reply, Refusal> {
     })
 }
 
-/// The refusal for an agent the store does not know.
-pub fn no_agent(id: &str) -> Refusal {
-    Refusal::new(
-        RefusalKind::NotFound,
-        format!("no agent {id}; `chimera agents` lists them"),
-    )
+/// Agent `id`'s record; one the store does not know is not found.
+fn agent(store: &Store, id: &str) -> Result<crate::store::AgentRecord, Refusal> {
+    store.agent(id).map_err(|e| match e {
+        StoreError::NoAgent(_) => Refusal::new(
+            RefusalKind::NotFound,
+            format!("no agent {id}; `chimera agents` lists them"),
+        ),
+        e => Refusal::new(RefusalKind::Failed, format!("cannot read agent {id}: {e}")),
+    })
 }
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ pub(super) async fn rpc(State(b): State<Shared>, Json(req): Json<Value>) -> Resp
         "message/send" => Json(match send(&b, &params).await {
             Ok(agent) => {
                 let blocking = params["configuration"]["blocking"].as_bool().unwrap_or(true);
-                let rec = if blocking { settled(&b, &agent).await } else { b.store().agent(&agent).ok() };
+                let rec = if blocking { settled(&b, &agent).await } else { super::backend::agent(&b, &agent).ok() };
                 match rec {
                     Some(rec) => answer(&id, task(&b, &rec)),
                     None => error(&id, TASK_NOT_FOUND, format!("task {agent} is gone")),
@@ -101,7 +101,7 @@ pub(super) async fn rpc(State(b): State<Shared>, Json(req): Json<Value>) -> Resp
             Ok(agent) => stream(b, id, agent).into_response(),
             Err(e) => Json(error(&id, -32602, e)).into_response(),
         },
-        "tasks/get" => Json(match params["id"].as_str().and_then(|t| b.store().agent(t).ok()) {
+        "tasks/get" => Json(match params["id"].as_str().and_then(|t| super::backend::agent(&b, t).ok()) {
             Some(rec) => answer(&id, task(&b, &rec)),
             None => error(&id, TASK_NOT_FOUND, "no such task"),
         })
@@ -128,10 +128,7 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
     }
     // A follow-up names its task: the feedback goes to the same agent.
     if let Some(task_id) = message["taskId"].as_str() {
-        let rec = b
-            .store()
-            .agent(task_id)
-            .map_err(|_| format!("no task {task_id}"))?;
+        let rec = super::backend::agent(b, task_id).map_err(|_| format!("no task {task_id}"))?;
         if rec.state != AgentState::Completed {
             return Err(format!(
                 "task {task_id} is {}; only a proposal waiting for review takes a follow-up",
@@ -176,7 +173,7 @@ async fn send(b: &Shared, params: &Value) -> Result<String, String> {
 async fn settled(b: &Shared, id: &str) -> Option<AgentRecord> {
     let mut feed = b.events().watch();
     loop {
-        let rec = b.store().agent(id).ok()?;
+        let rec = super::backend::agent(b, id).ok()?;
         if !rec.state.is_active() {
             return Some(rec);
         }
@@ -236,7 +233,10 @@ fn task(b: &Shared, rec: &AgentRecord) -> Value {
         rec.state,
         AgentState::Completed | AgentState::Accepted | AgentState::Settled
     ) {
-        let diff = crate::accept::proposal_unified(b.store(), &rec.id).unwrap_or_default();
+        let diff = match b.ask(crate::port::Query::Proposal { id: rec.id.clone() }) {
+            Ok(crate::port::Reply::Proposal { diff, .. }) => diff,
+            _ => String::new(),
+        };
         task["artifacts"] = json!([{
             "artifactId": format!("{}-proposal", rec.id),
             "name": "proposal",
@@ -251,7 +251,10 @@ fn task(b: &Shared, rec: &AgentRecord) -> Value {
 }
 
 async fn cancel(b: &Shared, id: &Value, params: &Value) -> Value {
-    let Some(rec) = params["id"].as_str().and_then(|t| b.store().agent(t).ok()) else {
+    let Some(rec) = params["id"]
+        .as_str()
+        .and_then(|t| super::backend::agent(b, t).ok())
+    else {
         return error(id, TASK_NOT_FOUND, "no such task");
     };
     if !rec.state.is_active() {
@@ -268,7 +271,7 @@ async fn cancel(b: &Shared, id: &Value, params: &Value) -> Value {
     b.call(Command::Cancel { id: rec.id.clone() }).await;
     b.store()
         .effect_record("a2a", Some(&rec.id), "tasks/cancel", "ok", 0);
-    match b.store().agent(&rec.id) {
+    match super::backend::agent(b, &rec.id) {
         Ok(rec) => answer(id, task(b, &rec)),
         Err(_) => error(id, TASK_NOT_FOUND, "no such task"),
     }
@@ -281,7 +284,7 @@ fn stream(b: Shared, id: Value, agent: String) -> impl IntoResponse {
         let mut last: Option<AgentState> = None;
         let mut feed = b.events().watch();
         loop {
-            let Ok(rec) = b.store().agent(&agent) else {
+            let Ok(rec) = super::backend::agent(&b, &agent) else {
                 return;
             };
             if tx.is_closed() {

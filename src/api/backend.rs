@@ -96,6 +96,18 @@ pub(crate) fn task_file(b: &Shared, f: &str) -> Result<String, String> {
     Ok(p.to_string())
 }
 
+/// What a route says when a query's reply is not the one it asked for
+/// (a bug, never a client's error).
+pub(crate) const MISMATCH: &str = "the core answered another question than the one asked";
+
+/// Agent `id`'s record, through the port.
+pub(crate) fn agent(b: &Shared, id: &str) -> Result<crate::store::AgentRecord, ApiError> {
+    match b.ask(Query::Agent { id: id.to_owned() })? {
+        Reply::Agent(rec) => Ok(*rec),
+        _ => Err(ApiError::internal(MISMATCH)),
+    }
+}
+
 /// A new ID of `len` hex digits, as the editor makes them (agents 8,
 /// snapshots 12).
 pub(crate) fn new_id(len: usize) -> String {

@@ -148,28 +148,15 @@ async fn agents(State(b): State<Shared>) -> Answer {
     Ok(Json(json!(b.ask(port::Query::Agents)?)))
 }
 
-fn find(b: &Shared, id: &str) -> Result<crate::store::AgentRecord, ApiError> {
-    b.store()
-        .agent(id)
-        .map_err(|_| ApiError::not_found(format!("no agent {id}; `chimera agents` lists them")))
-}
-
 async fn agent(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
-    let rec = find(&b, &id)?;
-    // Each hunk with its number (what `hunk` in an accept or reject names).
-    let proposal: Vec<FileView> = if rec.state == AgentState::Completed {
-        let (files, bases): (Vec<_>, Vec<_>) =
-            crate::accept::proposal_diffs_and_bases(b.store(), &id)
-                .map_err(ApiError::internal)?
-                .into_iter()
-                .unzip();
-        (0..files.len())
-            .filter_map(|i| Some(FileView::of(&files, i)?.with_context(&bases[i])))
-            .collect()
-    } else {
-        Vec::new()
+    let rec = super::backend::agent(&b, &id)?;
+    let port::Reply::Proposal { files, bases, diff } = b.ask(port::Query::Proposal { id })? else {
+        return Err(ApiError::internal(super::backend::MISMATCH));
     };
-    let diff = crate::accept::proposal_unified(b.store(), &id).map_err(ApiError::internal)?;
+    // Each hunk with its number (what `hunk` in an accept or reject names).
+    let proposal: Vec<FileView> = (0..files.len())
+        .filter_map(|i| Some(FileView::of(&files, i)?.with_context(&bases[i])))
+        .collect();
     Ok(Json(json!({
         "agent": AgentView::from(&rec),
         "proposal": proposal,
@@ -182,7 +169,7 @@ fn after(b: &Shared, id: &str, told: &Told) -> Answer {
     if let Some(r) = &told.refused {
         return Err(r.clone().into());
     }
-    let rec = find(b, id)?;
+    let rec = super::backend::agent(b, id)?;
     Ok(Json(json!({ "agent": AgentView::from(&rec) })))
 }
 
@@ -209,7 +196,7 @@ async fn question(
 }
 
 async fn cancel(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
-    find(&b, &id)?;
+    super::backend::agent(&b, &id)?;
     let told = b.call(Command::Cancel { id: id.clone() }).await;
     after(&b, &id, &told)
 }
@@ -238,7 +225,7 @@ async fn approve(
     OptionalBody(body): OptionalBody<Verdict>,
 ) -> Answer {
     let v = body.unwrap_or_default();
-    let rec = find(&b, &id)?;
+    let rec = super::backend::agent(&b, &id)?;
     if rec.state != AgentState::Completed {
         return Err(ApiError::conflict(format!(
             "agent {id} has no proposal to accept (it is {})",
@@ -266,7 +253,7 @@ async fn approve(
     });
     match files {
         Some((files, unsaved)) => {
-            let rec = find(&b, &id)?;
+            let rec = super::backend::agent(&b, &id)?;
             Ok(Json(json!({
                 "agent": AgentView::from(&rec),
                 "files": files,
@@ -285,7 +272,7 @@ async fn reject(
     OptionalBody(body): OptionalBody<Verdict>,
 ) -> Answer {
     let v = body.unwrap_or_default();
-    find(&b, &id)?;
+    super::backend::agent(&b, &id)?;
     let msg = match hunk_ref(v.hunk)? {
         Some(hunk) => Command::RejectHunk {
             id: id.clone(),
