@@ -13,7 +13,8 @@ use crate::paths::ProjectPath;
 use crate::store::{Branch, ChatEntry, Effect, Snapshot, Store, StoreError, ToolCall};
 use crate::task::TaskSpec;
 
-pub use crate::lifecycle::{Refusal, RefusalKind, Told};
+mod refusal;
+pub use refusal::{Refusal, RefusalKind, Told};
 
 /// What a client asks the core to do. Each is a step of the lifecycle
 /// (answered once it ran, or refused with the reason) or is handed to the

@@ -340,7 +340,7 @@ async fn main_loop(
             Ok(Entering::Query(query)) => router::answer_editor(&core, query),
             Ok(Entering::Outside) => {}
             Ok(Entering::Shutdown) => break,
-            Err(said) => core.notify(Level::Error, said),
+            Err(outside) => core.notify(Level::Error, outside.to_string()),
         }
     }
     core.shutdown.cancel();

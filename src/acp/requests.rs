@@ -48,6 +48,18 @@ pub struct Route {
     pub ask: Option<Ask>,
 }
 
+/// A permission request in words: its kind and title and, as the title is
+/// the agent's words, the files an allow opens whenever it does not name
+/// them all.
+fn said(kind: ToolKind, title: &str, files: &[ProjectPath]) -> String {
+    let mut said = format!("{}: {title}", kind_name(kind));
+    if files.iter().any(|f| !title.contains(f.as_str())) {
+        let named: Vec<&str> = files.iter().map(ProjectPath::as_str).collect();
+        said.push_str(&format!(" (changes {})", named.join(", ")));
+    }
+    said
+}
+
 /// Puts a question to the human, when one is there to ask.
 pub type Ask =
     Arc<dyn Fn(String) -> futures_util::future::BoxFuture<'static, Answer> + Send + Sync>;
@@ -208,6 +220,18 @@ impl Route {
         std::borrow::Cow::Owned(caps)
     }
 
+    /// What an allowed call of `kind` may write: the files it names, when
+    /// it changes files.
+    fn changed_by(&self, kind: ToolKind, files: &[String]) -> Vec<ProjectPath> {
+        match kind {
+            ToolKind::Edit | ToolKind::Delete | ToolKind::Move => files
+                .iter()
+                .filter_map(|f| self.path(Path::new(f)).ok())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `session/request_permission`: allowed when the capabilities allow
     /// that kind of action — a command by the programs its line runs
     /// (its effects stay in the overlay either way);
@@ -224,22 +248,8 @@ impl Route {
             Ok(calls) => calls.asked(&req.tool_call),
             Err(_) => super::calls::Calls::default().asked(&req.tool_call),
         };
-        // What an allowed change may write: the files its call names.
-        let changes = matches!(kind, ToolKind::Edit | ToolKind::Delete | ToolKind::Move);
-        let files: Vec<ProjectPath> = match changes {
-            true => files
-                .iter()
-                .filter_map(|f| self.path(Path::new(f)).ok())
-                .collect(),
-            false => Vec::new(),
-        };
-        let mut said = format!("{}: {title}", kind_name(kind));
-        // The title is the agent's words: the files an allow opens are said
-        // whenever it does not name them all.
-        if files.iter().any(|f| !title.contains(f.as_str())) {
-            let named: Vec<&str> = files.iter().map(ProjectPath::as_str).collect();
-            said.push_str(&format!(" (changes {})", named.join(", ")));
-        }
+        let files = self.changed_by(kind, &files);
+        let said = said(kind, &title, &files);
         // A command is judged by what it runs, as a terminal's is.
         let judged = match (kind, &line) {
             (ToolKind::Execute, Some(line)) => self.caps.check_line(line).map_err(Refused::from),
@@ -250,8 +260,7 @@ impl Route {
         let mut asked = "";
         let mut answer = None;
         if let (false, Some(ask)) = (allowed, &self.ask) {
-            let said = ask(said.clone()).await;
-            (answer, asked) = match said {
+            (answer, asked) = match ask(said.clone()).await {
                 Answer::NobodyAsked => (None, ""),
                 Answer::Said(true) => (Some(true), " (the human allowed it)"),
                 Answer::Said(false) => (Some(false), " (the human refused it)"),

@@ -20,117 +20,47 @@ pub enum Entering {
     Shutdown,
 }
 
+/// Why an editor message does not enter the core: what the human is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotTaken {
+    /// It is about a file outside the project (its absolute path).
+    #[error("Chimera: {0} is not a file of the project")]
+    NotInProject(String),
+    /// No command of the port says it (a bug of this version).
+    #[error("Chimera: the core has no command for {0}; please report it")]
+    Unknown(String),
+}
+
 impl ToCore {
     /// This message in the port's words. `project` names the project file
     /// an absolute path is, if it is one (under the root, not through a
     /// link); a buffer that is none is left out, as the core never sees it.
-    /// `Err`: what to tell the human (a request about a file outside the
-    /// project).
     pub fn into_port(
         self,
         project: impl Fn(&str) -> Option<ProjectPath>,
-    ) -> Result<Entering, String> {
-        let buffers = |list: Vec<BufferText>| -> Vec<Buffer> {
-            list.into_iter()
-                .filter_map(|b| {
-                    Some(Buffer {
-                        path: project(&b.path)?,
-                        text: b.text,
-                    })
-                })
-                .collect()
+    ) -> Result<Entering, NotTaken> {
+        let msg = match self.query(&project)? {
+            Ok(query) => return Ok(Entering::Query(query)),
+            Err(msg) => *msg,
         };
-        let file = |abs: &str| {
-            project(abs).ok_or_else(|| format!("Chimera: {abs} is not a file of the project"))
+        let msg = match msg.buffer(&project) {
+            Ok(change) => return Ok(change.map_or(Entering::Outside, Entering::Command)),
+            Err(msg) => *msg,
         };
-        let command = match self {
+        let msg = match msg.lifecycle(&project) {
+            Ok(command) => return Ok(Entering::Command(command)),
+            Err(msg) => *msg,
+        };
+        let file = |abs: &str| project(abs).ok_or_else(|| NotTaken::NotInProject(abs.to_owned()));
+        let command = match msg {
             ToCore::Shutdown => return Ok(Entering::Shutdown),
-            ToCore::History => return Ok(Entering::Query(Query::Snapshots)),
-            ToCore::Effects { since, kind } => {
-                return Ok(Entering::Query(Query::Effects { since, kind }))
-            }
-            ToCore::Calls { agent_id } => {
-                return Ok(Entering::Query(Query::Calls {
-                    agent: agent_id,
-                    since: 0,
-                }))
-            }
-            ToCore::NodeHistory { node_id } => {
-                return Ok(Entering::Query(Query::NodeHistory {
-                    node: node_id,
-                    since: 0,
-                }))
-            }
-            ToCore::ChatHistory => return Ok(Entering::Query(Query::ChatHistory)),
-            ToCore::ConflictMarkers { id, path, text } => {
-                return Ok(Entering::Query(Query::ConflictMarkers {
-                    id,
-                    path: file(&path)?,
-                    text,
-                }))
-            }
-            ToCore::Spawn { id, mut spec } => {
-                spec.file = spec.file.and_then(|f| project(&f)).map(|p| p.to_string());
-                Command::Spawn { id, spec }
-            }
-            ToCore::Accept {
-                id,
-                buffers: list,
-                hunk,
-                write,
-            } => Command::Accept {
-                id,
-                buffers: buffers(list),
-                hunk,
-                write,
-            },
-            ToCore::AcceptUndone { id, undone } => Command::AcceptUndone { id, undone },
-            ToCore::RejectHunk { id, hunk } => Command::RejectHunk { id, hunk },
-            ToCore::Reject { id, feedback } => Command::Reject { id, feedback },
-            ToCore::Cancel { id } => Command::Cancel { id },
             ToCore::PermissionAnswer { id, allow } => Command::Answer {
                 question: id,
                 allow,
             },
-            ToCore::BufferText(b) => match project(&b.path) {
-                Some(path) => Command::Buffer(BufferChange::Text(Buffer { path, text: b.text })),
-                None => return Ok(Entering::Outside),
-            },
-            ToCore::BufferClosed { path } => match project(&path) {
-                Some(path) => Command::Buffer(BufferChange::Closed(path)),
-                None => return Ok(Entering::Outside),
-            },
-            ToCore::BufferMoved {
-                id,
-                path,
-                base,
-                wanted,
-                now,
-            } => match project(&path) {
-                Some(path) => Command::Buffer(BufferChange::Moved {
-                    id,
-                    path,
-                    base,
-                    wanted,
-                    now,
-                }),
-                None => return Ok(Entering::Outside),
-            },
             ToCore::CheckLlm => Command::CheckLlm,
             ToCore::SetModel { model } => Command::SetModel { model },
             ToCore::RemoraEnable { confirmed } => Command::RemoraEnable { confirmed },
-            ToCore::Snapshot { id, message } => Command::Snapshot { id, message },
-            ToCore::Rollback {
-                id,
-                dry_run,
-                buffers: list,
-            } => Command::Rollback {
-                id,
-                dry_run,
-                buffers: buffers(list),
-            },
-            ToCore::Branch { name, snapshot } => Command::Branch { name, snapshot },
-            ToCore::Fork { id, snapshot, task } => Command::Fork { id, snapshot, task },
             ToCore::NodeChat { node_id, message } => Command::NodeChat {
                 node: node_id,
                 message,
@@ -162,8 +92,116 @@ impl ToCore {
                 context,
             },
             ToCore::ChatClear => Command::ChatClear,
+            // Each is taken by `query`, `buffer` or `lifecycle` above.
+            other => return Err(NotTaken::Unknown(format!("{other:?}"))),
         };
         Ok(Entering::Command(command))
+    }
+
+    /// The editor's questions, or the message back.
+    fn query(
+        self,
+        project: &impl Fn(&str) -> Option<ProjectPath>,
+    ) -> Result<Result<Query, Box<ToCore>>, NotTaken> {
+        Ok(Ok(match self {
+            ToCore::History => Query::Snapshots,
+            ToCore::Effects { since, kind } => Query::Effects { since, kind },
+            ToCore::Calls { agent_id } => Query::Calls {
+                agent: agent_id,
+                since: 0,
+            },
+            ToCore::NodeHistory { node_id } => Query::NodeHistory {
+                node: node_id,
+                since: 0,
+            },
+            ToCore::ChatHistory => Query::ChatHistory,
+            ToCore::ConflictMarkers { id, path, text } => Query::ConflictMarkers {
+                id,
+                path: project(&path).ok_or(NotTaken::NotInProject(path))?,
+                text,
+            },
+            other => return Ok(Err(Box::new(other))),
+        }))
+    }
+
+    /// What the human did to a buffer (`None`: a buffer outside the
+    /// project), or the message back.
+    fn buffer(
+        self,
+        project: &impl Fn(&str) -> Option<ProjectPath>,
+    ) -> Result<Option<Command>, Box<ToCore>> {
+        let change = match self {
+            ToCore::BufferText(b) => {
+                project(&b.path).map(|path| BufferChange::Text(Buffer { path, text: b.text }))
+            }
+            ToCore::BufferClosed { path } => project(&path).map(BufferChange::Closed),
+            ToCore::BufferMoved {
+                id,
+                path,
+                base,
+                wanted,
+                now,
+            } => project(&path).map(|path| BufferChange::Moved {
+                id,
+                path,
+                base,
+                wanted,
+                now,
+            }),
+            other => return Err(Box::new(other)),
+        };
+        Ok(change.map(Command::Buffer))
+    }
+
+    /// The steps of an agent's life and of the project's history, or the
+    /// message back.
+    fn lifecycle(
+        self,
+        project: &impl Fn(&str) -> Option<ProjectPath>,
+    ) -> Result<Command, Box<ToCore>> {
+        let buffers = |list: Vec<BufferText>| -> Vec<Buffer> {
+            let known = list.into_iter().filter_map(|b| {
+                Some(Buffer {
+                    path: project(&b.path)?,
+                    text: b.text,
+                })
+            });
+            known.collect()
+        };
+        Ok(match self {
+            ToCore::Spawn { id, mut spec } => {
+                spec.file = spec.file.and_then(|f| project(&f)).map(|p| p.to_string());
+                Command::Spawn { id, spec }
+            }
+            ToCore::Accept {
+                id,
+                buffers: list,
+                hunk,
+                write,
+            } => Command::Accept {
+                id,
+                buffers: buffers(list),
+                hunk,
+                write,
+            },
+            ToCore::AcceptUndone { id, undone } => Command::AcceptUndone { id, undone },
+            ToCore::RejectHunk { id, hunk } => Command::RejectHunk { id, hunk },
+            ToCore::Reject { id, feedback } => Command::Reject { id, feedback },
+            ToCore::Cancel { id } => Command::Cancel { id },
+            ToCore::Snapshot { id, message } => Command::Snapshot { id, message },
+            ToCore::Rollback {
+                id,
+                dry_run,
+                buffers: list,
+            } => Command::Rollback {
+                id,
+                dry_run,
+                buffers: buffers(list),
+            },
+            ToCore::Branch { name, snapshot } => Command::Branch { name, snapshot },
+            ToCore::Fork { id, snapshot, task } => Command::Fork { id, snapshot, task },
+            other => return Err(Box::new(other)),
+        })
     }
 }
 
@@ -267,7 +305,7 @@ mod tests {
             name: "f".into(),
             description: String::new(),
         };
-        let said = node.into_port(project).unwrap_err();
+        let said = node.into_port(project).unwrap_err().to_string();
         assert!(
             said.contains("/elsewhere/b.py is not a file of the project"),
             "{said}"

@@ -87,23 +87,7 @@ pub(super) fn transition(core: &Arc<Core>, msg: Command) -> Result<Transition, B
             task,
             client,
             capabilities,
-        } => {
-            let rec = AgentRecord {
-                owner: core.owner.clone(),
-                ..AgentRecord::new(
-                    id.clone(),
-                    crate::task::TaskSpec {
-                        capabilities: Some(capabilities),
-                        external: Some(format!("{}{client}", crate::task::MCP_SESSION_PREFIX)),
-                        ..crate::task::TaskSpec::new(task)
-                    },
-                )
-            };
-            Box::new(move |c| match c.lifecycle.spawn(rec) {
-                (out, true) => out.then(c.lifecycle.start(&id)),
-                (out, false) => out,
-            })
-        }
+        } => session_start(core, id, task, &client, capabilities),
         Command::SessionPropose { id, summary } => {
             Box::new(move |c| c.lifecycle.complete(&id, &summary, 1))
         }
@@ -130,6 +114,32 @@ pub(super) fn transition(core: &Arc<Core>, msg: Command) -> Result<Transition, B
             Box::new(move |c| c.lifecycle.rollback(&id, dry_run, &buffers))
         }
         other => return Err(Box::new(other)),
+    })
+}
+
+/// The transition that records an MCP host's session as agent `id`,
+/// `running` at once.
+fn session_start(
+    core: &Arc<Core>,
+    id: String,
+    task: String,
+    client: &str,
+    capabilities: String,
+) -> Transition {
+    let rec = AgentRecord {
+        owner: core.owner.clone(),
+        ..AgentRecord::new(
+            id.clone(),
+            crate::task::TaskSpec {
+                capabilities: Some(capabilities),
+                external: Some(format!("{}{client}", crate::task::MCP_SESSION_PREFIX)),
+                ..crate::task::TaskSpec::new(task)
+            },
+        )
+    };
+    Box::new(move |c| match c.lifecycle.spawn(rec) {
+        (out, true) => out.then(c.lifecycle.start(&id)),
+        (out, false) => out,
     })
 }
 
