@@ -23,6 +23,18 @@ local function fake_agent(turns)
     log
 end
 
+-- What the agent heard in answer to its permission requests, in order.
+local function permission_answers(log)
+  local outcomes = {}
+  for line in (h.read(log) or ""):gmatch("[^\n]+") do
+    local e = vim.json.decode(line)
+    if e.answer_to == "session/request_permission" then
+      table.insert(outcomes, e.answer.result.outcome.optionId)
+    end
+  end
+  return outcomes
+end
+
 h.test(":Chimera task --agent runs an ACP agent on the unsaved buffer; accept is one undo step", function()
   local root = h.project({ ["calc.py"] = CALC })
   local agent, log = fake_agent({ { { say = "Fixed add." }, { replace = { "calc.py", "a - b", "a + b" } } } })
@@ -133,13 +145,7 @@ h.test("a question answered on the dashboard while Neovim's prompt shows is said
       local a = chimera.agent(id)
       return a ~= nil and not vim.tbl_contains({ "queued", "running" }, a.state)
     end, 15000)
-    local outcomes = {}
-    for line in (h.read(log) or ""):gmatch("[^\n]+") do
-      local e = vim.json.decode(line)
-      if e.answer_to == "session/request_permission" then
-        table.insert(outcomes, e.answer.result.outcome.optionId)
-      end
-    end
+    local outcomes = permission_answers(log)
     h.eq(outcomes, { "allow" }, "the dashboard's answer")
   end)
   vim.ui.select = select
@@ -175,13 +181,7 @@ h.test("with capabilities.ask, a permission the preset refuses is asked of the h
     end, 15000)
     h.eq(#asked, 2, "both requests were put to the human")
     h.truthy(asked[1]:find("Edit calc.py", 1, true) and asked[1]:find(id, 1, true), asked[1])
-    local outcomes = {}
-    for line in (h.read(log) or ""):gmatch("[^\n]+") do
-      local e = vim.json.decode(line)
-      if e.answer_to == "session/request_permission" then
-        table.insert(outcomes, e.answer.result.outcome.optionId)
-      end
-    end
+    local outcomes = permission_answers(log)
     h.eq(outcomes, { "allow", "reject" }, "the agent got the human's answers")
     local effects = h.effects({ kind = "acp" })
     local said = {}
