@@ -30,18 +30,16 @@ const START_LIMIT: Duration = Duration::from_secs(15);
 /// (`capabilities.ask`), answered on stdin.
 struct Terminal {
     root: PathBuf,
-    /// stdin and stderr are a terminal and `capabilities.ask` is on.
+    /// stdin and stderr are a terminal: a person may answer there (the
+    /// core asks only under `capabilities.ask`).
     asks: bool,
 }
 
 impl Terminal {
-    fn new(root: PathBuf, config: &crate::config::Config) -> Self {
+    fn new(root: PathBuf) -> Self {
         use std::io::IsTerminal;
-        let person = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        Self {
-            root,
-            asks: config.capabilities.ask && person,
-        }
+        let asks = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        Self { root, asks }
     }
 }
 
@@ -167,7 +165,7 @@ impl Session {
         // just started) is waited for, never raced: the agent runs there,
         // with that editor's options and buffers.
         if self.own.is_none() && crate::api::control::holder(&self.root).is_none() {
-            let terminal = Terminal::new(self.root.clone(), &self.loaded.config);
+            let terminal = Terminal::new(self.root.clone());
             let core = crate::api::core::start(
                 self.loaded.config.clone(),
                 self.root.clone(),

@@ -49,6 +49,24 @@ impl Questions {
     }
 }
 
+/// The longest question put to the human, in characters.
+const QUESTION_CHARS: usize = 500;
+
+/// A question in the agent's words as every client may show it: on one
+/// line, without the terminal's escape sequences (a `chimera task`
+/// prints it raw), and not longer than a person reads.
+fn readable(question: &str) -> String {
+    let line: String = question
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(QUESTION_CHARS + 1)
+        .collect();
+    match line.chars().count() > QUESTION_CHARS {
+        true => line.chars().take(QUESTION_CHARS - 1).chain(['…']).collect(),
+        false => line,
+    }
+}
+
 /// How an ACP agent of `core` asks the human for permission when
 /// `capabilities.ask` is on: through whoever is there to ask when the
 /// question comes (the editor, a dashboard opened since the agent started).
@@ -74,7 +92,7 @@ pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::request
             core.out.event(Event::Permission {
                 id,
                 agent,
-                question,
+                question: readable(&question),
             });
             drop(core);
             let answer = match tokio::time::timeout(ASK_LIMIT, rx).await {
@@ -91,4 +109,16 @@ pub(super) fn asker(core: &Arc<Core>, agent: &str) -> Option<crate::acp::request
             answer.map_or(Answer::Silent, Answer::Said)
         })
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_question_reaches_every_client_without_escapes_and_at_a_readable_length() {
+        let shown = super::readable("Edit `calc.py`\u{1b}[2J\u{7}\nand more");
+        assert_eq!(shown, "Edit `calc.py` [2J  and more");
+        let long = super::readable(&"x".repeat(100_000));
+        assert_eq!(long.chars().count(), super::QUESTION_CHARS);
+        assert!(long.ends_with('…'));
+    }
 }
