@@ -271,6 +271,58 @@ async fn every_tool_a_host_is_offered_reaches_a_handler_of_the_core() {
     h.cancel().await.unwrap();
 }
 
+/// `write_definitions` is the agents' file tool, offered to MCP hosts by
+/// its table row alone: a function replaced by name in the session's
+/// overlay, the human's other lines kept; code that does not parse, or
+/// that changes nothing, refused with why and nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_replaces_a_function_by_name_and_is_told_why_a_broken_one_is_not_written() {
+    let p = project(&[]);
+    std::fs::write(
+        p.root.join("calc.py"),
+        "import math\n\n\ndef add(a, b):\n    return a - b\n\n\ndef root(x):\n    return math.sqrt(x)\n",
+    )
+    .unwrap();
+    let h = host(&p, "claude-code", &[]).await;
+    let why = refused(
+        &h,
+        "write_definitions",
+        json!({"path": "calc.py", "code": "def add(a, b:\n    return a + b\n"}),
+    )
+    .await;
+    assert!(why.contains("write_definitions()"), "{why}");
+    let why = refused(
+        &h,
+        "write_definitions",
+        json!({"path": "calc.py", "code": "def add(a, b):\n    return a - b\n"}),
+    )
+    .await;
+    assert!(why.contains("exactly as it was"), "{why}");
+    ok(
+        &h,
+        "write_definitions",
+        json!({"path": "calc.py", "code": FIXED}),
+    )
+    .await;
+    let seen = ok(&h, "read_file", json!({"path": "calc.py"})).await;
+    assert!(
+        seen.contains("return a + b") && seen.contains("math.sqrt"),
+        "{seen}"
+    );
+    assert!(
+        p.file().contains("return a - b"),
+        "the human's file is untouched"
+    );
+    let why = refused(
+        &h,
+        "write_definitions",
+        json!({"path": ".env", "code": "X = 1\n"}),
+    )
+    .await;
+    assert!(why.contains("secret"), "{why}");
+    h.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_readonly_host_reads_and_is_refused_every_change() {
     let p = project(&[]);

@@ -4,19 +4,13 @@
 
 use std::sync::Arc;
 
-use globset::GlobBuilder;
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::{ChatMessage, LlmClient};
-use crate::paths::ProjectPath;
 use crate::sandbox::HostError;
 use crate::sandbox::{args, Host, Value};
 use crate::store::Store;
 use crate::workspace::{Workspace, WorkspaceError};
-
-/// What a write that would change nothing is refused with; tool mode
-/// then asks the next reply as a code block.
-const STAYS_AS_IT_WAS: &str = "would stay exactly as it was";
 
 mod files;
 
@@ -61,39 +55,7 @@ pub struct AgentHost {
     asked_paths: std::collections::HashSet<String>,
 }
 
-/// Why a write's code was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteRefused {
-    /// It left the file as it was.
-    Unchanged,
-    /// It does not parse (code in a JSON string from a small model often
-    /// lost its line ends).
-    Unparsable,
-}
-
-/// `search_files`: the files `overlay` shows whose path matches `pattern`
-/// when it is a glob (with `*`, `?` or `[`), else those containing it.
-/// Files `caps` may not read are not found either.
-pub(crate) fn search(ws: &Workspace<'_>, pattern: &str) -> Result<Vec<String>, String> {
-    let files = ws.files().map_err(|e| e.to_string())?;
-    if pattern.contains(['*', '?', '[']) {
-        let glob = GlobBuilder::new(pattern)
-            .literal_separator(false)
-            .build()
-            .map_err(|e| format!("search_files(): bad pattern `{pattern}`: {e}"))?
-            .compile_matcher();
-        return Ok(files.into_iter().filter(|f| glob.is_match(f)).collect());
-    }
-    Ok(files
-        .into_iter()
-        .filter(|f| {
-            ProjectPath::parse(f)
-                .ok()
-                .and_then(|p| ws.read_text(&p).ok())
-                .is_some_and(|t| t.contains(pattern))
-        })
-        .collect())
-}
+pub use super::tools::files::WriteRefused;
 
 /// Whether `name` is one of the host functions (the tool table's).
 pub(crate) fn is_function(name: &str) -> bool {
@@ -148,11 +110,6 @@ impl AgentHost {
         })
         .await
         .map_err(|e| super::AgentError::Internal(format!("host task: {e}")))
-    }
-
-    fn path(fname: &str, a: &[Value], kw: &[(Value, Value)]) -> Result<ProjectPath, HostError> {
-        let raw = args::string(fname, a, kw, 0, "path")?;
-        ProjectPath::parse(&raw).map_err(|e| HostError::Failed(format!("{fname}(): {e}")))
     }
 
     /// The agent's files behind its capabilities.
@@ -753,6 +710,7 @@ impl AgentHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paths::ProjectPath;
 
     #[test]
     fn another_agents_diff_lands_only_where_this_agent_may_write() {

@@ -16,10 +16,13 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::backend::{new_id, Answer, ApiError, Shared};
+use crate::agent::tools::files::{Args, FileHost, Handler, ToolError};
+use crate::agent::tools::table::{self, Runs, Tool};
 use crate::capabilities::{Capabilities, Denied};
 use crate::messages::AgentView;
-use crate::paths::parse_dir;
+use crate::paths::ProjectPath;
 use crate::port::Command;
+use crate::sandbox::HostError;
 use crate::store::AgentState;
 use crate::workspace::{ReadFrom, Workspace, WorkspaceError};
 
@@ -245,14 +248,59 @@ fn refused(e: WorkspaceError) -> ApiError {
     ApiError(status, e.to_string())
 }
 
+/// A file tool's failure as an HTTP status.
+fn tool_refused(e: ToolError) -> ApiError {
+    match e {
+        ToolError::Files { tool, error } => {
+            let ApiError(status, said) = refused(error);
+            ApiError(status, format!("{tool}(): {said}"))
+        }
+        ToolError::Code { said, .. } => ApiError(StatusCode::UNPROCESSABLE_ENTITY, said),
+        ToolError::Host(HostError::Denied(said)) => ApiError(StatusCode::FORBIDDEN, said),
+        ToolError::Args(said) | ToolError::Host(HostError::Failed(said)) => ApiError::bad(said),
+    }
+}
+
+/// An MCP session as the file tools' host.
+struct SessionFiles<'s> {
+    store: &'s crate::store::Store,
+    agent: &'s str,
+    caps: &'s Capabilities,
+    max_bytes: u64,
+    read: ReadFrom,
+    /// The file the call wrote or deleted.
+    wrote: Option<ProjectPath>,
+}
+
+impl FileHost for SessionFiles<'_> {
+    fn files(&mut self) -> (Workspace<'_>, &mut ReadFrom) {
+        let ws = Workspace::new(self.store, self.agent, self.caps, self.max_bytes);
+        (ws, &mut self.read)
+    }
+
+    fn wrote(&mut self, p: &ProjectPath) {
+        self.wrote = Some(p.clone());
+    }
+}
+
 impl Call<'_> {
     async fn run(&self, tool: &str) -> Result<Value, ApiError> {
+        let Some(t) = table::for_mcp_named(tool) else {
+            return Err(ApiError::not_found(format!(
+                "no tool `{tool}`; tools/list names them"
+            )));
+        };
+        match t.runs {
+            Runs::Reads(run) => self.read(t, run),
+            Runs::Writes(run) => self.write(t, run).await,
+            Runs::Host => self.own(tool).await,
+        }
+    }
+
+    /// The session's own tools: its proposals, the project's nodes and
+    /// snapshots.
+    async fn own(&self, tool: &str) -> Result<Value, ApiError> {
         match tool {
-            "read_file" => self.read_file(),
-            "list_dir" => self.list_dir(),
-            "search_files" => self.search_files(),
-            "write_file" => self.write_file().await,
-            "delete_file" => self.delete_file().await,
             "propose" => self.propose().await,
             "proposal_status" => self.proposal_status(),
             "nodes" => self.nodes(),
@@ -263,8 +311,8 @@ impl Call<'_> {
                 .store()
                 .snapshots()
                 .map_err(ApiError::internal)?)),
-            other => Err(ApiError::not_found(format!(
-                "no tool `{other}`; tools/list names them"
+            other => Err(ApiError::internal(format!(
+                "tool `{other}` is offered to MCP hosts but the session does not run it"
             ))),
         }
     }
@@ -301,31 +349,43 @@ impl Call<'_> {
         ))
     }
 
-    fn read_file(&self) -> Result<Value, ApiError> {
-        let raw = self.string("path")?;
-        let mut read = ReadFrom::default();
-        let text = self
-            .with_workspace(None, |ws| {
-                ws.path(&raw).and_then(|p| ws.read_noted(&p, &mut read))
-            })
+    /// The session's files as a file tool's host: its agent's (or
+    /// `agent`'s) overlay over the human's text.
+    fn files<'s>(&'s self, agent: Option<&'s str>, read: ReadFrom) -> SessionFiles<'s> {
+        SessionFiles {
+            store: self.b.store(),
+            agent: agent.or(self.session.agent.as_deref()).unwrap_or(""),
+            caps: &self.session.caps,
+            max_bytes: self.max_bytes(),
+            read,
+            wrote: None,
+        }
+    }
+
+    /// A file tool that reads; what it read is noted for the writes after.
+    fn read(&self, tool: &'static Tool, run: Handler) -> Result<Value, ApiError> {
+        let mut files = self.files(None, ReadFrom::default());
+        let result = run(&mut files, &Args::named(tool.name, self.args.clone()));
+        self.sessions.note_read(self.id, files.read);
+        result.map_err(tool_refused)
+    }
+
+    /// A file tool that writes, into the session's proposal (opened by
+    /// the first write, once the path is known to be writable).
+    async fn write(&self, tool: &'static Tool, run: Handler) -> Result<Value, ApiError> {
+        let args = Args::named(tool.name, self.args.clone());
+        let raw = args.string("path").map_err(tool_refused)?;
+        self.with_workspace(None, |ws| ws.path(&raw).and_then(|p| ws.may_write(&p)))
             .map_err(refused)?;
-        self.sessions.note_read(self.id, read);
-        Ok(Value::String(text))
-    }
-
-    fn list_dir(&self) -> Result<Value, ApiError> {
-        let raw = self.opt_string("path")?.unwrap_or_default();
-        let dir = parse_dir(&raw).map_err(|e| ApiError::bad(e.to_string()))?;
-        self.with_workspace(None, |ws| ws.list_dir(&dir))
-            .map(|entries| json!(entries))
-            .map_err(refused)
-    }
-
-    fn search_files(&self) -> Result<Value, ApiError> {
-        let pattern = self.string("pattern")?;
-        self.with_workspace(None, |ws| crate::agent::host::search(ws, &pattern))
-            .map(|found| json!(found))
-            .map_err(ApiError::bad)
+        let agent = self.writer().await?;
+        let mut files = self.files(Some(&agent), self.session.read.clone());
+        run(&mut files, &args).map_err(tool_refused)?;
+        let Some(p) = files.wrote.take() else {
+            return Ok(json!({ "agent": agent }));
+        };
+        let there = files.files().0.exists(&p).unwrap_or(true);
+        let done = if there { "written" } else { "deleted" };
+        Ok(json!({ done: p.as_str(), "agent": agent }))
     }
 
     /// The agent this session writes into, recorded `running` at its
@@ -360,36 +420,6 @@ impl Call<'_> {
         }
         self.sessions.set_agent(self.id, Some(agent.clone()));
         Ok(agent)
-    }
-
-    async fn write_file(&self) -> Result<Value, ApiError> {
-        let raw = self.string("path")?;
-        let content = self.string("content")?;
-        // Refused before a proposal is opened for it.
-        let p = self
-            .with_workspace(None, |ws| {
-                ws.path(&raw).and_then(|p| ws.may_write(&p).map(|()| p))
-            })
-            .map_err(refused)?;
-        let agent = self.writer().await?;
-        self.with_workspace(Some(&agent), |ws| {
-            ws.write_read(&p, content.as_bytes(), &self.session.read)
-        })
-        .map_err(refused)?;
-        Ok(json!({ "written": p.as_str(), "agent": agent }))
-    }
-
-    async fn delete_file(&self) -> Result<Value, ApiError> {
-        let raw = self.string("path")?;
-        let p = self
-            .with_workspace(None, |ws| {
-                ws.path(&raw).and_then(|p| ws.may_write(&p).map(|()| p))
-            })
-            .map_err(refused)?;
-        let agent = self.writer().await?;
-        self.with_workspace(Some(&agent), |ws| ws.delete(&p))
-            .map_err(refused)?;
-        Ok(json!({ "deleted": p.as_str(), "agent": agent }))
     }
 
     async fn propose(&self) -> Result<Value, ApiError> {

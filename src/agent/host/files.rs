@@ -1,113 +1,62 @@
-//! The host functions on the project's files — read, write, delete,
-//! list, search, replace definitions — each through the agent's
-//! [`Workspace`].
+//! The agent's host as the file tools' host: its files are its
+//! workspace, a path is the file a small model meant, a write is noted
+//! for `submit_result`; the tools themselves are the table's
+//! ([`crate::agent::tools::files`]).
 
-use super::{args, search, AgentHost, HostError, Value, Workspace, WriteRefused, STAYS_AS_IT_WAS};
+use super::{AgentHost, HostError, Value, Workspace};
 use crate::agent::meant::{meant, of_absolute, Meant, PathNote};
-use crate::agent::tools::table::{touches, Touches};
-use crate::paths::{parse_dir, ProjectPath};
+use crate::agent::tools::files::{Args, FileHost, ToolError};
+use crate::agent::tools::table::{self, Runs};
+use crate::paths::ProjectPath;
+use crate::workspace::ReadFrom;
+
+impl FileHost for AgentHost {
+    fn files(&mut self) -> (Workspace<'_>, &mut ReadFrom) {
+        // The fields apart: the workspace borrows, `read` is noted.
+        let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
+        (ws, &mut self.read)
+    }
+
+    fn path(&mut self, tool: &'static str, raw: &str) -> Result<ProjectPath, ToolError> {
+        Ok(self.meant_path(tool, raw)?)
+    }
+
+    fn wrote(&mut self, p: &ProjectPath) {
+        self.written.push(p.to_string());
+    }
+}
 
 impl AgentHost {
-    /// Runs file function `name`; `None` when `name` is not one.
+    /// Runs file tool `name` of the table; `None` when `name` is not one.
     pub(super) fn file_call(
         &mut self,
         name: &str,
         a: &[Value],
         kw: &[(Value, Value)],
     ) -> Option<Result<Value, HostError>> {
-        if touches(name, Touches::Writes) {
-            Some(self.write_function(name, a, kw))
-        } else if touches(name, Touches::Files) {
-            Some(self.read_function(name, a, kw))
-        } else {
-            None
-        }
+        let tool = table::function(name)?;
+        let (Runs::Reads(run) | Runs::Writes(run)) = tool.runs else {
+            return None;
+        };
+        let done = Args::of_call(tool.name, tool.params, a, kw).and_then(|args| run(self, &args));
+        Some(
+            done.map(crate::sandbox::from_json)
+                .map_err(|e| self.said(e)),
+        )
     }
 
-    /// What the agent may see of its files.
-    fn read_function(
-        &mut self,
-        name: &str,
-        a: &[Value],
-        kw: &[(Value, Value)],
-    ) -> Result<Value, HostError> {
-        match name {
-            "read_file" => {
-                let raw = args::string(name, a, kw, 0, "path")?;
-                let p = self.meant_path(name, &raw)?;
-                // The fields apart: the workspace borrows, `read` is noted.
-                let ws = Workspace::new(&self.store, &self.agent_id, &self.caps, self.max_bytes);
-                let text = ws.read_noted(&p, &mut self.read);
-                text.map(Value::String).map_err(|e| self.refused(name, e))
+    /// A file tool's failure as the program sees it (a refusal is logged
+    /// by the host's `call`); refused for its code, why is kept for tool
+    /// mode.
+    fn said(&mut self, e: ToolError) -> HostError {
+        match e {
+            ToolError::Files { tool, error } => self.refused(tool, error),
+            ToolError::Code { said, why } => {
+                self.write_refused = why;
+                HostError::Failed(said)
             }
-            "list_dir" => {
-                let raw = args::opt_string(name, a, kw, 0, "path")?.unwrap_or_default();
-                let dir =
-                    parse_dir(&raw).map_err(|e| HostError::Failed(format!("list_dir(): {e}")))?;
-                let entries = self.workspace().list_dir(&dir).map_err(HostError::failed)?;
-                Ok(Value::List(
-                    entries.into_iter().map(Value::String).collect(),
-                ))
-            }
-            "file_exists" => {
-                let p = Self::path(name, a, kw)?;
-                let exists = self.workspace().exists(&p).map_err(HostError::failed)?;
-                Ok(Value::Bool(exists))
-            }
-            "search_files" => {
-                let pattern = args::string(name, a, kw, 0, "pattern")?;
-                Ok(Value::List(
-                    search(&self.workspace(), &pattern)?
-                        .into_iter()
-                        .map(Value::String)
-                        .collect(),
-                ))
-            }
-            "get_file_tree" => {
-                let files = self.workspace().files().map_err(HostError::failed)?;
-                Ok(Value::String(files.join("\n")))
-            }
-            other => Err(format!("`{other}` is not a file function").into()),
-        }
-    }
-
-    /// Changes to the agent's files, into its overlay.
-    fn write_function(
-        &mut self,
-        name: &str,
-        a: &[Value],
-        kw: &[(Value, Value)],
-    ) -> Result<Value, HostError> {
-        match name {
-            "write_file" => {
-                let raw = args::string(name, a, kw, 0, "path")?;
-                let content = args::string(name, a, kw, 1, "content")?;
-                let p = self.meant_path(name, &raw)?;
-                self.workspace()
-                    .write_read(&p, content.as_bytes(), &self.read)
-                    .map_err(|e| self.refused(name, e))?;
-                self.written.push(p.to_string());
-                Ok(Value::Bool(true))
-            }
-            "delete_file" => {
-                let raw = args::string(name, a, kw, 0, "path")?;
-                let ws = self.workspace();
-                let p = ws
-                    .path(&raw)
-                    .and_then(|p| ws.delete(&p).map(|()| p))
-                    .map_err(|e| self.refused(name, e))?;
-                self.written.push(p.to_string());
-                Ok(Value::Bool(true))
-            }
-            "write_definitions" => {
-                let raw = args::string(name, a, kw, 0, "path")?;
-                let code = args::string(name, a, kw, 1, "code")?;
-                self.write_definitions(&raw, &code).map_err(|(e, why)| {
-                    self.write_refused = why;
-                    e
-                })
-            }
-            other => Err(format!("`{other}` is not a file function").into()),
+            ToolError::Host(e) => e,
+            ToolError::Args(said) => HostError::Failed(said),
         }
     }
 
@@ -164,46 +113,5 @@ impl AgentHost {
         self.workspace()
             .path(file.as_str())
             .map_err(|e| self.refused(fname, e))
-    }
-
-    /// `write_definitions(path, code)`; refused for its code, it says why
-    /// as well.
-    fn write_definitions(
-        &mut self,
-        raw: &str,
-        code: &str,
-    ) -> Result<Value, (HostError, Option<WriteRefused>)> {
-        let failed =
-            |e: &dyn std::fmt::Display| HostError::Failed(format!("write_definitions(): {e}"));
-        let p = self
-            .meant_path("write_definitions", raw)
-            .map_err(|e| (e, None))?;
-        let ws = self.workspace();
-        ws.may_write(&p)
-            .map_err(|e| (self.refused("write_definitions", e), None))?;
-        let old = ws.read_text(&p).map_err(|e| (failed(&e), None))?;
-        let language = crate::lang::of_file(p.as_str());
-        let new =
-            crate::lang::splice::splice_definitions(language, &old, code, None).map_err(|e| {
-                let why = matches!(e, crate::lang::splice::SpliceError::Syntax(_))
-                    .then_some(WriteRefused::Unparsable);
-                (failed(&e), why)
-            })?;
-        // Said now, not at submit_result: small models otherwise write the
-        // file back as it was and submit it again and again.
-        if new == old {
-            let e = format!(
-                "write_definitions(): `{p}` {STAYS_AS_IT_WAS}. Write the new version of the function you change, with the change made."
-            );
-            return Err((e.into(), Some(WriteRefused::Unchanged)));
-        }
-        if let Some(problem) = crate::lang::syntax_problem(language, &new) {
-            let e = format!("write_definitions(): the result does not parse.\n{problem}");
-            return Err((e.into(), Some(WriteRefused::Unparsable)));
-        }
-        ws.write(&p, new.as_bytes())
-            .map_err(|e| (failed(&e), None))?;
-        self.written.push(p.to_string());
-        Ok(Value::Bool(true))
     }
 }

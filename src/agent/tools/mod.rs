@@ -12,6 +12,7 @@
 
 mod blocks;
 mod chat;
+pub mod files;
 mod registry;
 pub mod table;
 mod told;
@@ -26,7 +27,6 @@ pub use registry::{call_parts, parse_call, registry, reply_schema, ToolSpec};
 use super::attempt::Turn;
 use super::brain::Run;
 use super::gate::Gated;
-use super::host::WriteRefused;
 use super::problem::Problem;
 use super::scene::Scene;
 use super::{AgentError, AgentHost, Done, Job};
@@ -36,6 +36,7 @@ use crate::sandbox::{self, Host, HostError, Value};
 use crate::store::Store;
 use blocks::{ask_for_block, ask_for_file_block, path_only_writes, JSON_CODE_FROM_B};
 use chat::CHAT_RULES;
+use files::WriteRefused;
 use registry::{args_object, cut_write_path, native_tools, reply_spec, signature, wire_name};
 use told::{next_step, result_message};
 

@@ -5,20 +5,34 @@
 //! and the MCP server's list are views of this table; tests hold the
 //! dispatchers and `:help chimera` to it.
 
+use super::files::{self, Handler};
+
 /// One argument: `(name, JSON type, description)`; a type ending in `?`
 /// is optional.
 pub type Param = (&'static str, &'static str, &'static str);
 
-/// What a tool touches, which decides the checks around its call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Touches {
-    /// Looks at the project's files (through the agent's view of them).
-    Files,
-    /// Changes files, in the agent's overlay.
-    Writes,
-    /// Anything else: the task, a model, the machine, the network,
-    /// checkpoints, other nodes.
-    Other,
+/// What runs a tool's call, which decides the checks around it.
+#[derive(Clone, Copy)]
+pub enum Runs {
+    /// Looks at the caller's files: the same code in every host.
+    Reads(Handler),
+    /// Changes files, into the caller's overlay: the same code in every
+    /// host (an MCP session opens its proposal first).
+    Writes(Handler),
+    /// The one host that offers it, as its own: an agent's task, model,
+    /// machine, network and checkpoints, a node's neighbours, an MCP
+    /// session's proposals.
+    Host,
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Runs::Reads(_) => "Reads",
+            Runs::Writes(_) => "Writes",
+            Runs::Host => "Host",
+        })
+    }
 }
 
 /// What an agent's capabilities must allow for it to be offered a tool.
@@ -60,7 +74,7 @@ pub struct Tool {
     pub params: &'static [Param],
     /// What it does, as a model is told.
     pub doc: &'static str,
-    pub touches: Touches,
+    pub runs: Runs,
     pub offer: Offer,
     /// What an MCP host is told, where the MCP server offers this tool
     /// too (its calls run in a session of the core, whose writes become a
@@ -76,13 +90,13 @@ const fn agent(
     name: &'static str,
     params: &'static [Param],
     doc: &'static str,
-    touches: Touches,
+    runs: Runs,
 ) -> Tool {
     Tool {
         name,
         params,
         doc,
-        touches,
+        runs,
         offer: Offer::Agent,
         mcp_doc: None,
     }
@@ -99,7 +113,7 @@ const fn only(
         name,
         params,
         doc,
-        touches: Touches::Other,
+        runs: Runs::Host,
         offer,
         mcp_doc: None,
     }
@@ -125,7 +139,7 @@ pub const REPLY: Tool = only(
 /// models read the first ones more closely): the file tools first.
 pub const TOOLS: &[Tool] = &[
     shared(
-        agent("read_file", &[PATH], "Read a project file (path relative to the root).", Touches::Files),
+        agent("read_file", &[PATH], "Read a project file (path relative to the root).", Runs::Reads(files::read_file)),
         "Read a project file as the human sees it (unsaved editor buffers included), with what you wrote in this session over it.",
     ),
     shared(
@@ -133,7 +147,7 @@ pub const TOOLS: &[Tool] = &[
             "write_file",
             &[PATH, ("content", "string", "the complete new content")],
             "Write a whole file (into your overlay; the human reviews it).",
-            Touches::Writes,
+            Runs::Writes(files::write_file),
         ),
         "Write a whole file into this session's overlay. The human's files do not change: call `propose` when done, and the human reviews the change in the editor.",
     ),
@@ -141,16 +155,19 @@ pub const TOOLS: &[Tool] = &[
         "run_command",
         &[("argv", "array", "the program and its arguments")],
         "Run a program (no shell) in a scratch copy of the project with your changes, e.g. the tests. Only allowed programs run.",
-        Touches::Other,
-    ),
-    agent(
-        "write_definitions",
-        &[PATH, ("code", "string", "the new definitions, complete")],
-        "Replace functions/classes in a Python file by their new versions (same names), or add new ones.",
-        Touches::Writes,
+        Runs::Host,
     ),
     shared(
-        agent("delete_file", &[PATH], "Delete a file.", Touches::Writes),
+        agent(
+            "write_definitions",
+            &[PATH, ("code", "string", "the new definitions, complete")],
+            "Replace functions/classes in a Python file by their new versions (same names), or add new ones.",
+            Runs::Writes(files::write_definitions),
+        ),
+        "Replace functions, classes or methods of a file by new versions of the same names (or add new ones), in this session's overlay; the rest of the file stays as it is. Refused, with why, when the result does not parse or changes nothing.",
+    ),
+    shared(
+        agent("delete_file", &[PATH], "Delete a file.", Runs::Writes(files::delete_file)),
         "Delete a file in this session's overlay (proposed like a write).",
     ),
     shared(
@@ -158,33 +175,33 @@ pub const TOOLS: &[Tool] = &[
             "list_dir",
             &[("path", "string?", "directory")],
             "List a directory (\"\" for the root).",
-            Touches::Files,
+            Runs::Reads(files::list_dir),
         ),
         "List a directory of the project (\"\" or no path: the root); directories end in /.",
     ),
-    agent("file_exists", &[PATH], "Whether a file exists.", Touches::Files),
+    agent("file_exists", &[PATH], "Whether a file exists.", Runs::Reads(files::file_exists)),
     shared(
         agent(
             "search_files",
             &[("pattern", "string", "glob or text")],
             "Files whose path matches a glob (with * or ?), else files containing the text.",
-            Touches::Files,
+            Runs::Reads(files::search_files),
         ),
         "Project files whose path matches a glob (with * ? or [), else files containing the text.",
     ),
-    agent("get_file_tree", &[], "Every file of the project, one per line.", Touches::Files),
-    agent("get_task", &[], "The task, again.", Touches::Other),
+    agent("get_file_tree", &[], "Every file of the project, one per line.", Runs::Reads(files::get_file_tree)),
+    agent("get_task", &[], "The task, again.", Runs::Host),
     agent(
         "system_stats",
         &[],
         "The machine's CPUs, load averages, memory, uptime, the project's disk, and the processes using the most CPU and memory.",
-        Touches::Other,
+        Runs::Host,
     ),
     agent(
         "submit_result",
         &[("summary", "string", "one line"), ("changed_files", "array", "paths you wrote")],
         "Finish: say what you changed. Call it once, last.",
-        Touches::Other,
+        Runs::Host,
     ),
     only(
         Offer::AgentIf(Needs::Env),
@@ -303,9 +320,9 @@ pub fn for_mcp() -> impl Iterator<Item = (&'static Tool, &'static str)> {
     })
 }
 
-/// Whether host function `name` touches the project's files as `touches`.
-pub fn touches(name: &str, touches: Touches) -> bool {
-    function(name).is_some_and(|t| t.touches == touches)
+/// The tool an MCP host calls `name`.
+pub fn for_mcp_named(name: &str) -> Option<&'static Tool> {
+    for_mcp().map(|(t, _)| t).find(|t| t.name == name)
 }
 
 #[cfg(test)]
