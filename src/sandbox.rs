@@ -146,7 +146,7 @@ pub fn to_json(v: &Value) -> Result<serde_json::Value, String> {
             .map(J::Number)
             .ok_or_else(|| format!("{f} is not a JSON number"))?,
         Value::String(s) => J::String(s.clone()),
-        Value::List(items) | Value::Tuple(items) => {
+        Value::List(items) | Value::Tuple(items) | Value::Set(items) => {
             J::Array(items.iter().map(to_json).collect::<Result<_, _>>()?)
         }
         Value::Dict(pairs) => {

@@ -8,11 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::llm::{ChatMessage, LlmClient};
 use crate::sandbox::HostError;
-use crate::sandbox::{args, Host, Value};
+use crate::sandbox::{Host, Value};
 use crate::store::Store;
 use crate::workspace::{Workspace, WorkspaceError};
 
 mod files;
+pub(crate) mod own;
 
 /// Everything a program's host calls need.
 pub struct AgentHost {
@@ -180,24 +181,15 @@ impl AgentHost {
         result
     }
 
-    /// `mcp_call(server, tool, args)` of a program: code mode is offered no
-    /// list of tools, so the hub says when there is no such tool.
-    fn mcp_call(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<String, HostError> {
+    /// `mcp_call(server, tool, args)`: a tool of an MCP server the
+    /// capabilities allow.
+    fn mcp_call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: serde_json::Value,
+    ) -> Result<String, HostError> {
         const F: &str = "mcp_call";
-        let server = args::string(F, a, kw, 0, "server")?;
-        let tool = args::string(F, a, kw, 1, "tool")?;
-        let arguments = match args::get(a, kw, 2, "args") {
-            None | Some(Value::None) => serde_json::json!({}),
-            Some(v @ Value::Dict(_)) => crate::sandbox::to_json(v)
-                .map_err(|e| HostError::Failed(format!("{F}(): `args`: {e}")))?,
-            Some(other) => {
-                return Err(format!(
-                    "{F}(): `args` must be a dict of the tool's arguments, got {}",
-                    args::type_name(other)
-                )
-                .into())
-            }
-        };
         let name = format!("{server}.{tool}");
         if !self.services.mcp.server_names().any(|n| n == server) {
             let known: Vec<&str> = self.services.mcp.server_names().collect();
@@ -273,21 +265,20 @@ impl AgentHost {
     /// let the agent read (`None`, or `default`, when unset); `env()`: all
     /// of those that are set, as a dict. What `os.getenv` and `os.environ`
     /// give a program too.
-    fn env(&self, a: &[Value], kw: &[(Value, Value)]) -> Result<Value, HostError> {
-        let Some(name) = args::opt_string("env", a, kw, 0, "name")? else {
-            let set: Vec<(Value, Value)> = std::env::vars()
+    fn env(
+        &self,
+        name: Option<String>,
+        default: serde_json::Value,
+    ) -> Result<serde_json::Value, HostError> {
+        let Some(name) = name else {
+            let set: serde_json::Map<String, serde_json::Value> = std::env::vars()
                 .filter(|(k, _)| self.caps.check_env(k).is_ok())
-                .map(|(k, v)| (Value::String(k), Value::String(v)))
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
                 .collect();
-            return Ok(Value::dict(set));
+            return Ok(serde_json::Value::Object(set));
         };
         self.allowed("env", self.caps.check_env(&name))?;
-        Ok(match std::env::var(&name) {
-            Ok(v) => Value::String(v),
-            Err(_) => args::get(a, kw, 1, "default")
-                .cloned()
-                .unwrap_or(Value::None),
-        })
+        Ok(std::env::var(&name).map_or(default, serde_json::Value::String))
     }
 
     /// Runs an extension's tool (seed §3b) in the sandbox, its host calls
@@ -596,9 +587,8 @@ impl Host for AgentHost {
 impl AgentHost {
     /// `run_command(argv)`: a program the capabilities allow, in a
     /// scratch checkout of the agent's view, confined by the kernel.
-    fn run_command(&mut self, a: &[Value], kw: &[(Value, Value)]) -> Result<Value, HostError> {
+    fn run_command(&mut self, argv: Vec<String>) -> Result<String, HostError> {
         let name = "run_command";
-        let argv = args::string_list(name, a, kw, 0, "argv")?;
         self.allowed(name, self.caps.check_command(&argv))?;
         let cancel = self.cancel.clone();
         // The project's environment, as its tests have it (its `.venv`
@@ -627,7 +617,7 @@ impl AgentHost {
             &text,
             ran.duration.as_millis() as i64,
         );
-        Ok(Value::String(text))
+        Ok(text)
     }
 
     fn dispatch(
@@ -654,56 +644,7 @@ impl AgentHost {
                 return result;
             }
         }
-        if let Some(result) = self.file_call(name, &a, &kw) {
-            return result;
-        }
-        match name {
-            "get_task" => Ok(Value::String(self.task.clone())),
-            "ask_llm" => {
-                let prompt = args::string(name, &a, &kw, 0, "prompt")?;
-                let context = args::opt_string(name, &a, &kw, 1, "context")?;
-                self.ask_llm(prompt, context).map(Value::String)
-            }
-            "log" => {
-                let msg = match a.first() {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
-                self.logs.push(msg);
-                Ok(Value::Bool(true))
-            }
-            "run_command" => self.run_command(&a, &kw),
-            "system_stats" => Ok(crate::sandbox::from_json(super::world::system_stats(
-                self.store.root(),
-            ))),
-            "web_search" => {
-                let query = args::string(name, &a, &kw, 0, "query")?;
-                self.web_search(&query).map(Value::String)
-            }
-            "mcp_call" => self.mcp_call(&a, &kw).map(Value::String),
-            "env" => self.env(&a, &kw),
-            "snapshot" => {
-                let name = args::opt_string(name, &a, &kw, 0, "name")?;
-                self.snapshot(name).map(Value::String)
-            }
-            "rollback" => {
-                let to = args::string(name, &a, &kw, 0, "name")?;
-                self.rollback(&to).map(Value::String)
-            }
-            "delegate" => {
-                let peer = args::string(name, &a, &kw, 0, "peer")?;
-                let task = args::string(name, &a, &kw, 1, "task")?;
-                self.delegate(&peer, &task).map(Value::String)
-            }
-            "submit_result" => {
-                let summary = args::string(name, &a, &kw, 0, "summary")?;
-                let files = args::string_list(name, &a, &kw, 1, "changed_files")?;
-                self.submitted = Some((summary, files));
-                Ok(Value::Bool(true))
-            }
-            other => Err(format!("unknown host function `{other}`").into()),
-        }
+        self.table_call(name, &a, &kw)
     }
 }
 

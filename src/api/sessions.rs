@@ -293,7 +293,8 @@ impl Call<'_> {
         match t.runs {
             Runs::Reads(run) => self.read(t, run),
             Runs::Writes(run) => self.write(t, run).await,
-            Runs::Host => self.own(tool).await,
+            // No agent's own tool is offered to MCP hosts (table tests).
+            Runs::Host | Runs::Agent(_) => self.own(tool).await,
         }
     }
 

@@ -1,7 +1,7 @@
-//! The agent's host as the file tools' host: its files are its
+//! The agent's host as the file tools' host — its files are its
 //! workspace, a path is the file a small model meant, a write is noted
-//! for `submit_result`; the tools themselves are the table's
-//! ([`crate::agent::tools::files`]).
+//! for `submit_result` — and its calls run by their row of the tool
+//! table.
 
 use super::{AgentHost, HostError, Value, Workspace};
 use crate::agent::meant::{meant, of_absolute, Meant, PathNote};
@@ -27,22 +27,30 @@ impl FileHost for AgentHost {
 }
 
 impl AgentHost {
-    /// Runs file tool `name` of the table; `None` when `name` is not one.
-    pub(super) fn file_call(
+    /// Runs host function `name` by its row of the tool table: a file
+    /// tool, or one of the agent's own.
+    pub(super) fn table_call(
         &mut self,
         name: &str,
         a: &[Value],
         kw: &[(Value, Value)],
-    ) -> Option<Result<Value, HostError>> {
-        let tool = table::function(name)?;
-        let (Runs::Reads(run) | Runs::Writes(run)) = tool.runs else {
-            return None;
+    ) -> Result<Value, HostError> {
+        let Some(tool) = table::function(name) else {
+            return Err(format!("unknown host function `{name}`").into());
         };
-        let done = Args::of_call(tool.name, tool.params, a, kw).and_then(|args| run(self, &args));
-        Some(
-            done.map(crate::sandbox::from_json)
-                .map_err(|e| self.said(e)),
-        )
+        let args = match Args::of_call(tool.name, tool.params, a, kw) {
+            Ok(args) => args,
+            Err(e) => return Err(self.said(e)),
+        };
+        let done = match tool.runs {
+            Runs::Reads(run) | Runs::Writes(run) => run(self, &args),
+            Runs::Agent(run) => run(self, &args),
+            Runs::Host => Err(ToolError::Args(format!(
+                "`{name}` is not a function of this agent"
+            ))),
+        };
+        done.map(crate::sandbox::from_json)
+            .map_err(|e| self.said(e))
     }
 
     /// A file tool's failure as the program sees it (a refusal is logged

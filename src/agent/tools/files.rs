@@ -121,6 +121,39 @@ impl Args {
         }
     }
 
+    /// Argument `name` as it was given.
+    pub fn get(&self, name: &str) -> Option<&Json> {
+        self.given.get(name)
+    }
+
+    /// Argument `name`, a list of strings (a lone string counts as a
+    /// list of one; absent, an empty one).
+    pub fn string_list(&self, name: &str) -> Result<Vec<String>, ToolError> {
+        let items = match self.given.get(name) {
+            None | Some(Json::Null) => return Ok(Vec::new()),
+            Some(Json::String(s)) => return Ok(vec![s.clone()]),
+            Some(Json::Array(items)) => items,
+            Some(other) => {
+                return Err(ToolError::Args(format!(
+                    "{}(): argument `{name}` must be a list of str, got {}",
+                    self.tool,
+                    type_name(other)
+                )))
+            }
+        };
+        items
+            .iter()
+            .map(|v| match v {
+                Json::String(s) => Ok(s.clone()),
+                other => Err(ToolError::Args(format!(
+                    "{}(): `{name}` must hold strings, got {}",
+                    self.tool,
+                    type_name(other)
+                ))),
+            })
+            .collect()
+    }
+
     /// Like [`Args::string`], but absent (or null) is `None`.
     pub fn opt_string(&self, name: &str) -> Result<Option<String>, ToolError> {
         match self.given.get(name) {
@@ -131,7 +164,7 @@ impl Args {
 }
 
 /// A JSON value's type as the program that passed it names it.
-fn type_name(v: &Json) -> &'static str {
+pub fn type_name(v: &Json) -> &'static str {
     match v {
         Json::Null => "None",
         Json::Bool(_) => "bool",

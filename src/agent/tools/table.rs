@@ -5,7 +5,11 @@
 //! and the MCP server's list are views of this table; tests hold the
 //! dispatchers and `:help chimera` to it.
 
-use super::files::{self, Handler};
+use super::files::{self, Args, Handler, ToolError};
+use crate::agent::host::{own, AgentHost};
+
+/// An agent's own tool's code.
+pub type AgentFn = fn(&mut AgentHost, &Args) -> Result<serde_json::Value, ToolError>;
 
 /// One argument: `(name, JSON type, description)`; a type ending in `?`
 /// is optional.
@@ -19,9 +23,12 @@ pub enum Runs {
     /// Changes files, into the caller's overlay: the same code in every
     /// host (an MCP session opens its proposal first).
     Writes(Handler),
-    /// The one host that offers it, as its own: an agent's task, model,
-    /// machine, network and checkpoints, a node's neighbours, an MCP
-    /// session's proposals.
+    /// An agent's own: its task, model, machine, network, checkpoints,
+    /// its end (an agent's program and tool mode).
+    Agent(AgentFn),
+    /// The one host that offers it, as its own: a node's neighbours, an
+    /// MCP session's proposals (the API is a client of this table: the
+    /// table cannot name it).
     Host,
 }
 
@@ -30,6 +37,7 @@ impl std::fmt::Debug for Runs {
         f.write_str(match self {
             Runs::Reads(_) => "Reads",
             Runs::Writes(_) => "Writes",
+            Runs::Agent(_) => "Agent",
             Runs::Host => "Host",
         })
     }
@@ -119,6 +127,20 @@ const fn only(
     }
 }
 
+/// An agent's own tool offered elsewhere than to every agent.
+const fn own_tool(
+    offer: Offer,
+    name: &'static str,
+    params: &'static [Param],
+    doc: &'static str,
+    run: AgentFn,
+) -> Tool {
+    Tool {
+        runs: Runs::Agent(run),
+        ..only(offer, name, params, doc)
+    }
+}
+
 /// An agent's tool an MCP host is offered too, told `mcp_doc`.
 const fn shared(tool: Tool, mcp_doc: &'static str) -> Tool {
     Tool {
@@ -155,7 +177,7 @@ pub const TOOLS: &[Tool] = &[
         "run_command",
         &[("argv", "array", "the program and its arguments")],
         "Run a program (no shell) in a scratch copy of the project with your changes, e.g. the tests. Only allowed programs run.",
-        Runs::Host,
+        Runs::Agent(own::run_command),
     ),
     shared(
         agent(
@@ -190,66 +212,74 @@ pub const TOOLS: &[Tool] = &[
         "Project files whose path matches a glob (with * ? or [), else files containing the text.",
     ),
     agent("get_file_tree", &[], "Every file of the project, one per line.", Runs::Reads(files::get_file_tree)),
-    agent("get_task", &[], "The task, again.", Runs::Host),
+    agent("get_task", &[], "The task, again.", Runs::Agent(own::get_task)),
     agent(
         "system_stats",
         &[],
         "The machine's CPUs, load averages, memory, uptime, the project's disk, and the processes using the most CPU and memory.",
-        Runs::Host,
+        Runs::Agent(own::system_stats),
     ),
     agent(
         "submit_result",
         &[("summary", "string", "one line"), ("changed_files", "array", "paths you wrote")],
         "Finish: say what you changed. Call it once, last.",
-        Runs::Host,
+        Runs::Agent(own::submit_result),
     ),
-    only(
+    own_tool(
         Offer::AgentIf(Needs::Env),
         "env",
         &[("name", "string?", "the variable's name"), ("default", "string?", "what an unset one gives")],
         "An environment variable you may read (no name: all of them).",
+        own::env,
     ),
-    only(
+    own_tool(
         Offer::AgentIf(Needs::Snapshot),
         "snapshot",
         &[("name", "string?", "a name for it")],
         "Checkpoint your changes so far; returns the checkpoint's name.",
+        own::snapshot,
     ),
-    only(
+    own_tool(
         Offer::AgentIf(Needs::Rollback),
         "rollback",
         &[("name", "string", "the checkpoint's name")],
         "Undo your changes made since a checkpoint (e.g. when the tests fail after them).",
+        own::rollback,
     ),
-    only(
+    own_tool(
         Offer::AgentIf(Needs::WebSearch),
         "web_search",
         &[("query", "string", "what to search for")],
         "Search the web; the top results with title, URL and snippet.",
+        own::web_search,
     ),
-    only(
+    own_tool(
         Offer::AgentIf(Needs::Peer),
         "delegate",
         &[("peer", "string", "the agent's name"), ("task", "string", "what it should do, in words")],
         "Hand a task to another agent (A2A) and wait for its answer; a change it proposes is applied to your files (your overlay).",
+        own::delegate,
     ),
-    only(
+    own_tool(
         Offer::Program,
         "ask_llm",
         &[("prompt", "string", "the question"), ("context", "string?", "what it is about")],
         "Ask the model (or `llm.roles`' model for this) and get its answer.",
+        own::ask_llm,
     ),
-    only(
+    own_tool(
         Offer::Program,
         "log",
         &[("message", "string", "what to keep")],
         "Keep a line with the agent, shown even when the program fails.",
+        own::log,
     ),
-    only(
+    own_tool(
         Offer::Program,
         "mcp_call",
         &[("server", "string", "the MCP server's name"), ("tool", "string", "its tool"), ("args", "object", "the tool's arguments")],
         "Call a tool of an MCP server the capabilities allow.",
+        own::mcp_call,
     ),
     REPLY,
     only(Offer::Node, "rewrite_self", &[("new_source", "string", "this node's new source")], "Replace exactly this node (its ID kept)."),
@@ -343,6 +373,26 @@ mod tests {
         let mcp: Vec<&str> = for_mcp().map(|(t, _)| t.name).collect();
         let unique: std::collections::HashSet<_> = mcp.iter().collect();
         assert_eq!(unique.len(), mcp.len(), "{mcp:?}");
+    }
+
+    /// What runs a tool is there wherever it is offered: an agent's own
+    /// code only where an agent calls it, a file tool's everywhere.
+    #[test]
+    fn every_tool_is_run_where_it_is_offered() {
+        for t in TOOLS {
+            let agents = function(t.name).is_some_and(|f| f.offer == t.offer);
+            match t.runs {
+                Runs::Agent(_) => assert!(agents && t.mcp_doc.is_none(), "{}", t.name),
+                Runs::Reads(_) | Runs::Writes(_) => {
+                    assert!(matches!(t.offer, Offer::Agent | Offer::Mcp), "{}", t.name)
+                }
+                Runs::Host => assert!(
+                    matches!(t.offer, Offer::Chat | Offer::Node | Offer::Mcp),
+                    "{}: an agent's function with no code",
+                    t.name
+                ),
+            }
+        }
     }
 
     /// `:help chimera` names every tool where its client reads of it.
