@@ -293,8 +293,9 @@ impl Call<'_> {
         match t.runs {
             Runs::Reads(run) => self.read(t, run),
             Runs::Writes(run) => self.write(t, run).await,
-            // No agent's own tool is offered to MCP hosts (table tests).
-            Runs::Host | Runs::Agent(_) => self.own(tool).await,
+            // No agent's or node's own tool is offered to MCP hosts (the
+            // table's tests).
+            Runs::Host | Runs::Agent(_) | Runs::Node(_) => self.own(tool).await,
         }
     }
 

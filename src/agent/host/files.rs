@@ -45,7 +45,7 @@ impl AgentHost {
         let done = match tool.runs {
             Runs::Reads(run) | Runs::Writes(run) => run(self, &args),
             Runs::Agent(run) => run(self, &args),
-            Runs::Host => Err(ToolError::Args(format!(
+            Runs::Node(_) | Runs::Host => Err(ToolError::Args(format!(
                 "`{name}` is not a function of this agent"
             ))),
         };
@@ -53,19 +53,13 @@ impl AgentHost {
             .map_err(|e| self.said(e))
     }
 
-    /// A file tool's failure as the program sees it (a refusal is logged
-    /// by the host's `call`); refused for its code, why is kept for tool
+    /// A tool's failure as the program sees it (a refusal is logged by
+    /// the host's `call`); refused for its code, why is kept for tool
     /// mode.
     fn said(&mut self, e: ToolError) -> HostError {
-        match e {
-            ToolError::Files { tool, error } => self.refused(tool, error),
-            ToolError::Code { said, why } => {
-                self.write_refused = why;
-                HostError::Failed(said)
-            }
-            ToolError::Host(e) => e,
-            ToolError::Args(said) => HostError::Failed(said),
-        }
+        let (said, why) = e.into_host();
+        self.write_refused = why;
+        said
     }
 
     /// The project path the model meant by `raw` in a call of `fname`

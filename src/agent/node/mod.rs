@@ -4,24 +4,26 @@
 //! its node (`edit`).
 
 mod edit;
+pub(crate) mod tools;
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::agent::tools::files::Args;
+use crate::agent::tools::table::{self, Offer, Runs};
 use crate::lang;
 use crate::llm::ChatMessage;
-use crate::paths::ProjectPath;
 use crate::remora::{Node, NodeStatus, NodeType};
 use crate::sandbox::HostError;
-use crate::sandbox::{args, Value};
+use crate::sandbox::Value;
 use crate::workspace::Workspace;
 
+use edit::clean_source;
 pub use edit::{
     apply_reply, locate, node_source, own_definition, propose_new_node, rewrite_self,
     unwrap_rewrite_call, EditError,
 };
-use edit::{clean_source, write_ghost};
 
 /// A node with everything its agent is told about it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -307,30 +309,7 @@ pub fn is_tool(name: &str) -> bool {
 
 /// The seed's node tools, by name.
 pub fn tool_names() -> impl Iterator<Item = &'static str> {
-    crate::agent::tools::table::offered(crate::agent::tools::table::Offer::Node).map(|t| t.name)
-}
-
-fn node_value(n: &Node) -> Value {
-    Value::dict(vec![
-        (Value::String("id".into()), Value::String(n.id.clone())),
-        (
-            Value::String("node_type".into()),
-            Value::String(n.node_type.as_str().into()),
-        ),
-        (Value::String("name".into()), Value::String(n.name.clone())),
-        (
-            Value::String("file_path".into()),
-            Value::String(n.file_path.clone()),
-        ),
-        (
-            Value::String("start_line".into()),
-            Value::Int(n.start_line as i64),
-        ),
-        (
-            Value::String("end_line".into()),
-            Value::Int(n.end_line as i64),
-        ),
-    ])
+    table::offered(Offer::Node).map(|t| t.name)
 }
 
 impl NodeJob {
@@ -428,13 +407,8 @@ impl NodeJob {
         }
     }
 
-    fn file_text(ws: &Workspace<'_>, path: &str) -> Result<(ProjectPath, String), HostError> {
-        let p = ws.path(path).map_err(HostError::failed)?;
-        let text = ws.read_text(&p).map_err(HostError::failed)?;
-        Ok((p, text))
-    }
-
-    /// Runs node tool `name`; `None` when `name` is not one.
+    /// Runs node tool `name` by its row of the tool table; `None` when
+    /// `name` is not one.
     pub fn call(
         &self,
         ws: &Workspace<'_>,
@@ -442,10 +416,16 @@ impl NodeJob {
         a: &[Value],
         kw: &[(Value, Value)],
     ) -> Option<Result<Value, HostError>> {
-        if !is_tool(name) {
+        let tool = table::offered(Offer::Node).find(|t| t.name == name)?;
+        let Runs::Node(run) = tool.runs else {
             return None;
-        }
-        Some(self.call_tool(ws, name, a, kw))
+        };
+        let done =
+            Args::of_call(tool.name, tool.params, a, kw).and_then(|args| run(self, ws, &args));
+        Some(
+            done.map(crate::sandbox::from_json)
+                .map_err(|e| e.into_host().0),
+        )
     }
 
     /// The extension tool `name` of this node, if it has one.
@@ -456,135 +436,6 @@ impl NodeJob {
     /// Whether `name` is one of this agent's tools (seed tools or extension ones).
     pub fn has_tool(&self, name: &str) -> bool {
         is_tool(name) || self.view.tools.iter().any(|t| t.name == name)
-    }
-
-    /// `propose_new_node(node_type, name, source, insert_after?)`: a
-    /// sibling of this node, written into its parent.
-    fn new_sibling(
-        &self,
-        ws: &Workspace<'_>,
-        me: &Node,
-        name: &str,
-        a: &[Value],
-        kw: &[(Value, Value)],
-    ) -> Result<Value, HostError> {
-        let kind = args::string(name, a, kw, 0, "node_type")?;
-        let new_name = args::string(name, a, kw, 1, "name")?;
-        let src = args::string(name, a, kw, 2, "source")?;
-        let after = args::opt_string(name, a, kw, 3, "insert_after")?;
-        let node_type = match kind.as_str() {
-            "function" => NodeType::Function,
-            "method" => NodeType::Method,
-            "class" => NodeType::Class,
-            other => {
-                return Err(format!(
-                    "propose_new_node(): node_type must be \"function\", \"method\" or \"class\", not {other:?}"
-                ).into())
-            }
-        };
-        let parent = match &me.parent_id {
-            Some(pid) => self
-                .bus
-                .node(pid)
-                .ok_or_else(|| format!("propose_new_node(): parent {pid} not found"))?,
-            None => {
-                return Err(
-                    "propose_new_node(): a file has no siblings; rewrite_self instead".into(),
-                )
-            }
-        };
-        let after = match after {
-            Some(id) => Some(
-                self.bus
-                    .node(&id)
-                    .ok_or_else(|| format!("propose_new_node(): no node {id} to insert after"))?,
-            ),
-            None => None,
-        };
-        let (p, text) = Self::file_text(ws, &parent.file_path)?;
-        let new = propose_new_node(&text, &parent, after.as_ref(), node_type, &new_name, &src)?;
-        ws.write(&p, new.as_bytes()).map_err(HostError::failed)?;
-        Ok(Value::String(format!(
-            "proposed a new {kind} `{new_name}` in {}",
-            parent.id
-        )))
-    }
-
-    fn call_tool(
-        &self,
-        ws: &Workspace<'_>,
-        name: &str,
-        a: &[Value],
-        kw: &[(Value, Value)],
-    ) -> Result<Value, HostError> {
-        let me = self.me()?;
-        match name {
-            "rewrite_self" => {
-                let src = args::string(name, a, kw, 0, "new_source")?;
-                let (p, text) = Self::file_text(ws, &me.file_path)?;
-                let written = if me.status == NodeStatus::Ghost {
-                    let language = lang::of_file(&me.file_path);
-                    let src = clean_source(language, &src);
-                    write_ghost(
-                        &text,
-                        me,
-                        Some(&self.bus),
-                        self.view.insert_after.as_ref(),
-                        &src,
-                    )
-                } else {
-                    rewrite_self(&text, me, &src)
-                };
-                let new = match written {
-                    Ok(new) => new,
-                    Err(e) => {
-                        return self
-                            .redirect("", &src)
-                            .unwrap_or(Err(e.into()))
-                            .map(Value::String)
-                    }
-                };
-                ws.write(&p, new.as_bytes()).map_err(HostError::failed)?;
-                Ok(Value::String(format!(
-                    "proposed a rewrite of {} for the human to review",
-                    me.id
-                )))
-            }
-            "propose_new_node" => self.new_sibling(ws, me, name, a, kw),
-            "read_node" => {
-                let id = self.resolve_target(&args::string(name, a, kw, 0, "target_id")?)?;
-                let n = self
-                    .bus
-                    .node(&id)
-                    .ok_or_else(|| format!("read_node(): no node {id}"))?;
-                let (_, text) = Self::file_text(ws, &n.file_path)?;
-                node_source(&text, &n).map(Value::String).ok_or_else(|| {
-                    HostError::Failed(format!("read_node(): {id} is no longer in {}", n.file_path))
-                })
-            }
-            "get_my_callers" => Ok(Value::List(
-                self.view.callers.iter().map(node_value).collect(),
-            )),
-            "get_my_callees" => Ok(Value::List(
-                self.view.callees.iter().map(node_value).collect(),
-            )),
-            "message_node" => {
-                let to = self.resolve_target(&args::string(name, a, kw, 0, "target_id")?)?;
-                let request = args::string(name, a, kw, 1, "request")?;
-                self.send(ws.overlay().agent(), &me.id, &to, &request)
-                    .map(Value::String)
-            }
-            "ask_parent" => {
-                let request = args::string(name, a, kw, 0, "request")?;
-                let parent = me
-                    .parent_id
-                    .as_deref()
-                    .ok_or("ask_parent(): a file node has no parent")?;
-                self.send(ws.overlay().agent(), &me.id, parent, &request)
-                    .map(Value::String)
-            }
-            other => Err(format!("unknown node tool `{other}`").into()),
-        }
     }
 }
 

@@ -715,3 +715,73 @@ async fn an_extension_tool_that_tries_to_leave_is_refused_or_confined() {
     );
     assert!(!dir.path().parent().unwrap().join("outside.py").exists());
 }
+
+/// A node's own tools are run by their rows of the tool table, under the
+/// agent's capabilities: read-only, a node reads and messages its
+/// neighbours and is refused every write, said as a refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_node_reads_and_messages_its_neighbours_and_is_refused_its_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Arc::new(Store::open(dir.path()).unwrap());
+    st.stable_put("m.py", SRC.as_bytes(), 0o644, 0, 1 << 20)
+        .unwrap();
+    st.agent_insert(&crate::store::AgentRecord::new("ag", "t"))
+        .unwrap();
+    let (_, load, bus, node_job) = helper_calling_load();
+    let job = crate::agent::Job {
+        id: "ag".into(),
+        node: Some(node_job),
+        ..crate::agent::Job::default()
+    };
+    let mut config = crate::config::Config::default();
+    config.capabilities.preset = "readonly".into();
+    let host = host_for(&st, &config, &job, dir.path());
+    let s = |v: &str| Value::String(v.into());
+    let load_id = load.id.clone();
+    let (results, host) = host
+        .off_runtime(move |h| {
+            use crate::sandbox::Host;
+            [
+                h.call("read_node", vec![s(&load_id)], vec![]),
+                h.call("get_my_callees", vec![], vec![]),
+                h.call("message_node", vec![s("load"), s("return 2")], vec![]),
+                h.call(
+                    "rewrite_self",
+                    vec![s("def helper():\n    return 0\n")],
+                    vec![],
+                ),
+                h.call(
+                    "propose_new_node",
+                    vec![],
+                    vec![
+                        (s("node_type"), s("function")),
+                        (s("name"), s("extra")),
+                        (s("source"), s("def extra():\n    return 0\n")),
+                    ],
+                ),
+            ]
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        results[0],
+        Ok(s("    def load(self):    # rm_aaaa0002\n        return 1"))
+    );
+    let Ok(Value::List(callees)) = &results[1] else {
+        panic!("{:?}", results[1]);
+    };
+    assert!(callees[0].to_string().contains(&load.id), "{callees:?}");
+    assert_eq!(results[2], Ok(s(&format!("{SENT}{}", load.id))));
+    assert_eq!(bus.sent.lock().unwrap().len(), 1);
+    for refused in &results[3..] {
+        assert!(
+            matches!(refused, Err(HostError::Denied(why)) if why.contains("readonly")),
+            "{refused:?}"
+        );
+    }
+    assert!(
+        st.overlay_entries("ag").unwrap().is_empty(),
+        "nothing was written"
+    );
+    assert_eq!(host.messages_sent.len(), 1);
+}

@@ -71,6 +71,25 @@ pub enum ToolError {
     Host(#[from] HostError),
 }
 
+impl ToolError {
+    /// The error as a program (or a model in tool mode) is told it, and
+    /// why its code was refused when that was the trouble.
+    pub fn into_host(self) -> (HostError, Option<WriteRefused>) {
+        match self {
+            ToolError::Files { tool, error } => {
+                let said = format!("{tool}(): {error}");
+                match error {
+                    WorkspaceError::Denied(_) => (HostError::Denied(said), None),
+                    _ => (HostError::Failed(said), None),
+                }
+            }
+            ToolError::Code { said, why } => (HostError::Failed(said), why),
+            ToolError::Host(e) => (e, None),
+            ToolError::Args(said) => (HostError::Failed(said), None),
+        }
+    }
+}
+
 /// A call's arguments by the names the tool's table row gives them.
 pub struct Args {
     tool: &'static str,

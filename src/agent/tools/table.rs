@@ -7,6 +7,11 @@
 
 use super::files::{self, Args, Handler, ToolError};
 use crate::agent::host::{own, AgentHost};
+use crate::agent::node::{tools as node, NodeJob};
+use crate::workspace::Workspace;
+
+/// A node agent's own tool's code.
+pub type NodeFn = fn(&NodeJob, &Workspace<'_>, &Args) -> Result<serde_json::Value, ToolError>;
 
 /// An agent's own tool's code.
 pub type AgentFn = fn(&mut AgentHost, &Args) -> Result<serde_json::Value, ToolError>;
@@ -26,8 +31,10 @@ pub enum Runs {
     /// An agent's own: its task, model, machine, network, checkpoints,
     /// its end (an agent's program and tool mode).
     Agent(AgentFn),
-    /// The one host that offers it, as its own: a node's neighbours, an
-    /// MCP session's proposals (the API is a client of this table: the
+    /// A Remora node agent's own: itself, its siblings, its neighbours.
+    Node(NodeFn),
+    /// The one host that offers it, as its own: the chat's reply, an MCP
+    /// session's proposals (the API is a client of this table: the
     /// table cannot name it).
     Host,
 }
@@ -38,6 +45,7 @@ impl std::fmt::Debug for Runs {
             Runs::Reads(_) => "Reads",
             Runs::Writes(_) => "Writes",
             Runs::Agent(_) => "Agent",
+            Runs::Node(_) => "Node",
             Runs::Host => "Host",
         })
     }
@@ -138,6 +146,19 @@ const fn own_tool(
     Tool {
         runs: Runs::Agent(run),
         ..only(offer, name, params, doc)
+    }
+}
+
+/// A Remora node agent's own tool.
+const fn node_tool(
+    name: &'static str,
+    params: &'static [Param],
+    doc: &'static str,
+    run: NodeFn,
+) -> Tool {
+    Tool {
+        runs: Runs::Node(run),
+        ..only(Offer::Node, name, params, doc)
     }
 }
 
@@ -282,16 +303,15 @@ pub const TOOLS: &[Tool] = &[
         own::mcp_call,
     ),
     REPLY,
-    only(Offer::Node, "rewrite_self", &[("new_source", "string", "this node's new source")], "Replace exactly this node (its ID kept)."),
-    only(
-        Offer::Node,
+    node_tool("rewrite_self", &[("new_source", "string", "this node's new source")], "Replace exactly this node (its ID kept).", node::rewrite_self),
+    node_tool(
         "message_node",
         &[("target_id", "string", "the node's ID"), ("request", "string", "what to ask of it")],
         "Wake another node's agent with a request.",
+        node::message_node,
     ),
-    only(Offer::Node, "ask_parent", &[("request", "string", "what to ask of it")], "message_node to this node's parent."),
-    only(
-        Offer::Node,
+    node_tool("ask_parent", &[("request", "string", "what to ask of it")], "message_node to this node's parent.", node::ask_parent),
+    node_tool(
         "propose_new_node",
         &[
             ("node_type", "string", "function, class or method"),
@@ -300,10 +320,11 @@ pub const TOOLS: &[Tool] = &[
             ("insert_after", "string?", "the node ID it follows"),
         ],
         "Add a sibling in the parent's body.",
+        node::propose_new_node,
     ),
-    only(Offer::Node, "read_node", &[("target_id", "string", "the node's ID")], "Another node's source."),
-    only(Offer::Node, "get_my_callers", &[], "The nodes that call this one: their IDs, types, names, files and lines."),
-    only(Offer::Node, "get_my_callees", &[], "The nodes this one calls: their IDs, types, names, files and lines."),
+    node_tool("read_node", &[("target_id", "string", "the node's ID")], "Another node's source.", node::read_node),
+    node_tool("get_my_callers", &[], "The nodes that call this one: their IDs, types, names, files and lines.", node::get_my_callers),
+    node_tool("get_my_callees", &[], "The nodes this one calls: their IDs, types, names, files and lines.", node::get_my_callees),
     only(
         Offer::Mcp,
         "propose",
@@ -386,8 +407,9 @@ mod tests {
                 Runs::Reads(_) | Runs::Writes(_) => {
                     assert!(matches!(t.offer, Offer::Agent | Offer::Mcp), "{}", t.name)
                 }
+                Runs::Node(_) => assert_eq!(t.offer, Offer::Node, "{}", t.name),
                 Runs::Host => assert!(
-                    matches!(t.offer, Offer::Chat | Offer::Node | Offer::Mcp),
+                    matches!(t.offer, Offer::Chat | Offer::Mcp),
                     "{}: an agent's function with no code",
                     t.name
                 ),
