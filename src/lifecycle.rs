@@ -145,6 +145,15 @@ impl Outcome {
         }
     }
 
+    /// A refusal said only to the client that asked (the human has
+    /// nothing to act on: an MCP host's work that does not parse).
+    pub fn refused_to_client(kind: RefusalKind, message: String) -> Self {
+        Self {
+            refused: Some(Refusal::new(kind, message)),
+            ..Self::default()
+        }
+    }
+
     /// `agent` as the editor must see it now, with its proposal `shown`.
     fn shows(agent: AgentRecord, shown: Shown) -> Self {
         Self {

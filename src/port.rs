@@ -171,8 +171,14 @@ pub enum Query {
     /// The Remora events from or to `node` after sequence `since`, oldest
     /// first.
     NodeHistory { node: String, since: i64 },
+    /// The sequence number of the latest Remora event (0: none yet):
+    /// where a client starts to read what a command it sends causes.
+    LatestEvent,
     /// The free chat's conversation.
     ChatHistory,
+    /// The effect and audit records that could not be written (the work
+    /// they record went on): a gap in the logs is said, not hidden.
+    Unrecorded,
     /// Proposal `id` merged into `text` (what the human has of `path`),
     /// the clashes between conflict markers.
     ConflictMarkers {
@@ -211,6 +217,9 @@ pub enum Reply {
     ChatHistory(Vec<ChatEntry>),
     /// The merged text, or `None` when nothing clashes.
     Marked(Option<String>),
+    Unrecorded(crate::store::Unrecorded),
+    /// A sequence number.
+    Seq(i64),
 }
 
 /// How many of a node's events one answer holds at most.
@@ -290,6 +299,12 @@ pub fn ask(store: &Store, query: Query) -> Result<Reply, Refusal> {
             store
                 .chat_entries(CHAT)
                 .map_err(|e| failed("the chat", e))?,
+        ),
+        Query::Unrecorded => Reply::Unrecorded(store.unrecorded()),
+        Query::LatestEvent => Reply::Seq(
+            store
+                .last_event_seq()
+                .map_err(|e| failed("the latest event", e))?,
         ),
         Query::ConflictMarkers { id, path, text } => Reply::Marked(
             crate::accept::with_conflict_markers(store, &id, path.as_str(), &text)

@@ -7,12 +7,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::backend::{Answer, ApiError, Shared};
-use crate::port::Command;
+use crate::port::{self, Command};
 use crate::remora::shared::SharedIndex;
 use crate::remora::Node;
-
-/// Events a node's log returns at most.
-const EVENT_LIMIT: usize = 1_000;
 
 pub(super) fn index(b: &Shared) -> Result<SharedIndex, ApiError> {
     b.index().ok_or_else(|| {
@@ -121,7 +118,7 @@ pub(super) async fn events(
     UrlPath(id): UrlPath<String>,
     Query(q): Query<EventsQuery>,
 ) -> Answer {
-    let events = b.ask(crate::port::Query::NodeHistory {
+    let events = b.ask(port::Query::NodeHistory {
         node: id,
         since: q.since.unwrap_or(0),
     })?;
@@ -147,15 +144,20 @@ pub(super) async fn chat(
     if index(&b)?.read().topology().node(&id).is_none() {
         return Err(no_node(&id));
     }
-    let before = b.store().last_event_seq().map_err(ApiError::internal)?;
+    let port::Reply::Seq(before) = b.ask(port::Query::LatestEvent)? else {
+        return Err(ApiError::internal(super::backend::MISMATCH));
+    };
     b.call(Command::NodeChat {
         node: id.clone(),
         message: req.message,
     })
     .await;
-    let told = b
-        .store()
-        .remora_events_since(before, Some(&id), EVENT_LIMIT)
-        .map_err(ApiError::internal)?;
+    let port::Reply::NodeHistory(told) = b.ask(port::Query::NodeHistory {
+        node: id.clone(),
+        since: before,
+    })?
+    else {
+        return Err(ApiError::internal(super::backend::MISMATCH));
+    };
     Ok(Json(json!({ "node": id, "events": told })))
 }

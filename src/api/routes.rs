@@ -118,7 +118,7 @@ async fn status(State(b): State<Shared>) -> Answer {
         "version": crate::VERSION,
         // Effect and audit records that could not be written (the work
         // they record went on): a gap in the logs is said, not hidden.
-        "unrecorded": b.store().unrecorded(),
+        "unrecorded": b.ask(port::Query::Unrecorded)?,
         "api_port": super::http::read_info(b.root())
             .filter(|i| i.pid == std::process::id())
             .map(|i| i.port),
@@ -430,11 +430,6 @@ async fn fork(
             "the task is empty; say what the agent should do",
         ));
     }
-    b.store().snapshot_effect_seq(&snapshot).map_err(|_| {
-        ApiError::not_found(format!(
-            "no snapshot {snapshot}; `chimera history` lists them"
-        ))
-    })?;
     let id = new_id(8);
     let told = b
         .call(Command::Fork {

@@ -21,7 +21,7 @@ use crate::agent::tools::table::{self, Runs, Tool};
 use crate::capabilities::{Capabilities, Denied};
 use crate::messages::AgentView;
 use crate::paths::ProjectPath;
-use crate::port::Command;
+use crate::port::{Command, Query, Reply};
 use crate::sandbox::HostError;
 use crate::store::AgentState;
 use crate::workspace::{ReadFrom, Workspace, WorkspaceError};
@@ -205,10 +205,7 @@ pub(super) async fn close(
         return Err(ApiError::not_found(format!("no MCP session {id}")));
     };
     if let Some(agent) = &session.agent {
-        if b.store()
-            .agent(agent)
-            .is_ok_and(|r| r.state == AgentState::Running)
-        {
+        if super::backend::agent(&b, agent).is_ok_and(|r| r.state == AgentState::Running) {
             b.call(Command::SessionEnd {
                 id: agent.clone(),
                 reason: format!(
@@ -308,11 +305,7 @@ impl Call<'_> {
             "nodes" => self.nodes(),
             "node" | "callers" | "callees" => self.node(tool),
             "snapshot" => self.snapshot().await,
-            "history" => Ok(json!(self
-                .b
-                .store()
-                .snapshots()
-                .map_err(ApiError::internal)?)),
+            "history" => Ok(json!(self.b.ask(Query::Snapshots)?)),
             other => Err(ApiError::internal(format!(
                 "tool `{other}` is offered to MCP hosts but the session does not run it"
             ))),
@@ -395,7 +388,7 @@ impl Call<'_> {
     /// the human (said once, as the error of that write).
     async fn writer(&self) -> Result<String, ApiError> {
         if let Some(agent) = &self.session.agent {
-            match self.b.store().agent(agent) {
+            match super::backend::agent(self.b, agent) {
                 Ok(r) if r.state == AgentState::Running => return Ok(agent.clone()),
                 Ok(r) => {
                     self.sessions.set_agent(self.id, None);
@@ -434,21 +427,14 @@ impl Call<'_> {
                 "nothing to propose: write or delete files first",
             ));
         };
-        let store = self.b.store();
-        match store.agent(&agent) {
-            Ok(r) if r.state == AgentState::Running => {}
-            Ok(r) => {
-                self.sessions.set_agent(self.id, None);
-                return Err(ApiError::conflict(format!(
-                    "agent {agent} is {} (the human's choice); write again to start a new proposal",
-                    r.state.as_str()
-                )));
-            }
-            Err(e) => return Err(ApiError::internal(e)),
+        let rec = super::backend::agent(self.b, &agent)?;
+        if rec.state != AgentState::Running {
+            self.sessions.set_agent(self.id, None);
+            return Err(ApiError::conflict(format!(
+                "agent {agent} is {} (the human's choice); write again to start a new proposal",
+                rec.state.as_str()
+            )));
         }
-        // What any agent's proposal must be: parses, imports what exists.
-        crate::agent::gate::check(store, &agent, None)
-            .map_err(|problem| ApiError(StatusCode::UNPROCESSABLE_ENTITY, problem.to_string()))?;
         let told = self
             .b
             .call(Command::SessionPropose {
@@ -470,14 +456,14 @@ impl Call<'_> {
 
     /// An agent's state and, while it is a proposal, its diff.
     fn status_of(&self, id: &str) -> Result<Value, ApiError> {
-        let store = self.b.store();
-        let rec = store
-            .agent(id)
+        let rec = super::backend::agent(self.b, id)
             .map_err(|_| ApiError::not_found(format!("no proposal {id}")))?;
-        let diff = if rec.state == AgentState::Completed {
-            crate::accept::proposal_unified(store, id).map_err(ApiError::internal)?
-        } else {
-            String::new()
+        let diff = match rec.state {
+            AgentState::Completed => match self.b.ask(Query::Proposal { id: id.to_owned() })? {
+                Reply::Proposal { diff, .. } => diff,
+                _ => return Err(ApiError::internal(super::backend::MISMATCH)),
+            },
+            _ => String::new(),
         };
         let view = AgentView::from(&rec);
         Ok(json!({

@@ -4,7 +4,7 @@
 //! owns it; and the editor's queries, answered from the store.
 
 use super::*;
-use crate::port::{Buffer, BufferChange, Command, Query};
+use crate::port::{Buffer, BufferChange, Command, Query, RefusalKind};
 /// `:Chimera branch`: says which branches there are.
 pub(super) fn list_branches(core: &Core) {
     let said = match core.store.branches() {
@@ -88,9 +88,17 @@ pub(super) fn transition(core: &Arc<Core>, msg: Command) -> Result<Transition, B
             client,
             capabilities,
         } => session_start(core, id, task, &client, capabilities),
-        Command::SessionPropose { id, summary } => {
-            Box::new(move |c| c.lifecycle.complete(&id, &summary, 1))
-        }
+        // An MCP host's work is held to what any agent's proposal is:
+        // it parses, it imports what exists; checked on the step, so
+        // nothing changes between the check and the proposal.
+        Command::SessionPropose { id, summary } => Box::new(
+            move |c| match crate::agent::gate::check(&c.store, &id, None) {
+                Ok(()) => c.lifecycle.complete(&id, &summary, 1),
+                Err(problem) => {
+                    Outcome::refused_to_client(RefusalKind::Conflict, problem.to_string())
+                }
+            },
+        ),
         Command::SessionEnd { id, reason } => Box::new(move |c| c.lifecycle.fail(&id, &reason)),
         // Behind the snapshots already asked for: `:Chimera snapshot` then
         // `:Chimera branch` typed at once names the new one.
