@@ -13,7 +13,9 @@ use crate::paths::ProjectPath;
 use crate::store::{Branch, ChatEntry, Effect, Snapshot, Store, StoreError, ToolCall};
 use crate::task::TaskSpec;
 
+mod editor;
 mod refusal;
+pub use editor::ForEditor;
 pub use refusal::{Refusal, RefusalKind, Told};
 
 /// What a client asks the core to do. Each is a step of the lifecycle
@@ -346,28 +348,53 @@ mod tests {
         }
     }
 
-    #[test]
-    fn clients_reach_the_core_through_the_port_alone() {
+    /// Where in `dirs` (under `src/`) a line of code names one of
+    /// `names`, the files ending in `exempt` and the tests left out.
+    fn named(dirs: &[&str], names: &[&str], exempt: &[&str]) -> Vec<String> {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
-        for client in CLIENTS {
-            sources(&src.join(client), &mut files);
+        for dir in dirs {
+            sources(&src.join(dir), &mut files);
         }
-        assert!(files.len() > 20, "the clients' files were not found");
+        assert!(files.len() > 10, "the files of {dirs:?} were not found");
         let mut found = Vec::new();
-        for file in files.iter().filter(|f| !f.ends_with(SERVES_A_CORE)) {
+        let kept = files
+            .iter()
+            .filter(|f| !exempt.iter().any(|e| f.ends_with(e)) && !f.ends_with("tests.rs"));
+        for file in kept {
             let text = std::fs::read_to_string(file).unwrap();
-            for (n, line) in text.lines().enumerate() {
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for (n, line) in code.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or("");
-                for name in BEHIND_THE_PORT.iter().filter(|name| code.contains(*name)) {
+                for name in names.iter().filter(|name| code.contains(*name)) {
                     let at = file.strip_prefix(&src).unwrap().display();
                     found.push(format!("{at}:{}: {name}", n + 1));
                 }
             }
         }
+        found
+    }
+
+    #[test]
+    fn clients_reach_the_core_through_the_port_alone() {
+        let found = named(CLIENTS, BEHIND_THE_PORT, &[SERVES_A_CORE]);
         assert!(
             found.is_empty(),
             "clients name what is behind the port (use crate::port):\n{}",
+            found.join("\n")
+        );
+    }
+
+    /// The core says what it has to say in its own words (events, and
+    /// `ForEditor` for the editor alone); its outlet alone puts them into
+    /// the editor's.
+    #[test]
+    fn the_core_speaks_to_the_editor_in_its_own_words() {
+        let core = ["runtime", "runtime.rs", "lifecycle", "lifecycle.rs"];
+        let found = named(&core, &["ToEditor"], &["runtime/outlet.rs"]);
+        assert!(
+            found.is_empty(),
+            "the core names the editor's messages (say it as an Event or a ForEditor):\n{}",
             found.join("\n")
         );
     }

@@ -1,6 +1,6 @@
 //! The core's runtime: a tokio runtime on its own thread that owns the
 //! store, the watcher and the agents, and answers [`ToCore`] messages with
-//! [`ToEditor`] messages. Every spawned agent task is tracked with a
+//! what it says to the editor. Every spawned agent task is tracked with a
 //! cancellation token; shutdown cancels them all and waits briefly.
 
 use std::collections::HashMap;
@@ -15,9 +15,9 @@ use crate::agent::{self, Job};
 use crate::config::Config;
 use crate::lifecycle::{self, Lifecycle, Outcome, Verdict};
 use crate::llm::LlmClient;
-use crate::messages::{AgentView, Entering, Level, ToCore, ToEditor};
+use crate::messages::{AgentView, Entering, Level, ToCore};
 use crate::paths::ProjectPath;
-use crate::port::Command;
+use crate::port::{Command, ForEditor};
 use crate::store::{now_ms, AgentRecord, Store};
 use crate::sync::{self, OpenBuffers};
 
@@ -242,9 +242,9 @@ impl Core {
     /// waits for them (a proposal of hundreds of files is not copied for
     /// nobody).
     fn publish_into(self: &Arc<Self>, out: Outcome, mut kept: Option<&mut Vec<Event>>) {
-        let told = lifecycle::announce(&out, &self.root);
+        let told = lifecycle::announce(&out);
         for edit in told.edits {
-            self.out.tell(edit);
+            self.out.direct(edit);
         }
         for event in told.events {
             if let Some(kept) = kept.as_deref_mut() {
@@ -682,7 +682,7 @@ async fn check_llm(core: &Core) {
             crate::llm::health::check(&llm).await
         }
     };
-    core.out.tell(ToEditor::LlmStatus(health));
+    core.out.direct(ForEditor::LlmStatus(health));
 }
 
 #[cfg(test)]

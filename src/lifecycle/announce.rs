@@ -4,29 +4,28 @@
 //! in the same event (a state and the proposal it makes reviewable never
 //! arrive apart), then verdicts, then replies and notices.
 
-use std::path::Path;
-
 use super::{Outcome, Shown, Verdict};
 use crate::event::Event;
-use crate::messages::{AgentView, ToEditor};
+use crate::messages::AgentView;
+use crate::port::ForEditor;
 
 /// What `out` tells: the edits only the editor makes, then the events
 /// every client hears.
 #[derive(Debug, Default)]
 pub struct Announced {
-    /// Accepted changes to apply to loaded buffers (absolute paths).
-    pub edits: Vec<ToEditor>,
+    /// Accepted changes to apply to loaded buffers.
+    pub edits: Vec<ForEditor>,
     pub events: Vec<Event>,
 }
 
-/// What `out` tells; buffer paths made absolute under `root`.
-pub fn announce(out: &Outcome, root: &Path) -> Announced {
+/// What `out` tells.
+pub fn announce(out: &Outcome) -> Announced {
     let edits = out
         .buffer_edits
         .iter()
-        .map(|e| ToEditor::EditBuffer {
+        .map(|e| ForEditor::EditBuffer {
             id: e.agent.clone(),
-            path: root.join(&e.path).to_string_lossy().into_owned(),
+            path: e.path.clone(),
             start: e.start,
             end: e.end,
             lines: e.lines.clone(),

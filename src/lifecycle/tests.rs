@@ -58,7 +58,7 @@ fn kinds(told: &Announced) -> Vec<String> {
 fn a_completed_state_and_its_proposal_are_one_message() {
     let (dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
     ran(&lc, "ag", &[("a.py", "x = 2\n")]);
-    let told = announce(&lc.complete("ag", "two", 1), &lc.root);
+    let told = announce(&lc.complete("ag", "two", 1));
     assert_eq!(kinds(&told), ["agent completed +proposal"]);
     let Event::Agent {
         proposal: Some(files),
@@ -84,7 +84,7 @@ fn a_run_that_changed_nothing_ends_settled_with_nothing_to_review() {
     let (_dir, lc) = lifecycle(&[("a.py", "x = 1\n")]);
     ran(&lc, "ag", &[]);
     let out = lc.complete("ag", "an answer", 1);
-    assert_eq!(kinds(&announce(&out, &lc.root)), ["agent settled"]);
+    assert_eq!(kinds(&announce(&out)), ["agent settled"]);
     assert_eq!(
         lc.store.agent("ag").unwrap().summary.as_deref(),
         Some("an answer")
@@ -100,7 +100,7 @@ fn an_accept_announces_the_edit_the_snapshot_the_state_then_the_verdict() {
     let buffers = HashMap::from([("a.py".to_owned(), "x = 1\n".to_owned())]);
     let out = lc.accept("ag", buffers, None);
     assert_eq!(
-        kinds(&announce(&out, &lc.root)),
+        kinds(&announce(&out)),
         [
             "edit",
             "snapshots",
@@ -118,7 +118,7 @@ fn feedback_clears_the_proposal_and_hands_back_the_agent_to_run_again() {
     lc.complete("ag", "two", 1);
     let out = lc.reject("ag", Some("make it three"));
     assert_eq!(
-        kinds(&announce(&out, &lc.root)),
+        kinds(&announce(&out)),
         ["agent queued -proposal", "resolved false"]
     );
     assert_eq!(out.run.len(), 1);
@@ -135,7 +135,7 @@ fn typing_the_proposal_yourself_ends_it_settled_once_and_says_so() {
     // Nobody accepted anything: no verdict, and the human is told why it
     // ended.
     assert_eq!(
-        kinds(&announce(&out, &lc.root)),
+        kinds(&announce(&out)),
         [
             "agent settled -proposal",
             "notify Chimera: agent ag settled: your text already holds every change it made; nothing is left to review"
@@ -151,7 +151,7 @@ fn a_failed_accept_keeps_the_proposal_and_says_why() {
     lc.complete("ag", "two", 1);
     std::fs::write(dir.path().join("a.py"), "x = 1\ny = 1\n").unwrap();
     let out = lc.accept("ag", HashMap::new(), None);
-    let kinds = kinds(&announce(&out, &lc.root));
+    let kinds = kinds(&announce(&out));
     assert!(
         kinds.contains(&"agent completed +proposal".to_owned()),
         "{kinds:?}"
@@ -192,7 +192,7 @@ fn every_refusal_is_typed_for_clients_and_said_to_the_editor() {
         "no proposal left"
     );
     // What the editor is told is the same refusal in words.
-    let said = kinds(&announce(&again, &lc.root));
+    let said = kinds(&announce(&again));
     let message = &again.refused.as_ref().unwrap().message;
     assert!(
         said.iter()

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{BufferText, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
-use crate::port::{Buffer, BufferChange, Command, Query, Refusal, Reply};
+use crate::port::{Buffer, BufferChange, Command, ForEditor, Query, Refusal, Reply};
 
 /// An editor message as the core takes it.
 #[derive(Debug)]
@@ -206,6 +206,52 @@ impl ToCore {
 }
 
 impl ToEditor {
+    /// What the core asks of the editor, in its words: paths absolute
+    /// under `root`; `None` for an answer to what the editor never asks.
+    pub fn directed(asked: ForEditor, root: &Path) -> Option<ToEditor> {
+        let abs = |path: &str| root.join(path).to_string_lossy().into_owned();
+        Some(match asked {
+            ForEditor::EditBuffer {
+                id,
+                path,
+                start,
+                end,
+                lines,
+                expect,
+                write,
+            } => ToEditor::EditBuffer {
+                id,
+                path: abs(&path),
+                start,
+                end,
+                lines,
+                expect,
+                write,
+            },
+            ForEditor::InjectIds { path, edits } => ToEditor::InjectIds {
+                path: abs(&path),
+                edits,
+            },
+            ForEditor::RemoraConfirm { files, nodes } => ToEditor::RemoraConfirm { files, nodes },
+            ForEditor::GhostNode {
+                agent_id,
+                path,
+                line,
+                label,
+                indent,
+            } => ToEditor::GhostNode {
+                agent_id,
+                path: abs(&path),
+                line,
+                label,
+                indent,
+            },
+            ForEditor::LlmStatus(health) => ToEditor::LlmStatus(health),
+            ForEditor::Notice { level, message } => ToEditor::Notify { level, message },
+            ForEditor::Answer { query, answer } => return ToEditor::answer(query, answer, root),
+        })
+    }
+
     /// What the editor is told in answer to `query`, its paths absolute
     /// under `root`; `None` for what the editor never asks.
     pub fn answer(query: Query, answer: Result<Reply, Refusal>, root: &Path) -> Option<ToEditor> {

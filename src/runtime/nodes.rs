@@ -7,7 +7,8 @@ use std::sync::{Arc, Weak};
 use super::{spawn_agent, Core};
 use crate::agent::node::{self, BusError, NodeBus, NodeJob, NodeView};
 use crate::agent::Job;
-use crate::messages::{Level, ToEditor};
+use crate::messages::Level;
+use crate::port::ForEditor;
 use crate::remora::events::{Event, Pattern, Trigger};
 use crate::remora::Node;
 use crate::store::now_ms;
@@ -337,9 +338,9 @@ fn show_ghost(
         (Some(a), _) => line_indent(core, rel.as_str(), a.start_line),
         (None, _) => line_indent(core, rel.as_str(), parent.start_line) + "    ",
     };
-    core.out.tell(ToEditor::GhostNode {
+    core.out.direct(ForEditor::GhostNode {
         agent_id: id.to_owned(),
-        path: core.abs(rel.as_str()),
+        path: rel.to_string(),
         line: ghost.start_line,
         label,
         indent,

@@ -1,13 +1,15 @@
 //! Where everything the core says goes. An [`Event`] is heard by every
 //! listener (the API's feed) and then by the editor, as its message with
-//! absolute paths; what only the editor is told (answers to its requests,
-//! buffer edits) goes to the editor alone.
+//! absolute paths; what only the editor is asked ([`ForEditor`]: answers to
+//! its requests, buffer edits) goes to the editor alone. This is where the
+//! core's words become the editor's.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::event::{Event, Listener};
 use crate::messages::{EditorSink, Level, ToEditor};
+use crate::port::ForEditor;
 
 pub struct Outlet {
     editor: Arc<dyn EditorSink>,
@@ -43,10 +45,12 @@ impl Outlet {
         self.event(Event::notice(level, message));
     }
 
-    /// Tells the editor alone: an answer to its request, a buffer edit —
+    /// Asks the editor alone: an answer to its request, a buffer edit —
     /// never what other clients must hear too.
-    pub fn tell(&self, msg: ToEditor) {
-        self.editor.send(msg);
+    pub fn direct(&self, asked: ForEditor) {
+        if let Some(msg) = ToEditor::directed(asked, &self.root) {
+            self.editor.send(msg);
+        }
     }
 
     /// Whether a person reads the editor, or follows a listener (the

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use crate::config::{IdMode, RemoraConfig};
 use crate::event::Event;
-use crate::messages::{Level, ToEditor};
+use crate::messages::Level;
+use crate::port::ForEditor;
 use crate::remora::index::Indexer;
 use crate::remora::inject::{self, IdEdit};
 use crate::remora::is_indexed;
@@ -214,8 +215,8 @@ fn write_ids(ctx: &Context, path: &str, text: &str) -> Result<bool, WorkerError>
                 }
             })
             .collect();
-        ctx.out.tell(ToEditor::InjectIds {
-            path: ctx.root.join(path).to_string_lossy().into_owned(),
+        ctx.out.direct(ForEditor::InjectIds {
+            path: path.to_owned(),
             edits,
         });
         return Ok(true);
@@ -272,7 +273,7 @@ fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), WorkerError> {
                     .is_some_and(|t| !ctx.shared.read().id_edits(p, &t).is_empty())
             })
             .count();
-        ctx.out.tell(ToEditor::RemoraConfirm {
+        ctx.out.direct(ForEditor::RemoraConfirm {
             files: pending,
             nodes,
         });

@@ -4,7 +4,7 @@
 //! owns it; and the editor's queries, answered from the store.
 
 use super::*;
-use crate::port::{Buffer, BufferChange, Command, Query, RefusalKind};
+use crate::port::{Buffer, BufferChange, Command, ForEditor, Query, RefusalKind};
 /// `:Chimera branch`: says which branches there are.
 pub(super) fn list_branches(core: &Core) {
     let said = match core.store.branches() {
@@ -284,9 +284,7 @@ pub(super) fn answer_editor(core: &Arc<Core>, query: Query) {
                 format!("the store read stopped: {e}"),
             ))
         });
-        if let Some(said) = ToEditor::answer(query, answer, &c.root) {
-            c.out.tell(said);
-        }
+        c.out.direct(ForEditor::Answer { query, answer });
     });
 }
 
@@ -297,7 +295,7 @@ pub(super) fn set_model(core: &Arc<Core>, model: String) {
         *m = (!model.is_empty()).then(|| model.clone());
     }
     let running = core.slots.count();
-    core.out.tell(ToEditor::Notify {
+    core.out.direct(ForEditor::Notice {
         level: Level::Info,
         message: format!(
             "new agents ask model `{}`{}",

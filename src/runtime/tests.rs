@@ -1,6 +1,7 @@
 use super::*;
 use crate::config::{LlmConfig, Provider};
 use crate::llm::fake::{FakeServer, Reply};
+use crate::messages::ToEditor;
 use crate::store::AgentState;
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse.\"\"\"\\n    return {}'))\nsubmit_result('Added a docstring', ['app.py'])\n```";

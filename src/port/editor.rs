@@ -1,0 +1,48 @@
+//! What the core asks of an editor alone, in the core's words (project
+//! paths): the buffer edits of an accept, the node IDs a loaded buffer
+//! lacks, a ghost node's placeholder, a question before IDs are written,
+//! the model's health, an answer to the editor's own query. Every client
+//! hears the core's [`crate::event::Event`]s; these only an editor acts on.
+//! `messages::ToEditor::directed` puts them into Neovim's words.
+
+use super::{Query, Refusal, Reply};
+use crate::event::Level;
+use crate::remora::inject::IdEdit;
+
+#[derive(Debug, Clone)]
+pub enum ForEditor {
+    /// Apply an accepted change of agent `id` to the loaded buffer of
+    /// `path` as one undoable change: lines `[start, end)` become `lines`,
+    /// only if its text is still `expect`; written after when `write`.
+    EditBuffer {
+        id: String,
+        path: String,
+        start: usize,
+        end: usize,
+        lines: Vec<String>,
+        expect: String,
+        write: bool,
+    },
+    /// Give the loaded buffer of `path` its missing node-ID comments.
+    InjectIds { path: String, edits: Vec<IdEdit> },
+    /// Ask the human before ID comments are written into `files` files.
+    RemoraConfirm { files: usize, nodes: usize },
+    /// A ghost node's agent `agent_id` writes it: a placeholder in `path`
+    /// at 1-based `line` until the agent ends.
+    GhostNode {
+        agent_id: String,
+        path: String,
+        line: usize,
+        label: String,
+        indent: String,
+    },
+    /// The model's health, as the editor asked.
+    LlmStatus(crate::llm::health::Health),
+    /// Something only the human at the editor asked to know.
+    Notice { level: Level, message: String },
+    /// The answer to a query the editor asked.
+    Answer {
+        query: Query,
+        answer: Result<Reply, Refusal>,
+    },
+}
