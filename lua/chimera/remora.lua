@@ -165,6 +165,8 @@ end
 M.history = {}
 -- node id -> events that arrived while its history was asked for.
 M.early = {}
+-- node id -> how many history answers it still waits for.
+M.asking = {}
 -- node id -> the pending proposal (agent id and diff) of its agent.
 M.pending = {}
 local listeners = {}
@@ -204,8 +206,11 @@ end
 --- Asks the core for the stored events of `node_id` (answered by `history_arrived`).
 function M.request_history(node_id)
   -- Events that arrive before the answer are kept for it: the answer may
-  -- have been read from the store before they were written.
+  -- have been read from the store before they were written. Kept until
+  -- every answer asked for is in (the panel and the chat may both ask,
+  -- and the later answer may have been read first).
   M.early[node_id] = M.early[node_id] or {}
+  M.asking[node_id] = (M.asking[node_id] or 0) + 1
   lib().node_history(node_id)
 end
 
@@ -219,7 +224,10 @@ function M.history_arrived(msg)
       table.insert(msg.events, r)
     end
   end
-  M.early[msg.node_id] = nil
+  M.asking[msg.node_id] = math.max((M.asking[msg.node_id] or 1) - 1, 0)
+  if M.asking[msg.node_id] == 0 then
+    M.early[msg.node_id] = nil
+  end
   M.history[msg.node_id] = msg.events
   M.pending[msg.node_id] = nil
   for _, r in ipairs(msg.events) do

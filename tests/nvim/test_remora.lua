@@ -170,6 +170,39 @@ h.test("chat with a node, review its proposal in the panel, history survives a r
   end, 10000)
 end)
 
+h.test("a node's event that arrives while the panel and the chat both wait for its history is kept", function()
+  -- The panel asks for a node's history, the chat asks again, the human's
+  -- message is logged: the first answer comes, then the second, read from
+  -- the store before the message was written. (Seen flaky in the chat
+  -- test above: the chat lost "You: ..." about one run in eight.)
+  h.project({ ["app.py"] = APP })
+  local url = h.fake_llm({})
+  h.setup(url)
+  chimera.start()
+  local remora = require("chimera.remora")
+  local loader = require("chimera.loader")
+  local real = loader.require
+  loader.require = function()
+    return { node_history = function() end }
+  end
+  local ok, err = pcall(function()
+    local id = "rm_race0001"
+    remora.request_history(id)
+    remora.request_history(id)
+    local said = { event_id = 7, event_type = "HumanChatEvent", agent_id = id, message = "add a return type" }
+    remora.event({ record = said })
+    local older = { event_id = 3, event_type = "AgentStartEvent", agent_id = id }
+    remora.history_arrived({ node_id = id, events = { older } })
+    remora.history_arrived({ node_id = id, events = { older } })
+    local ids = vim.tbl_map(function(r)
+      return r.event_id
+    end, remora.history[id])
+    h.eq(ids, { 3, 7 }, "the message is in the history")
+  end)
+  loader.require = real
+  assert(ok, err)
+end)
+
 h.test("a node asked a question answers it in the chat; a node asking a neighbour gets its answer", function()
   local root = h.project({ ["app.py"] = APP, ["util.py"] = UTIL })
   local asks = table.concat({
