@@ -7,6 +7,7 @@ use crate::diff::FileChange;
 use crate::diff::{FileDiff, HunkRef};
 use crate::event::Event;
 pub use crate::event::{AgentView, Level};
+use crate::port::{EditorSink, Said};
 use std::path::Path;
 
 mod translate;
@@ -457,22 +458,16 @@ impl ToEditor {
     }
 }
 
-/// Where the core's messages go (the Neovim bridge, or a channel in tests).
-pub trait EditorSink: Send + Sync + 'static {
-    fn send(&self, msg: ToEditor);
-    /// Whether a person reads this sink and can answer a question
-    /// ([`ToEditor::Permission`]).
-    fn asks_the_human(&self) -> bool {
-        false
-    }
-}
-
+/// An editor that reads Neovim's messages from a channel (the core's
+/// tests).
 impl EditorSink for tokio::sync::mpsc::UnboundedSender<ToEditor> {
     fn asks_the_human(&self) -> bool {
         true
     }
-    fn send(&self, msg: ToEditor) {
-        // The editor closed its side: nobody is left to show the message to.
-        let _ = tokio::sync::mpsc::UnboundedSender::send(self, msg);
+    fn hear(&self, said: Said, root: &std::path::Path) {
+        if let Some(msg) = ToEditor::heard(said, root) {
+            // The editor closed its side: nobody is left to show it to.
+            let _ = tokio::sync::mpsc::UnboundedSender::send(self, msg);
+        }
     }
 }

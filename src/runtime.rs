@@ -35,7 +35,7 @@ pub use remora::SharedIndex;
 use router::{answer, route};
 
 use crate::event::{Event, Listener};
-pub use crate::messages::EditorSink;
+pub use crate::port::EditorSink;
 use outlet::Outlet;
 use questions::{asker, Questions};
 use slots::Slots;

@@ -12,8 +12,9 @@ use super::{exit, output, A2aAction, Cli, Command, McpAction, RemoraAction};
 use crate::api::client::{Client, ClientError};
 use crate::api::core::CoreHandle;
 use crate::api::events::EventBus;
-use crate::messages::EditorSink;
-use crate::messages::{Level, ToEditor};
+use crate::event::Event;
+use crate::messages::Level;
+use crate::port::{EditorSink, ForEditor, Said};
 use crate::remora::shared::SharedIndex;
 use crate::store::Store;
 
@@ -48,15 +49,20 @@ impl EditorSink for Terminal {
         self.asks
     }
 
-    fn send(&self, msg: ToEditor) {
-        match msg {
-            ToEditor::Notify { level, message } if level != Level::Info => eprintln!("{message}"),
-            ToEditor::Permission {
+    fn hear(&self, said: Said, _root: &Path) {
+        match said {
+            Said::Event(Event::Notice { level, message })
+            | Said::Asked(ForEditor::Notice { level, message })
+                if level != Level::Info =>
+            {
+                eprintln!("{message}")
+            }
+            Said::Event(Event::Permission {
                 id,
                 agent,
                 question,
-            } if self.asks => ask_on_terminal(self.root.clone(), id, agent, question),
-            ToEditor::Answered { allow: None, .. } if self.asks => {
+            }) if self.asks => ask_on_terminal(self.root.clone(), id, agent, question),
+            Said::Event(Event::Answered { allow: None, .. }) if self.asks => {
                 eprintln!("chimera: a question went unanswered for 2 minutes: refused")
             }
             _ => {}

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{BufferText, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
-use crate::port::{Buffer, BufferChange, Command, ForEditor, Query, Refusal, Reply};
+use crate::port::{Buffer, BufferChange, Command, ForEditor, Query, Refusal, Reply, Said};
 
 /// An editor message as the core takes it.
 #[derive(Debug)]
@@ -206,6 +206,15 @@ impl ToCore {
 }
 
 impl ToEditor {
+    /// What the core said, in Neovim's words: paths absolute under `root`;
+    /// `None` for what Neovim is never told.
+    pub fn heard(said: Said, root: &Path) -> Option<ToEditor> {
+        match said {
+            Said::Event(event) => Some(ToEditor::of(event, root)),
+            Said::Asked(asked) => ToEditor::directed(asked, root),
+        }
+    }
+
     /// What the core asks of the editor, in its words: paths absolute
     /// under `root`; `None` for an answer to what the editor never asks.
     pub fn directed(asked: ForEditor, root: &Path) -> Option<ToEditor> {

@@ -23,8 +23,8 @@ use nvim_oxi::libuv::AsyncHandle;
 use nvim_oxi::mlua::{self, LuaSerdeExt};
 
 use crate::diff::FileDiff;
-use crate::messages::EditorSink;
 use crate::messages::{AgentView, FileView, ProposedFile, ToEditor};
+use crate::port::{EditorSink, Said};
 
 /// The core's side of the bridge.
 pub struct NvimSink {
@@ -36,7 +36,10 @@ impl EditorSink for NvimSink {
     fn asks_the_human(&self) -> bool {
         true
     }
-    fn send(&self, msg: ToEditor) {
+    fn hear(&self, said: Said, root: &std::path::Path) {
+        let Some(msg) = ToEditor::heard(said, root) else {
+            return;
+        };
         let sent = self
             .tx
             .lock()

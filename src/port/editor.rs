@@ -3,10 +3,13 @@
 //! lacks, a ghost node's placeholder, a question before IDs are written,
 //! the model's health, an answer to the editor's own query. Every client
 //! hears the core's [`crate::event::Event`]s; these only an editor acts on.
-//! `messages::ToEditor::directed` puts them into Neovim's words.
+//! An editor hears both as [`Said`]; `messages::ToEditor::heard` puts
+//! them into Neovim's words.
+
+use std::path::Path;
 
 use super::{Query, Refusal, Reply};
-use crate::event::Level;
+use crate::event::{Event, Level};
 use crate::remora::inject::IdEdit;
 
 #[derive(Debug, Clone)]
@@ -45,4 +48,29 @@ pub enum ForEditor {
         query: Query,
         answer: Result<Reply, Refusal>,
     },
+}
+
+/// What the core says to an editor attached to it.
+// Moved once, from the outlet into the editor: boxing the event would
+// cost an allocation per event for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Said {
+    /// What every client hears.
+    Event(Event),
+    /// What it asks of the editor alone.
+    Asked(ForEditor),
+}
+
+/// An editor attached to a core — Neovim, the terminal of a `chimera`
+/// command that runs its own core, a channel in tests: it hears the core
+/// in the core's words and puts them into its own.
+pub trait EditorSink: Send + Sync + 'static {
+    /// `said` about the project at `root`.
+    fn hear(&self, said: Said, root: &Path);
+    /// Whether a person reads this editor and can answer a question
+    /// ([`Event::Permission`]).
+    fn asks_the_human(&self) -> bool {
+        false
+    }
 }

@@ -1,15 +1,15 @@
 //! Where everything the core says goes. An [`Event`] is heard by every
-//! listener (the API's feed) and then by the editor, as its message with
-//! absolute paths; what only the editor is asked ([`ForEditor`]: answers to
-//! its requests, buffer edits) goes to the editor alone. This is where the
-//! core's words become the editor's.
+//! listener (the API's feed) and then by the editor; what only the editor
+//! is asked ([`ForEditor`]: answers to its requests, buffer edits) goes to
+//! the editor alone. Both in the core's words: the editor puts them into
+//! its own.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::event::{Event, Listener};
-use crate::messages::{EditorSink, Level, ToEditor};
-use crate::port::ForEditor;
+use crate::messages::Level;
+use crate::port::{EditorSink, ForEditor, Said};
 
 pub struct Outlet {
     editor: Arc<dyn EditorSink>,
@@ -37,7 +37,7 @@ impl Outlet {
         for l in &self.listeners {
             l.heard(&event);
         }
-        self.editor.send(ToEditor::of(event, &self.root));
+        self.editor.hear(Said::Event(event), &self.root);
     }
 
     /// A notice for every client.
@@ -48,9 +48,7 @@ impl Outlet {
     /// Asks the editor alone: an answer to its request, a buffer edit —
     /// never what other clients must hear too.
     pub fn direct(&self, asked: ForEditor) {
-        if let Some(msg) = ToEditor::directed(asked, &self.root) {
-            self.editor.send(msg);
-        }
+        self.editor.hear(Said::Asked(asked), &self.root);
     }
 
     /// Whether a person reads the editor, or follows a listener (the
