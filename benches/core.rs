@@ -497,10 +497,13 @@ fn bench_many_agents() {
     let rss0 = rss_kb();
     let t = Instant::now();
     for i in 0..n {
-        core.send(ToCore::Spawn {
-            id: format!("a{i}"),
-            spec: chimera::task::TaskSpec::new("t"),
-        })
+        chimera::messages::hand(
+            &core,
+            ToCore::Spawn {
+                id: format!("a{i}"),
+                spec: chimera::task::TaskSpec::new("t"),
+            },
+        )
         .unwrap();
     }
     let mut done = 0;
@@ -898,13 +901,16 @@ fn bench_acp_write() {
         let _g = rt.enter();
         chimera::api::core::start(config, root.clone(), Arc::new(tx)).unwrap()
     };
-    core.send(ToCore::Spawn {
-        id: "w".into(),
-        spec: chimera::task::TaskSpec {
-            external: Some("fake".into()),
-            ..chimera::task::TaskSpec::new("write")
+    chimera::messages::hand(
+        &core,
+        ToCore::Spawn {
+            id: "w".into(),
+            spec: chimera::task::TaskSpec {
+                external: Some("fake".into()),
+                ..chimera::task::TaskSpec::new("write")
+            },
         },
-    })
+    )
     .unwrap();
     rt.block_on(async {
         while let Some(m) = rx.recv().await {

@@ -11,7 +11,27 @@ use crate::port::{EditorSink, Said};
 use std::path::Path;
 
 mod translate;
-pub use translate::Entering;
+pub use translate::NotTaken;
+
+/// Why an editor's message was not handed to its core.
+#[derive(Debug, thiserror::Error)]
+pub enum NotHanded {
+    /// The message names a file outside the project (said to the human).
+    #[error(transparent)]
+    NotTaken(#[from] NotTaken),
+    #[error(transparent)]
+    Core(#[from] crate::runtime::RuntimeError),
+}
+
+/// Hands `msg` to `core` in the port's words: absolute paths become project
+/// paths here, once; a buffer outside the project is not the core's, a
+/// request about a file outside it is refused with what to say.
+pub fn hand(core: &crate::runtime::CoreHandle, msg: ToCore) -> Result<(), NotHanded> {
+    match msg.into_port(|abs| core.project_path(abs))? {
+        Some(entering) => Ok(core.enter(entering)?),
+        None => Ok(()),
+    }
+}
 
 /// From the editor to the core.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use crate::task::TaskSpec;
 
 mod editor;
 mod refusal;
-pub use editor::{EditorSink, ForEditor, Said};
+pub use editor::{EditorSink, ForEditor, FromEditor, Said};
 pub use refusal::{Refusal, RefusalKind, Told};
 
 /// What a client asks the core to do. Each is a step of the lifecycle
@@ -246,24 +246,7 @@ pub fn ask(store: &Store, query: Query) -> Result<Reply, Refusal> {
                 .collect(),
         ),
         Query::Agent { id } => Reply::Agent(Box::new(agent(store, &id)?)),
-        Query::Proposal { id } => {
-            let waits = agent(store, &id)?.state == crate::store::AgentState::Completed;
-            let refused = |e: crate::accept::AcceptError| {
-                Refusal::new(
-                    RefusalKind::from(&e),
-                    format!("cannot read the proposal of {id}: {e}"),
-                )
-            };
-            let (files, bases) = match waits {
-                true => crate::accept::proposal_diffs_and_bases(store, &id)
-                    .map_err(refused)?
-                    .into_iter()
-                    .unzip(),
-                false => (Vec::new(), Vec::new()),
-            };
-            let diff = crate::accept::proposal_unified(store, &id).map_err(refused)?;
-            Reply::Proposal { files, bases, diff }
-        }
+        Query::Proposal { id } => proposal(store, &id)?,
         Query::Snapshots => {
             Reply::Snapshots(store.snapshots().map_err(|e| failed("the snapshots", e))?)
         }
@@ -313,6 +296,27 @@ pub fn ask(store: &Store, query: Query) -> Result<Reply, Refusal> {
                 .map_err(|e| Refusal::new(RefusalKind::from(&e), e.to_string()))?,
         ),
     })
+}
+
+/// Agent `id`'s proposal: its files' hunks and bases while it waits for
+/// review, and its unified diff.
+fn proposal(store: &Store, id: &str) -> Result<Reply, Refusal> {
+    let waits = agent(store, id)?.state == crate::store::AgentState::Completed;
+    let refused = |e: crate::accept::AcceptError| {
+        Refusal::new(
+            RefusalKind::from(&e),
+            format!("cannot read the proposal of {id}: {e}"),
+        )
+    };
+    let (files, bases) = match waits {
+        true => crate::accept::proposal_diffs_and_bases(store, id)
+            .map_err(refused)?
+            .into_iter()
+            .unzip(),
+        false => (Vec::new(), Vec::new()),
+    };
+    let diff = crate::accept::proposal_unified(store, id).map_err(refused)?;
+    Ok(Reply::Proposal { files, bases, diff })
 }
 
 /// Agent `id`'s record; one the store does not know is not found.
@@ -385,16 +389,16 @@ mod tests {
         );
     }
 
-    /// The core says what it has to say in its own words (events, and
-    /// `ForEditor` for the editor alone); the editor puts them into its
-    /// own.
+    /// The core hears and says in its own words (`FromEditor` in; events,
+    /// and `ForEditor` for the editor alone, out); the editor translates
+    /// its messages both ways.
     #[test]
     fn the_core_speaks_to_the_editor_in_its_own_words() {
         let core = ["runtime", "runtime.rs", "lifecycle", "lifecycle.rs"];
-        let found = named(&core, &["ToEditor"], &[]);
+        let found = named(&core, &["ToEditor", "ToCore"], &[]);
         assert!(
             found.is_empty(),
-            "the core names the editor's messages (say it as an Event or a ForEditor):\n{}",
+            "the core names the editor's messages (the port's FromEditor, Event, ForEditor say it):\n{}",
             found.join("\n")
         );
     }

@@ -1,6 +1,6 @@
 //! The core's runtime: a tokio runtime on its own thread that owns the
-//! store, the watcher and the agents, and answers [`ToCore`] messages with
-//! what it says to the editor. Every spawned agent task is tracked with a
+//! store, the watcher and the agents, and answers what an editor hands it
+//! ([`FromEditor`], in the port's words) with what it says to the editor. Every spawned agent task is tracked with a
 //! cancellation token; shutdown cancels them all and waits briefly.
 
 use std::collections::HashMap;
@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, Job};
 use crate::config::Config;
+use crate::event::{AgentView, Level};
 use crate::lifecycle::{self, Lifecycle, Outcome, Verdict};
 use crate::llm::LlmClient;
-use crate::messages::{AgentView, Entering, Level, ToCore};
 use crate::paths::ProjectPath;
-use crate::port::{Command, ForEditor};
+use crate::port::{Command, ForEditor, FromEditor};
 use crate::store::{now_ms, AgentRecord, Store};
 use crate::sync::{self, OpenBuffers};
 
@@ -50,7 +50,7 @@ pub enum RuntimeError {
 
 /// The editor's handle on the running core.
 pub struct CoreHandle {
-    tx: mpsc::UnboundedSender<ToCore>,
+    tx: mpsc::UnboundedSender<FromEditor>,
     thread: Option<std::thread::JoinHandle<()>>,
     pub root: PathBuf,
     /// The Remora topology, readable from the editor without waiting on I/O.
@@ -58,15 +58,21 @@ pub struct CoreHandle {
 }
 
 impl CoreHandle {
-    pub fn send(&self, msg: ToCore) -> Result<(), RuntimeError> {
+    pub fn enter(&self, msg: FromEditor) -> Result<(), RuntimeError> {
         self.tx.send(msg).map_err(|_| RuntimeError::Stopped)
+    }
+
+    /// The project path of a file the editor names, if it is part of the
+    /// project (see [`project_path`]).
+    pub fn project_path(&self, abs: &str) -> Option<ProjectPath> {
+        project_path(&self.root, abs)
     }
 
     /// Stops the core: agents are cancelled, and the thread is given
     /// `grace` to finish before it is left to die with the process.
     pub fn shutdown(mut self, grace: Duration) {
         // A core that stopped already has nothing to be told.
-        let _ = self.tx.send(ToCore::Shutdown);
+        let _ = self.tx.send(FromEditor::Shutdown);
         if let Some(thread) = self.thread.take() {
             let deadline = std::time::Instant::now() + grace;
             while !thread.is_finished() && std::time::Instant::now() < deadline {
@@ -191,16 +197,6 @@ impl Core {
         self.root.join(path).to_string_lossy().into_owned()
     }
 
-    /// The project path of a file the editor names, if it is part of the
-    /// project: under the root and not through a symbolic link, which may
-    /// lead outside or give a secret another name (its buffer is then not
-    /// the ground truth of anything, and agents never see it).
-    fn rel(&self, abs: &str) -> Option<ProjectPath> {
-        let p = ProjectPath::from_absolute(&self.root, std::path::Path::new(abs))?;
-        crate::rootfs::check_no_links(&self.root, &p).ok()?;
-        Some(p)
-    }
-
     /// Queues `step` on the lifecycle thread, where every transition runs,
     /// one at a time, in the order they were asked for.
     fn on_lifecycle(&self, step: impl FnOnce(&Arc<Core>) + Send + 'static) {
@@ -296,7 +292,7 @@ async fn main_loop(
     config: Config,
     root: PathBuf,
     out: Arc<Outlet>,
-    mut rx: mpsc::UnboundedReceiver<ToCore>,
+    mut rx: mpsc::UnboundedReceiver<FromEditor>,
     shared: SharedIndex,
     mut front: Option<Box<dyn FrontEnd>>,
 ) {
@@ -335,12 +331,10 @@ async fn main_loop(
         front.open(Port(core.clone()));
     }
     while let Some(msg) = rx.recv().await {
-        match msg.into_port(|abs| core.rel(abs)) {
-            Ok(Entering::Command(command)) => route(&core, command),
-            Ok(Entering::Query(query)) => router::answer_editor(&core, query),
-            Ok(Entering::Outside) => {}
-            Ok(Entering::Shutdown) => break,
-            Err(outside) => core.notify(Level::Error, outside.to_string()),
+        match msg {
+            FromEditor::Command(command) => route(&core, command),
+            FromEditor::Query(query) => router::answer_editor(&core, query),
+            FromEditor::Shutdown => break,
         }
     }
     core.shutdown.cancel();
@@ -352,6 +346,16 @@ async fn main_loop(
     // Agents still queued or running stay so: the next start (or another
     // instance, once this heartbeat is stale) recovers them.
     let _ = core.store.instance_remove(&core.owner);
+}
+
+/// The project path of a file an editor names, if it is part of the
+/// project at `root`: under the root and not through a symbolic link,
+/// which may lead outside or give a secret another name (its buffer is
+/// then not the ground truth of anything, and agents never see it).
+pub fn project_path(root: &std::path::Path, abs: &str) -> Option<ProjectPath> {
+    let p = ProjectPath::from_absolute(root, std::path::Path::new(abs))?;
+    crate::rootfs::check_no_links(root, &p).ok()?;
+    Some(p)
 }
 
 /// The core as a front end reaches it: typed messages in, the lifecycle's
@@ -410,7 +414,7 @@ impl Port {
 async fn without_store(
     root: &std::path::Path,
     out: &Arc<Outlet>,
-    rx: &mut mpsc::UnboundedReceiver<ToCore>,
+    rx: &mut mpsc::UnboundedReceiver<FromEditor>,
     error: &str,
 ) {
     out.notify(
@@ -424,10 +428,10 @@ async fn without_store(
         format!("the project's database cannot be opened ({error}); see :checkhealth chimera");
     while let Some(msg) = rx.recv().await {
         match msg {
-            ToCore::Shutdown => return,
+            FromEditor::Shutdown => return,
             // The editor shows the new agent as queued: it ends at once,
             // failed with the reason, rather than waiting forever.
-            ToCore::Spawn { id, spec } => out.event(Event::Agent {
+            FromEditor::Command(Command::Spawn { id, spec }) => out.event(Event::Agent {
                 agent: AgentView::from(&AgentRecord {
                     state: crate::store::AgentState::Failed,
                     error: Some(reason.clone()),
@@ -436,7 +440,7 @@ async fn without_store(
                 proposal: None,
                 cleared: false,
             }),
-            ToCore::Accept { .. } | ToCore::Reject { .. } => {
+            FromEditor::Command(Command::Accept { .. } | Command::Reject { .. }) => {
                 out.notify(Level::Error, format!("Chimera: {reason}"))
             }
             _ => {}

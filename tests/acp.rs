@@ -92,7 +92,7 @@ fn run_in(calc: &str, turns: Value, adjust: impl FnOnce(&mut Config, &Path)) -> 
 
 impl Run {
     fn send(&self, msg: ToCore) {
-        self.core.as_ref().unwrap().send(msg).unwrap();
+        chimera::messages::hand(self.core.as_ref().unwrap(), msg).unwrap();
     }
 
     fn spawn(&self, id: &str, task: &str) {

@@ -62,7 +62,7 @@ fn start(root: &Path, replies: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> R
 
 impl Run {
     fn send(&self, msg: ToCore) {
-        self.core.as_ref().unwrap().send(msg).unwrap();
+        chimera::messages::hand(self.core.as_ref().unwrap(), msg).unwrap();
     }
 
     fn wait<T>(&mut self, pred: impl Fn(&ToEditor) -> Option<T>) -> T {

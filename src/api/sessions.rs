@@ -19,7 +19,7 @@ use super::backend::{new_id, Answer, ApiError, Shared};
 use crate::agent::tools::files::{Args, FileHost, Handler, ToolError};
 use crate::agent::tools::table::{self, Runs, Tool};
 use crate::capabilities::{Capabilities, Denied};
-use crate::messages::AgentView;
+use crate::event::AgentView;
 use crate::paths::ProjectPath;
 use crate::port::{Command, Query, Reply};
 use crate::sandbox::HostError;

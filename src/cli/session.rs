@@ -13,7 +13,7 @@ use crate::api::client::{Client, ClientError};
 use crate::api::core::CoreHandle;
 use crate::api::events::EventBus;
 use crate::event::Event;
-use crate::messages::Level;
+use crate::event::Level;
 use crate::port::{EditorSink, ForEditor, Said};
 use crate::remora::shared::SharedIndex;
 use crate::store::Store;

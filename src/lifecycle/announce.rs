@@ -5,8 +5,8 @@
 //! arrive apart), then verdicts, then replies and notices.
 
 use super::{Outcome, Shown, Verdict};
+use crate::event::AgentView;
 use crate::event::Event;
-use crate::messages::AgentView;
 use crate::port::ForEditor;
 
 /// What `out` tells: the edits only the editor makes, then the events

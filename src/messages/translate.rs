@@ -6,19 +6,9 @@ use std::path::Path;
 
 use super::{BufferText, Level, ToCore, ToEditor};
 use crate::paths::ProjectPath;
-use crate::port::{Buffer, BufferChange, Command, ForEditor, Query, Refusal, Reply, Said};
-
-/// An editor message as the core takes it.
-#[derive(Debug)]
-pub enum Entering {
-    Command(Command),
-    Query(Query),
-    /// About a buffer outside the project: not the ground truth of
-    /// anything the core has.
-    Outside,
-    /// Neovim is quitting.
-    Shutdown,
-}
+use crate::port::{
+    Buffer, BufferChange, Command, ForEditor, FromEditor, Query, Refusal, Reply, Said,
+};
 
 /// Why an editor message does not enter the core: what the human is told.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,26 +24,27 @@ pub enum NotTaken {
 impl ToCore {
     /// This message in the port's words. `project` names the project file
     /// an absolute path is, if it is one (under the root, not through a
-    /// link); a buffer that is none is left out, as the core never sees it.
+    /// link); a buffer that is none is left out (`None`), as the core
+    /// never sees it.
     pub fn into_port(
         self,
         project: impl Fn(&str) -> Option<ProjectPath>,
-    ) -> Result<Entering, NotTaken> {
+    ) -> Result<Option<FromEditor>, NotTaken> {
         let msg = match self.query(&project)? {
-            Ok(query) => return Ok(Entering::Query(query)),
+            Ok(query) => return Ok(Some(FromEditor::Query(query))),
             Err(msg) => *msg,
         };
         let msg = match msg.buffer(&project) {
-            Ok(change) => return Ok(change.map_or(Entering::Outside, Entering::Command)),
+            Ok(change) => return Ok(change.map(FromEditor::Command)),
             Err(msg) => *msg,
         };
         let msg = match msg.lifecycle(&project) {
-            Ok(command) => return Ok(Entering::Command(command)),
+            Ok(command) => return Ok(Some(FromEditor::Command(command))),
             Err(msg) => *msg,
         };
         let file = |abs: &str| project(abs).ok_or_else(|| NotTaken::NotInProject(abs.to_owned()));
         let command = match msg {
-            ToCore::Shutdown => return Ok(Entering::Shutdown),
+            ToCore::Shutdown => return Ok(Some(FromEditor::Shutdown)),
             ToCore::PermissionAnswer { id, allow } => Command::Answer {
                 question: id,
                 allow,
@@ -95,7 +86,7 @@ impl ToCore {
             // Each is taken by `query`, `buffer` or `lifecycle` above.
             other => return Err(NotTaken::Unknown(format!("{other:?}"))),
         };
-        Ok(Entering::Command(command))
+        Ok(Some(FromEditor::Command(command)))
     }
 
     /// The editor's questions, or the message back.
@@ -320,7 +311,7 @@ mod tests {
             },
         };
         match spawn.into_port(project) {
-            Ok(Entering::Command(Command::Spawn { spec, .. })) => {
+            Ok(Some(FromEditor::Command(Command::Spawn { spec, .. }))) => {
                 assert_eq!(spec.file.as_deref(), Some("src/app.py"))
             }
             other => panic!("{other:?}"),
@@ -342,7 +333,7 @@ mod tests {
             write: false,
         };
         match accept.into_port(project) {
-            Ok(Entering::Command(Command::Accept { buffers, .. })) => {
+            Ok(Some(FromEditor::Command(Command::Accept { buffers, .. }))) => {
                 let paths: Vec<&str> = buffers.iter().map(|b| b.path.as_str()).collect();
                 assert_eq!(paths, ["a.py"]);
             }
@@ -351,7 +342,7 @@ mod tests {
         let closed = ToCore::BufferClosed {
             path: "/elsewhere/b.py".into(),
         };
-        assert!(matches!(closed.into_port(project), Ok(Entering::Outside)));
+        assert!(matches!(closed.into_port(project), Ok(None)));
         // A request about a file outside is said, not dropped.
         let node = ToCore::NodeNew {
             file: "/elsewhere/b.py".into(),

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::diff::HunkRef;
 use crate::messages::{BufferText, EffectsSince, ToCore};
 use crate::paths;
-use crate::runtime::{self, CoreHandle};
+use crate::runtime::CoreHandle;
 
 use super::health;
 
@@ -25,8 +25,8 @@ thread_local! {
     static CORE: RefCell<Option<CoreHandle>> = const { RefCell::new(None) };
 }
 
-fn with_core<T>(
-    f: impl FnOnce(&CoreHandle) -> Result<T, runtime::RuntimeError>,
+fn with_core<T, E: std::fmt::Display>(
+    f: impl FnOnce(&CoreHandle) -> Result<T, E>,
 ) -> mlua::Result<T> {
     CORE.with(|c| match c.borrow().as_ref() {
         Some(core) => f(core).map_err(|e| mlua::Error::external(e.to_string())),
@@ -36,8 +36,10 @@ fn with_core<T>(
     })
 }
 
+/// Hands `msg` to the core ([`crate::messages::hand`]); a request about a
+/// file outside the project is an error to the caller.
 fn send(msg: ToCore) -> mlua::Result<()> {
-    with_core(|core| core.send(msg))
+    with_core(|core| crate::messages::hand(core, msg))
 }
 
 /// A hunk as Lua names it: a number (from 1, in file order) or a hunk's key.

@@ -50,6 +50,16 @@ pub enum ForEditor {
     },
 }
 
+/// What an editor hands the core it runs: a command, a query whose
+/// answer it is told ([`ForEditor::Answer`]), or its leaving.
+#[derive(Debug)]
+pub enum FromEditor {
+    Command(super::Command),
+    Query(Query),
+    /// The editor is quitting.
+    Shutdown,
+}
+
 /// What the core says to an editor attached to it.
 // Moved once, from the outlet into the editor: boxing the event would
 // cost an allocation per event for nothing.

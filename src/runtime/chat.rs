@@ -13,8 +13,8 @@ use crate::agent::tools::{chat_path, ChatEvent, ChatPath, ChatTurn};
 use crate::agent::Job;
 use crate::config::AgentMode;
 use crate::event::Event;
+use crate::event::Level;
 use crate::llm::ChatMessage;
-use crate::messages::Level;
 use crate::store::AgentState;
 use crate::task::TaskSpec;
 

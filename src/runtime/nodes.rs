@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use super::{spawn_agent, Core};
 use crate::agent::node::{self, BusError, NodeBus, NodeJob, NodeView};
 use crate::agent::Job;
-use crate::messages::Level;
+use crate::event::Level;
 use crate::port::ForEditor;
 use crate::remora::events::{Event, Pattern, Trigger};
 use crate::remora::Node;

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::event::Level;
 use crate::event::{Event, Listener};
-use crate::messages::Level;
 use crate::port::{EditorSink, ForEditor, Said};
 
 pub struct Outlet {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::config::{IdMode, RemoraConfig};
 use crate::event::Event;
-use crate::messages::Level;
+use crate::event::Level;
 use crate::port::ForEditor;
 use crate::remora::index::Indexer;
 use crate::remora::inject::{self, IdEdit};

@@ -1,8 +1,16 @@
 use super::*;
 use crate::config::{LlmConfig, Provider};
 use crate::llm::fake::{FakeServer, Reply};
-use crate::messages::ToEditor;
+use crate::messages::{ToCore, ToEditor};
 use crate::store::AgentState;
+
+/// The editor's message `msg` handed to the core as Neovim's module hands
+/// it: in the port's words.
+impl CoreHandle {
+    fn send(&self, msg: ToCore) -> Result<(), crate::messages::NotHanded> {
+        crate::messages::hand(self, msg)
+    }
+}
 
 const GOOD: &str = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('    return {}', '    \"\"\"Parse.\"\"\"\\n    return {}'))\nsubmit_result('Added a docstring', ['app.py'])\n```";
 
