@@ -5,8 +5,9 @@
 //! query's [`Reply`] or its refusal.
 //!
 //! Neovim, the HTTP API, the `chimera` command, MCP sessions and A2A peers
-//! all speak it; the editor's own messages (`messages::ToCore`) are turned
-//! into it once, where they enter the core.
+//! all speak it; an editor attached to a core speaks it both ways
+//! ([`FromEditor`] in, [`Said`] out) and puts it into its own words
+//! (Neovim's: `messages::hand`, `messages::ToEditor::heard`).
 
 use crate::diff::HunkRef;
 use crate::paths::ProjectPath;

@@ -137,6 +137,10 @@ impl Lifecycle {
         })();
         match result {
             Ok(()) => self.change(&id, Shown::Unchanged),
+            Err(e @ crate::store::StoreError::NoSnapshot(_)) => Outcome::refuse(
+                &e,
+                format!("no snapshot {snapshot}; the history lists them (:Chimera history, chimera history)"),
+            ),
             Err(e) => Outcome::refuse(&e, format!("cannot fork snapshot {snapshot}: {e}")),
         }
     }
