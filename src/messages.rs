@@ -7,29 +7,27 @@ use crate::diff::FileChange;
 use crate::diff::{FileDiff, HunkRef};
 use crate::event::Event;
 pub use crate::event::{AgentView, Level};
-use crate::port::{EditorSink, Said};
+use crate::paths::ProjectPath;
+use crate::port::{EditorSink, EditorWords, FromEditor, Said};
+use crate::runtime::RuntimeError;
 use std::path::Path;
 
 mod translate;
-pub use translate::NotTaken;
 
-/// Why an editor's message was not handed to its core.
-#[derive(Debug, thiserror::Error)]
-pub enum NotHanded {
-    /// The message names a file outside the project (said to the human).
-    #[error(transparent)]
-    NotTaken(#[from] NotTaken),
-    #[error(transparent)]
-    Core(#[from] crate::runtime::RuntimeError),
+/// Hands `msg` to `core`, which puts it into the port's words on its own
+/// thread ([`ToCore::into_port`]: absolute paths become project paths; a
+/// buffer outside the project is not the core's, a request about a file
+/// outside it is said to the human).
+pub fn hand(core: &crate::runtime::CoreHandle, msg: ToCore) -> Result<(), RuntimeError> {
+    core.enter(FromEditor::Unread(Box::new(msg)))
 }
 
-/// Hands `msg` to `core` in the port's words: absolute paths become project
-/// paths here, once; a buffer outside the project is not the core's, a
-/// request about a file outside it is refused with what to say.
-pub fn hand(core: &crate::runtime::CoreHandle, msg: ToCore) -> Result<(), NotHanded> {
-    match msg.into_port(|abs| core.project_path(abs))? {
-        Some(entering) => Ok(core.enter(entering)?),
-        None => Ok(()),
+impl EditorWords for ToCore {
+    fn into_port(
+        self: Box<Self>,
+        project: &dyn Fn(&str) -> Option<ProjectPath>,
+    ) -> Result<Option<FromEditor>, String> {
+        ToCore::into_port(*self, project).map_err(|e| e.to_string())
     }
 }
 

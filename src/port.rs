@@ -16,7 +16,7 @@ use crate::task::TaskSpec;
 
 mod editor;
 mod refusal;
-pub use editor::{EditorSink, ForEditor, FromEditor, Said};
+pub use editor::{EditorSink, EditorWords, ForEditor, FromEditor, Said};
 pub use refusal::{Refusal, RefusalKind, Told};
 
 /// What a client asks the core to do. Each is a step of the lifecycle

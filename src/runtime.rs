@@ -62,12 +62,6 @@ impl CoreHandle {
         self.tx.send(msg).map_err(|_| RuntimeError::Stopped)
     }
 
-    /// The project path of a file the editor names, if it is part of the
-    /// project (see [`project_path`]).
-    pub fn project_path(&self, abs: &str) -> Option<ProjectPath> {
-        project_path(&self.root, abs)
-    }
-
     /// Stops the core: agents are cancelled, and the thread is given
     /// `grace` to finish before it is left to die with the process.
     pub fn shutdown(mut self, grace: Duration) {
@@ -331,10 +325,15 @@ async fn main_loop(
         front.open(Port(core.clone()));
     }
     while let Some(msg) = rx.recv().await {
+        let Some(msg) = read(msg, &core.root, &core.out) else {
+            continue;
+        };
         match msg {
             FromEditor::Command(command) => route(&core, command),
             FromEditor::Query(query) => router::answer_editor(&core, query),
             FromEditor::Shutdown => break,
+            // Read above: an editor's words are put into the port's once.
+            FromEditor::Unread(_) => {}
         }
     }
     core.shutdown.cancel();
@@ -409,6 +408,21 @@ impl Port {
     }
 }
 
+/// `msg` in the port's words (`None`: nothing for the core; what the
+/// human must know of it is said).
+fn read(msg: FromEditor, root: &std::path::Path, out: &Outlet) -> Option<FromEditor> {
+    let FromEditor::Unread(words) = msg else {
+        return Some(msg);
+    };
+    match words.into_port(&|abs| project_path(root, abs)) {
+        Ok(msg) => msg,
+        Err(said) => {
+            out.notify(Level::Error, said);
+            None
+        }
+    }
+}
+
 /// The database could not be opened: keep answering, so the editor gets
 /// clear errors instead of silence.
 async fn without_store(
@@ -427,6 +441,9 @@ async fn without_store(
     let reason =
         format!("the project's database cannot be opened ({error}); see :checkhealth chimera");
     while let Some(msg) = rx.recv().await {
+        let Some(msg) = read(msg, root, out) else {
+            continue;
+        };
         match msg {
             FromEditor::Shutdown => return,
             // The editor shows the new agent as queued: it ends at once,

@@ -36,8 +36,7 @@ fn with_core<T, E: std::fmt::Display>(
     })
 }
 
-/// Hands `msg` to the core ([`crate::messages::hand`]); a request about a
-/// file outside the project is an error to the caller.
+/// Hands `msg` to the core ([`crate::messages::hand`]).
 fn send(msg: ToCore) -> mlua::Result<()> {
     with_core(|core| crate::messages::hand(core, msg))
 }

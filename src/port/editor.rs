@@ -10,6 +10,7 @@ use std::path::Path;
 
 use super::{Query, Refusal, Reply};
 use crate::event::{Event, Level};
+use crate::paths::ProjectPath;
 use crate::remora::inject::IdEdit;
 
 #[derive(Debug, Clone)]
@@ -51,13 +52,39 @@ pub enum ForEditor {
 }
 
 /// What an editor hands the core it runs: a command, a query whose
-/// answer it is told ([`ForEditor::Answer`]), or its leaving.
-#[derive(Debug)]
+/// answer it is told ([`ForEditor::Answer`]), its leaving, or a message
+/// still in its own words.
 pub enum FromEditor {
     Command(super::Command),
     Query(Query),
     /// The editor is quitting.
     Shutdown,
+    /// Put into the port's words by the core, on its own thread: naming a
+    /// project file reads the disk (a link on the way), which the editor's
+    /// thread must not wait for.
+    Unread(Box<dyn EditorWords>),
+}
+
+impl std::fmt::Debug for FromEditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FromEditor::Command(c) => f.debug_tuple("Command").field(c).finish(),
+            FromEditor::Query(q) => f.debug_tuple("Query").field(q).finish(),
+            FromEditor::Shutdown => f.write_str("Shutdown"),
+            FromEditor::Unread(_) => f.write_str("Unread(..)"),
+        }
+    }
+}
+
+/// An editor's message the core puts into the port's words.
+pub trait EditorWords: Send + 'static {
+    /// The message as the port says it (`None`: nothing the core has, a
+    /// buffer outside the project), or what the human is told instead.
+    /// `project` names the project file an absolute path is, if it is one.
+    fn into_port(
+        self: Box<Self>,
+        project: &dyn Fn(&str) -> Option<ProjectPath>,
+    ) -> Result<Option<FromEditor>, String>;
 }
 
 /// What the core says to an editor attached to it.

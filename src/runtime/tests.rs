@@ -7,7 +7,7 @@ use crate::store::AgentState;
 /// The editor's message `msg` handed to the core as Neovim's module hands
 /// it: in the port's words.
 impl CoreHandle {
-    fn send(&self, msg: ToCore) -> Result<(), crate::messages::NotHanded> {
+    fn send(&self, msg: ToCore) -> Result<(), RuntimeError> {
         crate::messages::hand(self, msg)
     }
 }
