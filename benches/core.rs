@@ -459,7 +459,7 @@ fn rss_kb() -> u64 {
 fn bench_many_agents() {
     use chimera::config::{Config, LlmConfig, Provider};
     use chimera::llm::fake::{FakeServer, Reply};
-    use chimera::messages::{ToCore, ToEditor};
+    use chimera::nvim::messages::{ToCore, ToEditor};
     use std::sync::Arc;
     let n = 100;
     let program = "```python\nsrc = read_file('app.py')\nwrite_file('app.py', src.replace('return {}', 'return dict()'))\nsubmit_result('ok', ['app.py'])\n```";
@@ -497,7 +497,7 @@ fn bench_many_agents() {
     let rss0 = rss_kb();
     let t = Instant::now();
     for i in 0..n {
-        chimera::messages::hand(
+        chimera::nvim::messages::hand(
             &core,
             ToCore::Spawn {
                 id: format!("a{i}"),
@@ -666,7 +666,7 @@ fn bench_cli_agents() {
 fn bench_sse_latency() {
     use chimera::config::{AgentsConfig, ApiConfig, Config, LlmConfig, Provider};
     use chimera::llm::fake::{FakeServer, Reply};
-    use chimera::messages::ToEditor;
+    use chimera::nvim::messages::ToEditor;
     use serde_json::{json, Value};
     use std::sync::Arc;
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -861,7 +861,7 @@ fn bench_sse_latency() {
 /// write, the answer (goal: p99 <= 2 ms), next to the overlay write alone.
 fn bench_acp_write() {
     use chimera::config::{Config, ExternalAgent};
-    use chimera::messages::{ToCore, ToEditor};
+    use chimera::nvim::messages::{ToCore, ToEditor};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
@@ -901,7 +901,7 @@ fn bench_acp_write() {
         let _g = rt.enter();
         chimera::api::core::start(config, root.clone(), Arc::new(tx)).unwrap()
     };
-    chimera::messages::hand(
+    chimera::nvim::messages::hand(
         &core,
         ToCore::Spawn {
             id: "w".into(),
@@ -966,7 +966,7 @@ fn bench_mcp_read() {
     std::fs::create_dir_all(root.join(".git")).unwrap();
     std::fs::write(root.join("calc.py"), "x = 1\n".repeat(170)).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<chimera::messages::ToEditor>();
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<chimera::nvim::messages::ToEditor>();
     let core = {
         let _g = rt.enter();
         chimera::api::core::start(Config::default(), root.clone(), Arc::new(tx)).unwrap()

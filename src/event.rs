@@ -1,6 +1,6 @@
 //! What happened in the core, as every client hears it: typed, with
 //! project paths and no words meant for one screen. The editor's messages
-//! are made of it ([`crate::messages::ToEditor::of`], absolute paths), and
+//! are made of it ([`crate::nvim::messages::ToEditor::of`], absolute paths), and
 //! so is the API's feed (JSON); neither reads the other's form.
 
 use serde::Serialize;

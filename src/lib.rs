@@ -65,8 +65,6 @@
 //! - [`event`]: what happened in the core, typed, with project paths, as
 //!   every client hears it (the editor's messages and the API's feed are
 //!   both made of it).
-//! - [`messages`]: the typed messages crossing between the editor and the
-//!   core, and their translation into the port's words where they enter it.
 //! - [`api`]: the HTTP API clients outside Neovim use, on the project's
 //!   control socket (its shared types in `api::backend`, below the routes);
 //!   `api::core::start` starts a core with it, as Neovim and the CLI do;
@@ -74,8 +72,10 @@
 //! - [`acp`], [`mcp`], [`a2a`]: other agents as Chimera's agents (ACP),
 //!   MCP clients and servers, A2A peers.
 //!
-//! The editor layer, `nvim` (feature `neovim`), only adapts: it turns Lua
-//! calls into [`messages::ToCore`] and [`messages::ToEditor`] into Lua calls.
+//! The editor layer, [`nvim`], only adapts: its [`nvim::messages`] are
+//! Neovim's words for the port's, and (feature `neovim`) it turns Lua calls
+//! into [`nvim::messages::ToCore`] and [`nvim::messages::ToEditor`] into Lua
+//! calls.
 
 pub mod a2a;
 pub mod accept;
@@ -99,7 +99,6 @@ pub mod lifecycle;
 pub mod llm;
 pub mod mcp;
 pub mod memory;
-pub mod messages;
 pub mod overlay;
 pub mod paths;
 pub mod port;
@@ -125,7 +124,6 @@ pub mod trust;
 pub mod workdir;
 pub mod workspace;
 
-#[cfg(feature = "neovim")]
 pub mod nvim;
 
 /// Every Rust allocation of the library is counted, so a sandboxed program

@@ -7,7 +7,7 @@
 //! Neovim, the HTTP API, the `chimera` command, MCP sessions and A2A peers
 //! all speak it; an editor attached to a core speaks it both ways
 //! ([`FromEditor`] in, [`Said`] out) and puts it into its own words
-//! (Neovim's: `messages::hand`, `messages::ToEditor::heard`).
+//! (Neovim's: `nvim::messages::hand`, `nvim::messages::ToEditor::heard`).
 
 use crate::diff::HunkRef;
 use crate::paths::ProjectPath;
@@ -16,8 +16,10 @@ use crate::task::TaskSpec;
 
 mod editor;
 mod refusal;
+mod view;
 pub use editor::{EditorSink, EditorWords, ForEditor, FromEditor, Said};
 pub use refusal::{Refusal, RefusalKind, Told};
+pub use view::{FileView, HunkView, ProposedFile, CONTEXT_LINES};
 
 /// What a client asks the core to do. Each is a step of the lifecycle
 /// (answered once it ran, or refused with the reason) or is handed to the
@@ -341,7 +343,13 @@ mod tests {
     const SERVES_A_CORE: &str = "api/core.rs";
     /// What a client names only through the port: the editor's messages,
     /// the runtime's insides, the lifecycle's answers.
-    const BEHIND_THE_PORT: &[&str] = &["ToCore", "ToEditor", "crate::runtime", "crate::lifecycle"];
+    const BEHIND_THE_PORT: &[&str] = &[
+        "ToCore",
+        "ToEditor",
+        "crate::nvim",
+        "crate::runtime",
+        "crate::lifecycle",
+    ];
 
     fn sources(at: &Path, out: &mut Vec<PathBuf>) {
         if at.is_file() {
@@ -396,7 +404,7 @@ mod tests {
     #[test]
     fn the_core_speaks_to_the_editor_in_its_own_words() {
         let core = ["runtime", "runtime.rs", "lifecycle", "lifecycle.rs"];
-        let found = named(&core, &["ToEditor", "ToCore"], &[]);
+        let found = named(&core, &["ToEditor", "ToCore", "crate::nvim"], &[]);
         assert!(
             found.is_empty(),
             "the core names the editor's messages (the port's FromEditor, Event, ForEditor say it):\n{}",

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chimera::capabilities::CapabilitiesConfig;
 use chimera::config::{Config, ExternalAgent};
-use chimera::messages::{BufferText, ToCore, ToEditor};
+use chimera::nvim::messages::{BufferText, ToCore, ToEditor};
 use chimera::runtime::CoreHandle;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -92,7 +92,7 @@ fn run_in(calc: &str, turns: Value, adjust: impl FnOnce(&mut Config, &Path)) -> 
 
 impl Run {
     fn send(&self, msg: ToCore) {
-        chimera::messages::hand(self.core.as_ref().unwrap(), msg).unwrap();
+        chimera::nvim::messages::hand(self.core.as_ref().unwrap(), msg).unwrap();
     }
 
     fn spawn(&self, id: &str, task: &str) {
@@ -792,7 +792,7 @@ fn two_acp_agents_and_a_built_in_one_on_one_file_make_three_proposals_each_accep
                 ..
             } if of == id => Some(()),
             ToEditor::Notify {
-                level: chimera::messages::Level::Error,
+                level: chimera::nvim::messages::Level::Error,
                 message,
             } => panic!("{message}"),
             _ => None,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chimera::config::{Config, LlmConfig, Provider};
 use chimera::llm::fake::{FakeServer, Reply};
-use chimera::messages::{AgentView, ToCore, ToEditor};
+use chimera::nvim::messages::{AgentView, ToCore, ToEditor};
 use chimera::runtime::CoreHandle;
 use chimera::store::AgentState;
 use tokio::sync::mpsc;
@@ -62,7 +62,7 @@ fn start(root: &Path, replies: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> R
 
 impl Run {
     fn send(&self, msg: ToCore) {
-        chimera::messages::hand(self.core.as_ref().unwrap(), msg).unwrap();
+        chimera::nvim::messages::hand(self.core.as_ref().unwrap(), msg).unwrap();
     }
 
     fn wait<T>(&mut self, pred: impl Fn(&ToEditor) -> Option<T>) -> T {
@@ -375,7 +375,7 @@ fn a_buffer_opened_through_a_link_never_reaches_the_model() {
     {
         let path = run.root.join(name).to_string_lossy().into_owned();
         // The person opens the link in Neovim and types a task at once.
-        run.send(ToCore::BufferText(chimera::messages::BufferText {
+        run.send(ToCore::BufferText(chimera::nvim::messages::BufferText {
             path: path.clone(),
             text: text.into(),
         }));
@@ -522,7 +522,7 @@ fn another_neovims_unsaved_text_never_reaches_the_disk() {
     // Instance A has app.py open with an unsaved line.
     let a = start(dir.path(), vec![], |_| {});
     let unsaved = "def f():\n    return 1\n\nUNSAVED_IN_A = True\n";
-    a.send(ToCore::BufferText(chimera::messages::BufferText {
+    a.send(ToCore::BufferText(chimera::nvim::messages::BufferText {
         path: a.root.join("app.py").to_string_lossy().into_owned(),
         text: unsaved.into(),
     }));
@@ -626,7 +626,7 @@ fn another_account_reads_no_secret_from_the_store() {
     }
     let mut run = start(dir.path(), vec![], |_| {});
     // The person opens .env in Neovim and edits it.
-    run.send(ToCore::BufferText(chimera::messages::BufferText {
+    run.send(ToCore::BufferText(chimera::nvim::messages::BufferText {
         path: run.root.join(".env").to_string_lossy().into_owned(),
         text: "ENV_SECRET_1=abc\nENV_SECRET_4=typed\n".into(),
     }));
@@ -779,7 +779,7 @@ fn another_neovim_typing_after_the_proposal_never_gets_its_unsaved_text_written(
     assert_eq!(b.settled("b1").state, AgentState::Completed);
     // Now, in instance A, the person types into app.py without saving.
     let unsaved = "def f():\n    return 1\n\nUNSAVED_IN_A = True\n";
-    a.send(ToCore::BufferText(chimera::messages::BufferText {
+    a.send(ToCore::BufferText(chimera::nvim::messages::BufferText {
         path: a.root.join("app.py").to_string_lossy().into_owned(),
         text: unsaved.into(),
     }));

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::event::{Event as Happened, Listener};
-use crate::messages::{Level, ProposedFile};
+use crate::event::{Event as Happened, Level, Listener};
+use crate::port::ProposedFile;
 
 /// Events kept for clients that reconnect.
 const KEPT: usize = 4096;
@@ -313,7 +313,7 @@ impl Listener for EventBus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::AgentView;
+    use crate::event::AgentView;
     use crate::store::AgentRecord;
 
     fn bus() -> EventBus {

@@ -14,10 +14,8 @@ use serde_json::json;
 
 use super::backend::{new_id, take_snapshot, task_file, Answer, ApiError, OptionalBody, Shared};
 use crate::diff::HunkRef;
-use crate::event::Event;
-use crate::messages::{AgentView, FileView};
-use crate::port::Told;
-use crate::port::{self, Command, EffectsSince};
+use crate::event::{AgentView, Event};
+use crate::port::{self, Command, EffectsSince, FileView, Told};
 use crate::store::AgentState;
 use crate::task::TaskSpec;
 

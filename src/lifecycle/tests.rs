@@ -69,10 +69,10 @@ fn a_completed_state_and_its_proposal_are_one_message() {
     };
     // Every client hears project paths; the editor, its buffers' names.
     assert_eq!(files[0].path, "a.py");
-    let crate::messages::ToEditor::Agent {
+    let crate::nvim::messages::ToEditor::Agent {
         proposal: Some(files),
         ..
-    } = crate::messages::ToEditor::of(told.events[0].clone(), &lc.root)
+    } = crate::nvim::messages::ToEditor::of(told.events[0].clone(), &lc.root)
     else {
         unreachable!()
     };

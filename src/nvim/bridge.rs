@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 use nvim_oxi::libuv::AsyncHandle;
 use nvim_oxi::mlua::{self, LuaSerdeExt};
 
+use super::messages::ToEditor;
 use crate::diff::FileDiff;
-use crate::messages::{AgentView, FileView, ProposedFile, ToEditor};
+use crate::event::AgentView;
 use crate::port::{EditorSink, Said};
+use crate::port::{FileView, ProposedFile};
 
 /// The core's side of the bridge.
 pub struct NvimSink {

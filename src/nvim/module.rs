@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use nvim_oxi::mlua::{self, Lua, Table};
 
+use super::messages::{BufferText, EffectsSince, ToCore};
 use crate::config::Config;
 use crate::diff::HunkRef;
-use crate::messages::{BufferText, EffectsSince, ToCore};
 use crate::paths;
 use crate::runtime::CoreHandle;
 
@@ -36,9 +36,9 @@ fn with_core<T, E: std::fmt::Display>(
     })
 }
 
-/// Hands `msg` to the core ([`crate::messages::hand`]).
+/// Hands `msg` to the core ([`super::messages::hand`]).
 fn send(msg: ToCore) -> mlua::Result<()> {
-    with_core(|core| crate::messages::hand(core, msg))
+    with_core(|core| super::messages::hand(core, msg))
 }
 
 /// A hunk as Lua names it: a number (from 1, in file order) or a hunk's key.

@@ -3,7 +3,7 @@
 //! lacks, a ghost node's placeholder, a question before IDs are written,
 //! the model's health, an answer to the editor's own query. Every client
 //! hears the core's [`crate::event::Event`]s; these only an editor acts on.
-//! An editor hears both as [`Said`]; `messages::ToEditor::heard` puts
+//! An editor hears both as [`Said`]; `nvim::messages::ToEditor::heard` puts
 //! them into Neovim's words.
 
 use std::path::Path;

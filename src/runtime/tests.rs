@@ -1,14 +1,14 @@
 use super::*;
 use crate::config::{LlmConfig, Provider};
 use crate::llm::fake::{FakeServer, Reply};
-use crate::messages::{ToCore, ToEditor};
+use crate::nvim::messages::{ToCore, ToEditor};
 use crate::store::AgentState;
 
 /// The editor's message `msg` handed to the core as Neovim's module hands
 /// it: in the port's words.
 impl CoreHandle {
     fn send(&self, msg: ToCore) -> Result<(), RuntimeError> {
-        crate::messages::hand(self, msg)
+        crate::nvim::messages::hand(self, msg)
     }
 }
 
@@ -1098,7 +1098,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     let changed = std::fs::read_to_string(root.join("app.py")).unwrap();
     assert!(changed.contains("Parse."));
     core.send(ToCore::Effects {
-        since: crate::messages::EffectsSince::Seq(0),
+        since: crate::nvim::messages::EffectsSince::Seq(0),
         kind: Some("llm".into()),
     })
     .unwrap();
@@ -1113,7 +1113,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     // after the snapshot the accept took, nothing.
     for (since, want) in [("snap0001", 1), (snapshots[0].id.as_str(), 0)] {
         core.send(ToCore::Effects {
-            since: crate::messages::EffectsSince::Snapshot(since.into()),
+            since: crate::nvim::messages::EffectsSince::Snapshot(since.into()),
             kind: None,
         })
         .unwrap();
