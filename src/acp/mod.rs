@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{self, AgentError, Done, Job, Services};
+use crate::agent::{self, AgentError, Done, Job};
 use crate::config::{Config, ExternalAgent};
 use crate::store::Store;
 use crate::workdir::Workdir;
@@ -270,15 +270,8 @@ fn first_prompt(job: &Job, root: &Path, files: &Path) -> String {
 
 /// Runs `job` with the ACP agent it names, in the job's folder; what it
 /// changed there becomes the job's overlay, which becomes the proposal.
-pub async fn run(
-    pool: &Pool,
-    store: Arc<Store>,
-    config: &Config,
-    services: &Services,
-    job: &Job,
-    cancel: &CancellationToken,
-    human: Human,
-) -> Result<Done, AgentError> {
+pub async fn run(pool: &Pool, run: &agent::Run<'_>, human: Human) -> Result<Done, AgentError> {
+    let (store, config, job, cancel) = (run.store.clone(), run.config, run.job, run.cancel);
     let Human {
         progress,
         show,
@@ -296,7 +289,7 @@ pub async fn run(
             }
         ))
     })?;
-    let caps = agent::capabilities(config, job, services)?;
+    let caps = run.caps.clone();
     let workdir = pool.workdir(&store, &job.id)?;
     let transcript = Arc::new(Mutex::new(transcript::Transcript::default()));
     let one = Attempt {

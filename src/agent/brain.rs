@@ -57,7 +57,11 @@ pub struct Run<'a> {
     pub store: Arc<Store>,
     /// The configuration the run keeps to its end (its model chosen).
     pub config: &'a Config,
-    pub llm: &'a LlmClient,
+    /// The model our brains ask ([`Run::llm`]); an external agent has
+    /// its own.
+    llm: Option<&'a LlmClient>,
+    /// Who runs an external agent's process for this run ([`Outside`]).
+    outside: Option<&'a dyn Outside>,
     pub services: &'a Services,
     pub job: &'a Job,
     /// What the agent may do: `job`'s preset under `capabilities`.
@@ -72,12 +76,23 @@ pub struct Run<'a> {
     as_is: super::checks::AsIsRuns,
 }
 
+/// An agent that is not ours ([`Brain::External`]), run by whoever owns
+/// its process and talks to the human for it (the runtime, through its
+/// ACP client): the external arm of [`super::run`].
+pub trait Outside: Send + Sync {
+    fn run<'r>(
+        &'r self,
+        run: &'r Run<'r>,
+    ) -> futures_util::future::BoxFuture<'r, Result<super::Done, AgentError>>;
+}
+
 impl<'a> Run<'a> {
     /// The run of `job`; fails when its capabilities preset is not one.
+    /// `llm`: the model our brains ask (none for an external agent).
     pub fn new(
         store: Arc<Store>,
         config: &'a Config,
-        llm: &'a LlmClient,
+        llm: Option<&'a LlmClient>,
         services: &'a Services,
         job: &'a Job,
         cancel: &'a CancellationToken,
@@ -88,12 +103,38 @@ impl<'a> Run<'a> {
             store,
             config,
             llm,
+            outside: None,
             services,
             job,
             cancel,
             progress,
             said: std::sync::Mutex::new(String::new()),
             as_is: Default::default(),
+        })
+    }
+
+    /// This run with `outside` running its external agent.
+    pub fn with_outside(self, outside: &'a dyn Outside) -> Self {
+        Run {
+            outside: Some(outside),
+            ..self
+        }
+    }
+
+    /// The model our brains ask.
+    pub fn llm(&self) -> Result<&'a LlmClient, AgentError> {
+        self.llm.ok_or_else(|| {
+            AgentError::Internal(format!("agent {} was started without a model", self.job.id))
+        })
+    }
+
+    /// Who runs this run's external agent.
+    pub(super) fn outside(&self) -> Result<&'a dyn Outside, AgentError> {
+        self.outside.ok_or_else(|| {
+            AgentError::Internal(format!(
+                "agent {} is external, and nothing here runs its process",
+                self.job.id
+            ))
         })
     }
 

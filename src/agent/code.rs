@@ -71,7 +71,7 @@ fn read_reply(reply: &str, json: bool, language: &Language) -> (String, Option<S
 /// passes or the repair rounds are spent.
 pub(super) async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     let scene = scene_of(run).await?;
-    let talk = Talk::start(run, &scene).await;
+    let talk = Talk::start(run, &scene).await?;
     let turn = Turn { run, scene: &scene };
     if let Some(done) = refactor_alone(&turn).await? {
         return Ok(done);
@@ -104,7 +104,7 @@ pub(super) async fn refactor_alone(turn: &Turn<'_>) -> Result<Option<Done>, Agen
 /// tool-mode run that ran out of calls without writing anything asks last.
 pub(super) async fn last_try(run: &Run<'_>) -> Result<Done, AgentError> {
     let scene = scene_of(run).await?;
-    let mut talk = Talk::start(run, &scene).await;
+    let mut talk = Talk::start(run, &scene).await?;
     talk.once = true;
     talk.rounds(&Turn { run, scene: &scene }).await
 }
@@ -153,7 +153,7 @@ struct Talk {
 impl Talk {
     /// The conversation of `run` about `scene`, with the tests that fail
     /// now when the task asks to fix something.
-    async fn start(run: &Run<'_>, scene: &Scene) -> Talk {
+    async fn start(run: &Run<'_>, scene: &Scene) -> Result<Talk, AgentError> {
         let (config, job) = (run.config, run.job);
         // A node agent answers with its new source (its rewrite_self) or a
         // program calling its tools.
@@ -164,7 +164,7 @@ impl Talk {
         };
         let json = config.llm.json_output && form == EditForm::Definitions;
         let language = scene.language();
-        let window = run.llm.context_window().await as usize;
+        let window = run.llm()?.context_window().await as usize;
         let rules = run.rules(scene.target.as_ref().map(|(p, _)| p.as_str()));
         // Characters the file may take: the window minus the reply, the
         // instructions and the project's rules, at about 3 characters per
@@ -204,7 +204,7 @@ impl Talk {
             let shown_tokens = (v.shown.len() / 3) as u32;
             opts.max_tokens = Some(shown_tokens + 256);
         }
-        Talk {
+        Ok(Talk {
             form,
             json,
             language,
@@ -216,7 +216,7 @@ impl Talk {
             opts,
             drawn: Default::default(),
             once: false,
-        }
+        })
     }
 
     /// Asks, attempts and gates until a change passes or the tries are
@@ -334,7 +334,7 @@ impl Talk {
             // first tries (dasherize-swap, ordinal-second).
             let free = match round {
                 1 => 1,
-                _ => run.llm.free_slots().await.unwrap_or(1).max(1),
+                _ => run.llm()?.free_slots().await.unwrap_or(1).max(1),
             };
             let n = (free as u32).min(of - round + 1);
             run.say(match (n, round) {

@@ -21,7 +21,7 @@ pub struct AgentHost {
     pub agent_id: String,
     pub task: String,
     pub max_bytes: u64,
-    pub llm: LlmClient,
+    pub llm: Option<LlmClient>,
     pub cancel: CancellationToken,
     pub runtime: tokio::runtime::Handle,
     /// `(summary, changed_files)` once `submit_result` was called.
@@ -67,18 +67,20 @@ impl AgentHost {
     /// The host of `run`, under its capabilities; must be made on the
     /// runtime.
     pub fn new(run: &super::Run) -> Self {
-        let (config, llm, job) = (run.config, run.llm, run.job);
+        let (config, job) = (run.config, run.job);
         Self {
             store: run.store.clone(),
             agent_id: job.id.clone(),
             task: job.spec.task.clone(),
             max_bytes: config.sync.max_file_bytes,
             // ask_llm() may have a model of its own (llm.roles).
-            llm: config
-                .llm
-                .roles
-                .get("ask_llm")
-                .map_or_else(|| llm.clone(), |m| llm.with_model(m)),
+            llm: run.llm().ok().map(|llm| {
+                config
+                    .llm
+                    .roles
+                    .get("ask_llm")
+                    .map_or_else(|| llm.clone(), |m| llm.with_model(m))
+            }),
             cancel: run.cancel.clone(),
             runtime: tokio::runtime::Handle::current(),
             submitted: None,
@@ -148,12 +150,16 @@ impl AgentHost {
             ChatMessage::user(content),
         ];
         let label = format!("ask_llm: {}", messages[1].content);
+        let llm = self
+            .llm
+            .as_ref()
+            .ok_or_else(|| HostError::Failed("ask_llm(): this agent has no model".into()))?;
         self.runtime
             .block_on(super::logged_chat(
                 &self.store,
                 &self.agent_id,
                 &label,
-                &self.llm,
+                llm,
                 &messages,
                 &Default::default(),
                 &self.cancel,

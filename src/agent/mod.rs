@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub use brain::{capabilities, Brain, Run};
+pub use brain::{capabilities, Brain, Outside, Run};
 pub use code::choose_form;
 pub use host::AgentHost;
 pub use problem::Problem;
@@ -54,9 +54,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
         Brain::Tools => tools::run(run).await,
         Brain::Code | Brain::Node => code::run(run).await,
         // Its process and its folder are the ACP client's (`crate::acp`).
-        Brain::External => Err(AgentError::Internal(
-            "an external agent runs through its ACP client".into(),
-        )),
+        Brain::External => run.outside()?.run(run).await,
     }
 }
 
@@ -312,7 +310,7 @@ impl Run<'_> {
         on_delta: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<crate::llm::Reply, AgentError> {
         let answer = opts.reply_tokens(self.config.llm.max_tokens) as usize;
-        let window = self.llm.context_window().await as usize;
+        let window = self.llm()?.context_window().await as usize;
         let fitted = budget::fit(
             messages,
             window.saturating_sub(answer) * budget::CHARS_PER_TOKEN,
@@ -346,7 +344,8 @@ impl Run<'_> {
         // Asked before the request goes: a server whose every slot works
         // for someone else, or that loads the model first, keeps this one
         // waiting, and the line says so.
-        let ahead = self.llm.wait_ahead().await;
+        let llm = self.llm()?;
+        let ahead = llm.wait_ahead().await;
         let tokens = std::sync::atomic::AtomicUsize::new(0);
         let counted = |piece: &str| {
             tokens.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -356,7 +355,7 @@ impl Run<'_> {
             &self.store,
             &self.job.id,
             &label,
-            self.llm,
+            llm,
             messages,
             opts,
             self.cancel,

@@ -68,7 +68,7 @@ async fn run_on(s: &Setup, job: &Job) -> Result<Done, AgentError> {
     let run_ = Run::new(
         s.store.clone(),
         &s.config,
-        &llm,
+        Some(&llm),
         &services,
         job,
         &cancel,
@@ -82,6 +82,71 @@ async fn run_with(script: Vec<Reply>) -> (Result<Done, AgentError>, Setup, FakeS
     let s = setup(&server.url);
     let r = run_on(&s, &job()).await;
     (r, s, server)
+}
+
+/// An outside agent that says who it ran.
+struct Recorder;
+
+impl crate::agent::Outside for Recorder {
+    fn run<'r>(
+        &'r self,
+        run: &'r Run<'r>,
+    ) -> futures_util::future::BoxFuture<'r, Result<Done, AgentError>> {
+        let summary = format!(
+            "ran {} for {}",
+            run.job.spec.external.clone().unwrap_or_default(),
+            run.job.id
+        );
+        Box::pin(async move {
+            Ok(Done {
+                summary,
+                changed_files: Vec::new(),
+                rounds: 1,
+                form: "external",
+            })
+        })
+    }
+}
+
+/// An external agent runs behind the same door as ours, without a model of
+/// ours, by whoever was given its process; with nobody given, it is said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_agent_runs_behind_the_one_door_without_our_model() {
+    let s = setup("http://127.0.0.1:9");
+    let services = Services::new(&s.config, s._dir.path().to_owned());
+    let cancel = CancellationToken::new();
+    let mut external = job();
+    external.spec.external = Some("opencode".into());
+    let run_ = || {
+        Run::new(
+            s.store.clone(),
+            &s.config,
+            None,
+            &services,
+            &external,
+            &cancel,
+            &|_| {},
+        )
+        .unwrap()
+    };
+    let done = run(&run_().with_outside(&Recorder)).await.unwrap();
+    assert_eq!(done.summary, "ran opencode for ag");
+    let alone = run(&run_()).await.unwrap_err().to_string();
+    assert!(alone.contains("nothing here runs its process"), "{alone}");
+    // Ours asks for the model it was not given, and says so.
+    let ours = job();
+    let ours = Run::new(
+        s.store.clone(),
+        &s.config,
+        None,
+        &services,
+        &ours,
+        &cancel,
+        &|_| {},
+    )
+    .unwrap();
+    let said = run(&ours).await.unwrap_err().to_string();
+    assert!(said.contains("started without a model"), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2379,7 +2444,7 @@ fn a_change_written_after_the_file_moved_on_keeps_what_happened_meanwhile() {
     let run = Run::new(
         store.clone(),
         &config,
-        &llm,
+        Some(&llm),
         &services,
         &job,
         &cancel,

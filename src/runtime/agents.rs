@@ -120,31 +120,33 @@ pub(super) async fn run_agent(
             "the MCP session of {client} ended with its core before it proposed"
         )));
     }
-    let run: futures_util::future::BoxFuture<'_, _> = match agent::Brain::of(job, &core.config) {
-        agent::Brain::External => Box::pin(run_external(core, job, cancel, progress)),
-        brain => {
-            let llm = core
-                .llm
-                .as_ref()
-                .map_err(|e| agent::AgentError::Internal(e.to_string()))?;
-            // The model of its role, else the one chosen now; the agent
-            // keeps it to the end whatever is chosen meanwhile.
-            let mut config = core.config.clone();
-            config.llm.model = model_of(core, job, brain);
-            let llm = llm.with_model(&config.llm.model);
-            Box::pin(async move {
-                let run = agent::Run::new(
-                    core.store.clone(),
-                    &config,
-                    &llm,
-                    &core.services,
-                    job,
-                    cancel,
-                    &*progress,
-                )?;
-                agent::run(&run).await
-            })
-        }
+    let brain = agent::Brain::of(job, &core.config);
+    // The model of its role, else the one chosen now; the agent keeps it
+    // to the end whatever is chosen meanwhile.
+    let mut config = core.config.clone();
+    config.llm.model = model_of(core, job, brain);
+    let llm = match (&core.llm, brain) {
+        (Ok(llm), _) => Some(llm.with_model(&config.llm.model)),
+        // An external agent asks its own model.
+        (Err(_), agent::Brain::External) => None,
+        (Err(e), _) => return Err(agent::AgentError::Internal(e.to_string())),
+    };
+    let external = External {
+        core,
+        progress: progress.clone(),
+    };
+    let run = async {
+        let run = agent::Run::new(
+            core.store.clone(),
+            &config,
+            llm.as_ref(),
+            &core.services,
+            job,
+            cancel,
+            &*progress,
+        )?
+        .with_outside(&external);
+        agent::run(&run).await
     };
     // A cancel ends the run at once, even when its program is busy in the
     // sandbox: that thread finds the cancel at its next host call, or stops
@@ -212,24 +214,29 @@ fn model_of(core: &Core, job: &Job, brain: agent::Brain) -> String {
         .unwrap_or_else(|| llm.model.clone())
 }
 
-/// `job` run by its ACP agent, what it says shown to the human.
-async fn run_external(
-    core: &Arc<Core>,
-    job: &Job,
-    cancel: &CancellationToken,
+/// The ACP client run for the core: what an external agent says shown to
+/// the human, its permission questions asked.
+struct External<'c> {
+    core: &'c Arc<Core>,
     progress: Arc<dyn Fn(String) + Send + Sync>,
-) -> Result<agent::Done, agent::AgentError> {
-    let (out, id) = (core.out.clone(), job.id.clone());
-    let human = crate::acp::Human {
-        progress,
-        show: Arc::new(move |piece| {
-            out.event(Event::AgentSaid {
-                agent: id.clone(),
-                piece,
-            })
-        }),
-        ask: asker(core, &job.id),
-    };
-    let (store, config) = (core.store.clone(), &core.config);
-    crate::acp::run(&core.acp, store, config, &core.services, job, cancel, human).await
+}
+
+impl agent::Outside for External<'_> {
+    fn run<'r>(
+        &'r self,
+        run: &'r agent::Run<'r>,
+    ) -> futures_util::future::BoxFuture<'r, Result<agent::Done, agent::AgentError>> {
+        let (out, id) = (self.core.out.clone(), run.job.id.clone());
+        let human = crate::acp::Human {
+            progress: self.progress.clone(),
+            show: Arc::new(move |piece| {
+                out.event(Event::AgentSaid {
+                    agent: id.clone(),
+                    piece,
+                })
+            }),
+            ask: asker(self.core, &run.job.id),
+        };
+        Box::pin(crate::acp::run(&self.core.acp, run, human))
+    }
 }

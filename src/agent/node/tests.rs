@@ -371,8 +371,16 @@ fn host_for(
     let llm = crate::llm::LlmClient::new(&config.llm).unwrap();
     let services = crate::agent::Services::new(config, root.to_path_buf());
     let cancel = tokio_util::sync::CancellationToken::new();
-    let run =
-        crate::agent::Run::new(st.clone(), config, &llm, &services, job, &cancel, &|_| {}).unwrap();
+    let run = crate::agent::Run::new(
+        st.clone(),
+        config,
+        Some(&llm),
+        &services,
+        job,
+        &cancel,
+        &|_| {},
+    )
+    .unwrap();
     crate::agent::AgentHost::new(&run)
 }
 

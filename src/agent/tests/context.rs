@@ -13,7 +13,7 @@ async fn ask(s: &Setup, messages: &[ChatMessage]) -> Result<String, AgentError> 
     let run = Run::new(
         s.store.clone(),
         &s.config,
-        &llm,
+        Some(&llm),
         &services,
         &job,
         &cancel,

@@ -138,7 +138,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     if job.chat.is_some() {
         tools.push(reply_spec());
     }
-    let native = use_native(config, run.llm).await;
+    let native = use_native(config, run.llm()?).await;
     let scene = Scene::find(run).and_then(|(tree, place)| Scene::at(run, tree, place));
     if let (Ok(scene), None) = (&scene, &job.chat) {
         // A rename or a move alone is exact on the syntax tree; a small
@@ -159,7 +159,7 @@ pub async fn run(run: &Run<'_>) -> Result<Done, AgentError> {
     }
     let mut host = AgentHost::new(run);
     host.mcp_tools = mcp_tools;
-    let mut steps = Steps::new(run, host, tools, native, located, task).await;
+    let mut steps = Steps::new(run, host, tools, native, located, task).await?;
     run.workspace().clear()?;
     let limit = config.agents.max_iterations.max(1);
     for step in 1..=limit {
@@ -292,7 +292,7 @@ impl<'r, 'a> Steps<'r, 'a> {
         native: bool,
         located: Option<(String, String)>,
         task: String,
-    ) -> Self {
+    ) -> Result<Self, AgentError> {
         let job = run.job;
         let code_in_blocks = !native
             && run
@@ -311,12 +311,12 @@ impl<'r, 'a> Steps<'r, 'a> {
             tools: native.then(|| native_tools(&tools)),
             ..Default::default()
         };
-        let window = run.llm.context_window().await as usize;
+        let window = run.llm()?.context_window().await as usize;
         let budget = window
             .saturating_sub(run.config.llm.max_tokens as usize)
             .max(1000)
             * 3;
-        Steps {
+        Ok(Steps {
             run,
             tools,
             native,
@@ -333,7 +333,7 @@ impl<'r, 'a> Steps<'r, 'a> {
             block_whole: false,
             from_block: false,
             code_in_blocks,
-        }
+        })
     }
 
     /// Shows `event` in the chat, when the run is a chat turn.
