@@ -31,6 +31,8 @@ echo "== remora in every language: real code (scripts/setup-corpus.sh, the cargo
 cargo bench --no-default-features --bench languages 2>/dev/null
 cargo build --release 2>/dev/null
 lib="$here/target/release/libchimera.so"
+echo "== monorepo: the chimera command on 1,500 / 15,000 / 60,000 files, each beside git committing the same tree"
+python3 scripts/bench_monorepo.py "$here/target/release/chimera" ${MONOREPO_SIZES:-}
 
 echo "== start-up: require('chimera').setup{} over nvim --clean"
 python3 - "$nvim" "$here" "$lib" <<'PY'

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""A project of N files, from small to monorepo size, measured from the
+`chimera` command as a person runs it (no core running, so the first task
+pays for the import), each size beside git committing the same tree:
+
+  first task -> proposal, second task, peak RSS of each, `.chimera/`'s size
+
+Files are ~2 KB of Python, 100 to a folder. The model is a scripted one on
+127.0.0.1 (tests/fake_llm.py) that edits the task's file, so what grows
+with N is Chimera's own cost. The figure that matters is the growth from
+the smallest size to the largest, measured in the same run (issue 52: 40x
+the files may cost the first task at most 3x, a later task at most 2x,
+memory at most 2x).
+
+Usage: scripts/bench_monorepo.py CHIMERA_BIN [N ...]   (default 1500 15000 60000)
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+MODULE = '''"""Module {i} of package {p}."""
+
+import os
+
+
+class Record{i}:
+    def __init__(self, name, size):
+        self.name = name
+        self.size = size
+
+    def describe(self):
+        return f"{{self.name}} ({{self.size}} bytes)"
+
+    def grow(self, by):
+        self.size += by
+        return self.size
+
+
+def load_{i}(path):
+    with open(path) as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def total_{i}(records):
+    return sum(r.size for r in records)
+
+
+def largest_{i}(records):
+    best = None
+    for r in records:
+        if best is None or r.size > best.size:
+            best = r
+    return best
+
+
+def names_{i}(records):
+    return sorted(r.name for r in records)
+
+
+def under_{i}(root):
+    out = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            out.append(os.path.join(dirpath, name))
+    return out
+
+
+def describe_all_{i}(records):
+    return "\\n".join(r.describe() for r in records)
+'''
+
+PROGRAM = (
+    "```python\n"
+    "src = read_file('pkg0/m0.py')\n"
+    "write_file('pkg0/m0.py', src.replace('def total_0(records):\\n', "
+    "'def total_0(records):\\n    \"\"\"The records\\' total size.\"\"\"\\n'))\n"
+    "submit_result('docstring', ['pkg0/m0.py'])\n"
+    "```"
+)
+
+
+def make_tree(root: Path, n: int) -> None:
+    for i in range(n):
+        p = i // 100
+        folder = root / f"pkg{p}"
+        if i % 100 == 0:
+            folder.mkdir(parents=True)
+            (folder / "__init__.py").write_text("")
+        (folder / f"m{i % 100}.py").write_text(MODULE.format(i=i % 100, p=p))
+
+
+def run(cmd, cwd=None, env=None):
+    """Runs `cmd`; its wall time in seconds and peak RSS in MB."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - start
+    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
+    proc.stdout.close()
+    proc.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({code}):\n{out}\n{err}")
+    return took, usage.ru_maxrss / 1024, out
+
+
+def proposed(chimera: str, root: Path, agent: str, env: dict) -> None:
+    """Fails unless `agent` proposed the docstring (a task that failed
+    fast must not pass for a fast one)."""
+    _, _, diff = run([chimera, "diff", "--root", str(root), agent], env=env)
+    if "The records' total size." not in diff:
+        raise SystemExit(f"agent {agent} proposed no docstring:\n{diff}")
+
+
+def size_mb(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=b@b", "-c", "user.name=bench", "-c", "commit.gpgsign=false", *args],
+        cwd=root, check=True, stdout=subprocess.DEVNULL,
+    )
+
+
+def measure(chimera: str, n: int, url: str, env: dict) -> dict:
+    work = Path(tempfile.mkdtemp(prefix=f"chimera-mono-{n}-"))
+    try:
+        ours, theirs = work / "ours", work / "theirs"
+        make_tree(ours, n)
+        make_tree(theirs, n)
+        (ours / ".git").mkdir()
+        git(theirs, "init", "-q")
+        start = time.perf_counter()
+        git(theirs, "add", "-A")
+        git(theirs, "commit", "-q", "-m", "initial")
+        git_s = time.perf_counter() - start
+        task = [chimera, "task", "--root", str(ours), "--file", "pkg0/m0.py",
+                "--llm-provider", "openai", "--llm-url", url, "--llm-model", "fake-model",
+                "--mode", "code", "add a docstring to total_0"]
+        first, first_rss, agent = run(task, env=env)
+        proposed(chimera, ours, agent.strip(), env)
+        second, second_rss, agent = run(task, env=env)
+        proposed(chimera, ours, agent.strip(), env)
+        return {
+            "files": n, "first_s": first, "second_s": second,
+            "rss_mb": max(first_rss, second_rss), "store_mb": size_mb(ours / ".chimera"),
+            "git_s": git_s,
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    chimera = str(Path(sys.argv[1]).resolve())
+    sizes = [int(a) for a in sys.argv[2:]] or [1500, 15000, 60000]
+    scratch = Path(tempfile.mkdtemp(prefix="chimera-mono-llm-"))
+    script, port_file = scratch / "script.json", scratch / "port"
+    script.write_text(json.dumps([{"text": PROGRAM}]))
+    llm = subprocess.Popen([sys.executable, str(HERE / "tests/fake_llm.py"), "--script", str(script),
+                            "--port-file", str(port_file)])
+    try:
+        for _ in range(100):
+            if port_file.exists() and port_file.read_text().strip():
+                break
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+        # A fresh home: no configuration, cache or agent of the person
+        # running the bench changes what is measured.
+        home = scratch / "home"
+        home.mkdir()
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+                   XDG_DATA_HOME=str(home / ".local/share"), XDG_STATE_HOME=str(home / ".local/state"))
+        rows = [measure(chimera, n, url, env) for n in sizes]
+    finally:
+        llm.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
+    base = rows[0]
+    for r in rows:
+        grow = r["files"] / base["files"]
+        print(
+            f"monorepo {r['files']} files: first task {r['first_s']:.2f} s "
+            f"({r['first_s'] / base['first_s']:.1f}x), second {r['second_s']:.2f} s "
+            f"({r['second_s'] / base['second_s']:.1f}x), peak RSS {r['rss_mb']:.0f} MB "
+            f"({r['rss_mb'] / base['rss_mb']:.1f}x), .chimera {r['store_mb']:.0f} MB; "
+            f"git add -A && git commit {r['git_s']:.2f} s "
+            f"({r['git_s'] / base['git_s']:.1f}x); {grow:.0f}x the files "
+            f"(targets at 40x: first <= 3x, second <= 2x, RSS <= 2x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
