@@ -97,18 +97,21 @@ def make_tree(root: Path, n: int) -> None:
 
 
 def run(cmd, cwd=None, env=None):
-    """Runs `cmd`; its wall time in seconds and peak RSS in MB."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    took = time.perf_counter() - start
-    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
-    proc.stdout.close()
-    proc.stderr.close()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({code}):\n{out}\n{err}")
-    return took, usage.ru_maxrss / 1024, out
+    """Runs `cmd`; its wall time in seconds, peak RSS in MB and output.
+    Its output goes to files, not pipes: a child that says more than a
+    pipe holds would wait forever for a reader that waits for it to end."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        took = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        said, complained = out.read().decode(), err.read().decode()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{said}\n{complained}")
+    return took, usage.ru_maxrss / 1024, said
 
 
 def proposed(chimera: str, root: Path, agent: str, env: dict) -> None:
