@@ -5,6 +5,7 @@
 //!
 //! Run with `make bench` (or `cargo bench --no-default-features --bench core`).
 
+use chimera::api::core::Indexing;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -486,7 +487,13 @@ fn bench_many_agents() {
         ..Config::default()
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
-    let core = chimera::api::core::start(config, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let core = chimera::api::core::start(
+        config,
+        dir.path().to_path_buf(),
+        Arc::new(tx),
+        Indexing::AtStart,
+    )
+    .unwrap();
     rt.block_on(async {
         while let Some(m) = rx.recv().await {
             if matches!(m, ToEditor::Ready { .. }) {
@@ -699,7 +706,13 @@ fn bench_sse_latency() {
         ..Config::default()
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
-    let core = chimera::api::core::start(config, dir.path().to_path_buf(), Arc::new(tx)).unwrap();
+    let core = chimera::api::core::start(
+        config,
+        dir.path().to_path_buf(),
+        Arc::new(tx),
+        Indexing::AtStart,
+    )
+    .unwrap();
     let info = loop {
         match chimera::api::http::read_info(dir.path()) {
             Some(i) => break i,
@@ -899,7 +912,7 @@ fn bench_acp_write() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToEditor>();
     let core = {
         let _g = rt.enter();
-        chimera::api::core::start(config, root.clone(), Arc::new(tx)).unwrap()
+        chimera::api::core::start(config, root.clone(), Arc::new(tx), Indexing::AtStart).unwrap()
     };
     chimera::nvim::messages::hand(
         &core,
@@ -969,7 +982,13 @@ fn bench_mcp_read() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<chimera::nvim::messages::ToEditor>();
     let core = {
         let _g = rt.enter();
-        chimera::api::core::start(Config::default(), root.clone(), Arc::new(tx)).unwrap()
+        chimera::api::core::start(
+            Config::default(),
+            root.clone(),
+            Arc::new(tx),
+            Indexing::AtStart,
+        )
+        .unwrap()
     };
     let n = 500;
     let times = rt.block_on(async {

@@ -94,6 +94,19 @@ pub trait FrontEnd: Send + 'static {
     }
 }
 
+/// When a core builds the Remora index of the whole project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Indexing {
+    /// In the background as it starts: an editor or a server lives long
+    /// enough to use it, and reads the topology while it grows.
+    AtStart,
+    /// When something first needs the topology (a node's chat, `remora
+    /// enable`, a ghost): a core that lives for one `chimera` command would
+    /// otherwise parse a large project each time and stop before its index
+    /// is stored.
+    OnDemand,
+}
+
 /// Starts the core for the project at `root`; `front`, if any, is served
 /// beside it (see [`FrontEnd`]).
 pub fn start(
@@ -101,6 +114,7 @@ pub fn start(
     root: PathBuf,
     sink: Arc<dyn EditorSink>,
     front: Option<Box<dyn FrontEnd>>,
+    indexing: Indexing,
 ) -> Result<CoreHandle, RuntimeError> {
     let (tx, rx) = mpsc::unbounded_channel();
     let out =
@@ -123,7 +137,8 @@ pub fn start(
                     return;
                 }
             };
-            rt.block_on(main_loop(config, root2, out.clone(), rx, remora2, front));
+            let index = (remora2, indexing);
+            rt.block_on(main_loop(config, root2, out.clone(), rx, index, front));
             // Blocking tasks (a sandbox mid-run) are not waited for.
             rt.shutdown_timeout(Duration::from_millis(200));
         })
@@ -163,6 +178,8 @@ struct Core {
     remora: Option<remora::Worker>,
     /// The Remora topology (shared with the editor).
     remora_index: SharedIndex,
+    /// When the whole project is indexed.
+    indexing: Indexing,
     /// Activation chains of node agents messaging one another.
     chains: Mutex<crate::remora::chain::Chains>,
     /// The ACP agents' processes (`agents.external`).
@@ -287,7 +304,7 @@ async fn main_loop(
     root: PathBuf,
     out: Arc<Outlet>,
     mut rx: mpsc::UnboundedReceiver<FromEditor>,
-    shared: SharedIndex,
+    index: (SharedIndex, Indexing),
     mut front: Option<Box<dyn FrontEnd>>,
 ) {
     let secrets =
@@ -313,7 +330,7 @@ async fn main_loop(
             )),
         Err(e) => out.notify(Level::Warn, format!("Chimera: cannot remove secret files' copies from the store: {e}")),
     }
-    let core = build_core(config, root, out, store, shared);
+    let core = build_core(config, root, out, store, index);
     // Watching starts before the import walks the project: a file written
     // in between is seen by one or the other (both: the watcher's change
     // queues behind the import), never by neither.
@@ -381,6 +398,17 @@ impl Port {
     /// The Remora topology (`None` when `remora.index` is off).
     pub fn index(&self) -> Option<SharedIndex> {
         self.0.remora.is_some().then(|| self.0.remora_index.clone())
+    }
+
+    /// [`Port::index`] for a read that needs the whole project's: on a core
+    /// that indexes on demand, once it is built (now, if nothing asked for
+    /// it yet); at once on one that builds it as it starts (a read while it
+    /// grows sees what is indexed so far).
+    pub async fn indexed(&self) -> Option<SharedIndex> {
+        if self.0.indexing == Indexing::OnDemand {
+            self.0.index_done().await;
+        }
+        self.index()
     }
 
     pub fn config(&self) -> &Config {
@@ -470,7 +498,7 @@ fn build_core(
     root: PathBuf,
     out: Arc<Outlet>,
     store: Arc<Store>,
-    shared: SharedIndex,
+    (shared, indexing): (SharedIndex, Indexing),
 ) -> Arc<Core> {
     let buffers = OpenBuffers::default();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -504,6 +532,7 @@ fn build_core(
         questions: Questions::default(),
         remora,
         remora_index: shared,
+        indexing,
         chains: Mutex::new(crate::remora::chain::Chains::new(
             config.remora.max_depth,
             config.remora.cooldown_ms,
@@ -594,7 +623,11 @@ fn start_background(core: &Arc<Core>) {
         match imported {
             Ok(files) => {
                 send_snapshots(c);
-                if let Some(w) = &c.remora {
+                if let Some(w) = c
+                    .remora
+                    .as_ref()
+                    .filter(|_| c.indexing == Indexing::AtStart)
+                {
                     w.send(remora::Job::IndexAll);
                 }
                 c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS));
@@ -655,8 +688,8 @@ fn send_snapshots(core: &Core) {
 
 impl Core {
     /// Runs `f` on the runtime once the Remora index holds what was asked
-    /// before (the import and its index included); `false` when Remora is
-    /// off.
+    /// before (the import and the whole project's index included, built
+    /// now if nothing asked for it yet); `false` when Remora is off.
     fn after_index(self: &Arc<Self>, f: impl FnOnce(&Arc<Core>) + Send + 'static) -> bool {
         if self.remora.is_none() {
             return false;
@@ -667,6 +700,7 @@ impl Core {
         // behind the index; then back on the runtime.
         let queued = move |l: &Arc<Core>| {
             if let Some(w) = &l.remora {
+                w.send(remora::Job::IndexAll);
                 w.send(remora::Job::Then(Box::new(move || {
                     runtime.spawn(async move { f(&core) });
                 })))

@@ -5,6 +5,7 @@
 //! the capabilities, cancel and feedback reach the same session, and the
 //! process dies with the core.
 
+use chimera::api::core::Indexing;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,7 +79,7 @@ fn run_in(calc: &str, turns: Value, adjust: impl FnOnce(&mut Config, &Path)) -> 
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let core = {
         let _g = rt.enter();
-        chimera::api::core::start(config, root.clone(), Arc::new(tx)).unwrap()
+        chimera::api::core::start(config, root.clone(), Arc::new(tx), Indexing::AtStart).unwrap()
     };
     Run {
         _dir: dir,

@@ -141,6 +141,45 @@ fn every_tool_call_of_an_agent_is_in_its_audit_log() {
     assert_eq!(none.status.code(), Some(1), "an unknown agent");
 }
 
+/// A core started for one command does not parse the project it does not
+/// need (a large one would be parsed again by every command, each ending
+/// before its index is stored); a command that needs the nodes builds the
+/// index first, in that same one-command core.
+#[test]
+fn a_one_command_core_indexes_only_when_the_command_needs_the_nodes() {
+    let p = project(&[fix_add(), serde_json::json!({"hang": true})]);
+    p.write(
+        "use.py",
+        "from calc import add\n\n\ndef twice(x):\n    return add(x, x)\n",
+    );
+    let id = p
+        .ok(&["task", "--file", "calc.py", "fix", "add"])
+        .trim()
+        .to_owned();
+    assert!(p.ok(&["wait", &id]).contains("completed"));
+    let out = p.run(&["nodes", "calc.py"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not indexed"),
+        "a task does not index the project: {out:?}"
+    );
+    // Chat with a node no core has loaded: the one started for the chat
+    // builds the index before it looks the node up (the IDs come from
+    // an index stored by an earlier command).
+    p.ok(&["remora", "enable"]);
+    let nodes = p.json(&["nodes", "calc.py"]);
+    let add = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"]["name"] == "add")
+        .unwrap_or_else(|| panic!("{nodes}"));
+    let node = add["node"]["id"].as_str().unwrap();
+    for _ in 0..3 {
+        let chat = p.ok(&["chat", node, "what", "do", "you", "return?"]);
+        assert!(chat.contains("what do you return?"), "{chat}");
+    }
+}
+
 #[test]
 fn with_a_core_serving_the_project_commands_go_to_it() {
     let mut p = project(&[

@@ -3,6 +3,7 @@
 //! of secret names, memory and time bombs — driven through the real core
 //! and a scripted LLM server on 127.0.0.1. Every finding gets a test here.
 
+use chimera::api::core::Indexing;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,7 +49,8 @@ fn start(root: &Path, replies: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> R
     tweak(&mut cfg);
     let (tx, rx) = mpsc::unbounded_channel::<ToEditor>();
     let root = root.canonicalize().unwrap();
-    let core = chimera::api::core::start(cfg, root.clone(), Arc::new(tx)).unwrap();
+    let core =
+        chimera::api::core::start(cfg, root.clone(), Arc::new(tx), Indexing::AtStart).unwrap();
     let mut run = Run {
         rt,
         core: Some(core),

@@ -30,6 +30,12 @@ pub trait Backend: Send + Sync + 'static {
     fn events(&self) -> Arc<super::events::EventBus>;
     /// The Remora topology (`None` when `remora.index` is off).
     fn index(&self) -> Option<crate::remora::shared::SharedIndex>;
+    /// [`Backend::index`] for a read that needs the whole project's: a
+    /// core that indexes on demand builds it first.
+    fn indexed(&self) -> BoxFuture<'_, Option<crate::remora::shared::SharedIndex>> {
+        let index = self.index();
+        Box::pin(async move { index })
+    }
     /// The core's options (`None` when no core runs: reads of the store).
     fn config(&self) -> Option<&crate::config::Config>;
 }

@@ -18,7 +18,7 @@ use crate::remora::shared::SharedIndex;
 use crate::runtime::{self, FrontEnd, Port};
 /// The started core, and why it could not start: what a client that
 /// starts one holds.
-pub use crate::runtime::{CoreHandle, RuntimeError};
+pub use crate::runtime::{CoreHandle, Indexing, RuntimeError};
 use crate::store::Store;
 
 /// Starts the core for the project at `root` and serves its API.
@@ -26,6 +26,7 @@ pub fn start(
     config: Config,
     root: PathBuf,
     sink: Arc<dyn EditorSink>,
+    indexing: Indexing,
 ) -> Result<CoreHandle, RuntimeError> {
     // Cheap and synchronous: a `chimera` command typed a moment after this
     // returns finds the socket held and waits for this core to answer.
@@ -36,7 +37,7 @@ pub fn start(
         events: events.clone(),
         held: Some(held),
     };
-    runtime::start(config, root, sink, Some(Box::new(door)))
+    runtime::start(config, root, sink, Some(Box::new(door)), indexing)
 }
 
 /// The API as the core's front end.
@@ -99,6 +100,9 @@ impl super::Backend for Served {
     }
     fn index(&self) -> Option<SharedIndex> {
         self.port.index()
+    }
+    fn indexed(&self) -> BoxFuture<'_, Option<SharedIndex>> {
+        Box::pin(self.port.indexed())
     }
     fn config(&self) -> Option<&Config> {
         Some(self.port.config())

@@ -12,11 +12,18 @@ use crate::remora::shared::SharedIndex;
 use crate::remora::Node;
 
 pub(super) fn index(b: &Shared) -> Result<SharedIndex, ApiError> {
-    b.index().ok_or_else(|| {
-        ApiError::conflict(
-            "Remora is off for this project: set `remora.index = true` and run `chimera remora enable`",
-        )
-    })
+    b.index().ok_or_else(remora_off)
+}
+
+/// [`index`] holding the whole project (see [`super::Backend::indexed`]).
+async fn indexed(b: &Shared) -> Result<SharedIndex, ApiError> {
+    b.indexed().await.ok_or_else(remora_off)
+}
+
+fn remora_off() -> ApiError {
+    ApiError::conflict(
+        "Remora is off for this project: set `remora.index = true` and run `chimera remora enable`",
+    )
 }
 
 /// A neighbour, named well enough to show and follow.
@@ -32,7 +39,7 @@ fn brief(n: &Node) -> Value {
 
 /// `GET /nodes`: the indexed files and how many nodes each has, by path.
 pub(super) async fn files(State(b): State<Shared>) -> Answer {
-    let ix = index(&b)?;
+    let ix = indexed(&b).await?;
     let ix = ix.read();
     let t = ix.topology();
     let mut files: Vec<Value> = t
@@ -46,7 +53,7 @@ pub(super) async fn files(State(b): State<Shared>) -> Answer {
 /// `GET /nodes/{file_path}`: the nodes of one project file, in order.
 pub(super) async fn in_file(State(b): State<Shared>, UrlPath(path): UrlPath<String>) -> Answer {
     let p = crate::paths::ProjectPath::parse(&path).map_err(|e| ApiError::bad(e.to_string()))?;
-    let ix = index(&b)?;
+    let ix = indexed(&b).await?;
     let ix = ix.read();
     let t = ix.topology();
     if t.file(p.as_str()).is_none() {
@@ -69,8 +76,8 @@ pub(super) async fn in_file(State(b): State<Shared>, UrlPath(path): UrlPath<Stri
 /// `GET /node/{id}`: the node, its source as the human sees it, its
 /// parent, callers and callees.
 pub(super) async fn one(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -> Answer {
+    let ix = indexed(&b).await?;
     let (node, mut answer) = {
-        let ix = index(&b)?;
         let ix = ix.read();
         let t = ix.topology();
         let n = t.node(&id).ok_or_else(|| no_node(&id))?;
@@ -141,7 +148,7 @@ pub(super) async fn chat(
     if req.message.trim().is_empty() {
         return Err(ApiError::bad("the message is empty"));
     }
-    if index(&b)?.read().topology().node(&id).is_none() {
+    if indexed(&b).await?.read().topology().node(&id).is_none() {
         return Err(no_node(&id));
     }
     let port::Reply::Seq(before) = b.ask(port::Query::LatestEvent)? else {

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{exit, output, A2aAction, Cli, Command, McpAction, RemoraAction};
 use crate::api::client::{Client, ClientError};
-use crate::api::core::CoreHandle;
+use crate::api::core::{CoreHandle, Indexing};
 use crate::api::events::EventBus;
 use crate::event::Event;
 use crate::event::Level;
@@ -162,8 +162,20 @@ impl Session {
         }))))
     }
 
-    /// A client for changes: the running core, else one started here.
+    /// A client for one change: the running core, else one started here
+    /// for this command (which indexes the project only if it needs to).
     async fn writer(&mut self) -> Result<Client, SessionError> {
+        self.core(Indexing::OnDemand).await
+    }
+
+    /// A client for a server that runs until stopped: the running core,
+    /// else one started here that indexes the project as it starts.
+    async fn server(&mut self) -> Result<Client, SessionError> {
+        self.core(Indexing::AtStart).await
+    }
+
+    /// The running core, else one started here indexing as `indexing` says.
+    async fn core(&mut self, indexing: Indexing) -> Result<Client, SessionError> {
         if self.remote.alive().await {
             return Ok(self.remote.clone());
         }
@@ -176,6 +188,7 @@ impl Session {
                 self.loaded.config.clone(),
                 self.root.clone(),
                 Arc::new(terminal),
+                indexing,
             )?;
             self.own = Some(core);
         }

@@ -13,7 +13,7 @@ use super::messages::{BufferText, EffectsSince, ToCore};
 use crate::config::Config;
 use crate::diff::HunkRef;
 use crate::paths;
-use crate::runtime::CoreHandle;
+use crate::runtime::{CoreHandle, Indexing};
 
 use super::health;
 
@@ -253,7 +253,7 @@ fn start(lua: &Lua) -> mlua::Result<mlua::Function> {
         })?;
         let root = paths::project_root(config.root.as_deref(), Path::new(&cwd));
         paths::check_root(&root).map_err(|e| mlua::Error::external(format!("Chimera: {e}")))?;
-        let core = crate::api::core::start(config, root.clone(), Arc::new(sink))
+        let core = crate::api::core::start(config, root.clone(), Arc::new(sink), Indexing::AtStart)
             .map_err(|e| mlua::Error::external(e.to_string()))?;
         CORE.with(|c| *c.borrow_mut() = Some(core));
         Ok(root.to_string_lossy().into_owned())

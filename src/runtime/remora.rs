@@ -21,9 +21,11 @@ use crate::sync::OpenBuffers;
 
 /// Work for the worker.
 pub enum Job {
-    /// Bring the index up to date with the whole stable layer.
+    /// Build the index of the whole stable layer, unless it is built (or
+    /// being built: jobs run in order).
     IndexAll,
-    /// The human's text of this project path changed (or the file went).
+    /// The human's text of this project path changed (or the file went);
+    /// ignored until the index is built, which then reads the file as it is.
     Changed(String),
     /// `:Chimera remora enable`: index everything; in inline mode, count
     /// the files that will get ID comments and, once confirmed, write them.
@@ -69,6 +71,9 @@ impl Worker {
 }
 
 fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
+    // A file indexed alone into a topology not yet loaded would get new
+    // node IDs; the whole index, built later, compares every file's hash.
+    let mut built = false;
     while let Ok(first) = rx.recv() {
         // A burst of changes (typing, a checkout) is handled once per file.
         let mut all = false;
@@ -86,11 +91,14 @@ fn run(ctx: Context, rx: mpsc::Receiver<Job>) {
             }
         }
         let result = (|| -> Result<(), WorkerError> {
-            if all || enable.is_some() {
+            if (all && !built) || enable.is_some() {
                 index_all(&ctx)?;
+                built = true;
             }
-            for path in &changed {
-                changed_file(&ctx, path)?;
+            if built {
+                for path in &changed {
+                    changed_file(&ctx, path)?;
+                }
             }
             if let Some(confirmed) = enable {
                 enable_remora(&ctx, confirmed)?;

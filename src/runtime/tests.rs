@@ -52,7 +52,7 @@ fn start_core(
     root: impl Into<PathBuf>,
 ) -> (CoreHandle, mpsc::UnboundedReceiver<ToEditor>) {
     let (tx, rx) = mpsc::unbounded_channel::<ToEditor>();
-    let core = start(cfg, root.into(), Arc::new(tx), None).unwrap();
+    let core = start(cfg, root.into(), Arc::new(tx), None, Indexing::AtStart).unwrap();
     (core, rx)
 }
 
@@ -175,6 +175,7 @@ fn a_task_sent_the_moment_the_front_end_opens_sees_the_project() {
         root.clone(),
         Arc::new(tx),
         Some(Box::new(front)),
+        Indexing::AtStart,
     )
     .unwrap();
     let agent = wait_for(&mut rx, &rt, |m| match m {

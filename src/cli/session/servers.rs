@@ -96,7 +96,7 @@ pub(super) async fn serve(s: &mut Session, port: Option<u16>) -> Result<i32, Fai
             )));
         }
     }
-    let client = s.writer().await?;
+    let client = s.server().await?;
     if !s.served_here(&client).await {
         return Err(Failure::Failed(format!(
             "another core started serving {} meanwhile",
@@ -164,7 +164,7 @@ async fn mcp_serve(s: &mut Session, preset: Option<String>) -> Result<i32, Failu
         crate::capabilities::Capabilities::new(&s.loaded.config.capabilities, Some(p))
             .map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
     }
-    let bridge = crate::mcp::server::Bridge::new(s.writer().await?, preset);
+    let bridge = crate::mcp::server::Bridge::new(s.server().await?, preset);
     let running = rmcp::ServiceExt::serve(bridge.clone(), rmcp::transport::stdio())
         .await
         .map_err(|e| Failure::Failed(format!("the MCP host's handshake failed: {e}")))?;
