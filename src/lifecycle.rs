@@ -24,6 +24,11 @@ mod history;
 pub use crate::port::{Refusal, RefusalKind, Told};
 pub use announce::{announce, Announced};
 
+/// How often blobs nothing refers to are collected: a core started for
+/// one `chimera` command purges as it starts, and on a large project the
+/// collection costs more than the command.
+pub const COLLECT_BLOBS_EVERY_MS: i64 = 3_600_000;
+
 /// What the editor shows of an agent's proposal after a transition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shown {
@@ -678,9 +683,13 @@ impl Lifecycle {
         }
     }
 
-    /// Purges ended agents older than `retention_ms` and what only they used.
+    /// Purges ended agents older than `retention_ms` and what only they
+    /// used (the blobs, at most once in [`COLLECT_BLOBS_EVERY_MS`]).
     pub fn purge(&self, retention_ms: i64) -> Outcome {
-        match self.store.purge(retention_ms) {
+        match self
+            .store
+            .purge_collecting_every(retention_ms, COLLECT_BLOBS_EVERY_MS)
+        {
             Ok(_) => Outcome::default(),
             Err(e) => Outcome::notice(
                 Level::Warn,

@@ -6,15 +6,15 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc;
 
 use crate::paths::ProjectPath;
 use crate::rootfs;
 use crate::store::{DiskFile, Store, StoreError};
+
+mod watch;
+pub use watch::{watch, WatchHandle};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -112,10 +112,11 @@ pub fn import(
     buffers: &OpenBuffers,
 ) -> Result<usize, SyncError> {
     let files = project_files(root);
-    let mut batch = Vec::with_capacity(files.len());
-    let mut seen = HashSet::with_capacity(files.len());
+    let mut known = store.stable_stats()?;
+    let mut batch = Vec::new();
+    let count = files.len();
     for (path, abs) in files {
-        seen.insert(path.as_str().to_owned());
+        let old = known.remove(path.as_str());
         if buffers.contains(path.as_str()) {
             continue;
         }
@@ -124,10 +125,8 @@ pub fn import(
         };
         // Unchanged since the last import (same size and mtime): skip the read.
         let (mode, mtime) = file_meta(&meta);
-        if let Ok(Some(old)) = store.stable_entry(path.as_str()) {
-            if old.mtime_ns == mtime && old.size == meta.len() && old.mode == mode {
-                continue;
-            }
+        if old == Some((meta.len(), mtime, mode)) {
+            continue;
         }
         let Ok(Some(file)) = read_file(root, &path, &meta, max_bytes) else {
             continue;
@@ -135,12 +134,13 @@ pub fn import(
         batch.push(file);
     }
     store.stable_import(&batch, max_bytes)?;
-    for old in store.stable_paths()? {
-        if !seen.contains(&old) && !buffers.contains(&old) {
+    // What the walk did not find is gone (a buffer keeps its file).
+    for old in known.into_keys() {
+        if !buffers.contains(&old) {
             store.stable_delete(&old)?;
         }
     }
-    Ok(seen.len())
+    Ok(count)
 }
 
 /// Brings one path of the stable layer in line with the disk. Returns
@@ -304,127 +304,12 @@ fn tracked_at(root: &Path, ignore: &mut Ignores, abs: &Path) -> Vec<ProjectPath>
         .collect()
 }
 
-/// A running file watcher; dropping it stops watching.
-pub struct WatchHandle {
-    _watcher: notify::RecommendedWatcher,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for WatchHandle {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// The longest a burst of file-system events is gathered before it is reported.
-const MAX_BURST: Duration = Duration::from_secs(1);
-
-/// The paths of a burst of events starting with `first`, gathered until
-/// it has been quiet for `debounce` but never longer than [`MAX_BURST`];
-/// `None` when the watcher is gone.
-async fn burst(
-    first: PathBuf,
-    rx: &mut mpsc::UnboundedReceiver<PathBuf>,
-    debounce: Duration,
-) -> Option<HashMap<PathBuf, ()>> {
-    let mut pending: HashMap<PathBuf, ()> = HashMap::new();
-    pending.insert(first, ());
-    let burst_end = tokio::time::Instant::now() + MAX_BURST.max(debounce);
-    loop {
-        let quiet = debounce.min(burst_end - tokio::time::Instant::now().min(burst_end));
-        match tokio::time::timeout(quiet, rx.recv()).await {
-            Ok(Some(p)) => {
-                pending.insert(p, ());
-            }
-            Ok(None) => return None,
-            Err(_) => return Some(pending),
-        }
-    }
-}
-
-/// Watches `root`: after `debounce` of quiet, `on_change` is told of the
-/// tracked project paths (`.gitignore` honoured) that changed on disk. The
-/// caller brings the stable layer in line ([`sync_from_disk`]) where its
-/// transitions run, so no write to it happens behind their back.
-pub fn watch(
-    root: PathBuf,
-    debounce: Duration,
-    on_change: impl Fn(Vec<ProjectPath>) + Send + 'static,
-) -> Result<WatchHandle, SyncError> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event {
-            // Reads (another tool opening a file) change nothing, and a
-            // steady stream of them would keep the debounce from ending.
-            if matches!(event.kind, notify::EventKind::Access(_)) {
-                return;
-            }
-            for p in event.paths {
-                // The watching task ended with the core: nothing to tell.
-                tx.send(p).ok();
-            }
-        }
-    })
-    .map_err(|source| SyncError::Watch {
-        path: root.clone(),
-        source,
-    })?;
-    watcher
-        .watch(&root, RecursiveMode::Recursive)
-        .map_err(|source| SyncError::Watch {
-            path: root.clone(),
-            source,
-        })?;
-    let task = tokio::spawn(async move {
-        let mut ignore = Ignores::new(&root);
-        while let Some(first) = rx.recv().await {
-            let Some(pending) = burst(first, &mut rx, debounce).await else {
-                return;
-            };
-            if pending
-                .keys()
-                .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))
-            {
-                ignore.forget();
-            }
-            let root2 = root.clone();
-            // `is_tracked` looks at the disk: off the async threads.
-            let judged = tokio::task::spawn_blocking(move || {
-                let changed = pending
-                    .into_keys()
-                    .flat_map(|abs| tracked_at(&root2, &mut ignore, &abs))
-                    .collect::<HashSet<_>>()
-                    .into_iter()
-                    .collect::<Vec<_>>();
-                (changed, ignore)
-            })
-            .await;
-            let changed = match judged {
-                Ok((changed, kept)) => {
-                    ignore = kept;
-                    changed
-                }
-                Err(_) => {
-                    ignore = Ignores::new(&root);
-                    vec![]
-                }
-            };
-            if !changed.is_empty() {
-                on_change(changed);
-            }
-        }
-    });
-    Ok(WatchHandle {
-        _watcher: watcher,
-        task,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
-    fn project() -> (tempfile::TempDir, Store) {
+    pub(super) fn project() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join(".git")).unwrap();
@@ -464,93 +349,6 @@ mod tests {
             store.stable_paths().unwrap(),
             vec![".gitignore", "scratch.py"]
         );
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn watcher_follows_disk_changes() {
-        let (dir, store) = project();
-        let store = Arc::new(store);
-        let root = dir.path().canonicalize().unwrap();
-        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let (store2, root2) = (store.clone(), root.clone());
-        let _w = watch(root.clone(), Duration::from_millis(50), move |paths| {
-            for p in paths {
-                if let Ok(true) = sync_from_disk(&store2, &root2, &p, 1 << 20) {
-                    let _ = tx.send(p.to_string());
-                }
-            }
-        })
-        .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        std::fs::write(root.join("src/a.py"), "a = 2\n").unwrap();
-        std::fs::write(root.join("ignored.log"), "x").unwrap();
-        std::fs::write(root.join("src/new.py"), "n\n").unwrap();
-        let mut seen = HashSet::new();
-        while seen.len() < 2 {
-            let p = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-                .await
-                .unwrap()
-                .unwrap();
-            seen.insert(p);
-        }
-        assert!(
-            seen.contains("src/a.py") && seen.contains("src/new.py"),
-            "{seen:?}"
-        );
-        let e = store.stable_entry("src/a.py").unwrap().unwrap();
-        assert_eq!(store.blob(&e.hash).unwrap(), b"a = 2\n");
-        assert!(store.stable_entry("ignored.log").unwrap().is_none());
-        std::fs::remove_file(root.join("src/new.py")).unwrap();
-        let p = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(p, "src/new.py");
-        assert!(store.stable_entry("src/new.py").unwrap().is_none());
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_watcher_honours_nested_gitignore_files_as_the_import_does() {
-        let (dir, store) = project();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::write(root.join("src/.gitignore"), "gen_*.py\n!keep.log\n").unwrap();
-        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let _w = watch(root.clone(), Duration::from_millis(50), move |paths| {
-            for p in paths {
-                let _ = tx.send(p.to_string());
-            }
-        })
-        .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        std::fs::write(root.join("src/gen_x.py"), "x\n").unwrap();
-        std::fs::write(root.join("src/keep.log"), "kept\n").unwrap();
-        std::fs::write(root.join("gen_top.py"), "t\n").unwrap();
-        let mut seen = HashSet::new();
-        while seen.len() < 2 {
-            let batch = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-                .await
-                .expect("the watcher reported")
-                .unwrap();
-            seen.insert(batch);
-        }
-        // Give a wrongly reported path time to arrive.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        while let Ok(p) = rx.try_recv() {
-            seen.insert(p);
-        }
-        // The nested rules apply below src/ only; a deeper `!` wins over
-        // the root's `*.log`.
-        assert_eq!(
-            seen,
-            HashSet::from(["src/keep.log".to_owned(), "gen_top.py".to_owned()])
-        );
-        // The walk of the import agrees.
-        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
-        let paths = store.stable_paths().unwrap();
-        assert!(paths.contains(&"src/keep.log".to_owned()), "{paths:?}");
-        assert!(!paths.contains(&"src/gen_x.py".to_owned()), "{paths:?}");
     }
 
     #[test]

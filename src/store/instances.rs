@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Setting key: when unreferenced blobs were last collected (ms).
+const BLOBS_COLLECTED_AT: &str = "blobs_collected_at";
+
 impl Store {
     /// Records this Neovim instance as alive (call again as a heartbeat).
     pub fn instance_heartbeat(&self, owner: &str) -> Result<()> {
@@ -100,9 +103,23 @@ impl Store {
     /// Anything still reviewable (completed) or working is kept. Idempotent.
     /// Returns `(agents, blobs)` removed.
     pub fn purge(&self, older_than_ms: i64) -> Result<(usize, usize)> {
+        self.purge_collecting_every(older_than_ms, 0)
+    }
+
+    /// [`Store::purge`], with the blobs collected only when the last
+    /// collection is older than `collect_every_ms`: it reads every blob's
+    /// hash and every snapshot's manifest, which on a large project is
+    /// more than a `chimera` command that starts a core for itself should
+    /// pay each time.
+    pub fn purge_collecting_every(
+        &self,
+        older_than_ms: i64,
+        collect_every_ms: i64,
+    ) -> Result<(usize, usize)> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let cutoff = now_ms() - older_than_ms;
+        let now = now_ms();
+        let cutoff = now - older_than_ms;
         let agents = tx.execute(
             "DELETE FROM agents WHERE state IN ('accepted', 'settled', 'rejected', 'failed', 'cancelled') AND updated_at < ?1",
             [cutoff],
@@ -110,7 +127,26 @@ impl Store {
         // The effect log keeps the same window of history.
         tx.execute("DELETE FROM effects WHERE created_at < ?1", [cutoff])?;
         tx.execute("DELETE FROM tool_calls WHERE created_at < ?1", [cutoff])?;
-        let blobs = delete_unreferenced_blobs(&tx)?;
+        let collected: Option<i64> = tx
+            .query_row(
+                "SELECT value FROM settings WHERE key = ?1",
+                [BLOBS_COLLECTED_AT],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()?
+            .and_then(|v| v.parse().ok());
+        let due = collected.is_none_or(|at| now - at >= collect_every_ms || at > now);
+        let blobs = if due {
+            let blobs = delete_unreferenced_blobs(&tx)?;
+            tx.execute(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![BLOBS_COLLECTED_AT, now.to_string()],
+            )?;
+            blobs
+        } else {
+            0
+        };
         tx.commit()?;
         Ok((agents, blobs))
     }

@@ -409,6 +409,21 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// What the import compares the disk with, for every file of the
+    /// stable layer: by path, its `(size, mtime_ns, mode)`. One query: a
+    /// look per file costs a transaction each.
+    pub fn stable_stats(&self) -> Result<std::collections::HashMap<String, (u64, i64, u32)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT path, size, mtime_ns, mode FROM stable")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                (r.get::<_, i64>(1)? as u64, r.get(2)?, r.get(3)?),
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// `(path, hash)` of every file of the stable layer.
     pub fn stable_hashes(&self) -> Result<Vec<(String, String)>> {
         let conn = self.conn();

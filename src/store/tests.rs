@@ -348,6 +348,31 @@ fn proposals_on_finds_only_pending_proposals_for_the_path() {
 }
 
 #[test]
+fn a_purge_collects_blobs_at_most_once_in_the_interval_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory(dir.path()).unwrap();
+    let hour = 3_600_000;
+    let first = store.put_blob(b"orphan one").unwrap();
+    assert_eq!(store.purge_collecting_every(hour, hour).unwrap(), (0, 1));
+    assert!(store.blob(&first).is_err());
+    let second = store.put_blob(b"orphan two").unwrap();
+    assert_eq!(
+        store.purge_collecting_every(hour, hour).unwrap(),
+        (0, 0),
+        "collected less than an hour ago"
+    );
+    assert_eq!(store.blob(&second).unwrap(), b"orphan two");
+    // A clock set back does not put the next collection off forever.
+    store
+        .set_setting("blobs_collected_at", &(now_ms() + 10 * hour).to_string())
+        .unwrap();
+    assert_eq!(store.purge_collecting_every(hour, hour).unwrap(), (0, 1));
+    let third = store.put_blob(b"orphan three").unwrap();
+    assert_eq!(store.purge(hour).unwrap(), (0, 1), "a plain purge collects");
+    assert!(store.blob(&third).is_err());
+}
+
+#[test]
 fn purge_keeps_what_snapshots_and_fork_bases_name() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_in_memory(dir.path()).unwrap();
