@@ -75,65 +75,59 @@ pub fn is_accept_leftover(name: &str) -> bool {
     name.starts_with('.') && name.contains(".chimera-") && name.ends_with(".tmp")
 }
 
-/// Every file of the project that git would see: `.gitignore` (nested ones
-/// too) and `.git/info/exclude` honoured, every `.git/` and `.chimera/`
-/// skipped (a clone inside the project has its own).
-pub fn project_files(root: &Path) -> Vec<(ProjectPath, PathBuf)> {
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
+/// A walk of the project from `top` as git sees it: `.gitignore` (nested
+/// ones too) and `.git/info/exclude` honoured, every `.git/` and
+/// `.chimera/` skipped (a clone inside the project has its own).
+fn project_walk(top: &Path) -> ignore::WalkBuilder {
+    let mut walk = ignore::WalkBuilder::new(top);
+    walk.hidden(false)
         .git_ignore(true)
         .git_exclude(true)
         .git_global(false)
         .require_git(false)
-        .filter_entry(outside_reserved)
-        .build();
-    walker
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .filter(|e| {
-            let leftover = e.file_name().to_str().is_some_and(is_accept_leftover);
-            if leftover {
-                // Nothing refers to it: the accept that wrote it never committed.
-                let _ = std::fs::remove_file(e.path());
-            }
-            !leftover
-        })
-        .filter_map(|e| ProjectPath::from_absolute(root, e.path()).map(|p| (p, e.into_path())))
-        .collect()
+        .filter_entry(outside_reserved);
+    walk
 }
 
-/// Imports the project into the stable layer in one transaction, skipping
-/// files whose ground truth is a buffer and dropping files that are gone.
-/// Returns the number of files imported.
+/// How much file content the import holds before it writes it to the
+/// store: a monorepo's whole text is never in memory at once.
+const IMPORT_CHUNK_BYTES: usize = 16 << 20;
+
+/// Imports the project into the stable layer, skipping files whose ground
+/// truth is a buffer and dropping files that are gone. Files are found,
+/// compared and read on every core while what was read is written.
+/// Returns the number of files in the project.
 pub fn import(
     store: &Store,
     root: &Path,
     max_bytes: u64,
     buffers: &OpenBuffers,
 ) -> Result<usize, SyncError> {
-    let files = project_files(root);
     let mut known = store.stable_stats()?;
-    let mut batch = Vec::new();
-    let count = files.len();
-    for (path, abs) in files {
-        let old = known.remove(path.as_str());
-        if buffers.contains(path.as_str()) {
-            continue;
-        }
-        let Ok(meta) = std::fs::metadata(&abs) else {
-            continue;
-        };
-        // Unchanged since the last import (same size and mtime): skip the read.
-        let (mode, mtime) = file_meta(&meta);
-        if old == Some((meta.len(), mtime, mode)) {
-            continue;
-        }
-        let Ok(Some(file)) = read_file(root, &path, &meta, max_bytes) else {
-            continue;
-        };
-        batch.push(file);
+    let (found, files) = std::sync::mpsc::sync_channel(16);
+    let seen = std::thread::scope(|scope| {
+        let known = &known;
+        scope.spawn(move || read_changed(root, known, buffers, max_bytes, found));
+        store.without_checkpoints(|| {
+            let (mut seen, mut batch, mut held) = (Vec::new(), Vec::new(), 0);
+            for (path, file) in files.into_iter().flatten() {
+                seen.push(path);
+                let Some(file) = file else { continue };
+                held += file.data.as_ref().map_or(0, Vec::len);
+                batch.push(file);
+                if held >= IMPORT_CHUNK_BYTES {
+                    store.stable_import(&std::mem::take(&mut batch), max_bytes)?;
+                    held = 0;
+                }
+            }
+            store.stable_import(&batch, max_bytes)?;
+            Ok::<_, StoreError>(seen)
+        })
+    })?;
+    let count = seen.len();
+    for path in seen {
+        known.remove(path.as_str());
     }
-    store.stable_import(&batch, max_bytes)?;
     // What the walk did not find is gone (a buffer keeps its file).
     for old in known.into_keys() {
         if !buffers.contains(&old) {
@@ -141,6 +135,115 @@ pub fn import(
         }
     }
     Ok(count)
+}
+
+/// A file the import's walk found, with its content when the stable layer
+/// does not hold it yet.
+type Found = (ProjectPath, Option<DiskFile>);
+
+/// Files found are sent in batches of this many: one message a file costs
+/// more than comparing it.
+const FOUND_BATCH: usize = 256;
+
+/// Walks the project on every core and sends each file found (see
+/// [`Found`]; `known`: what the stable layer holds, by path); stops when
+/// nobody listens.
+fn read_changed(
+    root: &Path,
+    known: &HashMap<String, (u64, i64, u32)>,
+    buffers: &OpenBuffers,
+    max_bytes: u64,
+    found: std::sync::mpsc::SyncSender<Vec<Found>>,
+) {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut readers = Readers(Reader {
+        root,
+        known,
+        buffers,
+        max_bytes,
+        found,
+        batch: Vec::new(),
+    });
+    project_walk(root)
+        .threads(threads)
+        .build_parallel()
+        .visit(&mut readers);
+}
+
+/// What one thread of the import's walk does with each entry.
+struct Reader<'a> {
+    root: &'a Path,
+    known: &'a HashMap<String, (u64, i64, u32)>,
+    buffers: &'a OpenBuffers,
+    max_bytes: u64,
+    found: std::sync::mpsc::SyncSender<Vec<Found>>,
+    batch: Vec<Found>,
+}
+
+/// Makes a [`Reader`] for each thread of the walk.
+struct Readers<'a>(Reader<'a>);
+
+impl<'a> ignore::ParallelVisitorBuilder<'a> for Readers<'a> {
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 'a> {
+        let r = &self.0;
+        Box::new(Reader {
+            found: r.found.clone(),
+            batch: Vec::with_capacity(FOUND_BATCH),
+            ..*r
+        })
+    }
+}
+
+impl ignore::ParallelVisitor for Reader<'_> {
+    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
+        let Ok(e) = entry else {
+            return ignore::WalkState::Continue;
+        };
+        if !e.file_type().is_some_and(|t| t.is_file()) {
+            return ignore::WalkState::Continue;
+        }
+        if e.file_name().to_str().is_some_and(is_accept_leftover) {
+            // Nothing refers to it: the accept that wrote it never committed.
+            let _ = std::fs::remove_file(e.path());
+            return ignore::WalkState::Continue;
+        }
+        let Some(path) = ProjectPath::from_absolute(self.root, e.path()) else {
+            return ignore::WalkState::Continue;
+        };
+        let file = changed_file(self, &path, e.path());
+        self.batch.push((path, file));
+        if self.batch.len() < FOUND_BATCH {
+            return ignore::WalkState::Continue;
+        }
+        match self.found.send(std::mem::take(&mut self.batch)) {
+            Ok(()) => ignore::WalkState::Continue,
+            Err(_) => ignore::WalkState::Quit,
+        }
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if !self.batch.is_empty() {
+            // Nobody listens when the import stopped on an error.
+            let _ = self.found.send(std::mem::take(&mut self.batch));
+        }
+    }
+}
+
+/// The file at `abs` as the stable layer should hold it; `None` when it
+/// holds it already (the same size, mtime and mode: not read again), a
+/// buffer is its ground truth, or it is gone.
+fn changed_file(r: &Reader<'_>, path: &ProjectPath, abs: &Path) -> Option<DiskFile> {
+    if r.buffers.contains(path.as_str()) {
+        return None;
+    }
+    let meta = std::fs::metadata(abs).ok()?;
+    let (mode, mtime) = file_meta(&meta);
+    if r.known.get(path.as_str()) == Some(&(meta.len(), mtime, mode)) {
+        return None;
+    }
+    read_file(r.root, path, &meta, r.max_bytes).ok().flatten()
 }
 
 /// Brings one path of the stable layer in line with the disk. Returns

@@ -466,31 +466,40 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Imports many files in one transaction (the initial import).
+    /// Imports many files in one transaction (a part of the import).
     pub fn stable_import(&self, files: &[DiskFile], max_bytes: u64) -> Result<usize> {
         let mut conn = self.conn();
-        // A whole project's contents would cross the WAL's checkpoint size in
-        // this one commit and make it copy them all into the database file
-        // before returning (half the import's time). The copy is left to
-        // `checkpoint`, which the runtime runs after the project is ready.
-        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        let imported = (|| {
-            let tx = conn.transaction()?;
-            let mut changed = 0;
-            for f in files.iter().filter(|f| !self.secrets.is_match(&f.path)) {
-                let put = match &f.data {
-                    Some(data) => stable_put(&tx, &f.path, data, f.mode, f.mtime_ns, max_bytes)?,
-                    None => stable_put_too_large(&tx, &f.path, f.size, f.mode, f.mtime_ns)?,
-                };
-                if put {
-                    changed += 1;
-                }
+        let tx = conn.transaction()?;
+        let mut changed = 0;
+        for f in files.iter().filter(|f| !self.secrets.is_match(&f.path)) {
+            let put = match &f.data {
+                Some(data) => stable_put(&tx, &f.path, data, f.mode, f.mtime_ns, max_bytes)?,
+                None => stable_put_too_large(&tx, &f.path, f.size, f.mode, f.mtime_ns)?,
+            };
+            if put {
+                changed += 1;
             }
-            tx.commit()?;
-            Ok(changed)
-        })();
-        conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
-        imported
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    /// Runs `f` (writes of a whole project) without the WAL copied into
+    /// the database file at each commit that crosses the checkpoint size
+    /// (half an import's time): the copy is left to [`Store::checkpoint`],
+    /// which the runtime runs once the project is ready.
+    pub fn without_checkpoints<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        self.conn()
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| E::from(e.into()))?;
+        let done = f();
+        self.conn()
+            .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
+            .map_err(|e| E::from(e.into()))?;
+        done
     }
 
     // ---- overlays --------------------------------------------------------

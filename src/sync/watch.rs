@@ -27,12 +27,7 @@ type Shared = Arc<Mutex<notify::RecommendedWatcher>>;
 /// alone. Fails on the first folder the system refuses (its limit of
 /// watches reached).
 fn watch_folders(watcher: &Shared, top: &Path) -> Result<(), notify::Error> {
-    let folders = ignore::WalkBuilder::new(top)
-        .hidden(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        .require_git(false)
+    let folders = super::project_walk(top)
         .filter_entry(|e| e.file_type().is_some_and(|t| t.is_dir()) && outside_reserved(e))
         .build()
         .filter_map(Result::ok);
