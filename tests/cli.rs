@@ -141,6 +141,17 @@ fn every_tool_call_of_an_agent_is_in_its_audit_log() {
     assert_eq!(none.status.code(), Some(1), "an unknown agent");
 }
 
+/// The ID of the node called `name` in `nodes` (`chimera nodes FILE --json`).
+fn node_named(nodes: &serde_json::Value, name: &str) -> String {
+    let node = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {nodes}"));
+    node["node"]["id"].as_str().unwrap().to_owned()
+}
+
 /// A core started for one command does not parse the project it does not
 /// need (a large one would be parsed again by every command, each ending
 /// before its index is stored); a command that needs the nodes builds the
@@ -166,16 +177,9 @@ fn a_one_command_core_indexes_only_when_the_command_needs_the_nodes() {
     // builds the index before it looks the node up (the IDs come from
     // an index stored by an earlier command).
     p.ok(&["remora", "enable"]);
-    let nodes = p.json(&["nodes", "calc.py"]);
-    let add = nodes
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["node"]["name"] == "add")
-        .unwrap_or_else(|| panic!("{nodes}"));
-    let node = add["node"]["id"].as_str().unwrap();
+    let node = node_named(&p.json(&["nodes", "calc.py"]), "add");
     for _ in 0..3 {
-        let chat = p.ok(&["chat", node, "what", "do", "you", "return?"]);
+        let chat = p.ok(&["chat", &node, "what", "do", "you", "return?"]);
         assert!(chat.contains("what do you return?"), "{chat}");
     }
 }
@@ -378,13 +382,7 @@ fn remora_nodes_a_chat_and_a_fork_from_the_shell() {
         assert!(Instant::now() < deadline, "calc.py was never indexed");
         std::thread::sleep(Duration::from_millis(100));
     };
-    let add = nodes
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["node"]["name"] == "add")
-        .unwrap_or_else(|| panic!("{nodes}"));
-    let id = add["node"]["id"].as_str().unwrap();
+    let id = &node_named(&nodes, "add");
     let table = p.ok(&["nodes", "calc.py"]);
     assert!(table.contains(id) && table.contains("add"), "{table}");
     let one = p.ok(&["node", id]);

@@ -11,12 +11,9 @@ use crate::port::{self, Command};
 use crate::remora::shared::SharedIndex;
 use crate::remora::Node;
 
-pub(super) fn index(b: &Shared) -> Result<SharedIndex, ApiError> {
-    b.index().ok_or_else(remora_off)
-}
-
-/// [`index`] holding the whole project (see [`super::Backend::indexed`]).
-async fn indexed(b: &Shared) -> Result<SharedIndex, ApiError> {
+/// The Remora topology holding the whole project (see
+/// [`super::Backend::indexed`]).
+pub(super) async fn indexed(b: &Shared) -> Result<SharedIndex, ApiError> {
     b.indexed().await.ok_or_else(remora_off)
 }
 

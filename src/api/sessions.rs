@@ -302,8 +302,8 @@ impl Call<'_> {
         match tool {
             "propose" => self.propose().await,
             "proposal_status" => self.proposal_status(),
-            "nodes" => self.nodes(),
-            "node" | "callers" | "callees" => self.node(tool),
+            "nodes" => self.nodes().await,
+            "node" | "callers" | "callees" => self.node(tool).await,
             "snapshot" => self.snapshot().await,
             "history" => Ok(json!(self.b.ask(Query::Snapshots)?)),
             other => Err(ApiError::internal(format!(
@@ -476,13 +476,13 @@ impl Call<'_> {
         }))
     }
 
-    fn nodes(&self) -> Result<Value, ApiError> {
+    async fn nodes(&self) -> Result<Value, ApiError> {
         let raw = self.string("path")?;
         let p = self
             .with_workspace(None, |ws| ws.path(&raw))
             .map_err(refused)?;
         self.session.caps.check_read(p.as_str()).map_err(denied)?;
-        let ix = super::nodes::index(self.b)?;
+        let ix = super::nodes::indexed(self.b).await?;
         let ix = ix.read();
         let t = ix.topology();
         if t.file(p.as_str()).is_none() {
@@ -492,9 +492,9 @@ impl Call<'_> {
     }
 
     /// `node` (with its source), `callers` or `callees` of node `id`.
-    fn node(&self, tool: &str) -> Result<Value, ApiError> {
+    async fn node(&self, tool: &str) -> Result<Value, ApiError> {
         let id = self.string("id")?;
-        let ix = super::nodes::index(self.b)?;
+        let ix = super::nodes::indexed(self.b).await?;
         let (node, neighbours) = {
             let ix = ix.read();
             let t = ix.topology();
