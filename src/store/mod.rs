@@ -4,6 +4,7 @@
 //! One database means an accept or a recovery is a single transaction.
 
 mod audit;
+mod bulk;
 mod calls;
 mod chat;
 mod checkpoints;
@@ -409,21 +410,6 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// What the import compares the disk with, for every file of the
-    /// stable layer: by path, its `(size, mtime_ns, mode)`. One query: a
-    /// look per file costs a transaction each.
-    pub fn stable_stats(&self) -> Result<std::collections::HashMap<String, (u64, i64, u32)>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached("SELECT path, size, mtime_ns, mode FROM stable")?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                (r.get::<_, i64>(1)? as u64, r.get(2)?, r.get(3)?),
-            ))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
     /// `(path, hash)` of every file of the stable layer.
     pub fn stable_hashes(&self) -> Result<Vec<(String, String)>> {
         let conn = self.conn();
@@ -464,42 +450,6 @@ impl Store {
         let hi = format!("{dir}0"); // '0' sorts right after '/'
         let rows = stmt.query_map(params![lo, hi], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Imports many files in one transaction (a part of the import).
-    pub fn stable_import(&self, files: &[DiskFile], max_bytes: u64) -> Result<usize> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let mut changed = 0;
-        for f in files.iter().filter(|f| !self.secrets.is_match(&f.path)) {
-            let put = match &f.data {
-                Some(data) => stable_put(&tx, &f.path, data, f.mode, f.mtime_ns, max_bytes)?,
-                None => stable_put_too_large(&tx, &f.path, f.size, f.mode, f.mtime_ns)?,
-            };
-            if put {
-                changed += 1;
-            }
-        }
-        tx.commit()?;
-        Ok(changed)
-    }
-
-    /// Runs `f` (writes of a whole project) without the WAL copied into
-    /// the database file at each commit that crosses the checkpoint size
-    /// (half an import's time): the copy is left to [`Store::checkpoint`],
-    /// which the runtime runs once the project is ready.
-    pub fn without_checkpoints<T, E: From<StoreError>>(
-        &self,
-        f: impl FnOnce() -> std::result::Result<T, E>,
-    ) -> std::result::Result<T, E> {
-        self.conn()
-            .pragma_update(None, "wal_autocheckpoint", 0)
-            .map_err(|e| E::from(e.into()))?;
-        let done = f();
-        self.conn()
-            .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
-            .map_err(|e| E::from(e.into()))?;
-        done
     }
 
     // ---- overlays --------------------------------------------------------

@@ -120,21 +120,7 @@ pub fn watch(
             let (root2, watching) = (root.clone(), watching.clone());
             // `is_tracked` looks at the disk: off the async threads.
             let judged = tokio::task::spawn_blocking(move || {
-                // A folder no longer ignored is watched from now on.
-                if rules_changed {
-                    unwatched(watch_folders(&watching, &root2));
-                }
-                let changed = pending
-                    .into_keys()
-                    .flat_map(|abs| {
-                        if is_watched_folder(&root2, &mut ignore, &abs) {
-                            unwatched(watch_folders(&watching, &abs));
-                        }
-                        tracked_at(&root2, &mut ignore, &abs)
-                    })
-                    .collect::<HashSet<_>>()
-                    .into_iter()
-                    .collect::<Vec<_>>();
+                let changed = judge(&root2, &watching, &mut ignore, pending, rules_changed);
                 (changed, ignore)
             })
             .await;
@@ -157,6 +143,31 @@ pub fn watch(
         _watcher: watcher,
         task,
     })
+}
+
+/// The tracked project paths a burst of events for `pending` concerns;
+/// the folders among them are watched from now on, and every folder no
+/// longer ignored when the rules changed.
+fn judge(
+    root: &Path,
+    watching: &Shared,
+    ignore: &mut Ignores,
+    pending: HashMap<PathBuf, ()>,
+    rules_changed: bool,
+) -> Vec<ProjectPath> {
+    if rules_changed {
+        unwatched(watch_folders(watching, root));
+    }
+    let changed: HashSet<ProjectPath> = pending
+        .into_keys()
+        .flat_map(|abs| {
+            if is_watched_folder(root, ignore, &abs) {
+                unwatched(watch_folders(watching, &abs));
+            }
+            tracked_at(root, ignore, &abs)
+        })
+        .collect();
+    changed.into_iter().collect()
 }
 
 /// Whether `abs` is a folder of the project git would see: one that just
