@@ -132,11 +132,16 @@ fn open_file(dir: &OwnedFd, name: &str, path: &str) -> Result<Option<std::fs::Fi
         Err(Errno::NOENT) => return Ok(None),
         Err(e) => return Err(classify(dir, name, path, e)),
     };
+    regular_file(fd, path).map(Some)
+}
+
+/// `fd` as a file, when it is a regular one.
+fn regular_file(fd: OwnedFd, path: &str) -> Result<std::fs::File, DiskError> {
     let st = rustix::fs::fstat(&fd).map_err(|e| io_err(path, e))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(DiskError::NotAFile(path.to_owned()));
     }
-    Ok(Some(std::fs::File::from(fd)))
+    Ok(std::fs::File::from(fd))
 }
 
 /// Reads at most `limit` bytes of `file`; more is [`DiskError::TooLarge`].
@@ -157,12 +162,73 @@ fn read_capped(file: std::fs::File, path: &str, limit: u64) -> Result<Vec<u8>, D
 /// The content of `path` under `root` (`None` if there is no such file),
 /// read without following any link and never more than `limit` bytes.
 pub fn read(root: &Path, path: &ProjectPath, limit: u64) -> Result<Option<Vec<u8>>, DiskError> {
-    let Some((dir, name)) = open_parent(root, path, false)? else {
-        return Ok(None);
-    };
-    match open_file(&dir, &name, path.as_str())? {
-        Some(f) => read_capped(f, path.as_str(), limit).map(Some),
-        None => Ok(None),
+    Root::open(root)?.read(path, limit)
+}
+
+/// The root held open for many reads (an import reads every file): each
+/// then costs the kernel one `openat2` that follows no link and leaves no
+/// path outside the root, where the kernel has it (Linux 5.6), instead of
+/// an open per folder on the way.
+pub struct Root<'a> {
+    path: &'a Path,
+    fd: OwnedFd,
+}
+
+impl<'a> Root<'a> {
+    pub fn open(path: &'a Path) -> Result<Self, DiskError> {
+        Ok(Root {
+            fd: open_root(path, &path.display().to_string())?,
+            path,
+        })
+    }
+
+    /// [`read`] under this root.
+    pub fn read(&self, path: &ProjectPath, limit: u64) -> Result<Option<Vec<u8>>, DiskError> {
+        let file = match self.open_in_one_step(path) {
+            Some(opened) => opened?,
+            None => match open_parent(self.path, path, false)? {
+                Some((dir, name)) => open_file(&dir, &name, path.as_str())?,
+                None => None,
+            },
+        };
+        file.map(|f| read_capped(f, path.as_str(), limit))
+            .transpose()
+    }
+
+    /// The file at `path` opened by one `openat2`; `None` when the kernel
+    /// lacks it, or when it refused for a reason the walk of folders
+    /// names better (a link on the way, a file where a folder should be).
+    #[cfg(target_os = "linux")]
+    fn open_in_one_step(
+        &self,
+        path: &ProjectPath,
+    ) -> Option<Result<Option<std::fs::File>, DiskError>> {
+        use rustix::fs::ResolveFlags;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static MISSING: AtomicBool = AtomicBool::new(false);
+        if MISSING.load(Ordering::Relaxed) {
+            return None;
+        }
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(&self.fd, path.as_str(), flags, Mode::empty(), resolve) {
+            Ok(fd) => Some(regular_file(fd, path.as_str()).map(Some)),
+            Err(Errno::NOENT) => Some(Ok(None)),
+            Err(Errno::NOSYS) => {
+                MISSING.store(true, Ordering::Relaxed);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open_in_one_step(
+        &self,
+        _path: &ProjectPath,
+    ) -> Option<Result<Option<std::fs::File>, DiskError>> {
+        None
     }
 }
 

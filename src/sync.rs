@@ -163,6 +163,7 @@ fn read_changed(
         max_bytes,
         found,
         batch: Vec::new(),
+        disk: None,
     });
     project_walk(root)
         .threads(threads)
@@ -178,6 +179,8 @@ struct Reader<'a> {
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
     batch: Vec<Found>,
+    /// The root held open by this thread, for its reads.
+    disk: Option<rootfs::Root<'a>>,
 }
 
 /// Makes a [`Reader`] for each thread of the walk.
@@ -189,6 +192,8 @@ impl<'a> ignore::ParallelVisitorBuilder<'a> for Readers<'a> {
         Box::new(Reader {
             found: r.found.clone(),
             batch: Vec::with_capacity(FOUND_BATCH),
+            // A root this thread cannot open leaves each read to open it.
+            disk: rootfs::Root::open(r.root).ok(),
             ..*r
         })
     }
@@ -243,7 +248,11 @@ fn changed_file(r: &Reader<'_>, path: &ProjectPath, abs: &Path) -> Option<DiskFi
     if r.known.get(path.as_str()) == Some(&(meta.len(), mtime, mode)) {
         return None;
     }
-    read_file(r.root, path, &meta, r.max_bytes).ok().flatten()
+    let read = |limit| match &r.disk {
+        Some(disk) => disk.read(path, limit),
+        None => rootfs::read(r.root, path, limit),
+    };
+    read_file(path, &meta, r.max_bytes, read).ok().flatten()
 }
 
 /// Brings one path of the stable layer in line with the disk. Returns
@@ -263,7 +272,9 @@ pub fn sync_from_disk(
         Ok(meta) if meta.is_dir() => return Ok(false),
         _ => return Ok(store.stable_delete(path.as_str())?),
     };
-    match read_file(root, path, &meta, max_bytes) {
+    match read_file(path, &meta, max_bytes, |limit| {
+        rootfs::read(root, path, limit)
+    }) {
         Ok(Some(f)) => Ok(store.stable_store(&f, max_bytes)?),
         // Gone meanwhile, or reached through a linked folder.
         Ok(None) | Err(rootfs::DiskError::Symlink(_)) => Ok(store.stable_delete(path.as_str())?),
@@ -271,14 +282,14 @@ pub fn sync_from_disk(
     }
 }
 
-/// Reads `path` for the stable layer, never more than `max_bytes` and never
-/// through a link: a larger file is recorded by its size alone. `None`
-/// when it is gone.
+/// Reads `path` for the stable layer (`read`: the disk read, up to the
+/// limit it is given), never more than `max_bytes`: a larger file is
+/// recorded by its size alone. `None` when it is gone.
 fn read_file(
-    root: &Path,
     path: &ProjectPath,
     meta: &std::fs::Metadata,
     max_bytes: u64,
+    read: impl FnOnce(u64) -> Result<Option<Vec<u8>>, rootfs::DiskError>,
 ) -> Result<Option<DiskFile>, rootfs::DiskError> {
     let (mode, mtime_ns) = file_meta(meta);
     let large = |size| DiskFile {
@@ -291,7 +302,7 @@ fn read_file(
     if meta.len() > max_bytes {
         return Ok(Some(large(meta.len())));
     }
-    match rootfs::read(root, path, max_bytes) {
+    match read(max_bytes) {
         Ok(data) => Ok(data.map(|data| DiskFile {
             size: data.len() as u64,
             data: Some(data),

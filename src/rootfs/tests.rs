@@ -95,6 +95,37 @@ fn a_linked_file_is_neither_read_nor_replaced() {
 }
 
 #[test]
+fn a_held_root_reads_nested_files_and_never_through_a_linked_folder() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "TOP_SECRET\n").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("a/b")).unwrap();
+    std::fs::write(root.path().join("a/b/c.py"), "x = 1\n").unwrap();
+    std::fs::write(root.path().join("a/file"), "not a folder\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.path().join("a/out")).unwrap();
+    std::os::unix::fs::symlink(root.path().join("a/b"), root.path().join("inner")).unwrap();
+    let held = Root::open(root.path()).unwrap();
+    assert_eq!(
+        held.read(&pp("a/b/c.py"), 1 << 20).unwrap().unwrap(),
+        b"x = 1\n"
+    );
+    for through_a_link in ["a/out/secret.txt", "inner/c.py"] {
+        assert!(
+            matches!(
+                held.read(&pp(through_a_link), 1 << 20),
+                Err(DiskError::Symlink(_))
+            ),
+            "{through_a_link}"
+        );
+    }
+    assert!(matches!(
+        held.read(&pp("a/file/x.py"), 1 << 20),
+        Err(DiskError::NotAFile(_))
+    ));
+    assert_eq!(held.read(&pp("a/none/x.py"), 1 << 20).unwrap(), None);
+}
+
+#[test]
 fn reads_stop_at_the_limit() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("big.bin"), vec![b'x'; 10_000]).unwrap();

@@ -4,7 +4,7 @@
 use super::*;
 
 /// Setting key: when unreferenced blobs were last collected (ms).
-const BLOBS_COLLECTED_AT: &str = "blobs_collected_at";
+pub(super) const BLOBS_COLLECTED_AT: &str = "blobs_collected_at";
 
 impl Store {
     /// Records this Neovim instance as alive (call again as a heartbeat).

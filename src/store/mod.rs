@@ -251,6 +251,13 @@ impl Store {
                     "INSERT OR IGNORE INTO settings (key, value) VALUES ('journal_key', ?1)",
                     [key],
                 )?;
+                // A new store has no blob to collect: the first purge (at
+                // the end of the first import, which wrote every blob)
+                // would read them all for nothing.
+                conn.execute(
+                    "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+                    params![instances::BLOBS_COLLECTED_AT, now_ms().to_string()],
+                )?;
                 read_key(&conn)?.unwrap_or_default()
             }
         };

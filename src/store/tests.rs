@@ -354,6 +354,14 @@ fn a_purge_collects_blobs_at_most_once_in_the_interval_it_is_given() {
     let store = Store::open_in_memory(dir.path()).unwrap();
     let hour = 3_600_000;
     let first = store.put_blob(b"orphan one").unwrap();
+    assert_eq!(
+        store.purge_collecting_every(hour, hour).unwrap(),
+        (0, 0),
+        "a new store counts as collected when it was made"
+    );
+    store
+        .set_setting("blobs_collected_at", &(now_ms() - 2 * hour).to_string())
+        .unwrap();
     assert_eq!(store.purge_collecting_every(hour, hour).unwrap(), (0, 1));
     assert!(store.blob(&first).is_err());
     let second = store.put_blob(b"orphan two").unwrap();
