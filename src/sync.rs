@@ -13,6 +13,7 @@ use crate::paths::ProjectPath;
 use crate::rootfs;
 use crate::store::{DiskFile, Store, StoreError};
 
+mod folders;
 mod watch;
 pub use watch::{watch, WatchHandle};
 
@@ -23,7 +24,7 @@ pub enum SyncError {
     #[error("cannot watch `{path}` for changes: {source}")]
     Watch {
         path: PathBuf,
-        source: notify::Error,
+        source: std::io::Error,
     },
 }
 

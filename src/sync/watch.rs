@@ -5,41 +5,37 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
+use super::folders::Folders;
 use super::{outside_reserved, tracked_at, Ignores, SyncError};
 use crate::paths::ProjectPath;
 
 /// A running file watcher; dropping it stops watching.
 pub struct WatchHandle {
-    _watcher: Shared,
+    folders: Folders,
     task: tokio::task::JoinHandle<()>,
 }
-
-/// The watcher, also held by the task that adds the folders that appear.
-type Shared = Arc<Mutex<notify::RecommendedWatcher>>;
 
 /// Watches `top` and every folder under it that git would see, each
 /// alone. Fails on the first folder the system refuses (its limit of
 /// watches reached).
-fn watch_folders(watcher: &Shared, top: &Path) -> Result<(), notify::Error> {
+fn watch_folders(watching: &Folders, top: &Path) -> std::io::Result<()> {
     let folders = super::project_walk(top)
         .filter_entry(|e| e.file_type().is_some_and(|t| t.is_dir()) && outside_reserved(e))
         .build()
         .filter_map(Result::ok);
-    let mut watcher = watcher.lock().unwrap_or_else(|p| p.into_inner());
     for folder in folders {
-        watcher.watch(folder.path(), RecursiveMode::NonRecursive)?;
+        watching.add(folder.path())?;
     }
     Ok(())
 }
 
 impl Drop for WatchHandle {
     fn drop(&mut self) {
+        self.folders.stop();
         self.task.abort();
     }
 }
@@ -80,31 +76,18 @@ pub fn watch(
     on_change: impl Fn(Vec<ProjectPath>) + Send + 'static,
 ) -> Result<WatchHandle, SyncError> {
     let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
-    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event {
-            // Reads (another tool opening a file) change nothing, and a
-            // steady stream of them would keep the debounce from ending.
-            if matches!(event.kind, notify::EventKind::Access(_)) {
-                return;
-            }
-            for p in event.paths {
-                // The watching task ended with the core: nothing to tell.
-                tx.send(p).ok();
-            }
-        }
-    })
-    .map_err(|source| SyncError::Watch {
+    let failed = |source| SyncError::Watch {
         path: root.clone(),
         source,
-    })?;
-    let watcher = Arc::new(Mutex::new(watcher));
+    };
+    let folders = Folders::start(&root, tx).map_err(failed)?;
     // Before the import walks the project (the caller's order): a file
     // written meanwhile is seen by one or the other.
-    watch_folders(&watcher, &root).map_err(|source| SyncError::Watch {
-        path: root.clone(),
-        source,
-    })?;
-    let watching = watcher.clone();
+    if let Err(e) = watch_folders(&folders, &root) {
+        folders.stop();
+        return Err(failed(e));
+    }
+    let watching = folders.clone();
     let task = tokio::spawn(async move {
         let mut ignore = Ignores::new(&root);
         while let Some(first) = rx.recv().await {
@@ -139,10 +122,7 @@ pub fn watch(
             }
         }
     });
-    Ok(WatchHandle {
-        _watcher: watcher,
-        task,
-    })
+    Ok(WatchHandle { folders, task })
 }
 
 /// The tracked project paths a burst of events for `pending` concerns;
@@ -150,7 +130,7 @@ pub fn watch(
 /// longer ignored when the rules changed.
 fn judge(
     root: &Path,
-    watching: &Shared,
+    watching: &Folders,
     ignore: &mut Ignores,
     pending: HashMap<PathBuf, ()>,
     rules_changed: bool,
@@ -182,7 +162,7 @@ fn is_watched_folder(root: &Path, ignore: &mut Ignores, abs: &Path) -> bool {
 /// A folder that could not be watched after the start (the system's limit
 /// of watches reached, or the folder gone already) is left unwatched: its
 /// changes are seen at the next import, as changes made while no core ran.
-fn unwatched(result: Result<(), notify::Error>) {
+fn unwatched(result: std::io::Result<()>) {
     let _ = result;
 }
 
@@ -191,6 +171,7 @@ mod tests {
     use super::super::tests::project;
     use super::super::{import, sync_from_disk, OpenBuffers};
     use super::*;
+    use std::sync::Arc;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn watcher_follows_disk_changes() {
@@ -279,9 +260,10 @@ mod tests {
         assert!(!paths.contains(&"src/gen_x.py".to_owned()), "{paths:?}");
     }
 
-    /// The inodes every inotify instance of this process watches.
-    fn watched_inodes() -> HashSet<u64> {
-        let mut inodes = HashSet::new();
+    /// The inodes every inotify instance of this process watches, with
+    /// the events each watch asks for.
+    fn watched_inodes() -> HashMap<u64, u32> {
+        let mut inodes = HashMap::new();
         for fd in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
             let inotify = std::fs::read_link(fd.path())
                 .is_ok_and(|l| l.to_string_lossy().contains("inotify"));
@@ -290,10 +272,12 @@ mod tests {
                 fd.file_name().to_string_lossy()
             ));
             if let (true, Ok(info)) = (inotify, info) {
-                let watches = info.lines().filter(|l| l.starts_with("inotify "));
-                let words = watches.flat_map(|l| l.split_whitespace());
-                for ino in words.filter_map(|w| w.strip_prefix("ino:")) {
-                    inodes.insert(u64::from_str_radix(ino, 16).unwrap());
+                for watch in info.lines().filter(|l| l.starts_with("inotify ")) {
+                    let field = |name: &str| {
+                        let hex = watch.split_whitespace().find_map(|w| w.strip_prefix(name));
+                        u64::from_str_radix(hex.unwrap(), 16).unwrap()
+                    };
+                    inodes.insert(field("ino:"), field("mask:") as u32);
                 }
             }
         }
@@ -314,12 +298,16 @@ mod tests {
         .unwrap();
         let inodes = watched_inodes();
         let ino = |p: &str| std::fs::metadata(root.join(p)).unwrap().ino();
-        assert!(inodes.contains(&ino("src")) && inodes.contains(&ino("")));
+        assert!(inodes.contains_key(&ino("src")) && inodes.contains_key(&ino("")));
         assert!(
-            !inodes.contains(&ino("build")),
+            !inodes.contains_key(&ino("build")),
             "an ignored folder is not watched"
         );
-        assert!(!inodes.contains(&ino(".git")));
+        assert!(!inodes.contains_key(&ino(".git")));
+        // IN_ACCESS, IN_CLOSE_NOWRITE, IN_OPEN: a file only read (the
+        // import reads every one) wakes nobody.
+        let reads = 0x01 | 0x10 | 0x20;
+        assert_eq!(inodes[&ino("src")] & reads, 0, "{:x}", inodes[&ino("src")]);
         // A folder, then a folder in it, each given time to be seen, then
         // a file in the inner one: only a watch on it reports the file.
         let settle = Duration::from_millis(400);
@@ -333,6 +321,6 @@ mod tests {
             .expect("a file in a folder made after the start is reported")
             .unwrap();
         assert_eq!(seen, "pkg/sub/b.py");
-        assert!(watched_inodes().contains(&ino("pkg/sub")));
+        assert!(watched_inodes().contains_key(&ino("pkg/sub")));
     }
 }
