@@ -76,15 +76,37 @@ impl<'a> Overlay<'a> {
         }
     }
 
+    /// What [`Overlay::read`] gives for each of `paths` that is there,
+    /// given to `each` in no set order; a file too large for agents is
+    /// left out. The files this agent did not write are read in one go.
+    pub fn read_each(
+        &self,
+        paths: &[&str],
+        each: &mut dyn FnMut(String, Vec<u8>),
+    ) -> Result<(), OverlayError> {
+        let mine: std::collections::HashMap<String, crate::store::OverlayEntry> = self
+            .store
+            .overlay_entries(self.agent)?
+            .into_iter()
+            .collect();
+        let mut from_stable = Vec::with_capacity(paths.len());
+        for &p in paths {
+            match mine.get(p).map(|e| e.hash.as_deref()) {
+                Some(Some(hash)) => each(p.to_owned(), self.store.blob(hash)?),
+                // Deleted by the agent.
+                Some(None) => {}
+                None => from_stable.push(p),
+            }
+        }
+        Ok(self.store.stable_contents(&from_stable, each)?)
+    }
+
     /// The text of `path`; binary and non-UTF-8 files are refused.
     pub fn read_text(&self, path: &ProjectPath) -> Result<String, OverlayError> {
         let bytes = self
             .read(path)?
             .ok_or_else(|| OverlayError::NotFound(path.to_string()))?;
-        if bytes.contains(&0) {
-            return Err(OverlayError::Binary(path.to_string()));
-        }
-        String::from_utf8(bytes).map_err(|_| OverlayError::Binary(path.to_string()))
+        as_text(bytes).ok_or_else(|| OverlayError::Binary(path.to_string()))
     }
 
     pub fn exists(&self, path: &ProjectPath) -> Result<bool, OverlayError> {
@@ -192,6 +214,14 @@ impl<'a> Overlay<'a> {
     }
 }
 
+/// `bytes` as text: `None` for a binary or non-UTF-8 file.
+pub fn as_text(bytes: Vec<u8>) -> Option<String> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +243,40 @@ mod tests {
 
     fn p(s: &str) -> ProjectPath {
         ProjectPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn many_files_read_at_once_are_what_each_read_alone_gives() {
+        let (_d, store) = store_with_agents(&["a"]);
+        for (path, text) in [("x.py", "x\n"), ("y.py", "y\n"), ("gone.py", "g\n")] {
+            store
+                .stable_put(path, text.as_bytes(), 0o644, 0, 1 << 20)
+                .unwrap();
+        }
+        store
+            .stable_put("big.py", &[b'b'; 64], 0o644, 0, 16)
+            .unwrap();
+        let a = Overlay::new(&store, "a", 1 << 20);
+        a.write(&p("y.py"), b"mine\n").unwrap();
+        a.write(&p("new.py"), b"new\n").unwrap();
+        a.delete(&p("gone.py")).unwrap();
+        let asked = ["x.py", "y.py", "new.py", "gone.py", "big.py", "none.py"];
+        let mut got = Vec::new();
+        a.read_each(&asked, &mut |path, data| got.push((path, data)))
+            .unwrap();
+        got.sort();
+        let want: Vec<(String, Vec<u8>)> = asked
+            .iter()
+            .filter_map(|f| Some((f.to_string(), a.read(&p(f)).ok()??)))
+            .collect();
+        let mut want = want;
+        want.sort();
+        assert_eq!(got, want);
+        assert_eq!(
+            got.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
+            ["new.py", "x.py", "y.py"],
+            "the agent's own files, what it did not touch; not what it deleted or what is too large"
+        );
     }
 
     #[test]

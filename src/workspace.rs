@@ -108,6 +108,26 @@ impl<'a> Workspace<'a> {
         Ok(self.overlay.read_text(p)?)
     }
 
+    /// The text of each of `paths` the agent may read, given to `each` in
+    /// no set order; a file that is gone, binary or too large is left out.
+    /// Many files cost one read of the store, not one each.
+    pub fn read_texts(
+        &self,
+        paths: &[&str],
+        each: &mut dyn FnMut(String, String),
+    ) -> Result<(), WorkspaceError> {
+        let readable: Vec<&str> = paths
+            .iter()
+            .copied()
+            .filter(|p| self.caps.check_read(p).is_ok())
+            .collect();
+        Ok(self.overlay.read_each(&readable, &mut |path, bytes| {
+            if let Some(text) = crate::overlay::as_text(bytes) {
+                each(path, text);
+            }
+        })?)
+    }
+
     /// Writes `data` to `p` in the agent's overlay, if it may.
     pub fn write(&self, p: &ProjectPath, data: &[u8]) -> Result<(), WorkspaceError> {
         self.may_write(p)?;

@@ -5,7 +5,7 @@
 //! weighted by how rare they are. The buffer the task was typed in is
 //! evidence, not an override: a task naming another file goes there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Extensions that make a word a file name (`mathx.py`), not `Class.method`.
 const FILE_EXTENSIONS: &[&str] = &[
@@ -236,28 +236,40 @@ fn new_files(m: &Mentions, files: &[String]) -> Vec<String> {
 }
 
 /// Which of `files` define each of `names` (a `Class.method` name: that
-/// method, else — a method to add — the files of that class).
+/// method, else — a method to add — the files of that class). `texts`
+/// gives the text of each of the paths it is handed that it can read, in
+/// any order.
 fn defining<'n, 'f>(
     names: &[&'n str],
     files: &'f [String],
-    read: impl Fn(&str) -> Option<String>,
+    texts: impl FnOnce(&[&str], &mut dyn FnMut(String, String)),
 ) -> BTreeMap<&'n str, Vec<&'f String>> {
     let mut defining: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     let mut class_of: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     if names.is_empty() {
         return defining;
     }
-    for f in files
+    // Each file's place in `files`: what a file is known by, and the order
+    // of the answer whatever order the texts came in.
+    let place: HashMap<&str, usize> = files
         .iter()
-        .filter(|f| crate::lang::is_source(f))
+        .enumerate()
+        .filter(|(_, f)| crate::lang::is_source(f))
         .take(5000)
-    {
-        let Some(text) = read(f) else { continue };
+        .map(|(at, f)| (f.as_str(), at))
+        .collect();
+    let mut candidates: Vec<&str> = place.keys().copied().collect();
+    candidates.sort_by_key(|f| place[f]);
+    texts(&candidates, &mut |path, text| {
+        let Some(&at) = place.get(path.as_str()) else {
+            return;
+        };
+        let f = &files[at];
         if !names
             .iter()
             .any(|n| n.split('.').any(|part| text.contains(part)))
         {
-            continue;
+            return;
         }
         let defs = crate::lang::definitions(crate::lang::of_file(f), &text);
         for n in names {
@@ -274,9 +286,12 @@ fn defining<'n, 'f>(
                 }
             }
         }
-    }
+    });
     for (n, in_files) in class_of {
         defining.entry(n).or_insert(in_files);
+    }
+    for in_files in defining.values_mut() {
+        in_files.sort_by_key(|f| place[f.as_str()]);
     }
     defining
 }
@@ -288,6 +303,23 @@ pub fn locate(
     files: &[String],
     current: Option<&str>,
     read: impl Fn(&str) -> Option<String>,
+) -> Option<Place> {
+    locate_reading_many(task, files, current, |paths, each| {
+        for p in paths {
+            if let Some(text) = read(p) {
+                each(p.to_string(), text);
+            }
+        }
+    })
+}
+
+/// [`locate`], with `texts` giving the text of each of the paths it is
+/// handed that it can read, in any order (a store reads many at once).
+pub fn locate_reading_many(
+    task: &str,
+    files: &[String],
+    current: Option<&str>,
+    texts: impl FnOnce(&[&str], &mut dyn FnMut(String, String)),
 ) -> Option<Place> {
     let m = mentions(task);
     let named = named_files(&m, files);
@@ -305,7 +337,7 @@ pub fn locate(
         return Some(Place::existing(first.clone(), rest.to_vec()));
     }
     let names: Vec<&str> = m.names().collect();
-    let defining = defining(&names, files, read);
+    let defining = defining(&names, files, texts);
     let mut score: BTreeMap<&String, f64> = BTreeMap::new();
     for (name, in_files) in &defining {
         // Code-like names weigh most; a word that is also what tasks ask

@@ -56,11 +56,13 @@ impl Scene {
                 also: vec![],
                 only_the_buffer: false,
             }),
-            None => locate::locate(&job.spec.task, &tree, job.spec.file.as_deref(), |f| {
-                ProjectPath::parse(f)
-                    .ok()
-                    .and_then(|p| ws.read_text(&p).ok())
-            }),
+            None => locate::locate_reading_many(
+                &job.spec.task,
+                &tree,
+                job.spec.file.as_deref(),
+                // A file that cannot be read is no evidence either way.
+                |paths, each| drop(ws.read_texts(paths, each)),
+            ),
         };
         Ok((tree, place))
     }
