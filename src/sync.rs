@@ -92,7 +92,7 @@ fn project_walk(top: &Path) -> ignore::WalkBuilder {
 
 /// How much file content the import holds before it writes it to the
 /// store: a monorepo's whole text is never in memory at once.
-const IMPORT_CHUNK_BYTES: usize = 16 << 20;
+const IMPORT_CHUNK_BYTES: usize = 4 << 20;
 
 /// Imports the project into the stable layer, skipping files whose ground
 /// truth is a buffer and dropping files that are gone. Files are found,
@@ -105,11 +105,11 @@ pub fn import(
     buffers: &OpenBuffers,
 ) -> Result<usize, SyncError> {
     let mut known = store.stable_stats()?;
-    let (found, files) = std::sync::mpsc::sync_channel(16);
+    let (found, files) = std::sync::mpsc::sync_channel(4);
     let seen = std::thread::scope(|scope| {
         let known = &known;
         scope.spawn(move || read_changed(root, known, buffers, max_bytes, found));
-        store.without_checkpoints(|| {
+        store.bulk_write(|| {
             let (mut seen, mut batch, mut held) = (Vec::new(), Vec::new(), 0);
             for (path, file) in files.into_iter().flatten() {
                 seen.push(path);
@@ -142,9 +142,11 @@ pub fn import(
 /// does not hold it yet.
 type Found = (ProjectPath, Option<DiskFile>);
 
-/// Files found are sent in batches of this many: one message a file costs
-/// more than comparing it.
+/// Files found are sent in batches of this many (one message a file costs
+/// more than comparing it), or of this much content: the channel holds a
+/// few batches, which must stay small when the files are large.
 const FOUND_BATCH: usize = 256;
+const FOUND_BATCH_BYTES: usize = 1 << 20;
 
 /// Walks the project on every core and sends each file found (see
 /// [`Found`]; `known`: what the stable layer holds, by path); stops when
@@ -164,6 +166,7 @@ fn read_changed(
         max_bytes,
         found,
         batch: Vec::new(),
+        held: 0,
         disk: None,
     });
     project_walk(root)
@@ -180,6 +183,8 @@ struct Reader<'a> {
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
     batch: Vec<Found>,
+    /// The bytes of content in `batch`.
+    held: usize,
     /// The root held open by this thread, for its reads.
     disk: Option<rootfs::Root<'a>>,
 }
@@ -193,6 +198,7 @@ impl<'a> ignore::ParallelVisitorBuilder<'a> for Readers<'a> {
         Box::new(Reader {
             found: r.found.clone(),
             batch: Vec::with_capacity(FOUND_BATCH),
+            held: 0,
             // A root this thread cannot open leaves each read to open it.
             disk: rootfs::Root::open(r.root).ok(),
             ..*r
@@ -217,10 +223,15 @@ impl ignore::ParallelVisitor for Reader<'_> {
             return ignore::WalkState::Continue;
         };
         let file = changed_file(self, &path, e.path());
+        self.held += file
+            .as_ref()
+            .and_then(|f| f.data.as_ref())
+            .map_or(0, Vec::len);
         self.batch.push((path, file));
-        if self.batch.len() < FOUND_BATCH {
+        if self.batch.len() < FOUND_BATCH && self.held < FOUND_BATCH_BYTES {
             return ignore::WalkState::Continue;
         }
+        self.held = 0;
         match self.found.send(std::mem::take(&mut self.batch)) {
             Ok(()) => ignore::WalkState::Continue,
             Err(_) => ignore::WalkState::Quit,

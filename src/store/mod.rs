@@ -82,6 +82,9 @@ pub const AGENT_LOG_LINE_BYTES: usize = 1_000;
 /// this many pages.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
 
+/// The page cache, in KiB: indexing a large project writes ~10⁵ rows.
+const CACHE_KIB: i64 = 32_000;
+
 /// How long an open waits for another connection's lock (several Neovim
 /// instances and `chimera` commands may share the file).
 const BUSY_WAIT: Duration = Duration::from_secs(5);
@@ -228,8 +231,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        // 32 MB of page cache: indexing a large project writes ~10⁵ rows.
-        conn.pragma_update(None, "cache_size", -32_000)?;
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
         Self::make_schema(&mut conn)?;
         let read_key = |conn: &Connection| {
             conn.query_row(

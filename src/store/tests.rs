@@ -67,7 +67,7 @@ fn a_large_import_stays_in_the_wal_until_the_checkpoint() {
             mtime_ns: 0,
         })
         .collect();
-    let imported = store.without_checkpoints(|| store.stable_import(&files, 1 << 20));
+    let imported = store.bulk_write(|| store.stable_import(&files, 1 << 20));
     assert_eq!(imported.unwrap(), 200);
     let size = |name: &str| {
         std::fs::metadata(dir.path().join(".chimera").join(name))
@@ -84,6 +84,11 @@ fn a_large_import_stays_in_the_wal_until_the_checkpoint() {
         .query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))
         .unwrap();
     assert_eq!(pages, 1000, "later commits checkpoint as usual");
+    let cache: i64 = store
+        .conn()
+        .query_row("PRAGMA cache_size", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(cache, -32_000, "later reads have the whole cache again");
     store.checkpoint().unwrap();
     assert!(size("chimera.db") > 8_000_000, "copied by the checkpoint");
     let e = store.stable_entry("m7.py").unwrap().unwrap();
