@@ -12,7 +12,9 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use crate::paths::ProjectPath;
 use crate::rootfs;
 use crate::store::{DiskFile, Store, StoreError};
+use batch::Batch;
 
+mod batch;
 mod folders;
 mod watch;
 pub use watch::{watch, WatchHandle};
@@ -110,18 +112,16 @@ pub fn import(
         let known = &known;
         scope.spawn(move || read_changed(root, known, buffers, max_bytes, found));
         store.bulk_write(|| {
-            let (mut seen, mut batch, mut held) = (Vec::new(), Vec::new(), 0);
+            let (mut seen, mut part) = (Vec::new(), Batch::new(usize::MAX, IMPORT_CHUNK_BYTES));
             for (path, file) in files.into_iter().flatten() {
                 seen.push(path);
                 let Some(file) = file else { continue };
-                held += file.data.as_ref().map_or(0, Vec::len);
-                batch.push(file);
-                if held >= IMPORT_CHUNK_BYTES {
-                    store.stable_import(&std::mem::take(&mut batch), max_bytes)?;
-                    held = 0;
+                let bytes = file.data.as_ref().map_or(0, Vec::len);
+                if let Some(full) = part.push(file, bytes) {
+                    store.stable_import(&full, max_bytes)?;
                 }
             }
-            store.stable_import(&batch, max_bytes)?;
+            store.stable_import(&part.take(), max_bytes)?;
             Ok::<_, StoreError>(seen)
         })
     })?;
@@ -165,8 +165,7 @@ fn read_changed(
         buffers,
         max_bytes,
         found,
-        batch: Vec::new(),
-        held: 0,
+        batch: Batch::new(FOUND_BATCH, FOUND_BATCH_BYTES),
         disk: None,
     });
     project_walk(root)
@@ -182,9 +181,7 @@ struct Reader<'a> {
     buffers: &'a OpenBuffers,
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
-    batch: Vec<Found>,
-    /// The bytes of content in `batch`.
-    held: usize,
+    batch: Batch<Found>,
     /// The root held open by this thread, for its reads.
     disk: Option<rootfs::Root<'a>>,
 }
@@ -197,8 +194,7 @@ impl<'a> ignore::ParallelVisitorBuilder<'a> for Readers<'a> {
         let r = &self.0;
         Box::new(Reader {
             found: r.found.clone(),
-            batch: Vec::with_capacity(FOUND_BATCH),
-            held: 0,
+            batch: Batch::new(FOUND_BATCH, FOUND_BATCH_BYTES),
             // A root this thread cannot open leaves each read to open it.
             disk: rootfs::Root::open(r.root).ok(),
             ..*r
@@ -223,16 +219,14 @@ impl ignore::ParallelVisitor for Reader<'_> {
             return ignore::WalkState::Continue;
         };
         let file = changed_file(self, &path, e.path());
-        self.held += file
+        let bytes = file
             .as_ref()
             .and_then(|f| f.data.as_ref())
             .map_or(0, Vec::len);
-        self.batch.push((path, file));
-        if self.batch.len() < FOUND_BATCH && self.held < FOUND_BATCH_BYTES {
+        let Some(full) = self.batch.push((path, file), bytes) else {
             return ignore::WalkState::Continue;
-        }
-        self.held = 0;
-        match self.found.send(std::mem::take(&mut self.batch)) {
+        };
+        match self.found.send(full) {
             Ok(()) => ignore::WalkState::Continue,
             Err(_) => ignore::WalkState::Quit,
         }
@@ -241,9 +235,10 @@ impl ignore::ParallelVisitor for Reader<'_> {
 
 impl Drop for Reader<'_> {
     fn drop(&mut self) {
-        if !self.batch.is_empty() {
+        let last = self.batch.take();
+        if !last.is_empty() {
             // Nobody listens when the import stopped on an error.
-            let _ = self.found.send(std::mem::take(&mut self.batch));
+            let _ = self.found.send(last);
         }
     }
 }
