@@ -182,7 +182,8 @@ struct Reader<'a> {
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
     batch: Batch<Found>,
-    /// The root held open by this thread, for its reads.
+    /// The root held open by this thread, for its reads (`None`: it
+    /// cannot be opened, so no file can be read).
     disk: Option<rootfs::Root<'a>>,
 }
 
@@ -195,7 +196,6 @@ impl<'a> ignore::ParallelVisitorBuilder<'a> for Readers<'a> {
         Box::new(Reader {
             found: r.found.clone(),
             batch: Batch::new(FOUND_BATCH, FOUND_BATCH_BYTES),
-            // A root this thread cannot open leaves each read to open it.
             disk: rootfs::Root::open(r.root).ok(),
             ..*r
         })
@@ -255,11 +255,9 @@ fn changed_file(r: &Reader<'_>, path: &ProjectPath, abs: &Path) -> Option<DiskFi
     if r.known.get(path.as_str()) == Some(&(meta.len(), mtime, mode)) {
         return None;
     }
-    let read = |limit| match &r.disk {
-        Some(disk) => disk.read(path, limit),
-        None => rootfs::read(r.root, path, limit),
-    };
-    read_file(path, &meta, r.max_bytes, read).ok().flatten()
+    read_file(r.disk.as_ref()?, path, &meta, r.max_bytes)
+        .ok()
+        .flatten()
 }
 
 /// Brings one path of the stable layer in line with the disk. Returns
@@ -279,9 +277,11 @@ pub fn sync_from_disk(
         Ok(meta) if meta.is_dir() => return Ok(false),
         _ => return Ok(store.stable_delete(path.as_str())?),
     };
-    match read_file(path, &meta, max_bytes, |limit| {
-        rootfs::read(root, path, limit)
-    }) {
+    // A root that cannot be opened leaves stable as it is, as a failed read does.
+    let Ok(disk) = rootfs::Root::open(root) else {
+        return Ok(false);
+    };
+    match read_file(&disk, path, &meta, max_bytes) {
         Ok(Some(f)) => Ok(store.stable_store(&f, max_bytes)?),
         // Gone meanwhile, or reached through a linked folder.
         Ok(None) | Err(rootfs::DiskError::Symlink(_)) => Ok(store.stable_delete(path.as_str())?),
@@ -289,14 +289,14 @@ pub fn sync_from_disk(
     }
 }
 
-/// Reads `path` for the stable layer (`read`: the disk read, up to the
-/// limit it is given), never more than `max_bytes`: a larger file is
-/// recorded by its size alone. `None` when it is gone.
+/// Reads `path` under `disk` for the stable layer, never more than
+/// `max_bytes` and never through a link: a larger file is recorded by its
+/// size alone. `None` when it is gone.
 fn read_file(
+    disk: &rootfs::Root<'_>,
     path: &ProjectPath,
     meta: &std::fs::Metadata,
     max_bytes: u64,
-    read: impl FnOnce(u64) -> Result<Option<Vec<u8>>, rootfs::DiskError>,
 ) -> Result<Option<DiskFile>, rootfs::DiskError> {
     let (mode, mtime_ns) = file_meta(meta);
     let large = |size| DiskFile {
@@ -309,7 +309,7 @@ fn read_file(
     if meta.len() > max_bytes {
         return Ok(Some(large(meta.len())));
     }
-    match read(max_bytes) {
+    match disk.read(path, max_bytes) {
         Ok(data) => Ok(data.map(|data| DiskFile {
             size: data.len() as u64,
             data: Some(data),

@@ -46,7 +46,7 @@ mod linux {
     #[derive(Clone)]
     pub struct Folders {
         watched: Arc<Mutex<Watched>>,
-        reading: Arc<tokio::task::AbortHandle>,
+        reading: tokio::task::AbortHandle,
     }
 
     impl Folders {
@@ -64,11 +64,11 @@ mod linux {
             let (names, top) = (watched.clone(), top.to_path_buf());
             let task = tokio::spawn(async move {
                 while let Some(Ok(event)) = events.next().await {
-                    let mut w = names.lock().unwrap_or_else(|p| p.into_inner());
                     if event.mask.contains(EventMask::Q_OVERFLOW) {
                         tx.send(top.clone()).ok();
                         continue;
                     }
+                    let mut w = names.lock().unwrap_or_else(|p| p.into_inner());
                     if event.mask.contains(EventMask::IGNORED) {
                         w.folders.remove(&event.wd);
                         continue;
@@ -88,7 +88,7 @@ mod linux {
             });
             Ok(Folders {
                 watched,
-                reading: Arc::new(task.abort_handle()),
+                reading: task.abort_handle(),
             })
         }
 
