@@ -104,12 +104,14 @@ fn a_held_root_reads_nested_files_and_never_through_a_linked_folder() {
     std::fs::write(root.path().join("a/file"), "not a folder\n").unwrap();
     std::os::unix::fs::symlink(outside.path(), root.path().join("a/out")).unwrap();
     std::os::unix::fs::symlink(root.path().join("a/b"), root.path().join("inner")).unwrap();
+    // Relative and inside the root: only a rule against every link refuses it.
+    std::os::unix::fs::symlink("a/b", root.path().join("near")).unwrap();
     let held = Root::open(root.path()).unwrap();
     assert_eq!(
         held.read(&pp("a/b/c.py"), 1 << 20).unwrap().unwrap(),
         b"x = 1\n"
     );
-    for through_a_link in ["a/out/secret.txt", "inner/c.py"] {
+    for through_a_link in ["a/out/secret.txt", "inner/c.py", "near/c.py"] {
         assert!(
             matches!(
                 held.read(&pp(through_a_link), 1 << 20),
