@@ -53,7 +53,7 @@ pub fn build_proposal(store: &Store, agent: &str) -> Result<Vec<String>, AcceptE
         let mut files = Vec::new();
         let mut conflicts = Vec::new();
         for (path, entry) in entries {
-            let current = store::stable_entry(tx, &path)?.map(|e| e.hash);
+            let current = store.stable_entry_in(tx, &path)?.map(|e| e.hash);
             let mut new_hash = entry.hash.clone();
             if let Some(h) = &entry.hash {
                 let base_text = text(tx, entry.base_hash.as_deref())?;
@@ -148,7 +148,7 @@ pub fn proposal_diffs_and_bases(
                 (_, None) => FileChange::Deleted,
                 _ => FileChange::Modified,
             };
-            let current = store::stable_entry(tx, &f.path)?.map(|e| e.hash);
+            let current = store.stable_entry_in(tx, &f.path)?.map(|e| e.hash);
             let human_hunks = if current != f.base_hash {
                 diff::hunks(&old, &text(tx, current.as_deref())?)
             } else {
@@ -189,7 +189,7 @@ pub fn rebase(store: &Store, agent: &str) -> Result<(bool, bool), AcceptError> {
         let mut conflicted = false;
         let mut out = Vec::with_capacity(files.len());
         for f in files {
-            let current = store::stable_entry(tx, &f.path)?.map(|e| e.hash);
+            let current = store.stable_entry_in(tx, &f.path)?.map(|e| e.hash);
             if current == f.base_hash {
                 out.push(f);
                 continue;
@@ -363,7 +363,7 @@ pub fn accept_some(
     let mut intent: Option<store::journal::Pending> = None;
     let accepted = store.transaction(|tx| {
         let mut out = Accepted::default();
-        let disk = chosen.stage(tx, buffers, &mut out)?;
+        let disk = chosen.stage(store, tx, buffers, &mut out)?;
         // Several renames are not one: a crash between two leaves the
         // journal, and the next start puts the replaced files back.
         if disk.len() > 1 {
@@ -462,6 +462,7 @@ impl Chosen {
     /// buffer is changed there instead).
     fn stage(
         &self,
+        store: &Store,
         tx: &Connection,
         buffers: &HashMap<String, String>,
         out: &mut Accepted,
@@ -475,7 +476,7 @@ impl Chosen {
                 Some(h) => Expect::Content(h.clone()),
                 None => Expect::Absent,
             };
-            let current = store::stable_entry(tx, &f.path)?;
+            let current = store.stable_entry_in(tx, &f.path)?;
             if current.as_ref().map(|e| &e.hash) != f.base_hash.as_ref() {
                 return Err(AcceptError::Conflict(f.path.clone()));
             }

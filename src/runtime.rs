@@ -623,12 +623,11 @@ fn start_background(core: &Arc<Core>) {
         match imported {
             Ok(files) => {
                 send_snapshots(c);
-                if let Some(w) = c
-                    .remora
-                    .as_ref()
-                    .filter(|_| c.indexing == Indexing::AtStart)
-                {
-                    w.send(remora::Job::IndexAll);
+                match c.remora.as_ref() {
+                    // The index reads every file first.
+                    Some(w) if c.indexing == Indexing::AtStart => w.send(remora::Job::IndexAll),
+                    None if c.indexing == Indexing::AtStart => fill_in_background(c),
+                    _ => {}
                 }
                 c.publish(c.lifecycle.recover(retention_ms(c), STALE_OWNER_MS));
                 // After the proposals that wait: what the editor was asked
@@ -640,6 +639,29 @@ fn start_background(core: &Arc<Core>) {
                 tokio::task::spawn_blocking(move || c2.store.checkpoint());
             }
             Err(e) => c.notify(Level::Error, format!("Chimera: import failed: {e}")),
+        }
+    });
+}
+
+/// Reads what the import left unread (`store/unread.rs`), a part at a
+/// time, until none is left or the core stops: the first snapshot (an
+/// accept's) then finds the project read. A core that lives for one
+/// `chimera` command leaves it to what needs it.
+fn fill_in_background(core: &Arc<Core>) {
+    let c = core.clone();
+    tokio::task::spawn_blocking(move || {
+        while !c.shutdown.is_cancelled() {
+            match c.store.fill_next() {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) => {
+                    c.notify(
+                        Level::Warn,
+                        format!("Chimera: cannot read the project's files: {e}"),
+                    );
+                    return;
+                }
+            }
         }
     });
 }

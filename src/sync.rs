@@ -11,10 +11,8 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::paths::ProjectPath;
 use crate::rootfs;
-use crate::store::{DiskFile, Store, StoreError};
-use batch::Batch;
+use crate::store::{read_file, unread_file, DiskFile, Store, StoreError};
 
-mod batch;
 mod folders;
 mod watch;
 pub use watch::{watch, WatchHandle};
@@ -49,23 +47,6 @@ impl OpenBuffers {
     }
 }
 
-/// Mode bits and modification time of a file on disk.
-pub fn file_meta(meta: &std::fs::Metadata) -> (u32, i64) {
-    #[cfg(unix)]
-    let mode = {
-        use std::os::unix::fs::PermissionsExt;
-        meta.permissions().mode() & 0o7777
-    };
-    #[cfg(not(unix))]
-    let mode = 0o644;
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i64);
-    (mode, mtime)
-}
-
 /// Whether a walk may enter `e`: not a `.git` or `.chimera` folder.
 fn outside_reserved(e: &ignore::DirEntry) -> bool {
     !e.file_name()
@@ -92,13 +73,14 @@ fn project_walk(top: &Path) -> ignore::WalkBuilder {
     walk
 }
 
-/// How much file content the import holds before it writes it to the
-/// store: a monorepo's whole text is never in memory at once.
-const IMPORT_CHUNK_BYTES: usize = 4 << 20;
+/// How many files the import records in one transaction, as the walk
+/// goes on (it reads none: see `store/unread.rs`).
+const IMPORT_CHUNK_FILES: usize = 4096;
 
 /// Imports the project into the stable layer, skipping files whose ground
-/// truth is a buffer and dropping files that are gone. Files are found,
-/// compared and read on every core while what was read is written.
+/// truth is a buffer and dropping files that are gone. Files are found and
+/// compared on every core while what changed is recorded, unread: the
+/// store reads a file when something first needs it (`store/unread.rs`).
 /// Returns the number of files in the project.
 pub fn import(
     store: &Store,
@@ -106,22 +88,23 @@ pub fn import(
     max_bytes: u64,
     buffers: &OpenBuffers,
 ) -> Result<usize, SyncError> {
+    store.set_file_limit(max_bytes);
     let mut known = store.stable_stats()?;
     let (found, files) = std::sync::mpsc::sync_channel(4);
     let seen = std::thread::scope(|scope| {
         let known = &known;
-        scope.spawn(move || read_changed(root, known, buffers, max_bytes, found));
+        scope.spawn(move || find_changed(root, known, buffers, max_bytes, found));
         store.bulk_write(|| {
-            let (mut seen, mut part) = (Vec::new(), Batch::new(usize::MAX, IMPORT_CHUNK_BYTES));
+            let (mut seen, mut part) = (Vec::new(), Vec::new());
             for (path, file) in files.into_iter().flatten() {
                 seen.push(path);
-                let Some(file) = file else { continue };
-                let bytes = file.data.as_ref().map_or(0, Vec::len);
-                if let Some(full) = part.push(file, bytes) {
-                    store.stable_import(&full, max_bytes)?;
+                part.extend(file);
+                if part.len() >= IMPORT_CHUNK_FILES {
+                    store.stable_import(&part, max_bytes)?;
+                    part.clear();
                 }
             }
-            store.stable_import(&part.take(), max_bytes)?;
+            store.stable_import(&part, max_bytes)?;
             Ok::<_, StoreError>(seen)
         })
     })?;
@@ -138,20 +121,18 @@ pub fn import(
     Ok(count)
 }
 
-/// A file the import's walk found, with its content when the stable layer
-/// does not hold it yet.
+/// A file the import's walk found, with what to record of it when the
+/// stable layer does not hold it as it is.
 type Found = (ProjectPath, Option<DiskFile>);
 
-/// Files found are sent in batches of this many (one message a file costs
-/// more than comparing it), or of this much content: the channel holds a
-/// few batches, which must stay small when the files are large.
+/// Files found are sent in batches of this many: one message a file
+/// costs more than comparing it.
 const FOUND_BATCH: usize = 256;
-const FOUND_BATCH_BYTES: usize = 1 << 20;
 
 /// Walks the project on every core and sends each file found (see
 /// [`Found`]; `known`: what the stable layer holds, by path); stops when
 /// nobody listens.
-fn read_changed(
+fn find_changed(
     root: &Path,
     known: &HashMap<String, (u64, i64, u32)>,
     buffers: &OpenBuffers,
@@ -159,50 +140,45 @@ fn read_changed(
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
 ) {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut readers = Readers(Reader {
+    let mut finders = Finders(Finder {
         root,
         known,
         buffers,
         max_bytes,
         found,
-        batch: Batch::new(FOUND_BATCH, FOUND_BATCH_BYTES),
-        disk: None,
+        batch: Vec::with_capacity(FOUND_BATCH),
     });
     project_walk(root)
         .threads(threads)
         .build_parallel()
-        .visit(&mut readers);
+        .visit(&mut finders);
 }
 
 /// What one thread of the import's walk does with each entry.
-struct Reader<'a> {
+struct Finder<'a> {
     root: &'a Path,
     known: &'a HashMap<String, (u64, i64, u32)>,
     buffers: &'a OpenBuffers,
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
-    batch: Batch<Found>,
-    /// The root held open by this thread, for its reads (`None`: it
-    /// cannot be opened, so no file can be read).
-    disk: Option<rootfs::Root<'a>>,
+    batch: Vec<Found>,
 }
 
-/// Makes a [`Reader`] for each thread of the walk.
-struct Readers<'a>(Reader<'a>);
+/// Makes a [`Finder`] for each thread of the walk.
+struct Finders<'a>(Finder<'a>);
 
-impl<'a> ignore::ParallelVisitorBuilder<'a> for Readers<'a> {
+impl<'a> ignore::ParallelVisitorBuilder<'a> for Finders<'a> {
     fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 'a> {
         let r = &self.0;
-        Box::new(Reader {
+        Box::new(Finder {
             found: r.found.clone(),
-            batch: Batch::new(FOUND_BATCH, FOUND_BATCH_BYTES),
-            disk: rootfs::Root::open(r.root).ok(),
+            batch: Vec::with_capacity(FOUND_BATCH),
             ..*r
         })
     }
 }
 
-impl ignore::ParallelVisitor for Reader<'_> {
+impl ignore::ParallelVisitor for Finder<'_> {
     fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
         let Ok(e) = entry else {
             return ignore::WalkState::Continue;
@@ -219,13 +195,11 @@ impl ignore::ParallelVisitor for Reader<'_> {
             return ignore::WalkState::Continue;
         };
         let file = changed_file(self, &path, e.path());
-        let bytes = file
-            .as_ref()
-            .and_then(|f| f.data.as_ref())
-            .map_or(0, Vec::len);
-        let Some(full) = self.batch.push((path, file), bytes) else {
+        self.batch.push((path, file));
+        if self.batch.len() < FOUND_BATCH {
             return ignore::WalkState::Continue;
-        };
+        }
+        let full = std::mem::replace(&mut self.batch, Vec::with_capacity(FOUND_BATCH));
         match self.found.send(full) {
             Ok(()) => ignore::WalkState::Continue,
             Err(_) => ignore::WalkState::Quit,
@@ -233,9 +207,9 @@ impl ignore::ParallelVisitor for Reader<'_> {
     }
 }
 
-impl Drop for Reader<'_> {
+impl Drop for Finder<'_> {
     fn drop(&mut self) {
-        let last = self.batch.take();
+        let last = std::mem::take(&mut self.batch);
         if !last.is_empty() {
             // Nobody listens when the import stopped on an error.
             let _ = self.found.send(last);
@@ -243,21 +217,17 @@ impl Drop for Reader<'_> {
     }
 }
 
-/// The file at `abs` as the stable layer should hold it; `None` when it
-/// holds it already (the same size, mtime and mode: not read again), a
-/// buffer is its ground truth, or it is gone.
-fn changed_file(r: &Reader<'_>, path: &ProjectPath, abs: &Path) -> Option<DiskFile> {
+/// The file at `abs` as the stable layer should record it, unread (see
+/// `store/unread.rs`); `None` when it holds it already (the same size,
+/// mtime and mode), a buffer is its ground truth, or it is gone.
+fn changed_file(r: &Finder<'_>, path: &ProjectPath, abs: &Path) -> Option<DiskFile> {
     if r.buffers.contains(path.as_str()) {
         return None;
     }
     let meta = std::fs::metadata(abs).ok()?;
-    let (mode, mtime) = file_meta(&meta);
-    if r.known.get(path.as_str()) == Some(&(meta.len(), mtime, mode)) {
-        return None;
-    }
-    read_file(r.disk.as_ref()?, path, &meta, r.max_bytes)
-        .ok()
-        .flatten()
+    let file = unread_file(path, &meta, r.max_bytes);
+    let known = (file.size, file.mtime_ns, file.mode);
+    (r.known.get(path.as_str()) != Some(&known)).then_some(file)
 }
 
 /// Brings one path of the stable layer in line with the disk. Returns
@@ -286,38 +256,6 @@ pub fn sync_from_disk(
         // Gone meanwhile, or reached through a linked folder.
         Ok(None) | Err(rootfs::DiskError::Symlink(_)) => Ok(store.stable_delete(path.as_str())?),
         Err(_) => Ok(false),
-    }
-}
-
-/// Reads `path` under `disk` for the stable layer, never more than
-/// `max_bytes` and never through a link: a larger file is recorded by its
-/// size alone. `None` when it is gone.
-fn read_file(
-    disk: &rootfs::Root<'_>,
-    path: &ProjectPath,
-    meta: &std::fs::Metadata,
-    max_bytes: u64,
-) -> Result<Option<DiskFile>, rootfs::DiskError> {
-    let (mode, mtime_ns) = file_meta(meta);
-    let large = |size| DiskFile {
-        path: path.as_str().to_owned(),
-        data: None,
-        size,
-        mode,
-        mtime_ns,
-    };
-    if meta.len() > max_bytes {
-        return Ok(Some(large(meta.len())));
-    }
-    match disk.read(path, max_bytes) {
-        Ok(data) => Ok(data.map(|data| DiskFile {
-            size: data.len() as u64,
-            data: Some(data),
-            ..large(0)
-        })),
-        // It grew between the look and the read.
-        Err(rootfs::DiskError::TooLarge { .. }) => Ok(Some(large(max_bytes + 1))),
-        Err(e) => Err(e),
     }
 }
 

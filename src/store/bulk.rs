@@ -21,19 +21,22 @@ impl Store {
 
     /// The content of each of `paths` the stable layer holds (not one kept
     /// by its size alone), given to `each` in no set order: one statement
-    /// for many files, where a read each costs two lookups and a lock.
+    /// for many files, where a read each costs two lookups and a lock. A
+    /// file not read yet is read from the disk and left unread (see
+    /// [`Store::look_unread`]).
     pub fn stable_contents(
         &self,
         paths: &[&str],
         each: &mut dyn FnMut(String, Vec<u8>),
     ) -> Result<()> {
+        self.look_unread(paths, each)?;
         // Well under SQLite's limit of parameters in one statement.
         for part in paths.chunks(2000) {
             let marks = vec!["?"; part.len()].join(",");
             let conn = self.conn();
             let mut stmt = conn.prepare(&format!(
                 "SELECT s.path, b.data FROM stable s JOIN blobs b ON b.hash = s.hash
-                 WHERE s.too_large = 0 AND s.path IN ({marks})"
+                 WHERE s.too_large = 0 AND s.unread = 0 AND s.path IN ({marks})"
             ))?;
             let mut rows = stmt.query(rusqlite::params_from_iter(part))?;
             while let Some(row) = rows.next()? {
@@ -49,11 +52,7 @@ impl Store {
         let tx = conn.transaction()?;
         let mut changed = 0;
         for f in files.iter().filter(|f| !self.secrets.is_match(&f.path)) {
-            let put = match &f.data {
-                Some(data) => stable_put(&tx, &f.path, data, f.mode, f.mtime_ns, max_bytes)?,
-                None => stable_put_too_large(&tx, &f.path, f.size, f.mode, f.mtime_ns)?,
-            };
-            if put {
+            if stable_put_file(&tx, f, max_bytes)? {
                 changed += 1;
             }
         }

@@ -125,6 +125,7 @@ impl Store {
     /// [`Store::snapshot_create`] with the ID the editor chose (so its API
     /// can return it at once), or a content-derived one.
     pub fn snapshot_create_as(&self, id: Option<&str>, message: &str) -> Result<Snapshot> {
+        self.fill_all()?;
         self.transaction(|tx| {
             let mut manifest = String::new();
             let mut files = 0;

@@ -8,6 +8,7 @@ mod bulk;
 mod calls;
 mod chat;
 mod checkpoints;
+mod disk;
 #[cfg(test)]
 pub mod fixture;
 mod forget;
@@ -19,12 +20,14 @@ mod records;
 mod remora;
 mod rows;
 mod schema;
+mod unread;
 
 pub use crate::hash::{hash_bytes, random_token, unique_digest, Hash};
 pub use audit::Unrecorded;
 pub use calls::ToolCall;
 pub use chat::ChatEntry;
 pub use checkpoints::Checkpoint;
+pub use disk::{file_meta, read_file, unread_file, Content, DiskFile};
 pub use history::{Branch, Effect, ManifestEntry, Snapshot};
 pub use records::{AgentRecord, AgentState, Feedback, ProposalFile, TokenUse};
 pub use rows::*;
@@ -70,6 +73,8 @@ pub enum StoreError {
     },
     #[error("bad JSON in the store: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("cannot read the project's files: {0}")]
+    Disk(crate::rootfs::DiskError),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -125,17 +130,6 @@ pub fn now_ms() -> i64 {
 /// One event of the log: `(seq, agent, kind, data as JSON)`.
 pub type EventRow = (i64, Option<String>, String, String);
 
-/// A file read from disk for the stable layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiskFile {
-    pub path: String,
-    /// `None`: larger than the limit, so never read.
-    pub data: Option<Vec<u8>>,
-    pub size: u64,
-    pub mode: u32,
-    pub mtime_ns: i64,
-}
-
 /// One file of the stable layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StableEntry {
@@ -145,6 +139,10 @@ pub struct StableEntry {
     pub mtime_ns: i64,
     /// The content is not stored because the file is larger than the limit.
     pub too_large: bool,
+    /// Recorded by the import by its look alone: `hash` stands for its
+    /// size and time, not its content ([`Store::stable_entry`] reads it
+    /// first, so only a row read inside a transaction is ever this).
+    pub unread: bool,
 }
 
 /// One file of an agent's view ([`Store::view`]).
@@ -178,6 +176,9 @@ pub struct Store {
     journal_key: [u8; 32],
     /// Effect and audit records that could not be written.
     unrecorded: Mutex<audit::Unrecorded>,
+    /// The size of file whose content the stable layer keeps, for the
+    /// files the import recorded unread ([`Store::set_file_limit`]).
+    file_limit: std::sync::atomic::AtomicU64,
 }
 
 impl Store {
@@ -269,6 +270,7 @@ impl Store {
             secrets,
             journal_key: *blake3::hash(key.as_bytes()).as_bytes(),
             unrecorded: Mutex::default(),
+            file_limit: crate::config::SyncConfig::default().max_file_bytes.into(),
         })
     }
 
@@ -345,8 +347,22 @@ impl Store {
 
     // ---- stable layer ----------------------------------------------------
 
+    /// The stable layer's file at `path`, read from the disk first when
+    /// the import recorded it unread.
     pub fn stable_entry(&self, path: &str) -> Result<Option<StableEntry>> {
-        stable_entry(&self.conn(), path)
+        self.stable_entry_in(&self.conn(), path)
+    }
+
+    /// [`Store::stable_entry`] on `conn` (a transaction: a file read for
+    /// it is written in it).
+    pub fn stable_entry_in(&self, conn: &Connection, path: &str) -> Result<Option<StableEntry>> {
+        match stable_row(conn, path)? {
+            Some(e) if e.unread => {
+                self.fill_in(conn, &[path.to_owned()])?;
+                stable_row(conn, path)
+            }
+            row => Ok(row),
+        }
     }
 
     /// Whether `path` is a secret, whose content the store never keeps.
@@ -360,11 +376,7 @@ impl Store {
         if self.is_secret(&f.path) {
             return self.stable_delete(&f.path);
         }
-        let conn = self.conn();
-        match &f.data {
-            Some(data) => stable_put(&conn, &f.path, data, f.mode, f.mtime_ns, max_bytes),
-            None => stable_put_too_large(&conn, &f.path, f.size, f.mode, f.mtime_ns),
-        }
+        stable_put_file(&self.conn(), f, max_bytes)
     }
 
     /// Puts `data` at `path` in the stable layer; returns whether it
@@ -421,6 +433,7 @@ impl Store {
 
     /// `(path, hash)` of every file of the stable layer.
     pub fn stable_hashes(&self) -> Result<Vec<(String, String)>> {
+        self.fill_all()?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached("SELECT path, hash FROM stable ORDER BY path")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -429,6 +442,7 @@ impl Store {
 
     /// `(path, hash, mode)` of every file of the stable layer.
     pub fn stable_modes(&self) -> Result<Vec<(String, String, u32)>> {
+        self.fill_all()?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached("SELECT path, hash, mode FROM stable ORDER BY path")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
@@ -488,6 +502,7 @@ impl Store {
     /// Every file `agent` sees, sorted: the stable layer with the agent's
     /// overlay over it (whiteouts remove a file, new files have mode 0644).
     pub fn view(&self, agent: &str) -> Result<Vec<ViewEntry>> {
+        self.fill_all()?;
         let mut files: std::collections::BTreeMap<String, ViewEntry> = {
             let conn = self.conn();
             let mut stmt = conn

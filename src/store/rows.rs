@@ -59,9 +59,13 @@ pub(crate) fn delete_unreferenced_blobs(tx: &Transaction<'_>) -> Result<usize> {
     Ok(blobs)
 }
 
-pub fn stable_entry(conn: &Connection, path: &str) -> Result<Option<StableEntry>> {
+/// The row of `path` as it is, unread or not (outside the store, rows are
+/// read through [`Store::stable_entry_in`], which reads an unread file).
+pub(super) fn stable_row(conn: &Connection, path: &str) -> Result<Option<StableEntry>> {
     Ok(conn
-        .prepare_cached("SELECT hash, mode, size, mtime_ns, too_large FROM stable WHERE path = ?1")?
+        .prepare_cached(
+            "SELECT hash, mode, size, mtime_ns, too_large, unread FROM stable WHERE path = ?1",
+        )?
         .query_row([path], |r| {
             Ok(StableEntry {
                 hash: r.get(0)?,
@@ -69,9 +73,35 @@ pub fn stable_entry(conn: &Connection, path: &str) -> Result<Option<StableEntry>
                 size: r.get::<_, i64>(2)? as u64,
                 mtime_ns: r.get(3)?,
                 too_large: r.get(4)?,
+                unread: r.get(5)?,
             })
         })
         .optional()?)
+}
+
+/// Puts a file from the disk in the stable layer (its content, its size
+/// alone, or its look alone); returns whether it changed.
+pub(super) fn stable_put_file(conn: &Connection, f: &DiskFile, max_bytes: u64) -> Result<bool> {
+    match &f.data {
+        Content::Read(data) => stable_put(conn, &f.path, data, f.mode, f.mtime_ns, max_bytes),
+        Content::TooLarge => stable_put_too_large(conn, &f.path, f.size, f.mode, f.mtime_ns),
+        Content::Unread => stable_put_unread(conn, f),
+    }
+}
+
+/// Records `f` by its look alone: its "hash" stands for its size and
+/// modification time, and never equals a content's (hex digits only). The
+/// import records only what it found changed, so it is not looked up first.
+fn stable_put_unread(conn: &Connection, f: &DiskFile) -> Result<bool> {
+    let hash = format!("unread:{}:{}", f.size, f.mtime_ns);
+    conn.prepare_cached(
+        "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large, unread) VALUES (?1, ?2, ?3, ?4, ?5, 0, 1)
+         ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
+                                          mtime_ns = excluded.mtime_ns, too_large = 0, unread = 1,
+                                          buffer_owner = NULL",
+    )?
+    .execute(params![f.path, hash, f.mode, f.size as i64, f.mtime_ns])?;
+    Ok(true)
 }
 
 pub fn stable_put(
@@ -88,7 +118,7 @@ pub fn stable_put(
     } else {
         put_blob(conn, data)?
     };
-    if let Some(old) = stable_entry(conn, path)? {
+    if let Some(old) = stable_row(conn, path)? {
         if old.hash == hash && old.mode == mode {
             if old.mtime_ns != mtime_ns {
                 conn.prepare_cached(
@@ -103,7 +133,7 @@ pub fn stable_put(
         "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
                                           mtime_ns = excluded.mtime_ns, too_large = excluded.too_large,
-                                          buffer_owner = NULL",
+                                          unread = 0, buffer_owner = NULL",
     )?
     .execute(params![path, hash, mode, data.len() as i64, mtime_ns, too_large])?;
     Ok(true)
@@ -120,13 +150,13 @@ pub fn stable_put_too_large(
     mtime_ns: i64,
 ) -> Result<bool> {
     let hash = hash_bytes(format!("too large: {size} bytes, modified {mtime_ns}").as_bytes());
-    if stable_entry(conn, path)?.is_some_and(|old| old.hash == hash && old.mode == mode) {
+    if stable_row(conn, path)?.is_some_and(|old| old.hash == hash && old.mode == mode) {
         return Ok(false);
     }
     conn.prepare_cached(
         "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, 1)
          ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
-                                          mtime_ns = excluded.mtime_ns, too_large = 1, buffer_owner = NULL",
+                                          mtime_ns = excluded.mtime_ns, too_large = 1, unread = 0, buffer_owner = NULL",
     )?
     .execute(params![path, hash, mode, size as i64, mtime_ns])?;
     Ok(true)
@@ -145,7 +175,7 @@ pub fn stable_set(
     conn.prepare_cached(
         "INSERT INTO stable (path, hash, mode, size, mtime_ns, too_large) VALUES (?1, ?2, ?3, ?4, ?5, 0)
          ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, mode = excluded.mode, size = excluded.size,
-                                          mtime_ns = excluded.mtime_ns, too_large = 0, buffer_owner = NULL",
+                                          mtime_ns = excluded.mtime_ns, too_large = 0, unread = 0, buffer_owner = NULL",
     )?
     .execute(params![path, hash, mode, size as i64, mtime_ns])?;
     Ok(())

@@ -231,10 +231,15 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     // The instance whose loaded buffer the stable text is (NULL: the
     // file's, or what an accept or rollback wrote).
     ("stable", "buffer_owner", "TEXT"),
+    // Recorded by the import by its size, time and mode alone; the
+    // content is read when first needed (`store/unread.rs`).
+    ("stable", "unread", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
 /// Indexes over added columns, created after them.
 pub const LATE_INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS events_correlation ON events(correlation_id);
 CREATE INDEX IF NOT EXISTS events_kind ON events(kind);
+-- Small (no path in it): the import may add a row to it for every file.
+CREATE INDEX IF NOT EXISTS stable_unread ON stable(unread) WHERE unread = 1;
 ";

@@ -62,7 +62,7 @@ fn a_large_import_stays_in_the_wal_until_the_checkpoint() {
         .map(|i| DiskFile {
             path: format!("m{i}.py"),
             size: content(i).len() as u64,
-            data: Some(content(i)),
+            data: Content::Read(content(i)),
             mode: 0o644,
             mtime_ns: 0,
         })
