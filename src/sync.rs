@@ -11,7 +11,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::paths::ProjectPath;
 use crate::rootfs;
-use crate::store::{read_file, unread_file, DiskFile, Store, StoreError};
+use crate::store::{read_file, unread_file, DiskFile, Look, Store, StoreError};
 
 mod folders;
 mod watch;
@@ -95,16 +95,23 @@ pub fn import(
         let known = &known;
         scope.spawn(move || find_changed(root, known, buffers, max_bytes, found));
         store.bulk_write(|| {
+            let write = |part: &mut Vec<DiskFile>| {
+                // In the order of the table's index, which SQLite fills
+                // fastest.
+                part.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+                store.stable_import(part, max_bytes)?;
+                part.clear();
+                Ok::<_, StoreError>(())
+            };
             let (mut seen, mut part) = (Vec::new(), Vec::new());
             for (path, file) in files.into_iter().flatten() {
                 seen.push(path);
                 part.extend(file);
                 if part.len() >= IMPORT_CHUNK_FILES {
-                    store.stable_import(&part, max_bytes)?;
-                    part.clear();
+                    write(&mut part)?;
                 }
             }
-            store.stable_import(&part, max_bytes)?;
+            write(&mut part)?;
             Ok::<_, StoreError>(seen)
         })
     })?;
@@ -147,6 +154,7 @@ fn find_changed(
         max_bytes,
         found,
         batch: Vec::with_capacity(FOUND_BATCH),
+        folder: None,
     });
     project_walk(root)
         .threads(threads)
@@ -162,6 +170,9 @@ struct Finder<'a> {
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
     batch: Vec<Found>,
+    /// The folder the walk is in on this thread, held open for the look
+    /// at each of its files.
+    folder: Option<(PathBuf, std::os::fd::OwnedFd)>,
 }
 
 /// Makes a [`Finder`] for each thread of the walk.
@@ -173,6 +184,7 @@ impl<'a> ignore::ParallelVisitorBuilder<'a> for Finders<'a> {
         Box::new(Finder {
             found: r.found.clone(),
             batch: Vec::with_capacity(FOUND_BATCH),
+            folder: None,
             ..*r
         })
     }
@@ -194,7 +206,7 @@ impl ignore::ParallelVisitor for Finder<'_> {
         let Some(path) = ProjectPath::from_absolute(self.root, e.path()) else {
             return ignore::WalkState::Continue;
         };
-        let file = changed_file(self, &path, e.path());
+        let file = self.changed_file(&path, &e);
         self.batch.push((path, file));
         if self.batch.len() < FOUND_BATCH {
             return ignore::WalkState::Continue;
@@ -217,17 +229,42 @@ impl Drop for Finder<'_> {
     }
 }
 
-/// The file at `abs` as the stable layer should record it, unread (see
-/// `store/unread.rs`); `None` when it holds it already (the same size,
-/// mtime and mode), a buffer is its ground truth, or it is gone.
-fn changed_file(r: &Finder<'_>, path: &ProjectPath, abs: &Path) -> Option<DiskFile> {
-    if r.buffers.contains(path.as_str()) {
-        return None;
+impl Finder<'_> {
+    /// The file `e` is as the stable layer should record it, unread (see
+    /// `store/unread.rs`); `None` when it holds it already (the same size,
+    /// mtime and mode), a buffer is its ground truth, or it is gone.
+    fn changed_file(&mut self, path: &ProjectPath, e: &ignore::DirEntry) -> Option<DiskFile> {
+        if self.buffers.contains(path.as_str()) {
+            return None;
+        }
+        let look = self.look(e)?;
+        let known = (look.size, look.mtime_ns, look.mode);
+        (self.known.get(path.as_str()) != Some(&known))
+            .then(|| unread_file(path, look, self.max_bytes))
     }
-    let meta = std::fs::metadata(abs).ok()?;
-    let file = unread_file(path, &meta, r.max_bytes);
-    let known = (file.size, file.mtime_ns, file.mode);
-    (r.known.get(path.as_str()) != Some(&known)).then_some(file)
+
+    /// The look of the file `e`, by a `stat` relative to its folder (held
+    /// open while the walk is in it): a path from the root costs the
+    /// kernel a lookup of every folder on the way, for each file.
+    fn look(&mut self, e: &ignore::DirEntry) -> Option<Look> {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+        if let Some(folder) = e.path().parent() {
+            if self.folder.as_ref().is_none_or(|(held, _)| held != folder) {
+                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                self.folder = rustix::fs::open(folder, flags, Mode::empty())
+                    .ok()
+                    .map(|fd| (folder.to_path_buf(), fd));
+            }
+            if let Some((_, fd)) = &self.folder {
+                let st = rustix::fs::statat(fd, e.file_name(), AtFlags::SYMLINK_NOFOLLOW).ok()?;
+                return FileType::from_raw_mode(st.st_mode)
+                    .is_file()
+                    .then(|| Look::of_stat(&st));
+            }
+        }
+        let meta = std::fs::symlink_metadata(e.path()).ok()?;
+        meta.is_file().then(|| Look::of(&meta))
+    }
 }
 
 /// Brings one path of the stable layer in line with the disk. Returns

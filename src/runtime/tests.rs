@@ -1610,3 +1610,60 @@ fn a_chat_whose_node_cannot_be_subscribed_says_it_will_not_wake() {
     );
     core.shutdown(Duration::from_secs(2));
 }
+
+/// How many files of `root`'s stable layer are still unread, seen from a
+/// connection of its own (the store's own reads would read them).
+fn unread_files(root: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(root.join(".chimera/chimera.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM stable WHERE unread = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_core_that_lives_on_reads_what_the_import_left_unread_and_a_one_command_core_does_not() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    for i in 0..2_500 {
+        std::fs::write(root.join(format!("m{i}.py")), format!("x = {i}\n")).unwrap();
+    }
+    let mut cfg = config("http://127.0.0.1:9");
+    cfg.remora.index = false;
+    let start_as = |indexing| {
+        let (tx, rx) = mpsc::unbounded_channel::<ToEditor>();
+        let core = start(cfg.clone(), root.clone(), Arc::new(tx), None, indexing).unwrap();
+        (core, rx)
+    };
+    let (core, mut rx) = start_as(Indexing::OnDemand);
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Ready { .. }).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        unread_files(&root),
+        2_501,
+        "a core for one command reads nothing ahead"
+    );
+    core.shutdown(Duration::from_secs(5));
+
+    let (core, mut rx) = start_as(Indexing::AtStart);
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Ready { .. }).then_some(())
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while unread_files(&root) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still unread: {}",
+            unread_files(&root)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let store = Store::open(&root).unwrap();
+    let e = store.stable_entry("m7.py").unwrap().unwrap();
+    assert_eq!(store.blob_text(&e.hash).unwrap(), "x = 7\n");
+    core.shutdown(Duration::from_secs(5));
+}

@@ -28,37 +28,65 @@ pub enum Content {
     Unread,
 }
 
-/// Mode bits and modification time of a file on disk.
-pub fn file_meta(meta: &std::fs::Metadata) -> (u32, i64) {
-    #[cfg(unix)]
-    let mode = {
-        use std::os::unix::fs::PermissionsExt;
-        meta.permissions().mode() & 0o7777
-    };
-    #[cfg(not(unix))]
-    let mode = 0o644;
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i64);
-    (mode, mtime)
+/// What the import compares a file by: its size, mode bits and
+/// modification time (ns since the epoch; 0 before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    pub size: u64,
+    pub mode: u32,
+    pub mtime_ns: i64,
 }
 
-/// The file `meta` describes, recorded without reading it: by its size
+impl Look {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let mode = {
+            use std::os::unix::fs::PermissionsExt;
+            meta.permissions().mode() & 0o7777
+        };
+        #[cfg(not(unix))]
+        let mode = 0o644;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i64);
+        Look {
+            size: meta.len(),
+            mode,
+            mtime_ns,
+        }
+    }
+
+    /// The same look from a `stat` (an import's, relative to its folder).
+    #[cfg(unix)]
+    pub fn of_stat(st: &rustix::fs::Stat) -> Self {
+        let (secs, nanos) = (st.st_mtime as i64, st.st_mtime_nsec as i64);
+        Look {
+            size: st.st_size as u64,
+            mode: st.st_mode as u32 & 0o7777,
+            mtime_ns: if secs < 0 {
+                0
+            } else {
+                secs * 1_000_000_000 + nanos
+            },
+        }
+    }
+}
+
+/// The file `look` describes, recorded without reading it: by its size
 /// alone when larger than `max_bytes`, else as [`Content::Unread`].
-pub fn unread_file(path: &ProjectPath, meta: &std::fs::Metadata, max_bytes: u64) -> DiskFile {
-    let (mode, mtime_ns) = file_meta(meta);
+pub fn unread_file(path: &ProjectPath, look: Look, max_bytes: u64) -> DiskFile {
     DiskFile {
         path: path.as_str().to_owned(),
-        data: if meta.len() > max_bytes {
+        data: if look.size > max_bytes {
             Content::TooLarge
         } else {
             Content::Unread
         },
-        size: meta.len(),
-        mode,
-        mtime_ns,
+        size: look.size,
+        mode: look.mode,
+        mtime_ns: look.mtime_ns,
     }
 }
 
@@ -74,7 +102,7 @@ pub fn read_file(
     let large = |size| DiskFile {
         size,
         data: Content::TooLarge,
-        ..unread_file(path, meta, max_bytes)
+        ..unread_file(path, Look::of(meta), max_bytes)
     };
     if meta.len() > max_bytes {
         return Ok(Some(large(meta.len())));

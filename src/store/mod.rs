@@ -27,7 +27,7 @@ pub use audit::Unrecorded;
 pub use calls::ToolCall;
 pub use chat::ChatEntry;
 pub use checkpoints::Checkpoint;
-pub use disk::{file_meta, read_file, unread_file, Content, DiskFile};
+pub use disk::{read_file, unread_file, Content, DiskFile, Look};
 pub use history::{Branch, Effect, ManifestEntry, Snapshot};
 pub use records::{AgentRecord, AgentState, Feedback, ProposalFile, TokenUse};
 pub use rows::*;

@@ -335,6 +335,30 @@ mod tests {
     }
 
     #[test]
+    fn a_file_named_a_secret_after_the_import_is_never_read_into_the_store() {
+        let (dir, store) = imported(&[("keys.txt", "TOP_SECRET\n"), ("a.py", "a\n")]);
+        drop(store);
+        let secrets = crate::capabilities::Secrets::new(&["keys.txt".to_owned()]).unwrap();
+        let store = Store::open_with(dir.path(), secrets).unwrap();
+        let mut looked = Vec::new();
+        store
+            .stable_contents(&["keys.txt", "a.py"], &mut |p, _| looked.push(p))
+            .unwrap();
+        assert_eq!(looked, ["a.py"]);
+        assert_eq!(store.stable_entry("keys.txt").unwrap(), None);
+        store.fill_all().unwrap();
+        let leaked: bool = store
+            .conn()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM blobs WHERE instr(data, 'TOP_SECRET') > 0)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(!leaked);
+    }
+
+    #[test]
     fn a_text_written_before_the_read_is_never_replaced_by_it() {
         let (dir, store) = imported(&[("a.py", "disk\n")]);
         // The editor's buffer comes first; a read of the disk started
