@@ -60,6 +60,8 @@ impl Look {
 
     /// The same look from a `stat` (an import's, relative to its folder).
     #[cfg(unix)]
+    // The fields' types differ from one system to another.
+    #[allow(clippy::unnecessary_cast)]
     pub fn of_stat(st: &rustix::fs::Stat) -> Self {
         let (secs, nanos) = (st.st_mtime as i64, st.st_mtime_nsec as i64);
         Look {
