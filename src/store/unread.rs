@@ -252,6 +252,16 @@ mod tests {
     }
 
     #[test]
+    fn a_second_import_leaves_what_was_read_as_it_is() {
+        let (dir, store) = imported(&[("a.py", "a\n"), ("pkg/b.py", "b\n")]);
+        assert_eq!(store.fill_all().unwrap(), 2);
+        // The walk's look at each file (a stat in its folder) is the look
+        // the read recorded (the file's metadata): nothing changed.
+        import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap();
+        assert_eq!(store.fill_all().unwrap(), 0);
+    }
+
+    #[test]
     fn a_whole_layer_read_reads_every_unread_file_first() {
         let files: Vec<(String, String)> = (0..100)
             .map(|i| (format!("pkg{}/m{i}.py", i % 7), format!("x = {i}\n")))
