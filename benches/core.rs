@@ -99,6 +99,7 @@ fn bench_import(files: &[(String, Vec<u8>)]) {
     let runs = 5;
     let mut ours = Vec::new();
     let mut checkpoints = Vec::new();
+    let mut reads = Vec::new();
     let mut base = Vec::new();
     for _ in 0..runs {
         let dir = tempfile::tempdir().unwrap();
@@ -109,6 +110,11 @@ fn bench_import(files: &[(String, Vec<u8>)]) {
         let n = sync::import(&store, dir.path(), 2 << 20, &OpenBuffers::default()).unwrap();
         ours.push(t.elapsed());
         assert_eq!(n, files.len());
+        // The import records each file unread; what a long-lived core then
+        // reads in the background (and a snapshot would read first).
+        let t = Instant::now();
+        assert_eq!(store.fill_all().unwrap(), files.len());
+        reads.push(t.elapsed());
         // What the runtime does next, in the background once the project
         // is ready: copy the import from the WAL into the database file.
         let t = Instant::now();
@@ -123,16 +129,24 @@ fn bench_import(files: &[(String, Vec<u8>)]) {
         git(dir.path(), &["commit", "-q", "-m", "import"]);
         base.push(t.elapsed());
     }
-    let (o, c, b) = (median(ours), median(checkpoints), median(base));
+    let (o, r, c, b) = (
+        median(ours),
+        median(reads),
+        median(checkpoints),
+        median(base),
+    );
     println!(
-        "import {} files: {:.1} ms; git add -A && git commit: {:.1} ms; ratio {:.2} (target <= 0.25); \
+        "import {} files: {:.1} ms, recorded unread (ratio to git {:.2}), then every file read {:.1} ms; \
+         import and read: ratio {:.2} to git add -A && git commit: {:.1} ms (target <= 0.25); \
          then its WAL checkpoint in the background: {:.1} ms (ratio with it {:.2})",
         files.len(),
         o.as_secs_f64() * 1e3,
-        b.as_secs_f64() * 1e3,
         o.as_secs_f64() / b.as_secs_f64(),
+        r.as_secs_f64() * 1e3,
+        (o + r).as_secs_f64() / b.as_secs_f64(),
+        b.as_secs_f64() * 1e3,
         c.as_secs_f64() * 1e3,
-        (o + c).as_secs_f64() / b.as_secs_f64()
+        (o + r + c).as_secs_f64() / b.as_secs_f64()
     );
 }
 
@@ -153,6 +167,8 @@ fn bench_workdir(files: &[(String, Vec<u8>)]) {
         std::fs::create_dir_all(root.join(".git")).unwrap();
         let store = Store::open(&root).unwrap();
         sync::import(&store, &root, 2 << 20, &OpenBuffers::default()).unwrap();
+        // Read, as a core that lives on has it by the time an agent starts.
+        store.fill_all().unwrap();
         agent(&store, "a");
         let mut w = Workdir::create(&dir.path().join("work"), "a").unwrap();
         let repo = tempfile::tempdir().unwrap();
@@ -555,6 +571,8 @@ fn bench_snapshots(files: &[(String, Vec<u8>)]) {
         std::fs::create_dir_all(dir.path().join(".git")).unwrap();
         let store = Store::open(dir.path()).unwrap();
         sync::import(&store, dir.path(), 2 << 20, &OpenBuffers::default()).unwrap();
+        // Read, as a core that lives on has it by the first accept.
+        store.fill_all().unwrap();
         store.checkpoint().unwrap();
         let t = Instant::now();
         let first = store.snapshot_create("initial").unwrap();

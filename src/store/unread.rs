@@ -26,15 +26,29 @@ impl Store {
     }
 
     /// Reads every unread file into the stable layer; returns how many.
-    /// The reading holds no lock; each part is written in one transaction.
+    /// One thread reads a part while this one writes the part before, in
+    /// one transaction each; the reading holds no lock.
     pub fn fill_all(&self) -> Result<usize> {
         let todo = self.unread_among(None)?;
+        let parts = parts(&todo);
         let write_parts = || {
-            in_parts(&todo, |part| {
-                let read = self.read_now(part)?;
-                self.transaction(|tx| self.put_read(tx, part, read))
-            })?;
-            Ok::<_, StoreError>(todo.len())
+            let (send, read) = std::sync::mpsc::sync_channel(1);
+            std::thread::scope(|scope| {
+                scope.spawn(move || {
+                    for part in parts {
+                        let files = self.read_now(&part);
+                        // The writer stopped on an error: nobody listens.
+                        if send.send((part, files)).is_err() {
+                            return;
+                        }
+                    }
+                });
+                for (part, files) in read {
+                    let files = files?;
+                    self.transaction(|tx| self.put_read(tx, &part, files))?;
+                }
+                Ok::<_, StoreError>(todo.len())
+            })
         };
         if todo.len() > PART_FILES {
             self.bulk_write(write_parts)
@@ -59,14 +73,14 @@ impl Store {
             let path = ProjectPath::parse(path).ok()?;
             disk.read(&path, max).ok().flatten()
         };
-        in_parts(&todo, |part| {
-            for (path, data) in part.iter().zip(self.read_each(part, content)?) {
+        for part in parts(&todo) {
+            for (path, data) in part.iter().zip(self.read_each(&part, content)?) {
                 if let Some(data) = data.filter(|_| !self.is_secret(path)) {
                     each(path.clone(), data);
                 }
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     /// Reads one part of the unread files (a step of a fill in the
@@ -185,19 +199,22 @@ impl Store {
     }
 }
 
-/// Runs `f` on `todo`'s paths a part at a time (see [`PART_FILES`]).
-fn in_parts(todo: &[(String, u64)], mut f: impl FnMut(&[String]) -> Result<()>) -> Result<()> {
-    let (mut part, mut bytes) = (Vec::new(), 0);
-    for (i, (path, size)) in todo.iter().enumerate() {
+/// `todo`'s paths in parts of at most [`PART_FILES`] and about
+/// [`PART_BYTES`] of recorded size.
+fn parts(todo: &[(String, u64)]) -> Vec<Vec<String>> {
+    let (mut out, mut part, mut bytes) = (Vec::new(), Vec::new(), 0);
+    for (path, size) in todo {
         part.push(path.clone());
         bytes += size;
-        if part.len() == PART_FILES || bytes >= PART_BYTES || i + 1 == todo.len() {
-            f(&part)?;
-            part.clear();
+        if part.len() == PART_FILES || bytes >= PART_BYTES {
+            out.push(std::mem::take(&mut part));
             bytes = 0;
         }
     }
-    Ok(())
+    if !part.is_empty() {
+        out.push(part);
+    }
+    out
 }
 
 #[cfg(test)]
