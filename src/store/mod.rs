@@ -87,6 +87,9 @@ pub const AGENT_LOG_LINE_BYTES: usize = 1_000;
 /// this many pages.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
 
+/// The bytes of WAL file kept on the disk once it starts again.
+const WAL_SIZE_LIMIT: i64 = 4 << 20;
+
 /// The page cache, in KiB: indexing a large project writes ~10⁵ rows.
 const CACHE_KIB: i64 = 32_000;
 
@@ -231,6 +234,10 @@ impl Store {
         wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
+        // A bulk write (an import, every file read for a snapshot) grows
+        // the WAL to its size; once copied, the WAL starts again and is cut
+        // back to this rather than left on the disk.
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
         Self::make_schema(&mut conn)?;

@@ -94,6 +94,16 @@ fn a_large_import_stays_in_the_wal_until_the_checkpoint() {
     let e = store.stable_entry("m7.py").unwrap().unwrap();
     assert_eq!(store.blob(&e.hash).unwrap(), content(7));
     assert_eq!(store.integrity_check().unwrap(), "ok");
+    // Once copied, the next write starts the WAL again and leaves the
+    // file no larger than its limit on the disk.
+    store
+        .stable_put("later.py", b"x = 1\n", 0o644, 0, 1 << 20)
+        .unwrap();
+    assert!(
+        size("chimera.db-wal") <= 4 << 20,
+        "the WAL's {} bytes were left on the disk",
+        size("chimera.db-wal")
+    );
 }
 
 #[test]
