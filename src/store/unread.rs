@@ -60,7 +60,8 @@ impl Store {
     /// Gives `each` the content the disk holds now for each unread file
     /// among `paths` (a file too large, gone or a secret left out), and
     /// leaves them unread: a look through thousands of files (`locate`)
-    /// stores none of them. The files that are read are left out.
+    /// stores none of them. The paths the layer holds read are the
+    /// caller's to give (`stable_contents` reads them in one statement).
     pub(super) fn look_unread(
         &self,
         paths: &[&str],
