@@ -652,7 +652,7 @@ impl Default for SyncConfig {
     fn default() -> Self {
         Self {
             debounce_ms: 100,
-            max_file_bytes: 2 * 1024 * 1024,
+            max_file_bytes: crate::rootfs::MAX_FILE_BYTES,
             watch: true,
         }
     }

@@ -159,6 +159,10 @@ fn read_capped(file: std::fs::File, path: &str, limit: u64) -> Result<Vec<u8>, D
     Ok(data)
 }
 
+/// The size of the largest file read whole unless the options say
+/// otherwise (`sync.max_file_bytes`).
+pub const MAX_FILE_BYTES: u64 = 2 << 20;
+
 /// The content of `path` under `root` (`None` if there is no such file),
 /// read without following any link and never more than `limit` bytes.
 pub fn read(root: &Path, path: &ProjectPath, limit: u64) -> Result<Option<Vec<u8>>, DiskError> {

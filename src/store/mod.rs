@@ -277,7 +277,7 @@ impl Store {
             secrets,
             journal_key: *blake3::hash(key.as_bytes()).as_bytes(),
             unrecorded: Mutex::default(),
-            file_limit: crate::config::SyncConfig::default().max_file_bytes.into(),
+            file_limit: crate::rootfs::MAX_FILE_BYTES.into(),
         })
     }
 

@@ -224,12 +224,12 @@ mod tests {
     use crate::sync::{import, OpenBuffers};
     use std::path::Path;
 
-    fn imported(files: &[(&str, &str)]) -> (tempfile::TempDir, Store) {
+    fn imported(files: &[(impl AsRef<str>, impl AsRef<str>)]) -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
-            let abs = dir.path().join(path);
+            let abs = dir.path().join(path.as_ref());
             std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
-            std::fs::write(abs, text).unwrap();
+            std::fs::write(abs, text.as_ref()).unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
         import(&store, dir.path(), 1 << 20, &OpenBuffers::default()).unwrap();
@@ -248,6 +248,18 @@ mod tests {
             .unwrap()
             .set_modified(mtime)
             .unwrap();
+    }
+
+    /// Whether any blob of the store holds `needle`.
+    fn stored(store: &Store, needle: &str) -> bool {
+        store
+            .conn()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM blobs WHERE instr(data, ?1) > 0)",
+                [needle],
+                |r| r.get(0),
+            )
+            .unwrap()
     }
 
     fn text(store: &Store, path: &str) -> String {
@@ -284,11 +296,7 @@ mod tests {
         let files: Vec<(String, String)> = (0..100)
             .map(|i| (format!("pkg{}/m{i}.py", i % 7), format!("x = {i}\n")))
             .collect();
-        let borrowed: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let (_dir, store) = imported(&borrowed);
+        let (_dir, store) = imported(&files);
         let wanted: Vec<(String, String)> = {
             let mut w: Vec<_> = files
                 .iter()
@@ -314,11 +322,7 @@ mod tests {
         let files: Vec<(String, String)> = (0..50)
             .map(|i| (format!("m{i}.py"), format!("y = {i}\n")))
             .collect();
-        let borrowed: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let (_dir, store) = imported(&borrowed);
+        let (_dir, store) = imported(&files);
         let asked: Vec<&str> = files.iter().take(40).map(|(p, _)| p.as_str()).collect();
         let mut got = Vec::new();
         store
@@ -351,14 +355,7 @@ mod tests {
         assert_eq!(store.stable_entry("a.py").unwrap(), None);
         assert_eq!(store.stable_entry("b.py").unwrap(), None);
         assert_eq!(store.stable_paths().unwrap(), ["c.py"]);
-        let leaked: bool = store
-            .conn()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM blobs WHERE instr(data, 'TOP_SECRET') > 0)",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let leaked = stored(&store, "TOP_SECRET");
         assert!(!leaked, "the link was followed");
     }
 
@@ -375,14 +372,7 @@ mod tests {
         assert_eq!(looked, ["a.py"]);
         assert_eq!(store.stable_entry("keys.txt").unwrap(), None);
         store.fill_all().unwrap();
-        let leaked: bool = store
-            .conn()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM blobs WHERE instr(data, 'TOP_SECRET') > 0)",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let leaked = stored(&store, "TOP_SECRET");
         assert!(!leaked);
     }
 
