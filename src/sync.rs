@@ -141,7 +141,7 @@ const FOUND_BATCH: usize = 256;
 /// nobody listens.
 fn find_changed(
     root: &Path,
-    known: &HashMap<String, (u64, i64, u32)>,
+    known: &HashMap<String, Look>,
     buffers: &OpenBuffers,
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
@@ -165,7 +165,7 @@ fn find_changed(
 /// What one thread of the import's walk does with each entry.
 struct Finder<'a> {
     root: &'a Path,
-    known: &'a HashMap<String, (u64, i64, u32)>,
+    known: &'a HashMap<String, Look>,
     buffers: &'a OpenBuffers,
     max_bytes: u64,
     found: std::sync::mpsc::SyncSender<Vec<Found>>,
@@ -238,8 +238,7 @@ impl Finder<'_> {
             return None;
         }
         let look = self.look(e)?;
-        let known = (look.size, look.mtime_ns, look.mode);
-        (self.known.get(path.as_str()) != Some(&known))
+        (self.known.get(path.as_str()) != Some(&look))
             .then(|| unread_file(path, look, self.max_bytes))
     }
 

@@ -5,16 +5,18 @@ use super::*;
 
 impl Store {
     /// What the import compares the disk with, for every file of the
-    /// stable layer: by path, its `(size, mtime_ns, mode)`. One query: a
-    /// look per file costs a transaction each.
-    pub fn stable_stats(&self) -> Result<std::collections::HashMap<String, (u64, i64, u32)>> {
+    /// stable layer: by path, its [`Look`]. One query: a look per file
+    /// costs a transaction each.
+    pub fn stable_stats(&self) -> Result<std::collections::HashMap<String, Look>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached("SELECT path, size, mtime_ns, mode FROM stable")?;
         let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                (r.get::<_, i64>(1)? as u64, r.get(2)?, r.get(3)?),
-            ))
+            let look = Look {
+                size: r.get::<_, i64>(1)? as u64,
+                mtime_ns: r.get(2)?,
+                mode: r.get(3)?,
+            };
+            Ok((r.get(0)?, look))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
