@@ -564,6 +564,10 @@ fn bench_snapshots(files: &[(String, Vec<u8>)]) {
         .step_by(files.len() / 50)
         .take(50)
         .collect();
+    // Every tree stays until the end: deleting one frees blocks the file
+    // system discards at its next commit, which would slow whichever
+    // measurement came next.
+    let mut trees = Vec::new();
     for _ in 0..runs {
         // Ours: the project imported (as at every start), then snapshots.
         let dir = tempfile::tempdir().unwrap();
@@ -592,6 +596,8 @@ fn bench_snapshots(files: &[(String, Vec<u8>)]) {
         chimera::rollback::apply(&store, dir.path(), &plan, &HashMap::new()).unwrap();
         roll50.push(t.elapsed());
         assert_eq!(plan.restore.len(), 50);
+        drop(store);
+        trees.push(dir);
 
         // git: the same tree, the same change, the same restore.
         let dir = tempfile::tempdir().unwrap();
@@ -613,6 +619,7 @@ fn bench_snapshots(files: &[(String, Vec<u8>)]) {
         let t = Instant::now();
         git(dir.path(), &args);
         checkout50.push(t.elapsed());
+        trees.push(dir);
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for (what, o, b, target) in [

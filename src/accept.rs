@@ -364,18 +364,20 @@ pub fn accept_some(
     let accepted = store.transaction(|tx| {
         let mut out = Accepted::default();
         let disk = chosen.stage(store, tx, buffers, &mut out)?;
-        // Several renames are not one: a crash between two leaves the
-        // journal, and the next start puts the replaced files back.
-        if disk.len() > 1 {
-            intent = Some(store.intend(
-                &format!("the accept of agent {agent}"),
-                disk.iter().map(store::journal::Entry::of).collect(),
-            )?);
-        }
         // Before any file is written: a folder that cannot be made (a
         // link on the way) refuses the accept with nothing changed.
         make_buffer_folders(root, &out.buffer_edits)?;
-        rootfs::write_all(root, &disk)?;
+        rootfs::write_all_when(root, &disk, || {
+            // Several renames are not one: a crash between two leaves the
+            // journal, and the next start puts the replaced files back.
+            if disk.len() > 1 {
+                intent = Some(store.intend(
+                    &format!("the accept of agent {agent}"),
+                    disk.iter().map(store::journal::Entry::of).collect(),
+                )?);
+            }
+            Ok::<(), AcceptError>(())
+        })?;
         let remaining = chosen.remaining(&all_files);
         out.done = remaining.is_empty();
         let mut rec = rec.clone();

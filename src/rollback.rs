@@ -207,37 +207,33 @@ pub fn apply(
             expect,
         });
     }
-    let intent = match disk.len() {
-        0 | 1 => None,
-        _ => Some(store.intend(
-            &format!("the rollback to snapshot {}", snapshot.id),
-            disk.iter().map(store::journal::Entry::of).collect(),
-        )?),
-    };
-    let written = rootfs::write_all(root, &disk)
-        .map_err(AcceptError::from)
-        .and_then(|()| {
-            store.transaction(|tx| -> Result<(), AcceptError> {
-                for p in &plan.restore {
-                    if let Some(e) = manifest.get(p) {
-                        let size = store::blob(tx, &e.hash)?.len() as u64;
-                        store::stable_set(
-                            tx,
-                            p,
-                            &e.hash,
-                            size,
-                            e.mode,
-                            store::now_ms() * 1_000_000,
-                        )?;
-                    }
+    let mut intent = None;
+    let written = rootfs::write_all_when(root, &disk, || {
+        // Several renames are not one: the journal lets the next start
+        // put back what a crash between two left replaced.
+        if disk.len() > 1 {
+            intent = Some(store.intend(
+                &format!("the rollback to snapshot {}", snapshot.id),
+                disk.iter().map(store::journal::Entry::of).collect(),
+            )?);
+        }
+        Ok::<(), AcceptError>(())
+    })
+    .and_then(|()| {
+        store.transaction(|tx| -> Result<(), AcceptError> {
+            for p in &plan.restore {
+                if let Some(e) = manifest.get(p) {
+                    let size = store::blob(tx, &e.hash)?.len() as u64;
+                    store::stable_set(tx, p, &e.hash, size, e.mode, store::now_ms() * 1_000_000)?;
                 }
-                for p in &plan.delete {
-                    tx.execute("DELETE FROM stable WHERE path = ?1", [p])
-                        .map_err(store::StoreError::from)?;
-                }
-                Ok(())
-            })
-        });
+            }
+            for p in &plan.delete {
+                tx.execute("DELETE FROM stable WHERE path = ?1", [p])
+                    .map_err(store::StoreError::from)?;
+            }
+            Ok(())
+        })
+    });
     crate::accept::settle(intent, written, store, root)?;
     Ok(out)
 }

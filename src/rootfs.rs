@@ -15,6 +15,8 @@ use rustix::io::Errno;
 use crate::hash::hash_bytes;
 use crate::paths::ProjectPath;
 
+mod release;
+
 /// Why a file of the project could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum DiskError {
@@ -145,7 +147,7 @@ fn regular_file(fd: OwnedFd, path: &str) -> Result<std::fs::File, DiskError> {
 }
 
 /// Reads at most `limit` bytes of `file`; more is [`DiskError::TooLarge`].
-fn read_capped(file: std::fs::File, path: &str, limit: u64) -> Result<Vec<u8>, DiskError> {
+fn read_capped(file: impl Read, path: &str, limit: u64) -> Result<Vec<u8>, DiskError> {
     let mut data = Vec::new();
     file.take(limit.saturating_add(1))
         .read_to_end(&mut data)
@@ -423,6 +425,9 @@ struct Target<'a> {
     temp: Option<String>,
     /// What the file held right before it was replaced (for the undo).
     old: Option<Vec<u8>>,
+    /// That file, held open so that its blocks are freed after the write
+    /// ([`release`]).
+    held: Option<std::fs::File>,
 }
 
 /// A temporary name beside `name`, unique in this process: two writers of
@@ -531,11 +536,35 @@ fn restore(t: &Target<'_>) -> Result<(), DiskError> {
 /// [`Expect`]: a file changed by someone else since the caller read it
 /// fails the whole batch with [`DiskError::Changed`].
 pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
+    write_all_when(root, writes, || Ok(()))
+}
+
+/// [`write_all`], with `ready` done on this thread while the new contents
+/// are written and synced on others (a journal of the write, itself
+/// synced): no file is replaced before it returns, and its error stops the
+/// write with nothing changed.
+pub fn write_all_when<E>(
+    root: &Path,
+    writes: &[Write],
+    ready: impl FnOnce() -> Result<(), E>,
+) -> Result<(), E>
+where
+    E: From<DiskError>,
+{
     let mut targets = targets(root, writes)?;
-    let staged = on_threads(&targets, |t| match &t.write.data {
-        Some(data) => stage(&t.dir, &t.name, &t.write.path, data, t.write.mode, "").map(Some),
-        None => Ok(None),
+    let (staged, ready) = std::thread::scope(|scope| {
+        let staging = scope.spawn(|| {
+            on_threads(&targets, |t| match &t.write.data {
+                Some(data) => {
+                    stage(&t.dir, &t.name, &t.write.path, data, t.write.mode, "").map(Some)
+                }
+                None => Ok(None),
+            })
+        });
+        let ready = ready();
+        (staging.join(), ready)
     });
+    let staged = staged.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     let mut failed = None;
     for (t, s) in targets.iter_mut().zip(staged) {
         match s {
@@ -543,11 +572,15 @@ pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
             Err(e) => failed = failed.or(Some(e)),
         }
     }
+    if let Err(e) = ready {
+        discard(&targets);
+        return Err(e);
+    }
     // The check comes after the slow part (the syncs), as close to the
     // renames as it can be.
     if let Some(e) = failed.map_or_else(|| check_expected(&mut targets).err(), Some) {
         discard(&targets);
-        return Err(e);
+        return Err(e.into());
     }
     replace(&targets)?;
     // The renames are durable once their directories are synced; syncs
@@ -563,6 +596,7 @@ pub fn write_all(root: &Path, writes: &[Write]) -> Result<(), DiskError> {
         // system syncs it; nothing is lost to the process.
         rustix::fs::fsync(dir).ok();
     });
+    release::let_go(targets.iter_mut().filter_map(|t| t.held.take()).collect());
     Ok(())
 }
 
@@ -580,6 +614,7 @@ fn targets<'w>(root: &Path, writes: &'w [Write]) -> Result<Vec<Target<'w>>, Disk
                 name,
                 temp: None,
                 old: None,
+                held: None,
             }),
             // Deleting a file whose folder is gone: already done, unless
             // the caller expected it to be there.
@@ -603,8 +638,9 @@ fn discard(targets: &[Target<'_>]) {
 /// Checks that every target still holds what its write expects, keeping
 /// what it holds to put back on a failure.
 fn check_expected(targets: &mut [Target<'_>]) -> Result<(), DiskError> {
-    for t in targets.iter_mut() {
-        let current = match open_file(&t.dir, &t.name, &t.write.path)? {
+    for (i, t) in targets.iter_mut().enumerate() {
+        let file = open_file(&t.dir, &t.name, &t.write.path)?;
+        let current = match &file {
             Some(f) => Some(read_capped(f, &t.write.path, u64::MAX)?),
             None => None,
         };
@@ -612,6 +648,7 @@ fn check_expected(targets: &mut [Target<'_>]) -> Result<(), DiskError> {
             return Err(DiskError::Changed(t.write.path.clone()));
         }
         t.old = current;
+        t.held = file.filter(|_| i < release::HELD_PER_WRITE);
     }
     Ok(())
 }

@@ -253,3 +253,61 @@ fn two_writers_of_one_file_never_swap_their_temporary_files() {
         leftovers(root.path())
     );
 }
+
+#[test]
+fn what_is_ready_before_the_renames_sees_the_old_files_and_its_error_changes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    for name in ["a.py", "b.py"] {
+        std::fs::write(root.path().join(name), "old\n").unwrap();
+    }
+    let old = || Expect::Content(hash_bytes(b"old\n"));
+    let writes = [put("a.py", "new\n", old()), put("b.py", "new\n", old())];
+    let read = |name: &str| std::fs::read_to_string(root.path().join(name)).unwrap();
+    let refused = write_all_when(root.path(), &writes, || {
+        assert_eq!((read("a.py"), read("b.py")), ("old\n".into(), "old\n".into()));
+        Err(DiskError::Changed("the journal".into()))
+    });
+    assert!(matches!(refused, Err(DiskError::Changed(ref what)) if what == "the journal"));
+    assert_eq!((read("a.py"), read("b.py")), ("old\n".into(), "old\n".into()));
+    assert!(leftovers(root.path()).is_empty());
+
+    let mut saw = None;
+    write_all_when(root.path(), &writes, || {
+        saw = Some(read("a.py"));
+        Ok::<(), DiskError>(())
+    })
+    .unwrap();
+    assert_eq!(saw.as_deref(), Some("old\n"));
+    assert_eq!((read("a.py"), read("b.py")), ("new\n".into(), "new\n".into()));
+}
+
+#[test]
+fn the_files_a_write_replaced_or_deleted_are_let_go_once_it_is_done() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    let old = Expect::Content(hash_bytes(b"old\n"));
+    let mut writes = Vec::new();
+    for i in 0..20 {
+        std::fs::write(root.path().join(format!("f{i}.py")), "old\n").unwrap();
+        writes.push(put(&format!("f{i}.py"), "new\n", old.clone()));
+    }
+    writes[0].data = None;
+    write_all(root.path(), &writes).unwrap();
+    // Held open through the renames, they are closed on another thread:
+    // soon no descriptor of this process names one of them.
+    let held = || {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .filter(|target| target.starts_with(&root_path))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while held() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(held(), 0, "files of the write are still open");
+    assert!(!root.path().join("f0.py").exists());
+    assert_eq!(std::fs::read_to_string(root.path().join("f7.py")).unwrap(), "new\n");
+}
