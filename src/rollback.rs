@@ -219,23 +219,31 @@ pub fn apply(
         }
         Ok::<(), AcceptError>(())
     })
-    .and_then(|()| {
-        store.transaction(|tx| -> Result<(), AcceptError> {
-            for p in &plan.restore {
-                if let Some(e) = manifest.get(p) {
-                    let size = store::blob(tx, &e.hash)?.len() as u64;
-                    store::stable_set(tx, p, &e.hash, size, e.mode, store::now_ms() * 1_000_000)?;
-                }
-            }
-            for p in &plan.delete {
-                tx.execute("DELETE FROM stable WHERE path = ?1", [p])
-                    .map_err(store::StoreError::from)?;
-            }
-            Ok(())
-        })
-    });
+    .and_then(|()| set_stable(store, plan, &manifest));
     crate::accept::settle(intent, written, store, root)?;
     Ok(out)
+}
+
+/// The stable layer as the rollback left the disk: the restored files at
+/// the snapshot's content, the deleted ones gone.
+fn set_stable(
+    store: &Store,
+    plan: &Plan,
+    manifest: &HashMap<String, store::ManifestEntry>,
+) -> Result<(), AcceptError> {
+    store.transaction(|tx| {
+        for p in &plan.restore {
+            if let Some(e) = manifest.get(p) {
+                let size = store::blob(tx, &e.hash)?.len() as u64;
+                store::stable_set(tx, p, &e.hash, size, e.mode, store::now_ms() * 1_000_000)?;
+            }
+        }
+        for p in &plan.delete {
+            tx.execute("DELETE FROM stable WHERE path = ?1", [p])
+                .map_err(store::StoreError::from)?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -264,11 +264,17 @@ fn what_is_ready_before_the_renames_sees_the_old_files_and_its_error_changes_not
     let writes = [put("a.py", "new\n", old()), put("b.py", "new\n", old())];
     let read = |name: &str| std::fs::read_to_string(root.path().join(name)).unwrap();
     let refused = write_all_when(root.path(), &writes, || {
-        assert_eq!((read("a.py"), read("b.py")), ("old\n".into(), "old\n".into()));
+        assert_eq!(
+            (read("a.py"), read("b.py")),
+            ("old\n".into(), "old\n".into())
+        );
         Err(DiskError::Changed("the journal".into()))
     });
     assert!(matches!(refused, Err(DiskError::Changed(ref what)) if what == "the journal"));
-    assert_eq!((read("a.py"), read("b.py")), ("old\n".into(), "old\n".into()));
+    assert_eq!(
+        (read("a.py"), read("b.py")),
+        ("old\n".into(), "old\n".into())
+    );
     assert!(leftovers(root.path()).is_empty());
 
     let mut saw = None;
@@ -278,7 +284,10 @@ fn what_is_ready_before_the_renames_sees_the_old_files_and_its_error_changes_not
     })
     .unwrap();
     assert_eq!(saw.as_deref(), Some("old\n"));
-    assert_eq!((read("a.py"), read("b.py")), ("new\n".into(), "new\n".into()));
+    assert_eq!(
+        (read("a.py"), read("b.py")),
+        ("new\n".into(), "new\n".into())
+    );
 }
 
 #[test]
@@ -309,5 +318,8 @@ fn the_files_a_write_replaced_or_deleted_are_let_go_once_it_is_done() {
     }
     assert_eq!(held(), 0, "files of the write are still open");
     assert!(!root.path().join("f0.py").exists());
-    assert_eq!(std::fs::read_to_string(root.path().join("f7.py")).unwrap(), "new\n");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("f7.py")).unwrap(),
+        "new\n"
+    );
 }
