@@ -638,7 +638,8 @@ fn discard(targets: &[Target<'_>]) {
 /// Checks that every target still holds what its write expects, keeping
 /// what it holds to put back on a failure.
 fn check_expected(targets: &mut [Target<'_>]) -> Result<(), DiskError> {
-    for (i, t) in targets.iter_mut().enumerate() {
+    let hold = targets.len() <= release::HELD_PER_WRITE;
+    for t in targets.iter_mut() {
         let file = open_file(&t.dir, &t.name, &t.write.path)?;
         let current = match &file {
             Some(f) => Some(read_capped(f, &t.write.path, u64::MAX)?),
@@ -648,7 +649,7 @@ fn check_expected(targets: &mut [Target<'_>]) -> Result<(), DiskError> {
             return Err(DiskError::Changed(t.write.path.clone()));
         }
         t.old = current;
-        t.held = file.filter(|_| i < release::HELD_PER_WRITE);
+        t.held = file.filter(|_| hold);
     }
     Ok(())
 }

@@ -8,8 +8,9 @@ use std::fs::File;
 use std::sync::mpsc::{self, Sender};
 use std::sync::OnceLock;
 
-/// How many replaced files one write holds open; past it a file is closed
-/// as it is read (a large accept must not run out of descriptors).
+/// The most files a write holds open. Each target already holds its
+/// folder open; a larger write holds none, so it needs no more descriptors
+/// than it did (a large accept must not run out of them).
 pub(super) const HELD_PER_WRITE: usize = 256;
 
 /// Closes `files` on the closing thread, or here when it cannot start.
