@@ -368,14 +368,7 @@ pub fn accept_some(
         // link on the way) refuses the accept with nothing changed.
         make_buffer_folders(root, &out.buffer_edits)?;
         rootfs::write_all_when(root, &disk, || {
-            // Several renames are not one: a crash between two leaves the
-            // journal, and the next start puts the replaced files back.
-            if disk.len() > 1 {
-                intent = Some(store.intend(
-                    &format!("the accept of agent {agent}"),
-                    disk.iter().map(store::journal::Entry::of).collect(),
-                )?);
-            }
+            intent = store.intend_writes(&format!("the accept of agent {agent}"), &disk)?;
             Ok::<(), AcceptError>(())
         })?;
         let remaining = chosen.remaining(&all_files);

@@ -209,14 +209,8 @@ pub fn apply(
     }
     let mut intent = None;
     let written = rootfs::write_all_when(root, &disk, || {
-        // Several renames are not one: the journal lets the next start
-        // put back what a crash between two left replaced.
-        if disk.len() > 1 {
-            intent = Some(store.intend(
-                &format!("the rollback to snapshot {}", snapshot.id),
-                disk.iter().map(store::journal::Entry::of).collect(),
-            )?);
-        }
+        let what = format!("the rollback to snapshot {}", snapshot.id);
+        intent = store.intend_writes(&what, &disk)?;
         Ok::<(), AcceptError>(())
     })
     .and_then(|()| set_stable(store, plan, &manifest));

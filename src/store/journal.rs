@@ -131,9 +131,20 @@ fn io(path: &Path, source: std::io::Error) -> StoreError {
 }
 
 impl Store {
+    /// The journal of `writes` about to be done for `what`, when there are
+    /// several: one rename is whole by itself, several are not, and a crash
+    /// between two leaves the journal for the next start to undo.
+    pub fn intend_writes(&self, what: &str, writes: &[rootfs::Write]) -> Result<Option<Pending>> {
+        if writes.len() < 2 {
+            return Ok(None);
+        }
+        self.intend(what, writes.iter().map(Entry::of).collect())
+            .map(Some)
+    }
+
     /// Records that `entries` are about to be written, for `what`; durable
     /// before this returns.
-    pub fn intend(&self, what: &str, entries: Vec<Entry>) -> Result<Pending> {
+    fn intend(&self, what: &str, entries: Vec<Entry>) -> Result<Pending> {
         let dir = self.root.join(".chimera");
         let unique = super::unique_digest().to_hex()[..12].to_owned();
         let path = dir.join(format!("intent-{}-{unique}.json", std::process::id()));
