@@ -15,6 +15,9 @@ pub use super::extracted::{Extracted, IdSpan, RawNode, RawRef, Target};
 use super::ids;
 use super::{EdgeKind, NodeType};
 
+mod statements;
+pub use statements::{extract_kept, Statements};
+
 #[derive(Debug, Clone)]
 enum Binding {
     Module(String),
@@ -86,78 +89,16 @@ pub fn extract(path: &str, text: &str) -> Extracted {
     }
     match crate::python::parse(text) {
         Some(tree) => extract_tree(path, text, &tree),
-        None => extract_parts(path, text, None, None),
+        None => extract_parts(path, text, None),
     }
 }
 
 /// [`extract`] from a tree already parsed (perhaps incrementally) from `text`.
 pub fn extract_tree(path: &str, text: &str, tree: &tree_sitter::Tree) -> Extracted {
-    extract_parts(path, text, Some(tree), None)
+    extract_parts(path, text, Some(tree))
 }
 
-/// [`extract_tree`] reusing what `cache` holds from the last extraction of
-/// the same file: a top-level statement whose text did not change is not
-/// walked again (after a one-line edit, all but one). `cache` is left
-/// holding the statements of `text`.
-pub fn extract_cached(
-    path: &str,
-    text: &str,
-    tree: &tree_sitter::Tree,
-    cache: &mut ChunkCache,
-) -> Extracted {
-    extract_parts(path, text, Some(tree), Some(cache))
-}
-
-/// What one top-level statement contributes. Positions are relative to
-/// the statement's start (`start_byte`, 0-based `start_row`, both 0 once
-/// cached); node indices are local (0 is the file).
-#[derive(Debug, Clone)]
-pub struct Chunk {
-    start_byte: usize,
-    start_row: usize,
-    nodes: Vec<RawNode>,
-    exprs: Vec<(usize, EdgeKind, Expr)>,
-    bindings: HashMap<String, Binding>,
-    refs: Vec<RawRef>,
-}
-
-/// Top-level statements by (hash of their text, start column).
-pub type ChunkCache = HashMap<(blake3::Hash, usize), Chunk>;
-
-impl Chunk {
-    /// This chunk's nodes moved to `start_byte`/`start_row`.
-    fn shifted(&self, start_byte: usize, start_row: usize) -> Vec<RawNode> {
-        let db = start_byte as isize - self.start_byte as isize;
-        let dr = start_row as isize - self.start_row as isize;
-        let b = |x: usize| (x as isize + db) as usize;
-        let r = |x: usize| (x as isize + dr) as usize;
-        self.nodes
-            .iter()
-            .map(|n| RawNode {
-                start_line: r(n.start_line),
-                end_line: r(n.end_line),
-                start_byte: b(n.start_byte),
-                end_byte: b(n.end_byte),
-                id_comment: n.id_comment.as_ref().map(|c| IdSpan {
-                    id: c.id.clone(),
-                    start: b(c.start),
-                    end: b(c.end),
-                }),
-                id_insert_at: n.id_insert_at.map(b),
-                header_row: r(n.header_row),
-                colon_end: b(n.colon_end),
-                ..n.clone()
-            })
-            .collect()
-    }
-}
-
-fn extract_parts(
-    path: &str,
-    text: &str,
-    tree: Option<&tree_sitter::Tree>,
-    cache: Option<&mut ChunkCache>,
-) -> Extracted {
+fn extract_parts(path: &str, text: &str, tree: Option<&tree_sitter::Tree>) -> Extracted {
     let newline = newline_of(text);
     let file = file_node(path, text);
     let (file_comment, file_comment_at) = file_header(text);
@@ -173,14 +114,8 @@ fn extract_parts(
     };
     let has_error = match tree {
         Some(tree) => {
-            match cache {
-                Some(cache) => walker.walk_chunks(tree.root_node(), cache),
-                // A one-off extraction (a whole project) walks in one go.
-                None => {
-                    walker.walk(tree.root_node());
-                    walker.attach_comments();
-                }
-            }
+            walker.walk(tree.root_node());
+            walker.attach_comments();
             tree.root_node().has_error()
         }
         None => true,
@@ -246,82 +181,6 @@ struct Walker<'a> {
 impl<'a> Walker<'a> {
     fn src(&self, n: TsNode<'_>) -> &'a str {
         self.text.get(n.start_byte()..n.end_byte()).unwrap_or("")
-    }
-
-    /// Walks each top-level statement, or takes it from `cache` when its
-    /// text is unchanged; merges them in order.
-    fn walk_chunks(&mut self, root: TsNode<'_>, cache: &mut ChunkCache) {
-        let mut fresh = ChunkCache::default();
-        let mut cursor = root.walk();
-        let statements: Vec<TsNode<'_>> = root.children(&mut cursor).collect();
-        for stmt in statements {
-            let (start, row, col) = (
-                stmt.start_byte(),
-                stmt.start_position().row,
-                stmt.start_position().column,
-            );
-            let key = (
-                blake3::hash(&self.text.as_bytes()[start..stmt.end_byte()]),
-                col,
-            );
-            // How an erroneous statement parses depends on its neighbours,
-            // not only on its text: such a statement is always walked.
-            let cached = if stmt.has_error() {
-                None
-            } else {
-                cache.remove(&key).or_else(|| fresh.remove(&key))
-            };
-            let chunk = match cached {
-                Some(c) => c,
-                None => {
-                    let mut w = Walker {
-                        text: self.text,
-                        module: self.module.clone(),
-                        is_package: self.is_package,
-                        nodes: vec![self.nodes[0].clone()],
-                        exprs: Vec::new(),
-                        bindings: HashMap::new(),
-                        refs: Vec::new(),
-                        comments: Vec::new(),
-                    };
-                    w.walk(stmt);
-                    w.attach_comments();
-                    w.nodes.remove(0);
-                    let walked = Chunk {
-                        start_byte: start,
-                        start_row: row,
-                        nodes: w.nodes,
-                        exprs: w.exprs,
-                        bindings: w.bindings,
-                        refs: w.refs,
-                    };
-                    // Kept relative to the statement's start, to be placed
-                    // wherever the statement is next time.
-                    Chunk {
-                        nodes: walked.shifted(0, 0),
-                        start_byte: 0,
-                        start_row: 0,
-                        ..walked
-                    }
-                }
-            };
-            let base = self.nodes.len() - 1;
-            let map = |k: usize| if k == 0 { 0 } else { base + k };
-            for mut n in chunk.shifted(start, row) {
-                n.parent = n.parent.map(map);
-                self.nodes.push(n);
-            }
-            self.exprs
-                .extend(chunk.exprs.iter().map(|(o, k, e)| (map(*o), *k, e.clone())));
-            for (k, v) in &chunk.bindings {
-                self.bindings.insert(k.clone(), v.clone());
-            }
-            self.refs.extend(chunk.refs.iter().cloned());
-            if !stmt.has_error() {
-                fresh.insert(key, chunk);
-            }
-        }
-        *cache = fresh;
     }
 
     fn walk(&mut self, root: TsNode<'_>) {
@@ -542,7 +401,7 @@ impl<'a> Walker<'a> {
             self.refs.push(RawRef {
                 from: 0,
                 kind: EdgeKind::Imports,
-                target: Target::Module { module },
+                target: Target::Module { module }.into(),
             });
         }
     }
@@ -563,7 +422,8 @@ impl<'a> Walker<'a> {
                 kind: EdgeKind::Imports,
                 target: Target::Module {
                     module: module.clone(),
-                },
+                }
+                .into(),
             });
         }
         for name in names {
@@ -596,7 +456,8 @@ impl<'a> Walker<'a> {
                 target: Target::InModule {
                     module: module.clone(),
                     name: imported,
-                },
+                }
+                .into(),
             });
         }
     }
@@ -658,66 +519,82 @@ impl<'a> Walker<'a> {
     /// Turns call and base expressions into targets, using the file's own
     /// definitions and imports; names from elsewhere (builtins) are dropped.
     fn resolve_refs(&mut self) -> Vec<RawRef> {
-        let top: HashMap<&str, NodeType> = self
-            .nodes
-            .iter()
-            .filter(|n| n.parent == Some(0))
-            .map(|n| (n.name.as_str(), n.node_type))
-            .collect();
+        let top = top_level(&self.nodes);
         let mut out = std::mem::take(&mut self.refs);
         for (from, kind, expr) in &self.exprs {
-            let target = match expr {
-                Expr::Name(name) => {
-                    if top.contains_key(name.as_str()) {
-                        Target::Local { name: name.clone() }
-                    } else if let Some(Binding::From { module, name }) = self.bindings.get(name) {
-                        Target::InModule {
-                            module: module.clone(),
-                            name: name.clone(),
-                        }
-                    } else {
-                        continue;
-                    }
-                }
-                Expr::SelfAttr { class, name } => Target::Method {
-                    class: class.clone(),
-                    name: name.clone(),
-                },
-                Expr::Dotted { base, attr } => {
-                    let (first, rest) = match base.split_once('.') {
-                        Some((f, r)) => (f, Some(r)),
-                        None => (base.as_str(), None),
-                    };
-                    if rest.is_none() && top.get(first) == Some(&NodeType::Class) {
-                        Target::Method {
-                            class: first.to_owned(),
-                            name: attr.clone(),
-                        }
-                    } else {
-                        let module = match self.bindings.get(first) {
-                            Some(Binding::Module(m)) => m.clone(),
-                            Some(Binding::From { module, name }) => format!("{module}.{name}"),
-                            None => continue,
-                        };
-                        let module = match rest {
-                            Some(r) => format!("{module}.{r}"),
-                            None => module,
-                        };
-                        Target::InModule {
-                            module,
-                            name: attr.clone(),
-                        }
-                    }
-                }
-            };
-            out.push(RawRef {
-                from: *from,
-                kind: *kind,
-                target,
-            });
+            let target = target_of(expr, |n| top.get(n).copied(), |n| self.bindings.get(n));
+            if let Some(target) = target {
+                out.push(RawRef {
+                    from: *from,
+                    kind: *kind,
+                    target: target.into(),
+                });
+            }
         }
         let mut seen = HashSet::new();
         out.retain(|r| seen.insert(r.clone()));
         out
     }
+}
+
+/// The top-level definitions among `nodes` by name (the last of a name).
+fn top_level(nodes: &[RawNode]) -> HashMap<&str, NodeType> {
+    nodes
+        .iter()
+        .filter(|n| n.parent == Some(0))
+        .map(|n| (n.name.as_str(), n.node_type))
+        .collect()
+}
+
+/// What call or base `expr` refers to, given the file's top-level
+/// definitions and what its imports bind; `None` for a name from elsewhere
+/// (a builtin).
+fn target_of<'b>(
+    expr: &Expr,
+    top: impl Fn(&str) -> Option<NodeType>,
+    binding: impl Fn(&str) -> Option<&'b Binding>,
+) -> Option<Target> {
+    Some(match expr {
+        Expr::Name(name) => {
+            if top(name).is_some() {
+                Target::Local { name: name.clone() }
+            } else if let Some(Binding::From { module, name }) = binding(name) {
+                Target::InModule {
+                    module: module.clone(),
+                    name: name.clone(),
+                }
+            } else {
+                return None;
+            }
+        }
+        Expr::SelfAttr { class, name } => Target::Method {
+            class: class.clone(),
+            name: name.clone(),
+        },
+        Expr::Dotted { base, attr } => {
+            let (first, rest) = match base.split_once('.') {
+                Some((f, r)) => (f, Some(r)),
+                None => (base.as_str(), None),
+            };
+            if rest.is_none() && top(first) == Some(NodeType::Class) {
+                Target::Method {
+                    class: first.to_owned(),
+                    name: attr.clone(),
+                }
+            } else {
+                let module = match binding(first)? {
+                    Binding::Module(m) => m.clone(),
+                    Binding::From { module, name } => format!("{module}.{name}"),
+                };
+                let module = match rest {
+                    Some(r) => format!("{module}.{r}"),
+                    None => module,
+                };
+                Target::InModule {
+                    module,
+                    name: attr.clone(),
+                }
+            }
+        }
+    })
 }

@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use tree_sitter::{InputEdit, Parser, Point, Tree};
 
 use super::by_query;
-use super::extract::{extract, extract_cached, ChunkCache, Extracted};
+use super::extract::{extract, extract_kept, Extracted, Statements};
 use super::inject::{self, TextEdit};
 use super::is_indexed;
 use super::topology::{FileChange, Topology};
@@ -40,8 +40,8 @@ struct Recent {
 
 /// What was read from a file's tree, kept for its next edit.
 enum Read {
-    /// Python: each top-level statement's nodes and references.
-    Statements(ChunkCache),
+    /// Python: each top-level statement's share of the extraction.
+    Statements(Box<Statements>),
     /// Other languages: what their queries matched.
     Matches(by_query::Matched),
 }
@@ -156,12 +156,12 @@ impl Indexer {
         };
         let (ex, read) = match (edited, lang.id) {
             (edited, "python") => {
-                let mut chunks = match edited {
-                    Some((_, _, Read::Statements(chunks))) => chunks,
-                    _ => ChunkCache::default(),
+                let mut kept = match edited {
+                    Some((_, _, Read::Statements(kept))) => kept,
+                    _ => Box::default(),
                 };
-                let ex = extract_cached(path, text, &tree, &mut chunks);
-                (ex, Read::Statements(chunks))
+                let ex = extract_kept(path, text, &tree, &mut kept);
+                (ex, Read::Statements(kept))
             }
             (Some((old_tree, edits, Read::Matches(old))), _) => {
                 let changed: Vec<std::ops::Range<usize>> = old_tree
@@ -189,6 +189,18 @@ impl Indexer {
         ex
     }
 
+    /// Keeps `ex`, what [`Indexer::parse_extract`] last made of `path`, for
+    /// the file's next edit to move rather than make again.
+    fn give_back(&mut self, path: &str, ex: Extracted) {
+        if let Some(Recent {
+            read: Read::Statements(kept),
+            ..
+        }) = self.trees.iter_mut().find(|r| r.path == path)
+        {
+            kept.give_back(ex);
+        }
+    }
+
     /// The topology in memory; empty until [`Indexer::hydrate`] after
     /// [`Indexer::open`].
     pub fn topology(&self) -> &Topology {
@@ -212,6 +224,7 @@ impl Indexer {
         }
         let ex = self.parse_extract(path, text);
         let change = self.topo.update_file(path, &hash, &ex);
+        self.give_back(path, ex);
         store.remora_apply(std::slice::from_ref(&change))?;
         Ok(Indexed {
             change: Some(change),
@@ -530,6 +543,7 @@ mod tests {
             let b = extract("a.py", &text);
             assert_eq!(a.nodes, b.nodes);
             assert_eq!(a.refs, b.refs);
+            ix.give_back("a.py", a);
             prev = text;
         }
     }
@@ -573,6 +587,80 @@ mod tests {
                 assert_eq!(a.nodes, b.nodes, "round {round}:\n{text}");
                 assert_eq!(a.refs, b.refs, "round {round}:\n{text}");
             }
+            // Every other round the extraction is not given back (as when
+            // indexing fails): the next one walks every statement.
+            if round % 2 == 0 {
+                ix.give_back("a.py", a);
+            }
+        }
+    }
+
+    /// Statements the last Python extraction of `path` walked.
+    fn walked(ix: &Indexer, path: &str) -> usize {
+        match ix.trees.iter().find(|r| r.path == path).map(|r| &r.read) {
+            Some(Read::Statements(kept)) => kept.walked(),
+            _ => panic!("no statements kept for {path}"),
+        }
+    }
+
+    /// An edit walks the statements it changed; the others' nodes are
+    /// moved, shifted by the lines put in above them, and their references
+    /// resolved again only when a name they may refer to changed.
+    #[test]
+    fn an_edit_walks_only_the_statements_it_changed() {
+        let base = "import os\n\nclass A:\n    def m(self):\n        return os.sep\n\ndef f():\n    return A().m() + g()\n\ndef g():  # rm_aaaa0001\n    return 1\n";
+        let st = crate::store::Store::open_in_memory(std::path::Path::new("/project")).unwrap();
+        let mut ix = Indexer::default();
+        ix.index_text(&st, "a.py", base).unwrap();
+        assert_eq!(walked(&ix, "a.py"), 4, "the first extraction walks all");
+        for (text, walks) in [
+            (base.replace("return 1", "return 2"), 1),
+            (base.replace("class A:", "x = 1\n\n\nclass A:"), 1),
+            (base.replace("def g():", "def h():"), 1),
+            (base.replace("import os\n", "import sys\n"), 1),
+            (
+                base.replace(
+                    "        return os.sep\n",
+                    "        return os.sep\n\n    def n(self):\n        pass\n",
+                ),
+                1,
+            ),
+        ] {
+            ix.index_text(&st, "a.py", base).unwrap();
+            ix.index_text(&st, "a.py", &text).unwrap();
+            assert_eq!(walked(&ix, "a.py"), walks, "{text}");
+            let fresh = extract("a.py", &text);
+            let kept = ix.topology().nodes_in("a.py");
+            assert_eq!(kept.len(), fresh.nodes.len(), "{text}");
+            for (n, raw) in kept.iter().zip(&fresh.nodes) {
+                assert_eq!(
+                    (
+                        n.qualname.as_str(),
+                        n.start_line,
+                        n.end_line,
+                        n.source_hash.as_str()
+                    ),
+                    (
+                        raw.qualname.as_str(),
+                        raw.start_line,
+                        raw.end_line,
+                        raw.source_hash.as_str()
+                    ),
+                    "{text}"
+                );
+            }
+            let file = ix.topology().file("a.py").unwrap();
+            let refs: Vec<_> = file
+                .refs
+                .iter()
+                .map(|r| (&r.from, r.kind, &r.target))
+                .collect();
+            let fresh_refs: Vec<_> = fresh
+                .refs
+                .iter()
+                .map(|r| (&file.ids[r.from], r.kind, &*r.target))
+                .collect();
+            assert_eq!(refs, fresh_refs, "{text}");
         }
     }
 

@@ -35,6 +35,13 @@ pub struct FileState {
     pub edges: BTreeSet<Edge>,
     /// Qualified name → ID of its live definitions (the first of duplicates).
     qual: HashMap<String, String>,
+    /// The [`shape_of`] its parse, while every ID is of a node parsed (no
+    /// definition kept through a syntax error); `None` also when loaded
+    /// from the store.
+    shape: Option<blake3::Hash>,
+    /// The [`record_of`] each parsed node as written, in order: a node
+    /// whose record is the same needs no look in the topology.
+    records: Vec<Record>,
 }
 
 /// What one update changed, for the store and the event log.
@@ -158,10 +165,14 @@ impl Topology {
     /// the same node), then the old nodes of the file by (type, qualified
     /// name) in order, then fresh IDs.
     pub fn assign_ids(&self, path: &str, ex: &Extracted) -> Vec<String> {
-        let old = self.files.get(path);
+        self.ids_for(path, self.files.get(path), ex)
+    }
+
+    /// [`Topology::assign_ids`] given the file's state as indexed (`old`).
+    fn ids_for(&self, path: &str, old: Option<&FileState>, ex: &Extracted) -> Vec<String> {
         // The common case while typing: the same definitions in the same
         // order, so the same IDs (unless a comment says otherwise).
-        if let Some(f) = old.filter(|f| self.same_nodes(f, ex)) {
+        if let Some(f) = old.filter(|f| self.same_nodes(f, ex, shape_of(ex))) {
             return f.ids.clone();
         }
         let mut taken: HashSet<String> = HashSet::new();
@@ -236,20 +247,28 @@ impl Topology {
 
     /// Whether `ex` has the nodes of `f` in the same order, no comment
     /// naming another ID.
-    fn same_nodes(&self, f: &FileState, ex: &Extracted) -> bool {
+    fn same_nodes(&self, f: &FileState, ex: &Extracted, shape: blake3::Hash) -> bool {
+        let same_names = |(raw, id): (&RawNode, &String)| {
+            self.nodes
+                .get(id)
+                .is_some_and(|n| n.node_type == raw.node_type && n.qualname == raw.qualname)
+        };
         f.ids.len() == ex.nodes.len()
             && ex
                 .file_comment
                 .as_ref()
                 .is_none_or(|c| Some(&c.id) == f.ids.first())
-            && ex.nodes.iter().zip(&f.ids).skip(1).all(|(raw, id)| {
-                self.nodes
-                    .get(id)
-                    .is_some_and(|n| n.node_type == raw.node_type && n.qualname == raw.qualname)
-                    && raw.id_comment.as_ref().is_none_or(|c| &c.id == id)
-            })
+            && ex
+                .nodes
+                .iter()
+                .zip(&f.ids)
+                .skip(1)
+                .all(|(raw, id)| raw.id_comment.as_ref().is_none_or(|c| &c.id == id))
+            && match f.shape {
+                Some(s) => s == shape,
+                None => ex.nodes.iter().zip(&f.ids).skip(1).all(same_names),
+            }
     }
-
     /// Whether node `raw` of `path` may take `id`, which its comment
     /// names: an unknown ID, or the same node (here, or orphaned).
     fn may_claim(&self, path: &str, raw: &RawNode, id: &str) -> bool {
@@ -337,8 +356,16 @@ impl Topology {
         hash: &str,
         ex: &Extracted,
     ) -> (FileChange, Option<bool>) {
-        let ids = self.assign_ids(path, ex);
-        let old = self.files.remove(path);
+        let mut old = self.files.remove(path);
+        // While the human types, the file has the same definitions in the
+        // same order: its IDs, names and edges are moved over, not copied.
+        let shape = shape_of(ex);
+        let same = old.as_ref().is_some_and(|o| self.same_nodes(o, ex, shape));
+        let ids = match old.as_mut() {
+            Some(o) if same => std::mem::take(&mut o.ids),
+            _ => self.ids_for(path, old.as_ref(), ex),
+        };
+        let parsed = ids.len();
         let mut change = FileChange {
             path: path.to_owned(),
             hash: hash.to_owned(),
@@ -346,14 +373,15 @@ impl Topology {
         };
         let mut state = FileState {
             hash: hash.to_owned(),
-            ids: ids.clone(),
+            ids,
             ..FileState::default()
         };
         // Mid-edit (a syntax error) definitions can vanish from the parse for
         // a moment: keep them rather than churn their identity.
-        if let Some(o) = &old {
-            let new_set: HashSet<&String> = ids.iter().collect();
-            for id in o.ids.iter().filter(|id| !new_set.contains(id)) {
+        if let Some(o) = old.as_ref().filter(|_| !same) {
+            let new_set: HashSet<&String> = state.ids.iter().collect();
+            let vanished: Vec<&String> = o.ids.iter().filter(|id| !new_set.contains(id)).collect();
+            for id in vanished {
                 if ex.has_error {
                     state.ids.push(id.clone());
                 } else if let Some(n) = self.nodes.get_mut(id) {
@@ -362,36 +390,49 @@ impl Topology {
                 }
             }
         }
-        let same_order = old.as_ref().is_some_and(|o| o.ids == state.ids);
-        self.write_nodes(path, ex, &ids, same_order, &mut change);
+        let same_order = same || old.as_ref().is_some_and(|o| o.ids == state.ids);
+        state.shape = (state.ids.len() == parsed).then_some(shape);
+        let written = match &old {
+            Some(o) if same_order => Some(o.records.as_slice()),
+            _ => None,
+        };
+        state.records = self.write_nodes(path, ex, &state.ids[..parsed], written, &mut change);
         if !same_order {
             // Kept nodes (under a syntax error) move to the end of the order.
-            for (ord, id) in state.ids.iter().enumerate().skip(ids.len()) {
+            for (ord, id) in state.ids.iter().enumerate().skip(parsed) {
                 if let Some(n) = self.nodes.get(id) {
                     change.nodes.push((ord, n.clone()));
                 }
             }
         }
-        state.qual = match &old {
-            // Same IDs in the same order means the same qualified names.
-            Some(o) if same_order => o.qual.clone(),
-            _ => self.qualified(&state.ids),
+        // Same IDs in the same order means the same qualified names, so
+        // nothing other files can reach changed.
+        let exports_changed = match old.as_mut() {
+            Some(o) if same_order => {
+                state.qual = std::mem::take(&mut o.qual);
+                false
+            }
+            o => {
+                state.qual = self.qualified(&state.ids);
+                o.is_none_or(|o| o.qual != state.qual || o.ids.first() != state.ids.first())
+            }
         };
+        let ids = &state.ids[..parsed];
         let refs_unchanged = same_order
             && old.as_ref().is_some_and(|o| {
                 o.refs.len() == ex.refs.len()
                     && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
-                        a.from == ids[b.from] && a.kind == b.kind && a.target == b.target
+                        a.from == ids[b.from] && a.kind == b.kind && a.target == *b.target
                     })
             });
-        state.refs = match &old {
-            Some(o) if refs_unchanged => o.refs.clone(),
-            _ => refs_of(ex, &ids, old.as_ref(), &state.ids[ids.len()..]),
+        state.refs = match old.as_mut() {
+            Some(o) if refs_unchanged => std::mem::take(&mut o.refs),
+            _ => refs_of(ex, ids, old.as_ref(), &state.ids[parsed..]),
         };
         if !refs_unchanged {
             change.refs = Some(state.refs.clone());
         }
-        let resolve = self.keep_file(path, old, state, refs_unchanged);
+        let resolve = self.keep_file(path, old, state, refs_unchanged, exports_changed);
         (change, resolve)
     }
 
@@ -404,46 +445,54 @@ impl Topology {
         old: Option<FileState>,
         mut state: FileState,
         refs_unchanged: bool,
+        exports_changed: bool,
     ) -> Option<bool> {
-        let resolve = match &old {
+        let resolve = match old {
             None => {
                 self.register_module(path);
                 self.remember_refs(path, &state.refs);
                 Some(true)
             }
             Some(o) if refs_unchanged => {
-                state.edges = o.edges.clone();
+                state.edges = o.edges;
                 None
             }
             Some(o) => {
-                state.edges = o.edges.clone();
+                state.edges = o.edges;
                 self.forget_refs(path, &o.refs);
                 self.remember_refs(path, &state.refs);
-                Some(o.qual != state.qual || o.ids.first() != state.ids.first())
+                Some(exports_changed)
             }
         };
         self.files.insert(path.to_owned(), state);
         resolve
     }
 
-    /// Writes the nodes of `ex` (with their `ids`) that are new or moved,
-    /// noting each in `change`; with the file's order unchanged
-    /// (`same_order`), a node in the same place with the same record is
+    /// Writes the nodes of `ex` (with their `ids`) that are new or changed,
+    /// noting each in `change`; returns their records. With the file's
+    /// order unchanged, `written` holds the records of its nodes as they
+    /// are (if known): a node of the same record, or the same fields, is
     /// left as it is.
     fn write_nodes(
         &mut self,
         path: &str,
         ex: &Extracted,
         ids: &[String],
-        same_order: bool,
+        written: Option<&[Record]>,
         change: &mut FileChange,
-    ) {
+    ) -> Vec<Record> {
+        let mut records = Vec::with_capacity(ids.len());
         for (ord, (raw, id)) in ex.nodes.iter().zip(ids).enumerate() {
+            let record = record_of(raw);
+            records.push(record);
+            if written.and_then(|w| w.get(ord)) == Some(&record) {
+                continue;
+            }
             let parent_id = raw.parent.map(|p| &ids[p]);
             match self.nodes.get(id) {
                 None => change.added.push(id.clone()),
                 Some(n)
-                    if same_order
+                    if written.is_some()
                         && n.status == NodeStatus::Active
                         && n.start_line == raw.start_line
                         && n.end_line == raw.end_line
@@ -470,8 +519,8 @@ impl Topology {
             self.nodes.insert(id.clone(), node.clone());
             change.nodes.push((ord, node));
         }
+        records
     }
-
     /// The qualified names of a file's nodes `ids` (its file node first),
     /// each to the first node of that name.
     fn qualified(&self, ids: &[String]) -> HashMap<String, String> {
@@ -761,6 +810,41 @@ impl Topology {
     }
 }
 
+/// The kinds and qualified names of a parse's nodes, in order, hashed:
+/// the same hash, the same definitions.
+fn shape_of(ex: &Extracted) -> blake3::Hash {
+    let nodes = &ex.nodes[1.min(ex.nodes.len())..];
+    let mut all = Vec::with_capacity(nodes.iter().map(|n| n.qualname.len() + 2).sum());
+    for n in nodes {
+        all.push(n.node_type as u8);
+        all.extend_from_slice(n.qualname.as_bytes());
+        all.push(0);
+    }
+    blake3::hash(&all)
+}
+
+/// What of a parsed node its record in the topology holds beyond its ID,
+/// kind and names (which the same ID in the same place keeps): its lines,
+/// its parent's place, and its source hash (the first 64 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Record {
+    lines: (usize, usize),
+    parent: Option<usize>,
+    source: [u8; 16],
+}
+
+fn record_of(n: &RawNode) -> Record {
+    let mut source = [0u8; 16];
+    let hex = n.source_hash.as_bytes();
+    let len = hex.len().min(16);
+    source[..len].copy_from_slice(&hex[..len]);
+    Record {
+        lines: (n.start_line, n.end_line),
+        parent: n.parent,
+        source,
+    }
+}
+
 /// The references of `ex` from its nodes `ids`, and under a syntax error
 /// those of the `kept` nodes that vanished from the parse (from `old`).
 fn refs_of(ex: &Extracted, ids: &[String], old: Option<&FileState>, kept: &[String]) -> Vec<Ref> {
@@ -770,7 +854,7 @@ fn refs_of(ex: &Extracted, ids: &[String], old: Option<&FileState>, kept: &[Stri
         .map(|r| Ref {
             from: ids[r.from].clone(),
             kind: r.kind,
-            target: r.target.clone(),
+            target: Target::clone(&r.target),
         })
         .collect();
     if let Some(o) = old {

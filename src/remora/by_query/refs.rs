@@ -28,7 +28,7 @@ pub(super) fn imports(
             refs.push(RawRef {
                 from: 0,
                 kind: EdgeKind::Imports,
-                target: Target::Module { module },
+                target: Target::Module { module }.into(),
             });
             continue;
         }
@@ -62,7 +62,7 @@ pub(super) fn imports(
         refs.push(RawRef {
             from: 0,
             kind: EdgeKind::Imports,
-            target,
+            target: target.into(),
         });
     }
     bindings
@@ -131,7 +131,7 @@ pub(super) fn calls(
         refs.push(RawRef {
             from,
             kind: EdgeKind::Calls,
-            target,
+            target: target.into(),
         });
     }
 }
