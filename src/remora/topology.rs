@@ -269,6 +269,7 @@ impl Topology {
                 None => ex.nodes.iter().zip(&f.ids).skip(1).all(same_names),
             }
     }
+
     /// Whether node `raw` of `path` may take `id`, which its comment
     /// names: an unknown ID, or the same node (here, or orphaned).
     fn may_claim(&self, path: &str, raw: &RawNode, id: &str) -> bool {
