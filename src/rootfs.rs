@@ -5,9 +5,11 @@
 //! or nothing, and each file is checked against the content the caller
 //! expects right before it is replaced.
 
+use std::collections::HashMap;
 use std::io::{Read, Write as _};
 use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -419,7 +421,9 @@ fn remove_raw(dir: &OwnedFd, name: &std::ffi::CStr, path: &str) -> Result<(), Di
 /// One file of a batch, its directory open, between the steps of [`write_all`].
 struct Target<'a> {
     write: &'a Write,
-    dir: OwnedFd,
+    /// Its folder, opened once for every target in it: a write of a
+    /// thousand files holds as many descriptors as it has folders.
+    dir: Arc<OwnedFd>,
     name: String,
     /// The synced temporary file with the new content, in `dir`.
     temp: Option<String>,
@@ -588,8 +592,8 @@ where
     let mut seen = std::collections::HashSet::new();
     let dirs: Vec<&OwnedFd> = targets
         .iter()
-        .filter(|t| seen.insert(t.write.path.rsplit_once('/').map_or("", |(d, _)| d)))
-        .map(|t| &t.dir)
+        .filter(|t| seen.insert(Arc::as_ptr(&t.dir)))
+        .map(|t| &*t.dir)
         .collect();
     on_threads(&dirs, |dir| {
         // A directory that cannot be synced keeps its renames until the
@@ -604,14 +608,27 @@ where
 /// written), its name in it.
 fn targets<'w>(root: &Path, writes: &'w [Write]) -> Result<Vec<Target<'w>>, DiskError> {
     let mut targets = Vec::with_capacity(writes.len());
+    let mut folders: HashMap<String, Arc<OwnedFd>> = HashMap::new();
     for w in writes {
         let path =
             ProjectPath::parse(&w.path).map_err(|e| io_err(&w.path, std::io::Error::other(e)))?;
-        match open_parent(root, &path, w.data.is_some())? {
-            Some((dir, name)) => targets.push(Target {
+        let (folder, name) = path
+            .as_str()
+            .rsplit_once('/')
+            .unwrap_or(("", path.as_str()));
+        let dir = match folders.get(folder) {
+            Some(dir) => Some(Arc::clone(dir)),
+            None => open_parent(root, &path, w.data.is_some())?.map(|(dir, _)| {
+                let dir = Arc::new(dir);
+                folders.insert(folder.to_owned(), Arc::clone(&dir));
+                dir
+            }),
+        };
+        match dir {
+            Some(dir) => targets.push(Target {
                 write: w,
                 dir,
-                name,
+                name: name.to_owned(),
                 temp: None,
                 old: None,
                 held: None,

@@ -33,6 +33,59 @@ fn a_tasks_line_counts_from_one() {
     );
 }
 
+/// An accept of more files than the process may hold open writes them
+/// all: each folder is opened once for its files, not once a file (480
+/// files in two folders, at a limit of 256 descriptors).
+#[test]
+fn an_accept_of_more_files_than_descriptors_allowed_writes_them_all() {
+    let code = "for i in range(240):\n    write_file('a/m' + str(i) + '.py', 'x = 1\\n')\n    write_file('b/m' + str(i) + '.py', 'x = 2\\n')\nsubmit_result('many', [])";
+    let p = project(&[serde_json::json!({"text": format!("```python\n{code}\n```")})]);
+    let id = p
+        .ok(&["task", "--file", "calc.py", "spread x over modules"])
+        .trim()
+        .to_owned();
+    assert!(p.ok(&["wait", &id]).contains("completed"));
+    let out = with_descriptors(256, p.command(&["accept", &id]));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (folder, text) in [("a", "x = 1\n"), ("b", "x = 2\n")] {
+        let files = std::fs::read_dir(p.root.join(folder)).unwrap().count();
+        assert_eq!(files, 240, "{folder}");
+        let one = std::fs::read_to_string(p.root.join(folder).join("m239.py")).unwrap();
+        assert_eq!(one, text);
+    }
+    // And the rollback to before it, under the same limit.
+    let history = p.json(&["history"]);
+    let before = history[0]["id"].as_str().unwrap();
+    let out = with_descriptors(256, p.command(&["rollback", before]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!p.root.join("a/m0.py").exists() && !p.root.join("b/m239.py").exists());
+}
+
+/// Runs `cmd` allowed at most `limit` open descriptors.
+fn with_descriptors(limit: u64, mut cmd: Command) -> std::process::Output {
+    // SAFETY: between fork and exec the child only lowers its own limit.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            let limit = rustix::process::Rlimit {
+                current: Some(limit),
+                maximum: Some(limit),
+            };
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, limit)
+                .map_err(std::io::Error::from)
+        });
+    }
+    cmd.output().unwrap()
+}
+
 #[test]
 fn a_task_without_a_core_runs_here_then_diff_and_accept_write_the_file() {
     let p = project(&[fix_add()]);
