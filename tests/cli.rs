@@ -33,6 +33,59 @@ fn a_tasks_line_counts_from_one() {
     );
 }
 
+/// A task with no test to run never asks the system's Python whether it
+/// has pytest: a process of a tenth of a second or more, on every task. A
+/// project with a test file still asks (the `python3` that logs what it is
+/// asked is the one found).
+#[test]
+fn a_task_with_no_test_to_run_never_asks_for_pytest() {
+    let bin = tempfile::tempdir().unwrap();
+    let log = bin.path().join("asked");
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("python3"))
+        .find(|p| p.is_file())
+        .expect("python3 on PATH");
+    let fake = bin.path().join("python3");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.path().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let task = |p: &support::Project| {
+        p.command(&["task", "--file", "calc.py", "fix", "add"])
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let p = project(&[fix_add()]);
+    let out = task(&p);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let asked = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!asked.contains("import pytest"), "{asked}");
+    let p = project(&[fix_add()]);
+    p.write(
+        "test_calc.py",
+        "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    task(&p);
+    let asked = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(asked.contains("import pytest"), "{asked}");
+}
+
 /// An accept of more files than the process may hold open writes them
 /// all: each folder is opened once for its files, not once a file (480
 /// files in two folders, at a limit of 256 descriptors).

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::config::{Config, TestCommand, TestsMode};
 use crate::store::Store;
 
-use super::checks::{self, Tests, Way};
+use super::checks::{self, Tests};
 use super::test_output;
 
 /// How the project's tests went, unchanged.
@@ -115,13 +115,14 @@ impl Tests {
             .cloned()
             .collect();
         let auto = self.auto(test_files.first().map(String::as_str));
-        if let (TestCommand::Named(_), Way::Nothing(language)) = (&self.config.command, auto.way) {
+        if let (TestCommand::Named(_), Some(language)) = (&self.config.command, auto.runs_nothing())
+        {
             return Baseline::NoTests(super::runner::nothing_runs(language));
         }
         let Some(argv) = checks::command_for(&self.config, &test_files, &auto) else {
             return Baseline::Off;
         };
-        if matches!(auto.way, Way::Files(_)) && test_files.is_empty() {
+        if auto.picks_files() && test_files.is_empty() {
             return Baseline::NoTests("no test file (test_*.py, *_test.py, tests/)".into());
         }
         let ran = match self.run_as_is(&argv, &auto, cancelled) {

@@ -333,7 +333,7 @@ pub(super) fn command_for(
     auto: &Auto,
 ) -> Option<Vec<String>> {
     let python = auto.python();
-    let mut argv: Vec<String> = match (&config.command, auto.way) {
+    let mut argv: Vec<String> = match (&config.command, auto.way()) {
         (TestCommand::Named(TestsMode::Off), _) => return None,
         (TestCommand::Argv(argv), _) => return Some(argv.clone()),
         (TestCommand::Named(TestsMode::Auto), Way::Tool) => return auto.env.command.clone(),
@@ -375,9 +375,9 @@ fn argv_for(
     changed: &[String],
     auto: &Auto,
 ) -> Option<Vec<String>> {
-    let tests = match (&config.command, auto.way) {
-        (TestCommand::Argv(_), _) | (TestCommand::Named(_), Way::Tool) => vec![],
-        (TestCommand::Named(_), _) => {
+    let tests = match (&config.command, auto.is_tool()) {
+        (TestCommand::Argv(_), _) | (TestCommand::Named(_), true) => vec![],
+        (TestCommand::Named(_), false) => {
             let files = view.files().ok()?;
             let read = |f: &str| {
                 ProjectPath::parse(f)
@@ -490,8 +490,8 @@ impl Tests {
     pub fn check(&self, changed: &[String], cancelled: &dyn Fn() -> bool) -> Verdict {
         let first_source = changed.iter().find(|p| crate::lang::is_source(p));
         let auto = self.auto(first_source.map(String::as_str));
-        if let (Way::Nothing(language), Some(_), TestCommand::Named(TestsMode::Auto)) =
-            (auto.way, first_source, &self.config.command)
+        if let (Some(language), Some(_), TestCommand::Named(TestsMode::Auto)) =
+            (auto.runs_nothing(), first_source, &self.config.command)
         {
             return Verdict::Unavailable {
                 said: super::runner::nothing_runs(language),

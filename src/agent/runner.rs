@@ -44,7 +44,12 @@ pub enum Way {
 #[derive(Debug, Clone)]
 pub struct Auto {
     pub env: Environment,
-    pub way: Way,
+    /// How it picks them ([`Auto::way`]), but for whether the system's
+    /// Python has pytest …
+    way: Way,
+    /// … which is asked the first time it matters: a process each time
+    /// (a tenth of a second or more), where most tasks find no test file.
+    ask_system: bool,
 }
 
 impl Auto {
@@ -85,29 +90,59 @@ impl Auto {
             return Auto {
                 env: Environment::default(),
                 way: Way::Nothing(language.name),
+                ask_system: false,
             };
         };
         if env.command.is_some() {
             return Auto {
                 env,
                 way: Way::Tool,
+                ask_system: false,
             };
         }
-        let system = env.readable.is_empty();
-        let runner = if env.has_runner || (system && pytest_installed()) {
-            Runner::Pytest
-        } else {
-            Runner::Unittest
+        let runner = match env.has_runner {
+            true => Runner::Pytest,
+            false => Runner::Unittest,
         };
         Auto {
+            ask_system: !env.has_runner && env.readable.is_empty(),
             env,
             way: Way::Files(runner),
         }
     }
 
+    /// How it picks and runs the tests; with the system's Python, this
+    /// asks whether it has pytest (once a process).
+    pub fn way(&self) -> Way {
+        match self.way {
+            Way::Files(Runner::Unittest) if self.ask_system && pytest_installed() => {
+                Way::Files(Runner::Pytest)
+            }
+            way => way,
+        }
+    }
+
+    /// Whether the project's own tool picks the tests.
+    pub fn is_tool(&self) -> bool {
+        self.way == Way::Tool
+    }
+
+    /// Whether the tests are Python's test files, whatever runs them.
+    pub fn picks_files(&self) -> bool {
+        matches!(self.way, Way::Files(_))
+    }
+
+    /// The language nothing here runs the tests of, if so.
+    pub fn runs_nothing(&self) -> Option<&'static str> {
+        match self.way {
+            Way::Nothing(language) => Some(language),
+            _ => None,
+        }
+    }
+
     /// Python's runner, when the tests are Python's.
     pub fn runner(&self) -> Option<Runner> {
-        match self.way {
+        match self.way() {
             Way::Files(r) => Some(r),
             _ => None,
         }
@@ -121,7 +156,7 @@ impl Auto {
     /// project's .venv)", "package.json's test script `node --test`…".
     pub fn describe(&self) -> String {
         let env = &self.env;
-        match self.way {
+        match self.way() {
             Way::Files(runner) => {
                 format!("{runner} with {} ({})", env.program.display(), env.found)
             }
