@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 use tree_sitter::{
     InputEdit, Node as TsNode, Query, QueryCursor, QueryMatch, StreamingIterator, Tree,
@@ -514,16 +515,27 @@ fn finish(
         comment: lang.line_comment,
     };
     ex.nodes.extend(nodes(text, &matched.defs));
-    let bindings = imports(lang, path, &matched.imports, &mut ex.refs);
+    let mut targets = refs::Targets::default();
+    let bindings = imports(lang, path, &matched.imports, &mut targets, &mut ex.refs);
     // Where a name neither defined nor imported here may be: another file
     // of the same package.
     let package = lang
         .modules
         .spans_files()
         .then(|| lang.modules.key_of_file(path));
-    calls(&matched.calls, &ex.nodes, &bindings, package, &mut ex.refs);
+    calls(
+        &matched.calls,
+        &ex.nodes,
+        &bindings,
+        package,
+        &mut targets,
+        &mut ex.refs,
+    );
+    // Equal targets are one (`Targets`): a reference is its node, kind and
+    // target's address.
     let mut seen = HashSet::new();
-    ex.refs.retain(|r| seen.insert(r.clone()));
+    ex.refs
+        .retain(|r| seen.insert((r.from, r.kind, Arc::as_ptr(&r.target))));
     ex
 }
 

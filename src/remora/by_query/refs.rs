@@ -12,12 +12,30 @@ pub(super) enum Binding {
     From { module: String, name: String },
 }
 
+/// One shared target per distinct value, so that a file's references are
+/// told apart by address: a call made a hundred times is one target, and
+/// the same reference twice is the same pair of node and address.
+#[derive(Default)]
+pub(super) struct Targets(HashSet<Arc<Target>>);
+
+impl Targets {
+    pub(super) fn get(&mut self, t: Target) -> Arc<Target> {
+        if let Some(known) = self.0.get(&t) {
+            return Arc::clone(known);
+        }
+        let t = Arc::new(t);
+        self.0.insert(Arc::clone(&t));
+        t
+    }
+}
+
 /// Adds an `Imports` reference of the file per import; returns the names
 /// they bind.
 pub(super) fn imports(
     lang: &Language,
     path: &str,
     matched: &[Import],
+    targets: &mut Targets,
     refs: &mut Vec<RawRef>,
 ) -> HashMap<String, Binding> {
     let mut bindings = HashMap::new();
@@ -28,7 +46,7 @@ pub(super) fn imports(
             refs.push(RawRef {
                 from: 0,
                 kind: EdgeKind::Imports,
-                target: Target::Module { module }.into(),
+                target: targets.get(Target::Module { module }),
             });
             continue;
         }
@@ -62,7 +80,7 @@ pub(super) fn imports(
         refs.push(RawRef {
             from: 0,
             kind: EdgeKind::Imports,
-            target: target.into(),
+            target: targets.get(target),
         });
     }
     bindings
@@ -75,6 +93,7 @@ pub(super) fn calls(
     nodes: &[RawNode],
     bindings: &HashMap<String, Binding>,
     package: Option<String>,
+    targets: &mut Targets,
     refs: &mut Vec<RawRef>,
 ) {
     let top: HashMap<&str, NodeType> = nodes
@@ -83,57 +102,83 @@ pub(super) fn calls(
         .map(|n| (n.name.as_str(), n.node_type))
         .collect();
     let mut owners = Owners::new(nodes);
+    // What a call resolves to depends on its scope and name alone, but
+    // for `self.f()` (the type around it): each is resolved once.
+    let mut resolved: HashMap<(Option<&str>, &str), Option<Arc<Target>>> = HashMap::new();
     for call in matched {
-        let name = call.name_text.clone();
         let from = owners.at(call.name.0);
+        let name = call.name_text.as_str();
         let target = match call.scope.as_deref() {
-            None => match (top.contains_key(name.as_str()), bindings.get(&name)) {
-                (true, _) => Target::Local { name },
-                (false, Some(Binding::From { module, name })) => Target::InModule {
-                    module: module.clone(),
-                    name: name.clone(),
-                },
-                (false, None) => match &package {
-                    Some(module) => Target::InModule {
-                        module: module.clone(),
-                        name,
-                    },
-                    None => continue,
-                },
-                _ => continue,
-            },
             Some("self" | "this" | "Self") => {
                 let Some(class) = class_of(nodes, from) else {
                     continue;
                 };
-                Target::Method { class, name }
+                targets.get(Target::Method {
+                    class,
+                    name: name.to_owned(),
+                })
             }
-            Some(scope) if top.get(scope) == Some(&NodeType::Class) => Target::Method {
-                class: scope.to_owned(),
-                name,
-            },
-            Some(scope) => match bindings.get(scope) {
-                Some(Binding::Module(module)) => Target::InModule {
-                    module: module.clone(),
-                    name,
-                },
-                // `Store::new()` with `Store` imported: a method of it.
-                Some(Binding::From {
-                    module,
-                    name: bound,
-                }) => Target::InModule {
-                    module: module.clone(),
-                    name: format!("{bound}.{name}"),
-                },
-                None => continue,
-            },
+            scope => {
+                let target = resolved.entry((scope, name)).or_insert_with(|| {
+                    let t = resolve(scope, name, &top, bindings, package.as_deref())?;
+                    Some(targets.get(t))
+                });
+                match target {
+                    Some(t) => Arc::clone(t),
+                    None => continue,
+                }
+            }
         };
         refs.push(RawRef {
             from,
             kind: EdgeKind::Calls,
-            target: target.into(),
+            target,
         });
     }
+}
+
+/// What a call of `name` in `scope` (none, a type, an imported name)
+/// refers to, if the file can tell; never `self`'s.
+fn resolve(
+    scope: Option<&str>,
+    name: &str,
+    top: &HashMap<&str, NodeType>,
+    bindings: &HashMap<String, Binding>,
+    package: Option<&str>,
+) -> Option<Target> {
+    let name = name.to_owned();
+    Some(match scope {
+        None => match (top.contains_key(name.as_str()), bindings.get(&name)) {
+            (true, _) => Target::Local { name },
+            (false, Some(Binding::From { module, name })) => Target::InModule {
+                module: module.clone(),
+                name: name.clone(),
+            },
+            (false, None) => Target::InModule {
+                module: package?.to_owned(),
+                name,
+            },
+            _ => return None,
+        },
+        Some(scope) if top.get(scope) == Some(&NodeType::Class) => Target::Method {
+            class: scope.to_owned(),
+            name,
+        },
+        Some(scope) => match bindings.get(scope)? {
+            Binding::Module(module) => Target::InModule {
+                module: module.clone(),
+                name,
+            },
+            // `Store::new()` with `Store` imported: a method of it.
+            Binding::From {
+                module,
+                name: bound,
+            } => Target::InModule {
+                module: module.clone(),
+                name: format!("{bound}.{name}"),
+            },
+        },
+    })
 }
 
 /// The node a match captured under the capture index `want`.
