@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::extract::extract;
+use super::extract::{extract, RawRef, Target};
 use super::index::Indexer;
 use super::inject::apply;
 use super::*;
@@ -391,4 +391,30 @@ fn a_go_package_spans_its_files() {
         .filter_map(|x| topo.node(&x.to).map(|n| n.qualname.clone()))
         .collect();
     assert_eq!(calls, ["clamp"]);
+}
+
+/// A reference is made once however many calls make it, and two ways of
+/// naming one target (`f()` imported by name, `m.f()` through its module)
+/// are one reference: the targets a file shares are told apart by value.
+#[test]
+fn each_reference_is_made_once_whatever_names_it() {
+    let js = "import { f } from './m';\nimport * as m from './m';\n\nfunction g() {\n  f();\n  m.f();\n  f();\n  return m.f();\n}\n";
+    let ex = extract("src/a.js", js);
+    let calls: Vec<&RawRef> = ex
+        .refs
+        .iter()
+        .filter(|r| r.kind == EdgeKind::Calls)
+        .collect();
+    assert_eq!(calls.len(), 1, "{:?}", ex.refs);
+    assert!(matches!(&*calls[0].target, Target::InModule { name, .. } if name == "f"));
+    for (path, text) in [("src/app.js", JS), ("store/store.go", GO)] {
+        let ex = extract(path, text);
+        let mut seen = std::collections::HashSet::new();
+        for r in &ex.refs {
+            assert!(
+                seen.insert((r.from, r.kind, &*r.target)),
+                "{path}: {r:?} twice"
+            );
+        }
+    }
 }
