@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node as TsNode;
 
-use super::extracted::{file_node, newline_of};
+use super::extracted::{file_node, newline_of, top_level};
 pub use super::extracted::{Extracted, IdSpan, RawNode, RawRef, Target};
 use super::ids;
 use super::{EdgeKind, NodeType};
@@ -535,15 +535,6 @@ impl<'a> Walker<'a> {
         out.retain(|r| seen.insert(r.clone()));
         out
     }
-}
-
-/// The top-level definitions among `nodes` by name (the last of a name).
-fn top_level(nodes: &[RawNode]) -> HashMap<&str, NodeType> {
-    nodes
-        .iter()
-        .filter(|n| n.parent == Some(0))
-        .map(|n| (n.name.as_str(), n.node_type))
-        .collect()
 }
 
 /// What call or base `expr` refers to, given the file's top-level

@@ -3,6 +3,7 @@
 //! [`super::by_query`]): nodes before they have IDs, the references they
 //! make, the ID comments found. A leaf below both.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +99,16 @@ pub(crate) fn newline_of(text: &str) -> &'static str {
         Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
         _ => "\n",
     }
+}
+
+/// The top-level definitions among a file's `nodes` by name (the last of
+/// a name): what a bare name in the file may refer to.
+pub(crate) fn top_level(nodes: &[RawNode]) -> HashMap<&str, NodeType> {
+    nodes
+        .iter()
+        .filter(|n| n.parent == Some(0))
+        .map(|n| (n.name.as_str(), n.node_type))
+        .collect()
 }
 
 /// `text.lines().count()`, at the speed of counting bytes.

@@ -96,11 +96,7 @@ pub(super) fn calls(
     targets: &mut Targets,
     refs: &mut Vec<RawRef>,
 ) {
-    let top: HashMap<&str, NodeType> = nodes
-        .iter()
-        .filter(|n| n.parent == Some(0))
-        .map(|n| (n.name.as_str(), n.node_type))
-        .collect();
+    let top = super::super::extracted::top_level(nodes);
     let mut owners = Owners::new(nodes);
     // What a call resolves to depends on its scope and name alone, but
     // for `self.f()` (the type around it): each is resolved once.

@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node as TsNode, Tree};
 
 use super::{
-    file_header, file_node, newline_of, target_of, Binding, Expr, Extracted, RawNode, RawRef,
-    Target, Walker,
+    file_header, file_node, newline_of, target_of, top_level, Binding, Expr, Extracted, RawNode,
+    RawRef, Target, Walker,
 };
 use crate::remora::{EdgeKind, NodeType};
 
@@ -185,10 +185,9 @@ fn resolve_where_needed(
     };
     let same_context = kept.context == Some(context);
     if !same_context {
-        kept.names = nodes
-            .iter()
-            .filter(|n| n.parent == Some(0))
-            .map(|n| (n.name.clone(), n.node_type))
+        kept.names = top_level(nodes)
+            .into_iter()
+            .map(|(name, t)| (name.to_owned(), t))
             .collect();
         kept.bindings = list
             .iter()
