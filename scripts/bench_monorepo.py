@@ -146,6 +146,10 @@ def measure(chimera: str, n: int, url: str, env: dict) -> dict:
         git(theirs, "add", "-A")
         git(theirs, "commit", "-q", "-m", "initial")
         git_s = time.perf_counter() - start
+        # A project at rest, as a person's is: the trees just written are
+        # on the disk before the clock starts, not still being written
+        # back while the first task runs.
+        os.sync()
         task = [chimera, "task", "--root", str(ours), "--file", "pkg0/m0.py",
                 "--llm-provider", "openai", "--llm-url", url, "--llm-model", "fake-model",
                 "--mode", "code", "add a docstring to total_0"]

@@ -128,8 +128,13 @@ fn open_parent(
     Ok(Some((dir, name)))
 }
 
-/// Opens the regular file `name` in `dir` for reading, never through a link.
-fn open_file(dir: &OwnedFd, name: &str, path: &str) -> Result<Option<std::fs::File>, DiskError> {
+/// Opens the regular file `name` in `dir` for reading, never through a
+/// link; with its size then.
+fn open_file(
+    dir: &OwnedFd,
+    name: &str,
+    path: &str,
+) -> Result<Option<(std::fs::File, u64)>, DiskError> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => fd,
@@ -139,18 +144,23 @@ fn open_file(dir: &OwnedFd, name: &str, path: &str) -> Result<Option<std::fs::Fi
     regular_file(fd, path).map(Some)
 }
 
-/// `fd` as a file, when it is a regular one.
-fn regular_file(fd: OwnedFd, path: &str) -> Result<std::fs::File, DiskError> {
+/// `fd` as a file, when it is a regular one; with its size.
+fn regular_file(fd: OwnedFd, path: &str) -> Result<(std::fs::File, u64), DiskError> {
     let st = rustix::fs::fstat(&fd).map_err(|e| io_err(path, e))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(DiskError::NotAFile(path.to_owned()));
     }
-    Ok(std::fs::File::from(fd))
+    Ok((std::fs::File::from(fd), st.st_size as u64))
 }
 
 /// Reads at most `limit` bytes of `file`; more is [`DiskError::TooLarge`].
-fn read_capped(file: impl Read, path: &str, limit: u64) -> Result<Vec<u8>, DiskError> {
-    let mut data = Vec::new();
+/// `size`: what the file held when opened, so that a file that did not
+/// change since is read in one call, not in growing steps from a small
+/// first one.
+fn read_capped(file: impl Read, size: u64, path: &str, limit: u64) -> Result<Vec<u8>, DiskError> {
+    // One byte more than the file: the read that finds its end needs room.
+    let room = size.min(limit).min(MAX_FILE_BYTES).saturating_add(1);
+    let mut data = Vec::with_capacity(room as usize);
     file.take(limit.saturating_add(1))
         .read_to_end(&mut data)
         .map_err(|e| io_err(path, e))?;
@@ -199,7 +209,7 @@ impl<'a> Root<'a> {
                 None => None,
             },
         };
-        file.map(|f| read_capped(f, path.as_str(), limit))
+        file.map(|(f, size)| read_capped(f, size, path.as_str(), limit))
             .transpose()
     }
 
@@ -210,7 +220,7 @@ impl<'a> Root<'a> {
     fn open_in_one_step(
         &self,
         path: &ProjectPath,
-    ) -> Option<Result<Option<std::fs::File>, DiskError>> {
+    ) -> Option<Result<Option<(std::fs::File, u64)>, DiskError>> {
         use rustix::fs::ResolveFlags;
         use std::sync::atomic::{AtomicBool, Ordering};
         static MISSING: AtomicBool = AtomicBool::new(false);
@@ -235,7 +245,7 @@ impl<'a> Root<'a> {
     fn open_in_one_step(
         &self,
         _path: &ProjectPath,
-    ) -> Option<Result<Option<std::fs::File>, DiskError>> {
+    ) -> Option<Result<Option<(std::fs::File, u64)>, DiskError>> {
         None
     }
 }
@@ -659,14 +669,14 @@ fn check_expected(targets: &mut [Target<'_>]) -> Result<(), DiskError> {
     for t in targets.iter_mut() {
         let file = open_file(&t.dir, &t.name, &t.write.path)?;
         let current = match &file {
-            Some(f) => Some(read_capped(f, &t.write.path, u64::MAX)?),
+            Some((f, size)) => Some(read_capped(f, *size, &t.write.path, u64::MAX)?),
             None => None,
         };
         if !matches(&t.write.expect, current.as_deref()) {
             return Err(DiskError::Changed(t.write.path.clone()));
         }
         t.old = current;
-        t.held = file.filter(|_| hold);
+        t.held = file.map(|(f, _)| f).filter(|_| hold);
     }
     Ok(())
 }

@@ -331,13 +331,13 @@ async fn main_loop(
         Err(e) => out.notify(Level::Warn, format!("Chimera: cannot remove secret files' copies from the store: {e}")),
     }
     let core = build_core(config, root, out, store, index);
-    // Watching starts before the import walks the project: a file written
-    // in between is seen by one or the other (both: the watcher's change
-    // queues behind the import), never by neither.
-    let _watch = start_watcher(&core);
+    // The watcher watches the folders the import lists, each before it is
+    // listed: a file written meanwhile is seen by one or the other (both:
+    // the watcher's change queues behind the import), never by neither.
+    let watch = start_watcher(&core);
     // The import is the lifecycle's first step: a task a front end sends
     // the moment it opens (`chimera task` with no core) queues behind it.
-    start_background(&core);
+    start_background(&core, watch.as_ref().map(|w| w.watching().clone()));
     if let Some(front) = front.as_mut() {
         front.open(Port(core.clone()));
     }
@@ -582,8 +582,9 @@ fn forward_remora_events(
 }
 
 /// The heartbeat, then (on the lifecycle thread, before anything the
-/// editor asks) the initial import and the recovery of earlier agents.
-fn start_background(core: &Arc<Core>) {
+/// editor asks) the initial import, adding its folders to `watching`, and
+/// the recovery of earlier agents.
+fn start_background(core: &Arc<Core>, watching: Option<sync::Watching>) {
     if let Err(e) = core.store.instance_heartbeat(&core.owner) {
         core.notify(
             Level::Warn,
@@ -617,9 +618,15 @@ fn start_background(core: &Arc<Core>) {
     });
     // The editor is never kept waiting: what it asks meanwhile queues
     // behind the import on the lifecycle thread.
-    core.on_lifecycle(|c| {
+    core.on_lifecycle(move |c| {
         let (lc, max_bytes) = (&c.lifecycle, c.config.sync.max_file_bytes);
-        let imported = sync::import(&lc.store, &lc.root, max_bytes, &lc.buffers);
+        let imported = match &watching {
+            Some(w) => sync::import_watching(&lc.store, &lc.root, max_bytes, &lc.buffers, w),
+            None => sync::import(&lc.store, &lc.root, max_bytes, &lc.buffers),
+        };
+        if let Some(e) = watching.as_ref().and_then(sync::Watching::refused) {
+            watch_lost(c, &e);
+        }
         match imported {
             Ok(files) => {
                 send_snapshots(c);
@@ -691,13 +698,18 @@ fn start_watcher(core: &Arc<Core>) -> Option<sync::WatchHandle> {
     match watched {
         Ok(w) => Some(w),
         Err(e) => {
-            core.notify(
-                Level::Warn,
-                format!("Chimera: {e}; changes made outside Neovim will be seen at the next start"),
-            );
+            watch_lost(core, &e);
             None
         }
     }
+}
+
+/// Tells the human the watcher could not start, and what that costs.
+fn watch_lost(core: &Core, e: &sync::SyncError) {
+    core.notify(
+        Level::Warn,
+        format!("Chimera: {e}; changes made outside Neovim will be seen at the next start"),
+    );
 }
 
 /// Sends the list of snapshots to the editor.

@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -15,7 +16,7 @@ use crate::store::{read_file, unread_file, DiskFile, Look, Store, StoreError};
 
 mod folders;
 mod watch;
-pub use watch::{watch, WatchHandle};
+pub use watch::{watch, WatchHandle, Watching};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -88,12 +89,44 @@ pub fn import(
     max_bytes: u64,
     buffers: &OpenBuffers,
 ) -> Result<usize, SyncError> {
+    import_with(store, root, max_bytes, buffers, None)
+}
+
+/// [`import`], its walk adding each folder it lists to a watcher's.
+pub fn import_watching(
+    store: &Store,
+    root: &Path,
+    max_bytes: u64,
+    buffers: &OpenBuffers,
+    watching: &Watching,
+) -> Result<usize, SyncError> {
+    import_with(store, root, max_bytes, buffers, Some(watching))
+}
+
+fn import_with(
+    store: &Store,
+    root: &Path,
+    max_bytes: u64,
+    buffers: &OpenBuffers,
+    watching: Option<&Watching>,
+) -> Result<usize, SyncError> {
     store.set_file_limit(max_bytes);
-    let mut known = store.stable_stats()?;
+    let mut known = Known::new();
+    store.stable_looks(&mut |path, look| {
+        known.insert(path, (look, AtomicBool::new(false)));
+    })?;
+    let count = AtomicUsize::new(0);
     let (found, files) = std::sync::mpsc::sync_channel(4);
-    let seen = std::thread::scope(|scope| {
-        let known = &known;
-        scope.spawn(move || find_changed(root, known, buffers, max_bytes, found));
+    std::thread::scope(|scope| {
+        let walk = Walk {
+            root,
+            known: &known,
+            buffers,
+            max_bytes,
+            watching,
+            count: &count,
+        };
+        scope.spawn(move || find_changed(walk, found));
         store.bulk_write(|| {
             let write = |part: &mut Vec<DiskFile>| {
                 // In the order of the table's index, which SQLite fills
@@ -103,60 +136,60 @@ pub fn import(
                 part.clear();
                 Ok::<_, StoreError>(())
             };
-            let (mut seen, mut part) = (Vec::new(), Vec::new());
-            for (path, file) in files.into_iter().flatten() {
-                seen.push(path);
-                part.extend(file);
+            let mut part = Vec::new();
+            for file in files.into_iter().flatten() {
+                part.push(file);
                 if part.len() >= IMPORT_CHUNK_FILES {
                     write(&mut part)?;
                 }
             }
-            write(&mut part)?;
-            Ok::<_, StoreError>(seen)
+            write(&mut part)
         })
     })?;
-    let count = seen.len();
-    for path in seen {
-        known.remove(path.as_str());
-    }
     // What the walk did not find is gone (a buffer keeps its file).
-    for old in known.into_keys() {
-        if !buffers.contains(&old) {
+    for (old, (_, found)) in known {
+        if !found.into_inner() && !buffers.contains(&old) {
             store.stable_delete(&old)?;
         }
     }
-    Ok(count)
+    Ok(count.into_inner())
 }
 
-/// A file the import's walk found, with what to record of it when the
-/// stable layer does not hold it as it is.
-type Found = (ProjectPath, Option<DiskFile>);
+/// What the stable layer holds, by path: each file's look, and whether
+/// the import's walk found it (what it did not is gone). The walk marks
+/// what it finds, so the files that did not change cost no message.
+type Known = HashMap<String, (Look, AtomicBool)>;
 
-/// Files found are sent in batches of this many: one message a file
+/// Changed files are sent in batches of this many: one message a file
 /// costs more than comparing it.
 const FOUND_BATCH: usize = 256;
 
-/// Walks the project on every core and sends each file found (see
-/// [`Found`]; `known`: what the stable layer holds, by path); stops when
-/// nobody listens.
-fn find_changed(
-    root: &Path,
-    known: &HashMap<String, Look>,
-    buffers: &OpenBuffers,
+/// What the import's walk shares between its threads.
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    root: &'a Path,
+    known: &'a Known,
+    buffers: &'a OpenBuffers,
     max_bytes: u64,
-    found: std::sync::mpsc::SyncSender<Vec<Found>>,
-) {
+    /// Each folder is added before it is listed.
+    watching: Option<&'a Watching>,
+    /// How many files the walk found.
+    count: &'a AtomicUsize,
+}
+
+/// Walks the project on every core, marks in `known` each file found and
+/// sends each that the stable layer does not hold as it is, as it should
+/// record it (unread: see `store/unread.rs`); stops when nobody listens.
+fn find_changed(walk: Walk<'_>, found: std::sync::mpsc::SyncSender<Vec<DiskFile>>) {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut finders = Finders(Finder {
-        root,
-        known,
-        buffers,
-        max_bytes,
+        walk,
         found,
         batch: Vec::with_capacity(FOUND_BATCH),
+        count: 0,
         folder: None,
     });
-    project_walk(root)
+    project_walk(walk.root)
         .threads(threads)
         .build_parallel()
         .visit(&mut finders);
@@ -164,12 +197,11 @@ fn find_changed(
 
 /// What one thread of the import's walk does with each entry.
 struct Finder<'a> {
-    root: &'a Path,
-    known: &'a HashMap<String, Look>,
-    buffers: &'a OpenBuffers,
-    max_bytes: u64,
-    found: std::sync::mpsc::SyncSender<Vec<Found>>,
-    batch: Vec<Found>,
+    walk: Walk<'a>,
+    found: std::sync::mpsc::SyncSender<Vec<DiskFile>>,
+    batch: Vec<DiskFile>,
+    /// Files found by this thread, added to the walk's count at its end.
+    count: usize,
     /// The folder the walk is in on this thread, held open for the look
     /// at each of its files.
     folder: Option<(PathBuf, std::os::fd::OwnedFd)>,
@@ -182,10 +214,11 @@ impl<'a> ignore::ParallelVisitorBuilder<'a> for Finders<'a> {
     fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 'a> {
         let r = &self.0;
         Box::new(Finder {
+            walk: r.walk,
             found: r.found.clone(),
             batch: Vec::with_capacity(FOUND_BATCH),
+            count: 0,
             folder: None,
-            ..*r
         })
     }
 }
@@ -195,6 +228,13 @@ impl ignore::ParallelVisitor for Finder<'_> {
         let Ok(e) = entry else {
             return ignore::WalkState::Continue;
         };
+        let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+        if let Some(watching) = self.walk.watching.filter(|_| is_dir) {
+            // The walk has opened the folder but lists it only after this
+            // visit: what is written in it from now on is seen by the
+            // listing or by the watch.
+            watching.add(e.path());
+        }
         if !e.file_type().is_some_and(|t| t.is_file()) {
             return ignore::WalkState::Continue;
         }
@@ -203,11 +243,14 @@ impl ignore::ParallelVisitor for Finder<'_> {
             let _ = std::fs::remove_file(e.path());
             return ignore::WalkState::Continue;
         }
-        let Some(path) = ProjectPath::from_absolute(self.root, e.path()) else {
+        let Some(path) = ProjectPath::from_absolute(self.walk.root, e.path()) else {
             return ignore::WalkState::Continue;
         };
-        let file = self.changed_file(&path, &e);
-        self.batch.push((path, file));
+        self.count += 1;
+        let Some(file) = self.changed_file(&path, &e) else {
+            return ignore::WalkState::Continue;
+        };
+        self.batch.push(file);
         if self.batch.len() < FOUND_BATCH {
             return ignore::WalkState::Continue;
         }
@@ -221,6 +264,7 @@ impl ignore::ParallelVisitor for Finder<'_> {
 
 impl Drop for Finder<'_> {
     fn drop(&mut self) {
+        self.walk.count.fetch_add(self.count, Ordering::Relaxed);
         let last = std::mem::take(&mut self.batch);
         if !last.is_empty() {
             // Nobody listens when the import stopped on an error.
@@ -230,16 +274,21 @@ impl Drop for Finder<'_> {
 }
 
 impl Finder<'_> {
-    /// The file `e` is as the stable layer should record it, unread (see
-    /// `store/unread.rs`); `None` when it holds it already (the same size,
-    /// mtime and mode), a buffer is its ground truth, or it is gone.
+    /// Marks `path` found; the file `e` is as the stable layer should
+    /// record it, unread (see `store/unread.rs`); `None` when it holds it
+    /// already (the same size, mtime and mode), a buffer is its ground
+    /// truth, or it is gone.
     fn changed_file(&mut self, path: &ProjectPath, e: &ignore::DirEntry) -> Option<DiskFile> {
-        if self.buffers.contains(path.as_str()) {
+        let known = self.walk.known.get(path.as_str());
+        if let Some((_, found)) = known {
+            found.store(true, Ordering::Relaxed);
+        }
+        if self.walk.buffers.contains(path.as_str()) {
             return None;
         }
         let look = self.look(e)?;
-        (self.known.get(path.as_str()) != Some(&look))
-            .then(|| unread_file(path, look, self.max_bytes))
+        (known.map(|(was, _)| was) != Some(&look))
+            .then(|| unread_file(path, look, self.walk.max_bytes))
     }
 
     /// The look of the file `e`, by a `stat` relative to its folder (held

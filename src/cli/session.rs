@@ -21,8 +21,12 @@ use crate::store::Store;
 mod servers;
 use servers::{a2a, mcp, serve};
 
-/// How often `wait` and a foreground task look at the agent.
+/// How often `wait` and a foreground task look at the agent: first after
+/// [`FIRST_POLL`], then twice as long each time up to [`POLL`], so that an
+/// agent done at once is told at once and one that works for minutes
+/// costs a look every [`POLL`].
 const POLL: Duration = Duration::from_millis(150);
+const FIRST_POLL: Duration = Duration::from_millis(5);
 /// How long a core started here may take to serve its socket.
 const START_LIMIT: Duration = Duration::from_secs(15);
 
@@ -752,6 +756,7 @@ async fn wait_for(
     limit: Option<Duration>,
 ) -> Result<(String, Value), WaitError> {
     let start = Instant::now();
+    let mut pause = FIRST_POLL;
     loop {
         let one = get_agent(client, id)
             .await
@@ -769,6 +774,7 @@ async fn wait_for(
         if limit.is_some_and(|l| start.elapsed() >= l) {
             return Err(WaitError::Timeout(state));
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(POLL);
     }
 }

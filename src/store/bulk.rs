@@ -4,21 +4,22 @@
 use super::*;
 
 impl Store {
-    /// What the import compares the disk with, for every file of the
-    /// stable layer: by path, its [`Look`]. One query: a look per file
-    /// costs a transaction each.
-    pub fn stable_stats(&self) -> Result<std::collections::HashMap<String, Look>> {
+    /// What the import compares the disk with: each file of the stable
+    /// layer's path and [`Look`], given to `each`. One query: a look per
+    /// file costs a transaction each.
+    pub fn stable_looks(&self, each: &mut dyn FnMut(String, Look)) -> Result<()> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached("SELECT path, size, mtime_ns, mode FROM stable")?;
-        let rows = stmt.query_map([], |r| {
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
             let look = Look {
                 size: r.get::<_, i64>(1)? as u64,
                 mtime_ns: r.get(2)?,
                 mode: r.get(3)?,
             };
-            Ok((r.get(0)?, look))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            each(r.get(0)?, look);
+        }
+        Ok(())
     }
 
     /// The content of each of `paths` the stable layer holds (not one kept

@@ -1,10 +1,12 @@
 //! The file watcher: one inotify watch per folder of the project that git
 //! would see (ignored folders such as `node_modules/` or `target/` never get
-//! one, and setting up stats no file), folders that appear watched as they
-//! come; what changed is reported after a quiet moment.
+//! one), each added by the import's walk as it lists the folder (the
+//! project is walked once, not once for each), folders that appear watched
+//! as they come; what changed is reported after a quiet moment.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -15,8 +17,48 @@ use crate::paths::ProjectPath;
 
 /// A running file watcher; dropping it stops watching.
 pub struct WatchHandle {
-    folders: Folders,
+    watching: Watching,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl WatchHandle {
+    /// What the import's walk adds each folder to (`import_watching`).
+    pub fn watching(&self) -> &Watching {
+        &self.watching
+    }
+}
+
+/// The folders a watcher watches, which the import's walk adds one by
+/// one; the first the system refuses (its limit of watches reached) stops
+/// the watcher, and is kept for the caller to tell.
+#[derive(Clone)]
+pub struct Watching {
+    folders: Folders,
+    root: PathBuf,
+    refused: Arc<Mutex<Option<std::io::Error>>>,
+}
+
+impl Watching {
+    /// Watches `folder` from now on, unless a folder was refused before.
+    pub(super) fn add(&self, folder: &Path) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        if refused.is_some() {
+            return;
+        }
+        if let Err(e) = self.folders.add(folder) {
+            self.folders.stop();
+            *refused = Some(e);
+        }
+    }
+
+    /// Why the watcher stopped while its folders were added, once.
+    pub fn refused(&self) -> Option<SyncError> {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.take().map(|source| SyncError::Watch {
+            path: self.root.clone(),
+            source,
+        })
+    }
 }
 
 /// Watches `top` and every folder under it that git would see, each
@@ -35,7 +77,7 @@ fn watch_folders(watching: &Folders, top: &Path) -> std::io::Result<()> {
 
 impl Drop for WatchHandle {
     fn drop(&mut self) {
-        self.folders.stop();
+        self.watching.folders.stop();
         self.task.abort();
     }
 }
@@ -69,7 +111,10 @@ async fn burst(
 /// Watches `root`: after `debounce` of quiet, `on_change` is told of the
 /// tracked project paths (`.gitignore` honoured) that changed on disk. The
 /// caller brings the stable layer in line ([`sync_from_disk`]) where its
-/// transitions run, so no write to it happens behind their back.
+/// transitions run, so no write to it happens behind their back. No folder
+/// is watched until the import's walk adds it ([`WatchHandle::watching`]):
+/// each is watched before it is listed, so a file written meanwhile is
+/// seen by the walk or by the watcher, never by neither.
 pub fn watch(
     root: PathBuf,
     debounce: Duration,
@@ -81,14 +126,9 @@ pub fn watch(
         source,
     };
     let folders = Folders::start(&root, tx).map_err(failed)?;
-    // Before the import walks the project (the caller's order): a file
-    // written meanwhile is seen by one or the other.
-    if let Err(e) = watch_folders(&folders, &root) {
-        folders.stop();
-        return Err(failed(e));
-    }
-    let watching = folders.clone();
+    let (watching, top) = (folders.clone(), root.clone());
     let task = tokio::spawn(async move {
+        let root = top;
         let mut ignore = Ignores::new(&root);
         while let Some(first) = rx.recv().await {
             let Some(pending) = burst(first, &mut rx, debounce).await else {
@@ -122,7 +162,14 @@ pub fn watch(
             }
         }
     });
-    Ok(WatchHandle { folders, task })
+    Ok(WatchHandle {
+        watching: Watching {
+            folders,
+            root,
+            refused: Default::default(),
+        },
+        task,
+    })
 }
 
 /// The tracked project paths a burst of events for `pending` concerns;
@@ -169,7 +216,7 @@ fn unwatched(result: std::io::Result<()>) {
 #[cfg(test)]
 mod tests {
     use super::super::tests::project;
-    use super::super::{import, sync_from_disk, OpenBuffers};
+    use super::super::{import, import_watching, sync_from_disk, OpenBuffers};
     use super::*;
     use std::sync::Arc;
 
@@ -178,16 +225,23 @@ mod tests {
         let (dir, store) = project();
         let store = Arc::new(store);
         let root = dir.path().canonicalize().unwrap();
-        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
         let (store2, root2) = (store.clone(), root.clone());
-        let _w = watch(root.clone(), Duration::from_millis(50), move |paths| {
+        let w = watch(root.clone(), Duration::from_millis(50), move |paths| {
             for p in paths {
                 if let Ok(true) = sync_from_disk(&store2, &root2, &p, 1 << 20) {
                     let _ = tx.send(p.to_string());
                 }
             }
         })
+        .unwrap();
+        import_watching(
+            &store,
+            &root,
+            1 << 20,
+            &OpenBuffers::default(),
+            w.watching(),
+        )
         .unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         std::fs::write(root.join("src/a.py"), "a = 2\n").unwrap();
@@ -222,13 +276,20 @@ mod tests {
         let (dir, store) = project();
         let root = dir.path().canonicalize().unwrap();
         std::fs::write(root.join("src/.gitignore"), "gen_*.py\n!keep.log\n").unwrap();
-        import(&store, &root, 1 << 20, &OpenBuffers::default()).unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let _w = watch(root.clone(), Duration::from_millis(50), move |paths| {
+        let w = watch(root.clone(), Duration::from_millis(50), move |paths| {
             for p in paths {
                 let _ = tx.send(p.to_string());
             }
         })
+        .unwrap();
+        import_watching(
+            &store,
+            &root,
+            1 << 20,
+            &OpenBuffers::default(),
+            w.watching(),
+        )
         .unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         std::fs::write(root.join("src/gen_x.py"), "x\n").unwrap();
@@ -260,6 +321,37 @@ mod tests {
         assert!(!paths.contains(&"src/gen_x.py".to_owned()), "{paths:?}");
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_folder_stops_the_watcher_but_not_the_import() {
+        use std::os::unix::fs::MetadataExt;
+        let (dir, store) = project();
+        let root = dir.path().canonicalize().unwrap();
+        let w = watch(root.clone(), Duration::from_millis(50), |_| {}).unwrap();
+        // As the system refuses a watch past its limit: a folder gone.
+        w.watching().add(&root.join("gone"));
+        let files = import_watching(
+            &store,
+            &root,
+            1 << 20,
+            &OpenBuffers::default(),
+            w.watching(),
+        )
+        .unwrap();
+        assert!(files > 0 && store.stable_entry("src/a.py").unwrap().is_some());
+        let src = std::fs::metadata(root.join("src")).unwrap().ino();
+        assert!(
+            !watched_inodes().contains_key(&src),
+            "no folder is watched after one was refused"
+        );
+        let told = w
+            .watching()
+            .refused()
+            .expect("the refusal is kept")
+            .to_string();
+        assert!(told.contains(&root.display().to_string()), "{told}");
+        assert!(w.watching().refused().is_none(), "told once");
+    }
+
     /// The inodes every inotify instance of this process watches, with
     /// the events each watch asks for.
     fn watched_inodes() -> HashMap<u64, u32> {
@@ -287,17 +379,29 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn folders_that_appear_are_watched_and_ignored_ones_never_are() {
         use std::os::unix::fs::MetadataExt;
-        let (dir, _store) = project();
+        let (dir, store) = project();
         let root = dir.path().canonicalize().unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let _w = watch(root.clone(), Duration::from_millis(50), move |paths| {
+        let w = watch(root.clone(), Duration::from_millis(50), move |paths| {
             for p in paths {
                 let _ = tx.send(p.to_string());
             }
         })
         .unwrap();
-        let inodes = watched_inodes();
         let ino = |p: &str| std::fs::metadata(root.join(p)).unwrap().ino();
+        assert!(
+            !watched_inodes().contains_key(&ino("src")),
+            "nothing is watched before the import's walk"
+        );
+        import_watching(
+            &store,
+            &root,
+            1 << 20,
+            &OpenBuffers::default(),
+            w.watching(),
+        )
+        .unwrap();
+        let inodes = watched_inodes();
         assert!(inodes.contains_key(&ino("src")) && inodes.contains_key(&ino("")));
         assert!(
             !inodes.contains_key(&ino("build")),
