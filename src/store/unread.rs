@@ -122,8 +122,11 @@ impl Store {
         // Well under SQLite's limit of parameters in one statement.
         for part in paths.chunks(2000) {
             let marks = vec!["?"; part.len()].join(",");
+            // `+unread`: each path looked up by its key. Else SQLite may
+            // pick the index of unread files and visit every one of them
+            // (a monorepo's first task: five times slower).
             let mut stmt = conn.prepare(&format!(
-                "SELECT path, size FROM stable WHERE unread = 1 AND path IN ({marks})"
+                "SELECT path, size FROM stable WHERE +unread = 1 AND path IN ({marks})"
             ))?;
             let rows = stmt.query_map(rusqlite::params_from_iter(part), row)?;
             for r in rows {
