@@ -7,6 +7,26 @@ use std::collections::BTreeSet;
 use crate::paths::ProjectPath;
 use crate::store::{Store, StoreError};
 
+/// The paths of `stable` with an agent's entries over them, both sorted
+/// by path (as SQLite orders them, byte by byte): a file the agent wrote
+/// is there, one it deleted is not. One pass over a monorepo's paths; a
+/// set of them cost a task more than the listing itself.
+fn over(stable: Vec<String>, mine: Vec<(String, crate::store::OverlayEntry)>) -> Vec<String> {
+    let mut out = Vec::with_capacity(stable.len() + mine.len());
+    let mut mine = mine.into_iter().peekable();
+    for path in stable {
+        while let Some((added, e)) = mine.next_if(|(p, _)| *p < path) {
+            out.extend(e.hash.is_some().then_some(added));
+        }
+        match mine.next_if(|(p, _)| *p == path) {
+            Some((_, e)) if e.hash.is_none() => {}
+            _ => out.push(path),
+        }
+    }
+    out.extend(mine.filter(|(_, e)| e.hash.is_some()).map(|(p, _)| p));
+    out
+}
+
 /// Why an overlay operation failed; the message goes back to the model.
 #[derive(Debug, thiserror::Error)]
 pub enum OverlayError {
@@ -171,23 +191,30 @@ impl<'a> Overlay<'a> {
 
     /// Every file below `dir` ("" = the root) this agent sees, sorted.
     pub fn files_under(&self, dir: &str) -> Result<Vec<String>, OverlayError> {
-        let mut set: BTreeSet<String> = self.store.stable_paths_under(dir)?.into_iter().collect();
         let prefix = if dir.is_empty() {
             String::new()
         } else {
             format!("{dir}/")
         };
-        for (path, entry) in self.store.overlay_entries(self.agent)? {
-            if !path.starts_with(&prefix) {
-                continue;
-            }
-            if entry.hash.is_some() {
-                set.insert(path);
-            } else {
-                set.remove(&path);
-            }
-        }
-        Ok(set.into_iter().collect())
+        let mut mine = self.store.overlay_entries(self.agent)?;
+        mine.retain(|(path, _)| path.starts_with(&prefix));
+        Ok(over(self.store.stable_paths_under(dir)?, mine))
+    }
+
+    /// The files this agent sees that `keep` accepts, sorted. `like`: an
+    /// SQL `LIKE` pattern that every path `keep` accepts matches, which
+    /// the stable layer's paths are narrowed by first.
+    pub fn files_where(
+        &self,
+        like: &str,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<String>, OverlayError> {
+        let mut files = over(
+            self.store.stable_paths_like(like)?,
+            self.store.overlay_entries(self.agent)?,
+        );
+        files.retain(|f| keep(f));
+        Ok(files)
     }
 
     /// The entries directly inside `dir`: files by name, directories with a
@@ -243,6 +270,32 @@ mod tests {
 
     fn p(s: &str) -> ProjectPath {
         ProjectPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_files_an_agent_sees_are_the_stable_ones_with_its_own_over_them() {
+        let (_d, store) = store_with_agents(&["a", "b"]);
+        for path in ["b.py", "d/e.py", "d/f.py", "m.py", "z.py"] {
+            store.stable_put(path, b"s\n", 0o644, 0, 1 << 20).unwrap();
+        }
+        let a = Overlay::new(&store, "a", 1 << 20);
+        // Before the first, between two, beside one, after the last; one
+        // rewritten, one deleted, the last deleted.
+        for path in ["a.py", "c.py", "d/e2.py", "zz.py", "m.py"] {
+            a.write(&p(path), b"mine\n").unwrap();
+        }
+        a.delete(&p("d/f.py")).unwrap();
+        a.delete(&p("z.py")).unwrap();
+        assert_eq!(
+            a.files().unwrap(),
+            ["a.py", "b.py", "c.py", "d/e.py", "d/e2.py", "m.py", "zz.py"]
+        );
+        assert_eq!(a.files_under("d").unwrap(), ["d/e.py", "d/e2.py"]);
+        // Another agent sees the stable files alone.
+        assert_eq!(
+            Overlay::new(&store, "b", 1 << 20).files().unwrap(),
+            ["b.py", "d/e.py", "d/f.py", "m.py", "z.py"]
+        );
     }
 
     #[test]

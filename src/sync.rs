@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
@@ -111,10 +111,7 @@ fn import_with(
     watching: Option<&Watching>,
 ) -> Result<usize, SyncError> {
     store.set_file_limit(max_bytes);
-    let mut known = Known::new();
-    store.stable_looks(&mut |path, look| {
-        known.insert(path, (look, AtomicBool::new(false)));
-    })?;
+    let known = OnceLock::new();
     let count = AtomicUsize::new(0);
     let (found, files) = std::sync::mpsc::sync_channel(4);
     std::thread::scope(|scope| {
@@ -126,7 +123,16 @@ fn import_with(
             watching,
             count: &count,
         };
+        // The walk starts at once: it looks at files while what the
+        // stable layer holds is read here, and compares them once it is.
         scope.spawn(move || find_changed(walk, found));
+        let mut looks = Known::new();
+        let read = store.stable_looks(&mut |path, look| {
+            looks.insert(path, (look, AtomicBool::new(false)));
+        });
+        // Set even when the read failed: the walk waits for it.
+        let _ = known.set(looks);
+        read?;
         store.bulk_write(|| {
             let write = |part: &mut Vec<DiskFile>| {
                 // In the order of the table's index, which SQLite fills
@@ -147,7 +153,7 @@ fn import_with(
         })
     })?;
     // What the walk did not find is gone (a buffer keeps its file).
-    for (old, (_, found)) in known {
+    for (old, (_, found)) in known.into_inner().unwrap_or_default() {
         if !found.into_inner() && !buffers.contains(&old) {
             store.stable_delete(&old)?;
         }
@@ -168,7 +174,8 @@ const FOUND_BATCH: usize = 256;
 #[derive(Clone, Copy)]
 struct Walk<'a> {
     root: &'a Path,
-    known: &'a Known,
+    /// Set once the stable layer's looks are read.
+    known: &'a OnceLock<Known>,
     buffers: &'a OpenBuffers,
     max_bytes: u64,
     /// Each folder is added before it is listed.
@@ -186,6 +193,7 @@ fn find_changed(walk: Walk<'_>, found: std::sync::mpsc::SyncSender<Vec<DiskFile>
         walk,
         found,
         batch: Vec::with_capacity(FOUND_BATCH),
+        early: Vec::new(),
         count: 0,
         folder: None,
     });
@@ -200,6 +208,9 @@ struct Finder<'a> {
     walk: Walk<'a>,
     found: std::sync::mpsc::SyncSender<Vec<DiskFile>>,
     batch: Vec<DiskFile>,
+    /// Files looked at before the stable layer's looks were read, to
+    /// compare once they are (`None`: a buffer's, or gone).
+    early: Vec<(ProjectPath, Option<Look>)>,
     /// Files found by this thread, added to the walk's count at its end.
     count: usize,
     /// The folder the walk is in on this thread, held open for the look
@@ -217,6 +228,7 @@ impl<'a> ignore::ParallelVisitorBuilder<'a> for Finders<'a> {
             walk: r.walk,
             found: r.found.clone(),
             batch: Vec::with_capacity(FOUND_BATCH),
+            early: Vec::new(),
             count: 0,
             folder: None,
         })
@@ -247,10 +259,15 @@ impl ignore::ParallelVisitor for Finder<'_> {
             return ignore::WalkState::Continue;
         };
         self.count += 1;
-        let Some(file) = self.changed_file(&path, &e) else {
+        let look = self.look_unless_buffer(&path, &e);
+        let Some(known) = self.walk.known.get() else {
+            self.early.push((path, look));
             return ignore::WalkState::Continue;
         };
-        self.batch.push(file);
+        for (path, look) in std::mem::take(&mut self.early) {
+            self.compare(known, &path, look);
+        }
+        self.compare(known, &path, look);
         if self.batch.len() < FOUND_BATCH {
             return ignore::WalkState::Continue;
         }
@@ -265,6 +282,13 @@ impl ignore::ParallelVisitor for Finder<'_> {
 impl Drop for Finder<'_> {
     fn drop(&mut self) {
         self.walk.count.fetch_add(self.count, Ordering::Relaxed);
+        if !self.early.is_empty() {
+            // A walk faster than the read: what it found waits for it.
+            let known = self.walk.known.wait();
+            for (path, look) in std::mem::take(&mut self.early) {
+                self.compare(known, &path, look);
+            }
+        }
         let last = std::mem::take(&mut self.batch);
         if !last.is_empty() {
             // Nobody listens when the import stopped on an error.
@@ -274,21 +298,28 @@ impl Drop for Finder<'_> {
 }
 
 impl Finder<'_> {
-    /// Marks `path` found; the file `e` is as the stable layer should
-    /// record it, unread (see `store/unread.rs`); `None` when it holds it
-    /// already (the same size, mtime and mode), a buffer is its ground
-    /// truth, or it is gone.
-    fn changed_file(&mut self, path: &ProjectPath, e: &ignore::DirEntry) -> Option<DiskFile> {
-        let known = self.walk.known.get(path.as_str());
-        if let Some((_, found)) = known {
-            found.store(true, Ordering::Relaxed);
-        }
+    /// The look of the file `e` at `path`; `None` when a buffer is its
+    /// ground truth, or it is gone.
+    fn look_unless_buffer(&mut self, path: &ProjectPath, e: &ignore::DirEntry) -> Option<Look> {
         if self.walk.buffers.contains(path.as_str()) {
             return None;
         }
-        let look = self.look(e)?;
-        (known.map(|(was, _)| was) != Some(&look))
-            .then(|| unread_file(path, look, self.walk.max_bytes))
+        self.look(e)
+    }
+
+    /// Marks `path` found in `known`, and batches the file as the stable
+    /// layer should record it, unread (see `store/unread.rs`), unless it
+    /// holds it already (the same size, mtime and mode) or `look` is
+    /// `None` (a buffer's, or gone).
+    fn compare(&mut self, known: &Known, path: &ProjectPath, look: Option<Look>) {
+        let was = known.get(path.as_str()).map(|(was, found)| {
+            found.store(true, Ordering::Relaxed);
+            was
+        });
+        if let Some(look) = look.filter(|look| was != Some(look)) {
+            self.batch
+                .push(unread_file(path, look, self.walk.max_bytes));
+        }
     }
 
     /// The look of the file `e`, by a `stat` relative to its folder (held

@@ -277,6 +277,9 @@ pub(super) const PROJECT_AS_IS: &str = "\u{0}project";
 /// A test run on the project as the human has it, as the effect log says.
 const AS_IS: &str = "the project as it is";
 
+/// An SQL `LIKE` pattern every path [`is_test_file`] accepts matches.
+const TEST_FILE_LIKE: &str = "%test%.py";
+
 /// Whether `path` is a test file by the usual names.
 pub(super) fn is_test_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -378,7 +381,7 @@ fn argv_for(
     let tests = match (&config.command, auto.is_tool()) {
         (TestCommand::Argv(_), _) | (TestCommand::Named(_), true) => vec![],
         (TestCommand::Named(_), false) => {
-            let files = view.files().ok()?;
+            let files = view.files_where(TEST_FILE_LIKE, is_test_file).ok()?;
             let read = |f: &str| {
                 ProjectPath::parse(f)
                     .ok()
@@ -419,11 +422,10 @@ impl Tests {
         let folders: Vec<String> = new.iter().map(|p| folder(p)).collect();
         let after = self.view(true);
         let beside: Vec<String> = after
-            .files()
-            .ok()?
-            .into_iter()
-            .filter(|f| is_test_file(f) && !new.contains(f) && folders.contains(&folder(f)))
-            .collect();
+            .files_where(TEST_FILE_LIKE, |f| {
+                is_test_file(f) && !new.iter().any(|n| n == f) && folders.contains(&folder(f))
+            })
+            .ok()?;
         let python = auto.python();
         let mut argv: Vec<String> = [
             python.as_str(),
@@ -696,6 +698,54 @@ mod tests {
             "a changed test file runs itself"
         );
         assert!(relevant_tests(&files, &["nothing.py".into()], text).is_empty());
+    }
+
+    #[test]
+    fn the_test_files_listed_by_their_pattern_are_every_test_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory(dir.path()).unwrap();
+        let paths = [
+            "tests/test_a.py",
+            "pkg/b_test.py",
+            "test_c.py",
+            "tests/testing_d.py",
+            "test/TestE.py",
+            "Test_f.py",
+            "contest.py",
+            "tests/conftest.py",
+            "tests/test_g.pyc",
+            "src/a.py",
+        ];
+        for path in paths {
+            store.stable_put(path, b"x\n", 0o644, 0, 1 << 20).unwrap();
+        }
+        store
+            .agent_insert(&crate::store::AgentRecord::new("a", "t"))
+            .unwrap();
+        let view = Overlay::new(&store, "a", 1 << 20);
+        view.write(&ProjectPath::parse("new_test.py").unwrap(), b"y\n")
+            .unwrap();
+        view.delete(&ProjectPath::parse("test_c.py").unwrap())
+            .unwrap();
+        let every: Vec<String> = view
+            .files()
+            .unwrap()
+            .into_iter()
+            .filter(|f| is_test_file(f))
+            .collect();
+        assert_eq!(
+            every,
+            [
+                "new_test.py",
+                "pkg/b_test.py",
+                "tests/test_a.py",
+                "tests/testing_d.py"
+            ]
+        );
+        assert_eq!(
+            view.files_where(TEST_FILE_LIKE, is_test_file).unwrap(),
+            every
+        );
     }
 
     #[test]

@@ -467,6 +467,17 @@ impl Store {
     }
 
     /// Paths of the stable layer directly under or below `dir` ("" = root).
+    /// Every path of the stable layer that matches the SQL `LIKE`
+    /// pattern `like`, sorted: a few of a monorepo's paths without a
+    /// string made for each of the others.
+    pub fn stable_paths_like(&self, like: &str) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT path FROM stable WHERE path LIKE ?1 ORDER BY path")?;
+        let rows = stmt.query_map([like], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     pub fn stable_paths_under(&self, dir: &str) -> Result<Vec<String>> {
         let conn = self.conn();
         if dir.is_empty() {
