@@ -77,7 +77,19 @@ python3 tests/fake_llm.py --script "$tmp/big.json" --port-file "$tmp/bigport" &
 big=$!
 trap 'kill $fake $slow $big 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do [ -f "$tmp/bigport" ] && break; sleep 0.1; done
-CHIMERA_LIB="$lib" CHIMERA_REPO="$here" BENCH_LLM_URL="http://127.0.0.1:$(cat "$tmp/port")" BENCH_TIMING="$tmp/timing" \
+# A monorepo the editor's core starts on (bench_monorepo.py's files, at rest).
+mono="$tmp/mono"
+python3 - "$mono" <<'PY'
+import sys
+from pathlib import Path
+sys.path.insert(0, "scripts")
+import bench_monorepo
+root = Path(sys.argv[1])
+bench_monorepo.make_tree(root, 60000)
+(root / ".git").mkdir()
+PY
+sync
+CHIMERA_LIB="$lib" CHIMERA_REPO="$here" BENCH_MONOREPO="$mono" BENCH_LLM_URL="http://127.0.0.1:$(cat "$tmp/port")" BENCH_TIMING="$tmp/timing" \
   BENCH_SLOW_URL="http://127.0.0.1:$(cat "$tmp/slowport")" BENCH_BIG_URL="http://127.0.0.1:$(cat "$tmp/bigport")" \
   "$nvim" --headless --clean -l benches/editor.lua
 
