@@ -220,6 +220,11 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    /// The import of `root`, its folders added to `w`; how many files.
+    fn import_into(store: &crate::store::Store, root: &std::path::Path, w: &WatchHandle) -> usize {
+        import_watching(store, root, 1 << 20, &OpenBuffers::default(), w.watching()).unwrap()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn watcher_follows_disk_changes() {
         let (dir, store) = project();
@@ -235,14 +240,7 @@ mod tests {
             }
         })
         .unwrap();
-        import_watching(
-            &store,
-            &root,
-            1 << 20,
-            &OpenBuffers::default(),
-            w.watching(),
-        )
-        .unwrap();
+        import_into(&store, &root, &w);
         tokio::time::sleep(Duration::from_millis(100)).await;
         std::fs::write(root.join("src/a.py"), "a = 2\n").unwrap();
         std::fs::write(root.join("ignored.log"), "x").unwrap();
@@ -283,14 +281,7 @@ mod tests {
             }
         })
         .unwrap();
-        import_watching(
-            &store,
-            &root,
-            1 << 20,
-            &OpenBuffers::default(),
-            w.watching(),
-        )
-        .unwrap();
+        import_into(&store, &root, &w);
         tokio::time::sleep(Duration::from_millis(100)).await;
         std::fs::write(root.join("src/gen_x.py"), "x\n").unwrap();
         std::fs::write(root.join("src/keep.log"), "kept\n").unwrap();
@@ -329,14 +320,7 @@ mod tests {
         let w = watch(root.clone(), Duration::from_millis(50), |_| {}).unwrap();
         // As the system refuses a watch past its limit: a folder gone.
         w.watching().add(&root.join("gone"));
-        let files = import_watching(
-            &store,
-            &root,
-            1 << 20,
-            &OpenBuffers::default(),
-            w.watching(),
-        )
-        .unwrap();
+        let files = import_into(&store, &root, &w);
         assert!(files > 0 && store.stable_entry("src/a.py").unwrap().is_some());
         let src = std::fs::metadata(root.join("src")).unwrap().ino();
         assert!(
@@ -393,14 +377,7 @@ mod tests {
             !watched_inodes().contains_key(&ino("src")),
             "nothing is watched before the import's walk"
         );
-        import_watching(
-            &store,
-            &root,
-            1 << 20,
-            &OpenBuffers::default(),
-            w.watching(),
-        )
-        .unwrap();
+        import_into(&store, &root, &w);
         let inodes = watched_inodes();
         assert!(inodes.contains_key(&ino("src")) && inodes.contains_key(&ino("")));
         assert!(
