@@ -131,7 +131,7 @@ fn import_with(
             looks.insert(path, (look, AtomicBool::new(false)));
         });
         // Set even when the read failed: the walk waits for it.
-        let _ = known.set(looks);
+        known.get_or_init(|| looks);
         read?;
         store.bulk_write(|| {
             let write = |part: &mut Vec<DiskFile>| {
