@@ -620,10 +620,13 @@ fn start_background(core: &Arc<Core>, watching: Option<sync::Watching>) {
     // behind the import on the lifecycle thread.
     core.on_lifecycle(move |c| {
         let (lc, max_bytes) = (&c.lifecycle, c.config.sync.max_file_bytes);
-        let imported = match &watching {
-            Some(w) => sync::import_watching(&lc.store, &lc.root, max_bytes, &lc.buffers, w),
-            None => sync::import(&lc.store, &lc.root, max_bytes, &lc.buffers),
-        };
+        let imported = sync::import_watching(
+            &lc.store,
+            &lc.root,
+            max_bytes,
+            &lc.buffers,
+            watching.as_ref(),
+        );
         if let Some(e) = watching.as_ref().and_then(sync::Watching::refused) {
             watch_lost(c, &e);
         }

@@ -89,21 +89,11 @@ pub fn import(
     max_bytes: u64,
     buffers: &OpenBuffers,
 ) -> Result<usize, SyncError> {
-    import_with(store, root, max_bytes, buffers, None)
+    import_watching(store, root, max_bytes, buffers, None)
 }
 
-/// [`import`], its walk adding each folder it lists to a watcher's.
+/// [`import`], its walk adding each folder it lists to `watching`'s.
 pub fn import_watching(
-    store: &Store,
-    root: &Path,
-    max_bytes: u64,
-    buffers: &OpenBuffers,
-    watching: &Watching,
-) -> Result<usize, SyncError> {
-    import_with(store, root, max_bytes, buffers, Some(watching))
-}
-
-fn import_with(
     store: &Store,
     root: &Path,
     max_bytes: u64,
@@ -189,14 +179,7 @@ struct Walk<'a> {
 /// record it (unread: see `store/unread.rs`); stops when nobody listens.
 fn find_changed(walk: Walk<'_>, found: std::sync::mpsc::SyncSender<Vec<DiskFile>>) {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut finders = Finders(Finder {
-        walk,
-        found,
-        batch: Vec::with_capacity(FOUND_BATCH),
-        early: Vec::new(),
-        count: 0,
-        folder: None,
-    });
+    let mut finders = Finders(walk, found);
     project_walk(walk.root)
         .threads(threads)
         .build_parallel()
@@ -219,19 +202,11 @@ struct Finder<'a> {
 }
 
 /// Makes a [`Finder`] for each thread of the walk.
-struct Finders<'a>(Finder<'a>);
+struct Finders<'a>(Walk<'a>, std::sync::mpsc::SyncSender<Vec<DiskFile>>);
 
 impl<'a> ignore::ParallelVisitorBuilder<'a> for Finders<'a> {
     fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 'a> {
-        let r = &self.0;
-        Box::new(Finder {
-            walk: r.walk,
-            found: r.found.clone(),
-            batch: Vec::with_capacity(FOUND_BATCH),
-            early: Vec::new(),
-            count: 0,
-            folder: None,
-        })
+        Box::new(Finder::new(self.0, self.1.clone()))
     }
 }
 
@@ -297,7 +272,18 @@ impl Drop for Finder<'_> {
     }
 }
 
-impl Finder<'_> {
+impl<'a> Finder<'a> {
+    fn new(walk: Walk<'a>, found: std::sync::mpsc::SyncSender<Vec<DiskFile>>) -> Self {
+        Finder {
+            walk,
+            found,
+            batch: Vec::with_capacity(FOUND_BATCH),
+            early: Vec::new(),
+            count: 0,
+            folder: None,
+        }
+    }
+
     /// The look of the file `e` at `path`; `None` when a buffer is its
     /// ground truth, or it is gone.
     fn look_unless_buffer(&mut self, path: &ProjectPath, e: &ignore::DirEntry) -> Option<Look> {

@@ -466,7 +466,6 @@ impl Store {
         Ok(h.finalize().to_hex().to_string())
     }
 
-    /// Paths of the stable layer directly under or below `dir` ("" = root).
     /// Every path of the stable layer that matches the SQL `LIKE`
     /// pattern `like`, sorted: a few of a monorepo's paths without a
     /// string made for each of the others.
@@ -478,6 +477,7 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Paths of the stable layer directly under or below `dir` ("" = root).
     pub fn stable_paths_under(&self, dir: &str) -> Result<Vec<String>> {
         let conn = self.conn();
         if dir.is_empty() {

@@ -222,7 +222,14 @@ mod tests {
 
     /// The import of `root`, its folders added to `w`; how many files.
     fn import_into(store: &crate::store::Store, root: &std::path::Path, w: &WatchHandle) -> usize {
-        import_watching(store, root, 1 << 20, &OpenBuffers::default(), w.watching()).unwrap()
+        import_watching(
+            store,
+            root,
+            1 << 20,
+            &OpenBuffers::default(),
+            Some(w.watching()),
+        )
+        .unwrap()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
