@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
+use tree_sitter::{Node, Query, QueryCursor, QueryMatch, StreamingIterator, Tree};
 
 use super::language::Language;
 
@@ -159,45 +159,76 @@ pub fn found_in(
         return vec![];
     };
     let query = &queries.definitions;
-    let index = |name| query.capture_index_for_name(name);
-    let (name_ix, parent_ix) = (index("name"), index("parent"));
-    let kinds = [
-        (index("definition.function"), DefKind::Function),
-        (index("definition.class"), DefKind::Class),
-        (index("definition.method"), DefKind::Method),
-    ];
-    let source = text.as_bytes();
-    let node_text = |n: Node<'_>| n.utf8_text(source).ok().map(str::to_owned);
-
-    let mut found: HashMap<(usize, usize), (Found, Node<'_>)> = HashMap::new();
+    let mut found = Founds::new(query, text);
     let mut cursor = QueryCursor::new();
     if let Some(range) = range {
         cursor.set_byte_range(range);
     }
-    let mut matches = cursor.matches(query, tree.root_node(), source);
+    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
     while let Some(m) = matches.next() {
+        found.add(m, m.pattern_index);
+    }
+    found.finish(lang)
+}
+
+/// The definitions a definitions query's matches capture, gathered match by
+/// match: one `Found` per name node, from the first pattern that names it,
+/// with the widest node any pattern captured as the definition. The query
+/// may hold other patterns too (Remora's, which also finds calls and
+/// imports in the same walk of the tree); only the matches given count.
+pub struct Founds<'t> {
+    name_ix: Option<u32>,
+    parent_ix: Option<u32>,
+    kinds: [(Option<u32>, DefKind); 3],
+    source: &'t [u8],
+    found: HashMap<(usize, usize), (Found, Node<'t>)>,
+}
+
+impl<'t> Founds<'t> {
+    /// Ready for the matches of `query` in `text`.
+    pub fn new(query: &Query, text: &'t str) -> Self {
+        let index = |name| query.capture_index_for_name(name);
+        Founds {
+            name_ix: index("name"),
+            parent_ix: index("parent"),
+            kinds: [
+                (index("definition.function"), DefKind::Function),
+                (index("definition.class"), DefKind::Class),
+                (index("definition.method"), DefKind::Method),
+            ],
+            source: text.as_bytes(),
+            found: HashMap::new(),
+        }
+    }
+
+    /// Adds match `m` of a definitions pattern, `pattern` its index among
+    /// the definitions query's own patterns.
+    pub fn add(&mut self, m: &QueryMatch<'_, 't>, pattern: usize) {
+        let source = self.source;
+        let node_text = |n: Node<'_>| n.utf8_text(source).ok().map(str::to_owned);
         let (mut name, mut parent, mut def) = (None, None, None);
         for c in m.captures {
             let ix = Some(c.index);
-            if ix == name_ix {
+            if ix == self.name_ix {
                 name = Some(c.node);
-            } else if ix == parent_ix {
+            } else if ix == self.parent_ix {
                 parent = node_text(c.node);
-            } else if let Some((_, kind)) = kinds.iter().find(|(k, _)| *k == ix) {
+            } else if let Some((_, kind)) = self.kinds.iter().find(|(k, _)| *k == ix) {
                 def = Some((*kind, c.node));
             }
         }
         let (Some(name), Some((kind, node))) = (name, def) else {
-            continue;
+            return;
         };
         let Some(name_text) = node_text(name) else {
-            continue;
+            return;
         };
-        let (f, widest) = found
+        let (f, widest) = self
+            .found
             .entry((name.start_byte(), name.end_byte()))
             .or_insert_with(|| {
                 let found = Found {
-                    pattern: m.pattern_index,
+                    pattern,
                     kind,
                     name: name_text,
                     name_span: (name.start_byte(), name.end_byte()),
@@ -209,39 +240,45 @@ pub fn found_in(
                 };
                 (found, node)
             });
-        if m.pattern_index < f.pattern {
-            (f.pattern, f.kind, f.parent) = (m.pattern_index, kind, parent);
+        if pattern < f.pattern {
+            (f.pattern, f.kind, f.parent) = (pattern, kind, parent);
         }
         if node.byte_range().len() > widest.byte_range().len() {
             *widest = node;
         }
     }
-    // Each definition's siblings, read once per parent: asking a node for
-    // its previous sibling walks down from the root every time.
-    let mut siblings: HashMap<usize, Vec<Node<'_>>> = HashMap::new();
-    let mut cursor = tree.walk();
-    found
-        .into_values()
-        .map(|(mut f, node)| {
-            let first = match node.parent() {
-                Some(parent) => {
-                    let around = siblings
-                        .entry(parent.id())
-                        .or_insert_with(|| parent.children(&mut cursor).collect());
-                    let at = around.partition_point(|n| n.start_byte() < node.start_byte());
-                    let at = (at..around.len())
-                        .find(|&i| around[i].id() == node.id())
-                        .unwrap_or(0);
-                    first_attached(lang, &around[..at], node)
-                }
-                None => node,
-            };
-            f.node = (node.start_byte(), node.end_byte());
-            f.node_rows = (node.start_position().row, node.end_position().row);
-            f.first = (first.start_byte(), first.start_position().row);
-            f
-        })
-        .collect()
+
+    /// The definitions found, each with the comments and attributes
+    /// attached above it.
+    pub fn finish(self, lang: &Language) -> Vec<Found> {
+        // Each definition's siblings, read once per parent: asking a node
+        // for its previous sibling walks down from the root every time.
+        let mut siblings: HashMap<usize, Vec<Node<'_>>> = HashMap::new();
+        let mut cursor = None;
+        self.found
+            .into_values()
+            .map(|(mut f, node)| {
+                let first = match node.parent() {
+                    Some(parent) => {
+                        let cursor = cursor.get_or_insert_with(|| parent.walk());
+                        let around = siblings
+                            .entry(parent.id())
+                            .or_insert_with(|| parent.children(cursor).collect());
+                        let at = around.partition_point(|n| n.start_byte() < node.start_byte());
+                        let at = (at..around.len())
+                            .find(|&i| around[i].id() == node.id())
+                            .unwrap_or(0);
+                        first_attached(lang, &around[..at], node)
+                    }
+                    None => node,
+                };
+                f.node = (node.start_byte(), node.end_byte());
+                f.node_rows = (node.start_position().row, node.end_position().row);
+                f.first = (first.start_byte(), first.start_position().row);
+                f
+            })
+            .collect()
+    }
 }
 
 /// Where a definition comes in the order [`assemble`] wants: outermost

@@ -100,6 +100,41 @@ pub struct Queries {
     pub calls: Query,
     pub imports: Query,
     pub docs: Query,
+    /// The three above as one, for indexing a whole file.
+    pub indexing: Indexing,
+}
+
+/// The definitions, calls and imports queries compiled as one, so that
+/// indexing walks a file's tree once rather than once per query (the walk,
+/// not the matching, is most of a query's cost). Its patterns are the
+/// definitions', then the calls', then the imports', each in its own order.
+pub struct Indexing {
+    pub query: Query,
+    /// The index of the first calls pattern.
+    pub calls_from: usize,
+    /// The index of the first imports pattern.
+    pub imports_from: usize,
+}
+
+/// Which query of [`Indexing`] a pattern came from, and its index there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexingPattern {
+    Definition(usize),
+    Call(usize),
+    Import(usize),
+}
+
+impl Indexing {
+    /// Where pattern `pattern` of the combined query came from.
+    pub fn pattern(&self, pattern: usize) -> IndexingPattern {
+        if pattern < self.calls_from {
+            IndexingPattern::Definition(pattern)
+        } else if pattern < self.imports_from {
+            IndexingPattern::Call(pattern - self.calls_from)
+        } else {
+            IndexingPattern::Import(pattern - self.imports_from)
+        }
+    }
 }
 
 /// A query file that does not compile against its grammar.

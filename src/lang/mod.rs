@@ -22,11 +22,13 @@ use tree_sitter::Query;
 
 pub use environment::Environment;
 use language::{sources, Sources};
-pub use language::{Language, OwnSplice, Queries, QueryError, TestEnvironment};
+pub use language::{
+    Indexing, IndexingPattern, Language, OwnSplice, Queries, QueryError, TestEnvironment,
+};
 
 pub use definitions::{
     assemble, definitions, definitions_in, found_in, found_order, line_start, lone_methods,
-    outermost, DefKind, Definition, Found, LoneMethods,
+    outermost, DefKind, Definition, Found, Founds, LoneMethods,
 };
 pub use docs::docs_moved_out_of_bodies;
 pub use forms::SyntaxProblem;
@@ -249,22 +251,40 @@ impl Language {
 
     fn compile(&self) -> Result<Queries, QueryError> {
         let grammar = self.grammar();
-        let one = |file: &'static str, pick: fn(&Sources) -> &'static str| {
-            let error = |message| QueryError {
-                language: self.id,
-                file,
-                message,
-            };
-            let source = with_inherited(pick(&self.sources), pick).map_err(error)?;
-            // Rows count from the start of the inherited text.
-            Query::new(&grammar, &source)
-                .map_err(|e| error(format!("row {}: {}", e.row + 1, e.message)))
+        let error = |file, message| QueryError {
+            language: self.id,
+            file,
+            message,
+        };
+        let source = |file, pick: fn(&Sources) -> &'static str| {
+            with_inherited(pick(&self.sources), pick).map_err(|m| error(file, m))
+        };
+        // Rows count from the start of the inherited text.
+        let compile = |file, source: &str| {
+            Query::new(&grammar, source)
+                .map_err(|e| error(file, format!("row {}: {}", e.row + 1, e.message)))
+        };
+        let texts = [
+            source("definitions", |s| s.definitions)?,
+            source("calls", |s| s.calls)?,
+            source("imports", |s| s.imports)?,
+        ];
+        let definitions = compile("definitions", &texts[0])?;
+        let calls = compile("calls", &texts[1])?;
+        let imports = compile("imports", &texts[2])?;
+        // Each part compiled alone first, so an error here is the
+        // combination's own.
+        let indexing = Indexing {
+            query: compile("definitions+calls+imports", &texts.join("\n"))?,
+            calls_from: definitions.pattern_count(),
+            imports_from: definitions.pattern_count() + calls.pattern_count(),
         };
         Ok(Queries {
-            definitions: one("definitions", |s| s.definitions)?,
-            calls: one("calls", |s| s.calls)?,
-            imports: one("imports", |s| s.imports)?,
-            docs: one("docs", |s| s.docs)?,
+            definitions,
+            calls,
+            imports,
+            docs: compile("docs", &source("docs", |s| s.docs)?)?,
+            indexing,
         })
     }
 }

@@ -14,7 +14,7 @@ use tree_sitter::{
 
 use super::extracted::{file_node, newline_of, Extracted, IdSpan, RawNode, RawRef, Target};
 use super::{ids, EdgeKind, NodeType};
-use crate::lang::{self, DefKind, Language};
+use crate::lang::{self, DefKind, IndexingPattern, Language};
 
 mod refs;
 use refs::{calls, capture, imports};
@@ -359,23 +359,30 @@ struct Fresh {
 }
 
 /// What the three queries match in `range` of the file (all of it when
-/// `None`), unsorted.
+/// `None`), unsorted: one walk of the tree with the three as one query.
 fn matches_in(lang: &Language, tree: &Tree, text: &str, range: Option<Range<usize>>) -> Fresh {
-    let defs = lang::found_in(lang, tree, text, range.clone());
     let Ok(queries) = lang.queries() else {
-        return Fresh {
-            defs,
-            ..Fresh::default()
-        };
+        return Fresh::default();
     };
+    let indexing = &queries.indexing;
+    let query = &indexing.query;
+    let mut defs = lang::Founds::new(query, text);
+    let (calls_ix, imports_ix) = (CallCaptures::new(query), ImportCaptures::new(query));
+    let (mut calls, mut imports) = (Vec::new(), Vec::new());
     let mut cursor = QueryCursor::new();
-    if let Some(r) = &range {
-        cursor.set_byte_range(r.clone());
+    if let Some(r) = range {
+        cursor.set_byte_range(r);
     }
-    let calls = calls_in(&queries.calls, &mut cursor, tree, text);
-    let imports = imports_in(&queries.imports, &mut cursor, tree, text);
+    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
+    while let Some(m) = matches.next() {
+        match indexing.pattern(m.pattern_index) {
+            IndexingPattern::Definition(p) => defs.add(m, p),
+            IndexingPattern::Call(p) => calls.extend(calls_ix.call(m, p, text)),
+            IndexingPattern::Import(p) => imports.push(imports_ix.import(m, p, text)),
+        }
+    }
     Fresh {
-        defs,
+        defs: defs.finish(lang),
         calls,
         imports,
     }
@@ -403,24 +410,30 @@ fn span(m: &QueryMatch<'_, '_>) -> (usize, usize) {
     (a, b)
 }
 
-/// The calls the `calls` query matches within the cursor's range.
-fn calls_in(query: &Query, cursor: &mut QueryCursor, tree: &Tree, text: &str) -> Vec<Call> {
-    let (name_ix, scope_ix) = (
-        query.capture_index_for_name("call.name"),
-        query.capture_index_for_name("call.scope"),
-    );
-    let mut calls = Vec::new();
-    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
-    while let Some(m) = matches.next() {
-        let Some(name) = capture(m, name_ix) else {
-            continue;
-        };
-        calls.push(Call {
-            pattern: m.pattern_index,
+/// Where a calls pattern's captures are in the query that holds it.
+struct CallCaptures {
+    name: Option<u32>,
+    scope: Option<u32>,
+}
+
+impl CallCaptures {
+    fn new(query: &Query) -> Self {
+        CallCaptures {
+            name: query.capture_index_for_name("call.name"),
+            scope: query.capture_index_for_name("call.scope"),
+        }
+    }
+
+    /// The call match `m` of calls pattern `pattern` captures, if it
+    /// names one.
+    fn call(&self, m: &QueryMatch<'_, '_>, pattern: usize, text: &str) -> Option<Call> {
+        let name = capture(m, self.name)?;
+        Some(Call {
+            pattern,
             name: (name.start_byte(), name.end_byte()),
             name_text: src(text, name),
             // Only a name can resolve; a longer scope is kept short.
-            scope: capture(m, scope_ix).map(|n| {
+            scope: capture(m, self.scope).map(|n| {
                 if n.byte_range().len() > LONGEST_SCOPE {
                     "…".to_owned()
                 } else {
@@ -428,34 +441,41 @@ fn calls_in(query: &Query, cursor: &mut QueryCursor, tree: &Tree, text: &str) ->
                 }
             }),
             span: span(m),
-        });
+        })
     }
-    calls
 }
 
-/// The imports the `imports` query matches within the cursor's range.
-fn imports_in(query: &Query, cursor: &mut QueryCursor, tree: &Tree, text: &str) -> Vec<Import> {
-    let ix = |n| query.capture_index_for_name(n);
-    let (module_ix, name_ix, alias_ix, sub_ix) = (
-        ix("import.module"),
-        ix("import.name"),
-        ix("import.alias"),
-        ix("import.submodule"),
-    );
-    let mut imports = Vec::new();
-    let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
-    while let Some(m) = matches.next() {
-        let get = |want| capture(m, want).map(|n| src(text, n));
-        imports.push(Import {
-            pattern: m.pattern_index,
-            module: get(module_ix),
-            name: get(name_ix),
-            alias: get(alias_ix),
-            submodule: get(sub_ix),
-            span: span(m),
-        });
+/// Where an imports pattern's captures are in the query that holds it.
+struct ImportCaptures {
+    module: Option<u32>,
+    name: Option<u32>,
+    alias: Option<u32>,
+    submodule: Option<u32>,
+}
+
+impl ImportCaptures {
+    fn new(query: &Query) -> Self {
+        let ix = |n| query.capture_index_for_name(n);
+        ImportCaptures {
+            module: ix("import.module"),
+            name: ix("import.name"),
+            alias: ix("import.alias"),
+            submodule: ix("import.submodule"),
+        }
     }
-    imports
+
+    /// The import match `m` of imports pattern `pattern` captures.
+    fn import(&self, m: &QueryMatch<'_, '_>, pattern: usize, text: &str) -> Import {
+        let get = |want| capture(m, want).map(|n| src(text, n));
+        Import {
+            pattern,
+            module: get(self.module),
+            name: get(self.name),
+            alias: get(self.alias),
+            submodule: get(self.submodule),
+            span: span(m),
+        }
+    }
 }
 
 /// A definition with what the text around it says about its node.
@@ -707,3 +727,6 @@ fn file_header(lang: &Language, text: &str) -> (Option<IdSpan>, usize, bool) {
     let next = text[insert_at..].lines().next().unwrap_or("");
     (found, insert_at, !next.trim().is_empty())
 }
+
+#[cfg(test)]
+mod tests;
