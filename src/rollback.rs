@@ -179,9 +179,13 @@ pub fn apply(
         before: Some(before),
         buffers: vec![],
     };
+    // Each restored file's size, for the stable layer: its blob is read
+    // here once.
+    let mut sizes: HashMap<&str, u64> = HashMap::new();
     for p in &plan.restore {
         let Some(e) = manifest.get(p) else { continue };
         let data = store.blob(&e.hash)?;
+        sizes.insert(p, data.len() as u64);
         if buffers.contains_key(p) {
             out.buffers
                 .push((p.clone(), String::from_utf8_lossy(&data).into_owned()));
@@ -213,23 +217,25 @@ pub fn apply(
         intent = store.intend_writes(&what, &disk)?;
         Ok::<(), AcceptError>(())
     })
-    .and_then(|()| set_stable(store, plan, &manifest));
+    .and_then(|()| set_stable(store, plan, &manifest, &sizes));
     crate::accept::settle(intent, written, store, root)?;
     Ok(out)
 }
 
-/// The stable layer as the rollback left the disk: the restored files at
-/// the snapshot's content, the deleted ones gone.
+/// The stable layer as the rollback left the disk: the restored files
+/// (`sizes`: each one's size) at the snapshot's content, the deleted ones
+/// gone.
 fn set_stable(
     store: &Store,
     plan: &Plan,
     manifest: &HashMap<String, store::ManifestEntry>,
+    sizes: &HashMap<&str, u64>,
 ) -> Result<(), AcceptError> {
+    let now = store::now_ms() * 1_000_000;
     store.transaction(|tx| {
         for p in &plan.restore {
-            if let Some(e) = manifest.get(p) {
-                let size = store::blob(tx, &e.hash)?.len() as u64;
-                store::stable_set(tx, p, &e.hash, size, e.mode, store::now_ms() * 1_000_000)?;
+            if let (Some(e), Some(&size)) = (manifest.get(p), sizes.get(p.as_str())) {
+                store::stable_set(tx, p, &e.hash, size, e.mode, now)?;
             }
         }
         for p in &plan.delete {
