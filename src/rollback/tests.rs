@@ -70,6 +70,11 @@ fn rollback_restores_files_modes_and_stable_and_can_itself_be_undone() {
         super::plan(&store, &snap.id).unwrap().is_empty(),
         "stable agrees"
     );
+    let restored = store.stable_entry("run.sh").unwrap().unwrap();
+    assert_eq!(
+        restored.size, 8,
+        "the stable layer has the restored file's size"
+    );
     // Rolling back to the snapshot taken just before undoes the rollback.
     let before = applied.before.unwrap();
     let undo = super::plan(&store, &before.id).unwrap();
