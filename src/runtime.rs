@@ -530,6 +530,10 @@ fn build_core(
     let core = Arc::new(Core {
         acp: crate::acp::Pool::new(root.clone(), shutdown.clone()),
         questions: Questions::default(),
+        services: agent::Services {
+            index: remora.is_some().then(|| shared.clone()),
+            ..agent::Services::new(&config, root.clone())
+        },
         remora,
         remora_index: shared,
         indexing,
@@ -540,7 +544,6 @@ fn build_core(
         slots: Slots::new(config.agents.max_concurrent),
         llm: LlmClient::new(&config.llm),
         model: Default::default(),
-        services: agent::Services::new(&config, root.clone()),
         lifecycle: Lifecycle {
             store: store.clone(),
             root: root.clone(),

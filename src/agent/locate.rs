@@ -5,7 +5,10 @@
 //! weighted by how rare they are. The buffer the task was typed in is
 //! evidence, not an override: a task naming another file goes there.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+mod defined;
+pub use defined::Defined;
 
 /// Extensions that make a word a file name (`mathx.py`), not `Class.method`.
 const FILE_EXTENSIONS: &[&str] = &[
@@ -38,6 +41,11 @@ const ACTIONS: &[&str] = &[
     "set", "sort", "count", "clear", "load", "save", "read", "write", "print", "check", "parse",
     "find", "collapse", "strip", "split", "join", "format", "convert", "merge", "swap",
 ];
+
+/// Files that fit a task as well as its place, named beside it at most:
+/// a name a monorepo defines in hundreds of files names no more of them
+/// to the model (whose budget would cut them) or in the summary.
+const MOST_ALSO: usize = 8;
 
 /// What a task mentions, in the order it says it.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -236,62 +244,35 @@ fn new_files(m: &Mentions, files: &[String]) -> Vec<String> {
 }
 
 /// Which of `files` define each of `names` (a `Class.method` name: that
-/// method, else — a method to add — the files of that class). `texts`
-/// gives the text of each of the paths it is handed that it can read, in
-/// any order.
+/// method, else — a method to add — the files of that class), as `defined`
+/// tells what each file defines.
 fn defining<'n, 'f>(
     names: &[&'n str],
     files: &'f [String],
-    texts: impl FnOnce(&[&str], &mut dyn FnMut(String, String)),
+    defined: Defined<'_>,
 ) -> BTreeMap<&'n str, Vec<&'f String>> {
     let mut defining: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     let mut class_of: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
     if names.is_empty() {
         return defining;
     }
-    // Each file's place in `files`: what a file is known by, and the order
-    // of the answer whatever order the texts came in.
-    let place: HashMap<&str, usize> = files
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| crate::lang::is_source(f))
-        .take(5000)
-        .map(|(at, f)| (f.as_str(), at))
-        .collect();
-    let mut candidates: Vec<&str> = place.keys().copied().collect();
-    candidates.sort_by_key(|f| place[f]);
-    texts(&candidates, &mut |path, text| {
-        let Some(&at) = place.get(path.as_str()) else {
-            return;
-        };
-        let f = &files[at];
-        if !names
-            .iter()
-            .any(|n| n.split('.').any(|part| text.contains(part)))
-        {
-            return;
-        }
-        let defs = crate::lang::definitions(crate::lang::of_file(f), &text);
+    let mut found = defined::files_defining(names, files, defined);
+    found.sort_by_key(|(at, _)| *at);
+    for (at, defs) in &found {
+        let f = &files[*at];
         for n in names {
             if defs.iter().any(|d| d.is_named(n)) {
                 defining.entry(n).or_default().push(f);
             } else if let Some((class, _)) = n.rsplit_once('.') {
                 // A method to add (`Cart:remove`): where its class is.
-                let holds = defs.iter().any(|d| {
-                    d.parent.as_deref() == Some(class)
-                        || (d.name == class && d.kind == crate::lang::DefKind::Class)
-                });
-                if holds {
+                if defs.iter().any(|d| d.is_of(class)) {
                     class_of.entry(n).or_default().push(f);
                 }
             }
         }
-    });
+    }
     for (n, in_files) in class_of {
         defining.entry(n).or_insert(in_files);
-    }
-    for in_files in defining.values_mut() {
-        in_files.sort_by_key(|f| place[f.as_str()]);
     }
     defining
 }
@@ -304,22 +285,22 @@ pub fn locate(
     current: Option<&str>,
     read: impl Fn(&str) -> Option<String>,
 ) -> Option<Place> {
-    locate_reading_many(task, files, current, |paths, each| {
+    let texts = |paths: &[&str], each: &mut dyn FnMut(String, String)| {
         for p in paths {
             if let Some(text) = read(p) {
                 each(p.to_string(), text);
             }
         }
-    })
+    };
+    locate_by(task, files, current, Defined::Texts(Box::new(texts)))
 }
 
-/// [`locate`], with `texts` giving the text of each of the paths it is
-/// handed that it can read, in any order (a store reads many at once).
-pub fn locate_reading_many(
+/// [`locate`], learning what the files define from `defined`.
+pub fn locate_by(
     task: &str,
     files: &[String],
     current: Option<&str>,
-    texts: impl FnOnce(&[&str], &mut dyn FnMut(String, String)),
+    defined: Defined<'_>,
 ) -> Option<Place> {
     let m = mentions(task);
     let named = named_files(&m, files);
@@ -337,7 +318,7 @@ pub fn locate_reading_many(
         return Some(Place::existing(first.clone(), rest.to_vec()));
     }
     let names: Vec<&str> = m.names().collect();
-    let defining = defining(&names, files, texts);
+    let defining = defining(&names, files, defined);
     let mut score: BTreeMap<&String, f64> = BTreeMap::new();
     for (name, in_files) in &defining {
         // Code-like names weigh most; a word that is also what tasks ask
@@ -375,6 +356,7 @@ pub fn locate_reading_many(
     let also = ranked[1..]
         .iter()
         .filter(|(_, s)| *s >= best * 0.75 - 0.02)
+        .take(MOST_ALSO)
         .map(|(f, _)| (*f).clone())
         .collect();
     Some(Place::existing(file, also))
@@ -583,6 +565,26 @@ mod tests {
             None
         );
         assert_eq!(outside_the_project("add a function pwn", &files), None);
+    }
+
+    #[test]
+    fn a_name_defined_in_many_files_names_a_few_of_them_beside_the_place() {
+        let p: Vec<(String, String)> = (0..30)
+            .map(|i| {
+                (
+                    format!("pkg{i}/m.py"),
+                    "def total(xs):\n    return 0\n".into(),
+                )
+            })
+            .collect();
+        let files: Vec<String> = p.iter().map(|(f, _)| f.clone()).collect();
+        let place = locate("add a docstring to total", &files, Some("pkg3/m.py"), |f| {
+            p.iter().find(|(n, _)| n == f).map(|(_, t)| t.clone())
+        })
+        .unwrap();
+        assert_eq!(place.file, "pkg3/m.py");
+        assert_eq!(place.also.len(), MOST_ALSO, "{:?}", place.also);
+        assert!(place.also.iter().all(|f| f != "pkg3/m.py"));
     }
 
     #[test]

@@ -97,6 +97,9 @@ pub struct Services {
     pub a2a_peers: std::collections::BTreeMap<String, crate::config::A2aPeer>,
     /// The project root: agents' writes are checked against the disk under it.
     pub root: std::path::PathBuf,
+    /// The project's Remora index, on a core that keeps one: a task asks
+    /// it which files define the names it mentions (see [`locate`]).
+    pub index: Option<crate::remora::shared::SharedIndex>,
 }
 
 impl Services {
@@ -110,6 +113,7 @@ impl Services {
             web_search_url: config.tools.web_search_url.clone(),
             web_search_results: config.tools.web_search_results,
             a2a_peers: config.a2a.peers.clone(),
+            index: None,
         }
     }
 }

@@ -56,13 +56,24 @@ impl Scene {
                 also: vec![],
                 only_the_buffer: false,
             }),
-            None => locate::locate_reading_many(
-                &job.spec.task,
-                &tree,
-                job.spec.file.as_deref(),
-                // A file that cannot be read is no evidence either way.
-                |paths, each| drop(ws.read_texts(paths, each)),
-            ),
+            None => {
+                let index = run.services.index.as_ref().map(|i| i.read());
+                // The index speaks for the project's files once it holds
+                // them, and for the agent's while it has changed none.
+                let topology = index
+                    .as_ref()
+                    .map(|i| i.topology())
+                    .filter(|t| t.file_paths().next().is_some())
+                    .filter(|_| ws.untouched().unwrap_or(false));
+                let defined = match topology {
+                    Some(t) => locate::Defined::Index(t),
+                    // A file that cannot be read is no evidence either way.
+                    None => locate::Defined::Texts(Box::new(|paths, each| {
+                        drop(ws.read_texts(paths, each))
+                    })),
+                };
+                locate::locate_by(&job.spec.task, &tree, job.spec.file.as_deref(), defined)
+            }
         };
         Ok((tree, place))
     }

@@ -105,6 +105,14 @@ impl Topology {
             .unwrap_or_default()
     }
 
+    /// Every live definition of the project (no file's own node), in no
+    /// set order.
+    pub fn definitions(&self) -> impl Iterator<Item = &Node> {
+        self.nodes
+            .values()
+            .filter(|n| n.status == NodeStatus::Active && n.node_type != NodeType::File)
+    }
+
     /// The innermost live definition of `path` containing 1-based `line`,
     /// else the file's own node.
     pub fn node_at(&self, path: &str, line: usize) -> Option<&Node> {

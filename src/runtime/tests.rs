@@ -1667,3 +1667,53 @@ fn a_core_that_lives_on_reads_what_the_import_left_unread_and_a_one_command_core
     assert_eq!(store.blob_text(&e.hash).unwrap(), "x = 7\n");
     core.shutdown(Duration::from_secs(5));
 }
+
+/// A core that keeps the project's Remora index finds the file a task
+/// names by the index: also past the 5,000 files a task reads at most
+/// when it has only the files' texts to go by.
+#[test]
+fn a_task_finds_a_definition_past_the_files_it_could_read_by_the_index() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let edit = "```python\nsrc = read_file('zz/late.py')\nwrite_file('zz/late.py', src.replace('    return sum(xs) * 7919', '    \"\"\"Total.\"\"\"\\n    return sum(xs) * 7919'))\nsubmit_result('Added a docstring', ['zz/late.py'])\n```";
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(edit.into())]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    for i in 0..5000 {
+        let folder = dir.path().join(format!("pkg{}", i / 500));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join(format!("m{i}.py")),
+            format!("def f{i}():\n    return {i}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("zz")).unwrap();
+    std::fs::write(
+        dir.path().join("zz/late.py"),
+        "def compute_late_total(xs):\n    return sum(xs) * 7919\n",
+    )
+    .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: None }).then_some(())
+    });
+    core.send(spawn("a1", "add a docstring to compute_late_total"))
+        .unwrap();
+    let files = wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == "a1" => Some(files.clone()),
+        _ => None,
+    });
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].path, root.join("zz/late.py").to_string_lossy());
+    let asked = server.requests.lock().unwrap().first().cloned().unwrap();
+    assert!(
+        asked.contains("7919"),
+        "the model is shown the file the task is about: {asked}"
+    );
+    core.shutdown(Duration::from_secs(2));
+}
