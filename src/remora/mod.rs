@@ -141,6 +141,18 @@ pub struct Node {
     pub source_hash: String,
 }
 
+impl Node {
+    /// The name of what it belongs to: the name before its own in its
+    /// qualified name (`Store` of `Store.add`, `Inner` of `Outer.Inner.m`).
+    pub fn parent_name(&self) -> Option<&str> {
+        let up = self
+            .qualname
+            .strip_suffix(self.name.as_str())?
+            .strip_suffix('.')?;
+        Some(up.rsplit('.').next().unwrap_or(up))
+    }
+}
+
 /// A directed edge between two nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Edge {

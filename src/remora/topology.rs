@@ -15,6 +15,7 @@ use super::extracted::RawNode;
 use super::{ids, Edge, EdgeKind, Node, NodeStatus, NodeType};
 
 mod resolve;
+mod words;
 
 /// A reference from one node, as stored with its file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -77,6 +78,8 @@ pub struct Topology {
     dependents: HashMap<String, HashSet<String>>,
     graph: StableDiGraph<String, EdgeKind>,
     index: HashMap<String, NodeIndex>,
+    /// The files of each word their definitions name.
+    words: words::Words,
 }
 
 impl Topology {
@@ -105,12 +108,25 @@ impl Topology {
             .unwrap_or_default()
     }
 
-    /// Every live definition of the project (no file's own node), in no
-    /// set order.
-    pub fn definitions(&self) -> impl Iterator<Item = &Node> {
-        self.nodes
-            .values()
-            .filter(|n| n.status == NodeStatus::Active && n.node_type != NodeType::File)
+    /// The files with a live definition named `word`, or belonging to
+    /// something named `word` (see [`Node::parent_name`]), in no set order.
+    pub fn files_naming(&self, word: &str) -> impl Iterator<Item = &str> {
+        self.words.files(word)
+    }
+
+    /// The words of `path`'s live definitions ([`Topology::files_naming`]).
+    fn words_in(&self, path: &str) -> BTreeSet<String> {
+        let ids = self.files.get(path).map_or(&[][..], |f| f.ids.as_slice());
+        words::words_of(ids.iter().skip(1).filter_map(|id| self.nodes.get(id)))
+    }
+
+    /// Runs `update` of `path`, keeping its words in step.
+    fn keeping_words<T>(&mut self, path: &str, update: impl FnOnce(&mut Self) -> T) -> T {
+        let before = self.words_in(path);
+        let out = update(self);
+        let after = self.words_in(path);
+        self.words.change(path, &before, &after);
+        out
     }
 
     /// The innermost live definition of `path` containing 1-based `line`,
@@ -294,7 +310,7 @@ impl Topology {
     /// Takes in the new parse of `path` and resolves edges at once (the file
     /// and every file with references into it).
     pub fn update_file(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
-        let (mut change, resolve) = self.replace_nodes(path, hash, ex);
+        let (mut change, resolve) = self.keeping_words(path, |t| t.replace_nodes(path, hash, ex));
         let Some(exports_changed) = resolve else {
             return change;
         };
@@ -309,6 +325,8 @@ impl Topology {
     /// The file is gone: its nodes are orphaned and every edge to or from
     /// them removed.
     pub fn remove_file(&mut self, path: &str) -> Option<FileChange> {
+        let words = self.words_in(path);
+        self.words.change(path, &words, &BTreeSet::new());
         let state = self.files.remove(path)?;
         let mut change = FileChange {
             path: path.to_owned(),
@@ -335,7 +353,7 @@ impl Topology {
     /// Bulk loading: takes in a file's nodes without resolving any edge;
     /// call [`Topology::resolve_all`] once every file is in.
     pub fn add_file_unresolved(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
-        self.replace_nodes(path, hash, ex).0
+        self.keeping_words(path, |t| t.replace_nodes(path, hash, ex).0)
     }
 
     /// Resolves the edges of every file (after bulk loading); returns one
@@ -618,7 +636,9 @@ impl Topology {
             }
             t.remember_refs(&path, &state.refs);
             t.register_module(&path);
-            t.files.insert(path, state);
+            t.files.insert(path.clone(), state);
+            let words = t.words_in(&path);
+            t.words.change(&path, &BTreeSet::new(), &words);
         }
         for e in edges {
             let Some(path) = t.nodes.get(&e.from).map(|n| n.file_path.clone()) else {

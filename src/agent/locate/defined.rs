@@ -48,7 +48,7 @@ impl Named {
     fn of_node(n: &Node) -> Self {
         Named {
             name: n.name.clone(),
-            parent: parent_in(n).map(str::to_owned),
+            parent: n.parent_name().map(str::to_owned),
             class: n.node_type == NodeType::Class,
         }
     }
@@ -67,16 +67,6 @@ impl Named {
     }
 }
 
-/// What definition `n` belongs to: the name before its own in its
-/// qualified name (`Store` of `Store.add`, `Inner` of `Outer.Inner.m`).
-fn parent_in(n: &Node) -> Option<&str> {
-    let up = n
-        .qualname
-        .strip_suffix(n.name.as_str())?
-        .strip_suffix('.')?;
-    Some(up.rsplit('.').next().unwrap_or(up))
-}
-
 /// Each file of `files` that may define one of `names` (a `Class.method`
 /// name counts each of its parts), with its place in `files` and its
 /// definitions (at least those that could be one of `names`).
@@ -88,7 +78,7 @@ pub(super) fn files_defining(
     let parts: Vec<&str> = names.iter().flat_map(|n| n.split('.')).collect();
     match defined {
         Defined::Texts(texts) => read(&parts, files, texts),
-        Defined::Index(topology) => indexed(names, &parts, files, topology),
+        Defined::Index(topology) => indexed(&parts, files, topology),
     }
 }
 
@@ -118,22 +108,22 @@ fn read(parts: &[&str], files: &[String], texts: Texts<'_>) -> Vec<(usize, Vec<N
     out
 }
 
-fn indexed(
-    names: &[&str],
-    parts: &[&str],
-    files: &[String],
-    topology: &Topology,
-) -> Vec<(usize, Vec<Named>)> {
-    // What a definition belongs to matters only for a `Class.method` name.
-    let dotted = names.iter().any(|n| n.contains('.'));
+fn indexed(parts: &[&str], files: &[String], topology: &Topology) -> Vec<(usize, Vec<Named>)> {
     let names_a_part = |name: &str| parts.contains(&name);
     let mut by_file: HashMap<&str, Vec<Named>> = HashMap::new();
-    for node in topology.definitions() {
-        if names_a_part(&node.name) || (dotted && parent_in(node).is_some_and(names_a_part)) {
-            by_file
-                .entry(node.file_path.as_str())
-                .or_default()
-                .push(Named::of_node(node));
+    for part in parts {
+        for file in topology.files_naming(part) {
+            if by_file.contains_key(file) {
+                continue;
+            }
+            let named = topology
+                .nodes_in(file)
+                .into_iter()
+                .skip(1)
+                .filter(|n| names_a_part(&n.name) || n.parent_name().is_some_and(names_a_part))
+                .map(Named::of_node)
+                .collect();
+            by_file.insert(file, named);
         }
     }
     // Only the files the agent may see, in their order.
