@@ -415,6 +415,12 @@ impl Port {
         &self.0.config
     }
 
+    /// Once the steps asked before have run (the start's import among
+    /// them): a read after it sees the project.
+    pub async fn settled(&self) {
+        self.0.on_lifecycle_done(|_| {}).await
+    }
+
     /// Cancelled when the core stops.
     pub fn stopping(&self) -> CancellationToken {
         self.0.shutdown.clone()

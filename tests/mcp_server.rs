@@ -507,3 +507,25 @@ async fn a_file_written_whole_after_the_human_typed_keeps_what_they_typed() {
     p.ok(&["accept", &id]);
     assert_eq!(p.file(), typed.replace("a - b", "a + b"));
 }
+
+/// A host that reads the moment its session opens, on a project whose
+/// import is still running, reads the file as it is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_at_once_on_a_large_project_waits_for_the_import() {
+    let p = project(&[]);
+    for i in 0..3000 {
+        let folder = p.root.join(format!("pkg{}", i / 100));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join(format!("m{i}.py")), format!("x = {i}\n")).unwrap();
+    }
+    let h = host(&p, "eager", &[]).await;
+    assert_eq!(
+        ok(&h, "read_file", json!({"path": "calc.py"})).await,
+        p.file()
+    );
+    assert_eq!(
+        ok(&h, "read_file", json!({"path": "pkg29/m2999.py"})).await,
+        "x = 2999\n"
+    );
+    h.cancel().await.unwrap();
+}

@@ -38,6 +38,12 @@ pub trait Backend: Send + Sync + 'static {
     }
     /// The core's options (`None` when no core runs: reads of the store).
     fn config(&self) -> Option<&crate::config::Config>;
+    /// Resolves once the steps the core was asked before have run — the
+    /// import of the project as it starts among them — so that a read
+    /// made after sees the project (at once when no core runs).
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 pub(crate) type Shared = Arc<dyn Backend>;

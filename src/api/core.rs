@@ -107,4 +107,7 @@ impl super::Backend for Served {
     fn config(&self) -> Option<&Config> {
         Some(self.port.config())
     }
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.port.settled())
+    }
 }

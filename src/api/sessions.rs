@@ -94,6 +94,9 @@ pub(super) async fn open(
     let caps = Capabilities::new(&config.capabilities, req.preset.as_deref())
         .map_err(|e| ApiError::bad(e.to_string()))?
         .on_disk(b.root().to_path_buf());
+    // The host reads next: a core that is still importing the project
+    // would tell it that the files are not there.
+    b.settled().await;
     let client = clean_name(&req.client);
     let id = new_id(12);
     let preset = caps.preset.clone();
