@@ -120,8 +120,19 @@ impl Topology {
         words::words_of(ids.iter().skip(1).filter_map(|id| self.nodes.get(id)))
     }
 
-    /// Runs `update` of `path`, keeping its words in step.
-    fn keeping_words<T>(&mut self, path: &str, update: impl FnOnce(&mut Self) -> T) -> T {
+    /// Runs `update` of `path` to the parse `ex`, keeping its words in
+    /// step. A parse of the same shape as the file's last (the same kinds
+    /// and qualified names in order: as while the human types) has the
+    /// same words.
+    fn keeping_words<T>(
+        &mut self,
+        path: &str,
+        ex: &Extracted,
+        update: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        if self.files.get(path).and_then(|f| f.shape) == Some(shape_of(ex)) {
+            return update(self);
+        }
         let before = self.words_in(path);
         let out = update(self);
         let after = self.words_in(path);
@@ -310,7 +321,8 @@ impl Topology {
     /// Takes in the new parse of `path` and resolves edges at once (the file
     /// and every file with references into it).
     pub fn update_file(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
-        let (mut change, resolve) = self.keeping_words(path, |t| t.replace_nodes(path, hash, ex));
+        let (mut change, resolve) =
+            self.keeping_words(path, ex, |t| t.replace_nodes(path, hash, ex));
         let Some(exports_changed) = resolve else {
             return change;
         };
@@ -353,7 +365,7 @@ impl Topology {
     /// Bulk loading: takes in a file's nodes without resolving any edge;
     /// call [`Topology::resolve_all`] once every file is in.
     pub fn add_file_unresolved(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
-        self.keeping_words(path, |t| t.replace_nodes(path, hash, ex).0)
+        self.keeping_words(path, ex, |t| t.replace_nodes(path, hash, ex).0)
     }
 
     /// Resolves the edges of every file (after bulk loading); returns one
