@@ -6,7 +6,8 @@ pays for the import), each size beside git committing the same tree:
   first task -> proposal, second task, the first accept (which reads every
   file the tasks left unread), peak RSS of each, `.chimera/`'s size; then
   a task through a running core (`chimera serve`, as Neovim's is), once
-  its start's work is done: what a person's later tasks cost in the editor
+  its start's work is done: what a person's later tasks cost in the editor,
+  and that core's peak RSS (its Remora index in memory)
 
 Files are ~2 KB of Python, 100 to a folder. The model is a scripted one on
 127.0.0.1 (tests/fake_llm.py) that edits the task's file, so what grows
@@ -146,10 +147,19 @@ def wait_idle(pid: int, limit_s: float = 300) -> None:
     raise SystemExit(f"the core (pid {pid}) was still busy after {limit_s:.0f} s")
 
 
-def through_core(chimera: str, root: Path, llm: list, env: dict) -> float:
+def peak_rss_mb(pid: int) -> float:
+    """The most memory process `pid` has held so far (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def through_core(chimera: str, root: Path, llm: list, env: dict) -> tuple:
     """The median time of three tasks through a running core (`chimera
     serve`), each from `chimera task` to `chimera wait`'s answer, once the
-    core has done its start's work (import, index)."""
+    core has done its start's work (import, index); and the core's peak
+    memory by then (Neovim's core holds the same)."""
     serve = subprocess.Popen([chimera, "serve", "--root", str(root), *llm], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -177,7 +187,7 @@ def through_core(chimera: str, root: Path, llm: list, env: dict) -> float:
             run([chimera, "wait", "--root", str(root), agent.strip()], env=env)
             took.append(time.perf_counter() - start)
             proposed(chimera, root, agent.strip(), env)
-        return sorted(took)[1]
+        return sorted(took)[1], peak_rss_mb(serve.pid)
     finally:
         serve.send_signal(signal.SIGINT)
         try:
@@ -226,10 +236,10 @@ def measure(chimera: str, n: int, url: str, env: dict) -> dict:
         accept, accept_rss, _ = run([chimera, "accept", "--root", str(ours), agent.strip()], env=env)
         if "The records' total size." not in (ours / "pkg0/m0.py").read_text():
             raise SystemExit(f"the accept of {agent.strip()} wrote nothing")
-        served = through_core(chimera, ours, llm, env)
+        served, core_rss = through_core(chimera, ours, llm, env)
         return {
             "files": n, "first_s": first, "second_s": second, "accept_s": accept,
-            "served_s": served,
+            "served_s": served, "core_rss_mb": core_rss,
             "rss_mb": max(first_rss, second_rss, accept_rss), "store_mb": size_mb(ours / ".chimera"),
             "git_s": git_s,
         }
@@ -272,6 +282,8 @@ def main() -> None:
             f"({r['second_s'] / base['second_s']:.1f}x), first accept {r['accept_s']:.2f} s "
             f"({r['accept_s'] / base['accept_s']:.1f}x), a task through a running core "
             f"{r['served_s']:.2f} s ({r['served_s'] / base['served_s']:.1f}x), "
+            f"the running core's peak RSS {r['core_rss_mb']:.0f} MB "
+            f"({r['core_rss_mb'] / base['core_rss_mb']:.1f}x), "
             f"peak RSS {r['rss_mb']:.0f} MB "
             f"({r['rss_mb'] / base['rss_mb']:.1f}x), .chimera {r['store_mb']:.0f} MB; "
             f"git add -A && git commit {r['git_s']:.2f} s "
