@@ -55,10 +55,16 @@ impl Definition {
 
     /// Whether `name`, as a task writes it (`mean`, `Store.add`), is this.
     pub fn is_named(&self, name: &str) -> bool {
-        match name.split_once('.') {
-            Some((class, own)) => self.name == own && self.parent.as_deref() == Some(class),
-            None => self.name == name,
-        }
+        names(&self.name, self.parent.as_deref(), name)
+    }
+}
+
+/// Whether `asked`, as a task writes it (`mean`, `Store.add`), names the
+/// definition called `own` that belongs to `parent`.
+pub fn names(own: &str, parent: Option<&str>, asked: &str) -> bool {
+    match asked.split_once('.') {
+        Some((class, method)) => own == method && parent == Some(class),
+        None => own == asked,
     }
 }
 

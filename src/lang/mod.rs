@@ -27,7 +27,7 @@ pub use language::{
 };
 
 pub use definitions::{
-    assemble, definitions, definitions_in, found_in, found_order, line_start, lone_methods,
+    assemble, definitions, definitions_in, found_in, found_order, line_start, lone_methods, names,
     outermost, DefKind, Definition, Found, Founds, LoneMethods,
 };
 pub use docs::docs_moved_out_of_bodies;

@@ -55,10 +55,7 @@ impl Named {
 
     /// Whether `name`, as a task writes it (`mean`, `Store.add`), is this.
     pub fn is_named(&self, name: &str) -> bool {
-        match name.split_once('.') {
-            Some((class, own)) => self.name == own && self.parent.as_deref() == Some(class),
-            None => self.name == name,
-        }
+        lang::names(&self.name, self.parent.as_deref(), name)
     }
 
     /// Whether this is class `class`, or belongs to it.
