@@ -71,6 +71,22 @@ async fn next_matching(
     }
 }
 
+/// The files of agent `id`'s proposal, once it is shown.
+fn proposal_of(
+    rx: &mut mpsc::UnboundedReceiver<ToEditor>,
+    rt: &tokio::runtime::Runtime,
+    id: &str,
+) -> Vec<crate::diff::FileDiff> {
+    wait_for(rx, rt, |m| match m {
+        ToEditor::Agent {
+            agent,
+            proposal: Some(files),
+            ..
+        } if agent.id == id => Some(files.clone()),
+        _ => None,
+    })
+}
+
 fn wait_for<T>(
     rx: &mut mpsc::UnboundedReceiver<ToEditor>,
     rt: &tokio::runtime::Runtime,
@@ -97,14 +113,7 @@ fn spawn_propose_accept_end_to_end_through_messages() {
         matches!(m, ToEditor::Ready { .. }).then_some(())
     });
     core.send(spawn("a1", "add a docstring")).unwrap();
-    let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent {
-            agent,
-            proposal: Some(files),
-            ..
-        } if agent.id == "a1" => Some(files.clone()),
-        _ => None,
-    });
+    let files = proposal_of(&mut rx, &rt, "a1");
     assert_eq!(files.len(), 1);
     assert_eq!(files[0].path, root.join("app.py").to_string_lossy());
     assert_eq!(
@@ -1179,14 +1188,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
         task: "mark forked".into(),
     })
     .unwrap();
-    let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent {
-            agent,
-            proposal: Some(files),
-            ..
-        } if agent.id == "fk1" => Some(files.clone()),
-        _ => None,
-    });
+    let files = proposal_of(&mut rx, &rt, "fk1");
     let added: Vec<String> = files[0]
         .hunks
         .iter()
@@ -1477,14 +1479,7 @@ fn the_watcher_rebases_a_proposal_onto_a_change_made_outside_neovim() {
         "def parse_config(path):\n    return {}\n\n\ndef added_outside():\n    return 2\n";
     std::fs::write(root.join("app.py"), appended).unwrap();
     // The watcher reports it; the proposal is shown again, rebased.
-    let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent {
-            agent,
-            proposal: Some(files),
-            ..
-        } if agent.id == "a1" => Some(files.clone()),
-        _ => None,
-    });
+    let files = proposal_of(&mut rx, &rt, "a1");
     assert_eq!(files[0].hunks.len(), 1);
     core.send(ToCore::Accept {
         id: "a1".into(),
@@ -1700,14 +1695,7 @@ fn a_task_finds_a_definition_past_the_files_it_could_read_by_the_index() {
     });
     core.send(spawn("a1", "add a docstring to compute_late_total"))
         .unwrap();
-    let files = wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Agent {
-            agent,
-            proposal: Some(files),
-            ..
-        } if agent.id == "a1" => Some(files.clone()),
-        _ => None,
-    });
+    let files = proposal_of(&mut rx, &rt, "a1");
     assert_eq!(files.len(), 1);
     assert_eq!(files[0].path, root.join("zz/late.py").to_string_lossy());
     let asked = server.requests.lock().unwrap().first().cloned().unwrap();
