@@ -80,9 +80,9 @@ pub(super) async fn one(State(b): State<Shared>, UrlPath(id): UrlPath<String>) -
         let n = t.node(&id).ok_or_else(|| no_node(&id))?;
         let answer = json!({
             "node": n,
-            "parent": n.parent_id.as_deref().and_then(|p| t.node(p)).map(brief),
-            "callers": t.callers(&id).into_iter().map(brief).collect::<Vec<_>>(),
-            "callees": t.callees(&id).into_iter().map(brief).collect::<Vec<_>>(),
+            "parent": n.parent_id.as_deref().and_then(|p| t.node(p)).as_ref().map(brief),
+            "callers": t.callers(&id).iter().map(brief).collect::<Vec<_>>(),
+            "callees": t.callees(&id).iter().map(brief).collect::<Vec<_>>(),
         });
         (n.clone(), answer)
     };

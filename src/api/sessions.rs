@@ -508,8 +508,8 @@ impl Call<'_> {
                 })?
                 .clone();
             let neighbours: Vec<_> = match tool {
-                "callers" => t.callers(&id).into_iter().cloned().collect(),
-                "callees" => t.callees(&id).into_iter().cloned().collect(),
+                "callers" => t.callers(&id),
+                "callees" => t.callees(&id),
                 _ => Vec::new(),
             };
             (n, neighbours)

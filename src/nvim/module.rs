@@ -704,14 +704,14 @@ fn nodes(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_function(|lua, path: String| {
         with_remora(lua, |root, t| {
             let rel = relative(root, &path)?;
-            Some(t.nodes_in(&rel).into_iter().cloned().collect::<Vec<_>>())
+            Some(t.nodes_in(&rel))
         })
     })
 }
 
 /// node(id): one node, with its callers and callees.
 fn node(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|lua, id: String| with_remora(lua, |_, t| t.node(&id).cloned()))
+    lua.create_function(|lua, id: String| with_remora(lua, |_, t| t.node(&id)))
 }
 
 /// node_at(path, line): the node at a line of a file.
@@ -719,27 +719,19 @@ fn node_at(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_function(|lua, (path, line): (String, usize)| {
         with_remora(lua, |root, t| {
             let rel = relative(root, &path)?;
-            t.node_at(&rel, line).cloned()
+            t.node_at(&rel, line)
         })
     })
 }
 
 /// callers(id): the nodes that call node `id`.
 fn callers(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|lua, id: String| {
-        with_remora(lua, |_, t| {
-            Some(t.callers(&id).into_iter().cloned().collect::<Vec<_>>())
-        })
-    })
+    lua.create_function(|lua, id: String| with_remora(lua, |_, t| Some(t.callers(&id))))
 }
 
 /// callees(id): the nodes node `id` calls.
 fn callees(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|lua, id: String| {
-        with_remora(lua, |_, t| {
-            Some(t.callees(&id).into_iter().cloned().collect::<Vec<_>>())
-        })
-    })
+    lua.create_function(|lua, id: String| with_remora(lua, |_, t| Some(t.callees(&id))))
 }
 
 /// Milliseconds each delivery of the core's messages held the main

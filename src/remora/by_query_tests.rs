@@ -270,7 +270,7 @@ fn edges(files: &[(&str, &str)]) -> Vec<(String, String, EdgeKind)> {
     };
     let mut out = Vec::new();
     for (p, _) in files {
-        for e in &topo.file(p).unwrap().edges {
+        for e in &topo.edges_of(p) {
             if e.kind != EdgeKind::ParentOf {
                 out.push((name(&e.from), name(&e.to), e.kind));
             }
@@ -383,9 +383,7 @@ fn a_go_package_spans_its_files() {
         .unwrap();
     let topo = ix.topology();
     let calls: Vec<String> = topo
-        .file("cmd/main.go")
-        .unwrap()
-        .edges
+        .edges_of("cmd/main.go")
         .iter()
         .filter(|x| x.kind == Calls)
         .filter_map(|x| topo.node(&x.to).map(|n| n.qualname.clone()))

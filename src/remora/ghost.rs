@@ -57,13 +57,13 @@ pub fn place(
     let nodes = topology.nodes_in(path);
     let file = nodes
         .first()
-        .copied()
+        .cloned()
         .ok_or_else(|| GhostError::NotIndexed(path.to_owned()))?;
-    let parent_of = |n: &Node| n.parent_id.as_deref().and_then(|p| topology.node(p));
+    let parent_of = |n: Node| n.parent_id.as_deref().and_then(|p| topology.node(p));
     let parent = match node_type {
         NodeType::Method => {
             let mut at = topology.node_at(path, line);
-            while let Some(n) = at.filter(|n| n.node_type != NodeType::Class) {
+            while let Some(n) = at.take_if(|n| n.node_type != NodeType::Class) {
                 at = parent_of(n);
             }
             at.ok_or(GhostError::NoClass)?
@@ -72,7 +72,6 @@ pub fn place(
     };
     let children: Vec<&Node> = nodes
         .iter()
-        .copied()
         .filter(|n| n.parent_id.as_deref() == Some(parent.id.as_str()))
         .collect();
     if children.iter().any(|n| n.name == name) {

@@ -107,7 +107,7 @@ impl Indexer {
             None => self
                 .topo
                 .file_paths()
-                .filter_map(|p| Some((p.clone(), self.topo.file(p)?.hash.clone())))
+                .filter_map(|p| Some((p.to_owned(), self.topo.file(p)?.hash.clone())))
                 .collect(),
         }
     }
@@ -655,10 +655,11 @@ mod tests {
                 .iter()
                 .map(|r| (&r.from, r.kind, &r.target))
                 .collect();
+            let kept_ids: Vec<String> = kept.iter().map(|n| n.id.clone()).collect();
             let fresh_refs: Vec<_> = fresh
                 .refs
                 .iter()
-                .map(|r| (&file.ids[r.from], r.kind, &*r.target))
+                .map(|r| (&kept_ids[r.from], r.kind, &*r.target))
                 .collect();
             assert_eq!(refs, fresh_refs, "{text}");
         }

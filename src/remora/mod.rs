@@ -145,12 +145,14 @@ impl Node {
     /// The name of what it belongs to: the name before its own in its
     /// qualified name (`Store` of `Store.add`, `Inner` of `Outer.Inner.m`).
     pub fn parent_name(&self) -> Option<&str> {
-        let up = self
-            .qualname
-            .strip_suffix(self.name.as_str())?
-            .strip_suffix('.')?;
-        Some(up.rsplit('.').next().unwrap_or(up))
+        parent_name(&self.qualname, &self.name)
     }
+}
+
+/// The name before `name` in `qualname` ([`Node::parent_name`]).
+pub fn parent_name<'a>(qualname: &'a str, name: &str) -> Option<&'a str> {
+    let up = qualname.strip_suffix(name)?.strip_suffix('.')?;
+    Some(up.rsplit('.').next().unwrap_or(up))
 }
 
 /// A directed edge between two nodes.

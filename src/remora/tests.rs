@@ -341,16 +341,16 @@ fn edges_cover_containment_calls_imports_and_inheritance() {
     assert!(parent.contains(&(id("pkg/app.py", "App"), id("pkg/app.py", "App.go"))));
     assert!(parent.contains(&(id("pkg/base.py", "pkg/base.py"), id("pkg/base.py", "Base"))));
     let t = ix.topology();
-    let callers: Vec<&str> = t
+    let callers: Vec<String> = t
         .callers(&id("pkg/util.py", "tool"))
-        .iter()
-        .map(|n| n.name.as_str())
+        .into_iter()
+        .map(|n| n.name)
         .collect();
     assert_eq!(callers, ["go"]);
-    let callees: Vec<&str> = t
+    let callees: Vec<String> = t
         .callees(&id("pkg/app.py", "App.go"))
-        .iter()
-        .map(|n| n.name.as_str())
+        .into_iter()
+        .map(|n| n.name)
         .collect();
     assert_eq!(callees.len(), 3, "{callees:?}");
 }
@@ -426,6 +426,74 @@ fn the_store_gives_back_the_same_topology_and_unchanged_files_are_not_parsed() {
     let stats = again.index_all(&st, &list[..1], 2, load).unwrap();
     assert_eq!(stats.removed, 1);
     assert!(edges(&st, EdgeKind::Calls).is_empty());
+}
+
+/// Everything a topology answers about `paths` and `ids`, in one value.
+fn answers(t: &topology::Topology, paths: &[&str], ids: &[String]) -> String {
+    let mut out = Vec::new();
+    for p in paths {
+        let mut edges = t.edges_of(p);
+        edges.sort();
+        out.push(format!("{p}: {:?}\n{edges:?}", t.nodes_in(p)));
+        for word in ["Shop", "total", "helper", "load"] {
+            out.push(format!("{word}: {}", t.files_naming(word).any(|f| f == *p)));
+        }
+    }
+    for id in ids {
+        out.push(format!(
+            "{id}: {:?} {:?} {:?}",
+            t.node(id),
+            t.callers(id),
+            t.callees(id)
+        ));
+    }
+    out.join("\n")
+}
+
+#[test]
+fn the_topology_loaded_from_the_store_answers_as_the_one_that_wrote_it() {
+    let st = store();
+    let mut ix = Indexer::default();
+    let shop = "from util import helper\n\n\nclass Shop:\n    def total(self):\n        return helper(self.load())\n\n    def load(self):\n        return []\n";
+    let util = "def helper(xs):\n    return sum(xs)\n\n\ndef unused():\n    return helper([])\n";
+    ix.index_text(&st, "shop.py", shop).unwrap();
+    ix.index_text(&st, "util.py", util).unwrap();
+    let load = id_of(&ix, "shop.py", "Shop.load");
+    // A rename orphans a node; a syntax error keeps the nodes it hides.
+    ix.index_text(
+        &st,
+        "shop.py",
+        &shop
+            .replace("def load", "def fetch")
+            .replace(".load()", ".fetch()"),
+    )
+    .unwrap();
+    ix.index_text(
+        &st,
+        "util.py",
+        &util.replace("return sum(xs)", "return sum(xs"),
+    )
+    .unwrap();
+    let mut ids: Vec<String> = ["shop.py", "util.py"]
+        .iter()
+        .flat_map(|p| ix.topology().nodes_in(p))
+        .map(|n| n.id)
+        .collect();
+    ids.push(load.clone());
+    let loaded = Indexer::load(&st).unwrap();
+    let paths = ["shop.py", "util.py"];
+    let (want, got) = (
+        answers(ix.topology(), &paths, &ids),
+        answers(loaded.topology(), &paths, &ids),
+    );
+    assert_eq!(got, want);
+    // What was asked is there to compare: the calls across files and the orphan.
+    assert!(want.contains("Calls"), "{want}");
+    assert_eq!(
+        loaded.topology().node(&load).unwrap().status,
+        NodeStatus::Orphaned
+    );
+    assert_eq!(loaded.topology().counts(), ix.topology().counts());
 }
 
 #[test]

@@ -4,17 +4,19 @@
 //! between files, and reports each change as a [`FileChange`] for the store.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
-use petgraph::stable_graph::{NodeIndex, StableDiGraph};
-use petgraph::visit::EdgeRef;
 use petgraph::Direction;
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Extracted, Target};
 use super::extracted::RawNode;
-use super::{ids, Edge, EdgeKind, Node, NodeStatus, NodeType};
+use super::ids::{self, Id};
+use super::{Edge, EdgeKind, Node, NodeStatus, NodeType};
+use table::{Link, Slot, Table};
 
 mod resolve;
+mod table;
 mod words;
 
 /// A reference from one node, as stored with its file.
@@ -31,12 +33,13 @@ pub struct FileState {
     /// Hash of the text indexed ([`crate::store::hash_bytes`]).
     pub hash: String,
     /// Its live nodes in order; `ids[0]` is the file's own node.
-    pub ids: Vec<String>,
+    ids: Vec<Slot>,
     pub refs: Vec<Ref>,
-    /// Every edge leaving one of its nodes.
-    pub edges: BTreeSet<Edge>,
-    /// Qualified name → ID of its live definitions (the first of duplicates).
-    qual: HashMap<String, String>,
+    /// Every edge leaving one of its nodes, in order.
+    edges: Vec<Link>,
+    /// Its live definitions by qualified name, in that order (the first
+    /// of duplicates).
+    qual: Vec<Slot>,
     /// The [`shape_of`] its parse, while every ID is of a node parsed (no
     /// definition kept through a syntax error); `None` also when loaded
     /// from the store.
@@ -68,44 +71,64 @@ pub struct FileChange {
 /// The whole topology.
 #[derive(Debug, Default)]
 pub struct Topology {
-    nodes: HashMap<String, Node>,
-    files: HashMap<String, FileState>,
+    table: Table,
+    /// Each file's path is shared by its nodes and the tables below.
+    files: HashMap<Arc<str>, FileState>,
     /// Module name → file path.
-    modules: HashMap<String, String>,
-    /// Module name → every file of it: a Go package is a directory of files.
-    members: HashMap<String, BTreeSet<String>>,
+    modules: HashMap<String, Arc<str>>,
+    /// Module name → every file of it, in order: a Go package is a
+    /// directory of files.
+    members: HashMap<String, Vec<Arc<str>>>,
     /// Module name → files with a reference into it (to backfill their edges).
-    dependents: HashMap<String, HashSet<String>>,
-    graph: StableDiGraph<String, EdgeKind>,
-    index: HashMap<String, NodeIndex>,
+    dependents: HashMap<String, HashSet<Arc<str>>>,
     /// The files of each word their definitions name.
     words: words::Words,
 }
 
 impl Topology {
-    pub fn node(&self, id: &str) -> Option<&Node> {
-        self.nodes.get(id)
+    pub fn node(&self, id: &str) -> Option<Node> {
+        self.table.slot(id).map(|s| self.table.node(s))
     }
 
     pub fn file(&self, path: &str) -> Option<&FileState> {
         self.files.get(path)
     }
 
-    pub fn file_paths(&self) -> impl Iterator<Item = &String> {
-        self.files.keys()
+    pub fn file_paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(|p| &**p)
     }
 
     /// Number of nodes (all statuses) and edges.
     pub fn counts(&self) -> (usize, usize) {
-        (self.nodes.len(), self.graph.edge_count())
+        (self.table.len(), self.table.edge_count())
+    }
+
+    fn slots_in(&self, path: &str) -> &[Slot] {
+        self.files.get(path).map_or(&[][..], |f| f.ids.as_slice())
     }
 
     /// The live nodes of a file, in order (the file's own node first).
-    pub fn nodes_in(&self, path: &str) -> Vec<&Node> {
-        self.files
-            .get(path)
-            .map(|f| f.ids.iter().filter_map(|id| self.nodes.get(id)).collect())
-            .unwrap_or_default()
+    pub fn nodes_in(&self, path: &str) -> Vec<Node> {
+        self.slots_in(path)
+            .iter()
+            .map(|&s| self.table.node(s))
+            .collect()
+    }
+
+    /// The kind, name and qualified name of each live definition of
+    /// `path`, in order (the file's own node left out): what
+    /// [`Topology::nodes_in`] gives, for a look at many files.
+    pub fn definitions_in(&self, path: &str) -> impl Iterator<Item = (NodeType, &str, &str)> {
+        self.slots_in(path).iter().skip(1).map(|&s| {
+            let e = self.table.get(s);
+            (e.node_type, e.name(), e.qualname())
+        })
+    }
+
+    /// The edges leaving the nodes of `path`.
+    pub fn edges_of(&self, path: &str) -> Vec<Edge> {
+        let links = self.files.get(path).map_or(&[][..], |f| f.edges.as_slice());
+        links.iter().map(|&l| self.table.edge(l)).collect()
     }
 
     /// The files with a live definition named `word`, or belonging to
@@ -116,8 +139,10 @@ impl Topology {
 
     /// The words of `path`'s live definitions ([`Topology::files_naming`]).
     fn words_in(&self, path: &str) -> BTreeSet<String> {
-        let ids = self.files.get(path).map_or(&[][..], |f| f.ids.as_slice());
-        words::words_of(ids.iter().skip(1).filter_map(|id| self.nodes.get(id)))
+        words::words_of(
+            self.definitions_in(path)
+                .map(|(_, name, qual)| (name, qual)),
+        )
     }
 
     /// Runs `update` of `path` to the parse `ex`, keeping its words in
@@ -142,54 +167,50 @@ impl Topology {
 
     /// The innermost live definition of `path` containing 1-based `line`,
     /// else the file's own node.
-    pub fn node_at(&self, path: &str, line: usize) -> Option<&Node> {
-        let nodes = self.nodes_in(path);
-        nodes
+    pub fn node_at(&self, path: &str, line: usize) -> Option<Node> {
+        let slots = self.slots_in(path);
+        let line = line as u32;
+        slots
             .iter()
             .skip(1)
-            .filter(|n| n.start_line <= line && line <= n.end_line)
-            .min_by_key(|n| n.end_line - n.start_line)
-            .or(nodes.first())
-            .copied()
+            .filter(|&&s| {
+                let e = self.table.get(s);
+                e.start_line <= line && line <= e.end_line
+            })
+            .min_by_key(|&&s| {
+                let e = self.table.get(s);
+                e.end_line - e.start_line
+            })
+            .or(slots.first())
+            .map(|&s| self.table.node(s))
     }
 
     /// Nodes with an edge of `kind` into (`Incoming`) or out of `id`.
-    pub fn neighbours(&self, id: &str, kind: EdgeKind, dir: Direction) -> Vec<&Node> {
-        let Some(&ix) = self.index.get(id) else {
+    pub fn neighbours(&self, id: &str, kind: EdgeKind, dir: Direction) -> Vec<Node> {
+        let Some(slot) = self.table.slot(id) else {
             return vec![];
         };
-        let mut out: Vec<&Node> = self
-            .graph
-            .edges_directed(ix, dir)
-            .filter(|e| *e.weight() == kind)
-            .filter_map(|e| {
-                let other = if dir == Direction::Incoming {
-                    e.source()
-                } else {
-                    e.target()
-                };
-                self.graph
-                    .node_weight(other)
-                    .and_then(|id| self.nodes.get(id))
-            })
-            .collect();
-        out.sort_by(|a, b| (&a.file_path, a.start_line).cmp(&(&b.file_path, b.start_line)));
-        out.dedup_by(|a, b| a.id == b.id);
-        out
+        let mut slots: Vec<Slot> = self.table.neighbours(slot, kind, dir).collect();
+        slots.sort_by(|&a, &b| {
+            let (a, b) = (self.table.get(a), self.table.get(b));
+            (&a.file, a.start_line).cmp(&(&b.file, b.start_line))
+        });
+        slots.dedup();
+        slots.into_iter().map(|s| self.table.node(s)).collect()
     }
 
-    pub fn callers(&self, id: &str) -> Vec<&Node> {
+    pub fn callers(&self, id: &str) -> Vec<Node> {
         self.neighbours(id, EdgeKind::Calls, Direction::Incoming)
     }
 
-    pub fn callees(&self, id: &str) -> Vec<&Node> {
+    pub fn callees(&self, id: &str) -> Vec<Node> {
         self.neighbours(id, EdgeKind::Calls, Direction::Outgoing)
     }
 
     /// Whether edges of any kind lead from `from` to `to`.
     pub fn has_path(&self, from: &str, to: &str) -> bool {
-        match (self.index.get(from), self.index.get(to)) {
-            (Some(&a), Some(&b)) => petgraph::algo::has_path_connecting(&self.graph, a, b, None),
+        match (self.table.slot(from), self.table.slot(to)) {
+            (Some(a), Some(b)) => self.table.has_path(a, b),
             _ => from == to,
         }
     }
@@ -202,53 +223,61 @@ impl Topology {
     /// name) in order, then fresh IDs.
     pub fn assign_ids(&self, path: &str, ex: &Extracted) -> Vec<String> {
         self.ids_for(path, self.files.get(path), ex)
+            .iter()
+            .map(|id| id.as_str().to_owned())
+            .collect()
+    }
+
+    fn ids_of(&self, slots: &[Slot]) -> Vec<Id> {
+        slots.iter().map(|&s| self.table.id(s)).collect()
     }
 
     /// [`Topology::assign_ids`] given the file's state as indexed (`old`).
-    fn ids_for(&self, path: &str, old: Option<&FileState>, ex: &Extracted) -> Vec<String> {
+    fn ids_for(&self, path: &str, old: Option<&FileState>, ex: &Extracted) -> Vec<Id> {
         // The common case while typing: the same definitions in the same
         // order, so the same IDs (unless a comment says otherwise).
         if let Some(f) = old.filter(|f| self.same_nodes(f, ex, shape_of(ex))) {
-            return f.ids.clone();
+            return self.ids_of(&f.ids);
         }
-        let mut taken: HashSet<String> = HashSet::new();
-        let mut out: Vec<Option<String>> = vec![None; ex.nodes.len()];
+        let mut taken: HashSet<Id> = HashSet::new();
+        let mut out: Vec<Option<Id>> = vec![None; ex.nodes.len()];
 
         let file_id = ex
             .file_comment
             .as_ref()
-            .map(|c| c.id.clone())
-            .filter(|id| match self.nodes.get(id) {
+            .and_then(|c| Id::new(&c.id))
+            .filter(|&id| match self.table.by_id(id) {
                 None => true,
                 Some(n) => {
                     n.node_type == NodeType::File
-                        && (n.file_path == path || n.status == NodeStatus::Orphaned)
+                        && (&*n.file == path || n.status == NodeStatus::Orphaned)
                 }
             })
-            .or_else(|| old.and_then(|f| f.ids.first().cloned()));
+            .or_else(|| old.and_then(|f| f.ids.first()).map(|&s| self.table.id(s)));
         if let Some(id) = file_id {
-            taken.insert(id.clone());
+            taken.insert(id);
             out[0] = Some(id);
         }
 
-        let mut pool: HashMap<(NodeType, &str), VecDeque<&str>> = HashMap::new();
+        let mut pool: HashMap<(NodeType, &str), VecDeque<Id>> = HashMap::new();
         if let Some(f) = old {
-            for id in f.ids.iter().skip(1) {
-                if let Some(n) = self.nodes.get(id) {
-                    pool.entry((n.node_type, n.qualname.as_str()))
-                        .or_default()
-                        .push_back(id.as_str());
-                }
+            for &slot in f.ids.iter().skip(1) {
+                let n = self.table.get(slot);
+                pool.entry((n.node_type, n.qualname()))
+                    .or_default()
+                    .push_back(n.id);
             }
         }
         for (i, raw) in ex.nodes.iter().enumerate().skip(1) {
-            let Some(c) = &raw.id_comment else { continue };
-            if !taken.contains(&c.id) && self.may_claim(path, raw, &c.id) {
+            let Some(id) = raw.id_comment.as_ref().and_then(|c| Id::new(&c.id)) else {
+                continue;
+            };
+            if !taken.contains(&id) && self.may_claim(path, raw, id) {
                 if let Some(q) = pool.get_mut(&(raw.node_type, raw.qualname.as_str())) {
-                    q.retain(|id| *id != c.id);
+                    q.retain(|x| *x != id);
                 }
-                taken.insert(c.id.clone());
-                out[i] = Some(c.id.clone());
+                taken.insert(id);
+                out[i] = Some(id);
             }
         }
         for (i, raw) in ex.nodes.iter().enumerate().skip(1) {
@@ -263,8 +292,8 @@ impl Topology {
                     continue;
                 }
                 while let Some(id) = q.pop_front() {
-                    if taken.insert(id.to_owned()) {
-                        out[i] = Some(id.to_owned());
+                    if taken.insert(id) {
+                        out[i] = Some(id);
                         break;
                     }
                 }
@@ -273,8 +302,8 @@ impl Topology {
         out.into_iter()
             .map(|id| {
                 id.unwrap_or_else(|| {
-                    let id = ids::fresh_unused(|c| self.nodes.contains_key(c) || taken.contains(c));
-                    taken.insert(id.clone());
+                    let id = ids::fresh_id(|c| self.table.contains(c) || taken.contains(&c));
+                    taken.insert(id);
                     id
                 })
             })
@@ -284,22 +313,22 @@ impl Topology {
     /// Whether `ex` has the nodes of `f` in the same order, no comment
     /// naming another ID.
     fn same_nodes(&self, f: &FileState, ex: &Extracted, shape: blake3::Hash) -> bool {
-        let same_names = |(raw, id): (&RawNode, &String)| {
-            self.nodes
-                .get(id)
-                .is_some_and(|n| n.node_type == raw.node_type && n.qualname == raw.qualname)
+        let id_is = |slot: Slot, id: &str| self.table.id(slot).as_str() == id;
+        let same_names = |(raw, &slot): (&RawNode, &Slot)| {
+            let n = self.table.get(slot);
+            n.node_type == raw.node_type && n.qualname() == raw.qualname
         };
         f.ids.len() == ex.nodes.len()
             && ex
                 .file_comment
                 .as_ref()
-                .is_none_or(|c| Some(&c.id) == f.ids.first())
+                .is_none_or(|c| f.ids.first().is_some_and(|&s| id_is(s, &c.id)))
             && ex
                 .nodes
                 .iter()
                 .zip(&f.ids)
                 .skip(1)
-                .all(|(raw, id)| raw.id_comment.as_ref().is_none_or(|c| &c.id == id))
+                .all(|(raw, &s)| raw.id_comment.as_ref().is_none_or(|c| id_is(s, &c.id)))
             && match f.shape {
                 Some(s) => s == shape,
                 None => ex.nodes.iter().zip(&f.ids).skip(1).all(same_names),
@@ -308,11 +337,11 @@ impl Topology {
 
     /// Whether node `raw` of `path` may take `id`, which its comment
     /// names: an unknown ID, or the same node (here, or orphaned).
-    fn may_claim(&self, path: &str, raw: &RawNode, id: &str) -> bool {
-        self.nodes.get(id).is_none_or(|n| {
+    fn may_claim(&self, path: &str, raw: &RawNode, id: Id) -> bool {
+        self.table.by_id(id).is_none_or(|n| {
             n.node_type == raw.node_type
-                && n.qualname == raw.qualname
-                && (n.file_path == path || n.status == NodeStatus::Orphaned)
+                && n.qualname() == raw.qualname
+                && (&*n.file == path || n.status == NodeStatus::Orphaned)
         })
     }
 
@@ -345,15 +374,15 @@ impl Topology {
             removed: true,
             ..FileChange::default()
         };
-        for id in &state.ids {
-            if let Some(n) = self.nodes.get_mut(id) {
-                n.status = NodeStatus::Orphaned;
-                change.orphaned.push(id.clone());
-            }
+        for &slot in &state.ids {
+            self.table.set_status(slot, NodeStatus::Orphaned);
+            change
+                .orphaned
+                .push(self.table.id(slot).as_str().to_owned());
         }
-        for e in &state.edges {
-            self.graph_remove(e);
-            change.removed_edges.push(e.clone());
+        for &l in &state.edges {
+            self.table.unlink(l);
+            change.removed_edges.push(self.table.edge(l));
         }
         self.forget_refs(path, &state.refs);
         let dependents = self.dependents_of(path);
@@ -371,7 +400,8 @@ impl Topology {
     /// Resolves the edges of every file (after bulk loading); returns one
     /// change per file whose edges changed.
     pub fn resolve_all(&mut self) -> Vec<FileChange> {
-        let paths: Vec<String> = self.files.keys().cloned().collect();
+        self.table.shrink();
+        let paths: Vec<String> = self.file_paths().map(str::to_owned).collect();
         paths
             .into_iter()
             .filter_map(|p| {
@@ -386,6 +416,15 @@ impl Topology {
             .collect()
     }
 
+    /// The qualified names of a file's definitions with their slots: what
+    /// other files can reach of it.
+    fn exports(&self, f: &FileState) -> Vec<(String, Slot)> {
+        f.qual
+            .iter()
+            .map(|&s| (self.table.get(s).qualname().to_owned(), s))
+            .collect()
+    }
+
     /// Replaces the nodes and references of `path`; returns the change (no
     /// edges yet) and whether edges need resolving again: `None` when the
     /// file's structure (its IDs in order and its references) is unchanged,
@@ -396,13 +435,16 @@ impl Topology {
         hash: &str,
         ex: &Extracted,
     ) -> (FileChange, Option<bool>) {
-        let mut old = self.files.remove(path);
+        let (file, mut old) = match self.files.remove_entry(path) {
+            Some((file, old)) => (file, Some(old)),
+            None => (Arc::from(path), None),
+        };
         // While the human types, the file has the same definitions in the
         // same order: its IDs, names and edges are moved over, not copied.
         let shape = shape_of(ex);
         let same = old.as_ref().is_some_and(|o| self.same_nodes(o, ex, shape));
-        let ids = match old.as_mut() {
-            Some(o) if same => std::mem::take(&mut o.ids),
+        let mut ids = match old.as_ref() {
+            Some(o) if same => self.ids_of(&o.ids),
             _ => self.ids_for(path, old.as_ref(), ex),
         };
         let parsed = ids.len();
@@ -411,27 +453,30 @@ impl Topology {
             hash: hash.to_owned(),
             ..FileChange::default()
         };
-        let mut state = FileState {
-            hash: hash.to_owned(),
-            ids,
-            ..FileState::default()
-        };
         if let Some(o) = old.as_ref().filter(|_| !same) {
-            self.keep_or_orphan(o, ex.has_error, &mut state.ids, &mut change);
+            self.keep_or_orphan(o, ex.has_error, &mut ids, &mut change);
         }
-        let same_order = same || old.as_ref().is_some_and(|o| o.ids == state.ids);
-        state.shape = (state.ids.len() == parsed).then_some(shape);
+        let same_order = same || old.as_ref().is_some_and(|o| self.ids_of(&o.ids) == ids);
+        let exports_before = match &old {
+            Some(o) if !same_order => Some(self.exports(o)),
+            _ => None,
+        };
         let written = match &old {
             Some(o) if same_order => Some(o.records.as_slice()),
             _ => None,
         };
-        state.records = self.write_nodes(path, ex, &state.ids[..parsed], written, &mut change);
+        let (slots, records) = self.write_nodes(&file, ex, &ids, parsed, written, &mut change);
+        let mut state = FileState {
+            hash: hash.to_owned(),
+            ids: slots,
+            shape: (ids.len() == parsed).then_some(shape),
+            records,
+            ..FileState::default()
+        };
         if !same_order {
             // Kept nodes (under a syntax error) move to the end of the order.
-            for (ord, id) in state.ids.iter().enumerate().skip(parsed) {
-                if let Some(n) = self.nodes.get(id) {
-                    change.nodes.push((ord, n.clone()));
-                }
+            for (ord, &slot) in state.ids.iter().enumerate().skip(parsed) {
+                change.nodes.push((ord, self.table.node(slot)));
             }
         }
         // Same IDs in the same order means the same qualified names, so
@@ -443,25 +488,30 @@ impl Topology {
             }
             o => {
                 state.qual = self.qualified(&state.ids);
-                o.is_none_or(|o| o.qual != state.qual || o.ids.first() != state.ids.first())
+                o.is_none_or(|o| {
+                    exports_before.as_ref() != Some(&self.exports(&state))
+                        || o.ids.first() != state.ids.first()
+                })
             }
         };
-        let ids = &state.ids[..parsed];
+        let parsed_ids = &ids[..parsed];
         let refs_unchanged = same_order
             && old.as_ref().is_some_and(|o| {
                 o.refs.len() == ex.refs.len()
                     && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
-                        a.from == ids[b.from] && a.kind == b.kind && a.target == *b.target
+                        a.from == parsed_ids[b.from].as_str()
+                            && a.kind == b.kind
+                            && a.target == *b.target
                     })
             });
         state.refs = match old.as_mut() {
             Some(o) if refs_unchanged => std::mem::take(&mut o.refs),
-            _ => refs_of(ex, ids, old.as_ref(), &state.ids[parsed..]),
+            _ => refs_of(ex, parsed_ids, old.as_ref(), &ids[parsed..]),
         };
         if !refs_unchanged {
             change.refs = Some(state.refs.clone());
         }
-        let resolve = self.keep_file(path, old, state, refs_unchanged, exports_changed);
+        let resolve = self.keep_file(file, old, state, refs_unchanged, exports_changed);
         (change, resolve)
     }
 
@@ -472,22 +522,20 @@ impl Topology {
         &mut self,
         old: &FileState,
         has_error: bool,
-        ids: &mut Vec<String>,
+        ids: &mut Vec<Id>,
         change: &mut FileChange,
     ) {
-        let new_set: HashSet<&String> = ids.iter().collect();
-        let vanished: Vec<String> = old
-            .ids
-            .iter()
-            .filter(|id| !new_set.contains(id))
-            .cloned()
-            .collect();
-        for id in vanished {
+        let new_set: HashSet<Id> = ids.iter().copied().collect();
+        for &slot in &old.ids {
+            let id = self.table.id(slot);
+            if new_set.contains(&id) {
+                continue;
+            }
             if has_error {
                 ids.push(id);
-            } else if let Some(n) = self.nodes.get_mut(&id) {
-                n.status = NodeStatus::Orphaned;
-                change.orphaned.push(id);
+            } else {
+                self.table.set_status(slot, NodeStatus::Orphaned);
+                change.orphaned.push(id.as_str().to_owned());
             }
         }
     }
@@ -497,7 +545,7 @@ impl Topology {
     /// they must be (see [`Topology::replace_nodes`]).
     fn keep_file(
         &mut self,
-        path: &str,
+        path: Arc<str>,
         old: Option<FileState>,
         mut state: FileState,
         refs_unchanged: bool,
@@ -505,8 +553,8 @@ impl Topology {
     ) -> Option<bool> {
         let resolve = match old {
             None => {
-                self.register_module(path);
-                self.remember_refs(path, &state.refs);
+                self.register_module(&path);
+                self.remember_refs(&path, &state.refs);
                 Some(true)
             }
             Some(o) if refs_unchanged => {
@@ -515,154 +563,185 @@ impl Topology {
             }
             Some(o) => {
                 state.edges = o.edges;
-                self.forget_refs(path, &o.refs);
-                self.remember_refs(path, &state.refs);
+                self.forget_refs(&path, &o.refs);
+                self.remember_refs(&path, &state.refs);
                 Some(exports_changed)
             }
         };
-        self.files.insert(path.to_owned(), state);
+        self.files.insert(path, state);
         resolve
     }
 
-    /// Writes the nodes of `ex` (with their `ids`) that are new or changed,
-    /// noting each in `change`; returns their records. With the file's
-    /// order unchanged, `written` holds the records of its nodes as they
-    /// are (if known): a node of the same record, or the same fields, is
-    /// left as it is.
+    /// Writes the nodes of `ex` (with their `ids`; the first `parsed` are
+    /// the parse's, the others kept from before it) that are new or
+    /// changed, noting each in `change`; returns the slot of every one of
+    /// `ids` and the records of the parsed. With the file's order
+    /// unchanged, `written` holds the records of its nodes as they are (if
+    /// known): a node of the same record, or the same fields, is left as
+    /// it is.
     fn write_nodes(
         &mut self,
-        path: &str,
+        file: &Arc<str>,
         ex: &Extracted,
-        ids: &[String],
+        ids: &[Id],
+        parsed: usize,
         written: Option<&[Record]>,
         change: &mut FileChange,
-    ) -> Vec<Record> {
-        let mut records = Vec::with_capacity(ids.len());
-        for (ord, (raw, id)) in ex.nodes.iter().zip(ids).enumerate() {
+    ) -> (Vec<Slot>, Vec<Record>) {
+        let mut slots = Vec::with_capacity(ids.len());
+        let mut records = Vec::with_capacity(parsed);
+        for (ord, (raw, &id)) in ex.nodes.iter().zip(&ids[..parsed]).enumerate() {
             let record = record_of(raw);
             records.push(record);
-            if written.and_then(|w| w.get(ord)) == Some(&record) {
+            let parent_id = raw.parent.map(|p| ids[p]);
+            let kept = self.table.slot_of(id);
+            let unchanged = kept.filter(|&slot| {
+                if written.and_then(|w| w.get(ord)) == Some(&record) {
+                    return true;
+                }
+                let n = self.table.get(slot);
+                written.is_some()
+                    && n.status == NodeStatus::Active
+                    && n.spans(raw.start_line, raw.end_line)
+                    && n.source_is(&raw.source_hash)
+                    && n.parent == parent_id
+                    && n.file == *file
+            });
+            if let Some(slot) = unchanged {
+                slots.push(slot);
                 continue;
             }
-            let parent_id = raw.parent.map(|p| &ids[p]);
-            match self.nodes.get(id) {
-                None => change.added.push(id.clone()),
-                Some(n)
-                    if written.is_some()
-                        && n.status == NodeStatus::Active
-                        && n.start_line == raw.start_line
-                        && n.end_line == raw.end_line
-                        && n.source_hash == raw.source_hash
-                        && n.parent_id.as_ref() == parent_id
-                        && n.file_path == path =>
-                {
-                    continue
-                }
-                Some(_) => {}
+            if kept.is_none() {
+                change.added.push(id.as_str().to_owned());
             }
             let node = Node {
-                id: id.clone(),
+                id: id.as_str().to_owned(),
                 node_type: raw.node_type,
                 name: raw.name.clone(),
                 qualname: raw.qualname.clone(),
-                parent_id: parent_id.cloned(),
-                file_path: path.to_owned(),
+                parent_id: parent_id.map(|p| p.as_str().to_owned()),
+                file_path: file.to_string(),
                 start_line: raw.start_line,
                 end_line: raw.end_line,
                 status: NodeStatus::Active,
                 source_hash: raw.source_hash.clone(),
             };
-            self.nodes.insert(id.clone(), node.clone());
+            // Every ID is one `Id` holds: it was made into one.
+            slots.extend(self.table.put(&node, file));
             change.nodes.push((ord, node));
         }
-        records
+        slots.extend(
+            ids[parsed..]
+                .iter()
+                .filter_map(|&id| self.table.slot_of(id)),
+        );
+        (slots, records)
     }
-    /// The qualified names of a file's nodes `ids` (its file node first),
-    /// each to the first node of that name.
-    fn qualified(&self, ids: &[String]) -> HashMap<String, String> {
-        let mut qual = HashMap::new();
-        for id in ids.iter().skip(1) {
-            if let Some(n) = self.nodes.get(id) {
-                qual.entry(n.qualname.clone()).or_insert_with(|| id.clone());
-            }
-        }
+
+    /// A file's definitions `slots` (its file node first) by qualified
+    /// name, each name's first.
+    fn qualified(&self, slots: &[Slot]) -> Vec<Slot> {
+        let mut qual: Vec<Slot> = slots.iter().skip(1).copied().collect();
+        // A stable sort: of duplicates, the first stays first.
+        qual.sort_by(|&a, &b| {
+            self.table
+                .get(a)
+                .qualname()
+                .cmp(self.table.get(b).qualname())
+        });
+        qual.dedup_by(|a, b| self.table.get(*a).qualname() == self.table.get(*b).qualname());
         qual
     }
 
-    fn graph_ix(&mut self, id: &str) -> NodeIndex {
-        if let Some(&ix) = self.index.get(id) {
-            return ix;
-        }
-        let ix = self.graph.add_node(id.to_owned());
-        self.index.insert(id.to_owned(), ix);
-        ix
+    /// The definition of `path` named `qual`, if it is one of the file's.
+    fn qualified_in(&self, path: &str, qual: &str) -> Option<Slot> {
+        let f = self.files.get(path)?;
+        let at = f
+            .qual
+            .binary_search_by(|&s| self.table.get(s).qualname().cmp(qual))
+            .ok()?;
+        Some(f.qual[at])
     }
+}
 
-    fn graph_add(&mut self, e: &Edge) {
-        let a = self.graph_ix(&e.from);
-        let b = self.graph_ix(&e.to);
-        self.graph.add_edge(a, b, e.kind);
-    }
+/// Rebuilds the topology from stored rows: every node with whether it is
+/// live (in its file's order), then each file's hash and references, then
+/// every edge. Rows go in one by one, so a project's rows are never all
+/// held at once beside the topology they make.
+#[derive(Default)]
+pub struct Loading {
+    topology: Topology,
+    /// Each path met, shared, with its live nodes in order.
+    live: HashMap<Arc<str>, Vec<Slot>>,
+}
 
-    fn graph_remove(&mut self, e: &Edge) {
-        let (Some(&a), Some(&b)) = (self.index.get(&e.from), self.index.get(&e.to)) else {
+impl Loading {
+    pub fn node(&mut self, node: &Node, live: bool) {
+        let path = node.file_path.as_str();
+        let file = match self.live.get_key_value(path) {
+            Some((file, _)) => Arc::clone(file),
+            None => {
+                let file: Arc<str> = Arc::from(path);
+                self.live.insert(Arc::clone(&file), Vec::new());
+                file
+            }
+        };
+        let Some(slot) = self.topology.table.put(node, &file) else {
             return;
         };
-        let found = self
-            .graph
-            .edges_connecting(a, b)
-            .find(|x| *x.weight() == e.kind)
-            .map(|x| x.id());
-        if let Some(ix) = found {
-            self.graph.remove_edge(ix);
+        if live {
+            if let Some(order) = self.live.get_mut(path) {
+                order.push(slot);
+            }
         }
     }
 
-    // ---- loading from the store ---------------------------------------------
+    pub fn file(&mut self, path: &str, hash: String, refs: Vec<Ref>) {
+        let (file, ids) = self
+            .live
+            .remove_entry(path)
+            .unwrap_or_else(|| (Arc::from(path), Vec::new()));
+        let t = &mut self.topology;
+        let mut state = FileState {
+            hash,
+            ids,
+            refs,
+            ..FileState::default()
+        };
+        state.qual = t.qualified(&state.ids);
+        t.remember_refs(&file, &state.refs);
+        t.register_module(&file);
+        t.files.insert(Arc::clone(&file), state);
+        let words = t.words_in(&file);
+        t.words.change(&file, &BTreeSet::new(), &words);
+    }
 
-    /// Rebuilds the topology from stored rows: every node, each file's hash,
-    /// live node order and references, and every edge.
-    pub fn from_parts(
-        nodes: Vec<Node>,
-        files: Vec<(String, String, Vec<String>, Vec<Ref>)>,
-        edges: Vec<Edge>,
-    ) -> Self {
-        let mut t = Topology::default();
-        for n in nodes {
-            t.nodes.insert(n.id.clone(), n);
+    pub fn edge(&mut self, e: &Edge) {
+        let t = &mut self.topology;
+        let (Some(from), Some(to)) = (t.table.slot(&e.from), t.table.slot(&e.to)) else {
+            return;
+        };
+        let file = Arc::clone(&t.table.get(from).file);
+        if let Some(state) = t.files.get_mut(&file) {
+            state.edges.push(Link {
+                from,
+                to,
+                kind: e.kind,
+            });
         }
-        for (path, hash, ids, refs) in files {
-            let mut state = FileState {
-                hash,
-                ids,
-                refs,
-                ..FileState::default()
-            };
-            for id in state.ids.iter().skip(1) {
-                if let Some(n) = t.nodes.get(id) {
-                    state
-                        .qual
-                        .entry(n.qualname.clone())
-                        .or_insert_with(|| id.clone());
-                }
-            }
-            t.remember_refs(&path, &state.refs);
-            t.register_module(&path);
-            t.files.insert(path.clone(), state);
-            let words = t.words_in(&path);
-            t.words.change(&path, &BTreeSet::new(), &words);
-        }
-        for e in edges {
-            let Some(path) = t.nodes.get(&e.from).map(|n| n.file_path.clone()) else {
-                continue;
-            };
-            if let Some(state) = t.files.get_mut(&path) {
-                if state.edges.insert(e.clone()) {
-                    t.graph_add(&e);
-                }
+    }
+
+    pub fn finish(mut self) -> Topology {
+        let t = &mut self.topology;
+        for state in t.files.values_mut() {
+            state.edges.sort_unstable();
+            state.edges.dedup();
+            for &l in &state.edges {
+                t.table.link(l);
             }
         }
-        t
+        t.table.shrink();
+        self.topology
     }
 }
 
@@ -703,19 +782,24 @@ fn record_of(n: &RawNode) -> Record {
 
 /// The references of `ex` from its nodes `ids`, and under a syntax error
 /// those of the `kept` nodes that vanished from the parse (from `old`).
-fn refs_of(ex: &Extracted, ids: &[String], old: Option<&FileState>, kept: &[String]) -> Vec<Ref> {
+fn refs_of(ex: &Extracted, ids: &[Id], old: Option<&FileState>, kept: &[Id]) -> Vec<Ref> {
     let mut refs: Vec<Ref> = ex
         .refs
         .iter()
         .map(|r| Ref {
-            from: ids[r.from].clone(),
+            from: ids[r.from].as_str().to_owned(),
             kind: r.kind,
             target: Target::clone(&r.target),
         })
         .collect();
     if let Some(o) = old {
-        let kept: HashSet<&String> = kept.iter().collect();
-        refs.extend(o.refs.iter().filter(|r| kept.contains(&r.from)).cloned());
+        let kept: HashSet<&str> = kept.iter().map(Id::as_str).collect();
+        refs.extend(
+            o.refs
+                .iter()
+                .filter(|r| kept.contains(r.from.as_str()))
+                .cloned(),
+        );
     }
     refs
 }

@@ -39,7 +39,7 @@ impl Core {
     pub(super) fn node_view(&self, id: &str) -> Option<NodeView> {
         let ix = self.remora_index.read();
         let t = ix.topology();
-        let n = t.node(id)?.clone();
+        let n = t.node(id)?;
         let text = self
             .store
             .stable_entry(&n.file_path)
@@ -51,9 +51,9 @@ impl Core {
         let ext = extensions.matching(&n);
         Some(NodeView {
             source: node::node_source(&text, &n).unwrap_or_default(),
-            parent: n.parent_id.as_deref().and_then(|p| t.node(p)).cloned(),
-            callers: t.callers(id).into_iter().cloned().collect(),
-            callees: t.callees(id).into_iter().cloned().collect(),
+            parent: n.parent_id.as_deref().and_then(|p| t.node(p)),
+            callers: t.callers(id),
+            callees: t.callees(id),
             custom_prompt: ext
                 .as_ref()
                 .map(|e| e.system_prompt.clone())
@@ -618,7 +618,7 @@ impl NodeBus for Bus {
     fn node(&self, id: &str) -> Option<Node> {
         let core = self.core.upgrade()?;
         let ix = core.remora_index.read();
-        ix.topology().node(id).cloned()
+        ix.topology().node(id)
     }
 
     fn message(

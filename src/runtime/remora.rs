@@ -272,7 +272,13 @@ fn enable_remora(ctx: &Context, confirmed: bool) -> Result<(), WorkerError> {
             ));
         return Ok(());
     }
-    let paths: Vec<String> = ctx.shared.read().topology().file_paths().cloned().collect();
+    let paths: Vec<String> = ctx
+        .shared
+        .read()
+        .topology()
+        .file_paths()
+        .map(str::to_owned)
+        .collect();
     if !confirmed {
         let pending = paths
             .iter()

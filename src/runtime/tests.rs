@@ -618,11 +618,7 @@ fn remora_indexes_the_project_follows_changes_and_writes_inline_ids_once_confirm
         let t = ix.topology();
         let load = t.node_at("util.py", 4).unwrap();
         assert_eq!(load.name, "load");
-        let callees: Vec<&str> = t
-            .callees(&load.id)
-            .iter()
-            .map(|n| n.name.as_str())
-            .collect();
+        let callees: Vec<String> = t.callees(&load.id).into_iter().map(|n| n.name).collect();
         assert_eq!(callees, ["parse_config"]);
     }
     // Not enabled yet: the files are untouched. Enabling asks first.

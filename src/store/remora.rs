@@ -4,7 +4,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{Result, Store};
 use crate::remora::events::{self, Event, EventRecord, Pattern, Trigger};
-use crate::remora::topology::{FileChange, Ref, Topology};
+use crate::remora::topology::{FileChange, Loading, Ref, Topology};
 use crate::remora::{Edge, EdgeKind, Node, NodeStatus, NodeType};
 
 /// Writes one update of the topology.
@@ -95,22 +95,16 @@ fn node_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Node> {
 const NODE_COLUMNS: &str = "id, node_type, name, qualname, parent_id, file_path,
      start_line, end_line, status, source_hash";
 
-/// The whole topology as stored.
+/// The whole topology as stored, row by row.
 pub fn load_topology(conn: &Connection) -> Result<Topology> {
+    let mut loading = Loading::default();
     let mut stmt = conn.prepare(&format!(
         "SELECT {NODE_COLUMNS}, ord FROM nodes ORDER BY file_path, ord"
     ))?;
-    let mut nodes = Vec::new();
-    let mut live: std::collections::HashMap<String, Vec<String>> = Default::default();
     let rows = stmt.query_map([], |r| Ok((node_from_row(r)?, r.get::<_, i64>(10)?)))?;
     for row in rows {
         let (node, ord) = row?;
-        if ord >= 0 && node.status == NodeStatus::Active {
-            live.entry(node.file_path.clone())
-                .or_default()
-                .push(node.id.clone());
-        }
-        nodes.push(node);
+        loading.node(&node, ord >= 0 && node.status == NodeStatus::Active);
     }
     let mut stmt = conn.prepare("SELECT path, hash, refs FROM remora_files")?;
     let rows = stmt.query_map([], |r| {
@@ -120,12 +114,10 @@ pub fn load_topology(conn: &Connection) -> Result<Topology> {
             r.get::<_, String>(2)?,
         ))
     })?;
-    let mut files = Vec::new();
     for row in rows {
         let (path, hash, refs) = row?;
         let refs: Vec<Ref> = serde_json::from_str(&refs)?;
-        let ids = live.remove(&path).unwrap_or_default();
-        files.push((path, hash, ids, refs));
+        loading.file(&path, hash, refs);
     }
     let mut stmt = conn.prepare("SELECT from_id, to_id, edge_type FROM edges")?;
     let rows = stmt.query_map([], |r| {
@@ -135,14 +127,13 @@ pub fn load_topology(conn: &Connection) -> Result<Topology> {
             r.get::<_, String>(2)?,
         ))
     })?;
-    let mut edges = Vec::new();
     for row in rows {
         let (from, to, kind) = row?;
         if let Some(kind) = EdgeKind::parse(&kind) {
-            edges.push(Edge { from, to, kind });
+            loading.edge(&Edge { from, to, kind });
         }
     }
-    Ok(Topology::from_parts(nodes, files, edges))
+    Ok(loading.finish())
 }
 
 impl Store {

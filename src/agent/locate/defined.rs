@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use crate::lang::{self, DefKind, Definition};
 use crate::remora::topology::Topology;
-use crate::remora::{Node, NodeType};
+use crate::remora::{self, NodeType};
 
 /// Source files read at most when their texts are the only way to know:
 /// on a larger project, the definitions in the others are not found.
@@ -45,11 +45,11 @@ impl Named {
         }
     }
 
-    fn of_node(n: &Node) -> Self {
+    fn of_indexed((node_type, name, qualname): (NodeType, &str, &str)) -> Self {
         Named {
-            name: n.name.clone(),
-            parent: n.parent_name().map(str::to_owned),
-            class: n.node_type == NodeType::Class,
+            name: name.to_owned(),
+            parent: remora::parent_name(qualname, name).map(str::to_owned),
+            class: node_type == NodeType::Class,
         }
     }
 
@@ -114,11 +114,11 @@ fn indexed(parts: &[&str], files: &[String], topology: &Topology) -> Vec<(usize,
                 continue;
             }
             let named = topology
-                .nodes_in(file)
-                .into_iter()
-                .skip(1)
-                .filter(|n| names_a_part(&n.name) || n.parent_name().is_some_and(names_a_part))
-                .map(Named::of_node)
+                .definitions_in(file)
+                .filter(|&(_, name, qual)| {
+                    names_a_part(name) || remora::parent_name(qual, name).is_some_and(names_a_part)
+                })
+                .map(Named::of_indexed)
                 .collect();
             by_file.insert(file, named);
         }

@@ -18,7 +18,6 @@ fn node(ix: &Indexer, qualname: &str) -> Node {
         .nodes_in("m.py")
         .into_iter()
         .find(|n| n.qualname == qualname)
-        .cloned()
         .unwrap()
 }
 
@@ -139,8 +138,8 @@ fn the_prompt_is_the_seed_base_prompt_hydrated() {
     let t = ix.topology();
     let view = NodeView {
         source: node_source(SRC, &load).unwrap(),
-        parent: t.node(load.parent_id.as_deref().unwrap()).cloned(),
-        callers: t.callers(&load.id).into_iter().cloned().collect(),
+        parent: t.node(load.parent_id.as_deref().unwrap()),
+        callers: t.callers(&load.id),
         callees: vec![],
         node: Some(load.clone()),
         ..NodeView::default()
@@ -554,7 +553,6 @@ fn node_in(path: &str, text: &str, qualname: &str) -> Node {
         .nodes_in(path)
         .into_iter()
         .find(|n| n.qualname == qualname)
-        .cloned()
         .unwrap_or_else(|| panic!("no {qualname} in {path}"))
 }
 

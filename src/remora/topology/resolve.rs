@@ -2,31 +2,29 @@
 //! which files reach into a module (to resolve again when it changes), and
 //! each reference resolved to the node it names.
 
-use std::collections::BTreeSet;
+use std::sync::Arc;
 
+use super::table::{Link, Slot};
 use super::{FileChange, Ref, Topology};
 use crate::lang::{module_key, ModuleStyle};
 use crate::remora::extract::Target;
-use crate::remora::{Edge, EdgeKind, NodeStatus};
+use crate::remora::{EdgeKind, NodeStatus};
 
 impl Topology {
-    pub(super) fn register_module(&mut self, path: &str) {
+    pub(super) fn register_module(&mut self, path: &Arc<str>) {
         let module = module_key(path);
         // A `src/` layout imports `pkg.mod`, not `src.pkg.mod`.
         if let Some(stripped) = module.strip_prefix("src.") {
             self.modules
                 .entry(stripped.to_owned())
-                .or_insert_with(|| path.to_owned());
-            self.members
-                .entry(stripped.to_owned())
-                .or_default()
-                .insert(path.to_owned());
+                .or_insert_with(|| Arc::clone(path));
+            insert_sorted(self.members.entry(stripped.to_owned()).or_default(), path);
         }
         let files = self.members.entry(module.clone()).or_default();
-        files.insert(path.to_owned());
+        insert_sorted(files, path);
         // A package of several files stands as its first, whatever order
         // they were indexed in.
-        let first = files.first().cloned().unwrap_or_else(|| path.to_owned());
+        let first = files.first().cloned().unwrap_or_else(|| Arc::clone(path));
         self.modules.insert(module, first);
     }
 
@@ -34,27 +32,28 @@ impl Topology {
     /// package stands for it, if there is one.
     pub(super) fn forget_module(&mut self, path: &str) {
         self.members.retain(|_, files| {
-            files.remove(path);
+            if let Ok(at) = files.binary_search_by(|f| (**f).cmp(path)) {
+                files.remove(at);
+            }
             !files.is_empty()
         });
-        self.modules.retain(|_, p| p != path);
+        self.modules.retain(|_, p| &**p != path);
         for (key, files) in &self.members {
             if let Some(first) = files.first() {
                 self.modules
                     .entry(key.clone())
-                    .or_insert_with(|| first.clone());
+                    .or_insert_with(|| Arc::clone(first));
             }
         }
     }
 
     /// Every file of the module `key` names (shorter forms tried as in
     /// [`Topology::module_path`]), in path order.
-    pub(super) fn module_files(&self, key: &str) -> Vec<&String> {
+    pub(super) fn module_files(&self, key: &str) -> &[Arc<str>] {
         std::iter::once(key.to_owned())
             .chain(ModuleStyle::fallbacks(key))
             .find_map(|k| self.members.get(&k))
-            .map(|files| files.iter().collect())
-            .unwrap_or_default()
+            .map_or(&[], Vec::as_slice)
     }
 
     pub(super) fn target_modules(target: &Target) -> Vec<String> {
@@ -75,19 +74,20 @@ impl Topology {
 
     /// The file of the module `key` names, trying its shorter forms (a Go
     /// import's path) when the project has no file under the whole key.
-    pub(super) fn module_path(&self, key: &str) -> Option<&String> {
+    pub(super) fn module_path(&self, key: &str) -> Option<&str> {
         self.modules
             .get(key)
             .or_else(|| ModuleStyle::fallbacks(key).find_map(|k| self.modules.get(&k)))
+            .map(|p| &**p)
     }
 
-    pub(super) fn remember_refs(&mut self, path: &str, refs: &[Ref]) {
+    pub(super) fn remember_refs(&mut self, path: &Arc<str>, refs: &[Ref]) {
         for r in refs {
             for m in Self::target_modules(&r.target) {
                 self.dependents
                     .entry(m)
                     .or_default()
-                    .insert(path.to_owned());
+                    .insert(Arc::clone(path));
             }
         }
     }
@@ -116,8 +116,8 @@ impl Topology {
             .iter()
             .filter_map(|m| self.dependents.get(m))
             .flatten()
-            .filter(|p| *p != path)
-            .cloned()
+            .filter(|p| &***p != path)
+            .map(|p| p.to_string())
             .collect();
         out.sort();
         out.dedup();
@@ -128,87 +128,95 @@ impl Topology {
     /// difference in `change` and in the graph.
     pub(super) fn resolve_files(&mut self, paths: &[String], change: &mut FileChange) {
         for path in paths {
-            let Some(state) = self.files.get(path) else {
+            let Some(state) = self.files.get(path.as_str()) else {
                 continue;
             };
-            let mut edges = BTreeSet::new();
-            for id in state.ids.iter().skip(1) {
-                if let Some(parent) = self.nodes.get(id).and_then(|n| n.parent_id.clone()) {
-                    edges.insert(Edge {
-                        from: parent,
-                        to: id.clone(),
+            let mut edges = Vec::new();
+            for &slot in state.ids.iter().skip(1) {
+                let parent = self.table.get(slot).parent;
+                if let Some(from) = parent.and_then(|p| self.table.slot_of(p)) {
+                    edges.push(Link {
+                        from,
+                        to: slot,
                         kind: EdgeKind::ParentOf,
                     });
                 }
             }
             for r in &state.refs {
-                if let Some(to) = self.resolve(path, r) {
-                    if to != r.from || r.kind == EdgeKind::Calls {
-                        edges.insert(Edge {
-                            from: r.from.clone(),
-                            to,
-                            kind: r.kind,
-                        });
-                    }
+                let (Some(from), Some(to)) = (self.table.slot(&r.from), self.resolve(path, r))
+                else {
+                    continue;
+                };
+                if to != from || r.kind == EdgeKind::Calls {
+                    edges.push(Link {
+                        from,
+                        to,
+                        kind: r.kind,
+                    });
                 }
             }
+            edges.sort_unstable();
+            edges.dedup();
             let old = self
                 .files
-                .get_mut(path)
+                .get_mut(path.as_str())
                 .map(|s| std::mem::take(&mut s.edges))
                 .unwrap_or_default();
-            for e in old.difference(&edges) {
-                self.graph_remove(e);
-                change.removed_edges.push(e.clone());
+            for &l in old.iter().filter(|l| edges.binary_search(l).is_err()) {
+                self.table.unlink(l);
+                change.removed_edges.push(self.table.edge(l));
             }
-            for e in edges.difference(&old) {
-                self.graph_add(e);
-                change.added_edges.push(e.clone());
+            for &l in edges.iter().filter(|l| old.binary_search(l).is_err()) {
+                self.table.link(l);
+                change.added_edges.push(self.table.edge(l));
             }
-            if let Some(s) = self.files.get_mut(path) {
+            if let Some(s) = self.files.get_mut(path.as_str()) {
                 s.edges = edges;
             }
         }
     }
 
-    pub(super) fn resolve(&self, path: &str, r: &Ref) -> Option<String> {
-        let in_file = |p: &str, qual: &str| -> Option<String> {
-            self.files.get(p).and_then(|f| f.qual.get(qual)).cloned()
-        };
-        let file_node = |m: &str| -> Option<String> {
+    pub(super) fn resolve(&self, path: &str, r: &Ref) -> Option<Slot> {
+        let file_node = |m: &str| -> Option<Slot> {
             let p = self.module_path(m)?;
-            self.files.get(p).and_then(|f| f.ids.first()).cloned()
+            self.files.get(p).and_then(|f| f.ids.first()).copied()
         };
         match (&r.target, r.kind) {
-            (Target::Local { name }, _) => in_file(path, name),
-            (Target::Method { class, name }, _) => in_file(path, &format!("{class}.{name}")),
+            (Target::Local { name }, _) => self.qualified_in(path, name),
+            (Target::Method { class, name }, _) => {
+                self.qualified_in(path, &format!("{class}.{name}"))
+            }
             (Target::InModule { module, name }, EdgeKind::Imports) => {
                 file_node(&ModuleStyle::child(module, name)).or_else(|| file_node(module))
             }
             // A Go package's name is in any of its files.
             (Target::InModule { module, name }, _) => {
-                self.module_files(module).into_iter().find_map(|p| {
+                self.module_files(module).iter().find_map(|p| {
                     // A Lua or JavaScript module is often a table or object
                     // of functions (`M.bound`): its name there is one level
                     // down.
-                    in_file(p, name).or_else(|| {
+                    self.qualified_in(p, name).or_else(|| {
                         // (Python's keys have no family: `m.f` is `f` in `m`.)
                         let f = self.files.get(p).filter(|_| module.contains(':'))?;
                         let suffix = format!(".{name}");
-                        let mut found = f.qual.iter().filter(|(q, _)| {
+                        let mut found = f.qual.iter().filter(|&&s| {
+                            let q = self.table.get(s).qualname();
                             q.strip_suffix(&suffix).is_some_and(|t| !t.contains('.'))
                         });
-                        let (_, id) = found.next()?;
-                        found.next().is_none().then(|| id.clone())
+                        let &slot = found.next()?;
+                        found.next().is_none().then_some(slot)
                     })
                 })
             }
             (Target::Module { module }, _) => file_node(module),
         }
-        .filter(|to| {
-            self.nodes
-                .get(to)
-                .is_some_and(|n| n.status == NodeStatus::Active)
-        })
+        .filter(|&to| self.table.get(to).status == NodeStatus::Active)
+    }
+}
+
+/// Puts `path` in `files`, kept in order, unless it is there.
+fn insert_sorted(files: &mut Vec<Arc<str>>, path: &Arc<str>) {
+    if let Err(at) = files.binary_search(path) {
+        files.insert(at, Arc::clone(path));
     }
 }

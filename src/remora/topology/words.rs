@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::super::Node;
+use super::super::parent_name;
 
 #[derive(Debug, Default)]
 pub(super) struct Words {
@@ -46,12 +46,13 @@ impl Words {
     }
 }
 
-/// The words of definitions `nodes`: their names and what they belong to.
-pub(super) fn words_of<'n>(nodes: impl Iterator<Item = &'n Node>) -> BTreeSet<String> {
+/// The words of definitions `(name, qualified name)`: their names and what
+/// they belong to.
+pub(super) fn words_of<'n>(defs: impl Iterator<Item = (&'n str, &'n str)>) -> BTreeSet<String> {
     let mut words = BTreeSet::new();
-    for n in nodes {
-        words.insert(n.name.clone());
-        words.extend(n.parent_name().map(str::to_owned));
+    for (name, qualname) in defs {
+        words.insert(name.to_owned());
+        words.extend(parent_name(qualname, name).map(str::to_owned));
     }
     words
 }
