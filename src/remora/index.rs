@@ -272,13 +272,14 @@ impl Indexer {
             return Ok(stats);
         }
         self.hydrate(store)?;
-        let mut changes = Vec::new();
+        let mut removed = Vec::new();
         for p in gone {
             if let Some(c) = self.topo.remove_file(&p) {
-                changes.push(c);
+                removed.push(c);
                 stats.removed += 1;
             }
         }
+        let mut added = Vec::new();
         let next = AtomicUsize::new(0);
         let (tx, rx) = mpsc::sync_channel::<(String, String, Option<Extracted>)>(256);
         let topo = &mut self.topo;
@@ -303,18 +304,23 @@ impl Indexer {
                 match ex {
                     Some(ex) => {
                         stats.parsed += 1;
-                        changes.push(topo.add_file_unresolved(&path, &hash, &ex));
+                        added.push(topo.add_file_unresolved(&path, &hash, &ex));
                     }
                     None => stats.unchanged += 1,
                 }
             }
         });
-        if stats.parsed > 0 || stats.removed > 0 {
-            changes.extend(self.topo.resolve_all());
+        if stats.parsed == 0 && stats.removed == 0 {
+            return Ok(stats);
         }
-        if !changes.is_empty() {
-            store.remora_apply(&changes)?;
-        }
+        let topo = &mut self.topo;
+        store.remora_apply_with(|write| {
+            removed.iter().try_for_each(&mut *write)?;
+            for pending in added {
+                write(&topo.written(pending))?;
+            }
+            topo.resolve_all(|change| write(&change))
+        })?;
         Ok(stats)
     }
 }

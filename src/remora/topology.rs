@@ -13,7 +13,7 @@ use super::extract::{Extracted, Target};
 use super::extracted::RawNode;
 use super::ids::{self, Id};
 use super::{Edge, EdgeKind, Node, NodeStatus, NodeType};
-use table::{Link, Slot, Table};
+use table::{Fields, Link, Slot, Table};
 
 mod resolve;
 mod table;
@@ -66,6 +66,48 @@ pub struct FileChange {
     pub orphaned: Vec<String>,
     pub added_edges: Vec<Edge>,
     pub removed_edges: Vec<Edge>,
+}
+
+/// A change of a bulk index ([`Topology::add_file_unresolved`]), kept
+/// until it is written: its nodes named by slot and its references left in
+/// the topology, so that a monorepo's first index does not hold a copy of
+/// every node besides the topology's own.
+#[derive(Debug)]
+pub struct Pending {
+    change: FileChange,
+    lean: Lean,
+    /// Its references changed.
+    refs: bool,
+}
+
+/// The nodes an update wrote and the IDs it made, as a bulk index keeps them.
+#[derive(Debug, Default)]
+struct Lean {
+    nodes: Vec<(usize, Slot)>,
+    added: Vec<Id>,
+}
+
+/// Where an update notes what it did: whole in its change (for the store
+/// and the event log at once), or lean for a bulk index ([`Pending`]).
+struct Notes {
+    change: FileChange,
+    lean: Option<Lean>,
+}
+
+impl Notes {
+    fn added(&mut self, id: Id) {
+        match &mut self.lean {
+            Some(lean) => lean.added.push(id),
+            None => self.change.added.push(id.as_str().to_owned()),
+        }
+    }
+
+    fn node(&mut self, ord: usize, slot: Slot, table: &Table) {
+        match &mut self.lean {
+            Some(lean) => lean.nodes.push((ord, slot)),
+            None => self.change.nodes.push((ord, table.node(slot))),
+        }
+    }
 }
 
 /// The whole topology.
@@ -350,8 +392,9 @@ impl Topology {
     /// Takes in the new parse of `path` and resolves edges at once (the file
     /// and every file with references into it).
     pub fn update_file(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
-        let (mut change, resolve) =
-            self.keeping_words(path, ex, |t| t.replace_nodes(path, hash, ex));
+        let (notes, resolve) =
+            self.keeping_words(path, ex, |t| t.replace_nodes(path, hash, ex, false));
+        let mut change = notes.change;
         let Some(exports_changed) = resolve else {
             return change;
         };
@@ -392,28 +435,58 @@ impl Topology {
     }
 
     /// Bulk loading: takes in a file's nodes without resolving any edge;
-    /// call [`Topology::resolve_all`] once every file is in.
-    pub fn add_file_unresolved(&mut self, path: &str, hash: &str, ex: &Extracted) -> FileChange {
-        self.keeping_words(path, ex, |t| t.replace_nodes(path, hash, ex).0)
+    /// call [`Topology::resolve_all`] once every file is in. The change is
+    /// kept lean until [`Topology::written`] gives it whole.
+    pub fn add_file_unresolved(&mut self, path: &str, hash: &str, ex: &Extracted) -> Pending {
+        let (notes, _) = self.keeping_words(path, ex, |t| t.replace_nodes(path, hash, ex, true));
+        let mut change = notes.change;
+        let refs = change.refs.take().is_some();
+        Pending {
+            change,
+            lean: notes.lean.unwrap_or_default(),
+            refs,
+        }
     }
 
-    /// Resolves the edges of every file (after bulk loading); returns one
-    /// change per file whose edges changed.
-    pub fn resolve_all(&mut self) -> Vec<FileChange> {
+    /// The whole change `pending` stands for: its nodes and references as
+    /// the topology holds them now.
+    pub fn written(&self, pending: Pending) -> FileChange {
+        let Pending {
+            mut change,
+            lean,
+            refs,
+        } = pending;
+        change.nodes = lean
+            .nodes
+            .into_iter()
+            .map(|(ord, slot)| (ord, self.table.node(slot)))
+            .collect();
+        change.added = lean.added.iter().map(|id| id.as_str().to_owned()).collect();
+        if refs {
+            change.refs = self.files.get(change.path.as_str()).map(|f| f.refs.clone());
+        }
+        change
+    }
+
+    /// Resolves the edges of every file (after bulk loading); hands `each`
+    /// the change of every file whose edges changed, one by one.
+    pub fn resolve_all<E>(
+        &mut self,
+        mut each: impl FnMut(FileChange) -> Result<(), E>,
+    ) -> Result<(), E> {
         self.table.shrink();
         let paths: Vec<String> = self.file_paths().map(str::to_owned).collect();
-        paths
-            .into_iter()
-            .filter_map(|p| {
-                let mut change = FileChange {
-                    path: p.clone(),
-                    ..FileChange::default()
-                };
-                self.resolve_files(std::slice::from_ref(&p), &mut change);
-                (!change.added_edges.is_empty() || !change.removed_edges.is_empty())
-                    .then_some(change)
-            })
-            .collect()
+        for p in paths {
+            let mut change = FileChange {
+                path: p.clone(),
+                ..FileChange::default()
+            };
+            self.resolve_files(std::slice::from_ref(&p), &mut change);
+            if !change.added_edges.is_empty() || !change.removed_edges.is_empty() {
+                each(change)?;
+            }
+        }
+        Ok(())
     }
 
     /// The qualified names of a file's definitions with their slots: what
@@ -434,7 +507,8 @@ impl Topology {
         path: &str,
         hash: &str,
         ex: &Extracted,
-    ) -> (FileChange, Option<bool>) {
+        lean: bool,
+    ) -> (Notes, Option<bool>) {
         let (file, mut old) = match self.files.remove_entry(path) {
             Some((file, old)) => (file, Some(old)),
             None => (Arc::from(path), None),
@@ -448,13 +522,16 @@ impl Topology {
             _ => self.ids_for(path, old.as_ref(), ex),
         };
         let parsed = ids.len();
-        let mut change = FileChange {
-            path: path.to_owned(),
-            hash: hash.to_owned(),
-            ..FileChange::default()
+        let mut notes = Notes {
+            change: FileChange {
+                path: path.to_owned(),
+                hash: hash.to_owned(),
+                ..FileChange::default()
+            },
+            lean: lean.then(Lean::default),
         };
         if let Some(o) = old.as_ref().filter(|_| !same) {
-            self.keep_or_orphan(o, ex.has_error, &mut ids, &mut change);
+            self.keep_or_orphan(o, ex.has_error, &mut ids, &mut notes.change);
         }
         let same_order = same || old.as_ref().is_some_and(|o| self.ids_of(&o.ids) == ids);
         let exports_before = match &old {
@@ -465,7 +542,7 @@ impl Topology {
             Some(o) if same_order => Some(o.records.as_slice()),
             _ => None,
         };
-        let (slots, records) = self.write_nodes(&file, ex, &ids, parsed, written, &mut change);
+        let (slots, records) = self.write_nodes(&file, ex, &ids, parsed, written, &mut notes);
         let mut state = FileState {
             hash: hash.to_owned(),
             ids: slots,
@@ -476,7 +553,7 @@ impl Topology {
         if !same_order {
             // Kept nodes (under a syntax error) move to the end of the order.
             for (ord, &slot) in state.ids.iter().enumerate().skip(parsed) {
-                change.nodes.push((ord, self.table.node(slot)));
+                notes.node(ord, slot, &self.table);
             }
         }
         // Same IDs in the same order means the same qualified names, so
@@ -509,10 +586,11 @@ impl Topology {
             _ => refs_of(ex, parsed_ids, old.as_ref(), &ids[parsed..]),
         };
         if !refs_unchanged {
-            change.refs = Some(state.refs.clone());
+            // A lean change notes only that they changed: they are the file's.
+            notes.change.refs = Some(if lean { Vec::new() } else { state.refs.clone() });
         }
         let resolve = self.keep_file(file, old, state, refs_unchanged, exports_changed);
-        (change, resolve)
+        (notes, resolve)
     }
 
     /// The nodes of `old` not among `ids`: kept at the end of `ids` under a
@@ -586,7 +664,7 @@ impl Topology {
         ids: &[Id],
         parsed: usize,
         written: Option<&[Record]>,
-        change: &mut FileChange,
+        notes: &mut Notes,
     ) -> (Vec<Slot>, Vec<Record>) {
         let mut slots = Vec::with_capacity(ids.len());
         let mut records = Vec::with_capacity(parsed);
@@ -612,23 +690,22 @@ impl Topology {
                 continue;
             }
             if kept.is_none() {
-                change.added.push(id.as_str().to_owned());
+                notes.added(id);
             }
-            let node = Node {
-                id: id.as_str().to_owned(),
+            let fields = Fields {
+                id,
                 node_type: raw.node_type,
-                name: raw.name.clone(),
-                qualname: raw.qualname.clone(),
-                parent_id: parent_id.map(|p| p.as_str().to_owned()),
-                file_path: file.to_string(),
+                status: NodeStatus::Active,
                 start_line: raw.start_line,
                 end_line: raw.end_line,
-                status: NodeStatus::Active,
-                source_hash: raw.source_hash.clone(),
+                parent: parent_id,
+                name: &raw.name,
+                qualname: &raw.qualname,
+                source_hash: &raw.source_hash,
             };
-            // Every ID is one `Id` holds: it was made into one.
-            slots.extend(self.table.put(&node, file));
-            change.nodes.push((ord, node));
+            let slot = self.table.put(fields, file);
+            slots.push(slot);
+            notes.node(ord, slot, &self.table);
         }
         slots.extend(
             ids[parsed..]
@@ -686,9 +763,10 @@ impl Loading {
                 file
             }
         };
-        let Some(slot) = self.topology.table.put(node, &file) else {
+        let Some(fields) = Fields::of(node) else {
             return;
         };
+        let slot = self.topology.table.put(fields, &file);
         if live {
             if let Some(order) = self.live.get_mut(path) {
                 order.push(slot);

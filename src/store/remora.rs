@@ -139,12 +139,17 @@ pub fn load_topology(conn: &Connection) -> Result<Topology> {
 impl Store {
     /// Writes several topology updates in one transaction.
     pub fn remora_apply(&self, changes: &[FileChange]) -> Result<()> {
-        self.transaction(|tx| {
-            for c in changes {
-                apply_change(tx, c)?;
-            }
-            Ok(())
-        })
+        self.remora_apply_with(|write| changes.iter().try_for_each(write))
+    }
+
+    /// Writes in one transaction every update `make` hands its writer, as
+    /// it makes them: a bulk index writes a monorepo's changes without
+    /// holding them all.
+    pub fn remora_apply_with(
+        &self,
+        make: impl FnOnce(&mut dyn FnMut(&FileChange) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        self.transaction(|tx| make(&mut |c| apply_change(tx, c)))
     }
 
     /// `path → hash` of every indexed file.

@@ -111,6 +111,38 @@ impl Entry {
     }
 }
 
+/// A node's fields as [`Table::put`] takes them, borrowed from wherever
+/// they are (a parse, a row of the store).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fields<'a> {
+    pub id: Id,
+    pub node_type: NodeType,
+    pub status: NodeStatus,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub parent: Option<Id>,
+    pub name: &'a str,
+    pub qualname: &'a str,
+    pub source_hash: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of `node`; `None` for an ID too long to be one.
+    pub fn of(node: &'a Node) -> Option<Self> {
+        Some(Fields {
+            id: Id::new(&node.id)?,
+            node_type: node.node_type,
+            status: node.status,
+            start_line: node.start_line,
+            end_line: node.end_line,
+            parent: node.parent_id.as_deref().and_then(Id::new),
+            name: &node.name,
+            qualname: &node.qualname,
+            source_hash: &node.source_hash,
+        })
+    }
+}
+
 /// An edge between two slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) struct Link {
@@ -191,12 +223,12 @@ impl Table {
     }
 
     /// Keeps `node` (of the file `file`, its path shared), in the slot of
-    /// its ID if it has one; `None` for an ID too long to be one.
-    pub fn put(&mut self, node: &Node, file: &Arc<str>) -> Option<Slot> {
-        let id = Id::new(&node.id)?;
-        let name = match node.qualname.strip_suffix(node.name.as_str()) {
+    /// its ID if it has one.
+    pub fn put(&mut self, node: Fields<'_>, file: &Arc<str>) -> Slot {
+        let id = node.id;
+        let name = match node.qualname.strip_suffix(node.name) {
             Some(_) => Name::Tail(node.name.len() as u32),
-            None => Name::Own(node.name.as_str().into()),
+            None => Name::Own(node.name.into()),
         };
         let entry = Entry {
             id,
@@ -204,21 +236,21 @@ impl Table {
             status: node.status,
             start_line: node.start_line as u32,
             end_line: node.end_line as u32,
-            parent: node.parent_id.as_deref().and_then(Id::new),
+            parent: node.parent,
             file: Arc::clone(file),
-            qualname: node.qualname.as_str().into(),
+            qualname: node.qualname.into(),
             name,
-            source: SourceHash::of(&node.source_hash),
+            source: SourceHash::of(node.source_hash),
         };
         if let Some(slot) = self.slot_of(id) {
             self.entries[slot as usize] = entry;
-            return Some(slot);
+            return slot;
         }
         let slot = self.entries.len() as Slot;
         self.entries.push(entry);
         self.slots.insert(id, slot);
         self.graph.add_node(());
-        Some(slot)
+        slot
     }
 
     pub fn link(&mut self, l: Link) {
@@ -309,14 +341,14 @@ mod tests {
             node("rm_cccccccc", "", "x", ""),
             node("rm_dddddddd", "f", "f", &blake[..63]),
         ] {
-            let slot = t.put(&n, &file).unwrap();
+            let slot = t.put(Fields::of(&n).unwrap(), &file);
             assert_eq!(t.node(slot), n);
             assert!(t.get(slot).source_is(&n.source_hash));
             assert_eq!(t.get(slot).name(), n.name);
         }
         // Kept again under the same ID: the same slot, the new fields.
         let again = node("rm_aaaaaaaa", "add", "Store.add", "");
-        assert_eq!(t.put(&again, &file), Some(0));
+        assert_eq!(t.put(Fields::of(&again).unwrap(), &file), 0);
         assert_eq!(t.node(0), again);
         assert_eq!(t.len(), 4);
     }
