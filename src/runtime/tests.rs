@@ -1701,3 +1701,58 @@ fn a_task_finds_a_definition_past_the_files_it_could_read_by_the_index() {
     );
     core.shutdown(Duration::from_secs(2));
 }
+
+/// A forked agent sees the project as it was in its snapshot, which the
+/// Remora index no longer describes: its task finds its place in the
+/// snapshot's files, not in the index of today's.
+#[test]
+fn a_fork_finds_its_place_in_its_snapshot_which_the_index_no_longer_holds() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let edit = "```python\nsrc = read_file('legacy.py')\nwrite_file('legacy.py', src.replace('    return sum(xs) * 7919', '    \"\"\"Total.\"\"\"\\n    return sum(xs) * 7919'))\nsubmit_result('Added a docstring', ['legacy.py'])\n```";
+    let server = rt.block_on(FakeServer::start(vec![Reply::OpenaiStream(edit.into())]));
+    let dir = project();
+    let legacy = dir.path().join("legacy.py");
+    std::fs::write(
+        &legacy,
+        "def legacy_total(xs):\n    return sum(xs) * 7919\n",
+    )
+    .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (core, mut rx) = start_core(config(&server.url), root.clone());
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: None }).then_some(())
+    });
+    core.send(ToCore::Snapshot {
+        id: "snap0001".into(),
+        message: "with legacy.py".into(),
+    })
+    .unwrap();
+    wait_for(&mut rx, &rt, |m| match m {
+        ToEditor::Snapshots { snapshots } if snapshots.iter().any(|s| s.id == "snap0001") => {
+            Some(())
+        }
+        _ => None,
+    });
+    // The file goes; the index follows.
+    std::fs::remove_file(&legacy).unwrap();
+    wait_for(&mut rx, &rt, |m| {
+        matches!(m, ToEditor::Topology { path: Some(p) } if p.ends_with("legacy.py")).then_some(())
+    });
+    core.send(ToCore::Fork {
+        id: "fk1".into(),
+        snapshot: "snap0001".into(),
+        task: "add a docstring to legacy_total".into(),
+    })
+    .unwrap();
+    let files = proposal_of(&mut rx, &rt, "fk1");
+    assert!(
+        files.iter().any(|f| f.path.ends_with("legacy.py")),
+        "{files:?}"
+    );
+    let asked = server.requests.lock().unwrap().first().cloned().unwrap();
+    assert!(
+        asked.contains("7919"),
+        "the model is shown the snapshot's file: {asked}"
+    );
+    core.shutdown(Duration::from_secs(2));
+}
