@@ -45,7 +45,8 @@ pub struct FileState {
     /// from the store.
     shape: Option<blake3::Hash>,
     /// The [`record_of`] each parsed node as written, in order: a node
-    /// whose record is the same needs no look in the topology.
+    /// whose record is the same needs no look in the topology. Empty for a
+    /// file of a bulk index or loaded from the store (not being edited).
     records: Vec<Record>,
 }
 
@@ -547,7 +548,10 @@ impl Topology {
             hash: hash.to_owned(),
             ids: slots,
             shape: (ids.len() == parsed).then_some(shape),
-            records,
+            // A bulk index's files are not being edited: a file loaded from
+            // the store has no records either, and its first edit compares
+            // fields instead.
+            records: if lean { Vec::new() } else { records },
             ..FileState::default()
         };
         if !same_order {

@@ -18,7 +18,8 @@ use super::super::{Edge, EdgeKind, Node, NodeStatus, NodeType};
 /// stays), so a slot names the same node for the table's life.
 pub(super) type Slot = u32;
 
-/// One node, as the table holds it.
+/// One node, as the table holds it; its texts are in the table's
+/// ([`Table::get`] reads them).
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub id: Id,
@@ -29,79 +30,93 @@ pub(super) struct Entry {
     pub parent: Option<Id>,
     /// Shared with the other nodes of its file.
     pub file: Arc<str>,
-    qualname: Box<str>,
-    name: Name,
+    qualname: Span,
+    /// Nearly always the end of the qualified name's span.
+    name: Span,
     source: SourceHash,
 }
 
-/// A node's name: nearly always the end of its qualified name.
-#[derive(Debug, Clone)]
-enum Name {
-    /// The last this many bytes of the qualified name.
-    Tail(u32),
-    Own(Box<str>),
+/// Where a text is in the table's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    at: u32,
+    len: u32,
 }
 
 /// A node's source hash: blake3's 64 hex digits as the 32 bytes they
-/// spell, anything else as it was given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// spell, anything else as it was given (in the table's text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SourceHash {
     Blake3([u8; 32]),
-    Other(Box<str>),
+    Other(Span),
 }
 
-impl SourceHash {
-    fn of(hex: &str) -> Self {
-        let digit = |b: u8| match b {
-            b'0'..=b'9' => Some(b - b'0'),
-            b'a'..=b'f' => Some(b - b'a' + 10),
-            _ => None,
-        };
-        let mut bytes = [0u8; 32];
-        let decoded = hex.len() == 64
-            && hex
-                .as_bytes()
-                .chunks(2)
-                .zip(bytes.iter_mut())
-                .all(|(pair, out)| match (digit(pair[0]), digit(pair[1])) {
-                    (Some(hi), Some(lo)) => {
-                        *out = hi << 4 | lo;
-                        true
-                    }
-                    _ => false,
-                });
-        if decoded {
-            SourceHash::Blake3(bytes)
-        } else {
-            SourceHash::Other(hex.into())
-        }
-    }
+/// `hex` as the 32 bytes it spells, if it is 64 lowercase hex digits.
+fn blake3_bytes(hex: &str) -> Option<[u8; 32]> {
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
+    let mut bytes = [0u8; 32];
+    let decoded = hex.len() == 64
+        && hex
+            .as_bytes()
+            .chunks(2)
+            .zip(bytes.iter_mut())
+            .all(|(pair, out)| match (digit(pair[0]), digit(pair[1])) {
+                (Some(hi), Some(lo)) => {
+                    *out = hi << 4 | lo;
+                    true
+                }
+                _ => false,
+            });
+    decoded.then_some(bytes)
+}
 
-    fn to_hex(&self) -> String {
-        match self {
-            SourceHash::Blake3(bytes) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
-            SourceHash::Other(s) => s.to_string(),
-        }
+/// A node of the table, read with the table's text.
+#[derive(Clone, Copy)]
+pub(super) struct Held<'a> {
+    entry: &'a Entry,
+    text: &'a str,
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Entry;
+
+    fn deref(&self) -> &Entry {
+        self.entry
     }
 }
 
-impl Entry {
-    pub fn qualname(&self) -> &str {
-        &self.qualname
+impl<'a> Held<'a> {
+    fn read(&self, span: Span) -> &'a str {
+        let at = span.at as usize;
+        self.text
+            .get(at..at + span.len as usize)
+            .unwrap_or_default()
     }
 
-    pub fn name(&self) -> &str {
-        match &self.name {
-            Name::Tail(len) => &self.qualname[self.qualname.len() - *len as usize..],
-            Name::Own(name) => name,
-        }
+    pub fn qualname(&self) -> &'a str {
+        self.read(self.entry.qualname)
+    }
+
+    pub fn name(&self) -> &'a str {
+        self.read(self.entry.name)
     }
 
     /// Whether its source hash is `hex`.
     pub fn source_is(&self, hex: &str) -> bool {
-        match &self.source {
-            SourceHash::Blake3(_) => self.source == SourceHash::of(hex),
-            SourceHash::Other(s) => **s == *hex,
+        match self.entry.source {
+            SourceHash::Blake3(bytes) => blake3_bytes(hex) == Some(bytes),
+            SourceHash::Other(span) => self.read(span) == hex,
+        }
+    }
+
+    fn source_hex(&self) -> String {
+        match self.entry.source {
+            SourceHash::Blake3(bytes) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            SourceHash::Other(span) => self.read(span).to_owned(),
         }
     }
 
@@ -155,6 +170,11 @@ pub(super) struct Link {
 #[derive(Debug, Default)]
 pub(super) struct Table {
     entries: Vec<Entry>,
+    /// The nodes' names, one after another: a name is a few bytes, where
+    /// a string of its own would cost it 32 and an allocation. A name that
+    /// changes under the same ID (which matching IDs does not do) leaves
+    /// its old text behind.
+    text: String,
     slots: HashMap<Id, Slot>,
     /// Node `i` of the graph is slot `i`.
     graph: StableDiGraph<(), EdgeKind, u32>,
@@ -181,11 +201,14 @@ impl Table {
         self.slots.contains_key(&id)
     }
 
-    pub fn get(&self, slot: Slot) -> &Entry {
-        &self.entries[slot as usize]
+    pub fn get(&self, slot: Slot) -> Held<'_> {
+        Held {
+            entry: &self.entries[slot as usize],
+            text: &self.text,
+        }
     }
 
-    pub fn by_id(&self, id: Id) -> Option<&Entry> {
+    pub fn by_id(&self, id: Id) -> Option<Held<'_>> {
         self.slot_of(id).map(|s| self.get(s))
     }
 
@@ -204,13 +227,13 @@ impl Table {
             id: e.id.as_str().to_owned(),
             node_type: e.node_type,
             name: e.name().to_owned(),
-            qualname: e.qualname.to_string(),
+            qualname: e.qualname().to_owned(),
             parent_id: e.parent.map(|p| p.as_str().to_owned()),
             file_path: e.file.to_string(),
             start_line: e.start_line as usize,
             end_line: e.end_line as usize,
             status: e.status,
-            source_hash: e.source.to_hex(),
+            source_hash: e.source_hex(),
         }
     }
 
@@ -226,9 +249,32 @@ impl Table {
     /// its ID if it has one.
     pub fn put(&mut self, node: Fields<'_>, file: &Arc<str>) -> Slot {
         let id = node.id;
-        let name = match node.qualname.strip_suffix(node.name) {
-            Some(_) => Name::Tail(node.name.len() as u32),
-            None => Name::Own(node.name.into()),
+        let kept = self.slot_of(id);
+        // The same ID nearly always has the same names: they stay put.
+        let before = kept.map(|s| {
+            let e = self.get(s);
+            (
+                e.qualname,
+                e.qualname() == node.qualname,
+                e.name,
+                e.name() == node.name,
+            )
+        });
+        let qualname = match before {
+            Some((span, true, ..)) => span,
+            _ => self.keep_text(node.qualname),
+        };
+        let name = match (before, node.qualname.len().checked_sub(node.name.len())) {
+            (Some((_, _, span, true)), _) => span,
+            (_, Some(tail)) if node.qualname.ends_with(node.name) => Span {
+                at: qualname.at + tail as u32,
+                len: node.name.len() as u32,
+            },
+            _ => self.keep_text(node.name),
+        };
+        let source = match blake3_bytes(node.source_hash) {
+            Some(bytes) => SourceHash::Blake3(bytes),
+            None => SourceHash::Other(self.keep_text(node.source_hash)),
         };
         let entry = Entry {
             id,
@@ -238,11 +284,11 @@ impl Table {
             end_line: node.end_line as u32,
             parent: node.parent,
             file: Arc::clone(file),
-            qualname: node.qualname.into(),
+            qualname,
             name,
-            source: SourceHash::of(node.source_hash),
+            source,
         };
-        if let Some(slot) = self.slot_of(id) {
+        if let Some(slot) = kept {
             self.entries[slot as usize] = entry;
             return slot;
         }
@@ -251,6 +297,15 @@ impl Table {
         self.slots.insert(id, slot);
         self.graph.add_node(());
         slot
+    }
+
+    fn keep_text(&mut self, s: &str) -> Span {
+        let at = self.text.len() as u32;
+        self.text.push_str(s);
+        Span {
+            at,
+            len: s.len() as u32,
+        }
     }
 
     pub fn link(&mut self, l: Link) {
@@ -305,6 +360,7 @@ impl Table {
     /// Gives back what a bulk load grew and does not use.
     pub fn shrink(&mut self) {
         self.entries.shrink_to_fit();
+        self.text.shrink_to_fit();
         self.slots.shrink_to_fit();
     }
 }
@@ -346,10 +402,16 @@ mod tests {
             assert!(t.get(slot).source_is(&n.source_hash));
             assert_eq!(t.get(slot).name(), n.name);
         }
-        // Kept again under the same ID: the same slot, the new fields.
+        // Kept again under the same ID: the same slot, the new fields, and
+        // its names not written again.
+        let text = t.text.len();
         let again = node("rm_aaaaaaaa", "add", "Store.add", "");
         assert_eq!(t.put(Fields::of(&again).unwrap(), &file), 0);
         assert_eq!(t.node(0), again);
+        assert_eq!(t.text.len(), text);
+        let renamed = node("rm_aaaaaaaa", "put", "Store.put", &blake);
+        t.put(Fields::of(&renamed).unwrap(), &file);
+        assert_eq!(t.node(0), renamed);
         assert_eq!(t.len(), 4);
     }
 }
