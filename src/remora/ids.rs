@@ -60,6 +60,20 @@ impl Id {
     }
 }
 
+impl serde::Serialize for Id {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Id {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Id::new(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is too long for a node ID")))
+    }
+}
+
 impl std::fmt::Debug for Id {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.as_str().fmt(f)
@@ -132,6 +146,15 @@ mod tests {
             assert_eq!(Id::new(&s).map(|id| id.as_str().to_owned()), Some(s));
         }
         assert_eq!(Id::new(&"x".repeat(16)), None);
+        // Stored as the string it is.
+        let id = Id::new("rm_a1b2c3d4").unwrap();
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"rm_a1b2c3d4\"");
+        assert_eq!(serde_json::from_str::<Id>("\"rm_a1b2c3d4\"").unwrap(), id);
+        let long = serde_json::from_str::<Id>(&format!("\"{}\"", "x".repeat(16)));
+        assert!(long
+            .unwrap_err()
+            .to_string()
+            .contains("too long for a node ID"));
         assert_ne!(Id::new("rm_a"), Id::new("rm_a\0"));
     }
 

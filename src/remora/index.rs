@@ -659,13 +659,13 @@ mod tests {
             let refs: Vec<_> = file
                 .refs
                 .iter()
-                .map(|r| (&r.from, r.kind, &r.target))
+                .map(|r| (r.from.as_str(), r.kind, &r.target))
                 .collect();
             let kept_ids: Vec<String> = kept.iter().map(|n| n.id.clone()).collect();
             let fresh_refs: Vec<_> = fresh
                 .refs
                 .iter()
-                .map(|r| (&kept_ids[r.from], r.kind, &*r.target))
+                .map(|r| (kept_ids[r.from].as_str(), r.kind, &*r.target))
                 .collect();
             assert_eq!(refs, fresh_refs, "{text}");
         }

@@ -22,7 +22,7 @@ mod words;
 /// A reference from one node, as stored with its file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Ref {
-    pub from: String,
+    pub from: Id,
     pub kind: EdgeKind,
     pub target: Target,
 }
@@ -475,7 +475,6 @@ impl Topology {
         &mut self,
         mut each: impl FnMut(FileChange) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.table.shrink();
         let paths: Vec<String> = self.file_paths().map(str::to_owned).collect();
         for p in paths {
             let mut change = FileChange {
@@ -487,6 +486,8 @@ impl Topology {
                 each(change)?;
             }
         }
+        // What the bulk grew and will not use.
+        self.table.shrink();
         Ok(())
     }
 
@@ -580,9 +581,7 @@ impl Topology {
             && old.as_ref().is_some_and(|o| {
                 o.refs.len() == ex.refs.len()
                     && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
-                        a.from == parsed_ids[b.from].as_str()
-                            && a.kind == b.kind
-                            && a.target == *b.target
+                        a.from == parsed_ids[b.from] && a.kind == b.kind && a.target == *b.target
                     })
             });
         state.refs = match old.as_mut() {
@@ -869,19 +868,14 @@ fn refs_of(ex: &Extracted, ids: &[Id], old: Option<&FileState>, kept: &[Id]) -> 
         .refs
         .iter()
         .map(|r| Ref {
-            from: ids[r.from].as_str().to_owned(),
+            from: ids[r.from],
             kind: r.kind,
             target: Target::clone(&r.target),
         })
         .collect();
     if let Some(o) = old {
-        let kept: HashSet<&str> = kept.iter().map(Id::as_str).collect();
-        refs.extend(
-            o.refs
-                .iter()
-                .filter(|r| kept.contains(r.from.as_str()))
-                .cloned(),
-        );
+        let kept: HashSet<Id> = kept.iter().copied().collect();
+        refs.extend(o.refs.iter().filter(|r| kept.contains(&r.from)).cloned());
     }
     refs
 }

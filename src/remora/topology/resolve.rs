@@ -143,7 +143,7 @@ impl Topology {
                 }
             }
             for r in &state.refs {
-                let (Some(from), Some(to)) = (self.table.slot(&r.from), self.resolve(path, r))
+                let (Some(from), Some(to)) = (self.table.slot_of(r.from), self.resolve(path, r))
                 else {
                     continue;
                 };

@@ -357,11 +357,13 @@ impl Table {
         )
     }
 
-    /// Gives back what a bulk load grew and does not use.
+    /// Gives back what a bulk load grew and does not use. (The map of
+    /// slots never has more room than its next growth gives it; a vector as
+    /// large as these grows again by remapping, not by copying.)
     pub fn shrink(&mut self) {
         self.entries.shrink_to_fit();
         self.text.shrink_to_fit();
-        self.slots.shrink_to_fit();
+        self.graph.shrink_to_fit();
     }
 }
 
