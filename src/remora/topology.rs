@@ -15,9 +15,15 @@ use super::ids::{self, Id};
 use super::{Edge, EdgeKind, Node, NodeStatus, NodeType};
 use table::{Fields, Link, Slot, Table};
 
+mod bulk;
+mod load;
 mod resolve;
 mod table;
 mod words;
+
+pub use bulk::Pending;
+use bulk::{Lean, Notes};
+pub use load::Loading;
 
 /// A reference from one node, as stored with its file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -46,7 +52,8 @@ pub struct FileState {
     shape: Option<blake3::Hash>,
     /// The [`record_of`] each parsed node as written, in order: a node
     /// whose record is the same needs no look in the topology. Empty for a
-    /// file of a bulk index or loaded from the store (not being edited).
+    /// file of a bulk index or loaded from the store (not being edited):
+    /// its first edit compares the fields instead.
     records: Vec<Record>,
 }
 
@@ -67,48 +74,6 @@ pub struct FileChange {
     pub orphaned: Vec<String>,
     pub added_edges: Vec<Edge>,
     pub removed_edges: Vec<Edge>,
-}
-
-/// A change of a bulk index ([`Topology::add_file_unresolved`]), kept
-/// until it is written: its nodes named by slot and its references left in
-/// the topology, so that a monorepo's first index does not hold a copy of
-/// every node besides the topology's own.
-#[derive(Debug)]
-pub struct Pending {
-    change: FileChange,
-    lean: Lean,
-    /// Its references changed.
-    refs: bool,
-}
-
-/// The nodes an update wrote and the IDs it made, as a bulk index keeps them.
-#[derive(Debug, Default)]
-struct Lean {
-    nodes: Vec<(usize, Slot)>,
-    added: Vec<Id>,
-}
-
-/// Where an update notes what it did: whole in its change (for the store
-/// and the event log at once), or lean for a bulk index ([`Pending`]).
-struct Notes {
-    change: FileChange,
-    lean: Option<Lean>,
-}
-
-impl Notes {
-    fn added(&mut self, id: Id) {
-        match &mut self.lean {
-            Some(lean) => lean.added.push(id),
-            None => self.change.added.push(id.as_str().to_owned()),
-        }
-    }
-
-    fn node(&mut self, ord: usize, slot: Slot, table: &Table) {
-        match &mut self.lean {
-            Some(lean) => lean.nodes.push((ord, slot)),
-            None => self.change.nodes.push((ord, table.node(slot))),
-        }
-    }
 }
 
 /// The whole topology.
@@ -435,62 +400,6 @@ impl Topology {
         Some(change)
     }
 
-    /// Bulk loading: takes in a file's nodes without resolving any edge;
-    /// call [`Topology::resolve_all`] once every file is in. The change is
-    /// kept lean until [`Topology::written`] gives it whole.
-    pub fn add_file_unresolved(&mut self, path: &str, hash: &str, ex: &Extracted) -> Pending {
-        let (notes, _) = self.keeping_words(path, ex, |t| t.replace_nodes(path, hash, ex, true));
-        let mut change = notes.change;
-        let refs = change.refs.take().is_some();
-        Pending {
-            change,
-            lean: notes.lean.unwrap_or_default(),
-            refs,
-        }
-    }
-
-    /// The whole change `pending` stands for: its nodes and references as
-    /// the topology holds them now.
-    pub fn written(&self, pending: Pending) -> FileChange {
-        let Pending {
-            mut change,
-            lean,
-            refs,
-        } = pending;
-        change.nodes = lean
-            .nodes
-            .into_iter()
-            .map(|(ord, slot)| (ord, self.table.node(slot)))
-            .collect();
-        change.added = lean.added.iter().map(|id| id.as_str().to_owned()).collect();
-        if refs {
-            change.refs = self.files.get(change.path.as_str()).map(|f| f.refs.clone());
-        }
-        change
-    }
-
-    /// Resolves the edges of every file (after bulk loading); hands `each`
-    /// the change of every file whose edges changed, one by one.
-    pub fn resolve_all<E>(
-        &mut self,
-        mut each: impl FnMut(FileChange) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let paths: Vec<String> = self.file_paths().map(str::to_owned).collect();
-        for p in paths {
-            let mut change = FileChange {
-                path: p.clone(),
-                ..FileChange::default()
-            };
-            self.resolve_files(std::slice::from_ref(&p), &mut change);
-            if !change.added_edges.is_empty() || !change.removed_edges.is_empty() {
-                each(change)?;
-            }
-        }
-        // What the bulk grew and will not use.
-        self.table.shrink();
-        Ok(())
-    }
-
     /// The qualified names of a file's definitions with their slots: what
     /// other files can reach of it.
     fn exports(&self, f: &FileState) -> Vec<(String, Slot)> {
@@ -549,9 +458,6 @@ impl Topology {
             hash: hash.to_owned(),
             ids: slots,
             shape: (ids.len() == parsed).then_some(shape),
-            // A bulk index's files are not being edited: a file loaded from
-            // the store has no records either, and its first edit compares
-            // fields instead.
             records: if lean { Vec::new() } else { records },
             ..FileState::default()
         };
@@ -576,18 +482,8 @@ impl Topology {
                 })
             }
         };
-        let parsed_ids = &ids[..parsed];
-        let refs_unchanged = same_order
-            && old.as_ref().is_some_and(|o| {
-                o.refs.len() == ex.refs.len()
-                    && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
-                        a.from == parsed_ids[b.from] && a.kind == b.kind && a.target == *b.target
-                    })
-            });
-        state.refs = match old.as_mut() {
-            Some(o) if refs_unchanged => std::mem::take(&mut o.refs),
-            _ => refs_of(ex, parsed_ids, old.as_ref(), &ids[parsed..]),
-        };
+        let refs_unchanged;
+        (state.refs, refs_unchanged) = refs_after(ex, &ids, parsed, same_order, old.as_mut());
         if !refs_unchanged {
             // A lean change notes only that they changed: they are the file's.
             notes.change.refs = Some(if lean { Vec::new() } else { state.refs.clone() });
@@ -744,88 +640,6 @@ impl Topology {
     }
 }
 
-/// Rebuilds the topology from stored rows: every node with whether it is
-/// live (in its file's order), then each file's hash and references, then
-/// every edge. Rows go in one by one, so a project's rows are never all
-/// held at once beside the topology they make.
-#[derive(Default)]
-pub struct Loading {
-    topology: Topology,
-    /// Each path met, shared, with its live nodes in order.
-    live: HashMap<Arc<str>, Vec<Slot>>,
-}
-
-impl Loading {
-    pub fn node(&mut self, node: &Node, live: bool) {
-        let path = node.file_path.as_str();
-        let file = match self.live.get_key_value(path) {
-            Some((file, _)) => Arc::clone(file),
-            None => {
-                let file: Arc<str> = Arc::from(path);
-                self.live.insert(Arc::clone(&file), Vec::new());
-                file
-            }
-        };
-        let Some(fields) = Fields::of(node) else {
-            return;
-        };
-        let slot = self.topology.table.put(fields, &file);
-        if live {
-            if let Some(order) = self.live.get_mut(path) {
-                order.push(slot);
-            }
-        }
-    }
-
-    pub fn file(&mut self, path: &str, hash: String, refs: Vec<Ref>) {
-        let (file, ids) = self
-            .live
-            .remove_entry(path)
-            .unwrap_or_else(|| (Arc::from(path), Vec::new()));
-        let t = &mut self.topology;
-        let mut state = FileState {
-            hash,
-            ids,
-            refs,
-            ..FileState::default()
-        };
-        state.qual = t.qualified(&state.ids);
-        t.remember_refs(&file, &state.refs);
-        t.register_module(&file);
-        t.files.insert(Arc::clone(&file), state);
-        let words = t.words_in(&file);
-        t.words.change(&file, &BTreeSet::new(), &words);
-    }
-
-    pub fn edge(&mut self, e: &Edge) {
-        let t = &mut self.topology;
-        let (Some(from), Some(to)) = (t.table.slot(&e.from), t.table.slot(&e.to)) else {
-            return;
-        };
-        let file = Arc::clone(&t.table.get(from).file);
-        if let Some(state) = t.files.get_mut(&file) {
-            state.edges.push(Link {
-                from,
-                to,
-                kind: e.kind,
-            });
-        }
-    }
-
-    pub fn finish(mut self) -> Topology {
-        let t = &mut self.topology;
-        for state in t.files.values_mut() {
-            state.edges.sort_unstable();
-            state.edges.dedup();
-            for &l in &state.edges {
-                t.table.link(l);
-            }
-        }
-        t.table.shrink();
-        self.topology
-    }
-}
-
 /// The kinds and qualified names of a parse's nodes, in order, hashed:
 /// the same hash, the same definitions.
 fn shape_of(ex: &Extracted) -> blake3::Hash {
@@ -859,6 +673,32 @@ fn record_of(n: &RawNode) -> Record {
         parent: n.parent,
         source,
     }
+}
+
+/// The references of the parse `ex` of a file, its nodes `ids` (the first
+/// `parsed` of them parsed, the others kept through a syntax error): moved
+/// from the file's `old` state when they are the same (`same_order`: the
+/// same IDs in the same order), with whether they are.
+fn refs_after(
+    ex: &Extracted,
+    ids: &[Id],
+    parsed: usize,
+    same_order: bool,
+    old: Option<&mut FileState>,
+) -> (Vec<Ref>, bool) {
+    let parsed_ids = &ids[..parsed];
+    let unchanged = same_order
+        && old.as_ref().is_some_and(|o| {
+            o.refs.len() == ex.refs.len()
+                && o.refs.iter().zip(&ex.refs).all(|(a, b)| {
+                    a.from == parsed_ids[b.from] && a.kind == b.kind && a.target == *b.target
+                })
+        });
+    let refs = match old {
+        Some(o) if unchanged => std::mem::take(&mut o.refs),
+        o => refs_of(ex, parsed_ids, o.as_deref(), &ids[parsed..]),
+    };
+    (refs, unchanged)
 }
 
 /// The references of `ex` from its nodes `ids`, and under a syntax error
