@@ -113,13 +113,18 @@ h.test("a question answered on the dashboard while Neovim's prompt shows is said
     local token = vim.json.decode(h.read(root .. "/.chimera/api.json")).token
     -- The dashboard follows the feed.
     local feed = {}
+    -- An ID the core never gave: it answers at once with a `reset`, so the
+    -- test knows the dashboard follows before the agent asks (a fixed
+    -- wait lost the race on a busy machine).
     local stream = vim.system({ "curl", "-s", "-N", "-m", "30", "-H", "Authorization: Bearer " .. token,
-      "http://127.0.0.1:" .. port .. "/events/stream" }, {
+      "-H", "Last-Event-ID: none", "http://127.0.0.1:" .. port .. "/events/stream" }, {
       stdout = function(_, data)
         table.insert(feed, data or "")
       end,
     })
-    vim.wait(300)
+    h.wait_for("the dashboard following the feed", function()
+      return table.concat(feed):find("event: reset", 1, true) ~= nil
+    end, 15000)
     local id = chimera.spawn("edit it", { agent = "fake", file = root .. "/calc.py" })
     h.wait_for("the question in Neovim", function()
       return shown ~= nil
