@@ -389,6 +389,14 @@ fn a_go_package_spans_its_files() {
         .filter_map(|x| topo.node(&x.to).map(|n| n.qualname.clone()))
         .collect();
     assert_eq!(calls, ["clamp"]);
+    // The package's import now stands for its first file left.
+    let imports: Vec<String> = topo
+        .edges_of("cmd/main.go")
+        .iter()
+        .filter(|x| x.kind == Imports)
+        .filter_map(|x| topo.node(&x.to).map(|n| n.file_path))
+        .collect();
+    assert_eq!(imports, ["store/clamp.go"]);
 }
 
 /// A reference is made once however many calls make it, and two ways of

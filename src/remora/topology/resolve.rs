@@ -29,20 +29,25 @@ impl Topology {
     }
 
     /// `path` is no longer a file of its module; another file of the same
-    /// package stands for it, if there is one.
+    /// package stands for it, if there is one. Only the names `path` was
+    /// registered under are looked at: a monorepo has tens of thousands.
     pub(super) fn forget_module(&mut self, path: &str) {
-        self.members.retain(|_, files| {
+        for key in module_names(path) {
+            let Some(files) = self.members.get_mut(&key) else {
+                continue;
+            };
             if let Ok(at) = files.binary_search_by(|f| (**f).cmp(path)) {
                 files.remove(at);
             }
-            !files.is_empty()
-        });
-        self.modules.retain(|_, p| &**p != path);
-        for (key, files) in &self.members {
-            if let Some(first) = files.first() {
-                self.modules
-                    .entry(key.clone())
-                    .or_insert_with(|| Arc::clone(first));
+            let first = files.first().cloned();
+            if first.is_none() {
+                self.members.remove(&key);
+            }
+            if self.modules.get(&key).is_some_and(|p| &**p == path) {
+                match first {
+                    Some(first) => self.modules.insert(key, first),
+                    None => self.modules.remove(&key),
+                };
             }
         }
     }
@@ -107,12 +112,7 @@ impl Topology {
 
     /// Files with references into the module(s) of `path`, `path` excluded.
     pub(super) fn dependents_of(&self, path: &str) -> Vec<String> {
-        let module = module_key(path);
-        let mut names = vec![module.clone()];
-        if let Some(s) = module.strip_prefix("src.") {
-            names.push(s.to_owned());
-        }
-        let mut out: Vec<String> = names
+        let mut out: Vec<String> = module_names(path)
             .iter()
             .filter_map(|m| self.dependents.get(m))
             .flatten()
@@ -212,6 +212,14 @@ impl Topology {
         }
         .filter(|&to| self.table.get(to).status == NodeStatus::Active)
     }
+}
+
+/// The module names `path` is known by: its module's, and in a `src/`
+/// layout the same without `src.` (see [`Topology::register_module`]).
+fn module_names(path: &str) -> Vec<String> {
+    let module = module_key(path);
+    let stripped = module.strip_prefix("src.").map(str::to_owned);
+    std::iter::once(module).chain(stripped).collect()
 }
 
 /// Puts `path` in `files`, kept in order, unless it is there.
