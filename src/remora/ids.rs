@@ -92,12 +92,7 @@ pub fn fresh_id(mut taken: impl FnMut(Id) -> bool) -> Id {
 
 /// A fresh ID for which `taken` is false.
 pub fn fresh_unused(mut taken: impl FnMut(&str) -> bool) -> String {
-    loop {
-        let id = fresh();
-        if !taken(&id) {
-            return id;
-        }
-    }
+    fresh_id(|id| taken(id.as_str())).as_str().to_owned()
 }
 
 /// The ID a definition-line comment ends with, and its byte range inside

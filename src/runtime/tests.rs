@@ -1047,6 +1047,25 @@ fn a_ghost_node_asked_for_from_the_ui_is_written_by_its_agent_as_a_proposal() {
     core.shutdown(Duration::from_secs(2));
 }
 
+/// Takes snapshot `id` through the core and waits until the editor is told of it.
+fn snapshot(
+    core: &CoreHandle,
+    rx: &mut mpsc::UnboundedReceiver<ToEditor>,
+    rt: &tokio::runtime::Runtime,
+    id: &str,
+    message: &str,
+) {
+    core.send(ToCore::Snapshot {
+        id: id.into(),
+        message: message.into(),
+    })
+    .unwrap();
+    wait_for(rx, rt, |m| match m {
+        ToEditor::Snapshots { snapshots } if snapshots.iter().any(|s| s.id == id) => Some(()),
+        _ => None,
+    });
+}
+
 #[test]
 fn snapshots_rollback_effects_and_fork_through_messages() {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -1061,17 +1080,7 @@ fn snapshots_rollback_effects_and_fork_through_messages() {
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Ready { .. }).then_some(())
     });
-    core.send(ToCore::Snapshot {
-        id: "snap0001".into(),
-        message: "start".into(),
-    })
-    .unwrap();
-    wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Snapshots { snapshots } if snapshots.iter().any(|s| s.id == "snap0001") => {
-            Some(())
-        }
-        _ => None,
-    });
+    snapshot(&core, &mut rx, &rt, "snap0001", "start");
     // An agent's change is accepted: a snapshot is taken first, and its
     // LLM call is in the effect log.
     core.send(spawn("ag1", "add a docstring to parse_config"))
@@ -1722,17 +1731,7 @@ fn a_fork_finds_its_place_in_its_snapshot_which_the_index_no_longer_holds() {
     wait_for(&mut rx, &rt, |m| {
         matches!(m, ToEditor::Topology { path: None }).then_some(())
     });
-    core.send(ToCore::Snapshot {
-        id: "snap0001".into(),
-        message: "with legacy.py".into(),
-    })
-    .unwrap();
-    wait_for(&mut rx, &rt, |m| match m {
-        ToEditor::Snapshots { snapshots } if snapshots.iter().any(|s| s.id == "snap0001") => {
-            Some(())
-        }
-        _ => None,
-    });
+    snapshot(&core, &mut rx, &rt, "snap0001", "with legacy.py");
     // The file goes; the index follows.
     std::fs::remove_file(&legacy).unwrap();
     wait_for(&mut rx, &rt, |m| {
